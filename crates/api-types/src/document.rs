@@ -1,0 +1,383 @@
+//! `BoundaryPolicy` documents (SPEC 1): the serde shape, and their conversion into a validated
+//! `palisade_policy::Policy` with save warnings.
+
+use std::collections::BTreeMap;
+
+use palisade_policy::image_ref::RegistryPrefix;
+use palisade_policy::label::{LabelKey, LabelRequirement, LabelValue};
+use palisade_policy::policy::{self, blocked_type_warnings, RuleError};
+use palisade_policy::{Catalog, Mode, Name, PlanEntry, Policy, Rule, RuleKind, Scope};
+use serde::{Deserialize, Serialize};
+
+pub const API_VERSION: &str = "palisade.dev/v1";
+pub const KIND: &str = "BoundaryPolicy";
+
+/// A whole policy document, as kept in git and sent to `POST /v1/apply`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicyDocument {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: PolicyMetadata,
+    pub spec: PolicySpec,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyMetadata {
+    pub name: String,
+    pub boundary: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The `spec` of a policy: also the body of `PUT /v1/boundaries/{b}/policies/{p}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ModeDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ScopeDoc>,
+    pub rules: Vec<RuleDoc>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeDoc {
+    Enforce,
+    Audit,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeDoc {
+    pub clusters: Vec<String>,
+}
+
+/// One rule: exactly one of the four fields is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleDoc {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_compute_plans: Option<PlansDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_labels: Option<LabelsDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_registries: Option<RegistriesDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disallow_latest_tag: Option<EmptyDoc>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlansDoc {
+    pub plans: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelsDoc {
+    pub labels: Vec<LabelDoc>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelDoc {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistriesDoc {
+    pub registries: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyDoc {}
+
+/// A document that cannot be saved: `pointer` names the field, `message` says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{pointer}: {message}")]
+pub struct DocumentError {
+    pub pointer: String,
+    pub message: String,
+}
+
+fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
+    DocumentError {
+        pointer: pointer.into(),
+        message: message.to_string(),
+    }
+}
+
+/// A saved policy: its boundary, the validated policy and the save warnings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidPolicy {
+    pub boundary: Name,
+    pub policy: Policy,
+    pub warnings: Vec<String>,
+}
+
+impl PolicyDocument {
+    /// Parses a JSON document; errors carry the pointer of the field.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
+        let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+            let pointer = crate::pointer::from_path("", e.path());
+            error(pointer, e.into_inner())
+        })
+    }
+
+    /// Validates the document into a policy, with its save warnings (SPEC 1).
+    pub fn validate(&self, catalog: &Catalog) -> Result<ValidPolicy, DocumentError> {
+        if self.api_version != API_VERSION {
+            return Err(error(
+                "/apiVersion",
+                format!("must be {API_VERSION}, got '{}'", self.api_version),
+            ));
+        }
+        if self.kind != KIND {
+            return Err(error(
+                "/kind",
+                format!("must be {KIND}, got '{}'", self.kind),
+            ));
+        }
+        let name = Name::parse(&self.metadata.name).map_err(|e| error("/metadata/name", e))?;
+        let boundary =
+            Name::parse(&self.metadata.boundary).map_err(|e| error("/metadata/boundary", e))?;
+        let (policy, warnings) = self.spec.validate_at("/spec", name, catalog)?;
+        Ok(ValidPolicy {
+            boundary,
+            policy,
+            warnings,
+        })
+    }
+}
+
+impl PolicySpec {
+    /// Parses a JSON spec (the body of a policy PUT); pointers are relative to the body.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
+        let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+            let pointer = crate::pointer::from_path("", e.path());
+            error(pointer, e.into_inner())
+        })
+    }
+
+    /// Validates the spec of policy `name`, pointers relative to the spec itself.
+    pub fn validate(
+        &self,
+        name: Name,
+        catalog: &Catalog,
+    ) -> Result<(Policy, Vec<String>), DocumentError> {
+        self.validate_at("", name, catalog)
+    }
+
+    fn validate_at(
+        &self,
+        base: &str,
+        name: Name,
+        catalog: &Catalog,
+    ) -> Result<(Policy, Vec<String>), DocumentError> {
+        let mut normalisations = Vec::new();
+        let mode = match self.mode {
+            None | Some(ModeDoc::Enforce) => Mode::Enforce,
+            Some(ModeDoc::Audit) => Mode::Audit,
+        };
+        let scope = match &self.scope {
+            None => Scope::AllClusters,
+            Some(scope) => {
+                let clusters = scope
+                    .clusters
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        Name::parse(c).map_err(|e| error(format!("{base}/scope/clusters/{i}"), e))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Scope::Clusters(clusters)
+            }
+        };
+        if self.rules.is_empty() {
+            return Err(error(
+                format!("{base}/rules"),
+                "must list at least one rule",
+            ));
+        }
+        let mut rules = Vec::with_capacity(self.rules.len());
+        for (index, rule) in self.rules.iter().enumerate() {
+            let at = format!("{base}/rules/{index}");
+            rules.push(rule.validate(&at, &mut normalisations)?);
+        }
+        let policy = Policy::new(name, mode, scope, rules).map_err(|e| match e {
+            policy::PolicyError::NoRules => error(format!("{base}/rules"), e),
+            policy::PolicyError::DuplicateRuleKind { index, .. } => {
+                error(format!("{base}/rules/{index}"), e)
+            }
+            policy::PolicyError::EmptyScope => error(format!("{base}/scope/clusters"), e),
+            policy::PolicyError::DuplicateCluster { index, .. } => {
+                error(format!("{base}/scope/clusters/{index}"), e)
+            }
+        })?;
+        let content = policy.content_warnings(catalog);
+        let mut warnings = normalisations;
+        warnings.extend(content.plan_entries);
+        if policy.mode() == Mode::Enforce {
+            warnings.extend(blocked_type_warnings(
+                std::slice::from_ref(&policy),
+                catalog,
+            ));
+        }
+        warnings.extend(content.repositories);
+        Ok((policy, warnings))
+    }
+}
+
+fn list_error(at: &str, list: &str, e: RuleError) -> DocumentError {
+    match e {
+        RuleError::Empty => error(format!("{at}/{list}"), "must not be empty"),
+        RuleError::TooMany { .. } => error(format!("{at}/{list}"), e),
+        RuleError::Duplicate { index, first } => error(
+            format!("{at}/{list}/{index}"),
+            format!("duplicates entry {first}"),
+        ),
+    }
+}
+
+impl RuleDoc {
+    fn kinds(&self) -> Vec<RuleKind> {
+        let mut kinds = Vec::new();
+        if self.allowed_compute_plans.is_some() {
+            kinds.push(RuleKind::AllowedComputePlans);
+        }
+        if self.required_labels.is_some() {
+            kinds.push(RuleKind::RequiredLabels);
+        }
+        if self.allowed_registries.is_some() {
+            kinds.push(RuleKind::AllowedRegistries);
+        }
+        if self.disallow_latest_tag.is_some() {
+            kinds.push(RuleKind::DisallowLatestTag);
+        }
+        kinds
+    }
+
+    fn validate(&self, at: &str, normalisations: &mut Vec<String>) -> Result<Rule, DocumentError> {
+        let kinds = self.kinds();
+        if kinds.len() != 1 {
+            return Err(error(
+                at,
+                format!(
+                    "a rule must have exactly one of allowedComputePlans, requiredLabels, allowedRegistries, disallowLatestTag; found {}",
+                    if kinds.is_empty() { "none".to_owned() } else {
+                        kinds.iter().map(|k| k.document_key()).collect::<Vec<_>>().join(", ")
+                    }
+                ),
+            ));
+        }
+        if let Some(plans) = &self.allowed_compute_plans {
+            let at = format!("{at}/allowedComputePlans");
+            let entries = plans
+                .plans
+                .iter()
+                .enumerate()
+                .map(|(i, p)| PlanEntry::parse(p).map_err(|e| error(format!("{at}/plans/{i}"), e)))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Rule::allowed_compute_plans(entries).map_err(|e| list_error(&at, "plans", e));
+        }
+        if let Some(labels) = &self.required_labels {
+            let at = format!("{at}/requiredLabels");
+            let mut requirements = Vec::with_capacity(labels.labels.len());
+            for (i, label) in labels.labels.iter().enumerate() {
+                let key = LabelKey::parse(&label.key)
+                    .map_err(|e| error(format!("{at}/labels/{i}/key"), e))?;
+                let value = match &label.value {
+                    None => None,
+                    Some(value) => {
+                        let value = LabelValue::parse(value)
+                            .map_err(|e| error(format!("{at}/labels/{i}/value"), e))?;
+                        if value.as_str().is_empty() {
+                            normalisations
+                                .push(format!("label '{key}' value \"\" saved as any value"));
+                        }
+                        Some(value)
+                    }
+                };
+                requirements.push(LabelRequirement::new(key, value));
+            }
+            return Rule::required_labels(requirements).map_err(|e| list_error(&at, "labels", e));
+        }
+        if let Some(registries) = &self.allowed_registries {
+            let at = format!("{at}/allowedRegistries");
+            let mut prefixes = Vec::with_capacity(registries.registries.len());
+            for (i, text) in registries.registries.iter().enumerate() {
+                let (prefix, trimmed) = RegistryPrefix::parse(text)
+                    .map_err(|e| error(format!("{at}/registries/{i}"), e))?;
+                if trimmed {
+                    normalisations.push(format!("registry prefix '{text}' saved as '{prefix}'"));
+                }
+                prefixes.push(prefix);
+            }
+            return Rule::allowed_registries(prefixes)
+                .map_err(|e| list_error(&at, "registries", e));
+        }
+        Ok(Rule::DisallowLatestTag)
+    }
+}
+
+/// Renders a policy back into its document form (what a read-back returns).
+pub fn spec_of(policy: &Policy) -> PolicySpec {
+    let rules = policy
+        .rules()
+        .iter()
+        .map(|rule| match rule {
+            Rule::AllowedComputePlans(entries) => RuleDoc {
+                allowed_compute_plans: Some(PlansDoc {
+                    plans: entries.iter().map(ToString::to_string).collect(),
+                }),
+                ..RuleDoc::default()
+            },
+            Rule::RequiredLabels(labels) => RuleDoc {
+                required_labels: Some(LabelsDoc {
+                    labels: labels
+                        .iter()
+                        .map(|l| LabelDoc {
+                            key: l.key().to_string(),
+                            value: l.value().map(ToString::to_string),
+                        })
+                        .collect(),
+                }),
+                ..RuleDoc::default()
+            },
+            Rule::AllowedRegistries(prefixes) => RuleDoc {
+                allowed_registries: Some(RegistriesDoc {
+                    registries: prefixes.iter().map(ToString::to_string).collect(),
+                }),
+                ..RuleDoc::default()
+            },
+            Rule::DisallowLatestTag => RuleDoc {
+                disallow_latest_tag: Some(EmptyDoc {}),
+                ..RuleDoc::default()
+            },
+        })
+        .collect();
+    PolicySpec {
+        mode: Some(match policy.mode() {
+            Mode::Enforce => ModeDoc::Enforce,
+            Mode::Audit => ModeDoc::Audit,
+        }),
+        scope: match policy.scope() {
+            Scope::AllClusters => None,
+            Scope::Clusters(clusters) => Some(ScopeDoc {
+                clusters: clusters.iter().map(ToString::to_string).collect(),
+            }),
+        },
+        rules,
+    }
+}

@@ -1,0 +1,76 @@
+//! The JSON error body every API error answers with, and its stable codes.
+
+use serde::{Deserialize, Serialize};
+
+/// Stable, snake_case error codes (SPEC 4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    PreconditionFailed,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    ComputePlanNotAllowed,
+    Internal,
+    ComputePlanPolicyUnavailable,
+    Unavailable,
+}
+
+/// `{"error": {"code", "message", ...}}`; extra fields depend on the code.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(flatten)]
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The body of a 422 `compute_plan_not_allowed` (SPEC 2.4).
+pub fn compute_plan_not_allowed(
+    decision: &palisade_policy::PlanDecision,
+    component: Option<&str>,
+) -> ErrorBody {
+    let mut details = serde_json::Map::new();
+    details.insert(
+        "resource_type".into(),
+        decision.resource_type.as_str().into(),
+    );
+    details.insert("plan".into(), decision.plan.as_str().into());
+    details.insert(
+        "component".into(),
+        component.map(Into::into).unwrap_or(serde_json::Value::Null),
+    );
+    details.insert(
+        "allowed_plans".into(),
+        decision
+            .allowed_plans
+            .iter()
+            .map(|p| serde_json::Value::from(p.as_str()))
+            .collect(),
+    );
+    details.insert(
+        "denied_by".into(),
+        decision
+            .denied_by
+            .iter()
+            .map(|p| serde_json::Value::from(p.as_str()))
+            .collect(),
+    );
+    ErrorBody {
+        error: ErrorDetail {
+            code: ErrorCode::ComputePlanNotAllowed,
+            message: decision.message().unwrap_or_default(),
+            details,
+        },
+    }
+}

@@ -1,0 +1,12 @@
+//! palisade's wire formats: policy documents (YAML and JSON), catalog files and error bodies,
+//! shared by the server, the CLI and the portal. Parsing here turns text into the validated
+//! types of `palisade-policy`, and every error names the field by its JSON Pointer.
+
+pub mod catalog_file;
+pub mod document;
+pub mod error;
+pub mod pointer;
+pub mod yaml;
+
+pub use document::{DocumentError, PolicyDocument, PolicySpec, ValidPolicy};
+pub use error::{ErrorBody, ErrorCode};

@@ -1,0 +1,427 @@
+//! `palisade check`: offline evaluation of manifests (SPEC 4.2), and `check plan`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use palisade_api_types::yaml::documents;
+use palisade_api_types::PolicyDocument;
+use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest};
+use palisade_policy::{compute_plan, Catalog, Name, PlanName, Policy, ResourceType};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum Output {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// A policy file, or a directory whose YAML files are all read. Repeatable.
+    #[arg(short = 'p', long = "policy", value_name = "POLICY_FILE")]
+    policies: Vec<PathBuf>,
+    /// `json`: one element per object. Default: one line per denial.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
+    output: Output,
+    /// With `check plan`: the resource type.
+    #[arg(long = "type", value_name = "T")]
+    resource_type: Option<String>,
+    /// With `check plan`: the plan.
+    #[arg(long = "plan", value_name = "P")]
+    plan: Option<String>,
+    /// With `check plan`: a catalog file instead of the built-in catalog.
+    #[arg(long = "catalog", value_name = "FILE")]
+    catalog: Option<PathBuf>,
+    /// Manifest files or directories (a manifest named `plan` is written `./plan`).
+    #[arg(value_name = "MANIFEST")]
+    manifests: Vec<PathBuf>,
+}
+
+const EXIT_DENIED: u8 = 1;
+const EXIT_BAD_INPUT: u8 = 2;
+
+/// Bad input: printed as one line, exit 2.
+struct BadInput(String);
+
+fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, BadInput> {
+    if path.is_dir() {
+        let entries =
+            std::fs::read_dir(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        files.sort();
+        Ok(files)
+    } else {
+        Ok(vec![path.to_path_buf()])
+    }
+}
+
+fn read(path: &Path) -> Result<String, BadInput> {
+    std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))
+}
+
+fn located(file: &Path, error: &palisade_api_types::yaml::YamlError, index: usize) -> String {
+    match (error.line, error.column) {
+        (Some(line), Some(column)) => {
+            format!("{}:{line}:{column}: {}", file.display(), error.message)
+        }
+        _ => format!("{}:{index}: {error}", file.display()),
+    }
+}
+
+/// Loads every policy; all errors are collected so one run reports them all.
+fn load_policies(paths: &[PathBuf], catalog: &Catalog) -> Result<Vec<Policy>, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut policies: Vec<(Name, Policy, String)> = Vec::new();
+    for path in paths {
+        let files = match yaml_files(path) {
+            Ok(files) => files,
+            Err(BadInput(e)) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        for file in files {
+            let text = match read(&file) {
+                Ok(text) => text,
+                Err(BadInput(e)) => {
+                    errors.push(e);
+                    continue;
+                }
+            };
+            for (index, document) in documents::<PolicyDocument>(&text) {
+                let valid = document
+                    .map_err(|e| located(&file, &e, index))
+                    .and_then(|d| {
+                        d.validate(catalog)
+                            .map_err(|e| format!("{}:{index}: {e}", file.display()))
+                    });
+                match valid {
+                    Ok(valid) => {
+                        let here = format!("{}:{index}", file.display());
+                        if let Some((_, _, first)) = policies.iter().find(|(b, p, _)| {
+                            *b == valid.boundary && p.name() == valid.policy.name()
+                        }) {
+                            errors.push(format!(
+                                "{here}: policy {}/{} is also defined at {first}",
+                                valid.boundary,
+                                valid.policy.name()
+                            ));
+                        } else {
+                            policies.push((valid.boundary, valid.policy, here));
+                        }
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+    }
+    let mut boundaries: Vec<&Name> = policies.iter().map(|(b, _, _)| b).collect();
+    boundaries.sort();
+    boundaries.dedup();
+    if boundaries.len() > 1 {
+        let list: Vec<String> = boundaries.iter().map(|b| b.to_string()).collect();
+        errors.push(format!(
+            "the policies belong to several boundaries ({}); check one boundary at a time",
+            list.join(", ")
+        ));
+    }
+    if errors.is_empty() {
+        Ok(policies.into_iter().map(|(_, p, _)| p).collect())
+    } else {
+        Err(errors)
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct DenialOut {
+    policy: String,
+    rule: String,
+    message: String,
+}
+
+#[derive(Debug, Serialize)]
+struct WarningOut {
+    policy: String,
+    message: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ObjectOut {
+    file: String,
+    index: usize,
+    api_version: String,
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
+    name: Option<String>,
+    checked: bool,
+    admitted: bool,
+    denials: Vec<DenialOut>,
+    warnings: Vec<WarningOut>,
+}
+
+fn evaluate_object(
+    policies: &[Policy],
+    file: &Path,
+    index: usize,
+    value: &serde_json::Value,
+) -> Result<ObjectOut, String> {
+    let object = AdmissionObject::from_json(value)
+        .map_err(|e| format!("{}:{index}: {e}", file.display()))?;
+    let verdict = evaluate(policies, &object, &AdmissionRequest::default());
+    Ok(ObjectOut {
+        file: file.display().to_string(),
+        index,
+        api_version: object.api_version.clone(),
+        kind: object.kind.clone(),
+        namespace: object.namespace.clone(),
+        name: object.name.clone(),
+        checked: verdict.checked,
+        admitted: verdict.admitted(),
+        denials: verdict
+            .denials
+            .into_iter()
+            .map(|d| DenialOut {
+                policy: d.policy.to_string(),
+                rule: d.rule.to_string(),
+                message: d.message,
+            })
+            .collect(),
+        warnings: verdict
+            .warnings
+            .into_iter()
+            .map(|d| WarningOut {
+                policy: d.policy.to_string(),
+                message: d.message,
+            })
+            .collect(),
+    })
+}
+
+fn check_manifests(
+    policies: &[Policy],
+    paths: &[PathBuf],
+    errors: &mut Vec<String>,
+) -> Vec<ObjectOut> {
+    let mut out = Vec::new();
+    for path in paths {
+        let files = match yaml_files(path) {
+            Ok(files) => files,
+            Err(BadInput(e)) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        for file in files {
+            let text = match read(&file) {
+                Ok(text) => text,
+                Err(BadInput(e)) => {
+                    errors.push(e);
+                    continue;
+                }
+            };
+            for (index, document) in documents::<serde_json::Value>(&text) {
+                let value = match document {
+                    Ok(value) => value,
+                    Err(e) => {
+                        errors.push(located(&file, &e, index));
+                        continue;
+                    }
+                };
+                let is_list = value
+                    .get("kind")
+                    .and_then(|k| k.as_str())
+                    .is_some_and(|k| k.ends_with("List"))
+                    && value.get("items").is_some();
+                if is_list {
+                    match value.get("items").and_then(|i| i.as_array()) {
+                        Some(items) => {
+                            for (item_index, item) in items.iter().enumerate() {
+                                match evaluate_object(policies, &file, index, item) {
+                                    Ok(o) => out.push(o),
+                                    Err(e) => errors.push(e.replacen(
+                                        ": /",
+                                        &format!(": /items/{item_index}/"),
+                                        1,
+                                    )),
+                                }
+                            }
+                        }
+                        None => errors.push(format!(
+                            "{}:{index}: /items: must be a list",
+                            file.display()
+                        )),
+                    }
+                } else {
+                    match evaluate_object(policies, &file, index, &value) {
+                        Ok(o) => out.push(o),
+                        Err(e) => errors.push(e),
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn print_errors(errors: &[String]) {
+    let mut stderr = std::io::stderr().lock();
+    for e in errors {
+        let _ = writeln!(stderr, "error: {e}");
+    }
+}
+
+pub fn run(args: &CheckArgs) -> ExitCode {
+    if args
+        .manifests
+        .first()
+        .is_some_and(|m| m.as_os_str() == "plan")
+        && args.manifests.len() == 1
+    {
+        return run_plan(args);
+    }
+    if args.resource_type.is_some() || args.plan.is_some() {
+        print_errors(&["--type and --plan belong to `palisade check plan`".to_owned()]);
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    if args.manifests.is_empty() {
+        print_errors(&[
+            "no manifests given: palisade check [-p POLICY_FILE]... MANIFEST...".to_owned(),
+        ]);
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let catalog = match load_catalog(args) {
+        Ok(c) => c,
+        Err(e) => {
+            print_errors(&[e]);
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let (policies, mut errors) = match load_policies(&args.policies, &catalog) {
+        Ok(p) => (p, Vec::new()),
+        Err(errors) => (Vec::new(), errors),
+    };
+    if !errors.is_empty() {
+        print_errors(&errors);
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let objects = check_manifests(&policies, &args.manifests, &mut errors);
+    let denied = objects.iter().any(|o| !o.admitted);
+    let mut stdout = std::io::stdout().lock();
+    match args.output {
+        Output::Json => {
+            let text = serde_json::to_string_pretty(&objects).unwrap_or_else(|_| "[]".to_owned());
+            let _ = writeln!(stdout, "{text}");
+        }
+        Output::Text => {
+            let mut stderr = std::io::stderr().lock();
+            for o in &objects {
+                let name = o.name.as_deref().unwrap_or("<unnamed>");
+                for d in &o.denials {
+                    let _ = writeln!(
+                        stdout,
+                        "{}:{} {}/{}: {}",
+                        o.file, o.index, o.kind, name, d.message
+                    );
+                }
+                for w in &o.warnings {
+                    let _ = writeln!(
+                        stderr,
+                        "warning: {}:{} {}/{}: {}",
+                        o.file, o.index, o.kind, name, w.message
+                    );
+                }
+            }
+        }
+    }
+    drop(stdout);
+    print_errors(&errors);
+    if !errors.is_empty() {
+        ExitCode::from(EXIT_BAD_INPUT)
+    } else if denied {
+        ExitCode::from(EXIT_DENIED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn load_catalog(args: &CheckArgs) -> Result<Catalog, String> {
+    match &args.catalog {
+        None => Ok(Catalog::builtin()),
+        Some(path) => {
+            let text = read(path).map_err(|BadInput(e)| e)?;
+            palisade_api_types::catalog_file::parse(&text)
+                .map_err(|e| format!("{}: {e}", path.display()))
+        }
+    }
+}
+
+fn run_plan(args: &CheckArgs) -> ExitCode {
+    let bad = |message: String| {
+        print_errors(&[message]);
+        ExitCode::from(EXIT_BAD_INPUT)
+    };
+    let catalog = match load_catalog(args) {
+        Ok(c) => c,
+        Err(e) => return bad(e),
+    };
+    let Some(type_text) = &args.resource_type else {
+        return bad(
+            "--type is required: palisade check plan [-p POLICY_FILE]... --type T --plan P"
+                .to_owned(),
+        );
+    };
+    let Some(plan_text) = &args.plan else {
+        return bad(
+            "--plan is required: palisade check plan [-p POLICY_FILE]... --type T --plan P"
+                .to_owned(),
+        );
+    };
+    let resource_type = match ResourceType::parse(type_text) {
+        Ok(t) => t,
+        Err(e) => return bad(format!("--type: {e}")),
+    };
+    let plan = match PlanName::parse(plan_text) {
+        Ok(p) => p,
+        Err(e) => return bad(format!("--plan: {e}")),
+    };
+    let policies = match load_policies(&args.policies, &catalog) {
+        Ok(p) => p,
+        Err(errors) => {
+            print_errors(&errors);
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let decision = match compute_plan::decide(&policies, &catalog, resource_type, &plan) {
+        Ok(d) => d,
+        Err(e) => return bad(format!("--plan: {e}")),
+    };
+    let mut stderr = std::io::stderr().lock();
+    for warning in &decision.audit_warnings {
+        let _ = writeln!(stderr, "warning: {warning}");
+    }
+    if !resource_type.is_plan_checked() {
+        let _ = writeln!(
+            stderr,
+            "note: the API does not enforce plans of {resource_type}"
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    match decision.message() {
+        None => {
+            let _ = writeln!(stdout, "allowed");
+            ExitCode::SUCCESS
+        }
+        Some(message) => {
+            let _ = writeln!(stdout, "{message}");
+            ExitCode::from(EXIT_DENIED)
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! `palisade check` as users run it: the corpus through the binary, output formats, exit codes
+//! and bad input.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use palisade_testkit::corpus::{admission_cases, plan_cases};
+
+fn palisade(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_palisade"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn corpus_through_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for case in admission_cases().unwrap() {
+        let policies = dir.path().join("policies.yaml");
+        let docs: Vec<String> = case
+            .policies
+            .iter()
+            .map(|p| serde_yaml_ng::to_string(p).unwrap())
+            .collect();
+        std::fs::write(&policies, docs.join("---\n")).unwrap();
+        let manifest = dir.path().join("manifest.yaml");
+        std::fs::write(&manifest, serde_yaml_ng::to_string(&case.object).unwrap()).unwrap();
+        let out = palisade(
+            &[
+                "check",
+                "-p",
+                "policies.yaml",
+                "-o",
+                "json",
+                "manifest.yaml",
+            ],
+            dir.path(),
+        );
+        let want_code = if case.expect.admitted { 0 } else { 1 };
+        let parsed: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(format!(
+                    "{}: no JSON ({e}): {}",
+                    case.name,
+                    text(&out.stderr)
+                ));
+                continue;
+            }
+        };
+        let object = &parsed[0];
+        let denials: Vec<(String, String, String)> = object["denials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["policy"].as_str().unwrap().into(),
+                    d["rule"].as_str().unwrap().into(),
+                    d["message"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String, String)> = case
+            .expect
+            .denials
+            .iter()
+            .zip(
+                denials
+                    .iter()
+                    .map(|d| d.1.clone())
+                    .chain(std::iter::repeat(String::new())),
+            )
+            .map(|(d, got_rule)| {
+                (
+                    d.policy.clone(),
+                    d.rule.clone().unwrap_or(got_rule),
+                    d.message.clone(),
+                )
+            })
+            .collect();
+        let warnings: Vec<(String, String)> = object["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| {
+                (
+                    w["policy"].as_str().unwrap().into(),
+                    w["message"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        let want_warnings: Vec<(String, String)> = case
+            .expect
+            .warnings
+            .iter()
+            .map(|w| (w.policy.clone(), w.message.clone()))
+            .collect();
+        if out.status.code() != Some(want_code)
+            || object["checked"] != case.expect.checked
+            || object["admitted"] != case.expect.admitted
+            || denials != want
+            || warnings != want_warnings
+        {
+            failures.push(format!(
+                "{}: exit {:?}, got {object}",
+                case.name,
+                out.status.code()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn plan_corpus_through_check_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    for case in plan_cases().unwrap() {
+        let policies = dir.path().join("p.yaml");
+        let docs: Vec<String> = case
+            .policies
+            .iter()
+            .map(|p| serde_yaml_ng::to_string(p).unwrap())
+            .collect();
+        std::fs::write(&policies, docs.join("---\n")).unwrap();
+        let mut args = vec!["check"];
+        if !case.policies.is_empty() {
+            args.extend(["-p", "p.yaml"]);
+        }
+        args.extend(["plan", "--type", &case.resource_type, "--plan", &case.plan]);
+        let out = palisade(&args, dir.path());
+        let want = case
+            .expect
+            .message
+            .clone()
+            .unwrap_or_else(|| "allowed".into());
+        assert_eq!(text(&out.stdout), format!("{want}\n"), "{}", case.name);
+        assert_eq!(
+            out.status.code(),
+            Some(if case.expect.allowed { 0 } else { 1 }),
+            "{}",
+            case.name
+        );
+        for warning in &case.expect.audit_warnings {
+            assert!(
+                text(&out.stderr).contains(&format!("warning: {warning}\n")),
+                "{}",
+                case.name
+            );
+        }
+    }
+}
+
+const POLICY: &str = "apiVersion: palisade.dev/v1
+kind: BoundaryPolicy
+metadata: {name: no-latest, boundary: shop}
+spec:
+  rules:
+    - disallowLatestTag: {}
+";
+
+const MANIFESTS: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: ok}
+spec: {containers: [{name: a, image: nginx:1.27}]}
+---
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web}
+    spec:
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec: {containers: [{name: a, image: nginx}]}
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: settings}
+";
+
+fn write(dir: &Path, name: &str, content: &str) {
+    std::fs::write(dir.join(name), content).unwrap();
+}
+
+#[test]
+fn text_output_is_one_line_per_denial() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "policy.yaml", POLICY);
+    write(dir.path(), "app.yaml", MANIFESTS);
+    let out = palisade(&["check", "-p", "policy.yaml", "app.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "app.yaml:1 Deployment/web: Policy 'no-latest' (DisallowLatestTag) denied image nginx: it is tagged latest or carries no tag.\n"
+    );
+    let out = palisade(
+        &["check", "-p", "policy.yaml", "-o", "json", "app.yaml"],
+        dir.path(),
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 3);
+    assert_eq!(json[2]["kind"], "ConfigMap");
+    assert_eq!(json[2]["checked"], false);
+    assert_eq!(json[2]["admitted"], true);
+}
+
+#[test]
+fn a_directory_of_policies_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("policies")).unwrap();
+    write(&dir.path().join("policies"), "a.yaml", POLICY);
+    write(&dir.path().join("policies"), "README.md", "not yaml: [");
+    write(dir.path(), "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: 'nginx:latest'}]}\n");
+    let out = palisade(&["check", "-p", "policies", "pod.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+#[test]
+fn bad_input_is_exit_2_and_names_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "policy.yaml", POLICY);
+    write(
+        dir.path(),
+        "broken.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n",
+    );
+    let out = palisade(&["check", "-p", "policy.yaml", "broken.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("error: broken.yaml:"), "{stderr}");
+    assert!(stderr.contains(":4:"), "names line 4: {stderr}");
+
+    write(
+        dir.path(),
+        "bad-policy.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: p, boundary: shop}\nspec:\n  rules:\n    - allowedRegistries: {registries: [library]}\n",
+    );
+    write(dir.path(), "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: x}]}\n");
+    let out = palisade(&["check", "-p", "bad-policy.yaml", "pod.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("error: bad-policy.yaml:0: /spec/rules/0/allowedRegistries/registries/0: registry prefix 'library' must start with a registry host"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Bad input wins over a denial.
+    write(dir.path(), "latest.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {v: 1}}\nspec: {containers: [{name: a, image: x}]}\n");
+    let out = palisade(
+        &["check", "-p", "policy.yaml", "latest.yaml", "pod.yaml"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("latest.yaml:0: /metadata/labels/v: label values must be strings"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = palisade(&["check", "-p", "policy.yaml", "missing.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("error: missing.yaml: "),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn policies_of_several_boundaries_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.yaml", POLICY);
+    write(
+        dir.path(),
+        "b.yaml",
+        &POLICY.replace("boundary: shop", "boundary: bank"),
+    );
+    write(dir.path(), "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: x:1}]}\n");
+    let out = palisade(
+        &["check", "-p", "a.yaml", "-p", "b.yaml", "pod.yaml"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: the policies belong to several boundaries (bank, shop); check one boundary at a time\n"
+    );
+}
+
+#[test]
+fn check_plan_prints_the_422_message() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "size.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: size-limits, boundary: shop}\nspec:\n  rules:\n    - allowedComputePlans: {plans: [small, medium]}\n",
+    );
+    let out = palisade(
+        &[
+            "check",
+            "-p",
+            "size.yaml",
+            "plan",
+            "--type",
+            "app",
+            "--plan",
+            "large",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium.\n"
+    );
+    let out = palisade(
+        &[
+            "check",
+            "-p",
+            "size.yaml",
+            "plan",
+            "--type",
+            "app",
+            "--plan",
+            "small",
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        (out.status.code(), text(&out.stdout)),
+        (Some(0), "allowed\n".to_owned())
+    );
+    let out = palisade(
+        &["check", "plan", "--type", "valkey", "--plan", "xlarge"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: --plan: plan 'xlarge' is not a plan of valkey; the catalog has small, medium, large\n"
+    );
+    // A manifest file named plan is written ./plan.
+    write(dir.path(), "plan", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: 'x:latest'}]}\n");
+    let out = palisade(&["check", "-p", "size.yaml", "./plan"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

@@ -1,0 +1,395 @@
+//! Admission evaluation of any Kubernetes object (SPEC 3): the same verdict and messages the
+//! rendered ValidatingAdmissionPolicies give on a real API server.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::image_ref::ImageRef;
+use crate::message;
+use crate::name::Name;
+use crate::policy::{Mode, Policy, Rule, RuleKind};
+
+/// The kinds admission rules check, with their API group.
+pub const CHECKED_KINDS: [(&str, &str, &str); 7] = [
+    ("", "Pod", "pods"),
+    ("apps", "Deployment", "deployments"),
+    ("apps", "ReplicaSet", "replicasets"),
+    ("apps", "StatefulSet", "statefulsets"),
+    ("apps", "DaemonSet", "daemonsets"),
+    ("batch", "Job", "jobs"),
+    ("batch", "CronJob", "cronjobs"),
+];
+
+/// Where a kind keeps its pod spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodSpecLocation {
+    /// `spec` (Pod).
+    Spec,
+    /// `spec.template.spec` (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job).
+    Template,
+    /// `spec.jobTemplate.spec.template.spec` (CronJob).
+    JobTemplate,
+}
+
+impl PodSpecLocation {
+    /// The checked kind's pod-spec location; `None` for kinds that are not checked.
+    pub fn of(group: &str, kind: &str) -> Option<Self> {
+        CHECKED_KINDS
+            .iter()
+            .find(|(g, k, _)| *g == group && *k == kind)
+            .map(|_| match kind {
+                "Pod" => PodSpecLocation::Spec,
+                "CronJob" => PodSpecLocation::JobTemplate,
+                _ => PodSpecLocation::Template,
+            })
+    }
+
+    /// The JSON path segments to the pod spec.
+    pub fn path(self) -> &'static [&'static str] {
+        match self {
+            PodSpecLocation::Spec => &["spec"],
+            PodSpecLocation::Template => &["spec", "template", "spec"],
+            PodSpecLocation::JobTemplate => &["spec", "jobTemplate", "spec", "template", "spec"],
+        }
+    }
+}
+
+/// What the rules read of an object, extracted once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdmissionObject {
+    pub api_version: String,
+    pub kind: String,
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    /// Where the pod spec is; `None` when the kind is not checked.
+    pub pod_spec: Option<PodSpecLocation>,
+    pub terminating: bool,
+    labels: BTreeMap<String, String>,
+    /// Images of `containers`, then of `initContainers`, in order.
+    images: Vec<String>,
+}
+
+/// The object is not a Kubernetes object the rules can read; `pointer` names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{pointer}: {problem}")]
+pub struct ObjectError {
+    pub pointer: String,
+    pub problem: String,
+}
+
+fn object_error(pointer: impl Into<String>, problem: impl Into<String>) -> ObjectError {
+    ObjectError {
+        pointer: pointer.into(),
+        problem: problem.into(),
+    }
+}
+
+fn string_field(object: &Value, pointer: &str) -> Result<Option<String>, ObjectError> {
+    match object.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(object_error(pointer, "must be a string")),
+    }
+}
+
+impl AdmissionObject {
+    /// Reads an object as JSON (decoded from YAML or JSON). Only the fields the rules read are
+    /// checked for their types.
+    pub fn from_json(object: &Value) -> Result<Self, ObjectError> {
+        if !object.is_object() {
+            return Err(object_error("", "a Kubernetes object must be a mapping"));
+        }
+        let api_version = string_field(object, "/apiVersion")?
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| object_error("/apiVersion", "is required"))?;
+        let kind = string_field(object, "/kind")?
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| object_error("/kind", "is required"))?;
+        let group = api_version
+            .rsplit_once('/')
+            .map(|(group, _)| group)
+            .unwrap_or("");
+        let pod_spec = PodSpecLocation::of(group, &kind);
+        let name = string_field(object, "/metadata/name")?;
+        let namespace = string_field(object, "/metadata/namespace")?;
+        let terminating = !matches!(
+            object.pointer("/metadata/deletionTimestamp"),
+            None | Some(Value::Null)
+        );
+        let mut labels = BTreeMap::new();
+        match object.pointer("/metadata/labels") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(map)) => {
+                for (key, value) in map {
+                    match value {
+                        Value::String(text) => {
+                            labels.insert(key.clone(), text.clone());
+                        }
+                        _ => {
+                            return Err(object_error(
+                                format!("/metadata/labels/{}", escape_pointer(key)),
+                                "label values must be strings (quote them in YAML)",
+                            ))
+                        }
+                    }
+                }
+            }
+            Some(_) => return Err(object_error("/metadata/labels", "must be a mapping")),
+        }
+        let mut images = Vec::new();
+        if let Some(location) = pod_spec {
+            let spec_pointer: String = location.path().iter().map(|s| format!("/{s}")).collect();
+            if let Some(spec) = object.pointer(&spec_pointer).filter(|v| !v.is_null()) {
+                for list in ["containers", "initContainers"] {
+                    let list_pointer = format!("{spec_pointer}/{list}");
+                    match spec.get(list) {
+                        None | Some(Value::Null) => {}
+                        Some(Value::Array(containers)) => {
+                            for (index, container) in containers.iter().enumerate() {
+                                let image = string_field(container, "/image").map_err(|_| {
+                                    object_error(
+                                        format!("{list_pointer}/{index}/image"),
+                                        "must be a string",
+                                    )
+                                })?;
+                                images.push(image.unwrap_or_default());
+                            }
+                        }
+                        Some(_) => return Err(object_error(list_pointer, "must be a list")),
+                    }
+                }
+            }
+        }
+        Ok(AdmissionObject {
+            api_version,
+            kind,
+            name,
+            namespace,
+            pod_spec,
+            terminating,
+            labels,
+            images,
+        })
+    }
+
+    pub fn is_checked(&self) -> bool {
+        self.pod_spec.is_some()
+    }
+
+    pub fn images(&self) -> impl Iterator<Item = &str> {
+        self.images.iter().map(String::as_str)
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key).map(String::as_str)
+    }
+}
+
+fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// The operation of an admission request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Operation {
+    #[default]
+    Create,
+    Update,
+}
+
+/// Who sends the request and how. `palisade check` evaluates as a CREATE by a user.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct AdmissionRequest {
+    pub operation: Operation,
+    pub username: String,
+}
+
+impl AdmissionRequest {
+    /// UPDATEs by Kubernetes' own controllers are not checked (SPEC 3.1).
+    pub fn is_controller_update(&self) -> bool {
+        self.operation == Operation::Update
+            && (self.username == "system:kube-controller-manager"
+                || self
+                    .username
+                    .starts_with("system:serviceaccount:kube-system:"))
+    }
+}
+
+/// One denial (or, for audit policies, one would-be denial).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    pub policy: Name,
+    pub rule: RuleKind,
+    pub message: String,
+}
+
+/// The verdict over every policy of the boundary.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct AdmissionVerdict {
+    /// False when the kind is not checked at all.
+    pub checked: bool,
+    /// True when the request is exempt (terminating object, controller update).
+    pub exempt: bool,
+    /// Enforce-mode denials, one per policy, by policy name.
+    pub denials: Vec<Denial>,
+    /// Audit-mode would-be denials, one per policy, by policy name.
+    pub warnings: Vec<Denial>,
+}
+
+impl AdmissionVerdict {
+    pub fn admitted(&self) -> bool {
+        self.denials.is_empty()
+    }
+}
+
+/// The first violation of `policy` by `object`, as the user sees it: rules in order, labels in
+/// the rule's order, images containers first. `None` when the policy admits the object.
+pub fn first_violation(policy: &Policy, object: &AdmissionObject) -> Option<Denial> {
+    for rule in policy.rules() {
+        let raw = match rule {
+            Rule::AllowedComputePlans(_) => None,
+            Rule::RequiredLabels(requirements) => requirements.iter().find_map(|requirement| {
+                let found = object.label(requirement.key().as_str());
+                if requirement.is_met_by(found) {
+                    return None;
+                }
+                Some(match requirement.value() {
+                    None => message::label_missing(policy.name(), requirement.key().as_str()),
+                    Some(want) => message::label_wrong(
+                        policy.name(),
+                        requirement.key().as_str(),
+                        want.as_str(),
+                        found,
+                    ),
+                })
+            }),
+            Rule::AllowedRegistries(prefixes) => object
+                .images()
+                .find(|image| {
+                    !prefixes
+                        .iter()
+                        .any(|prefix| ImageRef::new(image).is_under(prefix))
+                })
+                .map(|image| {
+                    let names: Vec<&str> = prefixes.iter().map(|p| p.as_str()).collect();
+                    message::image_not_under(policy.name(), image, &names)
+                }),
+            Rule::DisallowLatestTag => object
+                .images()
+                .find(|image| ImageRef::new(image).is_latest())
+                .map(|image| message::image_latest(policy.name(), image)),
+        };
+        if let Some(raw) = raw {
+            return Some(Denial {
+                policy: policy.name().clone(),
+                rule: rule.kind(),
+                message: message::finalize(raw, policy.name(), rule.kind()),
+            });
+        }
+    }
+    None
+}
+
+/// Evaluates every policy of a boundary against an object in one of its namespaces.
+pub fn evaluate(
+    policies: &[Policy],
+    object: &AdmissionObject,
+    request: &AdmissionRequest,
+) -> AdmissionVerdict {
+    if !object.is_checked() {
+        return AdmissionVerdict::default();
+    }
+    let mut verdict = AdmissionVerdict {
+        checked: true,
+        ..AdmissionVerdict::default()
+    };
+    if object.terminating || request.is_controller_update() {
+        verdict.exempt = true;
+        return verdict;
+    }
+    for policy in policies {
+        if let Some(denial) = first_violation(policy, object) {
+            match policy.mode() {
+                Mode::Enforce => verdict.denials.push(denial),
+                Mode::Audit => verdict.warnings.push(denial),
+            }
+        }
+    }
+    verdict.denials.sort_by(|a, b| a.policy.cmp(&b.policy));
+    verdict.warnings.sort_by(|a, b| a.policy.cmp(&b.policy));
+    verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pod_spec_location_per_kind_and_group() {
+        assert_eq!(PodSpecLocation::of("", "Pod"), Some(PodSpecLocation::Spec));
+        assert_eq!(
+            PodSpecLocation::of("batch", "CronJob"),
+            Some(PodSpecLocation::JobTemplate)
+        );
+        assert_eq!(
+            PodSpecLocation::of("apps", "DaemonSet"),
+            Some(PodSpecLocation::Template)
+        );
+        assert_eq!(PodSpecLocation::of("example.com", "Job"), None);
+        assert_eq!(PodSpecLocation::of("apps", "Pod"), None);
+    }
+
+    #[test]
+    fn images_are_containers_then_init_containers() {
+        let object = AdmissionObject::from_json(&json!({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {
+                "initContainers": [{"name": "i", "image": "init:1"}],
+                "containers": [{"name": "a", "image": "a:1"}, {"name": "b"}],
+                "ephemeralContainers": [{"name": "e", "image": "debug"}]
+            }}}}}
+        }))
+        .unwrap();
+        assert_eq!(object.images().collect::<Vec<_>>(), ["a:1", "", "init:1"]);
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let error = AdmissionObject::from_json(&json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"version": 1}}
+        }))
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/metadata/labels/version: label values must be strings (quote them in YAML)"
+        );
+        let error = AdmissionObject::from_json(&json!({"kind": "Pod"})).unwrap_err();
+        assert_eq!(error.pointer, "/apiVersion");
+    }
+
+    #[test]
+    fn controller_updates_are_exempt_but_creates_are_not() {
+        let update = AdmissionRequest {
+            operation: Operation::Update,
+            username: "system:kube-controller-manager".into(),
+        };
+        assert!(update.is_controller_update());
+        let create = AdmissionRequest {
+            operation: Operation::Create,
+            ..update.clone()
+        };
+        assert!(!create.is_controller_update());
+        let sa = AdmissionRequest {
+            operation: Operation::Update,
+            username: "system:serviceaccount:kube-system:replicaset-controller".into(),
+        };
+        assert!(sa.is_controller_update());
+        let user_sa = AdmissionRequest {
+            operation: Operation::Update,
+            username: "system:serviceaccount:shop:deployer".into(),
+        };
+        assert!(!user_sa.is_controller_update());
+    }
+}

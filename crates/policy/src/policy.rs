@@ -1,0 +1,316 @@
+//! A boundary policy: its name, mode, scope and rules, validated on construction.
+
+use std::fmt;
+
+use crate::catalog::Catalog;
+use crate::image_ref::RegistryPrefix;
+use crate::label::LabelRequirement;
+use crate::name::Name;
+use crate::plan::PlanEntry;
+use crate::resource_type::ResourceType;
+
+/// At most this many plan entries in one rule.
+pub const MAX_PLAN_ENTRIES: usize = 256;
+/// At most this many labels in one rule.
+pub const MAX_LABELS: usize = 64;
+/// At most this many registry prefixes in one rule.
+pub const MAX_REGISTRIES: usize = 64;
+
+/// `enforce` denies; `audit` only reports what it would deny.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Enforce,
+    Audit,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Audit => "audit",
+        }
+    }
+}
+
+/// The clusters a policy's admission rules are installed in.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// Every cluster attached to the boundary.
+    #[default]
+    AllClusters,
+    Clusters(Vec<Name>),
+}
+
+impl Scope {
+    pub fn includes(&self, cluster: &Name) -> bool {
+        match self {
+            Scope::AllClusters => true,
+            Scope::Clusters(clusters) => clusters.contains(cluster),
+        }
+    }
+}
+
+/// The four rule kinds, named as in messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RuleKind {
+    AllowedComputePlans,
+    RequiredLabels,
+    AllowedRegistries,
+    DisallowLatestTag,
+}
+
+impl RuleKind {
+    /// The name used in messages: `RequiredLabels`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::AllowedComputePlans => "AllowedComputePlans",
+            RuleKind::RequiredLabels => "RequiredLabels",
+            RuleKind::AllowedRegistries => "AllowedRegistries",
+            RuleKind::DisallowLatestTag => "DisallowLatestTag",
+        }
+    }
+
+    /// The key used in policy documents: `requiredLabels`.
+    pub fn document_key(self) -> &'static str {
+        match self {
+            RuleKind::AllowedComputePlans => "allowedComputePlans",
+            RuleKind::RequiredLabels => "requiredLabels",
+            RuleKind::AllowedRegistries => "allowedRegistries",
+            RuleKind::DisallowLatestTag => "disallowLatestTag",
+        }
+    }
+
+    /// True for the rules Kubernetes enforces.
+    pub fn is_admission(self) -> bool {
+        self != RuleKind::AllowedComputePlans
+    }
+}
+
+impl fmt::Display for RuleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One rule of a policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rule {
+    AllowedComputePlans(Vec<PlanEntry>),
+    RequiredLabels(Vec<LabelRequirement>),
+    AllowedRegistries(Vec<RegistryPrefix>),
+    DisallowLatestTag,
+}
+
+/// Why a rule's list is not valid. `index` is the position in the list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("must not be empty")]
+    Empty,
+    #[error("duplicates entry {first}")]
+    Duplicate { index: usize, first: usize },
+    #[error("must have at most {max} entries, got {got}")]
+    TooMany { max: usize, got: usize },
+}
+
+fn check_list<T, K: PartialEq>(
+    items: &[T],
+    max: usize,
+    key: impl Fn(&T) -> K,
+) -> Result<(), RuleError> {
+    if items.is_empty() {
+        return Err(RuleError::Empty);
+    }
+    if items.len() > max {
+        return Err(RuleError::TooMany {
+            max,
+            got: items.len(),
+        });
+    }
+    for (index, item) in items.iter().enumerate() {
+        let item_key = key(item);
+        if let Some(first) = items[..index]
+            .iter()
+            .position(|other| key(other) == item_key)
+        {
+            return Err(RuleError::Duplicate { index, first });
+        }
+    }
+    Ok(())
+}
+
+impl Rule {
+    pub fn allowed_compute_plans(entries: Vec<PlanEntry>) -> Result<Rule, RuleError> {
+        check_list(&entries, MAX_PLAN_ENTRIES, Clone::clone)?;
+        Ok(Rule::AllowedComputePlans(entries))
+    }
+
+    /// Labels are duplicates when their keys are equal.
+    pub fn required_labels(labels: Vec<LabelRequirement>) -> Result<Rule, RuleError> {
+        check_list(&labels, MAX_LABELS, |label| label.key().clone())?;
+        Ok(Rule::RequiredLabels(labels))
+    }
+
+    pub fn allowed_registries(prefixes: Vec<RegistryPrefix>) -> Result<Rule, RuleError> {
+        check_list(&prefixes, MAX_REGISTRIES, Clone::clone)?;
+        Ok(Rule::AllowedRegistries(prefixes))
+    }
+
+    pub fn kind(&self) -> RuleKind {
+        match self {
+            Rule::AllowedComputePlans(_) => RuleKind::AllowedComputePlans,
+            Rule::RequiredLabels(_) => RuleKind::RequiredLabels,
+            Rule::AllowedRegistries(_) => RuleKind::AllowedRegistries,
+            Rule::DisallowLatestTag => RuleKind::DisallowLatestTag,
+        }
+    }
+}
+
+/// Why a policy is not valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("a policy needs at least one rule")]
+    NoRules,
+    #[error("rule kind {kind} appears twice (rules {first} and {index})")]
+    DuplicateRuleKind {
+        kind: RuleKind,
+        index: usize,
+        first: usize,
+    },
+    #[error("scope.clusters must not be empty; omit scope for every cluster")]
+    EmptyScope,
+    #[error("scope.clusters lists cluster '{name}' twice")]
+    DuplicateCluster { index: usize, name: Name },
+}
+
+/// A validated boundary policy. The boundary it belongs to is kept by the caller.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    name: Name,
+    mode: Mode,
+    scope: Scope,
+    rules: Vec<Rule>,
+}
+
+impl Policy {
+    pub fn new(
+        name: Name,
+        mode: Mode,
+        scope: Scope,
+        rules: Vec<Rule>,
+    ) -> Result<Self, PolicyError> {
+        if rules.is_empty() {
+            return Err(PolicyError::NoRules);
+        }
+        for (index, rule) in rules.iter().enumerate() {
+            if let Some(first) = rules[..index]
+                .iter()
+                .position(|other| other.kind() == rule.kind())
+            {
+                return Err(PolicyError::DuplicateRuleKind {
+                    kind: rule.kind(),
+                    index,
+                    first,
+                });
+            }
+        }
+        if let Scope::Clusters(clusters) = &scope {
+            if clusters.is_empty() {
+                return Err(PolicyError::EmptyScope);
+            }
+            for (index, cluster) in clusters.iter().enumerate() {
+                if clusters[..index].contains(cluster) {
+                    return Err(PolicyError::DuplicateCluster {
+                        index,
+                        name: cluster.clone(),
+                    });
+                }
+            }
+        }
+        Ok(Policy {
+            name,
+            mode,
+            scope,
+            rules,
+        })
+    }
+
+    pub fn name(&self) -> &Name {
+        &self.name
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The entries of the `allowedComputePlans` rule, if the policy has one.
+    pub fn plan_entries(&self) -> Option<&[PlanEntry]> {
+        self.rules.iter().find_map(|rule| match rule {
+            Rule::AllowedComputePlans(entries) => Some(entries.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// True when the policy has a rule that Kubernetes enforces.
+    pub fn has_admission_rules(&self) -> bool {
+        self.rules.iter().any(|rule| rule.kind().is_admission())
+    }
+
+    /// Save warnings that concern this policy alone: plan entries that name no plan of any
+    /// type they apply to, and registry prefixes that name a repository. Normalisations are
+    /// reported by the parser that made them.
+    pub fn content_warnings(&self, catalog: &Catalog) -> ContentWarnings {
+        let mut warnings = ContentWarnings::default();
+        for rule in &self.rules {
+            match rule {
+                Rule::AllowedComputePlans(entries) => {
+                    for entry in entries {
+                        let names_a_plan = ResourceType::ALL
+                            .into_iter()
+                            .filter(|ty| entry.applies_to(*ty))
+                            .any(|ty| catalog.contains(ty, entry.plan()));
+                        if !names_a_plan {
+                            warnings.plan_entries.push(format!(
+                                "plan entry '{entry}' names no plan of any type it applies to"
+                            ));
+                        }
+                    }
+                }
+                Rule::AllowedRegistries(prefixes) => {
+                    for prefix in prefixes.iter().filter(|p| p.component_count() >= 3) {
+                        warnings.repositories.push(format!(
+                            "registry prefix '{prefix}' names a repository: its tagged images ({prefix}:tag) are not under it"
+                        ));
+                    }
+                }
+                Rule::RequiredLabels(_) | Rule::DisallowLatestTag => {}
+            }
+        }
+        warnings
+    }
+}
+
+/// Save warnings about one policy's content, grouped so that callers can order them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContentWarnings {
+    pub plan_entries: Vec<String>,
+    pub repositories: Vec<String>,
+}
+
+/// `creates of <type> are now refused: ...` for every checked type that the enforce-mode
+/// policies together leave without any allowed plan, in type order.
+pub fn blocked_type_warnings(policies: &[Policy], catalog: &Catalog) -> Vec<String> {
+    ResourceType::CHECKED
+        .into_iter()
+        .filter(|ty| crate::compute_plan::allowed_plans(policies, catalog, *ty).is_empty())
+        .map(|ty| format!("creates of {ty} are now refused: no policy allows any {ty} plan"))
+        .collect()
+}
