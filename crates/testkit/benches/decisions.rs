@@ -4,12 +4,18 @@
 //! - admission evaluation of a Deployment with 5 containers under 3 policies, against the
 //!   `cel` crate evaluating the rendered CEL on the same object.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmark fixtures")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "benchmark fixtures"
+)]
 
 use std::hint::black_box;
 use std::str::FromStr;
 
-use cedar_policy::{Authorizer, Context, Entities, EntityUid, PolicySet, Request, RestrictedExpression};
+use cedar_policy::{
+    Authorizer, Context, Entities, EntityUid, PolicySet, Request, RestrictedExpression,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use palisade_api_types::PolicyDocument;
 use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest};
@@ -53,7 +59,10 @@ fn cedar_policy_text(index: usize, plans: &[&str]) -> String {
             })
             .collect();
         if !named.is_empty() {
-            conditions.push(format!("(context.type == \"{ty}\" && !([{}].contains(context.plan)))", named.join(", ")));
+            conditions.push(format!(
+                "(context.type == \"{ty}\" && !([{}].contains(context.plan)))",
+                named.join(", ")
+            ));
         }
     }
     format!(
@@ -73,27 +82,61 @@ fn plan_decisions(c: &mut Criterion) {
                 (policy, cedar_policy_text(i, plans))
             })
             .unzip();
-        group.bench_with_input(BenchmarkId::new("palisade", count), &policies, |b, policies| {
-            b.iter(|| compute_plan::decide(black_box(policies), &catalog, ResourceType::App, black_box(&plan)).unwrap())
-        });
-        let set = PolicySet::from_str(&format!("permit(principal, action, resource);\n{}", texts.concat())).unwrap();
+        group.bench_with_input(
+            BenchmarkId::new("palisade", count),
+            &policies,
+            |b, policies| {
+                b.iter(|| {
+                    compute_plan::decide(
+                        black_box(policies),
+                        &catalog,
+                        ResourceType::App,
+                        black_box(&plan),
+                    )
+                    .unwrap()
+                })
+            },
+        );
+        let set = PolicySet::from_str(&format!(
+            "permit(principal, action, resource);\n{}",
+            texts.concat()
+        ))
+        .unwrap();
         let authorizer = Authorizer::new();
         let entities = Entities::empty();
         let principal = EntityUid::from_str("User::\"alice\"").unwrap();
         let action = EntityUid::from_str("Action::\"create\"").unwrap();
         let resource = EntityUid::from_str("Resource::\"web\"").unwrap();
         // Sanity: Cedar and palisade agree on this decision.
-        let palisade_allows = compute_plan::decide(&policies, &catalog, ResourceType::App, &plan).unwrap().allowed;
+        let palisade_allows = compute_plan::decide(&policies, &catalog, ResourceType::App, &plan)
+            .unwrap()
+            .allowed;
         group.bench_with_input(BenchmarkId::new("cedar", count), &set, |b, set| {
             b.iter(|| {
                 let context = Context::from_pairs([
-                    ("type".to_owned(), RestrictedExpression::new_string("app".to_owned())),
-                    ("plan".to_owned(), RestrictedExpression::new_string(black_box("large").to_owned())),
+                    (
+                        "type".to_owned(),
+                        RestrictedExpression::new_string("app".to_owned()),
+                    ),
+                    (
+                        "plan".to_owned(),
+                        RestrictedExpression::new_string(black_box("large").to_owned()),
+                    ),
                 ])
                 .unwrap();
-                let request = Request::new(principal.clone(), action.clone(), resource.clone(), context, None).unwrap();
+                let request = Request::new(
+                    principal.clone(),
+                    action.clone(),
+                    resource.clone(),
+                    context,
+                    None,
+                )
+                .unwrap();
                 let response = authorizer.is_authorized(&request, set, &entities);
-                assert_eq!(response.decision() == cedar_policy::Decision::Allow, palisade_allows);
+                assert_eq!(
+                    response.decision() == cedar_policy::Decision::Allow,
+                    palisade_allows
+                );
                 response
             })
         });
@@ -150,8 +193,10 @@ fn admission(c: &mut Criterion) {
             verdict
         })
     });
-    let compiled: Vec<CompiledPolicy> =
-        policies.iter().map(|p| CompiledPolicy::new(&PolicyCel::of(p).unwrap()).unwrap()).collect();
+    let compiled: Vec<CompiledPolicy> = policies
+        .iter()
+        .map(|p| CompiledPolicy::new(&PolicyCel::of(p).unwrap()).unwrap())
+        .collect();
     let object = to_cel(&json).unwrap();
     let cel_request = to_cel(&request_for(&json, "CREATE", "alice")).unwrap();
     group.bench_function("cel_crate_rendered_cel", |b| {
