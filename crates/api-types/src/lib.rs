@@ -6,6 +6,7 @@ pub mod catalog_file;
 pub mod document;
 pub mod error;
 pub mod pointer;
+pub mod resource;
 pub mod yaml;
 
 pub use document::{DocumentError, PolicyDocument, PolicySpec, ValidPolicy};

@@ -1,0 +1,106 @@
+//! `palisade serve`: opens the store (SQLite under `--data-dir` unless `--database` names
+//! PostgreSQL), makes the admin token on first start, optionally loads the demo, and serves
+//! the API on `--listen`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use palisade_policy::Catalog;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// `sqlite://PATH` or `postgres://...`. Default: SQLite in `<data-dir>/palisade.db`.
+    #[arg(long, env = "PALISADE_DATABASE_URL", value_name = "URL")]
+    database: Option<String>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    listen: SocketAddr,
+    /// Where palisade keeps its files (SQLite database, admin.token, encryption.key).
+    #[arg(long, default_value = ".palisade", value_name = "DIR")]
+    data_dir: PathBuf,
+    /// Plan catalog (YAML: type -> [{name, cpu, memory}]). Default: the built-in catalog.
+    #[arg(long, value_name = "FILE")]
+    catalog: Option<PathBuf>,
+    /// Fill an empty store with a demo boundary, policies and resources.
+    #[arg(long)]
+    demo: bool,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let catalog = match &args.catalog {
+        None => Catalog::builtin(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the catalog file {}", path.display()))?;
+            palisade_api_types::catalog_file::parse(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+    };
+    std::fs::create_dir_all(&args.data_dir).with_context(|| {
+        format!(
+            "cannot create the data directory {}",
+            args.data_dir.display()
+        )
+    })?;
+    let url = match &args.database {
+        Some(url) => url.clone(),
+        None => format!("sqlite://{}", args.data_dir.join("palisade.db").display()),
+    };
+    let store = palisade_store::connect(&url)
+        .await
+        .with_context(|| format!("cannot open the store {}", redact(&url)))?;
+    tracing::info!(backend = store.backend(), "store ready");
+    let sealing = palisade_server::sealing::SealingKey::load_or_create(&args.data_dir)
+        .context("cannot load the encryption key")?;
+    if let Some(path) =
+        palisade_server::auth::bootstrap_admin(store.as_ref(), &args.data_dir).await?
+    {
+        tracing::info!(path = %path.display(), "first start: admin token written (mode 0600)");
+    }
+    if args.demo {
+        if palisade_server::demo::load(store.as_ref(), &catalog).await? {
+            tracing::info!("demo data loaded: boundary 'shop'");
+        } else {
+            tracing::info!("demo data not loaded: the store already holds boundaries");
+        }
+    }
+    let state = palisade_server::AppState::new(store, catalog, sealing);
+    palisade_server::serve(palisade_server::app(state), args.listen)
+        .await
+        .with_context(|| format!("cannot serve on {}", args.listen))
+}
+
+/// A database URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme + 3],
+                    &credentials[..colon],
+                    &url[at..]
+                ),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}

@@ -1,0 +1,102 @@
+//! The compute-plan check as the store runs it inside a write's transaction: decode every
+//! stored policy of the boundary (one that cannot be decoded makes the answer 503, never
+//! "allow"), then decide each plan that changes, in request order (SPEC 2.2-2.4).
+
+use std::sync::Arc;
+
+use palisade_api_types::error::compute_plan_not_allowed;
+use palisade_api_types::PolicySpec;
+use palisade_policy::compute_plan::{decide, PlanCheck};
+use palisade_policy::{Catalog, Name, Policy, ResourceType};
+use palisade_store::{Guard, PolicyRecord};
+
+use crate::error::ApiError;
+
+/// Decodes stored policies. Any failure is `PolicyUnavailable`: a policy palisade cannot
+/// read is never treated as absent.
+pub fn decode_policies(
+    records: &[PolicyRecord],
+    catalog: &Catalog,
+) -> Result<Vec<Policy>, ApiError> {
+    records
+        .iter()
+        .map(|record| decode_policy(record, catalog))
+        .collect()
+}
+
+pub fn decode_policy(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, ApiError> {
+    let unreadable = |why: String| {
+        ApiError::PolicyUnavailable(format!(
+            "stored policy {}/{} cannot be decoded: {why}",
+            record.boundary, record.name
+        ))
+    };
+    let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
+    let spec = PolicySpec::from_json(record.spec_json.as_bytes())
+        .map_err(|e| unreadable(e.to_string()))?;
+    let (policy, _warnings) = spec
+        .validate(name, catalog)
+        .map_err(|e| unreadable(e.to_string()))?;
+    Ok(policy)
+}
+
+/// The audit warnings and, on denial, the 422 for `checks` of a resource of type `ty`.
+/// Functions are decided too (for their warning); callers enforce only checked types.
+pub fn check_plans(
+    policies: &[Policy],
+    catalog: &Catalog,
+    ty: ResourceType,
+    checks: &[PlanCheck],
+) -> Result<Vec<String>, ApiError> {
+    let mut warnings = Vec::new();
+    for check in checks {
+        let decision = decide(policies, catalog, ty, &check.plan)
+            .map_err(|e| ApiError::invalid("/plan", e))?;
+        warnings.extend(decision.audit_warnings.iter().cloned());
+        if !decision.allowed {
+            let component = check.component.as_ref().map(Name::as_str);
+            return Err(ApiError::PlanNotAllowed(Box::new(
+                compute_plan_not_allowed(&decision, component),
+            )));
+        }
+    }
+    Ok(warnings)
+}
+
+/// The guard the store runs for a create or plan move of a checked type.
+pub fn plan_guard(catalog: Arc<Catalog>, ty: ResourceType, checks: Vec<PlanCheck>) -> Guard {
+    Box::new(move |records: &[PolicyRecord]| {
+        let policies = decode_policies(records, &catalog).map_err(boxed)?;
+        check_plans(&policies, &catalog, ty, &checks).map_err(boxed)
+    })
+}
+
+fn boxed(error: ApiError) -> palisade_store::Veto {
+    Box::new(error)
+}
+
+/// The `Warning` header value of a function whose plan is disallowed (SPEC 2.2).
+pub fn function_warning(plan: &str, denied_by: &[Name]) -> String {
+    let policies = denied_by
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let noun = if denied_by.len() == 1 {
+        "policy"
+    } else {
+        "policies"
+    };
+    format!(
+        "299 palisade \"Compute plan '{plan}' is disallowed by boundary {noun} {policies}; plans of functions are not enforced\""
+    )
+}
+
+/// The `Warning` header value when a function's plan could not be compared.
+pub const FUNCTION_UNREAD_WARNING: &str =
+    "299 palisade \"The boundary's policies could not be read; the plan was not compared with them\"";
+
+/// A warning text as a `Warning` header value (`299 palisade "<text>"`).
+pub fn warning_header(text: &str) -> String {
+    format!("299 palisade \"{}\"", text.replace('"', "'"))
+}

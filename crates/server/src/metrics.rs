@@ -1,0 +1,98 @@
+//! Prometheus metrics: requests by route and status, request latency, plan decisions by
+//! outcome. One recorder per process, installed on first use.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::AppState;
+
+#[derive(Clone)]
+pub struct Metrics {
+    handle: Option<PrometheusHandle>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics")
+            .field("installed", &self.handle.is_some())
+            .finish()
+    }
+}
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+impl Metrics {
+    /// The process-wide recorder (installed on first call).
+    pub fn global() -> Self {
+        let handle = HANDLE.get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("duration_seconds".into()), LATENCY_BUCKETS)
+                .ok()?;
+            match builder.install_recorder() {
+                Ok(handle) => Some(handle),
+                Err(error) => {
+                    tracing::warn!(%error, "metrics recorder not installed");
+                    None
+                }
+            }
+        });
+        Metrics {
+            handle: handle.clone(),
+        }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        self.handle
+            .as_ref()
+            .map(PrometheusHandle::render)
+            .unwrap_or_default()
+    }
+}
+
+/// Counts a plan decision: `allowed`, `denied`, `unavailable`, or `not_enforced` (functions).
+pub fn plan_decision(resource_type: &str, outcome: &'static str) {
+    metrics::counter!(
+        "palisade_plan_decisions_total",
+        "type" => resource_type.to_owned(),
+        "outcome" => outcome
+    )
+    .increment(1);
+}
+
+/// Middleware: one counter and one latency observation per request, by matched route.
+pub async fn track(State(_state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().as_str().to_owned();
+    let start = Instant::now();
+    let response = next.run(request).await;
+    let elapsed = start.elapsed().as_secs_f64();
+    let status = response.status().as_u16().to_string();
+    metrics::counter!(
+        "palisade_http_requests_total",
+        "route" => route.clone(),
+        "method" => method.clone(),
+        "status" => status
+    )
+    .increment(1);
+    metrics::histogram!(
+        "palisade_http_request_duration_seconds",
+        "route" => route,
+        "method" => method
+    )
+    .record(elapsed);
+    response
+}

@@ -1,0 +1,240 @@
+//! Clusters (platform-level, admin only) and their attachment to boundaries. Credentials
+//! are checked against SPEC 4.1, stored sealed, and never returned.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::Json;
+use palisade_store::{ClusterRecord, StoreError};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::boundaries::parse_body;
+use super::{path_name, visible_boundary};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::sealing::validate_kubeconfig;
+use crate::{AppState, Body};
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterCredentials {
+    /// A kubeconfig with one cluster, user and context, an https server and inline
+    /// credentials.
+    #[schema(min_length = 1)]
+    pub kubeconfig: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Admission {
+    /// Whether admission rules are enforced in this cluster.
+    pub enforced: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterView {
+    pub name: String,
+    /// As observed by `/version`; absent until palisade has reached the cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+    pub admission: Admission,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterList {
+    pub items: Vec<ClusterView>,
+}
+
+fn view(record: ClusterRecord) -> ClusterView {
+    ClusterView {
+        name: record.name,
+        kubernetes_version: record.kubernetes_version,
+        admission: Admission {
+            enforced: record.admission_enforced.unwrap_or(false),
+            reason: match record.admission_enforced {
+                None => Some("not checked yet: palisade has not reached this cluster".into()),
+                Some(_) => record.admission_reason,
+            },
+        },
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+    }
+}
+
+fn cluster_not_found(name: &str) -> ApiError {
+    ApiError::NotFound(format!("cluster '{name}' not found"))
+}
+
+#[utoipa::path(put, path = "/v1/clusters/{cluster}", tag = "clusters",
+    params(("cluster" = String, Path)), request_body = ClusterCredentials,
+    responses((status = 200, body = ClusterView), (status = 201, body = ClusterView),
+        (status = 400, body = crate::openapi::Error), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn put(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(cluster): Path<String>,
+    body: Body,
+) -> ApiResult<impl IntoResponse> {
+    caller.require_admin()?;
+    path_name("cluster", &cluster)?;
+    let credentials: ClusterCredentials = parse_body(&body)?;
+    validate_kubeconfig(&credentials.kubeconfig)?;
+    let sealed = state.sealing.seal(credentials.kubeconfig.as_bytes());
+    let created = state
+        .store
+        .put_cluster(&cluster, &sealed)
+        .await
+        .map_err(|e| ApiError::from_store(e, "cluster"))?;
+    let record = state
+        .store
+        .get_cluster(&cluster)
+        .await
+        .map_err(|e| ApiError::from_store(e, "cluster"))?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(view(record))))
+}
+
+#[utoipa::path(get, path = "/v1/clusters", tag = "clusters",
+    responses((status = 200, body = ClusterList), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<ClusterList>> {
+    caller.require_admin()?;
+    let records = state
+        .store
+        .list_clusters()
+        .await
+        .map_err(|e| ApiError::from_store(e, "cluster"))?;
+    Ok(Json(ClusterList {
+        items: records.into_iter().map(view).collect(),
+    }))
+}
+
+#[utoipa::path(get, path = "/v1/clusters/{cluster}", tag = "clusters",
+    params(("cluster" = String, Path)),
+    responses((status = 200, body = ClusterView), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(cluster): Path<String>,
+) -> ApiResult<Json<ClusterView>> {
+    caller.require_admin()?;
+    let record = state
+        .store
+        .get_cluster(&cluster)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => cluster_not_found(&cluster),
+            other => ApiError::from_store(other, "cluster"),
+        })?;
+    Ok(Json(view(record)))
+}
+
+#[utoipa::path(delete, path = "/v1/clusters/{cluster}", tag = "clusters",
+    params(("cluster" = String, Path)),
+    responses((status = 204), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(cluster): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require_admin()?;
+    state
+        .store
+        .delete_cluster(&cluster)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => cluster_not_found(&cluster),
+            other => ApiError::from_store(other, "cluster"),
+        })?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/v1/boundaries/{boundary}/clusters", tag = "clusters",
+    params(("boundary" = String, Path)),
+    responses((status = 200, body = ClusterList), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn list_attached(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(boundary): Path<String>,
+) -> ApiResult<Json<ClusterList>> {
+    visible_boundary(&state, &caller, &boundary).await?;
+    caller.require_boundary_admin()?;
+    let records = state
+        .store
+        .boundary_clusters(&boundary)
+        .await
+        .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    Ok(Json(ClusterList {
+        items: records.into_iter().map(view).collect(),
+    }))
+}
+
+#[utoipa::path(put, path = "/v1/boundaries/{boundary}/clusters/{cluster}", tag = "clusters",
+    params(("boundary" = String, Path), ("cluster" = String, Path)),
+    responses((status = 200, body = ClusterView), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn attach(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, cluster)): Path<(String, String)>,
+) -> ApiResult<Json<ClusterView>> {
+    visible_boundary(&state, &caller, &boundary).await?;
+    caller.require_admin()?;
+    state
+        .store
+        .attach_cluster(&boundary, &cluster)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => cluster_not_found(&cluster),
+            other => ApiError::from_store(other, "cluster"),
+        })?;
+    let record = state
+        .store
+        .get_cluster(&cluster)
+        .await
+        .map_err(|e| ApiError::from_store(e, "cluster"))?;
+    Ok(Json(view(record)))
+}
+
+#[utoipa::path(delete, path = "/v1/boundaries/{boundary}/clusters/{cluster}", tag = "clusters",
+    params(("boundary" = String, Path), ("cluster" = String, Path)),
+    responses((status = 204), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn detach(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, cluster)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    visible_boundary(&state, &caller, &boundary).await?;
+    caller.require_admin()?;
+    state
+        .store
+        .detach_cluster(&boundary, &cluster)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => ApiError::NotFound(format!(
+                "cluster '{cluster}' is not attached to boundary '{boundary}'"
+            )),
+            other => ApiError::from_store(other, "cluster"),
+        })?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,492 @@
+//! Policies of a boundary: `PUT` with the document's `spec` as body, `GET`, `DELETE`,
+//! history, and `POST /v1/apply` of whole YAML documents (all or nothing). Saving validates
+//! the document (400 naming the field) and answers the save warnings of SPEC 1.
+
+use std::collections::BTreeSet;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::Json;
+use palisade_api_types::document::spec_of;
+use palisade_api_types::{PolicyDocument, PolicySpec};
+use palisade_policy::policy::blocked_type_warnings;
+use palisade_policy::{Catalog, Name, Policy};
+use palisade_store::{PolicyRecord, PolicyWrite, StoreError, WriteAction};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{etag_header, if_match, page, path_name, visible_boundary, List, ListParams, Query};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::guard::decode_policy;
+use crate::{AppState, Body};
+
+/// A stored policy as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PolicyView {
+    pub boundary: String,
+    pub name: String,
+    /// The document's `spec`, as saved (normalised).
+    #[schema(value_type = Object)]
+    pub spec: serde_json::Value,
+    /// `labels` and `annotations` of the document's metadata.
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    pub etag: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub updated_by: String,
+    /// Save warnings (only in the answer to a save).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PolicyList {
+    pub items: Vec<PolicyView>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+pub fn view(record: PolicyRecord, warnings: Option<Vec<String>>) -> PolicyView {
+    PolicyView {
+        spec: serde_json::from_str(&record.spec_json).unwrap_or(serde_json::Value::Null),
+        metadata: serde_json::from_str(&record.metadata_json)
+            .unwrap_or_else(|_| serde_json::json!({})),
+        boundary: record.boundary,
+        name: record.name,
+        etag: record.etag,
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+        updated_by: record.updated_by,
+        warnings,
+    }
+}
+
+#[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies", tag = "policies",
+    params(("boundary" = String, Path), ListParams),
+    responses((status = 200, body = PolicyList), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(boundary): Path<String>,
+    Query(params): Query<ListParams>,
+) -> ApiResult<Json<List<PolicyView>>> {
+    visible_boundary(&state, &caller, &boundary).await?;
+    let records = state
+        .store
+        .list_policies(&boundary)
+        .await
+        .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    let views = records.into_iter().map(|r| view(r, None)).collect();
+    Ok(Json(page(views, |p| p.name.clone(), &params)?))
+}
+
+fn policy_not_found(boundary: &str, name: &str) -> ApiError {
+    ApiError::NotFound(format!(
+        "policy '{name}' not found in boundary '{boundary}'"
+    ))
+}
+
+#[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies/{policy}", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path)),
+    responses((status = 200, body = PolicyView), (status = 401, body = crate::openapi::Error),
+        (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+) -> ApiResult<impl IntoResponse> {
+    visible_boundary(&state, &caller, &boundary).await?;
+    let record = state
+        .store
+        .get_policy(&boundary, &name)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => policy_not_found(&boundary, &name),
+            other => ApiError::from_store(other, "policy"),
+        })?;
+    Ok((etag_header(&record.etag), Json(view(record, None))))
+}
+
+/// The save warnings of `policy` once saved among `others` (the boundary's other policies):
+/// the document's own warnings, except that "creates of T are now refused" is decided on the
+/// whole boundary after the save.
+fn save_warnings(
+    own: Vec<String>,
+    policy: &Policy,
+    others: &[Policy],
+    catalog: &Catalog,
+) -> Vec<String> {
+    let mut warnings: Vec<String> = own
+        .into_iter()
+        .filter(|w| !w.starts_with("creates of "))
+        .collect();
+    let mut all: Vec<Policy> = others.to_vec();
+    all.push(policy.clone());
+    let blocked = blocked_type_warnings(&all, catalog);
+    // Keep the documented order: normalisations and plan entries, blocked types, repositories.
+    let split = warnings
+        .iter()
+        .position(|w| w.starts_with("registry prefix '") && w.contains("names a repository"))
+        .unwrap_or(warnings.len());
+    let tail = warnings.split_off(split);
+    warnings.extend(blocked);
+    warnings.extend(tail);
+    warnings
+}
+
+/// The boundary's other stored policies, decoded (for save warnings). A policy that cannot
+/// be decoded is left out of the warnings, not a reason to refuse the save.
+async fn other_policies(state: &AppState, boundary: &str, except: &str) -> ApiResult<Vec<Policy>> {
+    let records = state
+        .store
+        .list_policies(boundary)
+        .await
+        .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    Ok(records
+        .iter()
+        .filter(|r| r.name != except)
+        .filter_map(|r| decode_policy(r, &state.catalog).ok())
+        .collect())
+}
+
+fn metadata_json(
+    labels: &std::collections::BTreeMap<String, String>,
+    annotations: &std::collections::BTreeMap<String, String>,
+) -> String {
+    serde_json::json!({"labels": labels, "annotations": annotations}).to_string()
+}
+
+/// Validates and saves the spec of policy `boundary/name` (the caller already authorised):
+/// 400 naming the field, 412 on a stale `if_match`. Returns the record, what happened and
+/// the save warnings. Shared by the API and the portal's editor.
+pub async fn save_policy(
+    state: &AppState,
+    actor: &str,
+    boundary: &str,
+    name: &str,
+    spec_json: &[u8],
+    if_match: Option<String>,
+) -> ApiResult<(PolicyRecord, WriteAction, Vec<String>)> {
+    path_name("policy", name)?;
+    let spec = PolicySpec::from_json(spec_json).map_err(|e| {
+        if e.pointer.is_empty() {
+            ApiError::InvalidRequest(format!(
+                "the body is not a valid policy spec: {}",
+                e.message
+            ))
+        } else {
+            ApiError::InvalidRequest(e.to_string())
+        }
+    })?;
+    let policy_name = Name::parse(name).map_err(|e| ApiError::invalid("/path/policy", e))?;
+    let (policy, own_warnings) = spec
+        .validate(policy_name, &state.catalog)
+        .map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
+    let others = other_policies(state, boundary, name).await?;
+    let warnings = save_warnings(own_warnings, &policy, &others, &state.catalog);
+    let metadata = match state.store.get_policy(boundary, name).await {
+        Ok(existing) => existing.metadata_json,
+        Err(StoreError::NotFound) => metadata_json(&Default::default(), &Default::default()),
+        Err(other) => return Err(ApiError::from_store(other, "policy")),
+    };
+    let write = PolicyWrite {
+        boundary: boundary.to_owned(),
+        name: name.to_owned(),
+        spec_json: canonical_spec(&policy),
+        metadata_json: metadata,
+        if_match,
+    };
+    let (record, action) = state
+        .store
+        .put_policy(write, actor)
+        .await
+        .map_err(|e| ApiError::from_store(e, "policy"))?;
+    tracing::info!(%boundary, policy = %name, action = action.as_str(), %actor, "policy saved");
+    Ok((record, action, warnings))
+}
+
+#[utoipa::path(put, path = "/v1/boundaries/{boundary}/policies/{policy}", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "the etag you read")),
+    request_body(content = Object, description = "the policy document's spec"),
+    responses((status = 200, body = PolicyView), (status = 201, body = PolicyView),
+        (status = 400, body = crate::openapi::Error), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
+        (status = 412, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error),
+        (status = 415, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn put(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<impl IntoResponse> {
+    visible_boundary(&state, &caller, &boundary).await?;
+    caller.require_boundary_admin()?;
+    path_name("policy", &name)?;
+    body.require_json(&[])?;
+    let (record, action, warnings) = save_policy(
+        &state,
+        &caller.actor(),
+        &boundary,
+        &name,
+        &body.bytes,
+        if_match(&headers),
+    )
+    .await?;
+    let status = if action == WriteAction::Created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        etag_header(&record.etag),
+        Json(view(record, Some(warnings))),
+    ))
+}
+
+fn canonical_spec(policy: &Policy) -> String {
+    serde_json::to_string(&spec_of(policy)).unwrap_or_default()
+}
+
+#[utoipa::path(delete, path = "/v1/boundaries/{boundary}/policies/{policy}", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "the etag you read")),
+    responses((status = 204), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
+        (status = 412, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<StatusCode> {
+    visible_boundary(&state, &caller, &boundary).await?;
+    caller.require_boundary_admin()?;
+    state
+        .store
+        .delete_policy(
+            &boundary,
+            &name,
+            if_match(&headers).as_deref(),
+            &caller.actor(),
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => policy_not_found(&boundary, &name),
+            other => ApiError::from_store(other, "policy"),
+        })?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryEntry {
+    pub actor: String,
+    pub at: String,
+    /// The spec before the change; absent for a creation.
+    #[schema(value_type = Option<Object>)]
+    pub before: Option<serde_json::Value>,
+    /// The spec after the change; absent for a deletion.
+    #[schema(value_type = Option<Object>)]
+    pub after: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct History {
+    pub items: Vec<HistoryEntry>,
+}
+
+#[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies/{policy}/history", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path)),
+    responses((status = 200, body = History), (status = 401, body = crate::openapi::Error),
+        (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn history(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+) -> ApiResult<Json<History>> {
+    visible_boundary(&state, &caller, &boundary).await?;
+    let entries = state
+        .store
+        .policy_history(&boundary, &name)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => policy_not_found(&boundary, &name),
+            other => ApiError::from_store(other, "policy"),
+        })?;
+    let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
+    Ok(Json(History {
+        items: entries
+            .into_iter()
+            .map(|e| HistoryEntry {
+                actor: e.actor,
+                at: e.at,
+                before: parse(e.before_json),
+                after: parse(e.after_json),
+            })
+            .collect(),
+    }))
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ApplyParams {
+    /// `true`: validate and report what would change, write nothing.
+    pub dry_run: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApplyResult {
+    pub boundary: String,
+    pub name: String,
+    /// `created`, `configured` or `unchanged`.
+    pub action: String,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApplyResults {
+    pub results: Vec<ApplyResult>,
+}
+
+#[utoipa::path(post, path = "/v1/apply", tag = "policies", params(ApplyParams),
+    request_body(content = String, content_type = "application/yaml",
+        description = "one or more BoundaryPolicy documents"),
+    responses((status = 200, body = ApplyResults), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error), (status = 403, body = crate::openapi::Error),
+        (status = 404, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn apply(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ApplyParams>,
+    body: Body,
+) -> ApiResult<Json<ApplyResults>> {
+    caller.require_boundary_admin()?;
+    let text = std::str::from_utf8(&body.bytes)
+        .map_err(|_| ApiError::InvalidRequest("the body is not UTF-8 text".into()))?;
+    let documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
+    if documents.is_empty() {
+        return Err(ApiError::InvalidRequest(
+            "the body holds no BoundaryPolicy document".into(),
+        ));
+    }
+    // Validate every document before touching the store: the pointer is prefixed with the
+    // document's index in the stream (`/1/spec/rules/0/...`).
+    let mut valid = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (index, document) in documents {
+        let document = document.map_err(|e| {
+            let pointer = e.pointer.clone().unwrap_or_default();
+            let position = match (e.line, e.column) {
+                (Some(l), Some(c)) => format!(" (line {l} column {c})"),
+                _ => String::new(),
+            };
+            ApiError::InvalidRequest(format!("/{index}{pointer}: {}{position}", e.message))
+        })?;
+        let checked = document.validate(&state.catalog).map_err(|e| {
+            ApiError::InvalidRequest(format!("/{index}{}: {}", e.pointer, e.message))
+        })?;
+        let key = (
+            checked.boundary.to_string(),
+            checked.policy.name().to_string(),
+        );
+        if !seen.insert(key.clone()) {
+            return Err(ApiError::invalid(
+                &format!("/{index}/metadata/name"),
+                format!(
+                    "policy '{}/{}' is defined twice in this request",
+                    key.0, key.1
+                ),
+            ));
+        }
+        valid.push((index, document, checked));
+    }
+    for (_, _, checked) in &valid {
+        visible_boundary(&state, &caller, checked.boundary.as_str()).await?;
+    }
+    let mut writes = Vec::new();
+    let mut warnings = Vec::new();
+    for (_, document, checked) in &valid {
+        let boundary = checked.boundary.as_str();
+        let name = checked.policy.name().as_str();
+        let mut others = other_policies(&state, boundary, name).await?;
+        // Policies of the same boundary in this request count too.
+        others.retain(|p| {
+            !valid
+                .iter()
+                .any(|(_, _, v)| v.boundary.as_str() == boundary && v.policy.name() == p.name())
+        });
+        others.extend(
+            valid
+                .iter()
+                .filter(|(_, _, v)| {
+                    v.boundary.as_str() == boundary && v.policy.name().as_str() != name
+                })
+                .map(|(_, _, v)| v.policy.clone()),
+        );
+        warnings.push(save_warnings(
+            checked.warnings.clone(),
+            &checked.policy,
+            &others,
+            &state.catalog,
+        ));
+        writes.push(PolicyWrite {
+            boundary: boundary.to_owned(),
+            name: name.to_owned(),
+            spec_json: canonical_spec(&checked.policy),
+            metadata_json: metadata_json(&document.metadata.labels, &document.metadata.annotations),
+            if_match: None,
+        });
+    }
+    let actions: Vec<WriteAction> = if params.dry_run.unwrap_or(false) {
+        let mut actions = Vec::new();
+        for write in &writes {
+            actions.push(
+                match state.store.get_policy(&write.boundary, &write.name).await {
+                    Ok(existing)
+                        if existing.spec_json == write.spec_json
+                            && existing.metadata_json == write.metadata_json =>
+                    {
+                        WriteAction::Unchanged
+                    }
+                    Ok(_) => WriteAction::Configured,
+                    Err(StoreError::NotFound) => WriteAction::Created,
+                    Err(other) => return Err(ApiError::from_store(other, "policy")),
+                },
+            );
+        }
+        actions
+    } else {
+        state
+            .store
+            .apply_policies(writes.clone(), &caller.actor())
+            .await
+            .map_err(|e| ApiError::from_store(e, "boundary"))?
+            .into_iter()
+            .map(|(_, action)| action)
+            .collect()
+    };
+    let results = writes
+        .into_iter()
+        .zip(actions)
+        .zip(warnings)
+        .map(|((write, action), warnings)| ApplyResult {
+            boundary: write.boundary,
+            name: write.name,
+            action: action.as_str().to_owned(),
+            warnings,
+        })
+        .collect();
+    Ok(Json(ApplyResults { results }))
+}

@@ -1,0 +1,199 @@
+//! Test harness: an app on a fresh store (SQLite in a temp dir, or a fresh PostgreSQL
+//! database), called in-process with `oneshot`, plus tokens of every role.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+#![allow(dead_code, reason = "each test binary uses part of the harness")]
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use palisade_policy::Catalog;
+use palisade_server::sealing::SealingKey;
+use palisade_server::{app, AppState};
+use palisade_store::SharedStore;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+pub struct TestApp {
+    pub state: AppState,
+    pub router: Router,
+    pub admin: String,
+    pub dir: tempfile::TempDir,
+    pub url: String,
+}
+
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+    pub fn message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or("")
+    }
+    pub fn warnings(&self) -> Vec<String> {
+        self.headers
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl TestApp {
+    pub async fn sqlite() -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+        TestApp::on(url, dir).await
+    }
+
+    /// A fresh database on the shared test PostgreSQL; `None` when none is configured and
+    /// none is required (the testkit panics when `PALISADE_REQUIRE_POSTGRES=1`).
+    pub async fn postgres() -> Option<TestApp> {
+        let url = palisade_testkit::postgres::try_test_database_url()?;
+        Some(TestApp::on(url, tempfile::tempdir().unwrap()).await)
+    }
+
+    pub async fn on(url: String, dir: tempfile::TempDir) -> TestApp {
+        let store: SharedStore = palisade_store::connect(&url).await.unwrap();
+        let path = palisade_server::auth::bootstrap_admin(store.as_ref(), dir.path())
+            .await
+            .unwrap()
+            .expect("fresh store makes an admin token");
+        let admin = std::fs::read_to_string(path).unwrap().trim().to_owned();
+        let state = AppState::new(store, Catalog::builtin(), SealingKey::random());
+        let router = app(state.clone());
+        TestApp {
+            state,
+            router,
+            admin,
+            dir,
+            url,
+        }
+    }
+
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Answer {
+        let content = body.map(|b| b.to_string());
+        self.raw(
+            method,
+            path,
+            token,
+            content.as_deref(),
+            Some("application/json"),
+            &[],
+        )
+        .await
+    }
+
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&str>,
+        content_type: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let mut request = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        if body.is_some() {
+            if let Some(ct) = content_type {
+                request = request.header("content-type", ct);
+            }
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(Body::from(body.unwrap_or("").to_owned()))
+            .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
+        self.call(method, path, Some(&self.admin.clone()), body)
+            .await
+    }
+
+    pub async fn boundary(&self, name: &str) {
+        let answer = self
+            .admin(Method::POST, "/v1/boundaries", Some(json!({"name": name})))
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    }
+
+    /// PUTs a policy spec as admin and returns the answer (asserting 2xx).
+    pub async fn policy(&self, boundary: &str, name: &str, spec: Value) -> Answer {
+        let answer = self
+            .admin(
+                Method::PUT,
+                &format!("/v1/boundaries/{boundary}/policies/{name}"),
+                Some(spec),
+            )
+            .await;
+        assert!(answer.status.is_success(), "{answer:?}");
+        answer
+    }
+
+    pub async fn create(&self, boundary: &str, token: &str, body: Value) -> Answer {
+        self.call(
+            Method::POST,
+            &format!("/v1/boundaries/{boundary}/resources"),
+            Some(token),
+            Some(body),
+        )
+        .await
+    }
+
+    pub async fn token(&self, role: &str, boundary: Option<&str>) -> String {
+        let mut body = json!({"role": role});
+        if let Some(b) = boundary {
+            body["boundary"] = json!(b);
+        }
+        let answer = self.admin(Method::POST, "/v1/tokens", Some(body)).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+        answer.body["secret"].as_str().unwrap().to_owned()
+    }
+}
+
+pub fn plans(list: &[&str]) -> Value {
+    json!({"rules": [{"allowedComputePlans": {"plans": list}}]})
+}

@@ -1,0 +1,242 @@
+//! No race past a policy (SPEC 2.4): 8 HTTP clients make 10,000 mixed creates and plan moves
+//! while another client keeps replacing the boundary's policy; then the committed history is
+//! replayed and every create or plan move is decided again against the policy committed
+//! before it. Runs on SQLite and on PostgreSQL.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use common::TestApp;
+use palisade_api_types::resource::Resource;
+use palisade_policy::compute_plan::{decide, plan_checks, Plans};
+use palisade_policy::{Catalog, Name, Policy, ResourceType};
+use serde_json::json;
+
+const CLIENTS: usize = 8;
+const OPERATIONS_PER_CLIENT: usize = 1_250;
+const PLAN_SETS: [&[&str]; 5] = [
+    &["small"],
+    &["small", "medium"],
+    &["medium", "large"],
+    &["large", "xlarge"],
+    &["small", "xlarge"],
+];
+const PLANS: [&str; 4] = ["small", "medium", "large", "xlarge"];
+
+#[derive(Default, Debug)]
+struct Counts {
+    created: AtomicUsize,
+    moved: AtomicUsize,
+    refused: AtomicUsize,
+    other: AtomicUsize,
+    policy_changes: AtomicUsize,
+}
+
+/// A small deterministic generator (xorshift), one per client.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+async fn run(app: TestApp) {
+    app.boundary("shop").await;
+    app.policy("shop", "limits", common::plans(PLAN_SETS[1]))
+        .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let router = app.router.clone();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+
+    let client = reqwest::Client::new();
+    let counts = Arc::new(Counts::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let token = app.admin.clone();
+
+    // The policy writer: replaces the policy until the clients finish.
+    let writer = {
+        let (client, base, token, counts, done) = (
+            client.clone(),
+            base.clone(),
+            token.clone(),
+            counts.clone(),
+            done.clone(),
+        );
+        tokio::spawn(async move {
+            let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+            while !done.load(Ordering::Relaxed) {
+                let set = PLAN_SETS[rng.next(PLAN_SETS.len())];
+                let answer = client
+                    .put(format!("{base}/v1/boundaries/shop/policies/limits"))
+                    .bearer_auth(&token)
+                    .json(&common::plans(set))
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(answer.status().is_success());
+                counts.policy_changes.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+        })
+    };
+
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let (client, base, token, counts) =
+            (client.clone(), base.clone(), token.clone(), counts.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Rng(c as u64 * 7919 + 17);
+            let mut mine: Vec<(String, &str)> = Vec::new();
+            for i in 0..OPERATIONS_PER_CLIENT {
+                let plan = PLANS[rng.next(PLANS.len())];
+                let answer = if mine.is_empty() || rng.next(2) == 0 {
+                    let name = format!("c{c}-{i}");
+                    let answer = client
+                        .post(format!("{base}/v1/boundaries/shop/resources"))
+                        .bearer_auth(&token)
+                        .json(&json!({"type": "app", "name": name, "plan": plan, "image": "ghcr.io/acme/x:1"}))
+                        .send()
+                        .await
+                        .unwrap();
+                    if answer.status() == StatusCode::CREATED {
+                        mine.push((name, plan));
+                        counts.created.fetch_add(1, Ordering::Relaxed);
+                    }
+                    answer
+                } else {
+                    let index = rng.next(mine.len());
+                    let (name, before) = mine[index].clone();
+                    let answer = client
+                        .patch(format!("{base}/v1/boundaries/shop/resources/app/{name}"))
+                        .bearer_auth(&token)
+                        .header("content-type", "application/merge-patch+json")
+                        .body(json!({"plan": plan}).to_string())
+                        .send()
+                        .await
+                        .unwrap();
+                    if answer.status() == StatusCode::OK && before != plan {
+                        counts.moved.fetch_add(1, Ordering::Relaxed);
+                        mine[index].1 = plan;
+                    }
+                    answer
+                };
+                match answer.status() {
+                    StatusCode::CREATED | StatusCode::OK => {}
+                    StatusCode::UNPROCESSABLE_ENTITY => {
+                        counts.refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    other => {
+                        counts.other.fetch_add(1, Ordering::Relaxed);
+                        panic!("unexpected {other}: {}", answer.text().await.unwrap_or_default());
+                    }
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    writer.await.unwrap();
+
+    // Replay the committed history in commit order.
+    let catalog = Catalog::builtin();
+    let changes = app.state.store.list_changes("shop").await.unwrap();
+    let mut policy: Option<Policy> = None;
+    let mut current: HashMap<String, Plans> = HashMap::new();
+    let (mut creates, mut moves, mut unchanged_updates) = (0usize, 0usize, 0usize);
+    for change in &changes {
+        match change.kind.as_str() {
+            "policy.put" => {
+                let spec = palisade_api_types::PolicySpec::from_json(
+                    change.body_json.as_deref().unwrap().as_bytes(),
+                )
+                .unwrap();
+                policy = Some(
+                    spec.validate(Name::parse(&change.subject).unwrap(), &catalog)
+                        .unwrap()
+                        .0,
+                );
+            }
+            "resource.create" | "resource.update" => {
+                let body: serde_json::Value =
+                    serde_json::from_str(change.body_json.as_deref().unwrap()).unwrap();
+                let resource: Resource = serde_json::from_value(body).unwrap();
+                let new = resource.plans();
+                let old = current.get(&change.subject);
+                let checks = plan_checks(old, &new);
+                if change.kind == "resource.create" {
+                    creates += 1;
+                } else if checks.is_empty() {
+                    unchanged_updates += 1;
+                } else {
+                    moves += 1;
+                }
+                let policies: Vec<Policy> = policy.iter().cloned().collect();
+                for check in checks {
+                    let decision =
+                        decide(&policies, &catalog, ResourceType::App, &check.plan).unwrap();
+                    assert!(
+                        decision.allowed,
+                        "change #{} ({} {}) committed plan {} after a policy that disallowed it",
+                        change.seq, change.kind, change.subject, check.plan
+                    );
+                }
+                current.insert(change.subject.clone(), new);
+            }
+            other => panic!("unexpected change kind {other}"),
+        }
+    }
+    let created = counts.created.load(Ordering::Relaxed);
+    let moved = counts.moved.load(Ordering::Relaxed);
+    assert_eq!(
+        creates, created,
+        "every 201 is in the history, and nothing else"
+    );
+    assert_eq!(
+        moves, moved,
+        "every plan move answered 200 is in the history"
+    );
+    assert_eq!(
+        unchanged_updates, 0,
+        "an update that changes nothing records nothing"
+    );
+    assert_eq!(counts.other.load(Ordering::Relaxed), 0);
+    eprintln!(
+        "race ({}): {} operations by {CLIENTS} clients: {created} creates and {moved} updates committed \
+         ({moves} plan moves), {} refused with 422, {} policy replacements; {} committed changes replayed, none past a disallowing policy",
+        app.state.store.backend(),
+        CLIENTS * OPERATIONS_PER_CLIENT,
+        counts.refused.load(Ordering::Relaxed),
+        counts.policy_changes.load(Ordering::Relaxed),
+        changes.len()
+    );
+    assert!(created > 0 && moves > 0 && counts.refused.load(Ordering::Relaxed) > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_create_or_move_commits_past_a_policy_on_sqlite() {
+    run(TestApp::sqlite().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_create_or_move_commits_past_a_policy_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        run(app).await;
+    }
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: starts what the tests need (a local PostgreSQL
+# server, installed from Debian's packages when absent), then runs every test of the
+# workspace with PostgreSQL required (a PostgreSQL test fails, never skips), then the
+# schema-driven API check (schemathesis against /openapi.json).
+# Needs root for the package install and to run PostgreSQL as its own user.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+eval "$(bash scripts/ci-postgres.sh)"
+export PALISADE_REQUIRE_POSTGRES=1
+
+cargo test --workspace --locked
+bash scripts/schemathesis.sh
