@@ -2,7 +2,8 @@
 //! stored policy of the boundary (one that cannot be decoded makes the answer 503, never
 //! "allow"), then decide each plan that changes, in request order (SPEC 2.2-2.4).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use palisade_api_types::error::compute_plan_not_allowed;
 use palisade_api_types::PolicySpec;
@@ -24,7 +25,30 @@ pub fn decode_policies(
         .collect()
 }
 
+/// Decoded policies by (name, exact stored spec text). Decoding is a pure function of those
+/// two, so a hit is always right, and a row changed behind palisade's back (even to text that
+/// cannot be decoded) misses and is decoded afresh. Bounded: cleared when it grows past
+/// `POLICY_CACHE_LIMIT` entries.
+static POLICY_CACHE: OnceLock<Mutex<HashMap<(String, String), Policy>>> = OnceLock::new();
+const POLICY_CACHE_LIMIT: usize = 4096;
+
 pub fn decode_policy(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, ApiError> {
+    let cache = POLICY_CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (record.name.clone(), record.spec_json.clone());
+    if let Some(policy) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(policy);
+    }
+    let policy = decode_uncached(record, catalog)?;
+    if let Ok(mut cache) = cache.lock() {
+        if cache.len() >= POLICY_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, policy.clone());
+    }
+    Ok(policy)
+}
+
+fn decode_uncached(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, ApiError> {
     let unreadable = |why: String| {
         ApiError::PolicyUnavailable(format!(
             "stored policy {}/{} cannot be decoded: {why}",
