@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine: starts what the tests need (a local PostgreSQL
 # server, installed from Debian's packages when absent), then runs every test of the
 # workspace with PostgreSQL required (a PostgreSQL test fails, never skips), then the
-# schema-driven API check (schemathesis against /openapi.json).
+# schema-driven API check (schemathesis against /openapi.json), then the portal's browser
+# tests in Debian's headless Chromium (installed when absent).
 # Needs root for the package install and to run PostgreSQL as its own user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,3 +13,4 @@ export PALISADE_REQUIRE_POSTGRES=1
 
 cargo test --workspace --locked
 bash scripts/schemathesis.sh
+bash scripts/portal-tests.sh

@@ -81,9 +81,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let state = palisade_server::AppState::new(store, catalog, sealing);
-    palisade_server::serve(palisade_server::app(state), args.listen)
-        .await
-        .with_context(|| format!("cannot serve on {}", args.listen))
+    palisade_server::serve(
+        palisade_server::app_with(state, palisade_portal::router()),
+        args.listen,
+    )
+    .await
+    .with_context(|| format!("cannot serve on {}", args.listen))
 }
 
 /// A database URL without its password, for messages.

@@ -1,0 +1,58 @@
+//! palisade's portal: server-rendered pages (maud, no JavaScript) served by `palisade serve`
+//! next to the API. Every decision comes from the API's own functions (`palisade-server`):
+//! the same roles, the same picker data, the same validation and the same messages.
+//!
+//! Sessions are stateless: the cookie holds the caller's API token and a CSRF token, sealed
+//! with the server's key (ChaCha20-Poly1305). The token is checked again on every request, so
+//! revoking it ends the session.
+
+mod assets;
+mod form;
+mod i18n;
+mod layout;
+mod pages;
+mod session;
+
+use axum::routing::{get, post};
+use axum::Router;
+use palisade_server::AppState;
+
+pub use i18n::Lang;
+pub use pages::boundary::{load_boundary_page, render_boundary_page, BoundaryPage};
+pub use session::{CSRF_FIELD, LANG_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE};
+
+/// The portal's pages, to merge with the API (`palisade_server::app_with`). Paths never
+/// overlap the API's (`/v1/...`, `/healthz`, `/readyz`, `/metrics`, `/openapi.json`).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(pages::boundary::list))
+        .route(
+            "/sign-in",
+            get(pages::sign_in::form).post(pages::sign_in::submit),
+        )
+        .route("/sign-out", post(pages::sign_in::sign_out))
+        .route("/lang/{lang}", get(pages::sign_in::set_lang))
+        .route("/static/{file}", get(assets::serve))
+        .route("/boundaries/{boundary}", get(pages::boundary::show))
+        .route(
+            "/boundaries/{boundary}/policies/new",
+            get(pages::policy_editor::new_form).post(pages::policy_editor::new_submit),
+        )
+        .route(
+            "/boundaries/{boundary}/policies/{policy}/edit",
+            get(pages::policy_editor::edit_form).post(pages::policy_editor::edit_submit),
+        )
+        .route(
+            "/boundaries/{boundary}/policies/{policy}/delete",
+            get(pages::policy_editor::delete_form).post(pages::policy_editor::delete_submit),
+        )
+        .route(
+            "/boundaries/{boundary}/resources/new",
+            get(pages::resource_form::form).post(pages::resource_form::submit),
+        )
+        .route(
+            "/boundaries/{boundary}/resources/{resource_type}/{name}/edit",
+            get(pages::resource_form::edit_form).post(pages::resource_form::edit_submit),
+        )
+        .layer(axum::middleware::map_response(layout::security_headers))
+}

@@ -1,0 +1,535 @@
+//! The boundaries list and a boundary's page: its clusters with their admission status, its
+//! policies (mode, scope, rules, the scope's clusters), its resources and its grandfathered
+//! resources with the policies that now disallow them.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use maud::{html, Markup};
+use palisade_api_types::PolicySpec;
+use palisade_policy::ResourceType;
+use palisade_server::auth::Caller;
+use palisade_server::error::ApiError;
+use palisade_server::guard::decode_policies;
+use palisade_server::routes::resources::denied_by_now;
+use palisade_server::routes::visible_boundary;
+use palisade_server::AppState;
+use palisade_store::{ClusterRecord, PolicyRecord, ResourceQuery, ResourceRecord};
+
+use super::{query_param, require_session};
+use crate::i18n::Lang;
+use crate::layout::{alert, error_response, html_response, page, unavailable_notice, Ctx};
+use crate::session::Session;
+
+/// Resources shown per page of the boundary page.
+pub const RESOURCES_PER_PAGE: usize = 1000;
+
+pub async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let boundaries = match state.store.list_boundaries().await {
+        Ok(all) => all
+            .into_iter()
+            .filter(|b| session.caller.sees(&b.name))
+            .collect::<Vec<_>>(),
+        Err(e) => {
+            return error_response(&ctx, Some(&session), &ApiError::from_store(e, "boundary"))
+        }
+    };
+    let title = ctx.t("Boundaries");
+    let body = html! {
+        h1 { (title) }
+        @if boundaries.is_empty() {
+            p { (ctx.t("No boundaries yet.")) }
+        } @else {
+            table {
+                caption class="visually-hidden" { (title) }
+                thead { tr { th scope="col" { (ctx.t("Name")) } th scope="col" { (ctx.t("Display name")) } } }
+                tbody {
+                    @for b in &boundaries {
+                        tr {
+                            td { a href={ "/boundaries/" (b.name) } { (b.name) } }
+                            td { (b.display_name.as_deref().unwrap_or("")) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    html_response(StatusCode::OK, page(&ctx, Some(&session), title, body))
+}
+
+/// One resource as the page lists it.
+#[derive(Clone, Debug)]
+pub struct ResourceRow {
+    pub resource_type: String,
+    pub name: String,
+    /// `medium`, or `worker: small, sidecar: small` for container instances; "" without plans.
+    pub plans: String,
+}
+
+impl ResourceRow {
+    fn of(record: &ResourceRecord) -> ResourceRow {
+        let body: serde_json::Value =
+            serde_json::from_str(&record.body_json).unwrap_or(serde_json::Value::Null);
+        let plans = match (body.get("plan"), body.get("components")) {
+            (Some(plan), _) => plan.as_str().unwrap_or("").to_owned(),
+            (None, Some(serde_json::Value::Array(components))) => components
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}: {}",
+                        c.get("name").and_then(|v| v.as_str()).unwrap_or(""),
+                        c.get("plan").and_then(|v| v.as_str()).unwrap_or("")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => String::new(),
+        };
+        ResourceRow {
+            resource_type: record.resource_type.clone(),
+            name: record.name.clone(),
+            plans,
+        }
+    }
+}
+
+/// A stored policy as the page shows it.
+#[derive(Clone, Debug)]
+pub struct PolicyRow {
+    pub name: String,
+    /// `None` when the stored spec cannot be decoded.
+    pub spec: Option<PolicySpec>,
+}
+
+/// Everything the boundary page shows, read once; rendering does no I/O.
+#[derive(Debug)]
+pub struct BoundaryPage {
+    pub caller: Caller,
+    pub csrf: String,
+    pub name: String,
+    pub display_name: Option<String>,
+    /// `None` for developers: cluster status is for admins and boundary-admins (SPEC 4.1).
+    pub clusters: Option<Vec<ClusterRecord>>,
+    pub policies: Vec<PolicyRow>,
+    pub resources: Vec<ResourceRow>,
+    /// The `after` token of the next page of resources.
+    pub next_page: Option<String>,
+    /// Grandfathered resources and the policies that now disallow them; an error when the
+    /// policies cannot be read.
+    pub grandfathered: Result<Vec<(ResourceRow, Vec<String>)>, ApiError>,
+    /// A notice to show at the top (e.g. after a deletion).
+    pub notice: Option<String>,
+}
+
+/// Reads the boundary page's data as `caller` sees it.
+pub async fn load_boundary_page(
+    state: &AppState,
+    caller: &Caller,
+    boundary: &str,
+    after: Option<String>,
+) -> Result<BoundaryPage, ApiError> {
+    visible_boundary(state, caller, boundary).await?;
+    let record = state
+        .store
+        .get_boundary(boundary)
+        .await
+        .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    let clusters = if caller.require_boundary_admin().is_ok() {
+        Some(
+            state
+                .store
+                .boundary_clusters(boundary)
+                .await
+                .map_err(|e| ApiError::from_store(e, "boundary"))?,
+        )
+    } else {
+        None
+    };
+    let records: Vec<PolicyRecord> = state
+        .store
+        .list_policies(boundary)
+        .await
+        .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    let policies = records
+        .iter()
+        .map(|r| PolicyRow {
+            name: r.name.clone(),
+            spec: serde_json::from_str(&r.spec_json).ok(),
+        })
+        .collect();
+    let page = state
+        .store
+        .list_resources(
+            boundary,
+            &ResourceQuery {
+                resource_type: None,
+                limit: RESOURCES_PER_PAGE,
+                after: after.clone(),
+            },
+        )
+        .await
+        .map_err(|e| ApiError::from_store(e, "resource"))?;
+    let resources = page.items.iter().map(ResourceRow::of).collect();
+    let grandfathered = match decode_policies(&records, &state.catalog) {
+        Err(error) => Err(error),
+        Ok(decoded) => {
+            // Grandfathering is about the whole boundary, not this page of it.
+            let whole = if after.is_none() && page.next.is_none() {
+                page.items.clone()
+            } else {
+                all_resources(state, boundary).await?
+            };
+            Ok(whole
+                .iter()
+                .filter_map(|record| {
+                    let denied = denied_by_now(&decoded, state, record);
+                    (!denied.is_empty()).then(|| (ResourceRow::of(record), denied))
+                })
+                .collect())
+        }
+    };
+    Ok(BoundaryPage {
+        caller: caller.clone(),
+        csrf: String::new(),
+        name: record.name,
+        display_name: record.display_name,
+        clusters,
+        policies,
+        resources,
+        next_page: page.next,
+        grandfathered,
+        notice: None,
+    })
+}
+
+async fn all_resources(state: &AppState, boundary: &str) -> Result<Vec<ResourceRecord>, ApiError> {
+    let mut out = Vec::new();
+    let mut after = None;
+    loop {
+        let page = state
+            .store
+            .list_resources(
+                boundary,
+                &ResourceQuery {
+                    resource_type: None,
+                    limit: 1000,
+                    after,
+                },
+            )
+            .await
+            .map_err(|e| ApiError::from_store(e, "resource"))?;
+        out.extend(page.items);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return Ok(out),
+        }
+    }
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    Path(boundary): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let after = query_param(uri.query(), "after");
+    match load_boundary_page(&state, &session.caller, &boundary, after).await {
+        Ok(mut data) => {
+            data.csrf = session.csrf.clone();
+            data.notice = query_param(uri.query(), "deleted")
+                .map(|p| format!("{} '{p}'", ctx.t("Deleted policy")));
+            html_response(StatusCode::OK, render(&ctx, &session, &data))
+        }
+        Err(error) => error_response(&ctx, Some(&session), &error),
+    }
+}
+
+/// Renders the boundary page (for benchmarks and tests; the handler uses the same code).
+pub fn render_boundary_page(data: &BoundaryPage, lang: Lang) -> String {
+    let ctx = Ctx {
+        lang,
+        secure: false,
+        here: format!("/boundaries/{}", data.name),
+    };
+    let session = Session {
+        caller: data.caller.clone(),
+        csrf: data.csrf.clone(),
+    };
+    render(&ctx, &session, data).into_string()
+}
+
+fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
+    let can_edit = session.caller.require_boundary_admin().is_ok();
+    let title = format!("{} {}", ctx.t("Boundary"), data.name);
+    let b = &data.name;
+    let body = html! {
+        p class="crumbs" { a href="/" { (ctx.t("Boundaries")) } " / " (b) }
+        h1 {
+            (ctx.t("Boundary")) " " code { (b) }
+            @if let Some(display) = &data.display_name { " " span class="muted" { "(" (display) ")" } }
+        }
+        @if let Some(notice) = &data.notice { (alert("success", html! { p { (notice) } })) }
+        nav class="actions" aria-label=(ctx.t("Actions")) {
+            a class="button" href={ "/boundaries/" (b) "/resources/new" } { (ctx.t("Create a resource")) }
+            @if can_edit {
+                a class="button" href={ "/boundaries/" (b) "/policies/new" } { (ctx.t("New policy")) }
+            }
+        }
+        @if let Some(clusters) = &data.clusters {
+            (clusters_section(ctx, clusters))
+        }
+        (policies_section(ctx, data, can_edit))
+        (resources_section(ctx, data))
+        (grandfathered_section(ctx, data, can_edit))
+    };
+    page(ctx, Some(session), &title, body)
+}
+
+/// `enforced`, `not enforced: <reason>`, or not checked yet. Status values stay English (they
+/// are palisade's status texts, as the API shows them).
+pub fn admission_status(ctx: &Ctx, cluster: &ClusterRecord) -> Markup {
+    match cluster.admission_enforced {
+        None => html! {
+            span class="status unknown" {
+                span lang="en" { "not checked yet" } " — " (ctx.t("palisade has not reached this cluster yet"))
+            }
+        },
+        Some(true) => html! { span class="status ok" lang="en" { "enforced" } },
+        Some(false) => html! {
+            span class="status bad" lang="en" {
+                "not enforced: " (cluster.admission_reason.as_deref().unwrap_or("no reason recorded"))
+            }
+        },
+    }
+}
+
+fn clusters_section(ctx: &Ctx, clusters: &[ClusterRecord]) -> Markup {
+    html! {
+        section aria-labelledby="clusters-heading" {
+            h2 id="clusters-heading" { (ctx.t("Clusters")) }
+            @if clusters.is_empty() {
+                p { (ctx.t("No cluster is attached to this boundary.")) }
+            } @else {
+                table id="clusters" {
+                    thead { tr {
+                        th scope="col" { (ctx.t("Cluster")) }
+                        th scope="col" { (ctx.t("Kubernetes version")) }
+                        th scope="col" { (ctx.t("Admission rules")) }
+                    } }
+                    tbody {
+                        @for c in clusters {
+                            tr data-cluster=(c.name) {
+                                th scope="row" { (c.name) }
+                                td { (c.kubernetes_version.as_deref().unwrap_or(ctx.t("unknown"))) }
+                                td { (admission_status(ctx, c)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn rule_lines(ctx: &Ctx, spec: &PolicySpec) -> Markup {
+    html! {
+        ul class="rules" {
+            @for rule in &spec.rules {
+                li {
+                    @if let Some(plans) = &rule.allowed_compute_plans {
+                        (ctx.t("Allowed compute plans")) ": " code { (plans.plans.join(", ")) }
+                    }
+                    @if let Some(labels) = &rule.required_labels {
+                        (ctx.t("Required labels")) ": "
+                        code { (labels.labels.iter().map(|l| match &l.value {
+                            Some(v) if !v.is_empty() => format!("{}={v}", l.key),
+                            _ => l.key.clone(),
+                        }).collect::<Vec<_>>().join(", ")) }
+                    }
+                    @if let Some(registries) = &rule.allowed_registries {
+                        (ctx.t("Allowed registries")) ": " code { (registries.registries.join(", ")) }
+                    }
+                    @if rule.disallow_latest_tag.is_some() {
+                        (ctx.t("Disallow the latest tag"))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn has_admission_rules(spec: &PolicySpec) -> bool {
+    spec.rules.iter().any(|r| r.allowed_compute_plans.is_none())
+}
+
+fn policies_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
+    let b = &data.name;
+    html! {
+        section aria-labelledby="policies-heading" {
+            h2 id="policies-heading" { (ctx.t("Policies")) }
+            @if data.policies.is_empty() {
+                p { (ctx.t("No policies yet.")) }
+            }
+            @for policy in &data.policies {
+                article class="card policy" id={ "policy-" (policy.name) } {
+                    h3 {
+                        code { (policy.name) }
+                        @if can_edit {
+                            " "
+                            a class="small" href={ "/boundaries/" (b) "/policies/" (policy.name) "/edit" } { (ctx.t("Edit")) }
+                            " "
+                            a class="small" href={ "/boundaries/" (b) "/policies/" (policy.name) "/delete" } { (ctx.t("Delete")) }
+                        }
+                    }
+                    @match &policy.spec {
+                        None => p { (ctx.t("This stored policy cannot be decoded.")) },
+                        Some(spec) => {
+                            dl class="facts" {
+                                dt { (ctx.t("Mode")) }
+                                dd { @match spec.mode { Some(palisade_api_types::document::ModeDoc::Audit) => "audit", _ => "enforce" } }
+                                dt { (ctx.t("Scope")) }
+                                dd { @match &spec.scope {
+                                    None => (ctx.t("every cluster attached to the boundary")),
+                                    Some(scope) => (scope.clusters.join(", ")),
+                                } }
+                            }
+                            (rule_lines(ctx, spec))
+                            @if has_admission_rules(spec) {
+                                (scope_clusters(ctx, data, spec))
+                            } @else {
+                                p class="muted" { (ctx.t("Compute plans are enforced by palisade's API: nothing is installed in clusters.")) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn scope_clusters(ctx: &Ctx, data: &BoundaryPage, spec: &PolicySpec) -> Markup {
+    let Some(clusters) = &data.clusters else {
+        return html! {};
+    };
+    let in_scope: Vec<&ClusterRecord> = match &spec.scope {
+        None => clusters.iter().collect(),
+        Some(scope) => clusters
+            .iter()
+            .filter(|c| scope.clusters.contains(&c.name))
+            .collect(),
+    };
+    let missing: Vec<&String> = match &spec.scope {
+        None => Vec::new(),
+        Some(scope) => scope
+            .clusters
+            .iter()
+            .filter(|name| !clusters.iter().any(|c| &c.name == *name))
+            .collect(),
+    };
+    html! {
+        div class="scope-clusters" {
+            h4 { (ctx.t("Clusters in scope")) }
+            @if in_scope.is_empty() && missing.is_empty() {
+                p { (ctx.t("No cluster is attached to this boundary.")) }
+            } @else {
+                ul {
+                    @for c in &in_scope {
+                        li { strong { (c.name) } ": " (admission_status(ctx, c)) }
+                    }
+                    @for name in &missing {
+                        li { strong { (name) } ": " (ctx.t("not attached to this boundary")) }
+                    }
+                }
+            }
+            p class="muted" { (ctx.t("Installation status per cluster appears here once the reconciler runs; it is not recorded yet.")) }
+        }
+    }
+}
+
+fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
+    html! {
+        section aria-labelledby="resources-heading" {
+            h2 id="resources-heading" { (ctx.t("Resources")) }
+            @if data.resources.is_empty() {
+                p { (ctx.t("No resources yet.")) }
+            } @else {
+                table id="resources" {
+                    thead { tr {
+                        th scope="col" { (ctx.t("Type")) }
+                        th scope="col" { (ctx.t("Name")) }
+                        th scope="col" { (ctx.t("Plan")) }
+                    } }
+                    tbody {
+                        @for r in &data.resources {
+                            tr {
+                                td { code { (r.resource_type) } }
+                                td { a href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) "/edit" } { (r.name) } }
+                                td { (r.plans) }
+                            }
+                        }
+                    }
+                }
+                @if let Some(next) = &data.next_page {
+                    p { a href={ "/boundaries/" (data.name) "?after=" (form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>()) } { (ctx.t("Next page")) } }
+                }
+            }
+            p {
+                (ctx.t("Create:")) " "
+                @for (i, ty) in ResourceType::ALL.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    a href={ "/boundaries/" (data.name) "/resources/new?type=" (ty.as_str()) } { (ty.as_str()) }
+                }
+            }
+        }
+    }
+}
+
+fn grandfathered_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
+    html! {
+        section aria-labelledby="grandfathered-heading" {
+            h2 id="grandfathered-heading" { (ctx.t("Grandfathered resources")) }
+            p class="muted" { (ctx.t("These resources keep a plan that a policy now disallows. They keep running and can be changed in other ways; moving them to another plan is checked.")) }
+            @match &data.grandfathered {
+                Err(error) => (unavailable_notice(ctx, error)),
+                Ok(list) if list.is_empty() => p { (ctx.t("None.")) },
+                Ok(list) => table id="grandfathered" {
+                    thead { tr {
+                        th scope="col" { (ctx.t("Type")) }
+                        th scope="col" { (ctx.t("Name")) }
+                        th scope="col" { (ctx.t("Plan")) }
+                        th scope="col" { (ctx.t("Now disallowed by")) }
+                    } }
+                    tbody {
+                        @for (r, denied) in list {
+                            tr {
+                                td { code { (r.resource_type) } }
+                                td { a href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) "/edit" } { (r.name) } }
+                                td { (r.plans) }
+                                td {
+                                    @for (i, p) in denied.iter().enumerate() {
+                                        @if i > 0 { ", " }
+                                        @if can_edit {
+                                            a href={ "/boundaries/" (data.name) "/policies/" (p) "/edit" } { (p) }
+                                        } @else {
+                                            (p)
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                },
+            }
+        }
+    }
+}

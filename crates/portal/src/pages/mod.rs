@@ -1,0 +1,83 @@
+//! The portal's pages. Each handler resolves the session, asks the API's functions, and renders.
+
+pub mod boundary;
+pub mod policy_editor;
+pub mod resource_form;
+pub mod sign_in;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use maud::html;
+use palisade_server::AppState;
+
+use crate::form::FormData;
+use crate::layout::{alert, error_response, html_response, page, to_sign_in, Ctx};
+use crate::session::{session, tokens_match, Session, CSRF_FIELD};
+
+/// The session of a page request; otherwise the answer to send (sign-in, or an error page).
+pub async fn require_session(
+    state: &AppState,
+    headers: &HeaderMap,
+    ctx: &Ctx,
+) -> Result<Session, Response> {
+    match session(state, headers).await {
+        Ok(Some(session)) => Ok(session),
+        Ok(None) => Err(to_sign_in(ctx)),
+        Err(error) => Err(error_response(ctx, None, &error)),
+    }
+}
+
+/// The session of a form submission whose CSRF token matches; otherwise sign-in, or 403.
+pub async fn require_form_session(
+    state: &AppState,
+    headers: &HeaderMap,
+    ctx: &Ctx,
+    form: &FormData,
+) -> Result<Session, Response> {
+    let session = require_session(state, headers, ctx).await?;
+    if tokens_match(&session.csrf, form.get(CSRF_FIELD)) {
+        Ok(session)
+    } else {
+        Err(csrf_rejected(ctx, Some(&session)))
+    }
+}
+
+/// 403: the form did not carry this session's CSRF token.
+pub fn csrf_rejected(ctx: &Ctx, session: Option<&Session>) -> Response {
+    let title = ctx.t("Form rejected");
+    html_response(
+        StatusCode::FORBIDDEN,
+        page(
+            ctx,
+            session,
+            title,
+            html! {
+                h1 { (title) }
+                (alert("error", html! {
+                    p { (ctx.t("The form did not come from this page or has expired (CSRF check failed). Nothing was changed.")) }
+                }))
+                p { a href="/" { (ctx.t("Back to the boundaries")) } }
+            },
+        ),
+    )
+}
+
+/// A same-site path to return to, never another site (`//host`, `/\host`).
+pub fn safe_next(next: &str) -> &str {
+    let ok = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.starts_with("/\\")
+        && !next.chars().any(char::is_control);
+    if ok {
+        next
+    } else {
+        "/"
+    }
+}
+
+/// `?next=` of a query string.
+pub fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}

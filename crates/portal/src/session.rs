@@ -1,0 +1,160 @@
+//! Sessions, cookies and CSRF. The session cookie is stateless: the API token and a per-session
+//! CSRF token, sealed with the server's key, so it can be neither read nor forged. Every POST
+//! carries the CSRF token in a hidden field and is refused with 403 when it does not match.
+//!
+//! The `Secure` rule: `palisade serve` itself speaks plain HTTP (it has no TLS option), so a
+//! cookie is marked `Secure` when the request reached palisade through HTTPS, as a
+//! TLS-terminating proxy says with `X-Forwarded-Proto: https` (or `Forwarded: proto=https`).
+//! Without such a header the portal is being used over plain HTTP, where a `Secure` cookie would
+//! never be sent back and sign-in could not work.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::http::{header, HeaderMap, HeaderValue};
+use base64::Engine;
+use palisade_server::auth::{caller_from_token, Caller};
+use palisade_server::error::ApiError;
+use palisade_server::AppState;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+/// The sealed session: API token and CSRF token.
+pub const SESSION_COOKIE: &str = "palisade_session";
+/// Before sign-in: the CSRF token of the sign-in form (double submit).
+pub const SIGN_IN_COOKIE: &str = "palisade_sign_in";
+/// `en` or `sv`.
+pub const LANG_COOKIE: &str = "lang";
+/// The hidden form field that carries the CSRF token.
+pub const CSRF_FIELD: &str = "csrf";
+
+/// A session ends after this long even if the browser keeps running.
+const SESSION_LIFETIME_SECS: u64 = 12 * 60 * 60;
+
+#[derive(Serialize, Deserialize)]
+struct SessionData {
+    token: String,
+    csrf: String,
+    issued: u64,
+}
+
+/// A signed-in caller.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub caller: Caller,
+    pub csrf: String,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// 32 random bytes, URL-safe base64.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The value of cookie `name`, from every `Cookie` header.
+pub fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim())
+}
+
+/// Whether the request reached palisade over HTTPS (see the module docs).
+pub fn is_secure(headers: &HeaderMap) -> bool {
+    let forwarded_proto = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(|v| v.trim().eq_ignore_ascii_case("https"));
+    if let Some(https) = forwarded_proto {
+        return https;
+    }
+    headers
+        .get(header::FORWARDED)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(|first| {
+            first.split(';').any(|pair| {
+                pair.trim().split_once('=').is_some_and(|(k, v)| {
+                    k.trim().eq_ignore_ascii_case("proto")
+                        && v.trim().trim_matches('"').eq_ignore_ascii_case("https")
+                })
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// A `Set-Cookie` value: `HttpOnly`, `SameSite=Strict`, `Path=/`, and `Secure` over HTTPS.
+/// `max_age` `Some(0)` deletes the cookie; `None` makes a browser-session cookie.
+pub fn set_cookie(name: &str, value: &str, secure: bool, max_age: Option<u64>) -> HeaderValue {
+    let mut text = format!("{name}={value}; Path=/; HttpOnly; SameSite=Strict");
+    if let Some(age) = max_age {
+        text.push_str(&format!("; Max-Age={age}"));
+    }
+    if secure {
+        text.push_str("; Secure");
+    }
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// A new session for `token`: the cookie value and its CSRF token.
+pub fn seal_session(state: &AppState, token: &str) -> (String, String) {
+    let csrf = random_token();
+    let data = SessionData {
+        token: token.to_owned(),
+        csrf: csrf.clone(),
+        issued: now_secs(),
+    };
+    let plain = serde_json::to_vec(&data).unwrap_or_default();
+    let sealed = state.sealing.seal(&plain);
+    (
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed),
+        csrf,
+    )
+}
+
+fn open_session(state: &AppState, value: &str) -> Option<SessionData> {
+    let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(value)
+        .ok()?;
+    let plain = state.sealing.open(&sealed).ok()?;
+    let data: SessionData = serde_json::from_slice(&plain).ok()?;
+    let age = now_secs().saturating_sub(data.issued);
+    (age <= SESSION_LIFETIME_SECS).then_some(data)
+}
+
+/// The request's session: `None` without a valid cookie or when the token is no longer valid
+/// (unknown, revoked, expired); an error when the store cannot be asked.
+pub async fn session(state: &AppState, headers: &HeaderMap) -> Result<Option<Session>, ApiError> {
+    let Some(data) = cookie(headers, SESSION_COOKIE).and_then(|v| open_session(state, v)) else {
+        return Ok(None);
+    };
+    match caller_from_token(state, &data.token).await {
+        Ok(caller) => Ok(Some(Session {
+            caller,
+            csrf: data.csrf,
+        })),
+        Err(ApiError::Unauthorized(_)) => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+/// Compares two tokens in time independent of where they differ.
+pub fn tokens_match(expected: &str, given: &str) -> bool {
+    let (a, b) = (expected.as_bytes(), given.as_bytes());
+    if a.len() != b.len() || a.is_empty() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

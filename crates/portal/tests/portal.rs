@@ -1,0 +1,970 @@
+//! The portal through the router, in-process (`oneshot`): cookies, CSRF, roles, the plan
+//! picker, the API's 422 and 503 messages after a submission, the policy editor, Swedish.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::{Browser, Portal};
+use serde_json::json;
+use sqlx::ConnectOptions;
+
+const DENIED_LARGE: &str = "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium.";
+
+#[tokio::test]
+async fn cookies_are_http_only_same_site_strict_and_secure_behind_https() {
+    let portal = Portal::demo().await;
+    let anonymous = Browser::anonymous();
+
+    let form = portal.get("/sign-in", &anonymous).await;
+    let sign_in_cookie = form.set_cookie("palisade_sign_in");
+    assert!(sign_in_cookie.contains("; HttpOnly"), "{sign_in_cookie}");
+    assert!(
+        sign_in_cookie.contains("; SameSite=Strict"),
+        "{sign_in_cookie}"
+    );
+    assert!(!sign_in_cookie.contains("Secure"), "{sign_in_cookie}");
+
+    let browser = {
+        let mut b = Browser::anonymous();
+        b.absorb(&form);
+        b
+    };
+    let csrf = form.csrf();
+    let done = portal
+        .post(
+            "/sign-in",
+            &browser,
+            &[
+                ("csrf", &csrf),
+                ("token", &portal.admin),
+                ("next", "/boundaries/shop"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER);
+    assert_eq!(done.location(), "/boundaries/shop");
+    let session = done.set_cookie("palisade_session");
+    assert!(
+        session.ends_with("; Path=/; HttpOnly; SameSite=Strict"),
+        "{session}"
+    );
+    assert!(
+        !session.contains(&portal.admin),
+        "the token is sealed, never in clear: {session}"
+    );
+    assert!(done.set_cookie("palisade_sign_in").contains("Max-Age=0"));
+
+    // Behind a TLS-terminating proxy every cookie is Secure.
+    let https = [("x-forwarded-proto", "https")];
+    let form = portal
+        .request(Method::GET, "/sign-in", &anonymous, None, &https)
+        .await;
+    assert!(form.set_cookie("palisade_sign_in").ends_with("; Secure"));
+    let mut browser = Browser::anonymous();
+    browser.absorb(&form);
+    let csrf = form.csrf();
+    let done = portal
+        .request(
+            Method::POST,
+            "/sign-in",
+            &browser,
+            Some(&[("csrf", &csrf), ("token", &portal.admin)]),
+            &https,
+        )
+        .await;
+    assert_eq!(
+        done.set_cookie("palisade_session")
+            .split("; ")
+            .skip(1)
+            .collect::<Vec<_>>(),
+        ["Path=/", "HttpOnly", "SameSite=Strict", "Secure"]
+    );
+    let lang = portal
+        .request(Method::GET, "/lang/sv?next=/", &anonymous, None, &https)
+        .await;
+    assert!(lang
+        .set_cookie("lang")
+        .contains("HttpOnly; SameSite=Strict; Max-Age="));
+    assert!(lang.set_cookie("lang").ends_with("; Secure"));
+
+    // Sign-out clears the session.
+    let signed_in = portal.sign_in(&portal.admin).await;
+    let out = portal
+        .post("/sign-out", &signed_in, &[("csrf", &signed_in.csrf)])
+        .await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert_eq!(out.location(), "/sign-in");
+    assert!(out.set_cookie("palisade_session").contains("Max-Age=0"));
+}
+
+#[tokio::test]
+async fn pages_need_a_session_and_a_bad_token_is_refused() {
+    let portal = Portal::demo().await;
+    let anonymous = Browser::anonymous();
+    let page = portal.get("/boundaries/shop", &anonymous).await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    assert_eq!(page.location(), "/sign-in?next=%2Fboundaries%2Fshop");
+    // A forged session cookie is no session.
+    let forged = anonymous
+        .clone()
+        .with_cookie("palisade_session", "bm90LXNlYWxlZA");
+    assert_eq!(
+        portal.get("/boundaries/shop", &forged).await.status,
+        StatusCode::SEE_OTHER
+    );
+    // A wrong token answers the API's message.
+    let form = portal.get("/sign-in", &anonymous).await;
+    let mut browser = Browser::anonymous();
+    browser.absorb(&form);
+    let csrf = form.csrf();
+    let refused = portal
+        .post(
+            "/sign-in",
+            &browser,
+            &[("csrf", &csrf), ("token", "pal_nope")],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    assert!(refused.text().contains("the token is not valid"));
+    // A revoked token ends the session at once.
+    let (status, created) = portal
+        .api(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"role": "developer", "boundary": "shop"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let developer = portal.sign_in(created["secret"].as_str().unwrap()).await;
+    let id = created["id"].as_str().unwrap();
+    let (status, _) = portal
+        .api(Method::DELETE, &format!("/v1/tokens/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        portal.get("/boundaries/shop", &developer).await.status,
+        StatusCode::SEE_OTHER
+    );
+}
+
+#[tokio::test]
+async fn forms_without_the_session_csrf_token_are_refused_with_403() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let other = portal.sign_in(&portal.admin).await;
+    assert_ne!(browser.csrf, other.csrf, "each session has its own token");
+    let policy = [("view", "form"), ("name", "csrf-test"), ("plans", "small")];
+    for csrf in [None, Some(""), Some("forged"), Some(other.csrf.as_str())] {
+        let mut form: Vec<(&str, &str)> = policy.to_vec();
+        if let Some(csrf) = csrf {
+            form.push(("csrf", csrf));
+        }
+        let answer = portal
+            .post("/boundaries/shop/policies/new", &browser, &form)
+            .await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "csrf {csrf:?}");
+        assert!(answer.text().contains("CSRF check failed"));
+    }
+    let (status, _) = portal
+        .api(Method::GET, "/v1/boundaries/shop/policies/csrf-test", None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing was saved");
+
+    for (path, form) in [
+        (
+            "/boundaries/shop/resources/new?type=valkey",
+            vec![("name", "c2"), ("plan", "small")],
+        ),
+        ("/boundaries/shop/policies/size-limits/delete", vec![]),
+        (
+            "/boundaries/shop/policies/size-limits/edit",
+            vec![("view", "form"), ("plans", "small")],
+        ),
+        ("/sign-out", vec![]),
+    ] {
+        let answer = portal.post(path, &browser, &form).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{path}");
+    }
+    let (status, _) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/policies/size-limits",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "not deleted");
+    // The sign-in form is checked against its own cookie.
+    let anonymous = Browser::anonymous();
+    let refused = portal
+        .post(
+            "/sign-in",
+            &anonymous,
+            &[("csrf", "x"), ("token", &portal.admin)],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+
+    // With the token the same form saves.
+    let mut form: Vec<(&str, &str)> = policy.to_vec();
+    form.push(("csrf", &browser.csrf));
+    let saved = portal
+        .post("/boundaries/shop/policies/new", &browser, &form)
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+}
+
+#[tokio::test]
+async fn roles_see_what_the_api_lets_them_see() {
+    let portal = Portal::demo().await;
+    let developer = portal
+        .sign_in(&portal.token("developer", Some("shop")).await)
+        .await;
+    let home = portal.get("/", &developer).await;
+    assert!(home.body.contains("href=\"/boundaries/shop\""));
+    assert!(!home.body.contains("href=\"/boundaries/other\""));
+    assert_eq!(
+        portal.get("/boundaries/other", &developer).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let shop = portal.get("/boundaries/shop", &developer).await;
+    assert_eq!(shop.status, StatusCode::OK);
+    assert!(
+        !shop.body.contains("id=\"clusters-heading\""),
+        "no cluster status"
+    );
+    assert!(!shop.body.contains("/policies/new"));
+    assert!(!shop.body.contains("/policies/size-limits/edit"));
+    assert!(
+        shop.body.contains("/resources/app/web/edit"),
+        "resources are editable"
+    );
+    assert!(shop.body.contains("size-limits"), "policies are readable");
+    let edit = portal
+        .get("/boundaries/shop/policies/size-limits/edit", &developer)
+        .await;
+    assert_eq!(edit.status, StatusCode::FORBIDDEN);
+    assert!(edit
+        .text()
+        .contains("this needs the role admin or boundary-admin; the token is a developer token"));
+    let save = portal
+        .post(
+            "/boundaries/shop/policies/new",
+            &developer,
+            &[
+                ("csrf", &developer.csrf),
+                ("view", "form"),
+                ("name", "mine"),
+                ("plans", "small"),
+            ],
+        )
+        .await;
+    assert_eq!(save.status, StatusCode::FORBIDDEN);
+    let delete = portal
+        .post(
+            "/boundaries/shop/policies/size-limits/delete",
+            &developer,
+            &[("csrf", &developer.csrf)],
+        )
+        .await;
+    assert_eq!(delete.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        portal
+            .api(
+                Method::GET,
+                "/v1/boundaries/shop/policies/size-limits",
+                None
+            )
+            .await
+            .0,
+        StatusCode::OK
+    );
+    // A developer creates resources in its boundary, not elsewhere.
+    let created = portal
+        .post(
+            "/boundaries/shop/resources/new?type=valkey",
+            &developer,
+            &[
+                ("csrf", &developer.csrf),
+                ("name", "sessions"),
+                ("plan", "small"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let elsewhere = portal
+        .post(
+            "/boundaries/other/resources/new?type=valkey",
+            &developer,
+            &[
+                ("csrf", &developer.csrf),
+                ("name", "sessions"),
+                ("plan", "small"),
+            ],
+        )
+        .await;
+    assert_eq!(elsewhere.status, StatusCode::NOT_FOUND);
+
+    let boundary_admin = portal
+        .sign_in(&portal.token("boundary-admin", Some("shop")).await)
+        .await;
+    let shop = portal.get("/boundaries/shop", &boundary_admin).await;
+    assert!(shop.body.contains("id=\"clusters-heading\""));
+    assert!(shop.body.contains("/boundaries/shop/policies/new"));
+    assert_eq!(
+        portal
+            .get(
+                "/boundaries/shop/policies/size-limits/edit",
+                &boundary_admin
+            )
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        portal
+            .get("/boundaries/other", &boundary_admin)
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn the_picker_disables_disallowed_plans_with_their_reason_in_text() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let page = portal
+        .get("/boundaries/shop/resources/new?type=app", &browser)
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = page.text();
+    assert!(html.contains(
+        r#"<input type="radio" name="plan" id="plan-large" value="large" disabled aria-describedby="reason-large"><label for="plan-large">large (2 vCPU, 4 GiB)</label> <span class="reason" id="reason-large"><span lang="en">Disallowed by boundary policy 'size-limits'</span></span>"#
+    ), "{html}");
+    assert!(html.contains(
+        r#"<input type="radio" name="plan" id="plan-small" value="small" checked><label for="plan-small">small (0.5 vCPU, 1 GiB)</label>"#
+    ));
+    assert!(!html.contains("does not enforce plans of functions"));
+
+    // Two policies: the reason names both, in name order.
+    let (status, _) = portal
+        .api(
+            Method::PUT,
+            "/v1/boundaries/shop/policies/a-tiny",
+            Some(json!({"rules": [{"allowedComputePlans": {"plans": ["small"]}}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let html = portal
+        .get("/boundaries/shop/resources/new?type=postgresql", &browser)
+        .await
+        .text();
+    assert!(html.contains("Disallowed by boundary policies 'a-tiny', 'size-limits'"));
+
+    // Functions: the same picker, and the page says the API does not enforce it.
+    let html = portal
+        .get("/boundaries/shop/resources/new?type=function", &browser)
+        .await
+        .text();
+    assert!(html.contains(r#"id="plan-large" value="large" disabled"#));
+    assert!(html.contains("Disallowed by boundary policies 'a-tiny', 'size-limits'"));
+    assert!(html.contains("The API does not enforce plans of functions"));
+
+    // Container instances: each component row's select, disabled options with the reason.
+    let html = portal
+        .get(
+            "/boundaries/shop/resources/new?type=container_instance",
+            &browser,
+        )
+        .await
+        .text();
+    assert!(html.contains(
+        r#"<option value="large" disabled>large (2 vCPU, 4 GiB) — Disallowed by boundary policies 'a-tiny', 'size-limits'</option>"#
+    ), "{html}");
+    // Static web apps have no plan at all.
+    let html = portal
+        .get(
+            "/boundaries/shop/resources/new?type=static_web_app",
+            &browser,
+        )
+        .await
+        .text();
+    assert!(!html.contains("plan-picker"));
+}
+
+#[tokio::test]
+async fn a_crafted_submission_shows_the_api_422_message() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let answer = portal
+        .post(
+            "/boundaries/shop/resources/new?type=app",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("name", "reports"),
+                ("plan", "large"),
+                ("image", "ghcr.io/acme/reports:1"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let html = answer.text();
+    assert!(html.contains(&format!(
+        r#"<code>compute_plan_not_allowed</code> <span lang="en" class="api-message">{DENIED_LARGE}</span>"#
+    )), "{html}");
+    assert!(
+        html.contains(r#"value="reports""#),
+        "the form keeps what was typed"
+    );
+    let (status, _) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/resources/app/reports",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // A container instance names the component in the API's way.
+    let answer = portal
+        .post(
+            "/boundaries/shop/resources/new?type=container_instance",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("name", "jobs"),
+                ("component_name", "a"),
+                ("component_plan", "small"),
+                ("component_image", "ghcr.io/acme/a:1"),
+                ("component_name", "b"),
+                ("component_plan", "xlarge"),
+                ("component_image", "ghcr.io/acme/b:1"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(answer.text().contains(
+        "Compute plan 'xlarge' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium."
+    ));
+
+    // A function on the same plan is created, with the API's warning shown.
+    let answer = portal
+        .post(
+            "/boundaries/shop/resources/new?type=function",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("name", "resize"),
+                ("plan", "large"),
+                ("source", "https://git.example.com/acme/resize.git"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    assert!(answer.text().contains(
+        "Compute plan 'large' is disallowed by boundary policy 'size-limits'; plans of functions are not enforced"
+    ));
+
+    // A 400 is shown next to its field.
+    let answer = portal
+        .post(
+            "/boundaries/shop/resources/new?type=app",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("name", "Bad Name"),
+                ("plan", "small"),
+                ("image", "i"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert!(answer
+        .body
+        .contains(r#"<div class="field-error" id="error-name"><p lang="en">/name: "#));
+    assert!(answer.body.contains(r#"aria-describedby="error-name""#));
+}
+
+#[tokio::test]
+async fn unreadable_policies_show_the_503_message_and_ask_to_retry() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let mut side = portal
+        .url
+        .parse::<sqlx::sqlite::SqliteConnectOptions>()
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    sqlx::query("ALTER TABLE policies RENAME TO policies_unreadable")
+        .execute(&mut side)
+        .await
+        .unwrap();
+    let message = "The boundary's policies could not be read; the request was not applied. Try again shortly.";
+    let form = portal
+        .get("/boundaries/shop/resources/new?type=app", &browser)
+        .await;
+    assert_eq!(form.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(form.headers.get("retry-after").unwrap(), "5");
+    assert!(form.text().contains(message));
+    assert!(form.text().contains("Please try again in a few seconds."));
+    let answer = portal
+        .post(
+            "/boundaries/shop/resources/new?type=valkey",
+            &browser,
+            &[("csrf", &browser.csrf), ("name", "c2"), ("plan", "small")],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(answer.text().contains(&format!(
+        "<code>compute_plan_policy_unavailable</code> <span lang=\"en\" class=\"api-message\">{message}</span>"
+    )));
+    assert!(answer
+        .text()
+        .contains("Nothing was changed. Please try again in a few seconds."));
+}
+
+#[tokio::test]
+async fn the_policy_editor_saves_and_maps_errors_to_their_fields() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let form = portal
+        .get("/boundaries/shop/policies/trusted/edit", &browser)
+        .await;
+    assert_eq!(form.status, StatusCode::OK);
+    let html = form.text();
+    assert!(html.contains(
+        r#"<input type="hidden" name="order" value="allowedRegistries,disallowLatestTag">"#
+    ));
+    assert!(html.contains("ghcr.io/acme\ndocker.io/library</textarea>"));
+    let etag_marker = r#"name="etag" value=""#;
+    let start = form.body.find(etag_marker).unwrap() + etag_marker.len();
+    let etag = form.body[start..start + form.body[start..].find('"').unwrap()].to_owned();
+
+    let bad = portal
+        .post(
+            "/boundaries/shop/policies/trusted/edit",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("view", "form"),
+                ("etag", &etag),
+                ("order", "allowedRegistries,disallowLatestTag"),
+                ("mode", "enforce"),
+                ("scope", "all"),
+                ("registries", "ghcr.io/acme\nGHCR.io/Bad Name"),
+                ("disallow_latest_tag", "on"),
+                ("label_key", "team"),
+                ("label_value", ""),
+                ("label_key", "Bad Key!"),
+                ("label_value", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    // Rules are saved in the stored order, then new ones: registries, latest, labels.
+    let html = bad.text();
+    assert!(
+        html.contains(r#"<div class="field-error" id="error-registries"><p>Line 2: <span lang="en">/rules/0/allowedRegistries/registries/1: "#),
+        "{html}"
+    );
+
+    let bad_label = portal
+        .post(
+            "/boundaries/shop/policies/trusted/edit",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("view", "form"),
+                ("etag", &etag),
+                ("order", "allowedRegistries,disallowLatestTag"),
+                ("registries", "ghcr.io/acme"),
+                ("label_key", ""),
+                ("label_value", ""),
+                ("label_key", "Bad Key!"),
+                ("label_value", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(bad_label.status, StatusCode::BAD_REQUEST);
+    assert!(bad_label.text().contains(
+        r#"<div class="field-error" id="error-label-key-1"><p><span lang="en">/rules/1/requiredLabels/labels/0/key: "#
+    ), "{}", bad_label.text());
+
+    let saved = portal
+        .post(
+            "/boundaries/shop/policies/trusted/edit",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("view", "form"),
+                ("etag", &etag),
+                ("order", "allowedRegistries,disallowLatestTag"),
+                ("mode", "audit"),
+                ("scope", "all"),
+                ("registries", "ghcr.io/acme\ndocker.io/library/"),
+                ("disallow_latest_tag", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    assert!(saved
+        .text()
+        .contains("registry prefix 'docker.io/library/' saved as 'docker.io/library'"));
+    let (_, stored) = portal
+        .api(Method::GET, "/v1/boundaries/shop/policies/trusted", None)
+        .await;
+    assert_eq!(
+        stored["spec"],
+        json!({"mode": "audit", "rules": [
+            {"allowedRegistries": {"registries": ["ghcr.io/acme", "docker.io/library"]}},
+            {"disallowLatestTag": {}}
+        ]})
+    );
+    // The old etag is stale now: 412.
+    let stale = portal
+        .post(
+            "/boundaries/shop/policies/trusted/edit",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("view", "form"),
+                ("etag", &etag),
+                ("registries", "ghcr.io/acme"),
+            ],
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
+    assert!(stale
+        .text()
+        .contains("the object has changed since you read it"));
+}
+
+#[tokio::test]
+async fn the_yaml_view_saves_the_same_document() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let yaml = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: from-yaml\n  boundary: shop\nspec:\n  scope: {clusters: [prod-1]}\n  rules:\n    - allowedComputePlans: {plans: [small, valky/small]}\n";
+    let bad = portal
+        .post(
+            "/boundaries/shop/policies/new",
+            &browser,
+            &[("csrf", &browser.csrf), ("view", "yaml"), ("yaml", yaml)],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.text().contains(r#"<div class="field-error" id="error-yaml"><p><span lang="en">/spec/rules/0/allowedComputePlans/plans/1: "#), "{}", bad.text());
+    assert!(
+        bad.text().contains("[small, valky/small]}\n</textarea>"),
+        "the text is kept"
+    );
+
+    let good = yaml.replace("valky/small", "valkey/small");
+    let saved = portal
+        .post(
+            "/boundaries/shop/policies/new",
+            &browser,
+            &[("csrf", &browser.csrf), ("view", "yaml"), ("yaml", &good)],
+        )
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text());
+    assert!(saved
+        .body
+        .contains(r#"action="/boundaries/shop/policies/from-yaml/edit""#));
+    let (_, stored) = portal
+        .api(Method::GET, "/v1/boundaries/shop/policies/from-yaml", None)
+        .await;
+    assert_eq!(stored["spec"]["scope"], json!({"clusters": ["prod-1"]}));
+    // A name that is taken is refused, not overwritten.
+    let again = portal
+        .post(
+            "/boundaries/shop/policies/new",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("view", "form"),
+                ("name", "from-yaml"),
+                ("plans", "medium"),
+            ],
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again
+        .text()
+        .contains("policy 'from-yaml' already exists in boundary 'shop'"));
+}
+
+#[tokio::test]
+async fn deleting_a_policy_asks_for_confirmation_first() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let confirm = portal
+        .get("/boundaries/shop/policies/owner-label/delete", &browser)
+        .await;
+    assert_eq!(confirm.status, StatusCode::OK);
+    assert!(confirm.body.contains("Delete the policy"));
+    assert_eq!(
+        portal
+            .api(
+                Method::GET,
+                "/v1/boundaries/shop/policies/owner-label",
+                None
+            )
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let done = portal
+        .post(
+            "/boundaries/shop/policies/owner-label/delete",
+            &browser,
+            &[("csrf", &browser.csrf)],
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER);
+    assert_eq!(done.location(), "/boundaries/shop?deleted=owner-label");
+    assert_eq!(
+        portal
+            .api(
+                Method::GET,
+                "/v1/boundaries/shop/policies/owner-label",
+                None
+            )
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn the_boundary_page_shows_cluster_status_and_grandfathered_resources() {
+    let portal = Portal::demo().await;
+    let store = portal.state.store.clone();
+    for (name, version, enforced, reason) in [
+        ("prod-1", Some("1.31.2"), Some(true), None),
+        (
+            "legacy-1",
+            Some("1.29.4"),
+            Some(false),
+            Some("Kubernetes 1.29 is older than 1.30"),
+        ),
+        ("edge-1", None, None, None),
+    ] {
+        store.put_cluster(name, b"sealed").await.unwrap();
+        store
+            .set_cluster_status(name, version, enforced, reason)
+            .await
+            .unwrap();
+        store.attach_cluster("shop", name).await.unwrap();
+    }
+    let browser = portal.sign_in(&portal.admin).await;
+    let html = portal.get("/boundaries/shop", &browser).await.text();
+    assert!(html.contains(
+        r#"<tr data-cluster="legacy-1"><th scope="row">legacy-1</th><td>1.29.4</td><td><span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></td></tr>"#
+    ), "{html}");
+    assert!(html.contains(r#"<span class="status ok" lang="en">enforced</span>"#));
+    assert!(html.contains(r#"<span lang="en">not checked yet</span>"#));
+    assert!(html.contains("Installation status per cluster appears here once the reconciler runs"));
+    assert!(html.contains(
+        r#"<td><code>app</code></td><td><a href="/boundaries/shop/resources/app/legacy-reports/edit">legacy-reports</a></td><td>large</td><td><a href="/boundaries/shop/policies/size-limits/edit">size-limits</a></td>"#
+    ));
+    assert!(html.contains("<td>worker: small, sidecar: small</td>"));
+}
+
+#[tokio::test]
+async fn swedish_is_one_link_away_and_api_texts_stay_english() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let english = portal.get("/boundaries/shop", &browser).await;
+    assert!(english.body.contains(r#"<html lang="en">"#));
+    assert!(english.body.contains(
+        r#"href="/lang/sv?next=%2Fboundaries%2Fshop" lang="sv" hreflang="sv">Svenska</a>"#
+    ));
+    let switch = portal
+        .get("/lang/sv?next=%2Fboundaries%2Fshop", &browser)
+        .await;
+    assert_eq!(switch.status, StatusCode::SEE_OTHER);
+    assert_eq!(switch.location(), "/boundaries/shop");
+    assert!(switch.set_cookie("lang").starts_with("lang=sv;"));
+    let swedish_browser = browser.clone().with_cookie("lang", "sv");
+    let page = portal.get("/boundaries/shop", &swedish_browser).await;
+    assert!(page.body.contains(r#"<html lang="sv">"#));
+    assert!(page
+        .body
+        .contains(r#"<h2 id="clusters-heading">Kluster</h2>"#));
+    assert!(page.body.contains("Logga ut"));
+    let picker = portal
+        .get("/boundaries/shop/resources/new?type=app", &swedish_browser)
+        .await
+        .text();
+    assert!(picker.contains(
+        r#"<span class="reason" id="reason-large">Inte tillåten: <span lang="en">Disallowed by boundary policy 'size-limits'</span></span>"#
+    ), "{picker}");
+    let denied = portal
+        .post(
+            "/boundaries/shop/resources/new?type=app",
+            &swedish_browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("name", "x"),
+                ("plan", "large"),
+                ("image", "i"),
+            ],
+        )
+        .await;
+    assert!(
+        denied.text().contains(DENIED_LARGE),
+        "API messages stay English"
+    );
+    // The switch never sends anyone to another site.
+    for next in [
+        "//evil.example/",
+        "https://evil.example/",
+        "/\\evil.example",
+    ] {
+        let path = format!(
+            "/lang/en?next={}",
+            form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>()
+        );
+        assert_eq!(portal.get(&path, &browser).await.location(), "/");
+    }
+}
+
+#[tokio::test]
+async fn the_portal_leaves_the_api_paths_alone() {
+    let portal = Portal::demo().await;
+    let anonymous = Browser::anonymous();
+    let api = portal.get("/v1/boundaries", &anonymous).await;
+    assert_eq!(api.status, StatusCode::UNAUTHORIZED);
+    assert!(api.body.starts_with(r#"{"error":{"code":"unauthorized""#));
+    assert_eq!(
+        portal.get("/healthz", &anonymous).await.status,
+        StatusCode::OK
+    );
+    assert!(portal
+        .get("/openapi.json", &anonymous)
+        .await
+        .body
+        .contains("\"openapi\""));
+    let css = portal.get("/static/portal.css", &anonymous).await;
+    assert_eq!(css.status, StatusCode::OK);
+    assert_eq!(
+        css.headers.get("content-type").unwrap(),
+        "text/css; charset=utf-8"
+    );
+    let page = portal.get("/sign-in", &anonymous).await;
+    assert!(page
+        .headers
+        .get("content-security-policy")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .contains("default-src 'none'"));
+    assert!(!page.body.contains("<script"));
+}
+
+#[tokio::test]
+async fn editing_a_grandfathered_resource_keeps_its_plan_and_checks_a_move() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let path = "/boundaries/shop/resources/app/legacy-reports/edit";
+    let form = portal.get(path, &browser).await;
+    assert_eq!(form.status, StatusCode::OK);
+    let html = form.text();
+    // The current plan stays selectable (keeping it is allowed), with the reason in text.
+    assert!(html.contains(
+        r#"<input type="radio" name="plan" id="plan-large" value="large" checked aria-describedby="reason-large">"#
+    ), "{html}");
+    assert!(html.contains(r#"id="plan-xlarge" value="xlarge" disabled"#));
+    assert!(html.contains("keeping it is allowed"));
+    let etag_marker = r#"name="etag" value=""#;
+    let start = form.body.find(etag_marker).unwrap() + etag_marker.len();
+    let etag = form.body[start..start + form.body[start..].find('"').unwrap()].to_owned();
+
+    // Another change on the now-disallowed plan succeeds; a removed label is removed.
+    let kept = portal
+        .post(
+            path,
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("etag", &etag),
+                ("plan", "large"),
+                ("image", "ghcr.io/acme/reports:1.0"),
+                ("label_key", "owner"),
+                ("label_value", "ops"),
+            ],
+        )
+        .await;
+    assert_eq!(kept.status, StatusCode::OK, "{}", kept.text());
+    let (_, stored) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/resources/app/legacy-reports",
+            None,
+        )
+        .await;
+    assert_eq!(stored["plan"], "large");
+    assert_eq!(stored["image"], "ghcr.io/acme/reports:1.0");
+    assert_eq!(stored["labels"], json!({"owner": "ops"}));
+
+    // A move to another disallowed plan gets the API's 422; a move to an allowed one works.
+    let moved = portal
+        .post(
+            path,
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("plan", "xlarge"),
+                ("image", "ghcr.io/acme/reports:1.0"),
+            ],
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(moved.text().contains(
+        "Compute plan 'xlarge' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium."
+    ));
+    let moved = portal
+        .post(
+            path,
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("plan", "medium"),
+                ("image", "ghcr.io/acme/reports:1.0"),
+            ],
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
+    let (_, stored) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/resources/app/legacy-reports",
+            None,
+        )
+        .await;
+    assert_eq!(stored["plan"], "medium");
+    assert!(stored.get("labels").is_none(), "{stored}");
+    // A stale etag is the API's 412.
+    let stale = portal
+        .post(
+            path,
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("etag", &etag),
+                ("plan", "small"),
+                ("image", "i"),
+            ],
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
+}

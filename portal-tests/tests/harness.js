@@ -1,0 +1,111 @@
+// Starts `palisade serve --demo` on a pre-seeded store (see crates/portal/examples/browser_seed.rs)
+// and Debian's headless Chromium through playwright-core (which downloads no browser).
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const root = path.resolve(here, '..', '..');
+export const screenshots = path.join(root, 'portal-tests', 'screenshots');
+
+const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHealthy(url, child, log) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`palisade serve exited with ${child.exitCode}:\n${log()}`);
+    }
+    try {
+      const answer = await fetch(`${url}/healthz`);
+      if (answer.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`palisade serve did not become healthy in 30 s:\n${log()}`);
+}
+
+/** A running server on a fresh, seeded data directory, and an admin token. */
+export async function startServer() {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'palisade-portal-'));
+  const binary = path.join(root, 'target', 'debug', 'palisade');
+  const seed = path.join(root, 'target', 'debug', 'examples', 'browser_seed');
+  execFileSync(seed, [dataDir], { stdio: 'pipe' });
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let output = '';
+  const child = spawn(binary, ['serve', '--demo', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, RUST_LOG: 'warn' },
+  });
+  child.stdout.on('data', (d) => { output += d; });
+  child.stderr.on('data', (d) => { output += d; });
+  await waitForHealthy(url, child, () => output);
+  const admin = fs.readFileSync(path.join(dataDir, 'admin.token'), 'utf8').trim();
+  return {
+    url,
+    admin,
+    log: () => output,
+    async api(method, apiPath, body, token = admin) {
+      const answer = await fetch(`${url}${apiPath}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await answer.text();
+      return { status: answer.status, headers: answer.headers, body: text ? JSON.parse(text) : null };
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Headless Chromium with a fresh profile (playwright makes a new user data dir per launch). */
+export async function startBrowser() {
+  if (!fs.existsSync('/usr/bin/chromium')) {
+    throw new Error('/usr/bin/chromium is missing: run scripts/ci-chromium.sh');
+  }
+  return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+}
+
+/** A new page in a fresh context (no cookies), signed in with `token` unless it is null. */
+export async function newPage(browser, server, token = server.admin) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  if (token !== null) {
+    await page.goto(`${server.url}/sign-in`);
+    await page.getByLabel('Token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${server.url}/`);
+  }
+  return page;
+}
+
+export async function screenshot(page, name) {
+  fs.mkdirSync(screenshots, { recursive: true });
+  await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: true });
+}
