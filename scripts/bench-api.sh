@@ -79,8 +79,10 @@ pg_database() { # name -> url
 }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); ${RATE} req/s for ${DURATION} s"
-create_run "create, SQLite, 0 policies" "" 0
-create_run "create, SQLite, 20 policies" "" 20
+if [[ -z "${ONLY_POSTGRES:-}" ]]; then
+  create_run "create, SQLite, 0 policies" "" 0
+  create_run "create, SQLite, 20 policies" "" 20
+fi
 if [[ -n "${PALISADE_TEST_POSTGRES_URL:-}" ]]; then
   create_run "create, PostgreSQL, 0 policies" "$(pg_database palisade_bench_0)" 0
   create_run "create, PostgreSQL, 20 policies" "$(pg_database palisade_bench_20)" 20
