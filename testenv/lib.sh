@@ -14,7 +14,6 @@ testenv_go_env() {
   export GOCACHE="${PALISADE_CACHE_DIR}/go/build"
   export GOTOOLCHAIN="${GO_TOOLCHAIN:-local}"
   export GOFLAGS="-buildvcs=false"
-  export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
   mkdir -p "${GOMODCACHE}" "${GOCACHE}"
 }
 

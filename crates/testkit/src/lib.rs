@@ -3,5 +3,6 @@
 //! servers for the store's and the server's tests.
 
 pub mod cel_eval;
+pub mod control_plane;
 pub mod corpus;
 pub mod postgres;
