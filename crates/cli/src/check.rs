@@ -46,10 +46,11 @@ const EXIT_BAD_INPUT: u8 = 2;
 /// Bad input: printed as one line, exit 2.
 struct BadInput(String);
 
-fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, BadInput> {
+/// The file itself, or every `*.yaml`/`*.yml` file in a directory, sorted (shared by `check`
+/// and `apply`). The error names the path.
+pub(crate) fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, String> {
     if path.is_dir() {
-        let entries =
-            std::fs::read_dir(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+        let entries = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut files: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
@@ -79,7 +80,7 @@ fn load_policies(paths: &[PathBuf], catalog: &Catalog) -> Result<Vec<Policy>, Ve
     let mut errors = Vec::new();
     let mut policies: Vec<(Name, Policy, String)> = Vec::new();
     for path in paths {
-        let files = match yaml_files(path) {
+        let files = match yaml_files(path).map_err(BadInput) {
             Ok(files) => files,
             Err(BadInput(e)) => {
                 errors.push(e);
@@ -212,7 +213,7 @@ fn check_manifests(
 ) -> Vec<ObjectOut> {
     let mut out = Vec::new();
     for path in paths {
-        let files = match yaml_files(path) {
+        let files = match yaml_files(path).map_err(BadInput) {
             Ok(files) => files,
             Err(BadInput(e)) => {
                 errors.push(e);

@@ -535,24 +535,10 @@ pub fn delete(connection: &Connection, kind: &DeleteKind) -> Outcome {
     Ok(())
 }
 
-fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
-    if path.is_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| Failure(format!("{}: {e}", path.display())))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-            .collect();
-        files.sort();
-        Ok(files)
-    } else {
-        Ok(vec![path.to_path_buf()])
-    }
-}
-
 pub fn apply(connection: &Connection, file: &Path, dry_run: bool) -> Outcome {
     let api = Api::new(connection)?;
     let mut text = String::new();
-    for path in yaml_files(file)? {
+    for path in crate::check::yaml_files(file).map_err(Failure)? {
         let content = std::fs::read_to_string(&path)
             .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
         if !text.is_empty() {
