@@ -1,85 +1,421 @@
-//! A real Kubernetes control plane for tests: `testenv/start.sh` runs etcd and kube-apiserver
-//! (built from their Go modules and cached by `testenv/build.sh`) on loopback, the way
-//! controller-runtime's envtest does. It stops when dropped, and with the test process.
+//! Dev-only: a real Kubernetes control plane (etcd + kube-apiserver, optionally
+//! kube-controller-manager) for end-to-end tests, started with `testenv/start.sh`.
+//!
+//! The binaries come from `testenv/build.sh` (cached under `~/.cache/palisade`); when they are
+//! missing they are built first, and when they cannot be built the test FAILS: these tests
+//! never skip. Each control plane gets `PALISADE_TESTENV_PARENT_PID` set to the test process,
+//! so its watchdog stops it when the test binary exits, even after a panic or a kill.
+//!
+//! [`shared`] starts one control plane per test binary and version; [`ControlPlane::start`]
+//! and [`ControlPlane::start_with`] start a private one that stops on drop.
 
+#![allow(
+    clippy::panic,
+    reason = "test helpers: a control plane that cannot start must fail the test loudly"
+)]
+
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// One running control plane.
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// The namespace label that puts a namespace in a boundary.
+pub const BOUNDARY_LABEL: &str = "palisade.dev/boundary";
+
+const WORKDIR_PREFIX: &str = "palisade-cp-";
+
+/// How to start a control plane.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Also start kube-controller-manager (`START_KCM=1`; the newest version only).
+    pub controller_manager: bool,
+    /// Extra kube-apiserver flags (`APISERVER_EXTRA_ARGS`).
+    pub apiserver_args: Vec<String>,
+}
+
+/// A running control plane; stopped (and its directory removed) on drop.
 #[derive(Debug)]
 pub struct ControlPlane {
     version: String,
-    workdir: tempfile::TempDir,
+    workdir: PathBuf,
+    dir: Option<tempfile::TempDir>,
+    kubeconfig_yaml: String,
+    env: BTreeMap<String, String>,
+    startup: Duration,
 }
 
-fn testenv_dir() -> PathBuf {
+/// The repository's `testenv/` directory.
+pub fn testenv_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testenv")
 }
 
-fn run(script: &str, args: &[&str], extra_env: &[(&str, &str)]) -> Result<String, String> {
-    let mut command = Command::new("bash");
-    command.arg(testenv_dir().join(script)).args(args);
-    for (key, value) in extra_env {
-        command.env(key, value);
+/// `testenv/versions.env` as key/value pairs.
+fn pinned_versions() -> BTreeMap<String, String> {
+    let path = testenv_dir().join("versions.env");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().trim_matches('"').to_owned()))
+        .collect()
+}
+
+fn major_minor(version: &str) -> &str {
+    version.rsplit_once('.').map_or(version, |(head, _)| head)
+}
+
+/// Resolves `1.30`, `1.30.14`, `v1.37.2`, `old` or `new` to a pinned full version, with the
+/// etcd version pinned for it. Panics on a version that is not pinned.
+pub fn resolve_version(wanted: &str) -> (String, String) {
+    let pins = pinned_versions();
+    let pin = |key: &str| {
+        pins.get(key)
+            .cloned()
+            .unwrap_or_else(|| panic!("testenv/versions.env has no {key}"))
+    };
+    let old = (pin("K8S_OLD_VERSION"), pin("K8S_OLD_ETCD_VERSION"));
+    let new = (pin("K8S_NEW_VERSION"), pin("K8S_NEW_ETCD_VERSION"));
+    let wanted = wanted.trim_start_matches('v');
+    match wanted {
+        "old" => return old,
+        "new" | "newest" => return new,
+        _ => {}
     }
-    let output = command
-        .output()
-        .map_err(|e| format!("cannot run testenv/{script}: {e}"))?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(format!(
-            "testenv/{script} {} failed:\n{}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ))
+    for pair in [old, new] {
+        if wanted == pair.0 || wanted == major_minor(&pair.0) {
+            return pair;
+        }
+    }
+    panic!("Kubernetes {wanted} is not pinned in testenv/versions.env")
+}
+
+fn cache_dir() -> PathBuf {
+    match std::env::var_os("PALISADE_CACHE_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            PathBuf::from(home).join(".cache/palisade")
+        }
     }
 }
 
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Builds the binaries of `version` with `testenv/build.sh` unless they are all present.
+/// Panics when they cannot be built.
+pub fn ensure_binaries(version: &str, controller_manager: bool) {
+    let (version, etcd) = resolve_version(version);
+    let cache = cache_dir();
+    let mut needed = vec![
+        cache.join(format!("k8s/{version}/bin/kube-apiserver")),
+        cache.join(format!("etcd/{etcd}/bin/etcd")),
+    ];
+    if controller_manager {
+        needed.push(cache.join(format!("k8s/{version}/bin/kube-controller-manager")));
+    }
+    let missing: Vec<String> = needed
+        .iter()
+        .filter(|p| !is_executable(p))
+        .map(|p| p.display().to_string())
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    eprintln!(
+        "control plane {version}: missing {}; running testenv/build.sh {version} (this takes a while)",
+        missing.join(", ")
+    );
+    let started = Instant::now();
+    let output = Command::new("bash")
+        .arg(testenv_dir().join("build.sh"))
+        .arg(&version)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run testenv/build.sh {version}: {e}"));
+    if !output.status.success() {
+        panic!(
+            "testenv/build.sh {version} failed ({}): the control plane binaries cannot be built, \
+             so the end-to-end tests cannot run.\n--- stdout (tail)\n{}\n--- stderr (tail)\n{}",
+            output.status,
+            tail(&output.stdout, 40),
+            tail(&output.stderr, 40)
+        );
+    }
+    eprintln!(
+        "control plane {version}: built in {:.0?}",
+        started.elapsed()
+    );
+    let still_missing: Vec<String> = needed
+        .iter()
+        .filter(|p| !is_executable(p))
+        .map(|p| p.display().to_string())
+        .collect();
+    if !still_missing.is_empty() {
+        panic!(
+            "testenv/build.sh {version} succeeded but {} are still missing",
+            still_missing.join(", ")
+        );
+    }
+}
+
+fn tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Removes the work directories of control planes whose test process is gone (their
+/// watchdog has stopped them; `stop.sh` is run again to be sure).
+fn remove_stale_workdirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(WORKDIR_PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let _ = Command::new("bash")
+            .arg(testenv_dir().join("stop.sh"))
+            .arg(&path)
+            .output();
+        let _ = std::fs::remove_dir_all(&path);
+    }
+}
+
+fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
 impl ControlPlane {
-    /// Builds the binaries of `version` (`1.30`, `1.37`) when they are not cached, then starts
-    /// etcd and kube-apiserver. `extra_apiserver_args` go to kube-apiserver as they are.
-    pub fn start(version: &str, extra_apiserver_args: &str) -> Result<ControlPlane, String> {
-        run("build.sh", &[version], &[])?;
-        let workdir = tempfile::Builder::new()
-            .prefix("palisade-control-plane-")
-            .tempdir()
-            .map_err(|e| format!("cannot make a work dir: {e}"))?;
-        let dir = workdir.path().to_string_lossy().into_owned();
-        let parent = std::process::id().to_string();
-        run(
-            "start.sh",
-            &[version, &dir],
-            &[
-                ("PALISADE_TESTENV_PARENT_PID", &parent),
-                ("APISERVER_EXTRA_ARGS", extra_apiserver_args),
-            ],
-        )?;
-        Ok(ControlPlane {
-            version: version.to_owned(),
-            workdir,
-        })
+    /// Starts a private control plane of `version` (see [`resolve_version`]); panics when it
+    /// cannot be built or started.
+    pub fn start(version: &str) -> ControlPlane {
+        ControlPlane::start_with(version, &Options::default())
     }
 
+    /// Starts a private control plane with `options`.
+    pub fn start_with(version: &str, options: &Options) -> ControlPlane {
+        let (full_version, _) = resolve_version(version);
+        ensure_binaries(&full_version, options.controller_manager);
+        static CLEANED: OnceLock<()> = OnceLock::new();
+        CLEANED.get_or_init(remove_stale_workdirs);
+
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{WORKDIR_PREFIX}{}-", std::process::id()))
+            .tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a control plane directory: {e}"));
+        let workdir = dir.path().to_path_buf();
+        let started = Instant::now();
+        let output = Command::new("bash")
+            .arg(testenv_dir().join("start.sh"))
+            .arg(&full_version)
+            .arg(&workdir)
+            .env(
+                "PALISADE_TESTENV_PARENT_PID",
+                std::process::id().to_string(),
+            )
+            .env(
+                "START_KCM",
+                if options.controller_manager { "1" } else { "0" },
+            )
+            .env("APISERVER_EXTRA_ARGS", options.apiserver_args.join(" "))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run testenv/start.sh: {e}"));
+        let startup = started.elapsed();
+        if !output.status.success() {
+            panic!(
+                "testenv/start.sh {full_version} {} failed ({}):\n--- stdout\n{}\n--- stderr (tail)\n{}",
+                workdir.display(),
+                output.status,
+                tail(&output.stdout, 20),
+                tail(&output.stderr, 40)
+            );
+        }
+        let read = |file: &str| {
+            let path = workdir.join(file);
+            std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("start.sh wrote no {}: {e}", path.display()))
+        };
+        let kubeconfig_yaml = read("kubeconfig");
+        let env = parse_env(&read("env"));
+        let version = env
+            .get("K8S_VERSION")
+            .cloned()
+            .unwrap_or(full_version.clone());
+        eprintln!(
+            "control plane {version} started in {startup:.1?} at {}",
+            env.get("APISERVER_URL").map_or("?", String::as_str)
+        );
+        ControlPlane {
+            version,
+            workdir,
+            dir: Some(dir),
+            kubeconfig_yaml,
+            env,
+            startup,
+        }
+    }
+
+    /// The full Kubernetes version, e.g. `1.30.14`.
     pub fn version(&self) -> &str {
         &self.version
     }
 
+    /// The admin kubeconfig (inline credentials, https server).
     pub fn kubeconfig_path(&self) -> PathBuf {
-        self.workdir.path().join("kubeconfig")
+        self.workdir.join("kubeconfig")
     }
 
-    /// The admin kubeconfig (inline client certificate, https server).
-    pub fn kubeconfig_yaml(&self) -> Result<String, String> {
-        std::fs::read_to_string(self.kubeconfig_path())
-            .map_err(|e| format!("cannot read the kubeconfig: {e}"))
+    /// The admin kubeconfig's text.
+    pub fn kubeconfig_yaml(&self) -> &str {
+        &self.kubeconfig_yaml
+    }
+
+    /// `<workdir>/env` as written by `start.sh` (`APISERVER_URL`, `K8S_VERSION`, ...).
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    /// The directory holding the kubeconfig, certificates and logs.
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+
+    /// How long `start.sh` took.
+    pub fn startup_time(&self) -> Duration {
+        self.startup
+    }
+
+    /// A client with the admin identity (`CN=admin`, `O=system:masters`).
+    pub async fn client(&self) -> kube::Client {
+        self.client_with(|_| {}).await
+    }
+
+    /// A client that impersonates `user` in `groups` (the admin may impersonate anyone).
+    pub async fn impersonating_client(&self, user: &str, groups: &[&str]) -> kube::Client {
+        let user = user.to_owned();
+        let groups: Vec<String> = groups.iter().map(|g| (*g).to_owned()).collect();
+        self.client_with(move |config| {
+            config.auth_info.impersonate = Some(user);
+            if !groups.is_empty() {
+                config.auth_info.impersonate_groups = Some(groups);
+            }
+        })
+        .await
+    }
+
+    async fn client_with(&self, adjust: impl FnOnce(&mut kube::Config)) -> kube::Client {
+        let kubeconfig = Kubeconfig::from_yaml(&self.kubeconfig_yaml)
+            .unwrap_or_else(|e| panic!("start.sh's kubeconfig does not parse: {e}"));
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap_or_else(|e| panic!("start.sh's kubeconfig is not usable: {e}"));
+        adjust(&mut config);
+        kube::Client::try_from(config)
+            .unwrap_or_else(|e| panic!("cannot build a client for the control plane: {e}"))
+    }
+
+    /// Stops the control plane now (also done on drop).
+    pub fn stop(&mut self) {
+        if let Some(dir) = self.dir.take() {
+            let output = Command::new("bash")
+                .arg(testenv_dir().join("stop.sh"))
+                .arg(&self.workdir)
+                .output();
+            if let Ok(output) = &output {
+                if !output.status.success() {
+                    eprintln!(
+                        "testenv/stop.sh {} failed: {}",
+                        self.workdir.display(),
+                        String::from_utf8_lossy(&output.stderr)
+                    );
+                }
+            }
+            drop(dir);
+        }
     }
 }
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
-        let dir = self.workdir.path().to_string_lossy().into_owned();
-        let _ = run("stop.sh", &[&dir], &[]);
+        self.stop();
     }
+}
+
+/// The control plane of `version` shared by every test of this test binary: started on first
+/// use, stopped by its watchdog when the binary exits.
+pub fn shared(version: &str) -> &'static ControlPlane {
+    type Cells = Mutex<HashMap<String, &'static OnceLock<ControlPlane>>>;
+    static CELLS: OnceLock<Cells> = OnceLock::new();
+    let (full_version, _) = resolve_version(version);
+    let cell: &'static OnceLock<ControlPlane> = {
+        let mut cells = CELLS
+            .get_or_init(|| Mutex::new(HashMap::new()))
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        cells
+            .entry(full_version.clone())
+            .or_insert_with(|| Box::leak(Box::new(OnceLock::new())))
+    };
+    cell.get_or_init(|| ControlPlane::start(&full_version))
+}
+
+/// A unique DNS-1123 name starting with `prefix`.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{prefix}-{}-{}-{:x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        nanos % 0x10000
+    )
+}
+
+/// Creates a uniquely named namespace, labelled `palisade.dev/boundary=<boundary>` when given,
+/// and returns its name.
+pub async fn temp_namespace(client: &kube::Client, boundary: Option<&str>) -> String {
+    let name = unique_name("t");
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: boundary.map(|b| BTreeMap::from([(BOUNDARY_LABEL.to_owned(), b.to_owned())])),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap_or_else(|e| panic!("cannot create namespace {name}: {e}"));
+    name
 }

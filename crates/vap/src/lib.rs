@@ -1,10 +1,13 @@
 //! Pure renderer: a palisade policy becomes one `ValidatingAdmissionPolicy` and one
-//! `ValidatingAdmissionPolicyBinding` (admissionregistration.k8s.io/v1, SPEC 3.4).
+//! `ValidatingAdmissionPolicyBinding` (admissionregistration.k8s.io/v1, SPEC 3.4); so does the
+//! installation's boundary-label guard.
 //!
 //! No client, no async: the reconciler applies what this crate returns.
 
 pub mod cel;
+pub mod guard;
 pub mod render;
 
 pub use cel::{PolicyCel, MATCH_CONDITIONS};
+pub use guard::{boundary_label_guard, guard_message, guard_name};
 pub use render::{object_name, render, Rendered, FIELD_MANAGER};

@@ -63,3 +63,19 @@ fn plan_only_policies_install_nothing() {
     .unwrap();
     assert!(render(&Name::parse("shop").unwrap(), &valid.policy, "x").is_none());
 }
+
+#[test]
+fn boundary_label_guard_policy_and_binding() {
+    let objects =
+        palisade_vap::boundary_label_guard("3f2a9c1e", "system:serviceaccount:palisade:palisade");
+    assert_eq!(
+        objects.policy.metadata.name.as_deref(),
+        Some("3f2a9c1e.boundary-label-guard.palisade.dev")
+    );
+    assert_eq!(
+        palisade_vap::guard_message("shop-web"),
+        "The label palisade.dev/boundary on namespace 'shop-web' is managed by palisade."
+    );
+    insta::assert_yaml_snapshot!("guard_policy", objects.policy);
+    insta::assert_yaml_snapshot!("guard_binding", objects.binding);
+}

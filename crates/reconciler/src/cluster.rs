@@ -1,0 +1,605 @@
+//! `ClusterClient`: palisade's connection to one cluster. It writes only what `palisade-vap`
+//! renders, with server-side apply and one field manager, and deletes only objects that carry
+//! palisade's labels for the caller's installation and boundary.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use http_body_util::BodyExt;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIResource, ObjectMeta};
+use k8s_openapi::ClusterResourceScope;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Resource};
+use palisade_policy::{LabelValue, Mode, Name, Policy};
+use palisade_vap::render::{
+    object_name, render, Rendered, BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL,
+    MANAGED_BY_LABEL, POLICY_LABEL,
+};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::answer::{parse_warning_header, AdmissionAnswer};
+use crate::kubeconfig::check_inline;
+use crate::probe::{
+    parse_minor, too_old, Admission, ClusterProbe, EnforcementProbe, ADMITTED_VIOLATING,
+    NOT_SERVED, NOT_WARNED,
+};
+use crate::violating::violating_pod;
+use crate::{ReconcileError, Result};
+
+const ADMISSION_GROUP_VERSION: &str = "admissionregistration.k8s.io/v1";
+
+/// What `label_namespace` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelOutcome {
+    /// The namespace did not exist; it was created with the boundary label.
+    Created,
+    /// An existing, unlabelled namespace was labelled (`adopt`).
+    Adopted,
+    /// The namespace already carried this boundary's label.
+    Unchanged,
+}
+
+/// A connection to one cluster.
+#[derive(Clone)]
+pub struct ClusterClient {
+    client: Client,
+    /// Discovery of one group-version at a time, for dry-run creates of any kind.
+    resources: Arc<Mutex<HashMap<String, Vec<APIResource>>>>,
+}
+
+impl fmt::Debug for ClusterClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClusterClient")
+    }
+}
+
+fn check_installation(installation: &str) -> Result<()> {
+    match LabelValue::parse(installation) {
+        Ok(_) if !installation.is_empty() => Ok(()),
+        _ => Err(ReconcileError::InvalidInstallation(installation.to_owned())),
+    }
+}
+
+fn not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
+fn conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
+/// The label selector of one installation's objects in one boundary.
+fn boundary_selector(installation: &str, boundary: &Name) -> String {
+    format!(
+        "{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation},{BOUNDARY_LABEL}={boundary}"
+    )
+}
+
+fn is_ours(meta: &ObjectMeta, installation: &str, boundary: &Name) -> bool {
+    let Some(labels) = &meta.labels else {
+        return false;
+    };
+    let has = |key: &str, value: &str| labels.get(key).is_some_and(|v| v == value);
+    has(MANAGED_BY_LABEL, "palisade")
+        && has(INSTALLATION_LABEL, installation)
+        && has(BOUNDARY_LABEL, boundary.as_str())
+}
+
+/// Deletes `meta`'s object (exactly that one: its uid is a precondition). Gone already, or
+/// replaced meanwhile, is fine.
+async fn delete_exact<K>(api: &Api<K>, meta: &ObjectMeta) -> Result<bool>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug,
+    <K as Resource>::DynamicType: Default,
+{
+    let Some(name) = &meta.name else {
+        return Ok(false);
+    };
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: meta.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => {
+            tracing::info!(
+                kind = K::kind(&Default::default()).as_ref(),
+                name,
+                "deleted"
+            );
+            Ok(true)
+        }
+        Err(e) if not_found(&e) || conflict(&e) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Deletes the object `name` when it is palisade's for `installation` and `boundary`.
+async fn delete_if_ours<K>(
+    api: &Api<K>,
+    name: &str,
+    installation: &str,
+    boundary: &Name,
+) -> Result<bool>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug,
+    <K as Resource>::DynamicType: Default,
+{
+    match api.get_opt(name).await? {
+        Some(object) if is_ours(object.meta(), installation, boundary) => {
+            delete_exact(api, object.meta()).await
+        }
+        Some(_) => {
+            tracing::warn!(
+                name,
+                installation,
+                %boundary,
+                "not deleted: the object is not labelled as this installation's"
+            );
+            Ok(false)
+        }
+        None => Ok(false),
+    }
+}
+
+impl ClusterClient {
+    /// A client from a kubeconfig's text. Only inline credentials are accepted (SPEC 4.1):
+    /// one cluster, user and context, an `https` server, no file paths, programs or proxies.
+    pub async fn from_kubeconfig(yaml: &str) -> Result<Self> {
+        let kubeconfig =
+            Kubeconfig::from_yaml(yaml).map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
+        check_inline(&kubeconfig).map_err(ReconcileError::Kubeconfig)?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
+        let client =
+            Client::try_from(config).map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
+        Ok(ClusterClient::from_client(client))
+    }
+
+    /// Wraps a client made elsewhere (tests: impersonation).
+    pub fn from_client(client: Client) -> Self {
+        ClusterClient {
+            client,
+            resources: Arc::default(),
+        }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn cluster_api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = ClusterResourceScope>,
+        <K as Resource>::DynamicType: Default,
+    {
+        Api::all(self.client.clone())
+    }
+
+    /// The cluster's version and whether it can enforce admission rules: 1.30 or newer, and
+    /// serving `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy and its bindings.
+    pub async fn probe(&self) -> Result<ClusterProbe> {
+        let info = self.client.apiserver_version().await?;
+        let minor = parse_minor(&info.minor)
+            .ok_or_else(|| ReconcileError::Version(info.git_version.clone()))?;
+        let admission = if let Some(reason) = too_old(&info.major, minor) {
+            Admission::NotEnforced(reason)
+        } else if self.serves_admission_policies().await? {
+            Admission::Enforced
+        } else {
+            Admission::NotEnforced(NOT_SERVED.to_owned())
+        };
+        Ok(ClusterProbe {
+            kubernetes_version: info.git_version,
+            admission,
+        })
+    }
+
+    async fn serves_admission_policies(&self) -> Result<bool> {
+        match self
+            .client
+            .list_api_group_resources(ADMISSION_GROUP_VERSION)
+            .await
+        {
+            Ok(list) => {
+                let served = |name: &str| list.resources.iter().any(|r| r.name == name);
+                Ok(served("validatingadmissionpolicies")
+                    && served("validatingadmissionpolicybindings"))
+            }
+            Err(e) if not_found(&e) => Ok(false),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// The user name this client acts as (a `SelfSubjectReview`, authentication.k8s.io/v1).
+    pub async fn whoami(&self) -> Result<String> {
+        let review = self
+            .cluster_api::<SelfSubjectReview>()
+            .create(&PostParams::default(), &SelfSubjectReview::default())
+            .await?;
+        review
+            .status
+            .and_then(|s| s.user_info)
+            .and_then(|u| u.username)
+            .ok_or_else(|| {
+                ReconcileError::Unexpected("the SelfSubjectReview named no user".to_owned())
+            })
+    }
+
+    async fn apply_rendered(&self, rendered: &Rendered) -> Result<()> {
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let name = rendered.policy.metadata.name.clone().unwrap_or_default();
+        self.cluster_api::<ValidatingAdmissionPolicy>()
+            .patch(&name, &params, &Patch::Apply(&rendered.policy))
+            .await?;
+        let name = rendered.binding.metadata.name.clone().unwrap_or_default();
+        self.cluster_api::<ValidatingAdmissionPolicyBinding>()
+            .patch(&name, &params, &Patch::Apply(&rendered.binding))
+            .await?;
+        Ok(())
+    }
+
+    /// Objects of the same name labelled for another installation are never taken over.
+    async fn refuse_other_installation(
+        &self,
+        rendered: &Rendered,
+        installation: &str,
+    ) -> Result<()> {
+        let name = rendered.policy.metadata.name.clone().unwrap_or_default();
+        let owner = |meta: &ObjectMeta| {
+            meta.labels
+                .as_ref()
+                .filter(|l| l.get(MANAGED_BY_LABEL).is_some_and(|m| m == "palisade"))
+                .and_then(|l| l.get(INSTALLATION_LABEL))
+                .filter(|i| i.as_str() != installation)
+                .cloned()
+        };
+        let policy = self
+            .cluster_api::<ValidatingAdmissionPolicy>()
+            .get_opt(&name)
+            .await?;
+        let binding = self
+            .cluster_api::<ValidatingAdmissionPolicyBinding>()
+            .get_opt(&name)
+            .await?;
+        let other = policy
+            .and_then(|p| owner(&p.metadata))
+            .or_else(|| binding.and_then(|b| owner(&b.metadata)));
+        match other {
+            Some(other) => Err(ReconcileError::OtherInstallation {
+                name,
+                installation: other,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Server-side applies the policy's objects, policy first, then its binding. A policy
+    /// without admission rules has no objects: any left from an earlier version are removed.
+    /// Applying what is already there changes nothing (not even `resourceVersion`). Objects of
+    /// the same name that another installation labelled as its own are left alone
+    /// ([`ReconcileError::OtherInstallation`]).
+    pub async fn apply_policy(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+    ) -> Result<()> {
+        check_installation(installation)?;
+        match render(boundary, policy, installation) {
+            Some(rendered) => {
+                self.refuse_other_installation(&rendered, installation)
+                    .await?;
+                self.apply_rendered(&rendered).await
+            }
+            None => {
+                self.delete_policy(installation, boundary, policy.name())
+                    .await
+            }
+        }
+    }
+
+    /// Deletes a policy's objects, binding first. Only objects labelled as palisade's, of this
+    /// installation and boundary, are deleted; absent objects are fine.
+    pub async fn delete_policy(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Name,
+    ) -> Result<()> {
+        check_installation(installation)?;
+        let name = object_name(boundary, policy);
+        delete_if_ours(
+            &self.cluster_api::<ValidatingAdmissionPolicyBinding>(),
+            &name,
+            installation,
+            boundary,
+        )
+        .await?;
+        delete_if_ours(
+            &self.cluster_api::<ValidatingAdmissionPolicy>(),
+            &name,
+            installation,
+            boundary,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes this installation's objects of `boundary` whose policy is not in `keep`
+    /// (bindings first), selected by labels; returns the names deleted.
+    pub async fn garbage_collect(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        keep: &[Name],
+    ) -> Result<Vec<String>> {
+        check_installation(installation)?;
+        let params = ListParams::default().labels(&boundary_selector(installation, boundary));
+        let stale = |meta: &ObjectMeta| {
+            // The selector already holds; checked again in case a server ignored it.
+            is_ours(meta, installation, boundary)
+                && !meta
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(POLICY_LABEL))
+                    .is_some_and(|p| keep.iter().any(|k| k.as_str() == p))
+        };
+        let mut deleted = Vec::new();
+        let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
+        for binding in bindings.list(&params).await?.items {
+            if stale(&binding.metadata) && delete_exact(&bindings, &binding.metadata).await? {
+                deleted.push(binding.metadata.name.unwrap_or_default());
+            }
+        }
+        let policies = self.cluster_api::<ValidatingAdmissionPolicy>();
+        for policy in policies.list(&params).await?.items {
+            if stale(&policy.metadata) && delete_exact(&policies, &policy.metadata).await? {
+                let name = policy.metadata.name.unwrap_or_default();
+                if !deleted.contains(&name) {
+                    deleted.push(name);
+                }
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Confirms enforcement: a server-side dry-run create of a Pod violating `policy` into
+    /// `namespace` (a namespace of the boundary). Enforce mode: `Enforced` when denied with
+    /// the policy's message; audit mode: when admitted with its warning.
+    pub async fn probe_enforcement(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+        namespace: &str,
+    ) -> Result<EnforcementProbe> {
+        check_installation(installation)?;
+        let (pod, message) = violating_pod(policy)
+            .ok_or_else(|| ReconcileError::NoAdmissionRules(policy.name().to_string()))?;
+        let name = object_name(boundary, policy.name());
+        let installed = self
+            .cluster_api::<ValidatingAdmissionPolicy>()
+            .get_opt(&name)
+            .await?;
+        if !installed.is_some_and(|p| is_ours(&p.metadata, installation, boundary)) {
+            return Ok(EnforcementProbe::NotEnforced(format!(
+                "palisade's ValidatingAdmissionPolicy '{name}' is not installed"
+            )));
+        }
+        let answer = self.dry_run_create(namespace, &pod).await?;
+        Ok(match policy.mode() {
+            Mode::Enforce if answer.admitted() => {
+                EnforcementProbe::NotEnforced(ADMITTED_VIOLATING.to_owned())
+            }
+            Mode::Enforce
+                if answer.denying_policy() == Some(name.as_str())
+                    && answer.denial_message() == Some(message.as_str()) =>
+            {
+                EnforcementProbe::Enforced
+            }
+            Mode::Audit if answer.admitted() && answer.has_policy_warning(&name, &message) => {
+                EnforcementProbe::Enforced
+            }
+            Mode::Audit if answer.admitted() => {
+                EnforcementProbe::NotEnforced(NOT_WARNED.to_owned())
+            }
+            _ => EnforcementProbe::Inconclusive(format!(
+                "the API server refused the probe for another reason: {}",
+                answer.message.unwrap_or_default()
+            )),
+        })
+    }
+
+    /// Server-side applies the installation's boundary-label guard (SPEC 3.4): only
+    /// `palisade_identity` may add, change or remove a namespace's `palisade.dev/boundary`.
+    pub async fn install_boundary_label_guard(
+        &self,
+        installation: &str,
+        palisade_identity: &str,
+    ) -> Result<()> {
+        check_installation(installation)?;
+        self.apply_rendered(&palisade_vap::boundary_label_guard(
+            installation,
+            palisade_identity,
+        ))
+        .await
+    }
+
+    /// Creates `namespace` labelled for `boundary`, or with `adopt` labels an existing,
+    /// unlabelled one. A namespace labelled for another boundary is
+    /// [`ReconcileError::LabelledForOtherBoundary`]; an existing unlabelled one without
+    /// `adopt` is [`ReconcileError::NamespaceExists`].
+    pub async fn label_namespace(
+        &self,
+        boundary: &Name,
+        namespace: &str,
+        adopt: bool,
+    ) -> Result<LabelOutcome> {
+        let api = self.cluster_api::<Namespace>();
+        // Lost races (created or changed meanwhile) are retried a few times.
+        for _ in 0..5 {
+            let Some(existing) = api.get_opt(namespace).await? else {
+                let object = Namespace {
+                    metadata: ObjectMeta {
+                        name: Some(namespace.to_owned()),
+                        labels: Some(BTreeMap::from([(
+                            BOUNDARY_LABEL.to_owned(),
+                            boundary.to_string(),
+                        )])),
+                        ..ObjectMeta::default()
+                    },
+                    ..Namespace::default()
+                };
+                match api.create(&PostParams::default(), &object).await {
+                    Ok(_) => return Ok(LabelOutcome::Created),
+                    Err(e) if conflict(&e) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            let current = existing
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(BOUNDARY_LABEL));
+            match current {
+                Some(b) if b == boundary.as_str() => return Ok(LabelOutcome::Unchanged),
+                Some(other) => return Err(ReconcileError::LabelledForOtherBoundary(other.clone())),
+                None if !adopt => {
+                    return Err(ReconcileError::NamespaceExists(namespace.to_owned()))
+                }
+                None => {}
+            }
+            // resourceVersion makes the merge patch conditional: no label added to a
+            // namespace that someone else labelled meanwhile.
+            let patch = json!({"metadata": {
+                "resourceVersion": existing.metadata.resource_version,
+                "labels": {BOUNDARY_LABEL: boundary.as_str()},
+            }});
+            match api
+                .patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => return Ok(LabelOutcome::Adopted),
+                Err(e) if conflict(&e) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ReconcileError::Unexpected(format!(
+            "namespace {namespace} kept changing while it was being labelled"
+        )))
+    }
+
+    /// The resource name and scope of `kind` in `api_version`, from discovery (cached).
+    async fn resource_for(&self, api_version: &str, kind: &str) -> Result<(String, bool)> {
+        let cached = self
+            .resources
+            .lock()
+            .map_err(|_| ReconcileError::Unexpected("discovery cache poisoned".to_owned()))?
+            .get(api_version)
+            .cloned();
+        let resources = match cached {
+            Some(resources) => resources,
+            None => {
+                let list = if api_version.contains('/') {
+                    self.client.list_api_group_resources(api_version).await
+                } else {
+                    self.client.list_core_api_resources(api_version).await
+                };
+                let resources = match list {
+                    Ok(list) => list.resources,
+                    Err(e) if not_found(&e) => Vec::new(),
+                    Err(e) => return Err(e.into()),
+                };
+                if let Ok(mut cache) = self.resources.lock() {
+                    cache.insert(api_version.to_owned(), resources.clone());
+                }
+                resources
+            }
+        };
+        resources
+            .into_iter()
+            .find(|r| r.kind == kind && !r.name.contains('/'))
+            .map(|r| (r.name, r.namespaced))
+            .ok_or_else(|| ReconcileError::UnknownKind(format!("{api_version} {kind}")))
+    }
+
+    /// A server-side dry-run (`dryRun=All`) create of `object` (any kind the server serves)
+    /// into `namespace` (ignored for cluster-scoped kinds). Refusals are answers, not errors.
+    pub async fn dry_run_create(&self, namespace: &str, object: &Value) -> Result<AdmissionAnswer> {
+        let field = |name: &str| {
+            object
+                .get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| ReconcileError::UnknownKind(format!("the object has no {name}")))
+        };
+        let api_version = field("apiVersion")?;
+        let kind = field("kind")?;
+        let (plural, namespaced) = self.resource_for(api_version, kind).await?;
+        let base = if api_version.contains('/') {
+            format!("/apis/{api_version}")
+        } else {
+            format!("/api/{api_version}")
+        };
+        let mut object = object.clone();
+        let path = if namespaced {
+            if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                metadata.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
+            }
+            format!("{base}/namespaces/{namespace}/{plural}")
+        } else {
+            format!("{base}/{plural}")
+        };
+        let params = PostParams {
+            dry_run: true,
+            field_manager: None,
+        };
+        let body = serde_json::to_vec(&object).map_err(ReconcileError::Json)?;
+        let request = kube::core::Request::new(path)
+            .create(&params, body)
+            .map_err(|e| ReconcileError::Kube(kube::Error::BuildRequest(e)))?;
+        let response = self
+            .client
+            .send(request.map(kube::client::Body::from))
+            .await?;
+        let code = response.status().as_u16();
+        let warnings: Vec<String> = response
+            .headers()
+            .get_all(http::header::WARNING)
+            .iter()
+            .flat_map(|v| parse_warning_header(&String::from_utf8_lossy(v.as_bytes())))
+            .collect();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(ReconcileError::Kube)?
+            .to_bytes();
+        let (message, reason) = if (200..300).contains(&code) {
+            (None, None)
+        } else {
+            match serde_json::from_slice::<kube::core::Status>(&bytes) {
+                Ok(status) => (Some(status.message), Some(status.reason)),
+                Err(_) => (Some(String::from_utf8_lossy(&bytes).into_owned()), None),
+            }
+        };
+        Ok(AdmissionAnswer {
+            code,
+            message,
+            reason,
+            warnings,
+        })
+    }
+}
