@@ -143,6 +143,13 @@ fn save_warnings(
 /// The boundary's other stored policies, decoded (for save warnings). A policy that cannot
 /// be decoded is left out of the warnings, not a reason to refuse the save.
 async fn other_policies(state: &AppState, boundary: &str, except: &str) -> ApiResult<Vec<Policy>> {
+    let mut policies = stored_policies(state, boundary).await?;
+    policies.retain(|p| p.name().as_str() != except);
+    Ok(policies)
+}
+
+/// Every stored policy of the boundary that can be decoded.
+async fn stored_policies(state: &AppState, boundary: &str) -> ApiResult<Vec<Policy>> {
     let records = state
         .store
         .list_policies(boundary)
@@ -150,7 +157,6 @@ async fn other_policies(state: &AppState, boundary: &str, except: &str) -> ApiRe
         .map_err(|e| ApiError::from_store(e, "boundary"))?;
     Ok(records
         .iter()
-        .filter(|r| r.name != except)
         .filter_map(|r| decode_policy(r, &state.catalog).ok())
         .collect())
 }
@@ -417,11 +423,17 @@ pub async fn apply(
     }
     let mut writes = Vec::new();
     let mut warnings = Vec::new();
+    // Each boundary's stored policies are read once, however many documents name it.
+    let mut stored: std::collections::BTreeMap<&str, Vec<Policy>> = Default::default();
     for (_, document, checked) in &valid {
         let boundary = checked.boundary.as_str();
         let name = checked.policy.name().as_str();
-        let mut others = other_policies(&state, boundary, name).await?;
-        // Policies of the same boundary in this request count too.
+        if !stored.contains_key(boundary) {
+            stored.insert(boundary, stored_policies(&state, boundary).await?);
+        }
+        let mut others = stored.get(boundary).cloned().unwrap_or_default();
+        // The request's policies of the same boundary replace their stored versions (the
+        // document itself among them) and count too.
         others.retain(|p| {
             !valid
                 .iter()

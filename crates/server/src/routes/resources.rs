@@ -302,7 +302,7 @@ pub async fn list(
     }
     // Grandfathered: walk the list and keep resources whose current plan is now disallowed.
     let policies = read_policies(&state, &boundary).await?;
-    let mut items = Vec::new();
+    let mut items: Vec<(String, ResourceView)> = Vec::new();
     let mut after = params.continue_token.clone();
     loop {
         let query = ResourceQuery {
@@ -329,30 +329,31 @@ pub async fn list(
             _ => break,
         }
     }
-    let continue_token = if items.len() > limit {
-        items.truncate(limit);
-        items.last().map(|(key, _)| key.clone())
-    } else {
-        None
-    };
+    // The walk already started after `continue`: page the matches by their keys.
+    let listed = super::page(
+        items,
+        |(key, _)| key.clone(),
+        &ListParams {
+            limit: params.limit,
+            continue_token: None,
+        },
+    )?;
     Ok(Json(ResourceList {
-        items: items.into_iter().map(|(_, v)| v).collect(),
-        continue_token,
+        items: listed.items.into_iter().map(|(_, v)| v).collect(),
+        continue_token: listed.continue_token,
     }))
 }
 
 fn resource_key(boundary: &str, resource_type: &str, name: &str) -> ApiResult<ResourceKey> {
-    let not_found = || {
-        ApiError::NotFound(format!(
-            "{resource_type} '{name}' not found in boundary '{boundary}'"
-        ))
-    };
-    ResourceType::parse(resource_type).map_err(|_| not_found())?;
-    Ok(ResourceKey {
+    let key = ResourceKey {
         boundary: boundary.to_owned(),
         resource_type: resource_type.to_owned(),
         name: name.to_owned(),
-    })
+    };
+    match ResourceType::parse(resource_type) {
+        Ok(_) => Ok(key),
+        Err(_) => Err(resource_not_found(&key)),
+    }
 }
 
 fn resource_not_found(key: &ResourceKey) -> ApiError {
