@@ -8,7 +8,8 @@
 # Must run as root (it installs packages and runs the server as the `postgres` user).
 set -euo pipefail
 
-# Keep stdout for the final export line only.
+# Keep stdout for the final export line only. Everything this script starts runs with fd 3
+# closed (`3>&-`): a server that inherited it would hold the caller's `$(...)` open forever.
 exec 3>&1 1>&2
 
 log() { echo "ci-postgres: $*"; }
@@ -31,8 +32,8 @@ newest_version() {
 
 if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(newest_version)" ]; then
     log "installing postgresql"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql
+    apt-get update </dev/null 3>&-
+    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql </dev/null 3>&-
 fi
 
 version=$(newest_version)
@@ -47,13 +48,13 @@ cluster=$(pg_lsclusters -h | awk -v v="$version" '$1 == v { print $2; exit }')
 if [ -z "$cluster" ]; then
     cluster=main
     log "creating cluster $version/$cluster"
-    pg_createcluster "$version" "$cluster"
+    pg_createcluster "$version" "$cluster" </dev/null 3>&-
 fi
 
 status=$(pg_lsclusters -h | awk -v v="$version" -v c="$cluster" '$1 == v && $2 == c { print $4 }')
 if [ "$status" != online ]; then
     log "starting cluster $version/$cluster"
-    pg_ctlcluster "$version" "$cluster" start
+    pg_ctlcluster "$version" "$cluster" start </dev/null 3>&-
 fi
 port=$(pg_lsclusters -h | awk -v v="$version" -v c="$cluster" '$1 == v && $2 == c { print $3 }')
 

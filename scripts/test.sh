@@ -6,16 +6,33 @@
 # schema-driven API check (schemathesis against /openapi.json), then the portal's browser
 # tests in Debian's headless Chromium (installed when absent).
 # Needs root for the package install and to run PostgreSQL as its own user.
+# Every stage has a time limit, so a stuck step fails with its name instead of hanging CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+stage() {
+    local limit=$1 name=$2 started
+    shift 2
+    started=$(date +%s)
+    echo "== ${name}"
+    if ! timeout --kill-after=30 "${limit}" "$@"; then
+        echo "== ${name}: failed or exceeded its ${limit} limit" >&2
+        return 1
+    fi
+    echo "== ${name}: $(( $(date +%s) - started ))s"
+}
+
 # Kubernetes control-plane binaries (kube-apiserver, etcd; 1.30 and 1.37) from their Go
 # modules, cached outside the repo: about 17 minutes on 2 cores the first time, then found.
-bash testenv/build.sh all
+stage 40m "control-plane binaries" bash testenv/build.sh all
 
-eval "$(bash scripts/ci-postgres.sh)"
+pg_env=$(mktemp)
+trap 'rm -f "${pg_env}"' EXIT
+stage 10m "postgresql" bash -c 'bash scripts/ci-postgres.sh > "$1"' _ "${pg_env}"
+# shellcheck disable=SC1090
+source "${pg_env}"
 export PALISADE_REQUIRE_POSTGRES=1
 
-cargo test --workspace --locked
-bash scripts/schemathesis.sh
-bash scripts/portal-tests.sh
+stage 40m "cargo test" cargo test --workspace --locked
+stage 10m "schemathesis" bash scripts/schemathesis.sh
+stage 15m "portal browser tests" bash scripts/portal-tests.sh
