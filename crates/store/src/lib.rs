@@ -218,8 +218,65 @@ pub struct ClusterRecord {
     pub kubernetes_version: Option<String>,
     pub admission_enforced: Option<bool>,
     pub admission_reason: Option<String>,
+    /// Why the reconciler's last attempt at this cluster failed (`None` after a success).
+    pub last_error: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// A namespace palisade labelled for a boundary (`palisade.dev/boundary`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceRecord {
+    pub cluster: String,
+    pub name: String,
+    pub boundary: String,
+    pub created_at: String,
+}
+
+/// A policy's install status in one cluster, as the reconciler last saw it (SPEC 3.4):
+/// `installed`, `enforced`, `error: <reason>` or `not enforced: <reason>`; `policy_etag` is
+/// the version it is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyStatusRecord {
+    pub boundary: String,
+    pub policy: String,
+    pub cluster: String,
+    pub policy_etag: String,
+    pub status: String,
+    pub updated_at: String,
+}
+
+/// The right to run this installation's reconciler. PostgreSQL: a session-level advisory lock
+/// held on a connection of its own, lost when that connection is; SQLite: always held (one
+/// process owns the file).
+#[derive(Debug)]
+pub struct Lease {
+    connection: Option<tokio::sync::Mutex<sqlx::PgConnection>>,
+}
+
+impl Lease {
+    pub(crate) fn local() -> Self {
+        Lease { connection: None }
+    }
+
+    pub(crate) fn on(connection: sqlx::PgConnection) -> Self {
+        Lease {
+            connection: Some(tokio::sync::Mutex::new(connection)),
+        }
+    }
+
+    /// Whether the lease still holds (PostgreSQL: its connection answers within 5 s).
+    pub async fn held(&self) -> bool {
+        use sqlx::Connection;
+        let Some(connection) = &self.connection else {
+            return true;
+        };
+        let mut connection = connection.lock().await;
+        matches!(
+            tokio::time::timeout(std::time::Duration::from_secs(5), connection.ping()).await,
+            Ok(Ok(()))
+        )
+    }
 }
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -330,7 +387,48 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()>;
     /// Clusters attached to the boundary, by name.
     async fn boundary_clusters(&self, boundary: &str) -> Result<Vec<ClusterRecord>>;
+
+    // ---- the reconciler's state ----
+    /// This installation's id: the one stored, or `candidate` when none is (stored for good).
+    async fn installation_id(&self, candidate: &str) -> Result<String>;
+    /// Records (or, with `None`, clears) the reconciler's last error for the cluster.
+    async fn set_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()>;
+    /// Records a namespace labelled for the boundary; `true` when new. `NotFound` when the
+    /// boundary or cluster is unknown or the cluster is not attached to the boundary;
+    /// `Conflict` when another boundary holds it.
+    async fn put_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool>;
+    async fn get_namespace(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+    ) -> Result<NamespaceRecord>;
+    /// The boundary's namespaces, by cluster and name.
+    async fn list_namespaces(&self, boundary: &str) -> Result<Vec<NamespaceRecord>>;
+    /// Every boundary's namespaces in the cluster.
+    async fn cluster_namespaces(&self, cluster: &str) -> Result<Vec<NamespaceRecord>>;
+    async fn delete_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<()>;
+    /// Replaces the statuses of the boundary's policies in the cluster.
+    async fn replace_policy_statuses(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        statuses: Vec<PolicyStatusRecord>,
+    ) -> Result<()>;
+    /// The boundary's policy statuses, by policy and cluster.
+    async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>>;
+    /// A counter bumped after every committed change the reconciler must act on (policies,
+    /// clusters, attachments, namespaces, boundary deletions) and whenever changes may have
+    /// been missed (PostgreSQL: the LISTEN connection was re-established). SQLite: an
+    /// in-process channel; PostgreSQL: LISTEN/NOTIFY, so every replica hears every change.
+    async fn subscribe(&self) -> Result<tokio::sync::watch::Receiver<u64>>;
+    /// Tries to take the reconciler lease of `installation`; `None` while another replica
+    /// holds it.
+    async fn try_lease(&self, installation: &str) -> Result<Option<Lease>>;
 }
+
+/// The `settings` key of the installation id.
+pub(crate) const INSTALLATION_KEY: &str = "installation_id";
 
 /// A store shared by the server's handlers.
 pub type SharedStore = Arc<dyn Store>;

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use crate::sql::{self, Arg, Conn};
 use crate::{
-    BoundaryRecord, ChangeRecord, ClusterRecord, Edit, Editor, Guard, NewResource, Page,
-    PolicyHistoryEntry, PolicyRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
-    Result, StoreError, TokenRecord, WriteAction,
+    BoundaryRecord, ChangeRecord, ClusterRecord, Edit, Editor, Guard, NamespaceRecord, NewResource,
+    Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey,
+    ResourceQuery, ResourceRecord, Result, StoreError, TokenRecord, WriteAction,
 };
 
 use Arg::{Bytes, Int, OptBool, OptText, Text};
@@ -52,7 +52,7 @@ pub(crate) async fn list_boundaries<C: Conn>(c: &mut C) -> Result<Vec<BoundaryRe
         .await?)
 }
 
-/// Refused while the boundary holds resources or policies. Its cluster attachments and its
+/// Refused while the boundary holds resources, policies or namespaces. Its cluster attachments and its
 /// tokens go with it; its history (`policy_history`, `changes`) stays, as the audit trail.
 pub(crate) async fn delete_boundary<C: Conn>(c: &mut C, name: &str) -> Result<()> {
     lock_boundary(c, name).await?;
@@ -62,6 +62,11 @@ pub(crate) async fn delete_boundary<C: Conn>(c: &mut C, name: &str) -> Result<()
     if exists(c, sql::BOUNDARY_HAS_POLICIES, &[Text(name)]).await? {
         return Err(StoreError::Conflict("boundary has policies".into()));
     }
+    if exists(c, sql::BOUNDARY_HAS_NAMESPACES, &[Text(name)]).await? {
+        return Err(StoreError::Conflict("boundary has namespaces".into()));
+    }
+    c.execute(sql::DELETE_BOUNDARY_STATUSES, &[Text(name)])
+        .await?;
     c.execute(sql::DELETE_BOUNDARY_ATTACHMENTS, &[Text(name)])
         .await?;
     c.execute(sql::DELETE_BOUNDARY_TOKENS, &[Text(name)])
@@ -657,8 +662,13 @@ pub(crate) async fn list_clusters<C: Conn>(c: &mut C) -> Result<Vec<ClusterRecor
     Ok(c.fetch_all(sql::SELECT_CLUSTERS, &[], sql::cluster).await?)
 }
 
-/// Detaches the cluster from every boundary, then deletes it.
+/// Forgets the cluster's namespaces and statuses, detaches it from every boundary, then
+/// deletes it.
 pub(crate) async fn delete_cluster<C: Conn>(c: &mut C, name: &str) -> Result<()> {
+    c.execute(sql::DELETE_CLUSTER_NAMESPACES, &[Text(name)])
+        .await?;
+    c.execute(sql::DELETE_CLUSTER_STATUSES, &[Text(name)])
+        .await?;
     c.execute(sql::DELETE_CLUSTER_ATTACHMENTS, &[Text(name)])
         .await?;
     touched(c.execute(sql::DELETE_CLUSTER, &[Text(name)]).await?)
@@ -705,12 +715,26 @@ pub(crate) async fn attach_cluster<C: Conn>(
     Ok(rows == 1)
 }
 
-/// `NotFound` when the cluster is not attached to the boundary.
+/// `NotFound` when the cluster is not attached to the boundary; `Conflict` while the
+/// boundary has namespaces in it (they would keep its label and lose its policies).
 pub(crate) async fn detach_cluster<C: Conn>(
     c: &mut C,
     boundary: &str,
     cluster: &str,
 ) -> Result<()> {
+    if exists(
+        c,
+        sql::BOUNDARY_HAS_NAMESPACES_IN,
+        &[Text(boundary), Text(cluster)],
+    )
+    .await?
+    {
+        return Err(StoreError::Conflict(format!(
+            "boundary '{boundary}' has namespaces in cluster '{cluster}'; delete them first"
+        )));
+    }
+    c.execute(sql::DELETE_STATUSES_OF, &[Text(cluster), Text(boundary)])
+        .await?;
     touched(
         c.execute(sql::DETACH_CLUSTER, &[Text(boundary), Text(cluster)])
             .await?,
@@ -726,6 +750,171 @@ pub(crate) async fn boundary_clusters<C: Conn>(
         sql::SELECT_BOUNDARY_CLUSTERS,
         &[Text(boundary)],
         sql::cluster,
+    )
+    .await?)
+}
+
+// ---- reconciler ----
+
+/// The value stored under `key`, or `candidate` stored and returned when there is none.
+pub(crate) async fn setting_or_insert<C: Conn>(
+    c: &mut C,
+    key: &str,
+    candidate: &str,
+) -> Result<String> {
+    c.execute(sql::INSERT_SETTING, &[Text(key), Text(candidate)])
+        .await?;
+    c.fetch_optional(sql::SELECT_SETTING, &[Text(key)], sql::name)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt(format!("setting {key} vanished")))
+}
+
+pub(crate) async fn set_cluster_error<C: Conn>(
+    c: &mut C,
+    name: &str,
+    error: Option<&str>,
+) -> Result<()> {
+    touched(
+        c.execute(sql::UPDATE_CLUSTER_ERROR, &[Text(name), OptText(error)])
+            .await?,
+    )
+}
+
+/// `NotFound` when the boundary or the cluster is unknown or the cluster is not attached to
+/// the boundary; `Conflict` when another boundary holds the namespace. `true` when new.
+pub(crate) async fn put_namespace<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    cluster: &str,
+    name: &str,
+) -> Result<bool> {
+    lock_boundary(c, boundary).await?;
+    if !exists(c, sql::CLUSTER_ATTACHED, &[Text(boundary), Text(cluster)]).await? {
+        return Err(StoreError::NotFound);
+    }
+    if let Some(existing) = c
+        .fetch_optional(
+            sql::SELECT_NAMESPACE,
+            &[Text(cluster), Text(name)],
+            sql::namespace,
+        )
+        .await?
+    {
+        return if existing.boundary == boundary {
+            Ok(false)
+        } else {
+            Err(StoreError::Conflict(format!(
+                "namespace '{name}' in cluster '{cluster}' belongs to boundary '{}'",
+                existing.boundary
+            )))
+        };
+    }
+    c.execute(
+        sql::INSERT_NAMESPACE,
+        &[
+            Text(cluster),
+            Text(name),
+            Text(boundary),
+            Text(&crate::now()),
+        ],
+    )
+    .await
+    .map_err(|e| sql::on_insert(e, &format!("namespace {name}")))?;
+    Ok(true)
+}
+
+/// The namespace when the boundary holds it (`NotFound` otherwise).
+pub(crate) async fn get_namespace<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    cluster: &str,
+    name: &str,
+) -> Result<NamespaceRecord> {
+    c.fetch_optional(
+        sql::SELECT_NAMESPACE,
+        &[Text(cluster), Text(name)],
+        sql::namespace,
+    )
+    .await?
+    .filter(|n| n.boundary == boundary)
+    .ok_or(StoreError::NotFound)
+}
+
+pub(crate) async fn list_namespaces<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+) -> Result<Vec<NamespaceRecord>> {
+    get_boundary(c, boundary).await?;
+    Ok(c.fetch_all(
+        sql::SELECT_BOUNDARY_NAMESPACES,
+        &[Text(boundary)],
+        sql::namespace,
+    )
+    .await?)
+}
+
+pub(crate) async fn cluster_namespaces<C: Conn>(
+    c: &mut C,
+    cluster: &str,
+) -> Result<Vec<NamespaceRecord>> {
+    Ok(c.fetch_all(
+        sql::SELECT_CLUSTER_NAMESPACES,
+        &[Text(cluster)],
+        sql::namespace,
+    )
+    .await?)
+}
+
+pub(crate) async fn delete_namespace<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    cluster: &str,
+    name: &str,
+) -> Result<()> {
+    lock_boundary(c, boundary).await?;
+    touched(
+        c.execute(
+            sql::DELETE_NAMESPACE,
+            &[Text(boundary), Text(cluster), Text(name)],
+        )
+        .await?,
+    )
+}
+
+/// Replaces every status of `boundary`'s policies in `cluster` with `statuses`.
+pub(crate) async fn replace_policy_statuses<C: Conn>(
+    c: &mut C,
+    cluster: &str,
+    boundary: &str,
+    statuses: &[PolicyStatusRecord],
+) -> Result<()> {
+    c.execute(sql::DELETE_STATUSES_OF, &[Text(cluster), Text(boundary)])
+        .await?;
+    for status in statuses {
+        c.execute(
+            sql::INSERT_STATUS,
+            &[
+                Text(boundary),
+                Text(&status.policy),
+                Text(cluster),
+                Text(&status.policy_etag),
+                Text(&status.status),
+                Text(&status.updated_at),
+            ],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn policy_statuses<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+) -> Result<Vec<PolicyStatusRecord>> {
+    Ok(c.fetch_all(
+        sql::SELECT_BOUNDARY_STATUSES,
+        &[Text(boundary)],
+        sql::policy_status,
     )
     .await?)
 }

@@ -7,14 +7,16 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, Postgres};
+use sqlx::{Connection, Transaction};
+use tokio::sync::watch;
 
 use crate::sql::finish;
 use crate::{
-    ops, BoundaryRecord, ChangeRecord, ClusterRecord, Editor, Guard, NewResource, Page,
-    PolicyHistoryEntry, PolicyRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
-    Result, Store, TokenRecord, WriteAction,
+    ops, BoundaryRecord, ChangeRecord, ClusterRecord, Editor, Guard, Lease, NamespaceRecord,
+    NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite,
+    ResourceKey, ResourceQuery, ResourceRecord, Result, Store, TokenRecord, WriteAction,
+    INSTALLATION_KEY,
 };
 
 /// The advisory lock `bootstrap_admin_token` holds until its transaction ends (the key is
@@ -26,9 +28,66 @@ const BOOTSTRAP_LOCK: &str = "SELECT pg_advisory_xact_lock(8097872805151990885)"
 /// for reading the policies before a plan path answers 503.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The LISTEN/NOTIFY channel of changes the reconciler acts on.
+const CHANNEL: &str = "palisade_reconcile";
+
 #[derive(Debug)]
 pub struct PostgresStore {
     pool: PgPool,
+}
+
+/// On success, queues a notification on `CHANNEL` inside the transaction: PostgreSQL
+/// delivers it to every listening replica when, and only if, the transaction commits.
+async fn notify<T>(tx: &mut Transaction<'static, Postgres>, result: Result<T>) -> Result<T> {
+    if result.is_ok() {
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(CHANNEL)
+            .execute(&mut **tx)
+            .await?;
+    }
+    result
+}
+
+/// Forwards notifications to `changes` until every receiver is gone; each (re)connection
+/// also bumps it, since changes may have been missed while the connection was down.
+async fn listen(pool: PgPool, changes: watch::Sender<u64>) {
+    let bump = |changes: &watch::Sender<u64>| changes.send_modify(|n| *n = n.wrapping_add(1));
+    loop {
+        let connected = async {
+            let mut listener = PgListener::connect_with(&pool).await?;
+            listener.listen(CHANNEL).await?;
+            Ok::<_, sqlx::Error>(listener)
+        };
+        let mut listener = tokio::select! {
+            () = changes.closed() => return,
+            connected = connected => match connected {
+                Ok(listener) => listener,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot listen for changes; retrying in 1 s");
+                    tokio::select! {
+                        () = changes.closed() => return,
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    }
+                }
+            },
+        };
+        bump(&changes);
+        loop {
+            let received = tokio::select! {
+                () = changes.closed() => return,
+                received = listener.try_recv() => received,
+            };
+            match received {
+                Ok(Some(_)) => bump(&changes),
+                // The connection was lost; the next call reconnects.
+                Ok(None) => bump(&changes),
+                Err(error) => {
+                    tracing::warn!(%error, "lost the change listener; reconnecting");
+                    break;
+                }
+            }
+        }
+    }
 }
 
 impl PostgresStore {
@@ -79,6 +138,7 @@ impl Store for PostgresStore {
     async fn delete_boundary(&self, name: &str) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let result = ops::delete_boundary(&mut *tx, name).await;
+        let result = notify(&mut tx, result).await;
         finish(tx, result).await
     }
 
@@ -99,6 +159,7 @@ impl Store for PostgresStore {
     ) -> Result<(PolicyRecord, WriteAction)> {
         let mut tx = self.pool.begin().await?;
         let result = ops::put_policy(&mut *tx, &write, actor).await;
+        let result = notify(&mut tx, result).await;
         finish(tx, result).await
     }
 
@@ -109,6 +170,7 @@ impl Store for PostgresStore {
     ) -> Result<Vec<(PolicyRecord, WriteAction)>> {
         let mut tx = self.pool.begin().await?;
         let result = ops::apply_policies(&mut *tx, &writes, actor).await;
+        let result = notify(&mut tx, result).await;
         finish(tx, result).await
     }
 
@@ -121,6 +183,7 @@ impl Store for PostgresStore {
     ) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let result = ops::delete_policy(&mut *tx, boundary, name, if_match, actor).await;
+        let result = notify(&mut tx, result).await;
         finish(tx, result).await
     }
 
@@ -216,6 +279,7 @@ impl Store for PostgresStore {
     async fn put_cluster(&self, name: &str, kubeconfig_sealed: &[u8]) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
         let result = ops::put_cluster(&mut *tx, name, kubeconfig_sealed).await;
+        let result = notify(&mut tx, result).await;
         finish(tx, result).await
     }
 
@@ -230,6 +294,7 @@ impl Store for PostgresStore {
     async fn delete_cluster(&self, name: &str) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let result = ops::delete_cluster(&mut *tx, name).await;
+        let result = notify(&mut tx, result).await;
         finish(tx, result).await
     }
 
@@ -255,16 +320,96 @@ impl Store for PostgresStore {
     async fn attach_cluster(&self, boundary: &str, cluster: &str) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
         let result = ops::attach_cluster(&mut *tx, boundary, cluster).await;
+        let result = notify(&mut tx, result).await;
         finish(tx, result).await
     }
 
     async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let result = ops::detach_cluster(&mut *tx, boundary, cluster).await;
+        let result = notify(&mut tx, result).await;
         finish(tx, result).await
     }
 
     async fn boundary_clusters(&self, boundary: &str) -> Result<Vec<ClusterRecord>> {
         ops::boundary_clusters(&mut *self.pool.acquire().await?, boundary).await
+    }
+
+    // ---- the reconciler's state ----
+
+    async fn installation_id(&self, candidate: &str) -> Result<String> {
+        let mut tx = self.pool.begin().await?;
+        let result = ops::setting_or_insert(&mut *tx, INSTALLATION_KEY, candidate).await;
+        finish(tx, result).await
+    }
+
+    async fn set_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let result = ops::set_cluster_error(&mut *tx, name, error).await;
+        finish(tx, result).await
+    }
+
+    async fn put_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let result = ops::put_namespace(&mut *tx, boundary, cluster, name).await;
+        let result = notify(&mut tx, result).await;
+        finish(tx, result).await
+    }
+
+    async fn get_namespace(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+    ) -> Result<NamespaceRecord> {
+        ops::get_namespace(&mut *self.pool.acquire().await?, boundary, cluster, name).await
+    }
+
+    async fn list_namespaces(&self, boundary: &str) -> Result<Vec<NamespaceRecord>> {
+        ops::list_namespaces(&mut *self.pool.acquire().await?, boundary).await
+    }
+
+    async fn cluster_namespaces(&self, cluster: &str) -> Result<Vec<NamespaceRecord>> {
+        ops::cluster_namespaces(&mut *self.pool.acquire().await?, cluster).await
+    }
+
+    async fn delete_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let result = ops::delete_namespace(&mut *tx, boundary, cluster, name).await;
+        let result = notify(&mut tx, result).await;
+        finish(tx, result).await
+    }
+
+    async fn replace_policy_statuses(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        statuses: Vec<PolicyStatusRecord>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let result = ops::replace_policy_statuses(&mut *tx, cluster, boundary, &statuses).await;
+        finish(tx, result).await
+    }
+
+    async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
+        ops::policy_statuses(&mut *self.pool.acquire().await?, boundary).await
+    }
+
+    async fn subscribe(&self) -> Result<watch::Receiver<u64>> {
+        let (changes, receiver) = watch::channel(0);
+        tokio::spawn(listen(self.pool.clone(), changes));
+        Ok(receiver)
+    }
+
+    /// A session-level advisory lock on a connection of the lease's own: released when the
+    /// lease is dropped or its connection is lost.
+    async fn try_lease(&self, installation: &str) -> Result<Option<Lease>> {
+        let options = self.pool.connect_options();
+        let mut connection = sqlx::PgConnection::connect_with(&options).await?;
+        let held: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
+            .bind(format!("palisade-reconciler/{installation}"))
+            .fetch_one(&mut connection)
+            .await?;
+        Ok(held.then(|| Lease::on(connection)))
     }
 }

@@ -9,8 +9,8 @@ use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
 use sqlx::{Database, Row, Transaction};
 
 use crate::{
-    BoundaryRecord, ChangeRecord, ClusterRecord, PolicyHistoryEntry, PolicyRecord, ResourceRecord,
-    Result, StoreError, TokenRecord,
+    BoundaryRecord, ChangeRecord, ClusterRecord, NamespaceRecord, PolicyHistoryEntry, PolicyRecord,
+    PolicyStatusRecord, ResourceRecord, Result, StoreError, TokenRecord,
 };
 
 // ---- boundaries ----
@@ -108,15 +108,15 @@ pub(crate) const DELETE_TOKEN: &str = "DELETE FROM tokens WHERE id = $1";
 
 pub(crate) const SELECT_CLUSTER: &str =
     "SELECT name, kubeconfig_sealed, kubernetes_version, admission_enforced, \
-     admission_reason, created_at, updated_at \
+     admission_reason, last_error, created_at, updated_at \
      FROM clusters WHERE name = $1";
 pub(crate) const SELECT_CLUSTERS: &str =
     "SELECT name, kubeconfig_sealed, kubernetes_version, admission_enforced, \
-     admission_reason, created_at, updated_at \
+     admission_reason, last_error, created_at, updated_at \
      FROM clusters ORDER BY name";
 pub(crate) const SELECT_BOUNDARY_CLUSTERS: &str =
     "SELECT name, kubeconfig_sealed, kubernetes_version, admission_enforced, \
-     admission_reason, created_at, updated_at \
+     admission_reason, last_error, created_at, updated_at \
      FROM clusters \
      WHERE name IN (SELECT cluster FROM boundary_clusters WHERE boundary = $1) \
      ORDER BY name";
@@ -138,6 +138,40 @@ pub(crate) const ATTACH_CLUSTER: &str = "INSERT INTO boundary_clusters \
      (boundary, cluster, attached_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 pub(crate) const DETACH_CLUSTER: &str =
     "DELETE FROM boundary_clusters WHERE boundary = $1 AND cluster = $2";
+
+// ---- reconciler ----
+
+pub(crate) const INSERT_SETTING: &str =
+    "INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING";
+pub(crate) const SELECT_SETTING: &str = "SELECT value AS name FROM settings WHERE key = $1";
+pub(crate) const UPDATE_CLUSTER_ERROR: &str = "UPDATE clusters SET last_error = $2 WHERE name = $1";
+pub(crate) const CLUSTER_ATTACHED: &str = "SELECT EXISTS (SELECT 1 FROM boundary_clusters \
+     WHERE boundary = $1 AND cluster = $2) AS found";
+pub(crate) const SELECT_NAMESPACE: &str = "SELECT cluster, name, boundary, created_at \
+     FROM namespaces WHERE cluster = $1 AND name = $2";
+pub(crate) const INSERT_NAMESPACE: &str = "INSERT INTO namespaces \
+     (cluster, name, boundary, created_at) VALUES ($1, $2, $3, $4)";
+pub(crate) const SELECT_BOUNDARY_NAMESPACES: &str = "SELECT cluster, name, boundary, created_at \
+     FROM namespaces WHERE boundary = $1 ORDER BY cluster, name";
+pub(crate) const SELECT_CLUSTER_NAMESPACES: &str = "SELECT cluster, name, boundary, created_at \
+     FROM namespaces WHERE cluster = $1 ORDER BY boundary, name";
+pub(crate) const DELETE_NAMESPACE: &str =
+    "DELETE FROM namespaces WHERE boundary = $1 AND cluster = $2 AND name = $3";
+pub(crate) const BOUNDARY_HAS_NAMESPACES: &str =
+    "SELECT EXISTS (SELECT 1 FROM namespaces WHERE boundary = $1) AS found";
+pub(crate) const BOUNDARY_HAS_NAMESPACES_IN: &str =
+    "SELECT EXISTS (SELECT 1 FROM namespaces WHERE boundary = $1 AND cluster = $2) AS found";
+pub(crate) const DELETE_CLUSTER_NAMESPACES: &str = "DELETE FROM namespaces WHERE cluster = $1";
+pub(crate) const DELETE_STATUSES_OF: &str =
+    "DELETE FROM policy_status WHERE cluster = $1 AND boundary = $2";
+pub(crate) const DELETE_CLUSTER_STATUSES: &str = "DELETE FROM policy_status WHERE cluster = $1";
+pub(crate) const DELETE_BOUNDARY_STATUSES: &str = "DELETE FROM policy_status WHERE boundary = $1";
+pub(crate) const INSERT_STATUS: &str = "INSERT INTO policy_status \
+     (boundary, policy, cluster, policy_etag, status, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6)";
+pub(crate) const SELECT_BOUNDARY_STATUSES: &str =
+    "SELECT boundary, policy, cluster, policy_etag, status, updated_at \
+     FROM policy_status WHERE boundary = $1 ORDER BY policy, cluster";
 
 pub(crate) const PING: &str = "SELECT 1";
 
@@ -370,7 +404,28 @@ pub(crate) fn cluster(row: &dyn Fields) -> sqlx::Result<ClusterRecord> {
         kubernetes_version: row.opt_text("kubernetes_version")?,
         admission_enforced: row.opt_bool("admission_enforced")?,
         admission_reason: row.opt_text("admission_reason")?,
+        last_error: row.opt_text("last_error")?,
         created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}
+
+pub(crate) fn namespace(row: &dyn Fields) -> sqlx::Result<NamespaceRecord> {
+    Ok(NamespaceRecord {
+        cluster: row.text("cluster")?,
+        name: row.text("name")?,
+        boundary: row.text("boundary")?,
+        created_at: row.text("created_at")?,
+    })
+}
+
+pub(crate) fn policy_status(row: &dyn Fields) -> sqlx::Result<PolicyStatusRecord> {
+    Ok(PolicyStatusRecord {
+        boundary: row.text("boundary")?,
+        policy: row.text("policy")?,
+        cluster: row.text("cluster")?,
+        policy_etag: row.text("policy_etag")?,
+        status: row.text("status")?,
         updated_at: row.text("updated_at")?,
     })
 }

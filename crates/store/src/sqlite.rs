@@ -16,9 +16,10 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::sql::finish;
 use crate::{
-    ops, BoundaryRecord, ChangeRecord, ClusterRecord, Editor, Guard, NewResource, Page,
-    PolicyHistoryEntry, PolicyRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
-    Result, Store, StoreError, TokenRecord, WriteAction,
+    ops, BoundaryRecord, ChangeRecord, ClusterRecord, Editor, Guard, Lease, NamespaceRecord,
+    NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite,
+    ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError, TokenRecord,
+    WriteAction, INSTALLATION_KEY,
 };
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -30,6 +31,8 @@ pub struct SqliteStore {
     /// `BEGIN IMMEDIATE`, so they queue fairly instead of polling SQLite's lock; the busy
     /// timeout then only covers other processes using the same file.
     writer: Mutex<()>,
+    /// Bumped after each committed change the reconciler acts on (`Store::subscribe`).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// An open `BEGIN IMMEDIATE` transaction and this process's writer turn, held until it ends.
@@ -62,7 +65,16 @@ impl SqliteStore {
         Ok(Self {
             pool,
             writer: Mutex::new(()),
+            changes: tokio::sync::watch::Sender::new(0),
         })
+    }
+
+    /// Passes `result` through, waking the reconciler when it is a success.
+    fn woken<T>(&self, result: Result<T>) -> Result<T> {
+        if result.is_ok() {
+            self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        result
     }
 
     async fn write(&self) -> Result<Write<'_>> {
@@ -120,7 +132,7 @@ impl Store for SqliteStore {
     async fn delete_boundary(&self, name: &str) -> Result<()> {
         let (_turn, mut tx) = self.write().await?;
         let result = ops::delete_boundary(&mut *tx, name).await;
-        finish(tx, result).await
+        self.woken(finish(tx, result).await)
     }
 
     // ---- policies ----
@@ -140,7 +152,7 @@ impl Store for SqliteStore {
     ) -> Result<(PolicyRecord, WriteAction)> {
         let (_turn, mut tx) = self.write().await?;
         let result = ops::put_policy(&mut *tx, &write, actor).await;
-        finish(tx, result).await
+        self.woken(finish(tx, result).await)
     }
 
     async fn apply_policies(
@@ -150,7 +162,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<(PolicyRecord, WriteAction)>> {
         let (_turn, mut tx) = self.write().await?;
         let result = ops::apply_policies(&mut *tx, &writes, actor).await;
-        finish(tx, result).await
+        self.woken(finish(tx, result).await)
     }
 
     async fn delete_policy(
@@ -162,7 +174,7 @@ impl Store for SqliteStore {
     ) -> Result<()> {
         let (_turn, mut tx) = self.write().await?;
         let result = ops::delete_policy(&mut *tx, boundary, name, if_match, actor).await;
-        finish(tx, result).await
+        self.woken(finish(tx, result).await)
     }
 
     async fn policy_history(&self, boundary: &str, name: &str) -> Result<Vec<PolicyHistoryEntry>> {
@@ -255,7 +267,7 @@ impl Store for SqliteStore {
     async fn put_cluster(&self, name: &str, kubeconfig_sealed: &[u8]) -> Result<bool> {
         let (_turn, mut tx) = self.write().await?;
         let result = ops::put_cluster(&mut *tx, name, kubeconfig_sealed).await;
-        finish(tx, result).await
+        self.woken(finish(tx, result).await)
     }
 
     async fn get_cluster(&self, name: &str) -> Result<ClusterRecord> {
@@ -269,7 +281,7 @@ impl Store for SqliteStore {
     async fn delete_cluster(&self, name: &str) -> Result<()> {
         let (_turn, mut tx) = self.write().await?;
         let result = ops::delete_cluster(&mut *tx, name).await;
-        finish(tx, result).await
+        self.woken(finish(tx, result).await)
     }
 
     async fn set_cluster_status(
@@ -294,16 +306,83 @@ impl Store for SqliteStore {
     async fn attach_cluster(&self, boundary: &str, cluster: &str) -> Result<bool> {
         let (_turn, mut tx) = self.write().await?;
         let result = ops::attach_cluster(&mut *tx, boundary, cluster).await;
-        finish(tx, result).await
+        self.woken(finish(tx, result).await)
     }
 
     async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()> {
         let (_turn, mut tx) = self.write().await?;
         let result = ops::detach_cluster(&mut *tx, boundary, cluster).await;
-        finish(tx, result).await
+        self.woken(finish(tx, result).await)
     }
 
     async fn boundary_clusters(&self, boundary: &str) -> Result<Vec<ClusterRecord>> {
         ops::boundary_clusters(&mut *self.pool.acquire().await?, boundary).await
+    }
+
+    // ---- the reconciler's state ----
+
+    async fn installation_id(&self, candidate: &str) -> Result<String> {
+        let (_turn, mut tx) = self.write().await?;
+        let result = ops::setting_or_insert(&mut *tx, INSTALLATION_KEY, candidate).await;
+        finish(tx, result).await
+    }
+
+    async fn set_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()> {
+        let (_turn, mut tx) = self.write().await?;
+        let result = ops::set_cluster_error(&mut *tx, name, error).await;
+        finish(tx, result).await
+    }
+
+    async fn put_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
+        let (_turn, mut tx) = self.write().await?;
+        let result = ops::put_namespace(&mut *tx, boundary, cluster, name).await;
+        self.woken(finish(tx, result).await)
+    }
+
+    async fn get_namespace(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+    ) -> Result<NamespaceRecord> {
+        ops::get_namespace(&mut *self.pool.acquire().await?, boundary, cluster, name).await
+    }
+
+    async fn list_namespaces(&self, boundary: &str) -> Result<Vec<NamespaceRecord>> {
+        ops::list_namespaces(&mut *self.pool.acquire().await?, boundary).await
+    }
+
+    async fn cluster_namespaces(&self, cluster: &str) -> Result<Vec<NamespaceRecord>> {
+        ops::cluster_namespaces(&mut *self.pool.acquire().await?, cluster).await
+    }
+
+    async fn delete_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<()> {
+        let (_turn, mut tx) = self.write().await?;
+        let result = ops::delete_namespace(&mut *tx, boundary, cluster, name).await;
+        self.woken(finish(tx, result).await)
+    }
+
+    async fn replace_policy_statuses(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        statuses: Vec<PolicyStatusRecord>,
+    ) -> Result<()> {
+        let (_turn, mut tx) = self.write().await?;
+        let result = ops::replace_policy_statuses(&mut *tx, cluster, boundary, &statuses).await;
+        finish(tx, result).await
+    }
+
+    async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
+        ops::policy_statuses(&mut *self.pool.acquire().await?, boundary).await
+    }
+
+    async fn subscribe(&self) -> Result<tokio::sync::watch::Receiver<u64>> {
+        Ok(self.changes.subscribe())
+    }
+
+    /// One process owns a SQLite file: its reconciler always leads.
+    async fn try_lease(&self, _installation: &str) -> Result<Option<Lease>> {
+        Ok(Some(Lease::local()))
     }
 }

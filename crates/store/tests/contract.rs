@@ -94,6 +94,11 @@ contract!(
     bootstrap_admin_token_concurrently,
     clusters_and_attachments,
     guarded_creates_race_policy_changes,
+    installation_id_is_made_once,
+    namespaces,
+    policy_statuses,
+    changes_wake_subscribers,
+    one_lease_per_installation,
 );
 
 // ---- helpers ----
@@ -1174,6 +1179,226 @@ async fn clusters_and_attachments(db: TestDb) {
     assert_not_found(store.get_cluster("kind-1").await);
     assert_not_found(store.delete_cluster("kind-1").await);
     assert_eq!(store.list_clusters().await.unwrap().len(), 1);
+}
+
+async fn installation_id_is_made_once(db: TestDb) {
+    let store = db.connect().await;
+    assert_eq!(store.installation_id("first").await.unwrap(), "first");
+    assert_eq!(store.installation_id("second").await.unwrap(), "first");
+    let again = db.connect().await;
+    assert_eq!(again.installation_id("third").await.unwrap(), "first");
+}
+
+async fn namespaces(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.create_boundary("b2", None).await.unwrap();
+    store.put_cluster("c1", b"x").await.unwrap();
+    store.put_cluster("c2", b"x").await.unwrap();
+    // Not attached yet.
+    assert_not_found(store.put_namespace("b", "c1", "shop").await);
+    store.attach_cluster("b", "c1").await.unwrap();
+    store.attach_cluster("b2", "c1").await.unwrap();
+    store.attach_cluster("b", "c2").await.unwrap();
+    assert_not_found(store.put_namespace("nope", "c1", "shop").await);
+
+    assert!(store.put_namespace("b", "c1", "shop").await.unwrap());
+    assert!(!store.put_namespace("b", "c1", "shop").await.unwrap());
+    assert!(store.put_namespace("b", "c2", "shop").await.unwrap());
+    assert!(store.put_namespace("b", "c1", "a-shop").await.unwrap());
+    match store.put_namespace("b2", "c1", "shop").await {
+        Err(StoreError::Conflict(message)) => assert_eq!(
+            message,
+            "namespace 'shop' in cluster 'c1' belongs to boundary 'b'"
+        ),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    let listed: Vec<(String, String)> = store
+        .list_namespaces("b")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| (n.cluster, n.name))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("c1".to_owned(), "a-shop".to_owned()),
+            ("c1".to_owned(), "shop".to_owned()),
+            ("c2".to_owned(), "shop".to_owned())
+        ]
+    );
+    assert_eq!(store.cluster_namespaces("c1").await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .get_namespace("b", "c1", "shop")
+            .await
+            .unwrap()
+            .boundary,
+        "b"
+    );
+    assert_not_found(store.get_namespace("b2", "c1", "shop").await);
+
+    // A boundary or an attachment with namespaces cannot go.
+    match store.delete_boundary("b").await {
+        Err(StoreError::Conflict(message)) => assert_eq!(message, "boundary has namespaces"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    match store.detach_cluster("b", "c2").await {
+        Err(StoreError::Conflict(message)) => assert_eq!(
+            message,
+            "boundary 'b' has namespaces in cluster 'c2'; delete them first"
+        ),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_not_found(store.delete_namespace("b2", "c1", "shop").await);
+    store.delete_namespace("b", "c2", "shop").await.unwrap();
+    assert_not_found(store.delete_namespace("b", "c2", "shop").await);
+    store.detach_cluster("b", "c2").await.unwrap();
+
+    // Deleting a cluster forgets its namespaces.
+    store.delete_cluster("c1").await.unwrap();
+    assert!(store.list_namespaces("b").await.unwrap().is_empty());
+    store.delete_boundary("b").await.unwrap();
+}
+
+async fn policy_statuses(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.put_cluster("c1", b"x").await.unwrap();
+    store.put_cluster("c2", b"x").await.unwrap();
+    store.attach_cluster("b", "c1").await.unwrap();
+    store.attach_cluster("b", "c2").await.unwrap();
+    let status = |policy: &str, cluster: &str, text: &str| palisade_store::PolicyStatusRecord {
+        boundary: "b".into(),
+        policy: policy.into(),
+        cluster: cluster.into(),
+        policy_etag: "e1".into(),
+        status: text.into(),
+        updated_at: palisade_store::now(),
+    };
+    store
+        .replace_policy_statuses(
+            "c1",
+            "b",
+            vec![
+                status("p", "c1", "enforced"),
+                status("q", "c1", "installed"),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .replace_policy_statuses("c2", "b", vec![status("p", "c2", "error: unreachable")])
+        .await
+        .unwrap();
+    let read = |records: Vec<palisade_store::PolicyStatusRecord>| -> Vec<(String, String, String)> {
+        records
+            .into_iter()
+            .map(|r| (r.policy, r.cluster, r.status))
+            .collect()
+    };
+    assert_eq!(
+        read(store.policy_statuses("b").await.unwrap()),
+        [
+            ("p".into(), "c1".into(), "enforced".into()),
+            ("p".into(), "c2".into(), "error: unreachable".into()),
+            ("q".into(), "c1".into(), "installed".into()),
+        ]
+    );
+    // Replacing one cluster's statuses leaves the other's.
+    store
+        .replace_policy_statuses(
+            "c1",
+            "b",
+            vec![status(
+                "p",
+                "c1",
+                "not enforced: Kubernetes 1.29 is older than 1.30",
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.policy_statuses("b").await.unwrap().len(), 2);
+    // Detaching a cluster drops its statuses; so does deleting one.
+    store.detach_cluster("b", "c2").await.unwrap();
+    assert_eq!(
+        read(store.policy_statuses("b").await.unwrap()),
+        [(
+            "p".into(),
+            "c1".into(),
+            "not enforced: Kubernetes 1.29 is older than 1.30".into()
+        )]
+    );
+    store.delete_cluster("c1").await.unwrap();
+    assert!(store.policy_statuses("b").await.unwrap().is_empty());
+}
+
+/// Waits until the counter moves past `seen` (at most 10 s); the new value.
+async fn next_change(changes: &mut tokio::sync::watch::Receiver<u64>) -> u64 {
+    tokio::time::timeout(Duration::from_secs(10), changes.changed())
+        .await
+        .expect("a change arrives within 10 s")
+        .unwrap();
+    *changes.borrow_and_update()
+}
+
+async fn changes_wake_subscribers(db: TestDb) {
+    let store = db.connect().await;
+    let mut changes = store.subscribe().await.unwrap();
+    if store.backend() == "postgres" {
+        // The listener's first connection bumps it once.
+        next_change(&mut changes).await;
+    }
+    store.create_boundary("b", None).await.unwrap();
+    store
+        .put_policy(policy_write("b", "p", r#"{"rules":[]}"#), "t")
+        .await
+        .unwrap();
+    next_change(&mut changes).await;
+    // A second store on the same database (another replica) hears it too on PostgreSQL.
+    if store.backend() == "postgres" {
+        let replica = db.connect().await;
+        let mut heard = replica.subscribe().await.unwrap();
+        next_change(&mut heard).await;
+        store.delete_policy("b", "p", None, "t").await.unwrap();
+        next_change(&mut heard).await;
+    }
+    // Refused writes wake nobody.
+    let before = *changes.borrow_and_update();
+    assert!(store.delete_policy("b", "nope", None, "t").await.is_err());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = *changes.borrow_and_update();
+    if store.backend() == "sqlite" {
+        assert_eq!(before, after);
+    }
+}
+
+async fn one_lease_per_installation(db: TestDb) {
+    let store = db.connect().await;
+    let first = store.try_lease("i1").await.unwrap();
+    assert!(first.is_some());
+    assert!(first.as_ref().unwrap().held().await);
+    let replica = db.connect().await;
+    let second = replica.try_lease("i1").await.unwrap();
+    let other = replica.try_lease("i2").await.unwrap();
+    assert!(other.is_some());
+    if store.backend() == "postgres" {
+        assert!(second.is_none(), "a second replica must stand by");
+        drop(first);
+        // The lock goes with the lease's connection.
+        let mut taken = None;
+        for _ in 0..50 {
+            taken = replica.try_lease("i1").await.unwrap();
+            if taken.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(taken.is_some(), "the lease is free once its holder is gone");
+    } else {
+        assert!(second.is_some());
+    }
 }
 
 /// The race the guard exists for: creates checked against a policy that keeps flipping
