@@ -55,7 +55,7 @@ export async function startServer() {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let output = '';
-  const child = spawn(binary, ['serve', '--demo', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+  const child = spawn(binary, ['serve', '--demo', '--no-reconciler', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RUST_LOG: 'warn' },
   });

@@ -54,6 +54,10 @@ pub enum Kind {
         grandfathered: bool,
     },
     Tokens,
+    /// Namespaces of a boundary, in every cluster.
+    Namespaces {
+        boundary: String,
+    },
     /// Plan picker data of a boundary for a type.
     Plans {
         boundary: String,
@@ -78,8 +82,36 @@ pub enum DeleteKind {
     Token {
         id: String,
     },
+    /// Removes palisade's objects from the cluster, then forgets it.
     Cluster {
         name: String,
+        /// Forget the cluster even when it cannot be reached (its objects stay there).
+        #[arg(long)]
+        force: bool,
+    },
+    /// `BOUNDARY/NAMESPACE`: palisade releases the namespace (removes its boundary label).
+    Namespace {
+        name: String,
+        #[arg(long)]
+        cluster: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NamespaceCommand {
+    /// Create a namespace labelled for the boundary: `palisade namespace create shop/web --cluster prod-1`.
+    Create {
+        /// `BOUNDARY/NAMESPACE`.
+        target: String,
+        #[arg(long)]
+        cluster: String,
+    },
+    /// Label an existing, unlabelled namespace for the boundary.
+    Adopt {
+        /// `BOUNDARY/NAMESPACE`.
+        target: String,
+        #[arg(long)]
+        cluster: String,
     },
 }
 
@@ -384,10 +416,18 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                     } else {
                         format!("not enforced: {}", cell(&c["admission"]["reason"]))
                     };
-                    vec![cell(&c["name"]), cell(&c["kubernetes_version"]), admission]
+                    vec![
+                        cell(&c["name"]),
+                        cell(&c["kubernetes_version"]),
+                        admission,
+                        cell(&c["last_error"]),
+                    ]
                 })
                 .collect();
-            print_table(&["NAME", "KUBERNETES", "ADMISSION RULES"], rows);
+            print_table(
+                &["NAME", "KUBERNETES", "ADMISSION RULES", "LAST ERROR"],
+                rows,
+            );
         }
         Kind::Policies { boundary } => {
             let body = all_pages(&api, &format!("/v1/boundaries/{boundary}/policies"))?;
@@ -405,11 +445,35 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                             .map(|c| cell(&Value::Array(c.clone())))
                             .unwrap_or_else(|| "all clusters".into()),
                         rule_kinds(&p["spec"]),
+                        install_status(p),
                         cell(&p["updated_at"]),
                     ]
                 })
                 .collect();
-            print_table(&["NAME", "MODE", "SCOPE", "RULES", "UPDATED"], rows);
+            print_table(
+                &["NAME", "MODE", "SCOPE", "RULES", "STATUS", "UPDATED"],
+                rows,
+            );
+        }
+        Kind::Namespaces { boundary } => {
+            let (body, _) = api.send(api.request(
+                Method::GET,
+                &format!("/v1/boundaries/{boundary}/namespaces"),
+            ))?;
+            if format != Format::Table {
+                return print_body(format, &body);
+            }
+            let rows = items(&body)
+                .iter()
+                .map(|n| {
+                    vec![
+                        cell(&n["cluster"]),
+                        cell(&n["name"]),
+                        cell(&n["created_at"]),
+                    ]
+                })
+                .collect();
+            print_table(&["CLUSTER", "NAMESPACE", "CREATED"], rows);
         }
         Kind::Resources {
             boundary,
@@ -499,6 +563,22 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
     Ok(())
 }
 
+/// A policy's per-cluster install status in one cell: `prod-1: enforced; edge-1: pending`.
+fn install_status(policy: &Value) -> String {
+    let clusters = policy["status"]["clusters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if clusters.is_empty() {
+        return "-".to_owned();
+    }
+    clusters
+        .iter()
+        .map(|c| format!("{}: {}", cell(&c["cluster"]), cell(&c["status"])))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn split_target<'t>(text: &'t str, parts: usize, shape: &str) -> Result<Vec<&'t str>, Failure> {
     let split: Vec<&str> = text.split('/').collect();
     if split.len() != parts || split.iter().any(|p| p.is_empty()) {
@@ -528,7 +608,24 @@ pub fn delete(connection: &Connection, kind: &DeleteKind) -> Outcome {
             )
         }
         DeleteKind::Token { id } => (format!("/v1/tokens/{id}"), format!("token {id}")),
-        DeleteKind::Cluster { name } => (format!("/v1/clusters/{name}"), format!("cluster {name}")),
+        DeleteKind::Cluster { name, force } => (
+            if *force {
+                format!("/v1/clusters/{name}?force=true")
+            } else {
+                format!("/v1/clusters/{name}")
+            },
+            format!("cluster {name}"),
+        ),
+        DeleteKind::Namespace { name, cluster } => {
+            let p = split_target(name, 2, "BOUNDARY/NAMESPACE")?;
+            (
+                format!(
+                    "/v1/boundaries/{}/clusters/{cluster}/namespaces/{}",
+                    p[0], p[1]
+                ),
+                format!("namespace {name} in cluster {cluster}"),
+            )
+        }
     };
     api.send(api.request(Method::DELETE, &path))?;
     println!("{what} deleted");
@@ -766,5 +863,32 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
             println!("cluster {cluster} attached to boundary {boundary}");
         }
     }
+    Ok(())
+}
+
+pub fn namespace(connection: &Connection, command: &NamespaceCommand) -> Outcome {
+    let api = Api::new(connection)?;
+    let (target, cluster, adopt) = match command {
+        NamespaceCommand::Create { target, cluster } => (target, cluster, false),
+        NamespaceCommand::Adopt { target, cluster } => (target, cluster, true),
+    };
+    let p = split_target(target, 2, "BOUNDARY/NAMESPACE")?;
+    let (answer, _) = api.send(
+        api.request(
+            Method::PUT,
+            &format!(
+                "/v1/boundaries/{}/clusters/{cluster}/namespaces/{}",
+                p[0], p[1]
+            ),
+        )
+        .json(&json!({"adopt": adopt})),
+    )?;
+    if connection.output != Format::Table {
+        return print_body(connection.output, &answer);
+    }
+    println!(
+        "namespace {target} {} in cluster {cluster}",
+        answer["action"].as_str().unwrap_or("saved")
+    );
     Ok(())
 }

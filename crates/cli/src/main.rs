@@ -37,7 +37,8 @@ enum Command {
         #[command(flatten)]
         connection: client::Connection,
     },
-    /// List objects: boundaries, clusters, policies B, resources B, tokens, plans B --type T.
+    /// List objects: boundaries, clusters, policies B, resources B, namespaces B, tokens,
+    /// plans B --type T.
     Get {
         #[command(subcommand)]
         kind: client::Kind,
@@ -69,6 +70,13 @@ enum Command {
     Boundary {
         #[command(subcommand)]
         command: client::BoundaryCommand,
+        #[command(flatten)]
+        connection: client::Connection,
+    },
+    /// Create or adopt a namespace labelled for a boundary in one of its clusters.
+    Namespace {
+        #[command(subcommand)]
+        command: client::NamespaceCommand,
         #[command(flatten)]
         connection: client::Connection,
     },
@@ -121,6 +129,10 @@ fn main() -> ExitCode {
             command,
             connection,
         } => finish(client::boundary(&connection, &command)),
+        Command::Namespace {
+            command,
+            connection,
+        } => finish(client::namespace(&connection, &command)),
         Command::Cluster {
             command,
             connection,

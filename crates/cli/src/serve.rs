@@ -26,6 +26,10 @@ pub struct ServeArgs {
     /// Fill an empty store with a demo boundary, policies and resources.
     #[arg(long)]
     demo: bool,
+    /// Serve the API and portal only; install nothing in clusters (another replica's
+    /// reconciler does, or nobody: policy statuses then stay `pending`).
+    #[arg(long)]
+    no_reconciler: bool,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -80,13 +84,39 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!("demo data not loaded: the store already holds boundaries");
         }
     }
+    let reconciler = if args.no_reconciler {
+        tracing::info!("reconciler off (--no-reconciler): nothing is installed in clusters");
+        None
+    } else {
+        let installation = store
+            .installation_id(&palisade_server::new_installation_id())
+            .await
+            .context("cannot read this installation's id")?;
+        let key = sealing.clone();
+        let unseal: palisade_reconciler::Unseal = std::sync::Arc::new(move |sealed: &[u8]| {
+            let plain = key.open(sealed).map_err(|e| e.to_string())?;
+            String::from_utf8(plain).map_err(|e| e.to_string())
+        });
+        let controller = palisade_reconciler::Controller::new(
+            store.clone(),
+            std::sync::Arc::new(catalog.clone()),
+            unseal,
+            installation,
+            palisade_reconciler::Settings::default(),
+        );
+        Some(tokio::spawn(controller.run(std::future::pending())))
+    };
     let state = palisade_server::AppState::new(store, catalog, sealing);
-    palisade_server::serve(
+    let served = palisade_server::serve(
         palisade_server::app_with(state, palisade_portal::router()),
         args.listen,
     )
     .await
-    .with_context(|| format!("cannot serve on {}", args.listen))
+    .with_context(|| format!("cannot serve on {}", args.listen));
+    if let Some(reconciler) = reconciler {
+        reconciler.abort();
+    }
+    served
 }
 
 /// A database URL without its password, for messages.

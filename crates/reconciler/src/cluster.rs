@@ -29,12 +29,17 @@ use crate::answer::{parse_warning_header, AdmissionAnswer};
 use crate::kubeconfig::check_inline;
 use crate::probe::{
     parse_minor, too_old, Admission, ClusterProbe, EnforcementProbe, ADMITTED_VIOLATING,
-    NOT_SERVED, NOT_WARNED,
+    NOT_SERVED, NOT_WARNED, PROBE_REFUSED,
 };
 use crate::violating::violating_pod;
 use crate::{ReconcileError, Result};
 
 const ADMISSION_GROUP_VERSION: &str = "admissionregistration.k8s.io/v1";
+
+/// How long connecting to an API server may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long one request may wait for an answer.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// What `label_namespace` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,13 +161,21 @@ impl ClusterClient {
     /// A client from a kubeconfig's text. Only inline credentials are accepted (SPEC 4.1):
     /// one cluster, user and context, an `https` server, no file paths, programs or proxies.
     pub async fn from_kubeconfig(yaml: &str) -> Result<Self> {
-        let kubeconfig =
+        let mut kubeconfig =
             Kubeconfig::from_yaml(yaml).map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
         check_inline(&kubeconfig).map_err(ReconcileError::Kubeconfig)?;
-        let config =
+        // One context is allowed; without `current-context` it is the one meant.
+        if kubeconfig.current_context.is_none() && kubeconfig.contexts.len() == 1 {
+            kubeconfig.current_context = kubeconfig.contexts.first().map(|c| c.name.clone());
+        }
+        let mut config =
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
+        // An unreachable cluster fails fast instead of holding up a pass.
+        config.connect_timeout = Some(CONNECT_TIMEOUT);
+        config.read_timeout = Some(READ_TIMEOUT);
+        config.write_timeout = Some(READ_TIMEOUT);
         let client =
             Client::try_from(config).map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
         Ok(ClusterClient::from_client(client))
@@ -376,6 +389,101 @@ impl ClusterClient {
         Ok(deleted)
     }
 
+    /// The boundaries this installation has objects of in the cluster (from their labels).
+    pub async fn installed_boundaries(
+        &self,
+        installation: &str,
+    ) -> Result<std::collections::BTreeSet<String>> {
+        check_installation(installation)?;
+        let params = ListParams::default().labels(&format!(
+            "{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation}"
+        ));
+        let boundary_of = |meta: &ObjectMeta| {
+            meta.labels
+                .as_ref()
+                .and_then(|l| l.get(BOUNDARY_LABEL))
+                .cloned()
+        };
+        let mut boundaries = std::collections::BTreeSet::new();
+        for binding in self
+            .cluster_api::<ValidatingAdmissionPolicyBinding>()
+            .list(&params)
+            .await?
+            .items
+        {
+            boundaries.extend(boundary_of(&binding.metadata));
+        }
+        for policy in self
+            .cluster_api::<ValidatingAdmissionPolicy>()
+            .list(&params)
+            .await?
+            .items
+        {
+            boundaries.extend(boundary_of(&policy.metadata));
+        }
+        Ok(boundaries)
+    }
+
+    /// Removes everything this installation put in the cluster: every boundary's policy
+    /// objects (bindings first), then the boundary-label guard. Returns the names deleted.
+    pub async fn remove_installation(&self, installation: &str) -> Result<Vec<String>> {
+        let mut deleted = Vec::new();
+        for boundary in self.installed_boundaries(installation).await? {
+            let Ok(boundary) = Name::parse(&boundary) else {
+                continue;
+            };
+            deleted.extend(self.garbage_collect(installation, &boundary, &[]).await?);
+        }
+        let name = palisade_vap::guard_name(installation);
+        let is_guard = |meta: &ObjectMeta| {
+            meta.labels.as_ref().is_some_and(|l| {
+                l.get(MANAGED_BY_LABEL).is_some_and(|v| v == "palisade")
+                    && l.get(INSTALLATION_LABEL).is_some_and(|v| v == installation)
+                    && !l.contains_key(BOUNDARY_LABEL)
+            })
+        };
+        let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
+        if let Some(binding) = bindings.get_opt(&name).await? {
+            if is_guard(&binding.metadata) {
+                delete_exact(&bindings, &binding.metadata).await?;
+            }
+        }
+        let policies = self.cluster_api::<ValidatingAdmissionPolicy>();
+        if let Some(policy) = policies.get_opt(&name).await? {
+            if is_guard(&policy.metadata) && delete_exact(&policies, &policy.metadata).await? {
+                deleted.push(name);
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Removes the boundary label from `namespace` when it carries `boundary`'s (palisade
+    /// releases it; the namespace and its objects stay). `false` when there was nothing to
+    /// remove.
+    pub async fn release_namespace(&self, boundary: &Name, namespace: &str) -> Result<bool> {
+        let api = self.cluster_api::<Namespace>();
+        let Some(existing) = api.get_opt(namespace).await? else {
+            return Ok(false);
+        };
+        let current = existing
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(BOUNDARY_LABEL));
+        match current {
+            Some(b) if b == boundary.as_str() => {}
+            Some(other) => return Err(ReconcileError::LabelledForOtherBoundary(other.clone())),
+            None => return Ok(false),
+        }
+        let patch = json!({"metadata": {
+            "resourceVersion": existing.metadata.resource_version,
+            "labels": {BOUNDARY_LABEL: null},
+        }});
+        api.patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(true)
+    }
+
     /// Confirms enforcement: a server-side dry-run create of a Pod violating `policy` into
     /// `namespace` (a namespace of the boundary). Enforce mode: `Enforced` when denied with
     /// the policy's message; audit mode: when admitted with its warning.
@@ -417,7 +525,7 @@ impl ClusterClient {
                 EnforcementProbe::NotEnforced(NOT_WARNED.to_owned())
             }
             _ => EnforcementProbe::Inconclusive(format!(
-                "the API server refused the probe for another reason: {}",
+                "{PROBE_REFUSED}: {}",
                 answer.message.unwrap_or_default()
             )),
         })

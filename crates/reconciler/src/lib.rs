@@ -9,12 +9,14 @@
 
 pub mod answer;
 pub mod cluster;
+pub mod controller;
 pub mod kubeconfig;
 pub mod probe;
 pub mod violating;
 
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome};
+pub use controller::{Controller, PassReport, Settings, Unseal};
 pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};
 
 /// Why a cluster operation failed.

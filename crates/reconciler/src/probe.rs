@@ -14,6 +14,10 @@ pub const ADMITTED_VIOLATING: &str = "the API server admitted a violating object
 /// `not enforced` reason of a failed enforcement probe of an audit-mode policy.
 pub const NOT_WARNED: &str = "the API server admitted a violating object without a warning";
 
+/// How an inconclusive probe's reason starts (another policy, or an older version of this one
+/// that the API server has not replaced yet, refused it).
+pub const PROBE_REFUSED: &str = "the API server refused the probe for another reason";
+
 /// Whether admission rules are enforced in a cluster, with the reason when not.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Admission {

@@ -41,6 +41,10 @@ pub enum ApiError {
     /// 503 elsewhere: the store could not be reached.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// 503: a cluster palisade must change now could not be reached (the message says which
+    /// and why; it holds no secrets).
+    #[error("{0}")]
+    ClusterUnavailable(String),
     /// 500; the cause is logged, never returned.
     #[error("internal: {0}")]
     Internal(String),
@@ -63,9 +67,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PlanNotAllowed(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::PolicyUnavailable(_) | ApiError::Unavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::PolicyUnavailable(_)
+            | ApiError::Unavailable(_)
+            | ApiError::ClusterUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -83,7 +87,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
             ApiError::PlanNotAllowed(_) => ErrorCode::ComputePlanNotAllowed,
             ApiError::PolicyUnavailable(_) => ErrorCode::ComputePlanPolicyUnavailable,
-            ApiError::Unavailable(_) => ErrorCode::Unavailable,
+            ApiError::Unavailable(_) | ApiError::ClusterUnavailable(_) => ErrorCode::Unavailable,
             ApiError::Internal(_) => ErrorCode::Internal,
         }
     }

@@ -156,6 +156,14 @@ impl Body {
     }
 }
 
+/// A fresh installation id: `p` and 16 hex digits of randomness (a Kubernetes label value).
+pub fn new_installation_id() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 8];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    format!("p{}", hex::encode(bytes))
+}
+
 /// Where `palisade serve` keeps its files.
 #[derive(Clone, Debug)]
 pub struct DataDir(pub PathBuf);

@@ -7,7 +7,7 @@ use serde::Serialize;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use crate::routes::{boundaries, clusters, meta, policies, resources, tokens};
+use crate::routes::{boundaries, clusters, meta, namespaces, policies, resources, tokens};
 
 /// `{"error": {"code", "message"}}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -66,6 +66,7 @@ impl Modify for BearerAuth {
         tokens::create, tokens::list, tokens::delete,
         clusters::put, clusters::list, clusters::get_one, clusters::delete,
         clusters::list_attached, clusters::attach, clusters::detach,
+        namespaces::put, namespaces::get_one, namespaces::list, namespaces::delete,
         meta::healthz, meta::readyz, meta::metrics, meta::openapi,
     ),
     components(schemas(Error, ErrorDetail, PlanNotAllowed, PlanNotAllowedDetail)),

@@ -232,9 +232,28 @@ async fn every_endpoint_for_every_role() {
         ),
         row(
             Method::DELETE,
-            "/v1/clusters/c1",
+            "/v1/clusters/c1?force=true",
             None,
             [204, 403, 403, 403, 403],
+        ),
+        // The role is checked before the cluster is contacted (here: nothing listens, 503).
+        row(
+            Method::PUT,
+            "/v1/boundaries/shop/clusters/c1/namespaces/web",
+            None,
+            [503, 503, 403, 404, 404],
+        ),
+        row(
+            Method::GET,
+            "/v1/boundaries/shop/namespaces",
+            None,
+            [200, 200, 200, 404, 404],
+        ),
+        row(
+            Method::DELETE,
+            "/v1/boundaries/shop/clusters/c1/namespaces/web",
+            None,
+            [404, 404, 403, 404, 404],
         ),
         row(
             Method::GET,

@@ -18,4 +18,5 @@ mod corpus;
 mod guard;
 mod lifecycle;
 mod probe;
+mod serve;
 mod workloads;

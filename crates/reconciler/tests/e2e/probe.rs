@@ -40,6 +40,43 @@ async fn probe_reports_a_server_without_the_api_on_1_37() {
         probe.admission,
         Admission::NotEnforced(NOT_SERVED.to_owned())
     );
+
+    // The reconciler writes nothing there and every policy says why.
+    let dir = tempfile::tempdir().unwrap();
+    let store = palisade_store::connect(&format!("sqlite://{}", dir.path().join("p.db").display()))
+        .await
+        .unwrap();
+    let key = palisade_server::sealing::SealingKey::random();
+    store
+        .put_cluster("old", &key.seal(plane.kubeconfig_yaml().as_bytes()))
+        .await
+        .unwrap();
+    store.create_boundary("shop", None).await.unwrap();
+    store.attach_cluster("shop", "old").await.unwrap();
+    store
+        .put_policy(
+            palisade_store::PolicyWrite {
+                boundary: "shop".into(),
+                name: "no-latest".into(),
+                spec_json: r#"{"rules":[{"disallowLatestTag":{}}]}"#.into(),
+                metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
+                if_match: None,
+            },
+            "test",
+        )
+        .await
+        .unwrap();
+    let controller = crate::serve::controller(&store, &key, "e2e-no-api");
+    let report = controller.reconcile_all().await;
+    assert!(report.failed.is_empty(), "{report:?}");
+    let statuses = store.policy_statuses("shop").await.unwrap();
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].status, format!("not enforced: {NOT_SERVED}"));
+    let recorded = store.get_cluster("old").await.unwrap();
+    assert_eq!(recorded.kubernetes_version.as_deref(), Some("v1.37.2"));
+    assert_eq!(recorded.admission_enforced, Some(false));
+    assert_eq!(recorded.admission_reason.as_deref(), Some(NOT_SERVED));
+
     drop(cluster);
     tokio::task::spawn_blocking(move || drop(plane))
         .await

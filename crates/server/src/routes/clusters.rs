@@ -40,6 +40,10 @@ pub struct ClusterView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
     pub admission: Admission,
+    /// Why palisade's last attempt to reconcile the cluster failed (e.g. unreachable); absent
+    /// after a success. palisade retries with backoff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -60,9 +64,42 @@ fn view(record: ClusterRecord) -> ClusterView {
                 Some(_) => record.admission_reason,
             },
         },
+        last_error: record.last_error,
         created_at: record.created_at,
         updated_at: record.updated_at,
     }
+}
+
+/// A client for the cluster, from its sealed credentials.
+pub async fn connect(
+    state: &AppState,
+    record: &ClusterRecord,
+) -> ApiResult<palisade_reconciler::ClusterClient> {
+    let plain = state
+        .sealing
+        .open(&record.kubeconfig_sealed)
+        .map_err(|e| ApiError::Internal(format!("cluster '{}' credentials: {e}", record.name)))?;
+    let text = String::from_utf8(plain)
+        .map_err(|e| ApiError::Internal(format!("cluster '{}' credentials: {e}", record.name)))?;
+    palisade_reconciler::ClusterClient::from_kubeconfig(&text)
+        .await
+        .map_err(|e| ApiError::ClusterUnavailable(format!("cluster '{}': {e}", record.name)))
+}
+
+/// This installation's id (made on first use; the reconciler reads the same).
+pub async fn installation(state: &AppState) -> ApiResult<String> {
+    state
+        .store
+        .installation_id(&crate::new_installation_id())
+        .await
+        .map_err(|e| ApiError::from_store(e, "installation"))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteParams {
+    /// `true`: forget the cluster even when palisade's objects cannot be removed from it.
+    pub force: Option<bool>,
 }
 
 fn cluster_not_found(name: &str) -> ApiError {
@@ -142,17 +179,56 @@ pub async fn get_one(
     Ok(Json(view(record)))
 }
 
+/// Removes palisade's objects from the cluster (every boundary's policies, then the
+/// boundary-label guard), then forgets the cluster. An unreachable cluster is a 409 unless
+/// `?force=true`.
 #[utoipa::path(delete, path = "/v1/clusters/{cluster}", tag = "clusters",
-    params(("cluster" = String, Path)),
-    responses((status = 204), (status = 401, body = crate::openapi::Error),
-        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+    params(("cluster" = String, Path), DeleteParams),
+    responses((status = 204), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
+        (status = 409, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path(cluster): Path<String>,
+    super::Query(params): super::Query<DeleteParams>,
 ) -> ApiResult<StatusCode> {
     caller.require_admin()?;
+    let record = state
+        .store
+        .get_cluster(&cluster)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => cluster_not_found(&cluster),
+            other => ApiError::from_store(other, "cluster"),
+        })?;
+    let installation = installation(&state).await?;
+    let removed = async {
+        let client = connect(&state, &record).await.map_err(|e| e.to_string())?;
+        client
+            .remove_installation(&installation)
+            .await
+            .map_err(|e| e.to_string())
+    }
+    .await;
+    match removed {
+        Ok(names) => tracing::info!(cluster, removed = ?names, "palisade's objects removed"),
+        Err(reason) if params.force == Some(true) => {
+            tracing::warn!(
+                cluster,
+                reason,
+                "cluster forgotten without removing palisade's objects (force)"
+            );
+        }
+        Err(reason) => {
+            return Err(ApiError::Conflict(format!(
+                "cluster '{cluster}': palisade's objects cannot be removed ({reason}); \
+                 retry when it is reachable, or add ?force=true to forget it and leave them"
+            )))
+        }
+    }
     state
         .store
         .delete_cluster(&cluster)
@@ -161,6 +237,10 @@ pub async fn delete(
             StoreError::NotFound => cluster_not_found(&cluster),
             other => ApiError::from_store(other, "cluster"),
         })?;
+    // A pass that ran meanwhile may have put objects back: sweep once more.
+    if let Ok(client) = connect(&state, &record).await {
+        let _ = client.remove_installation(&installation).await;
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -4,6 +4,7 @@
 pub mod boundaries;
 pub mod clusters;
 pub mod meta;
+pub mod namespaces;
 pub mod policies;
 pub mod resources;
 pub mod tokens;
@@ -67,6 +68,16 @@ pub fn router() -> Router<AppState> {
         .route(
             "/v1/boundaries/{boundary}/clusters/{cluster}",
             put(clusters::attach).delete(clusters::detach),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/clusters/{cluster}/namespaces/{namespace}",
+            put(namespaces::put)
+                .get(namespaces::get_one)
+                .delete(namespaces::delete),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/namespaces",
+            get(namespaces::list),
         )
         .route("/openapi.json", get(meta::openapi))
         .route("/healthz", get(meta::healthz))

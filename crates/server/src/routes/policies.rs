@@ -37,6 +37,8 @@ pub struct PolicyView {
     pub created_at: String,
     pub updated_at: String,
     pub updated_by: String,
+    /// Where the policy is installed and what it enforces there.
+    pub status: PolicyStatus,
     /// Save warnings (only in the answer to a save).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
@@ -49,8 +51,107 @@ pub struct PolicyList {
     pub continue_token: Option<String>,
 }
 
+/// A policy's install status (SPEC 3.4).
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct PolicyStatus {
+    /// One entry per attached cluster in the policy's scope, by cluster name; empty for a
+    /// policy without admission rules (nothing of it is installed in clusters).
+    pub clusters: Vec<ClusterStatus>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterStatus {
+    pub cluster: String,
+    /// `pending`, `installed` (no namespace of the boundary to confirm it in), `enforced`,
+    /// `error: <reason>` or `not enforced: <reason>`.
+    pub status: String,
+    /// When the reconciler recorded it; absent while `pending`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+/// The per-cluster statuses of `records` (all of one boundary): for each attached cluster in
+/// a policy's scope, what the reconciler recorded for the policy's current version, else
+/// `pending`.
+pub async fn statuses(
+    state: &AppState,
+    boundary: &str,
+    records: &[PolicyRecord],
+) -> ApiResult<std::collections::HashMap<String, PolicyStatus>> {
+    use std::collections::HashMap;
+    let mut out: HashMap<String, PolicyStatus> = HashMap::new();
+    if records.is_empty() {
+        return Ok(out);
+    }
+    let clusters = state
+        .store
+        .boundary_clusters(boundary)
+        .await
+        .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    let rows = state
+        .store
+        .policy_statuses(boundary)
+        .await
+        .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    let mut recorded: HashMap<(&str, &str), &palisade_store::PolicyStatusRecord> = HashMap::new();
+    for row in &rows {
+        recorded.insert((row.policy.as_str(), row.cluster.as_str()), row);
+    }
+    for record in records {
+        let decoded = crate::guard::decode_policy(record, &state.catalog).ok();
+        let mut status = PolicyStatus::default();
+        for cluster in &clusters {
+            let in_scope = match &decoded {
+                Some(policy) => {
+                    policy.has_admission_rules()
+                        && Name::parse(&cluster.name).is_ok_and(|c| policy.scope().includes(&c))
+                }
+                // Undecodable: the reconciler reports it per cluster.
+                None => true,
+            };
+            if !in_scope {
+                continue;
+            }
+            let entry = match recorded.get(&(record.name.as_str(), cluster.name.as_str())) {
+                Some(row) if row.policy_etag == record.etag => ClusterStatus {
+                    cluster: cluster.name.clone(),
+                    status: row.status.clone(),
+                    updated_at: Some(row.updated_at.clone()),
+                },
+                _ => ClusterStatus {
+                    cluster: cluster.name.clone(),
+                    status: "pending".to_owned(),
+                    updated_at: None,
+                },
+            };
+            status.clusters.push(entry);
+        }
+        out.insert(record.name.clone(), status);
+    }
+    Ok(out)
+}
+
+/// `view` with the record's status looked up.
+pub async fn view_with_status(
+    state: &AppState,
+    record: PolicyRecord,
+    warnings: Option<Vec<String>>,
+) -> ApiResult<PolicyView> {
+    let mut statuses = statuses(
+        state,
+        &record.boundary.clone(),
+        std::slice::from_ref(&record),
+    )
+    .await?;
+    let status = statuses.remove(&record.name).unwrap_or_default();
+    let mut view = view(record, warnings);
+    view.status = status;
+    Ok(view)
+}
+
 pub fn view(record: PolicyRecord, warnings: Option<Vec<String>>) -> PolicyView {
     PolicyView {
+        status: PolicyStatus::default(),
         spec: serde_json::from_str(&record.spec_json).unwrap_or(serde_json::Value::Null),
         metadata: serde_json::from_str(&record.metadata_json)
             .unwrap_or_else(|_| serde_json::json!({})),
@@ -81,7 +182,16 @@ pub async fn list(
         .list_policies(&boundary)
         .await
         .map_err(|e| ApiError::from_store(e, "boundary"))?;
-    let views = records.into_iter().map(|r| view(r, None)).collect();
+    let mut statuses = statuses(&state, &boundary, &records).await?;
+    let views = records
+        .into_iter()
+        .map(|r| {
+            let status = statuses.remove(&r.name).unwrap_or_default();
+            let mut view = view(r, None);
+            view.status = status;
+            view
+        })
+        .collect();
     Ok(Json(page(views, |p| p.name.clone(), &params)?))
 }
 
@@ -110,7 +220,8 @@ pub async fn get_one(
             StoreError::NotFound => policy_not_found(&boundary, &name),
             other => ApiError::from_store(other, "policy"),
         })?;
-    Ok((etag_header(&record.etag), Json(view(record, None))))
+    let etag = etag_header(&record.etag);
+    Ok((etag, Json(view_with_status(&state, record, None).await?)))
 }
 
 /// The save warnings of `policy` once saved among `others` (the boundary's other policies):
@@ -252,10 +363,11 @@ pub async fn put(
     } else {
         StatusCode::OK
     };
+    let etag = etag_header(&record.etag);
     Ok((
         status,
-        etag_header(&record.etag),
-        Json(view(record, Some(warnings))),
+        etag,
+        Json(view_with_status(&state, record, Some(warnings)).await?),
     ))
 }
 

@@ -1,0 +1,642 @@
+//! The reconcile loop `palisade serve` runs: it makes every managed cluster hold what the store
+//! says (SPEC 3.4, 4.3) and writes back what it saw.
+//!
+//! One pass reads the whole desired state (boundaries, their decoded policies, attachments and
+//! namespaces), then works on every cluster at once, each under a time limit, so an
+//! unreachable cluster delays nobody else. Per cluster: read `/version` and discovery; when
+//! the cluster can enforce, install the boundary-label guard, server-side apply each in-scope
+//! policy with admission rules, remove this installation's objects that are no longer wanted
+//! (bindings first; only objects labelled as this installation's), and confirm enforcement
+//! with a dry-run where the boundary has a namespace. Statuses go to the store.
+//!
+//! Passes run at start, after every change the store reports (an in-process channel on
+//! SQLite, LISTEN/NOTIFY on PostgreSQL, which also reports reconnects), every five minutes,
+//! and after a failure with exponential backoff. Only the holder of the installation's lease
+//! runs passes; other replicas stand by and take over when the lease frees.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use palisade_api_types::PolicySpec;
+use palisade_policy::{Catalog, Name, Policy};
+use palisade_store::{
+    ClusterRecord, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore, StoreError,
+};
+
+use crate::probe::{Admission, EnforcementProbe};
+use crate::{ClusterClient, ReconcileError};
+
+/// Turns a cluster's sealed kubeconfig back into its text.
+pub type Unseal = Arc<dyn Fn(&[u8]) -> Result<String, String> + Send + Sync>;
+
+/// Timing of the loop.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// A full pass at least this often, changes or not (SPEC 4.3: 5 minutes).
+    pub resync: Duration,
+    /// How long one cluster's part of a pass may take.
+    pub cluster_timeout: Duration,
+    /// The first retry after a failed pass; doubled up to `max_backoff`.
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+    /// How often a standby replica tries to take the lease.
+    pub lease_retry: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            resync: Duration::from_secs(300),
+            cluster_timeout: Duration::from_secs(60),
+            min_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+            lease_retry: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What a pass did, for logs and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// Clusters whose part failed, with the reason.
+    pub failed: BTreeMap<String, String>,
+    /// Clusters whose part completed.
+    pub reconciled: BTreeSet<String>,
+    /// Policies applied but not yet seen enforcing (the API server activates a new policy
+    /// within about a second): another pass follows shortly.
+    pub unconfirmed: usize,
+}
+
+/// How long after palisade first sees a policy version admit its violating probe it keeps
+/// the status `pending` and looks again, before it reports `not enforced`.
+pub const ACTIVATION_GRACE: Duration = Duration::from_secs(30);
+/// How soon a pass follows one that left policies unconfirmed.
+const RECHECK: Duration = Duration::from_millis(250);
+
+/// A status line of SPEC 3.4.
+pub fn status_error(reason: &str) -> String {
+    format!("error: {reason}")
+}
+
+pub fn status_not_enforced(reason: &str) -> String {
+    format!("not enforced: {reason}")
+}
+
+pub const STATUS_INSTALLED: &str = "installed";
+pub const STATUS_ENFORCED: &str = "enforced";
+pub const STATUS_PENDING: &str = "pending";
+
+/// One boundary as the store holds it, read once per pass.
+#[derive(Debug)]
+struct BoundaryState {
+    name: Name,
+    /// Every stored policy, decoded (or why it cannot be).
+    policies: Vec<(PolicyRecord, Result<Policy, String>)>,
+    clusters: BTreeSet<String>,
+    namespaces: Vec<NamespaceRecord>,
+}
+
+/// A connection kept between passes, replaced when the credentials change.
+#[derive(Clone)]
+struct Connection {
+    sealed: Vec<u8>,
+    client: ClusterClient,
+    identity: Option<String>,
+}
+
+/// The reconciler of one installation.
+pub struct Controller {
+    store: SharedStore,
+    catalog: Arc<Catalog>,
+    unseal: Unseal,
+    installation: String,
+    settings: Settings,
+    connections: Mutex<HashMap<String, Connection>>,
+    /// When a (cluster, boundary, policy, etag) was first seen applied but not enforcing.
+    unconfirmed: Mutex<HashMap<(String, String, String, String), std::time::Instant>>,
+}
+
+impl fmt::Debug for Controller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("installation", &self.installation)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Controller {
+    pub fn new(
+        store: SharedStore,
+        catalog: Arc<Catalog>,
+        unseal: Unseal,
+        installation: String,
+        settings: Settings,
+    ) -> Arc<Self> {
+        Arc::new(Controller {
+            store,
+            catalog,
+            unseal,
+            installation,
+            settings,
+            connections: Mutex::new(HashMap::new()),
+            unconfirmed: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn installation(&self) -> &str {
+        &self.installation
+    }
+
+    /// Runs until `shutdown` completes: waits for the lease, then reconciles on every change,
+    /// every `resync`, and after failures with backoff. Gives the lease up when it is lost.
+    pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let mut changes = loop {
+            match self.store.subscribe().await {
+                Ok(changes) => break changes,
+                Err(error) => {
+                    tracing::warn!(%error, "reconciler: cannot follow changes; retrying");
+                    tokio::select! {
+                        () = &mut shutdown => return,
+                        () = tokio::time::sleep(self.settings.min_backoff) => {}
+                    }
+                }
+            }
+        };
+        loop {
+            let lease = match self.store.try_lease(&self.installation).await {
+                Ok(Some(lease)) => lease,
+                Ok(None) => {
+                    tracing::debug!("reconciler: another replica is active; standing by");
+                    tokio::select! {
+                        () = &mut shutdown => return,
+                        () = tokio::time::sleep(self.settings.lease_retry) => continue,
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "reconciler: cannot take the lease; retrying");
+                    tokio::select! {
+                        () = &mut shutdown => return,
+                        () = tokio::time::sleep(self.settings.lease_retry) => continue,
+                    }
+                }
+            };
+            tracing::info!(installation = %self.installation, "reconciler active");
+            let mut backoff: Option<Duration> = None;
+            loop {
+                changes.borrow_and_update();
+                let report = self.reconcile_all().await;
+                let wait = if report.failed.is_empty() {
+                    backoff = None;
+                    if report.unconfirmed > 0 {
+                        RECHECK
+                    } else {
+                        self.settings.resync
+                    }
+                } else {
+                    let next = backoff
+                        .map_or(self.settings.min_backoff, |b| b * 2)
+                        .min(self.settings.max_backoff);
+                    tracing::warn!(failed = ?report.failed, retry_in = ?next, "reconcile pass incomplete");
+                    backoff = Some(next);
+                    next
+                };
+                tokio::select! {
+                    () = &mut shutdown => return,
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            tracing::warn!("reconciler: the change feed ended");
+                            return;
+                        }
+                    }
+                    () = tokio::time::sleep(wait) => {}
+                }
+                if !lease.held().await {
+                    tracing::warn!("reconciler: lost the lease; standing by");
+                    break;
+                }
+            }
+        }
+    }
+
+    /// One full pass over every cluster.
+    pub async fn reconcile_all(self: &Arc<Self>) -> PassReport {
+        let mut report = PassReport::default();
+        let (clusters, boundaries) = match self.read_state().await {
+            Ok(state) => state,
+            Err(error) => {
+                report
+                    .failed
+                    .insert("*".to_owned(), format!("cannot read the store: {error}"));
+                return report;
+            }
+        };
+        let boundaries = Arc::new(boundaries);
+        let mut tasks = tokio::task::JoinSet::new();
+        for cluster in clusters {
+            let this = Arc::clone(self);
+            let boundaries = Arc::clone(&boundaries);
+            tasks.spawn(async move {
+                let name = cluster.name.clone();
+                let result = match tokio::time::timeout(
+                    this.settings.cluster_timeout,
+                    this.reconcile_cluster(&cluster, &boundaries),
+                )
+                .await
+                {
+                    Ok(result) => result,
+                    Err(_) => Err(format!(
+                        "no answer within {} s",
+                        this.settings.cluster_timeout.as_secs()
+                    )),
+                };
+                if let Err(reason) = &result {
+                    this.record_failure(&cluster, &boundaries, reason).await;
+                }
+                (name, result)
+            });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok((name, Ok(unconfirmed))) => {
+                    report.unconfirmed += unconfirmed;
+                    report.reconciled.insert(name);
+                }
+                Ok((name, Err(reason))) => {
+                    report.failed.insert(name, reason);
+                }
+                Err(error) => {
+                    report.failed.insert("*".to_owned(), error.to_string());
+                }
+            }
+        }
+        report
+    }
+
+    async fn read_state(&self) -> Result<(Vec<ClusterRecord>, Vec<BoundaryState>), StoreError> {
+        let clusters = self.store.list_clusters().await?;
+        let mut boundaries = Vec::new();
+        for boundary in self.store.list_boundaries().await? {
+            let Ok(name) = Name::parse(&boundary.name) else {
+                tracing::warn!(boundary = %boundary.name, "skipped: not a valid boundary name");
+                continue;
+            };
+            let policies = match self.store.list_policies(&boundary.name).await {
+                Ok(policies) => policies,
+                // Deleted since it was listed.
+                Err(StoreError::NotFound) => continue,
+                Err(other) => return Err(other),
+            };
+            let policies = policies
+                .into_iter()
+                .map(|record| {
+                    let decoded = decode(&record, &self.catalog);
+                    (record, decoded)
+                })
+                .collect();
+            let clusters = match self.store.boundary_clusters(&boundary.name).await {
+                Ok(clusters) => clusters.into_iter().map(|c| c.name).collect(),
+                Err(StoreError::NotFound) => continue,
+                Err(other) => return Err(other),
+            };
+            let namespaces = match self.store.list_namespaces(&boundary.name).await {
+                Ok(namespaces) => namespaces,
+                Err(StoreError::NotFound) => continue,
+                Err(other) => return Err(other),
+            };
+            boundaries.push(BoundaryState {
+                name,
+                policies,
+                clusters,
+                namespaces,
+            });
+        }
+        Ok((clusters, boundaries))
+    }
+
+    /// The cached connection to `cluster`, or a new one when its credentials changed.
+    async fn connect(&self, cluster: &ClusterRecord) -> Result<Connection, String> {
+        let cached = self
+            .connections
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&cluster.name).cloned())
+            .filter(|c| c.sealed == cluster.kubeconfig_sealed);
+        if let Some(connection) = cached {
+            return Ok(connection);
+        }
+        let kubeconfig = (self.unseal)(&cluster.kubeconfig_sealed)
+            .map_err(|e| format!("the stored credentials cannot be read: {e}"))?;
+        let client = ClusterClient::from_kubeconfig(&kubeconfig)
+            .await
+            .map_err(|e| e.to_string())?;
+        let connection = Connection {
+            sealed: cluster.kubeconfig_sealed.clone(),
+            client,
+            identity: None,
+        };
+        if let Ok(mut connections) = self.connections.lock() {
+            connections.insert(cluster.name.clone(), connection.clone());
+        }
+        Ok(connection)
+    }
+
+    /// Learns (once per connection) the user palisade acts as in the cluster.
+    async fn identity(&self, cluster: &str, connection: &mut Connection) -> Result<String, String> {
+        if let Some(identity) = &connection.identity {
+            return Ok(identity.clone());
+        }
+        let identity = connection
+            .client
+            .whoami()
+            .await
+            .map_err(|e| e.to_string())?;
+        connection.identity = Some(identity.clone());
+        if let Ok(mut connections) = self.connections.lock() {
+            if let Some(cached) = connections.get_mut(cluster) {
+                cached.identity = Some(identity.clone());
+            }
+        }
+        Ok(identity)
+    }
+
+    /// Reconciles one cluster; the number of policies applied but not yet confirmed.
+    async fn reconcile_cluster(
+        &self,
+        cluster: &ClusterRecord,
+        boundaries: &[BoundaryState],
+    ) -> Result<usize, String> {
+        let mut unconfirmed = 0;
+        let mut connection = self.connect(cluster).await?;
+        let client = connection.client.clone();
+        let cluster_name = Name::parse(&cluster.name).map_err(|e| e.to_string())?;
+        let probe = client.probe().await.map_err(|e| e.to_string())?;
+        let (enforced, reason) = match &probe.admission {
+            Admission::Enforced => (true, None),
+            Admission::NotEnforced(reason) => (false, Some(reason.as_str())),
+        };
+        self.store
+            .set_cluster_status(
+                &cluster.name,
+                Some(&probe.kubernetes_version),
+                Some(enforced),
+                reason,
+            )
+            .await
+            .map_err(|e| format!("cannot record the cluster's status: {e}"))?;
+        let attached: Vec<&BoundaryState> = boundaries
+            .iter()
+            .filter(|b| b.clusters.contains(&cluster.name))
+            .collect();
+
+        if let Admission::NotEnforced(reason) = &probe.admission {
+            // Nothing is written to a cluster that cannot enforce; every policy says why.
+            for boundary in &attached {
+                let statuses = wanted(boundary, &cluster_name)
+                    .map(|(record, _)| {
+                        status_record(boundary, record, &cluster.name, status_not_enforced(reason))
+                    })
+                    .collect();
+                self.write_statuses(&cluster.name, boundary, statuses)
+                    .await?;
+            }
+            self.clear_error(&cluster.name).await;
+            return Ok(0);
+        }
+
+        let identity = self.identity(&cluster.name, &mut connection).await?;
+        client
+            .install_boundary_label_guard(&self.installation, &identity)
+            .await
+            .map_err(|e| format!("cannot install the boundary-label guard: {e}"))?;
+
+        let mut attached_names = BTreeSet::new();
+        for boundary in &attached {
+            attached_names.insert(boundary.name.to_string());
+            let probe_namespace = boundary
+                .namespaces
+                .iter()
+                .find(|n| n.cluster == cluster.name)
+                .map(|n| n.name.clone());
+            let mut keep = Vec::new();
+            let mut statuses = Vec::new();
+            for (record, decoded) in wanted(boundary, &cluster_name) {
+                let status = match decoded {
+                    Err(reason) => status_error(reason),
+                    Ok(policy) => {
+                        keep.push(policy.name().clone());
+                        let status = self
+                            .install(&client, &boundary.name, policy, probe_namespace.as_deref())
+                            .await;
+                        let key = (
+                            cluster.name.clone(),
+                            boundary.name.to_string(),
+                            record.name.clone(),
+                            record.etag.clone(),
+                        );
+                        self.within_grace(key, status, &mut unconfirmed)
+                    }
+                };
+                statuses.push(status_record(boundary, record, &cluster.name, status));
+            }
+            // Policies that cannot be decoded keep whatever they had installed.
+            keep.extend(
+                boundary
+                    .policies
+                    .iter()
+                    .filter(|(_, d)| d.is_err())
+                    .filter_map(|(r, _)| Name::parse(&r.name).ok()),
+            );
+            client
+                .garbage_collect(&self.installation, &boundary.name, &keep)
+                .await
+                .map_err(|e| format!("cannot remove objects of deleted policies: {e}"))?;
+            self.write_statuses(&cluster.name, boundary, statuses)
+                .await?;
+        }
+        // Boundaries detached from this cluster, or deleted: their objects go.
+        let installed = client
+            .installed_boundaries(&self.installation)
+            .await
+            .map_err(|e| e.to_string())?;
+        for stale in installed.difference(&attached_names) {
+            let Ok(boundary) = Name::parse(stale) else {
+                continue;
+            };
+            client
+                .garbage_collect(&self.installation, &boundary, &[])
+                .await
+                .map_err(|e| format!("cannot remove objects of boundary '{stale}': {e}"))?;
+        }
+        self.clear_error(&cluster.name).await;
+        Ok(unconfirmed)
+    }
+
+    /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago
+    /// (admitted, or refused by the version it replaces) is still `pending`: the API server
+    /// has not activated it yet. Counted as unconfirmed, so a pass follows shortly.
+    fn within_grace(
+        &self,
+        key: (String, String, String, String),
+        status: String,
+        unconfirmed: &mut usize,
+    ) -> String {
+        let Ok(mut seen) = self.unconfirmed.lock() else {
+            return status;
+        };
+        seen.retain(|_, first| first.elapsed() < ACTIVATION_GRACE * 10);
+        let settling = status.starts_with("not enforced: ")
+            || status.starts_with(&status_error(crate::probe::PROBE_REFUSED));
+        if !settling {
+            seen.remove(&key);
+            return status;
+        }
+        let first = *seen.entry(key).or_insert_with(std::time::Instant::now);
+        if first.elapsed() < ACTIVATION_GRACE {
+            *unconfirmed += 1;
+            STATUS_PENDING.to_owned()
+        } else {
+            status
+        }
+    }
+
+    /// Applies one policy and reads back what it enforces.
+    async fn install(
+        &self,
+        client: &ClusterClient,
+        boundary: &Name,
+        policy: &Policy,
+        probe_namespace: Option<&str>,
+    ) -> String {
+        if let Err(error) = client
+            .apply_policy(&self.installation, boundary, policy)
+            .await
+        {
+            return status_error(&error.to_string());
+        }
+        let Some(namespace) = probe_namespace else {
+            return STATUS_INSTALLED.to_owned();
+        };
+        match client
+            .probe_enforcement(&self.installation, boundary, policy, namespace)
+            .await
+        {
+            Ok(EnforcementProbe::Enforced) => STATUS_ENFORCED.to_owned(),
+            Ok(EnforcementProbe::NotEnforced(reason)) => status_not_enforced(&reason),
+            Ok(EnforcementProbe::Inconclusive(reason)) => status_error(&reason),
+            Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 404 => {
+                // The namespace is gone from the cluster: installed, but not probed.
+                STATUS_INSTALLED.to_owned()
+            }
+            Err(error) => status_error(&error.to_string()),
+        }
+    }
+
+    async fn write_statuses(
+        &self,
+        cluster: &str,
+        boundary: &BoundaryState,
+        statuses: Vec<PolicyStatusRecord>,
+    ) -> Result<(), String> {
+        match self
+            .store
+            .replace_policy_statuses(cluster, boundary.name.as_str(), statuses)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(error) => Err(format!("cannot record statuses: {error}")),
+        }
+    }
+
+    async fn clear_error(&self, cluster: &str) {
+        if let Err(error) = self.store.set_cluster_error(cluster, None).await {
+            tracing::warn!(cluster, %error, "cannot record the cluster's status");
+        }
+    }
+
+    /// A cluster's part failed: the cluster and each policy that should be there say why.
+    async fn record_failure(
+        &self,
+        cluster: &ClusterRecord,
+        boundaries: &[BoundaryState],
+        reason: &str,
+    ) {
+        tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
+        let _ = self
+            .store
+            .set_cluster_error(&cluster.name, Some(reason))
+            .await;
+        let Ok(cluster_name) = Name::parse(&cluster.name) else {
+            return;
+        };
+        for boundary in boundaries
+            .iter()
+            .filter(|b| b.clusters.contains(&cluster.name))
+        {
+            let statuses = wanted(boundary, &cluster_name)
+                .map(|(record, _)| {
+                    status_record(boundary, record, &cluster.name, status_error(reason))
+                })
+                .collect();
+            let _ = self.write_statuses(&cluster.name, boundary, statuses).await;
+        }
+    }
+
+    /// Removes everything this installation put in the cluster (for `DELETE /v1/clusters`).
+    pub async fn remove_from(&self, cluster: &ClusterRecord) -> Result<Vec<String>, String> {
+        let connection = self.connect(cluster).await?;
+        connection
+            .client
+            .remove_installation(&self.installation)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The boundary's policies that belong in `cluster`: with admission rules and in scope, or
+/// not decodable (whose status then says so).
+fn wanted<'a>(
+    boundary: &'a BoundaryState,
+    cluster: &'a Name,
+) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, String>)> + 'a {
+    boundary
+        .policies
+        .iter()
+        .filter(move |(_, decoded)| match decoded {
+            Ok(policy) => policy.has_admission_rules() && policy.scope().includes(cluster),
+            Err(_) => true,
+        })
+        .map(|(record, decoded)| (record, decoded))
+}
+
+fn status_record(
+    boundary: &BoundaryState,
+    record: &PolicyRecord,
+    cluster: &str,
+    status: String,
+) -> PolicyStatusRecord {
+    PolicyStatusRecord {
+        boundary: boundary.name.to_string(),
+        policy: record.name.clone(),
+        cluster: cluster.to_owned(),
+        policy_etag: record.etag.clone(),
+        status,
+        updated_at: palisade_store::now(),
+    }
+}
+
+/// Decodes a stored policy (the same validation as the API's).
+pub fn decode(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, String> {
+    let unreadable = |why: String| format!("the stored policy cannot be decoded: {why}");
+    let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
+    let spec = PolicySpec::from_json(record.spec_json.as_bytes())
+        .map_err(|e| unreadable(e.to_string()))?;
+    let (policy, _warnings) = spec
+        .validate(name, catalog)
+        .map_err(|e| unreadable(e.to_string()))?;
+    Ok(policy)
+}

@@ -1,0 +1,578 @@
+//! The whole path, as `palisade serve` runs it: the HTTP API and the reconcile loop on one
+//! store, against real API servers. A policy `PUT` reaches the cluster through the store's
+//! change feed, the API server denies a real create with the policy's message, statuses and
+//! versions show up in the API, namespaces are labelled through it, and deleting a cluster
+//! removes palisade's objects.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::PostParams;
+use kube::Api;
+use palisade_policy::Catalog;
+use palisade_reconciler::{Controller, Settings, Unseal};
+use palisade_server::sealing::SealingKey;
+use palisade_store::SharedStore;
+use palisade_testkit::control_plane::{unique_name, ControlPlane};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{on_both_versions, plane};
+
+/// The API and the reconcile loop on one store, as `palisade serve` runs them.
+pub struct Stack {
+    pub url: String,
+    #[allow(dead_code, reason = "kept for tests that inspect the store directly")]
+    pub store: SharedStore,
+    pub installation: String,
+    pub key: SealingKey,
+    pub token: String,
+    http: reqwest::Client,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Stack {
+    /// A stack on a SQLite store in a temporary directory, or on `database` (PostgreSQL).
+    pub async fn start(database: Option<String>) -> Stack {
+        Stack::start_with(database, None).await
+    }
+
+    /// With `replica_of`, a second replica of that stack: same store, key and admin token.
+    pub async fn start_with(database: Option<String>, replica_of: Option<&Stack>) -> Stack {
+        let dir = tempfile::tempdir().unwrap();
+        let url = database
+            .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("palisade.db").display()));
+        let store = palisade_store::connect(&url).await.unwrap();
+        let (key, token) = match replica_of {
+            Some(first) => (first.key.clone(), first.token.clone()),
+            None => {
+                palisade_server::auth::bootstrap_admin(store.as_ref(), dir.path())
+                    .await
+                    .unwrap();
+                let token = std::fs::read_to_string(dir.path().join("admin.token"))
+                    .unwrap()
+                    .trim()
+                    .to_owned();
+                (SealingKey::random(), token)
+            }
+        };
+        let installation = store
+            .installation_id(&format!("e2e{}", unique_name("i").replace('-', "")))
+            .await
+            .unwrap();
+        let mut tasks = vec![tokio::spawn(
+            controller(&store, &key, &installation).run(std::future::pending()),
+        )];
+        let state = palisade_server::AppState::new(store.clone(), Catalog::builtin(), key.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let app = palisade_server::app(state);
+        tasks.push(tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        }));
+        Stack {
+            url: format!("http://{address}"),
+            store,
+            installation,
+            key,
+            token,
+            http: reqwest::Client::new(),
+            tasks,
+            _dir: dir,
+        }
+    }
+
+    /// Sends a request; the status and the JSON body (`Null` when empty).
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let bytes = response.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        (status, body)
+    }
+
+    pub async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let (status, body) = self.call(method, path, body).await;
+        assert!(status.is_success(), "{method} {path}: {status} {body}");
+        body
+    }
+
+    /// Registers a control plane as cluster `name` and attaches it to `boundary`.
+    pub async fn add_cluster(&self, name: &str, kubeconfig: &str, boundary: &str) {
+        self.ok(
+            "PUT",
+            &format!("/v1/clusters/{name}"),
+            Some(json!({"kubeconfig": kubeconfig})),
+        )
+        .await;
+        self.ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/clusters/{name}"),
+            None,
+        )
+        .await;
+    }
+
+    /// The status of `policy` in `cluster`, as the API shows it.
+    pub async fn policy_status(
+        &self,
+        boundary: &str,
+        policy: &str,
+        cluster: &str,
+    ) -> Option<String> {
+        let (status, body) = self
+            .call(
+                "GET",
+                &format!("/v1/boundaries/{boundary}/policies/{policy}"),
+                None,
+            )
+            .await;
+        if status != StatusCode::OK {
+            return None;
+        }
+        body["status"]["clusters"]
+            .as_array()?
+            .iter()
+            .find(|c| c["cluster"] == cluster)
+            .and_then(|c| c["status"].as_str())
+            .map(str::to_owned)
+    }
+
+    /// Waits until the policy's status in `cluster` satisfies `done` (at most 60 s).
+    pub async fn wait_status(
+        &self,
+        boundary: &str,
+        policy: &str,
+        cluster: &str,
+        done: impl Fn(&str) -> bool,
+    ) -> String {
+        let started = Instant::now();
+        loop {
+            let status = self.policy_status(boundary, policy, cluster).await;
+            if let Some(status) = status.as_deref().filter(|s| done(s)) {
+                return status.to_owned();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{boundary}/{policy} in {cluster}: status still {status:?} after 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The reconcile loop `palisade serve` would run on `store`.
+pub fn controller(store: &SharedStore, key: &SealingKey, installation: &str) -> Arc<Controller> {
+    let key = key.clone();
+    let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
+        String::from_utf8(key.open(sealed).map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+    });
+    Controller::new(
+        store.clone(),
+        Arc::new(Catalog::builtin()),
+        unseal,
+        installation.to_owned(),
+        Settings::default(),
+    )
+}
+
+/// A pod that violates the `team` label rule, with `image`.
+fn unlabelled_pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:1.0"}]},
+    }))
+    .unwrap()
+}
+
+const TEAM_LABEL_MESSAGE: &str = "Policy 'team-label' (RequiredLabels) requires the label team.";
+
+async fn vap_exists(plane: &ControlPlane, name: &str) -> bool {
+    let api: Api<ValidatingAdmissionPolicy> = Api::all(plane.client().await);
+    api.get_opt(name).await.unwrap().is_some()
+}
+
+on_both_versions!(serve_installs_enforces_and_reports);
+
+async fn serve_installs_enforces_and_reports(version: &str) {
+    let plane = plane(version).await;
+    let stack = Stack::start(None).await;
+    let boundary = unique_name("shop");
+    let namespace = unique_name("ns");
+    stack
+        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        .await;
+    stack
+        .add_cluster("c1", plane.kubeconfig_yaml(), &boundary)
+        .await;
+
+    // The cluster's version and admission, read by the reconciler.
+    let started = Instant::now();
+    let cluster = loop {
+        let body = stack
+            .ok("GET", &format!("/v1/boundaries/{boundary}/clusters"), None)
+            .await;
+        let cluster = body["items"][0].clone();
+        if cluster.get("kubernetes_version").is_some() {
+            break cluster;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never probed: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        cluster["kubernetes_version"],
+        format!("v{}", plane.version())
+    );
+    assert_eq!(cluster["admission"], json!({"enforced": true}));
+
+    // A namespace labelled through the API.
+    let (status, body) = stack
+        .call(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["action"], "created");
+    let namespaces: Api<Namespace> = Api::all(plane.client().await);
+    let labelled = namespaces.get(&namespace).await.unwrap();
+    assert_eq!(
+        labelled.metadata.labels.unwrap()["palisade.dev/boundary"],
+        boundary
+    );
+    // Another boundary cannot take it.
+    let other = unique_name("other");
+    stack
+        .ok("POST", "/v1/boundaries", Some(json!({"name": other})))
+        .await;
+    stack
+        .ok("PUT", &format!("/v1/boundaries/{other}/clusters/c1"), None)
+        .await;
+    let (status, body) = stack
+        .call(
+            "PUT",
+            &format!("/v1/boundaries/{other}/clusters/c1/namespaces/{namespace}"),
+            Some(json!({"adopt": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        body["error"]["message"],
+        format!("namespace '{namespace}' in cluster 'c1' belongs to boundary '{boundary}'")
+    );
+
+    // A policy saved through the API: pending, then enforced, then a real create is denied.
+    let put_at = Instant::now();
+    let saved = stack
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/team-label"),
+            Some(json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]})),
+        )
+        .await;
+    assert!(
+        saved["status"]["clusters"][0]["status"] == "pending"
+            || saved["status"]["clusters"][0]["status"] == "enforced",
+        "{saved}"
+    );
+    let status = stack
+        .wait_status(&boundary, "team-label", "c1", |s| {
+            s != "pending" && s != "installed"
+        })
+        .await;
+    assert_eq!(status, "enforced");
+    let pods: Api<Pod> = Api::namespaced(plane.client().await, &namespace);
+    let denied = pods
+        .create(&PostParams::default(), &unlabelled_pod("p1"))
+        .await
+        .expect_err("the API server denies the unlabelled pod");
+    let kube::Error::Api(answer) = denied else {
+        panic!("expected the API server's refusal, got {denied:?}");
+    };
+    assert_eq!(answer.code, 422);
+    assert!(
+        answer.message.ends_with(TEAM_LABEL_MESSAGE),
+        "{}",
+        answer.message
+    );
+    eprintln!(
+        "{version}: PUT to enforced status and a denied create: {:?}",
+        put_at.elapsed()
+    );
+
+    // A plan-only policy is never installed: no cluster entries.
+    let plans = stack
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/sizes"),
+            Some(json!({"rules": [{"allowedComputePlans": {"plans": ["small"]}}]})),
+        )
+        .await;
+    assert_eq!(plans["status"], json!({"clusters": []}));
+
+    // Deleting the policy removes its objects.
+    let object = format!("team-label.{boundary}.palisade.dev");
+    assert!(vap_exists(plane, &object).await);
+    stack
+        .ok(
+            "DELETE",
+            &format!("/v1/boundaries/{boundary}/policies/team-label"),
+            None,
+        )
+        .await;
+    let started = Instant::now();
+    while vap_exists(plane, &object).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{object} still there"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The API server drops a deleted policy from its cache within about a second.
+    let started = Instant::now();
+    while let Err(error) = pods
+        .create(&PostParams::default(), &unlabelled_pod("p1"))
+        .await
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "still refused 30 s after the policy was deleted: {error}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A boundary with namespaces cannot go; releasing the namespace removes the label.
+    let (status, _) = stack
+        .call(
+            "DELETE",
+            &format!("/v1/boundaries/{other}/clusters/c1/namespaces/{namespace}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    stack
+        .ok(
+            "DELETE",
+            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
+            None,
+        )
+        .await;
+    let released = namespaces.get(&namespace).await.unwrap();
+    assert!(!released
+        .metadata
+        .labels
+        .unwrap_or_default()
+        .contains_key("palisade.dev/boundary"));
+
+    // Deleting the cluster removes the guard and every object of this installation.
+    stack
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
+            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        )
+        .await;
+    stack
+        .wait_status(&boundary, "no-latest", "c1", |s| s != "pending")
+        .await;
+    let guard = palisade_vap::guard_name(&stack.installation);
+    assert!(vap_exists(plane, &guard).await);
+    let (status, body) = stack.call("DELETE", "/v1/clusters/c1", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    assert!(!vap_exists(plane, &guard).await);
+    assert!(!vap_exists(plane, &format!("no-latest.{boundary}.palisade.dev")).await);
+}
+
+/// An unreachable cluster: its policies say why, the reachable cluster is unaffected, and
+/// deleting it needs `?force=true`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_cluster_is_reported_and_others_are_unaffected() {
+    let plane = plane("1.37").await;
+    let stack = Stack::start(None).await;
+    let boundary = unique_name("shop");
+    stack
+        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        .await;
+    stack
+        .add_cluster("good", plane.kubeconfig_yaml(), &boundary)
+        .await;
+    // The same credentials, but nothing listens on the port.
+    let dead = plane
+        .kubeconfig_yaml()
+        .lines()
+        .map(|line| {
+            if line.trim_start().starts_with("server:") {
+                "    server: https://127.0.0.1:9".to_owned()
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    stack.add_cluster("dead", &dead, &boundary).await;
+    stack
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
+            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        )
+        .await;
+    let good = stack
+        .wait_status(&boundary, "no-latest", "good", |s| s != "pending")
+        .await;
+    assert_eq!(good, "installed", "no namespace to probe in: installed");
+    let dead_status = stack
+        .wait_status(&boundary, "no-latest", "dead", |s| s != "pending")
+        .await;
+    assert!(dead_status.starts_with("error: "), "{dead_status}");
+    let cluster = stack.ok("GET", "/v1/clusters/dead", None).await;
+    assert!(
+        cluster["last_error"]
+            .as_str()
+            .is_some_and(|e| !e.is_empty()),
+        "{cluster}"
+    );
+    assert!(stack
+        .ok("GET", "/v1/clusters/good", None)
+        .await
+        .get("last_error")
+        .is_none());
+
+    let (status, body) = stack.call("DELETE", "/v1/clusters/dead", None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("cluster 'dead': palisade's objects cannot be removed ("));
+    let (status, _) = stack
+        .call("DELETE", "/v1/clusters/dead?force=true", None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    stack.call("DELETE", "/v1/clusters/good", None).await;
+}
+
+/// Two replicas on one PostgreSQL database: one reconciler is active (the advisory-lock
+/// lease); a policy saved through the other replica's API reaches the cluster (NOTIFY); when
+/// the active replica goes, the standby takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_postgres_share_one_reconciler() {
+    let Some(url) = palisade_testkit::postgres::try_test_database_url() else {
+        return;
+    };
+    let plane = plane("1.37").await;
+    let first = Stack::start(Some(url.clone())).await;
+    let boundary = unique_name("shop");
+    let namespace = unique_name("ns");
+    first
+        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        .await;
+    first
+        .add_cluster("c1", plane.kubeconfig_yaml(), &boundary)
+        .await;
+    first
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
+            None,
+        )
+        .await;
+    first
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
+            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        )
+        .await;
+    // The first replica's reconciler is active.
+    assert_eq!(
+        first
+            .wait_status(&boundary, "no-latest", "c1", |s| s != "pending")
+            .await,
+        "enforced"
+    );
+    let second = Stack::start_with(Some(url.clone()), Some(&first)).await;
+    assert_eq!(second.installation, first.installation);
+    let outsider = palisade_store::connect(&url).await.unwrap();
+    assert!(
+        outsider
+            .try_lease(&first.installation)
+            .await
+            .unwrap()
+            .is_none(),
+        "one replica holds the lease"
+    );
+
+    // Saved through the standby's API, installed by the active replica.
+    second
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/team-label"),
+            Some(json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]})),
+        )
+        .await;
+    assert_eq!(
+        second
+            .wait_status(&boundary, "team-label", "c1", |s| s != "pending")
+            .await,
+        "enforced"
+    );
+
+    // The active replica goes; the standby takes over and installs the next change.
+    drop(first);
+    second
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/team-label"),
+            Some(json!({"rules": [{"requiredLabels": {"labels": [{"key": "owner"}]}}]})),
+        )
+        .await;
+    assert_eq!(
+        second
+            .wait_status(&boundary, "team-label", "c1", |s| s != "pending")
+            .await,
+        "enforced"
+    );
+    let pods: Api<Pod> = Api::namespaced(plane.client().await, &namespace);
+    let mut pod = unlabelled_pod("p2");
+    pod.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+    let denied = pods
+        .create(&PostParams::default(), &pod)
+        .await
+        .expect_err("the new version (label owner) is enforced");
+    assert!(
+        denied.to_string().contains("requires the label owner"),
+        "{denied}"
+    );
+    second
+        .call("DELETE", "/v1/clusters/c1?force=true", None)
+        .await;
+}
