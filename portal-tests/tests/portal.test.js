@@ -62,11 +62,14 @@ describe('portal', () => {
     assert.match(await legacy.innerText(), /1\.29\.4/);
     assert.match(await page.locator('#clusters tr[data-cluster="prod-1"]').innerText(), /enforced/);
     assert.match(await page.locator('#clusters tr[data-cluster="edge-1"]').innerText(), /not checked yet/);
-    // The policy's scope lists its clusters with their status, and says plainly that the
-    // installation status is not recorded yet.
+    // The policy's scope lists its clusters with the install status of each.
     const trusted = page.locator('#policy-trusted');
-    assert.match(await trusted.innerText(), /legacy-1: not enforced: Kubernetes 1\.29 is older than 1\.30/);
-    assert.match(await trusted.innerText(), /appears here once the reconciler runs/);
+    assert.equal((await trusted.locator('li[data-install="prod-1"]').innerText()).trim(), 'prod-1: enforced');
+    assert.equal((await trusted.locator('li[data-install="edge-1"]').innerText()).trim(), 'edge-1: pending');
+    assert.match(
+      await trusted.locator('li[data-install="legacy-1"]').innerText(),
+      /legacy-1: pending — not enforced: Kubernetes 1\.29 is older than 1\.30/,
+    );
     // Grandfathered: the demo's app on 'large' and the policy that now disallows it.
     const grandfathered = page.locator('#grandfathered');
     assert.match(await grandfathered.innerText(), /legacy-reports\s+large\s+size-limits/);

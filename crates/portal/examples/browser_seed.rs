@@ -1,7 +1,8 @@
 //! Pre-seeds a `palisade serve` data directory for the portal's browser tests: the demo
 //! boundary plus three attached clusters whose status a reconciler would have recorded
-//! (enforced; not enforced on Kubernetes 1.29; not checked yet). There is no API to set a
-//! cluster's status, so the tests start the server on a store seeded here.
+//! (enforced; not enforced on Kubernetes 1.29; not checked yet) and one policy's install
+//! status. There is no API to set statuses (the reconciler records them), so the tests start
+//! the server with `--no-reconciler` on a store seeded here.
 //!
 //! `cargo run -p palisade-portal --example browser_seed -- <data-dir>`
 
@@ -66,6 +67,22 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         store.attach_cluster("shop", seeded.name).await?;
     }
+    // The install status a reconciler would have recorded for the demo's `trusted` policy.
+    let trusted = store.get_policy("shop", "trusted").await?;
+    store
+        .replace_policy_statuses(
+            "prod-1",
+            "shop",
+            vec![palisade_store::PolicyStatusRecord {
+                boundary: "shop".into(),
+                policy: "trusted".into(),
+                cluster: "prod-1".into(),
+                policy_etag: trusted.etag,
+                status: "enforced".into(),
+                updated_at: palisade_store::now(),
+            }],
+        )
+        .await?;
     println!("seeded {}", dir.display());
     Ok(())
 }

@@ -772,7 +772,40 @@ async fn the_boundary_page_shows_cluster_status_and_grandfathered_resources() {
     ), "{html}");
     assert!(html.contains(r#"<span class="status ok" lang="en">enforced</span>"#));
     assert!(html.contains(r#"<span lang="en">not checked yet</span>"#));
-    assert!(html.contains("Installation status per cluster appears here once the reconciler runs"));
+    // Install status per policy and cluster: recorded by the reconciler, else pending.
+    let etag = store.get_policy("shop", "trusted").await.map(|p| p.etag);
+    if let Ok(etag) = etag {
+        store
+            .replace_policy_statuses(
+                "prod-1",
+                "shop",
+                vec![palisade_store::PolicyStatusRecord {
+                    boundary: "shop".into(),
+                    policy: "trusted".into(),
+                    cluster: "prod-1".into(),
+                    policy_etag: etag,
+                    status: "enforced".into(),
+                    updated_at: palisade_store::now(),
+                }],
+            )
+            .await
+            .unwrap();
+        store
+            .set_cluster_error("edge-1", Some("connection refused"))
+            .await
+            .unwrap();
+        let html = portal.get("/boundaries/shop", &browser).await.text();
+        assert!(html.contains(
+            r#"<li data-install="prod-1"><strong>prod-1</strong>: <span class="status ok" lang="en">enforced</span></li>"#
+        ), "{html}");
+        assert!(html.contains(
+            r#"<li data-install="edge-1"><strong>edge-1</strong>: <span class="status unknown" lang="en">pending</span></li>"#
+        ));
+        assert!(html.contains(r#"<li data-install="legacy-1"><strong>legacy-1</strong>: <span class="status unknown" lang="en">pending</span> — <span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></li>"#));
+        assert!(html.contains(r#"Last attempt failed: <span lang="en">connection refused</span>"#));
+    } else {
+        panic!("the demo has a policy trusted-registries");
+    }
     assert!(html.contains(
         r#"<td><code>app</code></td><td><a href="/boundaries/shop/resources/app/legacy-reports/edit">legacy-reports</a></td><td>large</td><td><a href="/boundaries/shop/policies/size-limits/edit">size-limits</a></td>"#
     ));

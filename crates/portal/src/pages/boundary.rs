@@ -104,6 +104,8 @@ pub struct PolicyRow {
     pub name: String,
     /// `None` when the stored spec cannot be decoded.
     pub spec: Option<PolicySpec>,
+    /// Install status per attached cluster in scope, as the API shows it.
+    pub install: Vec<palisade_server::routes::policies::ClusterStatus>,
 }
 
 /// Everything the boundary page shows, read once; rendering does no I/O.
@@ -155,11 +157,17 @@ pub async fn load_boundary_page(
         .list_policies(boundary)
         .await
         .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    let mut statuses =
+        palisade_server::routes::policies::statuses(state, boundary, &records).await?;
     let policies = records
         .iter()
         .map(|r| PolicyRow {
             name: r.name.clone(),
             spec: serde_json::from_str(&r.spec_json).ok(),
+            install: statuses
+                .remove(&r.name)
+                .map(|s| s.clusters)
+                .unwrap_or_default(),
         })
         .collect();
     let page = state
@@ -331,7 +339,15 @@ fn clusters_section(ctx: &Ctx, clusters: &[ClusterRecord]) -> Markup {
                             tr data-cluster=(c.name) {
                                 th scope="row" { (c.name) }
                                 td { (c.kubernetes_version.as_deref().unwrap_or(ctx.t("unknown"))) }
-                                td { (admission_status(ctx, c)) }
+                                td {
+                                    (admission_status(ctx, c))
+                                    @if let Some(error) = &c.last_error {
+                                        br;
+                                        span class="status bad" {
+                                            (ctx.t("Last attempt failed")) ": " span lang="en" { (error) }
+                                        }
+                                    }
+                                }
                             }
                         }
                     }
@@ -405,7 +421,7 @@ fn policies_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
                             }
                             (rule_lines(ctx, spec))
                             @if has_admission_rules(spec) {
-                                (scope_clusters(ctx, data, spec))
+                                (scope_clusters(ctx, data, spec, &policy.install))
                             } @else {
                                 p class="muted" { (ctx.t("Compute plans are enforced by palisade's API: nothing is installed in clusters.")) }
                             }
@@ -417,7 +433,25 @@ fn policies_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
     }
 }
 
-fn scope_clusters(ctx: &Ctx, data: &BoundaryPage, spec: &PolicySpec) -> Markup {
+/// A policy's install status in one cluster (`enforced`, `pending`, `error: ...`), in
+/// English like the API's, marked by kind in text and class.
+fn install_status(status: &str) -> Markup {
+    let class = if status == "enforced" {
+        "status ok"
+    } else if status == "installed" || status == "pending" {
+        "status unknown"
+    } else {
+        "status bad"
+    };
+    html! { span class=(class) lang="en" { (status) } }
+}
+
+fn scope_clusters(
+    ctx: &Ctx,
+    data: &BoundaryPage,
+    spec: &PolicySpec,
+    install: &[palisade_server::routes::policies::ClusterStatus],
+) -> Markup {
     let Some(clusters) = &data.clusters else {
         return html! {};
     };
@@ -444,14 +478,23 @@ fn scope_clusters(ctx: &Ctx, data: &BoundaryPage, spec: &PolicySpec) -> Markup {
             } @else {
                 ul {
                     @for c in &in_scope {
-                        li { strong { (c.name) } ": " (admission_status(ctx, c)) }
+                        li data-install=(c.name) {
+                            strong { (c.name) } ": "
+                            @match install.iter().find(|s| s.cluster == c.name) {
+                                Some(status) => (install_status(&status.status)),
+                                None => (install_status("pending")),
+                            }
+                            @if c.admission_enforced == Some(false) {
+                                " — " (admission_status(ctx, c))
+                            }
+                        }
                     }
                     @for name in &missing {
                         li { strong { (name) } ": " (ctx.t("not attached to this boundary")) }
                     }
                 }
             }
-            p class="muted" { (ctx.t("Installation status per cluster appears here once the reconciler runs; it is not recorded yet.")) }
+            p class="muted" { (ctx.t("enforced: a violating object was denied in a namespace of the boundary; installed: no namespace to confirm it in yet; pending: not yet applied.")) }
         }
     }
 }

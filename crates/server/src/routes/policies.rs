@@ -59,7 +59,7 @@ pub struct PolicyStatus {
     pub clusters: Vec<ClusterStatus>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct ClusterStatus {
     pub cluster: String,
     /// `pending`, `installed` (no namespace of the boundary to confirm it in), `enforced`,
