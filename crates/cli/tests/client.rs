@@ -267,3 +267,110 @@ fn demo_data_has_every_type_and_a_grandfathered_resource() {
         "{table}"
     );
 }
+
+/// The README's local-cluster section: `palisade serve` (with its reconciler) and a real
+/// kube-apiserver; the CLI registers the cluster, makes a namespace, applies a policy, shows
+/// it enforced, and the API server denies a violating Pod with the policy's message.
+#[test]
+fn the_readme_local_cluster_flow_ends_in_a_denied_create() {
+    let plane = palisade_testkit::control_plane::ControlPlane::start("1.37");
+    let server = serve(&[]);
+    let t = Some(server.token.as_str());
+    let run = |args: &[&str]| {
+        let out = palisade(&server.url, t, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    run(&["boundary", "create", "shop"]);
+    let kubeconfig = plane.kubeconfig_path();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    assert_eq!(
+        run(&["cluster", "add", "local", "--kubeconfig", kubeconfig]),
+        "cluster local saved\n"
+    );
+    assert_eq!(
+        run(&["cluster", "attach", "shop", "local"]),
+        "cluster local attached to boundary shop\n"
+    );
+    let namespace = palisade_testkit::control_plane::unique_name("web");
+    let target = format!("shop/{namespace}");
+    assert_eq!(
+        run(&["namespace", "create", &target, "--cluster", "local"]),
+        format!("namespace {target} created in cluster local\n")
+    );
+    // Another boundary cannot adopt it: one line, exit 1.
+    run(&["boundary", "create", "other"]);
+    run(&["cluster", "attach", "other", "local"]);
+    let out = palisade(
+        &server.url,
+        t,
+        &[
+            "namespace",
+            "adopt",
+            &format!("other/{namespace}"),
+            "--cluster",
+            "local",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: namespace '{namespace}' in cluster 'local' belongs to boundary 'shop' [conflict]\n"
+        )
+    );
+    let policy = write(
+        &server.dir,
+        "trusted.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: trusted, boundary: shop}\nspec:\n  rules:\n    - allowedRegistries: {registries: [ghcr.io/acme]}\n    - disallowLatestTag: {}\n",
+    );
+    assert_eq!(
+        run(&["apply", "-f", policy.to_str().unwrap()]),
+        "boundarypolicy shop/trusted created\n"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let table = run(&["get", "policies", "shop"]);
+        if table.contains("local: enforced") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never enforced:\n{table}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let clusters = run(&["get", "clusters"]);
+    assert!(
+        clusters.contains("local   v1.37.2      enforced          -"),
+        "{clusters}"
+    );
+
+    // The API server itself refuses the Pod, with the policy's message.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let answer = runtime.block_on(async {
+        let client = plane.client().await;
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(client, &namespace);
+        let pod = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+            "spec": {"containers": [{"name": "web", "image": "nginx:latest"}]},
+        }))
+        .unwrap();
+        pods.create(&kube::api::PostParams::default(), &pod).await
+    });
+    match answer {
+        Err(kube::Error::Api(status)) => assert_eq!(
+            status.message,
+            "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'trusted.shop.palisade.dev' \
+             with binding 'trusted.shop.palisade.dev' denied request: Policy 'trusted' \
+             (AllowedRegistries) denied image nginx:latest: it is not under ghcr.io/acme."
+        ),
+        other => panic!("expected a denial, got {other:?}"),
+    }
+    assert_eq!(
+        run(&["delete", "namespace", &target, "--cluster", "local"]),
+        format!("namespace {target} in cluster local deleted\n")
+    );
+    assert_eq!(
+        run(&["delete", "cluster", "local"]),
+        "cluster local deleted\n"
+    );
+}

@@ -76,13 +76,28 @@ pub const ACTIVATION_GRACE: Duration = Duration::from_secs(30);
 /// How soon a pass follows one that left policies unconfirmed.
 const RECHECK: Duration = Duration::from_millis(250);
 
+/// The longest reason a status keeps; longer ones (an evaluation error quotes the whole CEL
+/// expression, tens of KB) are cut at a character boundary and end with `…`.
+pub const MAX_REASON_BYTES: usize = 1024;
+
+fn short(reason: &str) -> String {
+    if reason.len() <= MAX_REASON_BYTES {
+        return reason.to_owned();
+    }
+    let mut end = MAX_REASON_BYTES;
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &reason[..end])
+}
+
 /// A status line of SPEC 3.4.
 pub fn status_error(reason: &str) -> String {
-    format!("error: {reason}")
+    format!("error: {}", short(reason))
 }
 
 pub fn status_not_enforced(reason: &str) -> String {
-    format!("not enforced: {reason}")
+    format!("not enforced: {}", short(reason))
 }
 
 pub const STATUS_INSTALLED: &str = "installed";
@@ -639,4 +654,18 @@ pub fn decode(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, String
         .validate(name, catalog)
         .map_err(|e| unreadable(e.to_string()))?;
     Ok(policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_reasons_are_cut_at_a_character_boundary() {
+        assert_eq!(status_error("unreachable"), "error: unreachable");
+        let long = "é".repeat(MAX_REASON_BYTES);
+        let status = status_not_enforced(&long);
+        assert!(status.ends_with('…'));
+        assert!(status.len() <= "not enforced: ".len() + MAX_REASON_BYTES + '…'.len_utf8());
+    }
 }
