@@ -31,7 +31,7 @@ use crate::probe::{
     parse_minor, too_old, Admission, ClusterProbe, EnforcementProbe, ADMITTED_VIOLATING,
     NOT_SERVED, NOT_WARNED, PROBE_REFUSED,
 };
-use crate::violating::violating_pod;
+use crate::violating::violating_pod_among;
 use crate::{ReconcileError, Result};
 
 const ADMISSION_GROUP_VERSION: &str = "admissionregistration.k8s.io/v1";
@@ -494,8 +494,23 @@ impl ClusterClient {
         policy: &Policy,
         namespace: &str,
     ) -> Result<EnforcementProbe> {
+        self.probe_enforcement_among(installation, boundary, policy, &[], namespace)
+            .await
+    }
+
+    /// [`Self::probe_enforcement`] with a probe Pod that also complies with `others` (the
+    /// boundary's other policies in this cluster) where possible, so that their denials do
+    /// not hide this policy's.
+    pub async fn probe_enforcement_among(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+        others: &[Policy],
+        namespace: &str,
+    ) -> Result<EnforcementProbe> {
         check_installation(installation)?;
-        let (pod, message) = violating_pod(policy)
+        let (pod, message) = violating_pod_among(policy, others)
             .ok_or_else(|| ReconcileError::NoAdmissionRules(policy.name().to_string()))?;
         let name = object_name(boundary, policy.name());
         let installed = self

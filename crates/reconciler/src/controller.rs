@@ -439,13 +439,22 @@ impl Controller {
                 .map(|n| n.name.clone());
             let mut keep = Vec::new();
             let mut statuses = Vec::new();
+            let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
+                .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
+                .collect();
             for (record, decoded) in wanted(boundary, &cluster_name) {
                 let status = match decoded {
                     Err(reason) => status_error(reason),
                     Ok(policy) => {
                         keep.push(policy.name().clone());
                         let status = self
-                            .install(&client, &boundary.name, policy, probe_namespace.as_deref())
+                            .install(
+                                &client,
+                                &boundary.name,
+                                policy,
+                                &in_cluster,
+                                probe_namespace.as_deref(),
+                            )
                             .await;
                         let key = (
                             cluster.name.clone(),
@@ -525,6 +534,7 @@ impl Controller {
         client: &ClusterClient,
         boundary: &Name,
         policy: &Policy,
+        others: &[Policy],
         probe_namespace: Option<&str>,
     ) -> String {
         if let Err(error) = client
@@ -537,7 +547,7 @@ impl Controller {
             return STATUS_INSTALLED.to_owned();
         };
         match client
-            .probe_enforcement(&self.installation, boundary, policy, namespace)
+            .probe_enforcement_among(&self.installation, boundary, policy, others, namespace)
             .await
         {
             Ok(EnforcementProbe::Enforced) => STATUS_ENFORCED.to_owned(),

@@ -75,6 +75,81 @@ pub fn violating_pod(policy: &Policy) -> Option<(Value, String)> {
     Some((pod, denial.message))
 }
 
+/// Like [`violating_pod`], but the Pod also complies with `others` (the other enforce-mode
+/// policies of the boundary in the same cluster) where that is possible, so that the API
+/// server's one reported denial is this policy's and the probe is conclusive. Falls back to
+/// [`violating_pod`] when no such Pod exists (e.g. another policy requires the very label
+/// this one is probed with).
+pub fn violating_pod_among(policy: &Policy, others: &[Policy]) -> Option<(Value, String)> {
+    let plain = violating_pod(policy)?;
+    let others: Vec<&Policy> = others
+        .iter()
+        .filter(|o| o.name() != policy.name() && o.mode() == palisade_policy::Mode::Enforce)
+        .collect();
+    if others.is_empty() {
+        return Some(plain);
+    }
+    let first = policy.rules().iter().find(|r| r.kind().is_admission())?;
+    // Labels every other policy requires (this policy's own are in the plain Pod already).
+    let mut labels = plain.0["metadata"]["labels"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for other in &others {
+        for rule in other.rules() {
+            if let Rule::RequiredLabels(requirements) = rule {
+                for requirement in requirements {
+                    let value = requirement
+                        .value()
+                        .map_or("palisade-probe", |v| v.as_str())
+                        .to_owned();
+                    labels
+                        .entry(requirement.key().as_str().to_owned())
+                        .or_insert(Value::String(value));
+                }
+            }
+        }
+    }
+    if let Rule::RequiredLabels(requirements) = first {
+        labels.remove(requirements.first()?.key().as_str());
+    }
+    // Repositories under some allowed prefix of any policy involved, then the probe hosts.
+    let mut repositories: Vec<String> = std::iter::once(policy)
+        .chain(others.iter().copied())
+        .flat_map(|p| p.rules().iter())
+        .filter_map(|r| match r {
+            Rule::AllowedRegistries(prefixes) => Some(prefixes),
+            _ => None,
+        })
+        .flatten()
+        .map(|prefix| format!("{}/{IMAGE_NAME}", prefix.as_str()))
+        .collect();
+    repositories.extend(PROBE_HOSTS.iter().map(|h| format!("{h}/{IMAGE_NAME}")));
+    let tag = if matches!(first, Rule::DisallowLatestTag) {
+        "latest"
+    } else {
+        "1"
+    };
+    for repository in repositories {
+        let pod = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"generateName": PROBE_GENERATE_NAME, "labels": labels},
+            "spec": {"containers": [{"name": "probe", "image": format!("{repository}:{tag}")}]},
+        });
+        let Ok(object) = AdmissionObject::from_json(&pod) else {
+            continue;
+        };
+        let Some(denial) = first_violation(policy, &object) else {
+            continue;
+        };
+        if others.iter().all(|o| first_violation(o, &object).is_none()) {
+            return Some((pod, denial.message));
+        }
+    }
+    Some(plain)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +167,45 @@ mod tests {
 
     fn prefix(text: &str) -> RegistryPrefix {
         RegistryPrefix::parse(text).map(|(p, _)| p).unwrap()
+    }
+
+    fn named(name: &str, rules: Vec<Rule>) -> Policy {
+        Policy::new(
+            Name::parse(name).unwrap(),
+            Mode::Enforce,
+            Scope::AllClusters,
+            rules,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_probe_complies_with_the_boundary_s_other_policies_when_it_can() {
+        let team = Rule::RequiredLabels(vec![LabelRequirement::new(
+            LabelKey::parse("team").unwrap(),
+            None,
+        )]);
+        let registries = Rule::AllowedRegistries(vec![prefix("ghcr.io/acme")]);
+        let latest = named("no-latest", vec![Rule::DisallowLatestTag]);
+        let labels = named("team-label", vec![team.clone()]);
+        let trusted = named("trusted", vec![registries.clone()]);
+        let all = [latest.clone(), labels.clone(), trusted.clone()];
+        for policy in &all {
+            let (pod, message) = violating_pod_among(policy, &all).unwrap();
+            let object = AdmissionObject::from_json(&pod).unwrap();
+            for other in &all {
+                let denial = first_violation(other, &object).map(|d| d.message);
+                if other.name() == policy.name() {
+                    assert_eq!(denial.as_deref(), Some(message.as_str()));
+                } else {
+                    assert_eq!(denial, None, "{} also denies {pod}", other.name());
+                }
+            }
+        }
+        // Impossible: another policy requires the label this one is probed without.
+        let same = named("team-too", vec![team]);
+        let (pod, _) = violating_pod_among(&labels, &[same]).unwrap();
+        assert_eq!(pod, violating_pod(&labels).unwrap().0);
     }
 
     #[test]

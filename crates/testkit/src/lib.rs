@@ -7,4 +7,5 @@ pub mod cel_eval;
 #[cfg(feature = "control-plane")]
 pub mod control_plane;
 pub mod corpus;
+pub mod generated;
 pub mod postgres;

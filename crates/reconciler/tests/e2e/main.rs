@@ -15,6 +15,7 @@
 mod support;
 
 mod corpus;
+mod generated;
 mod guard;
 mod lifecycle;
 mod probe;

@@ -329,6 +329,54 @@ async fn serve_installs_enforces_and_reports(version: &str) {
         put_at.elapsed()
     );
 
+    // A policy scoped to another cluster is not installed here, and its object is admitted.
+    stack
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/elsewhere"),
+            Some(json!({"scope": {"clusters": ["c2"]}, "rules": [{"disallowLatestTag": {}}]})),
+        )
+        .await;
+    stack
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/sync"),
+            Some(
+                json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io", "docker.io"]}}]}),
+            ),
+        )
+        .await;
+    // Its probe complies with team-label, so team-label's denial does not hide its own.
+    assert_eq!(
+        stack
+            .wait_status(&boundary, "sync", "c1", |s| s != "pending")
+            .await,
+        "enforced"
+    );
+    let elsewhere = stack
+        .ok(
+            "GET",
+            &format!("/v1/boundaries/{boundary}/policies/elsewhere"),
+            None,
+        )
+        .await;
+    assert_eq!(elsewhere["status"], json!({"clusters": []}));
+    assert!(!vap_exists(plane, &format!("elsewhere.{boundary}.palisade.dev")).await);
+    let mut latest = unlabelled_pod("latest");
+    latest.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+    latest.spec.as_mut().unwrap().containers[0].image =
+        Some("docker.io/library/nginx:latest".into());
+    pods.create(&PostParams::default(), &latest)
+        .await
+        .expect("admitted: the latest-tag policy is scoped to another cluster");
+    stack
+        .ok(
+            "DELETE",
+            &format!("/v1/boundaries/{boundary}/policies/sync"),
+            None,
+        )
+        .await;
+
     // A plan-only policy is never installed: no cluster entries.
     let plans = stack
         .ok(
