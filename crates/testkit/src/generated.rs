@@ -4,7 +4,10 @@
 //! images have registry ports, digests with and without tags, several `:` and `/`, upper case,
 //! empty segments and odd characters, and whose label maps hit and miss required labels.
 
-#![allow(clippy::panic, reason = "fixed test inputs: a bad one fails the test that uses it")]
+#![allow(
+    clippy::panic,
+    reason = "fixed test inputs: a bad one fails the test that uses it"
+)]
 
 use std::collections::BTreeMap;
 
