@@ -137,6 +137,16 @@ impl Stack {
         .await;
     }
 
+    /// Saves a policy's spec through the API; the answer (with `status`).
+    pub async fn put_policy(&self, boundary: &str, policy: &str, spec: Value) -> Value {
+        self.ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/policies/{policy}"),
+            Some(spec),
+        )
+        .await
+    }
+
     /// The status of `policy` in `cluster`, as the API shows it.
     pub async fn policy_status(
         &self,
@@ -293,10 +303,10 @@ async fn serve_installs_enforces_and_reports(version: &str) {
     // A policy saved through the API: pending, then enforced, then a real create is denied.
     let put_at = Instant::now();
     let saved = stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/team-label"),
-            Some(json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]})),
+        .put_policy(
+            &boundary,
+            "team-label",
+            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
         )
         .await;
     assert!(
@@ -331,10 +341,10 @@ async fn serve_installs_enforces_and_reports(version: &str) {
 
     // A policy scoped to another cluster is not installed here, and its object is admitted.
     stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/elsewhere"),
-            Some(json!({"scope": {"clusters": ["c2"]}, "rules": [{"disallowLatestTag": {}}]})),
+        .put_policy(
+            &boundary,
+            "elsewhere",
+            json!({"scope": {"clusters": ["c2"]}, "rules": [{"disallowLatestTag": {}}]}),
         )
         .await;
     stack
@@ -379,10 +389,10 @@ async fn serve_installs_enforces_and_reports(version: &str) {
 
     // A plan-only policy is never installed: no cluster entries.
     let plans = stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/sizes"),
-            Some(json!({"rules": [{"allowedComputePlans": {"plans": ["small"]}}]})),
+        .put_policy(
+            &boundary,
+            "sizes",
+            json!({"rules": [{"allowedComputePlans": {"plans": ["small"]}}]}),
         )
         .await;
     assert_eq!(plans["status"], json!({"clusters": []}));
@@ -443,10 +453,10 @@ async fn serve_installs_enforces_and_reports(version: &str) {
 
     // Deleting the cluster removes the guard and every object of this installation.
     stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
-            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        .put_policy(
+            &boundary,
+            "no-latest",
+            json!({"rules": [{"disallowLatestTag": {}}]}),
         )
         .await;
     stack
@@ -488,10 +498,10 @@ async fn unreachable_cluster_is_reported_and_others_are_unaffected() {
         .join("\n");
     stack.add_cluster("dead", &dead, &boundary).await;
     stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
-            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        .put_policy(
+            &boundary,
+            "no-latest",
+            json!({"rules": [{"disallowLatestTag": {}}]}),
         )
         .await;
     let good = stack
@@ -554,10 +564,10 @@ async fn replicas_on_postgres_share_one_reconciler() {
         )
         .await;
     first
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
-            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        .put_policy(
+            &boundary,
+            "no-latest",
+            json!({"rules": [{"disallowLatestTag": {}}]}),
         )
         .await;
     // The first replica's reconciler is active.
@@ -581,10 +591,10 @@ async fn replicas_on_postgres_share_one_reconciler() {
 
     // Saved through the standby's API, installed by the active replica.
     second
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/team-label"),
-            Some(json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]})),
+        .put_policy(
+            &boundary,
+            "team-label",
+            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
         )
         .await;
     assert_eq!(
@@ -597,10 +607,10 @@ async fn replicas_on_postgres_share_one_reconciler() {
     // The active replica goes; the standby takes over and installs the next change.
     drop(first);
     second
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/team-label"),
-            Some(json!({"rules": [{"requiredLabels": {"labels": [{"key": "owner"}]}}]})),
+        .put_policy(
+            &boundary,
+            "team-label",
+            json!({"rules": [{"requiredLabels": {"labels": [{"key": "owner"}]}}]}),
         )
         .await;
     assert_eq!(

@@ -102,6 +102,14 @@ pub struct DeleteParams {
     pub force: Option<bool>,
 }
 
+/// The cluster's record; 404 naming it when it is unknown.
+async fn find_cluster(state: &AppState, name: &str) -> ApiResult<ClusterRecord> {
+    state.store.get_cluster(name).await.map_err(|e| match e {
+        StoreError::NotFound => cluster_not_found(name),
+        other => ApiError::from_store(other, "cluster"),
+    })
+}
+
 fn cluster_not_found(name: &str) -> ApiError {
     ApiError::NotFound(format!("cluster '{name}' not found"))
 }
@@ -168,14 +176,7 @@ pub async fn get_one(
     Path(cluster): Path<String>,
 ) -> ApiResult<Json<ClusterView>> {
     caller.require_admin()?;
-    let record = state
-        .store
-        .get_cluster(&cluster)
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => cluster_not_found(&cluster),
-            other => ApiError::from_store(other, "cluster"),
-        })?;
+    let record = find_cluster(&state, &cluster).await?;
     Ok(Json(view(record)))
 }
 
@@ -196,14 +197,7 @@ pub async fn delete(
     super::Query(params): super::Query<DeleteParams>,
 ) -> ApiResult<StatusCode> {
     caller.require_admin()?;
-    let record = state
-        .store
-        .get_cluster(&cluster)
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => cluster_not_found(&cluster),
-            other => ApiError::from_store(other, "cluster"),
-        })?;
+    let record = find_cluster(&state, &cluster).await?;
     let installation = installation(&state).await?;
     let removed = async {
         let client = connect(&state, &record).await.map_err(|e| e.to_string())?;

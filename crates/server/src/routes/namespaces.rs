@@ -61,6 +61,14 @@ fn namespace_not_found(boundary: &str, cluster: &str, namespace: &str) -> ApiErr
     ))
 }
 
+/// A store failure on one namespace: `NotFound` names it.
+fn namespace_error(error: StoreError, boundary: &str, cluster: &str, namespace: &str) -> ApiError {
+    match error {
+        StoreError::NotFound => namespace_not_found(boundary, cluster, namespace),
+        other => ApiError::from_store(other, "namespace"),
+    }
+}
+
 /// The attached cluster's record (404 when the cluster is not attached to the boundary).
 async fn attached_cluster(
     state: &AppState,
@@ -185,10 +193,7 @@ pub async fn get_one(
         .store
         .get_namespace(&boundary, &cluster, &namespace)
         .await
-        .map_err(|e| match e {
-            StoreError::NotFound => namespace_not_found(&boundary, &cluster, &namespace),
-            other => ApiError::from_store(other, "namespace"),
-        })?;
+        .map_err(|e| namespace_error(e, &boundary, &cluster, &namespace))?;
     Ok(Json(view(record, None)))
 }
 
@@ -231,10 +236,7 @@ pub async fn delete(
         .store
         .get_namespace(&boundary, &cluster, &namespace)
         .await
-        .map_err(|e| match e {
-            StoreError::NotFound => namespace_not_found(&boundary, &cluster, &namespace),
-            other => ApiError::from_store(other, "namespace"),
-        })?;
+        .map_err(|e| namespace_error(e, &boundary, &cluster, &namespace))?;
     let record = state
         .store
         .get_cluster(&cluster)
@@ -256,9 +258,6 @@ pub async fn delete(
         .store
         .delete_namespace(&boundary, &cluster, &namespace)
         .await
-        .map_err(|e| match e {
-            StoreError::NotFound => namespace_not_found(&boundary, &cluster, &namespace),
-            other => ApiError::from_store(other, "namespace"),
-        })?;
+        .map_err(|e| namespace_error(e, &boundary, &cluster, &namespace))?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -137,12 +137,7 @@ pub async fn view_with_status(
     record: PolicyRecord,
     warnings: Option<Vec<String>>,
 ) -> ApiResult<PolicyView> {
-    let mut statuses = statuses(
-        state,
-        &record.boundary.clone(),
-        std::slice::from_ref(&record),
-    )
-    .await?;
+    let mut statuses = statuses(state, &record.boundary, std::slice::from_ref(&record)).await?;
     let status = statuses.remove(&record.name).unwrap_or_default();
     let mut view = view(record, warnings);
     view.status = status;
