@@ -151,12 +151,46 @@ impl PolicyDocument {
         let name = Name::parse(&self.metadata.name).map_err(|e| error("/metadata/name", e))?;
         let boundary =
             Name::parse(&self.metadata.boundary).map_err(|e| error("/metadata/boundary", e))?;
+        self.metadata.validate()?;
         let (policy, warnings) = self.spec.validate_at("/spec", name, catalog)?;
         Ok(ValidPolicy {
             boundary,
             policy,
             warnings,
         })
+    }
+}
+
+/// The most bytes of annotation keys and values together, as Kubernetes allows.
+pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+
+impl PolicyMetadata {
+    /// Labels and annotations are kept for GitOps tools, so they follow Kubernetes' rules:
+    /// label keys and values the label syntax, annotation keys the same qualified-name syntax,
+    /// annotation values any string, at most 256 KiB of annotations in all.
+    fn validate(&self) -> Result<(), DocumentError> {
+        for (key, value) in &self.labels {
+            let at = format!("/metadata/labels/{}", crate::pointer::escape(key));
+            LabelKey::parse(key).map_err(|e| error(&at, e))?;
+            LabelValue::parse(value).map_err(|e| error(&at, e))?;
+        }
+        for key in self.annotations.keys() {
+            let at = format!("/metadata/annotations/{}", crate::pointer::escape(key));
+            LabelKey::parse(key)
+                .map_err(|e| error(at, e.to_string().replacen("label key", "annotation key", 1)))?;
+        }
+        let size: usize = self
+            .annotations
+            .iter()
+            .map(|(key, value)| key.len() + value.len())
+            .sum();
+        if size > MAX_ANNOTATIONS_BYTES {
+            return Err(error(
+                "/metadata/annotations",
+                format!("must be at most {MAX_ANNOTATIONS_BYTES} bytes of keys and values in all, got {size}"),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -7,6 +7,7 @@ pub mod document;
 pub mod error;
 pub mod pointer;
 pub mod resource;
+pub mod source;
 pub mod yaml;
 
 pub use document::{DocumentError, PolicyDocument, PolicySpec, ValidPolicy};

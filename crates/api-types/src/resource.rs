@@ -4,12 +4,14 @@
 use std::collections::BTreeMap;
 
 use palisade_policy::compute_plan::Plans;
+use palisade_policy::image_ref::ImageRef;
 use palisade_policy::label::{LabelKey, LabelValue};
 use palisade_policy::{Catalog, Name, PlanName, ResourceType};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::document::DocumentError;
+use crate::source::validate_source;
 
 /// A validated resource body, as stored and returned (without server-added fields).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -183,12 +185,12 @@ impl Resource {
             }
             resource.plan = Some(plan);
         }
-        for key in ["image", "source"] {
-            if let Some(text) = object.get(key).and_then(Value::as_str) {
-                if text.trim().is_empty() {
-                    return Err(error(format!("/{key}"), "must not be empty"));
-                }
-            }
+        // Checked before anything pulls or builds from them.
+        if let Some(image) = &resource.image {
+            ImageRef::parse(image).map_err(|e| error("/image", e))?;
+        }
+        if let Some(source) = &resource.source {
+            validate_source(source).map_err(|e| error("/source", e))?;
         }
         if matches!(ty, ResourceType::App | ResourceType::Function)
             && resource.image.is_some() == resource.source.is_some()
@@ -303,9 +305,7 @@ fn components(
                 &component.plan,
             )?;
         }
-        if component.image.trim().is_empty() {
-            return Err(error(format!("{at}/image"), "must not be empty"));
-        }
+        ImageRef::parse(&component.image).map_err(|e| error(format!("{at}/image"), e))?;
         out.push(component);
     }
     Ok(out)

@@ -60,6 +60,21 @@ pub fn documents<T: DeserializeOwned>(text: &str) -> Vec<(usize, Result<T, YamlE
         match value {
             Ok(serde_yaml_ng::Value::Null) => continue,
             Ok(value) => {
+                if let Some((pointer, tag)) = custom_tag(&value, String::new()) {
+                    out.push((
+                        index,
+                        Err(YamlError {
+                            line: None,
+                            column: None,
+                            pointer: Some(pointer),
+                            message: format!(
+                                "custom YAML tags are not accepted (found {})",
+                                shown_tag(&tag)
+                            ),
+                        }),
+                    ));
+                    continue;
+                }
                 let mut track = serde_path_to_error::Track::new();
                 let typed =
                     T::deserialize(serde_path_to_error::Deserializer::new(value, &mut track))
@@ -82,4 +97,49 @@ pub fn documents<T: DeserializeOwned>(text: &str) -> Vec<(usize, Result<T, YamlE
         }
     }
     out
+}
+
+/// The first node (depth first, in document order) that carries a tag the reader did not
+/// resolve itself: the core schema's `!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!map`
+/// and `!!seq` are resolved while reading, so what is left as `Value::Tagged` is a local
+/// (`!name`) or non-specific (`!`) tag. Its JSON Pointer and the tag as written.
+fn custom_tag(value: &serde_yaml_ng::Value, pointer: String) -> Option<(String, String)> {
+    use serde_yaml_ng::Value;
+    match value {
+        Value::Tagged(tagged) => Some((pointer, tagged.tag.to_string())),
+        Value::Sequence(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| custom_tag(item, format!("{pointer}/{i}"))),
+        Value::Mapping(map) => map.iter().find_map(|(key, item)| {
+            if let Value::Tagged(tagged) = key {
+                return Some((pointer.clone(), tagged.tag.to_string()));
+            }
+            let segment = match key {
+                Value::String(text) => crate::pointer::escape(text),
+                Value::Number(number) => number.to_string(),
+                Value::Bool(flag) => flag.to_string(),
+                Value::Null => "null".to_owned(),
+                _ => "?".to_owned(),
+            };
+            custom_tag(key, pointer.clone())
+                .or_else(|| custom_tag(item, format!("{pointer}/{segment}")))
+        }),
+        _ => None,
+    }
+}
+
+/// A tag for a message: the non-specific tag `!` as written, control characters escaped, at
+/// most 64 characters.
+fn shown_tag(tag: &str) -> String {
+    let tag = if tag == "!!" { "!" } else { tag };
+    let mut shown: String = tag
+        .chars()
+        .take(64)
+        .flat_map(char::escape_default)
+        .collect();
+    if tag.chars().count() > 64 {
+        shown.push_str("...");
+    }
+    shown
 }

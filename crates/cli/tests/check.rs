@@ -366,3 +366,112 @@ fn check_plan_prints_the_422_message() {
     let out = palisade(&["check", "-p", "size.yaml", "./plan"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+const TEAM_POLICY: &str = "apiVersion: palisade.dev/v1
+kind: BoundaryPolicy
+metadata: {name: owner-label, boundary: shop}
+spec:
+  rules:
+    - requiredLabels: {labels: [{key: team}]}
+";
+
+fn job(own_labels: &str) -> String {
+    format!(
+        "apiVersion: batch/v1
+kind: Job
+metadata: {{name: migrate{own_labels}}}
+spec:
+  template:
+    metadata: {{labels: {{team: web}}}}
+    spec:
+      restartPolicy: Never
+      containers: [{{name: a, image: 'ghcr.io/acme/migrate:1.0'}}]
+"
+    )
+}
+
+/// The API server defaults a Job's empty labels from its pod template before admission
+/// (SPEC 4.2), so `check` gives the cluster's verdict.
+#[test]
+fn a_job_without_labels_of_its_own_is_judged_with_its_templates() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "policy.yaml", TEAM_POLICY);
+    for own in ["", ", labels: {}", ", labels: null"] {
+        write(dir.path(), "job.yaml", &job(own));
+        let out = palisade(&["check", "-p", "policy.yaml", "job.yaml"], dir.path());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{own}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+    write(dir.path(), "job.yaml", &job(", labels: {app: migrate}"));
+    let out = palisade(&["check", "-p", "policy.yaml", "job.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "job.yaml:0 Job/migrate: Policy 'owner-label' (RequiredLabels) requires the label team.\n"
+    );
+    // A Deployment is not defaulted: it needs the label on itself.
+    write(
+        dir.path(),
+        "deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {team: web}}\n  template:\n    metadata: {labels: {team: web}}\n    spec: {containers: [{name: a, image: 'ghcr.io/acme/web:1.4'}]}\n",
+    );
+    let out = palisade(
+        &["check", "-p", "policy.yaml", "deployment.yaml"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+}
+
+#[test]
+fn custom_yaml_tags_and_bad_metadata_are_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: 'x:1'}]}\n");
+    write(
+        dir.path(),
+        "tagged.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: p, boundary: shop}\nspec: !evil {rules: [{disallowLatestTag: {}}]}\n",
+    );
+    let out = palisade(&["check", "-p", "tagged.yaml", "pod.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("tagged.yaml:0: /spec: custom YAML tags are not accepted (found !evil)"),
+        "{}",
+        text(&out.stderr)
+    );
+    write(
+        dir.path(),
+        "labels.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: p, boundary: shop, labels: {'a b': c}}\nspec: {rules: [{disallowLatestTag: {}}]}\n",
+    );
+    let out = palisade(&["check", "-p", "labels.yaml", "pod.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("labels.yaml:0: /metadata/labels/a b: "),
+        "{}",
+        text(&out.stderr)
+    );
+    // A manifest with a custom tag cannot be judged as the cluster would: bad input too.
+    write(dir.path(), "policy.yaml", POLICY);
+    write(
+        dir.path(),
+        "tagged-pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: !pod {containers: [{name: a, image: nginx}]}\n",
+    );
+    let out = palisade(
+        &["check", "-p", "policy.yaml", "tagged-pod.yaml"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr)
+            .contains("tagged-pod.yaml:0: /spec: custom YAML tags are not accepted (found !pod)"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -117,8 +117,11 @@ impl AdmissionObject {
             object.pointer("/metadata/deletionTimestamp"),
             None | Some(Value::Null)
         );
+        // The labels admission sees: the API server defaults some kinds first (SPEC 4.2).
+        let source = crate::defaulting::label_source(object);
+        let labels_pointer = source.pointer;
         let mut labels = BTreeMap::new();
-        match object.pointer("/metadata/labels") {
+        match object.pointer(labels_pointer) {
             None | Some(Value::Null) => {}
             Some(Value::Object(map)) => {
                 for (key, value) in map {
@@ -128,14 +131,17 @@ impl AdmissionObject {
                         }
                         _ => {
                             return Err(object_error(
-                                format!("/metadata/labels/{}", escape_pointer(key)),
+                                format!("{labels_pointer}/{}", escape_pointer(key)),
                                 "label values must be strings (quote them in YAML)",
                             ))
                         }
                     }
                 }
             }
-            Some(_) => return Err(object_error("/metadata/labels", "must be a mapping")),
+            Some(_) => return Err(object_error(labels_pointer, "must be a mapping")),
+        }
+        for (key, value) in source.generated {
+            labels.entry(key.to_owned()).or_insert(value);
         }
         let mut images = Vec::new();
         if let Some(location) = pod_spec {

@@ -60,6 +60,114 @@ impl<'a> ImageRef<'a> {
     }
 }
 
+/// The longest image reference [`ImageRef::parse`] accepts, in bytes.
+pub const MAX_IMAGE_LEN: usize = 4096;
+/// The longest repository name (registry host and path) of an image reference, in characters.
+pub const MAX_IMAGE_NAME_LEN: usize = 255;
+
+/// Why a text is not an image reference (the grammar of the OCI distribution reference:
+/// `[host[:port]/]path-component(/path-component)*[:tag][@algorithm:hex]`). The messages never
+/// repeat the text itself: it may be huge or hold control characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageRefError {
+    #[error("must not be empty")]
+    Empty,
+    #[error("must be at most 4096 bytes, got {0}")]
+    TooLong(usize),
+    #[error("must not contain white space, control characters, quotes or non-ASCII characters")]
+    BadCharacter,
+    #[error(
+        "is not an image reference: its repository name must be at most 255 characters, got {0}"
+    )]
+    NameTooLong(usize),
+    #[error("is not an image reference: the repository must be lowercase path components (letters, digits, single '.', '_', '__' or '-' separators) joined by '/', optionally after a registry host, e.g. ghcr.io/acme/web:1.4")]
+    BadName,
+    #[error("is not an image reference: the tag must be 1 to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'")]
+    BadTag,
+    #[error("is not an image reference: the digest must be <algorithm>:<at least 32 hexadecimal digits>, e.g. sha256:<64 hex digits>")]
+    BadDigest,
+}
+
+impl<'a> ImageRef<'a> {
+    /// Checks `text` against the image-reference grammar. Admission rules never call this (an
+    /// image in a pod spec is judged as written); platform resources do, before anything pulls
+    /// or builds from their image.
+    pub fn parse(text: &'a str) -> Result<Self, ImageRefError> {
+        if text.is_empty() {
+            return Err(ImageRefError::Empty);
+        }
+        if text.len() > MAX_IMAGE_LEN {
+            return Err(ImageRefError::TooLong(text.len()));
+        }
+        if !text.bytes().all(|b| b.is_ascii_graphic()) || text.contains(['"', '\'', '`', '\\']) {
+            return Err(ImageRefError::BadCharacter);
+        }
+        let (name_and_tag, digest) = match text.split_once('@') {
+            Some((name, digest)) => (name, Some(digest)),
+            None => (text, None),
+        };
+        if let Some(digest) = digest {
+            if !is_digest(digest) {
+                return Err(ImageRefError::BadDigest);
+            }
+        }
+        let last_slash = name_and_tag.rfind('/').map_or(0, |i| i + 1);
+        let (name, tag) = match name_and_tag[last_slash..].rfind(':') {
+            Some(colon) => (
+                &name_and_tag[..last_slash + colon],
+                Some(&name_and_tag[last_slash + colon + 1..]),
+            ),
+            None => (name_and_tag, None),
+        };
+        if let Some(tag) = tag {
+            if !is_tag(tag) {
+                return Err(ImageRefError::BadTag);
+            }
+        }
+        if name.chars().count() > MAX_IMAGE_NAME_LEN {
+            return Err(ImageRefError::NameTooLong(name.chars().count()));
+        }
+        let components: Vec<&str> = name.split('/').collect();
+        let path = match components.split_first() {
+            Some((host, rest)) if !rest.is_empty() && is_registry_host(host) => rest,
+            _ => &components[..],
+        };
+        if path.is_empty() || !path.iter().all(|c| is_path_component(c)) {
+            return Err(ImageRefError::BadName);
+        }
+        Ok(ImageRef(text))
+    }
+}
+
+/// `[\w][\w.-]{0,127}`.
+fn is_tag(tag: &str) -> bool {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = tag.as_bytes();
+    match bytes.split_first() {
+        Some((&first, rest)) => {
+            bytes.len() <= 128
+                && word(first)
+                && rest.iter().all(|&b| word(b) || b == b'.' || b == b'-')
+        }
+        None => false,
+    }
+}
+
+/// `[A-Za-z][A-Za-z0-9]*([+._-][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}`.
+fn is_digest(digest: &str) -> bool {
+    let Some((algorithm, hex)) = digest.split_once(':') else {
+        return false;
+    };
+    let component_ok = |c: &str| {
+        let bytes = c.as_bytes();
+        bytes.first().is_some_and(u8::is_ascii_alphabetic)
+            && bytes.iter().all(u8::is_ascii_alphanumeric)
+    };
+    hex.len() >= 32
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        && algorithm.split(['+', '.', '_', '-']).all(component_ok)
+}
+
 /// The longest registry prefix accepted, in characters.
 pub const MAX_PREFIX_LEN: usize = 255;
 

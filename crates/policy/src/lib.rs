@@ -7,6 +7,7 @@
 pub mod admission;
 pub mod catalog;
 pub mod compute_plan;
+pub mod defaulting;
 pub mod image_ref;
 pub mod label;
 pub mod message;

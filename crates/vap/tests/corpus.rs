@@ -101,8 +101,10 @@ fn rendered_cel_matches_the_corpus() {
             continue; // the API server never sends these kinds to the policy
         }
         let policies = policies_of(&case.name, &case.policies).unwrap();
-        let object = to_cel(&case.object).unwrap();
-        let request = to_cel(&request_for(&case.object, "CREATE", "alice")).unwrap();
+        // An API server defaults the object before admission reads it (SPEC 4.2).
+        let defaulted = palisade_policy::defaulting::apply(&case.object);
+        let object = to_cel(&defaulted).unwrap();
+        let request = to_cel(&request_for(&defaulted, "CREATE", "alice")).unwrap();
         let mut denials = Vec::new();
         let mut warnings = Vec::new();
         for policy in &policies {
