@@ -52,24 +52,48 @@ describe('portal', () => {
   });
 
   test('shows a cluster marked not enforced with its reason', async () => {
+    // The seeder records statuses with the reconciler's own functions
+    // (crates/portal/tests/common/reconciled.rs); these are the texts it writes.
+    const old = 'not enforced: Kubernetes 1.29 is older than 1.30';
+    const noApi =
+      'not enforced: the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy';
+    const refused = 'cannot reach the API server: connection refused';
     const page = await newPage(browser, server);
     await page.goto(`${server.url}/boundaries/shop`);
     const legacy = page.locator('#clusters tr[data-cluster="legacy-1"]');
-    assert.equal(
-      (await legacy.locator('td').nth(1).innerText()).trim(),
-      'not enforced: Kubernetes 1.29 is older than 1.30',
-    );
-    assert.match(await legacy.innerText(), /1\.29\.4/);
+    assert.equal((await legacy.locator('td').nth(1).innerText()).trim(), old);
+    assert.match(await legacy.innerText(), /v1\.29\.4/);
+    const noapi = page.locator('#clusters tr[data-cluster="noapi-1"]');
+    assert.equal((await noapi.locator('td').nth(1).innerText()).trim(), noApi);
     assert.match(await page.locator('#clusters tr[data-cluster="prod-1"]').innerText(), /enforced/);
-    assert.match(await page.locator('#clusters tr[data-cluster="edge-1"]').innerText(), /not checked yet/);
-    // The policy's scope lists its clusters with the install status of each.
-    const trusted = page.locator('#policy-trusted');
-    assert.equal((await trusted.locator('li[data-install="prod-1"]').innerText()).trim(), 'prod-1: enforced');
-    assert.equal((await trusted.locator('li[data-install="edge-1"]').innerText()).trim(), 'edge-1: pending');
-    assert.match(
-      await trusted.locator('li[data-install="legacy-1"]').innerText(),
-      /legacy-1: pending — not enforced: Kubernetes 1\.29 is older than 1\.30/,
-    );
+    const edge = page.locator('#clusters tr[data-cluster="edge-1"]');
+    assert.match(await edge.innerText(), /not checked yet/);
+    assert.match(await edge.innerText(), new RegExp(`Last attempt failed: ${refused}`));
+    // Each policy lists its clusters with the recorded status, shown exactly once.
+    const expected = {
+      trusted: {
+        'prod-1': 'enforced',
+        'staging-1': 'installed',
+        'legacy-1': old,
+        'noapi-1': noApi,
+        'edge-1': `error: ${refused}`,
+      },
+      'owner-label': {
+        'prod-1': 'pending',
+        'staging-1': 'installed',
+        'legacy-1': old,
+        'noapi-1': noApi,
+        'edge-1': `error: ${refused}`,
+      },
+    };
+    for (const [policy, clusters] of Object.entries(expected)) {
+      const section = page.locator(`#policy-${policy}`);
+      for (const [cluster, status] of Object.entries(clusters)) {
+        const line = (await section.locator(`li[data-install="${cluster}"]`).innerText()).trim();
+        assert.equal(line, `${cluster}: ${status}`, `${policy} in ${cluster}`);
+        assert.equal(line.split(status).length - 1, 1, `shown once: ${line}`);
+      }
+    }
     // Grandfathered: the demo's app on 'large' and the policy that now disallows it.
     const grandfathered = page.locator('#grandfathered');
     assert.match(await grandfathered.innerText(), /legacy-reports\s+large\s+size-limits/);

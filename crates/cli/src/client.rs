@@ -195,6 +195,19 @@ pub struct Failure(pub String);
 
 type Outcome = Result<(), Failure>;
 
+/// Why a request did not reach palisade, in words: connection refused, name not resolved,
+/// timed out, TLS verification failed, or an unusable URL.
+fn unreachable_cause(error: &reqwest::Error) -> String {
+    let cause = palisade_reconciler::cause::transport(error);
+    if error.is_builder() {
+        format!("the URL is not valid ({cause})")
+    } else if error.is_timeout() {
+        "timed out".to_owned()
+    } else {
+        cause
+    }
+}
+
 struct Api<'c> {
     client: Client,
     connection: &'c Connection,
@@ -221,13 +234,10 @@ impl<'c> Api<'c> {
     /// Sends a request; returns the JSON body (Null when empty) and the Warning headers.
     fn send(&self, request: RequestBuilder) -> Result<(Value, Vec<String>), Failure> {
         let response = request.send().map_err(|e| {
-            let cause = std::error::Error::source(&e)
-                .and_then(std::error::Error::source)
-                .map(ToString::to_string)
-                .unwrap_or_else(|| e.to_string());
             Failure(format!(
-                "cannot reach palisade at {}: {cause}",
-                self.connection.url
+                "cannot reach palisade at {}: {}",
+                self.connection.url,
+                unreachable_cause(&e)
             ))
         })?;
         let status = response.status();
@@ -404,7 +414,7 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
             print_table(&["NAME", "DISPLAY NAME", "CREATED"], rows);
         }
         Kind::Clusters => {
-            let (body, _) = api.send(api.request(Method::GET, "/v1/clusters"))?;
+            let body = all_pages(&api, "/v1/clusters")?;
             if format != Format::Table {
                 return print_body(format, &body);
             }
@@ -456,10 +466,7 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
             );
         }
         Kind::Namespaces { boundary } => {
-            let (body, _) = api.send(api.request(
-                Method::GET,
-                &format!("/v1/boundaries/{boundary}/namespaces"),
-            ))?;
+            let body = all_pages(&api, &format!("/v1/boundaries/{boundary}/namespaces"))?;
             if format != Format::Table {
                 return print_body(format, &body);
             }
@@ -799,7 +806,7 @@ pub fn token(connection: &Connection, command: &TokenCommand) -> Outcome {
             println!("{}", cell(&answer["secret"]));
         }
         TokenCommand::List => {
-            let (body, _) = api.send(api.request(Method::GET, "/v1/tokens"))?;
+            let body = all_pages(&api, "/v1/tokens")?;
             if connection.output != Format::Table {
                 return print_body(connection.output, &body);
             }

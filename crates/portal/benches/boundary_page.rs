@@ -102,6 +102,7 @@ async fn fixture() -> Fixture {
                     body_json: body.to_string(),
                 },
                 None,
+                None,
             )
             .await
             .unwrap();
@@ -113,6 +114,7 @@ async fn fixture() -> Fixture {
             spec_json: policy_spec(i).to_string(),
             metadata_json: json!({"labels": {}, "annotations": {}}).to_string(),
             if_match: None,
+            create_only: false,
         })
         .collect();
     store.apply_policies(writes, "bench").await.unwrap();

@@ -744,68 +744,108 @@ async fn deleting_a_policy_asks_for_confirmation_first() {
     );
 }
 
+/// The element of `html` that starts at the first `start` after `after`, up to `end`.
+fn element<'h>(html: &'h str, after: &str, start: &str, end: &str) -> &'h str {
+    let from = html.find(after).unwrap_or_else(|| panic!("no {after}"));
+    let begin = from
+        + html[from..]
+            .find(start)
+            .unwrap_or_else(|| panic!("no {start}"));
+    let stop = begin + html[begin..].find(end).unwrap();
+    &html[begin..stop + end.len()]
+}
+
+/// The text of an HTML fragment (tags dropped).
+fn text_of(fragment: &str) -> String {
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in fragment.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
 #[tokio::test]
 async fn the_boundary_page_shows_cluster_status_and_grandfathered_resources() {
     let portal = Portal::demo().await;
     let store = portal.state.store.clone();
-    for (name, version, enforced, reason) in [
-        ("prod-1", Some("1.31.2"), Some(true), None),
-        (
-            "legacy-1",
-            Some("1.29.4"),
-            Some(false),
-            Some("Kubernetes 1.29 is older than 1.30"),
-        ),
-        ("edge-1", None, None, None),
-    ] {
-        store.put_cluster(name, b"sealed").await.unwrap();
-        store
-            .set_cluster_status(name, version, enforced, reason)
-            .await
-            .unwrap();
-        store.attach_cluster("shop", name).await.unwrap();
-    }
+    // Statuses exactly as the reconciler writes them (its own functions make them).
+    common::reconciled::seed(store.as_ref(), b"sealed")
+        .await
+        .unwrap();
     let browser = portal.sign_in(&portal.admin).await;
     let html = portal.get("/boundaries/shop", &browser).await.text();
     assert!(html.contains(
-        r#"<tr data-cluster="legacy-1"><th scope="row">legacy-1</th><td>1.29.4</td><td><span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></td></tr>"#
+        r#"<tr data-cluster="legacy-1"><th scope="row">legacy-1</th><td>v1.29.4</td><td><span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></td></tr>"#
     ), "{html}");
-    assert!(html.contains(r#"<span class="status ok" lang="en">enforced</span>"#));
+    assert!(html.contains(
+        r#"<tr data-cluster="noapi-1"><th scope="row">noapi-1</th><td>v1.37.2</td><td><span class="status bad" lang="en">not enforced: the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy</span></td></tr>"#
+    ), "{html}");
+    assert!(html.contains(
+        r#"<tr data-cluster="prod-1"><th scope="row">prod-1</th><td>v1.31.2</td><td><span class="status ok" lang="en">enforced</span></td></tr>"#
+    ), "{html}");
     assert!(html.contains(r#"<span lang="en">not checked yet</span>"#));
-    // Install status per policy and cluster: recorded by the reconciler, else pending.
-    let etag = store.get_policy("shop", "trusted").await.map(|p| p.etag);
-    if let Ok(etag) = etag {
-        store
-            .replace_policy_statuses(
-                "prod-1",
-                "shop",
-                vec![palisade_store::PolicyStatusRecord {
-                    boundary: "shop".into(),
-                    policy: "trusted".into(),
-                    cluster: "prod-1".into(),
-                    policy_etag: etag,
-                    status: "enforced".into(),
-                    updated_at: palisade_store::now(),
-                }],
-            )
-            .await
-            .unwrap();
-        store
-            .set_cluster_error("edge-1", Some("connection refused"))
-            .await
-            .unwrap();
-        let html = portal.get("/boundaries/shop", &browser).await.text();
-        assert!(html.contains(
-            r#"<li data-install="prod-1"><strong>prod-1</strong>: <span class="status ok" lang="en">enforced</span></li>"#
-        ), "{html}");
-        assert!(html.contains(
-            r#"<li data-install="edge-1"><strong>edge-1</strong>: <span class="status unknown" lang="en">pending</span></li>"#
-        ));
-        assert!(html.contains(r#"<li data-install="legacy-1"><strong>legacy-1</strong>: <span class="status unknown" lang="en">pending</span> — <span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></li>"#));
-        assert!(html.contains(r#"Last attempt failed: <span lang="en">connection refused</span>"#));
-    } else {
-        panic!("the demo has a policy trusted-registries");
+    assert!(html.contains(
+        r#"Last attempt failed: <span lang="en">cannot reach the API server: connection refused</span>"#
+    ), "{html}");
+    // Each policy's line per cluster shows the recorded status once, and nothing else.
+    let mut checked = 0;
+    for cluster in common::reconciled::clusters() {
+        for (policy, status) in &cluster.statuses {
+            let line = element(
+                &html,
+                &format!(r#"id="policy-{policy}""#),
+                &format!(r#"<li data-install="{}">"#, cluster.name),
+                "</li>",
+            );
+            assert_eq!(
+                text_of(line),
+                format!("{}: {status}", cluster.name),
+                "policy {policy}: {line}"
+            );
+            checked += 1;
+        }
     }
+    assert_eq!(checked, 10);
+    let legacy = element(
+        &html,
+        r#"id="policy-trusted""#,
+        r#"<li data-install="legacy-1">"#,
+        "</li>",
+    );
+    assert_eq!(
+        legacy,
+        r#"<li data-install="legacy-1"><strong>legacy-1</strong>: <span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></li>"#
+    );
+    assert_eq!(
+        legacy.matches("not enforced").count(),
+        1,
+        "the status is shown once: {legacy}"
+    );
+    // A status recorded for an older version of the policy is not shown: pending.
+    store
+        .replace_policy_statuses(
+            "legacy-1",
+            "shop",
+            vec![palisade_store::PolicyStatusRecord {
+                boundary: "shop".into(),
+                policy: "trusted".into(),
+                cluster: "legacy-1".into(),
+                policy_etag: "an-older-version".into(),
+                status: "enforced".into(),
+                updated_at: palisade_store::now(),
+            }],
+        )
+        .await
+        .unwrap();
+    let html = portal.get("/boundaries/shop", &browser).await.text();
+    // Not yet re-recorded for this version: pending, and the cluster's own reason.
+    assert!(html.contains(r#"<li data-install="legacy-1"><strong>legacy-1</strong>: <span class="status unknown" lang="en">pending</span> — <span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></li>"#), "{html}");
     assert!(html.contains(
         r#"<td><code>app</code></td><td><a href="/boundaries/shop/resources/app/legacy-reports/edit">legacy-reports</a></td><td>large</td><td><a href="/boundaries/shop/policies/size-limits/edit">size-limits</a></td>"#
     ));

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIResource, ObjectMeta};
 use k8s_openapi::ClusterResourceScope;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
 use kube::{Api, Client, Resource};
 use palisade_policy::{LabelValue, Mode, Name, Policy};
 use palisade_vap::render::{
@@ -26,7 +26,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::answer::{parse_warning_header, AdmissionAnswer};
-use crate::kubeconfig::check_inline;
+use crate::cause::{describe, transport};
+use crate::kubeconfig::read as read_kubeconfig;
 use crate::probe::{
     parse_minor, too_old, Admission, ClusterProbe, EnforcementProbe, ADMITTED_VIOLATING,
     NOT_SERVED, NOT_WARNED, PROBE_REFUSED,
@@ -63,6 +64,15 @@ pub struct ClusterClient {
 impl fmt::Debug for ClusterClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ClusterClient")
+    }
+}
+
+/// An error's message and, when it has one, its innermost cause in words.
+fn with_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let top = error.to_string();
+    match error.source() {
+        Some(source) => format!("{top}: {}", transport(source)),
+        None => top,
     }
 }
 
@@ -162,8 +172,7 @@ impl ClusterClient {
     /// one cluster, user and context, an `https` server, no file paths, programs or proxies.
     pub async fn from_kubeconfig(yaml: &str) -> Result<Self> {
         let mut kubeconfig =
-            Kubeconfig::from_yaml(yaml).map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
-        check_inline(&kubeconfig).map_err(ReconcileError::Kubeconfig)?;
+            read_kubeconfig(yaml).map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
         // One context is allowed; without `current-context` it is the one meant.
         if kubeconfig.current_context.is_none() && kubeconfig.contexts.len() == 1 {
             kubeconfig.current_context = kubeconfig.contexts.first().map(|c| c.name.clone());
@@ -171,13 +180,13 @@ impl ClusterClient {
         let mut config =
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
-                .map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
+                .map_err(|e| ReconcileError::Kubeconfig(with_cause(&e)))?;
         // An unreachable cluster fails fast instead of holding up a pass.
         config.connect_timeout = Some(CONNECT_TIMEOUT);
         config.read_timeout = Some(READ_TIMEOUT);
         config.write_timeout = Some(READ_TIMEOUT);
         let client =
-            Client::try_from(config).map_err(|e| ReconcileError::Kubeconfig(e.to_string()))?;
+            Client::try_from(config).map_err(|e| ReconcileError::Kubeconfig(describe(&e)))?;
         Ok(ClusterClient::from_client(client))
     }
 
@@ -426,8 +435,14 @@ impl ClusterClient {
 
     /// Removes everything this installation put in the cluster: every boundary's policy
     /// objects (bindings first), then the boundary-label guard. Returns the names deleted.
+    /// A cluster that does not serve the ValidatingAdmissionPolicy API holds nothing of
+    /// palisade's (nothing is written to a cluster that cannot enforce): nothing to remove.
     pub async fn remove_installation(&self, installation: &str) -> Result<Vec<String>> {
+        check_installation(installation)?;
         let mut deleted = Vec::new();
+        if !self.serves_admission_policies().await? {
+            return Ok(deleted);
+        }
         for boundary in self.installed_boundaries(installation).await? {
             let Ok(boundary) = Name::parse(&boundary) else {
                 continue;

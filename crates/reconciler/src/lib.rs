@@ -8,6 +8,7 @@
 //! this crate only talks to API servers.
 
 pub mod answer;
+pub mod cause;
 pub mod cluster;
 pub mod controller;
 pub mod kubeconfig;
@@ -24,7 +25,7 @@ pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};
 pub enum ReconcileError {
     #[error("the kubeconfig cannot be used: {0}")]
     Kubeconfig(String),
-    #[error("the API server refused or failed: {0}")]
+    #[error("{}", crate::cause::describe(.0))]
     Kube(#[from] kube::Error),
     #[error("the API server reported a version palisade cannot read: {0}")]
     Version(String),

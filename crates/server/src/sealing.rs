@@ -99,90 +99,81 @@ fn bad(pointer: &str, message: &str) -> ApiError {
     ApiError::invalid(&format!("/kubeconfig{pointer}"), message)
 }
 
-fn single<'v>(config: &'v Value, list: &str) -> Result<&'v Value, ApiError> {
-    match config.get(list).and_then(Value::as_sequence) {
-        Some(items) if items.len() == 1 => Ok(&items[0]),
-        Some(items) => Err(bad(
-            &format!("/{list}"),
-            &format!("must hold exactly one entry, found {}", items.len()),
-        )),
-        None => Err(bad(&format!("/{list}"), "is required")),
+/// How many rounds of merge-key resolution a kubeconfig may need (a merged mapping may
+/// itself merge); more is refused.
+const MAX_MERGE_DEPTH: usize = 16;
+
+fn has_merge_key(value: &Value) -> bool {
+    match value {
+        Value::Mapping(map) => map
+            .iter()
+            .any(|(k, v)| k.as_str() == Some("<<") || has_merge_key(v)),
+        Value::Sequence(items) => items.iter().any(has_merge_key),
+        Value::Tagged(tagged) => has_merge_key(&tagged.value),
+        _ => false,
     }
 }
 
-/// Checks a kubeconfig against SPEC 4.1; errors name the field under `/kubeconfig`.
-pub fn validate_kubeconfig(text: &str) -> Result<(), ApiError> {
-    let config: Value =
+/// The YAML value as JSON, for the rules; tags and non-string keys are refused (a reader
+/// that ignores a tag could see another document than one that honours it).
+fn to_json(value: &Value, pointer: &str) -> Result<serde_json::Value, ApiError> {
+    Ok(match value {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Number(n) => {
+            serde_json::to_value(n).map_err(|_| bad(pointer, "is a number that cannot be read"))?
+        }
+        Value::String(s) => serde_json::Value::String(s.clone()),
+        Value::Sequence(items) => serde_json::Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| to_json(item, &format!("{pointer}/{i}")))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Mapping(map) => {
+            let mut object = serde_json::Map::new();
+            for (key, item) in map {
+                let Some(key) = key.as_str() else {
+                    return Err(bad(pointer, "has a key that is not a string"));
+                };
+                let escaped = key.replace('~', "~0").replace('/', "~1");
+                object.insert(
+                    key.to_owned(),
+                    to_json(item, &format!("{pointer}/{escaped}"))?,
+                );
+            }
+            serde_json::Value::Object(object)
+        }
+        Value::Tagged(_) => return Err(bad(pointer, "YAML tags are not accepted")),
+    })
+}
+
+/// Checks a kubeconfig against SPEC 4.1 and returns the document to store: the YAML read
+/// once, aliases and merge keys (`<<`) resolved, checked, and written out again without
+/// anchors, so what was checked is exactly what the reconciler loads. Errors name the field
+/// under `/kubeconfig`. The rules are the reconciler's own
+/// ([`palisade_reconciler::kubeconfig::check`]), and the stored text passes its loader too.
+pub fn validate_kubeconfig(text: &str) -> Result<String, ApiError> {
+    let mut config: Value =
         serde_yaml_ng::from_str(text).map_err(|e| bad("", &format!("is not valid YAML: {e}")))?;
-    if !config.is_mapping() {
-        return Err(bad("", "must be a kubeconfig mapping"));
-    }
-    let cluster = single(&config, "clusters")?;
-    let user = single(&config, "users")?;
-    single(&config, "contexts")?;
-    let cluster = cluster
-        .get("cluster")
-        .ok_or_else(|| bad("/clusters/0/cluster", "is required"))?;
-    let server = cluster
-        .get("server")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("/clusters/0/cluster/server", "is required"))?;
-    if !server.starts_with("https://") {
-        return Err(bad("/clusters/0/cluster/server", "must be an https:// URL"));
-    }
-    for forbidden in [
-        "certificate-authority",
-        "proxy-url",
-        "insecure-skip-tls-verify",
-    ] {
-        if cluster.get(forbidden).is_some() {
-            let why = match forbidden {
-                "certificate-authority" => {
-                    "file paths are not accepted; use certificate-authority-data"
-                }
-                "proxy-url" => "proxies are not supported",
-                _ => "TLS verification cannot be turned off",
-            };
-            return Err(bad(&format!("/clusters/0/cluster/{forbidden}"), why));
+    let mut rounds = 0;
+    while has_merge_key(&config) {
+        if rounds == MAX_MERGE_DEPTH {
+            return Err(bad("", "nests merge keys (<<) too deeply"));
         }
+        config.apply_merge().map_err(|e| {
+            bad(
+                "",
+                &format!("has a merge key (<<) that cannot be resolved: {e}"),
+            )
+        })?;
+        rounds += 1;
     }
-    let user = user
-        .get("user")
-        .ok_or_else(|| bad("/users/0/user", "is required"))?;
-    for forbidden in [
-        "exec",
-        "auth-provider",
-        "client-certificate",
-        "client-key",
-        "tokenFile",
-        "username",
-        "password",
-    ] {
-        if user.get(forbidden).is_some() {
-            let why = match forbidden {
-                "exec" | "auth-provider" => {
-                    "credential plugins are not accepted; use inline credentials"
-                }
-                "username" | "password" => "basic authentication is not accepted",
-                _ => "file paths are not accepted; use inline credentials",
-            };
-            return Err(bad(&format!("/users/0/user/{forbidden}"), why));
-        }
-    }
-    let has_cert = user.get("client-certificate-data").is_some();
-    let has_key = user.get("client-key-data").is_some();
-    let has_token = user.get("token").is_some();
-    if has_cert != has_key {
-        return Err(bad(
-            "/users/0/user",
-            "client-certificate-data and client-key-data go together",
-        ));
-    }
-    if !has_cert && !has_token {
-        return Err(bad(
-            "/users/0/user",
-            "needs inline credentials: client-certificate-data with client-key-data, or token",
-        ));
-    }
-    Ok(())
+    let json = to_json(&config, "")?;
+    palisade_reconciler::kubeconfig::check(&json).map_err(|e| bad(&e.pointer, &e.message))?;
+    let canonical = serde_yaml_ng::to_string(&config)
+        .map_err(|e| ApiError::Internal(format!("kubeconfig cannot be written out: {e}")))?;
+    palisade_reconciler::kubeconfig::read(&canonical).map_err(|e| bad(&e.pointer, &e.message))?;
+    Ok(canonical)
 }

@@ -446,6 +446,14 @@ fn install_status(status: &str) -> Markup {
     html! { span class=(class) lang="en" { (status) } }
 }
 
+/// Whether a policy's status already is the cluster's `not enforced: <reason>` (the reconciler
+/// writes the cluster's reason into every policy's status): then it is shown once.
+fn says_cluster_reason(status: &str, cluster: &ClusterRecord) -> bool {
+    status
+        .strip_prefix("not enforced: ")
+        .is_some_and(|reason| cluster.admission_reason.as_deref() == Some(reason))
+}
+
 fn scope_clusters(
     ctx: &Ctx,
     data: &BoundaryPage,
@@ -478,13 +486,14 @@ fn scope_clusters(
             } @else {
                 ul {
                     @for c in &in_scope {
+                        @let status = install
+                            .iter()
+                            .find(|s| s.cluster == c.name)
+                            .map_or("pending", |s| s.status.as_str());
                         li data-install=(c.name) {
                             strong { (c.name) } ": "
-                            @match install.iter().find(|s| s.cluster == c.name) {
-                                Some(status) => (install_status(&status.status)),
-                                None => (install_status("pending")),
-                            }
-                            @if c.admission_enforced == Some(false) {
+                            (install_status(status))
+                            @if c.admission_enforced == Some(false) && !says_cluster_reason(status, c) {
                                 " — " (admission_status(ctx, c))
                             }
                         }

@@ -874,7 +874,7 @@ async fn failed(
 ) -> Response {
     let status = error.status();
     match &error {
-        ApiError::PlanNotAllowed(_)
+        ApiError::PlanNotAllowed(..)
         | ApiError::PolicyUnavailable(_)
         | ApiError::Unavailable(_)
         | ApiError::PreconditionFailed => {

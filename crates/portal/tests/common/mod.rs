@@ -9,6 +9,8 @@
 )]
 #![allow(dead_code, reason = "each test binary uses part of the harness")]
 
+pub mod reconciled;
+
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;

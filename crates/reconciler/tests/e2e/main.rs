@@ -14,6 +14,7 @@
 
 mod support;
 
+mod causes;
 mod corpus;
 mod generated;
 mod guard;

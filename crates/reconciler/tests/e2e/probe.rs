@@ -3,6 +3,7 @@
 use palisade_reconciler::probe::NOT_SERVED;
 use palisade_reconciler::{Admission, ClusterClient};
 use palisade_testkit::control_plane::{ControlPlane, Options};
+use serde_json::json;
 
 use crate::support::{connect, on_both_versions};
 
@@ -61,6 +62,7 @@ async fn probe_reports_a_server_without_the_api_on_1_37() {
                 spec_json: r#"{"rules":[{"disallowLatestTag":{}}]}"#.into(),
                 metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
                 if_match: None,
+                create_only: false,
             },
             "test",
         )
@@ -76,6 +78,25 @@ async fn probe_reports_a_server_without_the_api_on_1_37() {
     assert_eq!(recorded.kubernetes_version.as_deref(), Some("v1.37.2"));
     assert_eq!(recorded.admission_enforced, Some(false));
     assert_eq!(recorded.admission_reason.as_deref(), Some(NOT_SERVED));
+
+    // palisade wrote nothing there, so there is nothing to remove, and the API forgets the
+    // reachable cluster with 204 (not a 409 for the API it does not serve).
+    assert_eq!(
+        cluster.remove_installation("e2e-no-api").await.unwrap(),
+        Vec::<String>::new()
+    );
+    let stack = crate::serve::Stack::start(None).await;
+    stack
+        .ok("POST", "/v1/boundaries", Some(json!({"name": "shop"})))
+        .await;
+    stack
+        .add_cluster("old", plane.kubeconfig_yaml(), "shop")
+        .await;
+    let (status, body) = stack.call("DELETE", "/v1/clusters/old", None).await;
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{body}");
+    let (status, _) = stack.call("GET", "/v1/clusters/old", None).await;
+    assert_eq!(status, reqwest::StatusCode::NOT_FOUND);
+    drop(stack);
 
     drop(cluster);
     tokio::task::spawn_blocking(move || drop(plane))

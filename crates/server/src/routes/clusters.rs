@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::boundaries::parse_body;
-use super::{path_name, visible_boundary};
+use super::{page, path_name, visible_boundary, ListParams};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::sealing::validate_kubeconfig;
@@ -48,9 +48,23 @@ pub struct ClusterView {
     pub updated_at: String,
 }
 
+/// A page of clusters (`{"items": [...], "continue": "..."?}`, by name).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ClusterList {
     pub items: Vec<ClusterView>,
+    /// Pass as `?continue=` for the next page; absent on the last.
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+/// One page of `records`, in name order.
+fn cluster_page(mut records: Vec<ClusterRecord>, params: &ListParams) -> ApiResult<ClusterList> {
+    records.sort_by(|a, b| a.name.cmp(&b.name));
+    let page = page(records, |r| r.name.clone(), params)?;
+    Ok(ClusterList {
+        items: page.items.into_iter().map(view).collect(),
+        continue_token: page.continue_token,
+    })
 }
 
 fn view(record: ClusterRecord) -> ClusterView {
@@ -129,8 +143,9 @@ pub async fn put(
     caller.require_admin()?;
     path_name("cluster", &cluster)?;
     let credentials: ClusterCredentials = parse_body(&body)?;
-    validate_kubeconfig(&credentials.kubeconfig)?;
-    let sealed = state.sealing.seal(credentials.kubeconfig.as_bytes());
+    // What is stored is the validated document itself (merge keys resolved).
+    let kubeconfig = validate_kubeconfig(&credentials.kubeconfig)?;
+    let sealed = state.sealing.seal(kubeconfig.as_bytes());
     let created = state
         .store
         .put_cluster(&cluster, &sealed)
@@ -149,20 +164,23 @@ pub async fn put(
     Ok((status, Json(view(record))))
 }
 
-#[utoipa::path(get, path = "/v1/clusters", tag = "clusters",
-    responses((status = 200, body = ClusterList), (status = 401, body = crate::openapi::Error),
-        (status = 403, body = crate::openapi::Error)),
+#[utoipa::path(get, path = "/v1/clusters", tag = "clusters", params(ListParams),
+    responses((status = 200, body = ClusterList), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error), (status = 403, body = crate::openapi::Error)),
     security(("bearer" = [])))]
-pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<ClusterList>> {
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    super::Query(params): super::Query<ListParams>,
+) -> ApiResult<Json<ClusterList>> {
     caller.require_admin()?;
+    params.limit()?;
     let records = state
         .store
         .list_clusters()
         .await
         .map_err(|e| ApiError::from_store(e, "cluster"))?;
-    Ok(Json(ClusterList {
-        items: records.into_iter().map(view).collect(),
-    }))
+    Ok(Json(cluster_page(records, &params)?))
 }
 
 #[utoipa::path(get, path = "/v1/clusters/{cluster}", tag = "clusters",
@@ -239,25 +257,26 @@ pub async fn delete(
 }
 
 #[utoipa::path(get, path = "/v1/boundaries/{boundary}/clusters", tag = "clusters",
-    params(("boundary" = String, Path)),
-    responses((status = 200, body = ClusterList), (status = 401, body = crate::openapi::Error),
+    params(("boundary" = String, Path), ListParams),
+    responses((status = 200, body = ClusterList), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn list_attached(
     State(state): State<AppState>,
     caller: Caller,
     Path(boundary): Path<String>,
+    super::Query(params): super::Query<ListParams>,
 ) -> ApiResult<Json<ClusterList>> {
     visible_boundary(&state, &caller, &boundary).await?;
     caller.require_boundary_admin()?;
+    params.limit()?;
     let records = state
         .store
         .boundary_clusters(&boundary)
         .await
         .map_err(|e| ApiError::from_store(e, "boundary"))?;
-    Ok(Json(ClusterList {
-        items: records.into_iter().map(view).collect(),
-    }))
+    Ok(Json(cluster_page(records, &params)?))
 }
 
 #[utoipa::path(put, path = "/v1/boundaries/{boundary}/clusters/{cluster}", tag = "clusters",
