@@ -11,7 +11,8 @@ use palisade_policy::Catalog;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// `sqlite://PATH` or `postgres://...`. Default: SQLite in `<data-dir>/palisade.db`.
+    /// `postgres://...` (or `postgresql://`), `sqlite:PATH` or a file path; any other scheme
+    /// is refused. Default: SQLite in `<data-dir>/palisade.db` (mode 0600).
     #[arg(long, env = "PALISADE_DATABASE_URL", value_name = "URL")]
     database: Option<String>,
     /// Address to listen on.
@@ -56,6 +57,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
         }
     };
+    // Refused before anything is created: a mistyped scheme must not become a SQLite file
+    // whose path holds the password.
+    if let Some(url) = &args.database {
+        palisade_store::backend_of(url).map_err(|e| anyhow::anyhow!("--database: {e}"))?;
+    }
     std::fs::create_dir_all(&args.data_dir).with_context(|| {
         format!(
             "cannot create the data directory {}",

@@ -18,6 +18,7 @@ mod sql;
 pub mod sqlite;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 
@@ -45,6 +46,10 @@ pub enum StoreError {
     /// The boundary's policies could not be read inside a guarded write. Nothing was written.
     #[error("the boundary's policies could not be read")]
     PolicyUnavailable(#[source] sqlx::Error),
+    /// A guarded write's deadline passed before its commit began. Nothing was written (once a
+    /// commit is under way, its outcome is the answer, however late).
+    #[error("the store did not answer before the deadline; nothing was written")]
+    Timeout,
     /// A guard or editor refused the write. Nothing was written.
     #[error("refused")]
     Vetoed(Veto),
@@ -53,6 +58,10 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A database URL that names no supported store (the scheme only: never the URL, which
+    /// may hold a password).
+    #[error("unsupported scheme '{0}' (use postgres://, postgresql://, sqlite: or a file path)")]
+    UnsupportedUrl(String),
     /// A stored row holds something the store cannot read back (e.g. a bad timestamp).
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -92,6 +101,8 @@ pub struct PolicyWrite {
     pub spec_json: String,
     pub metadata_json: String,
     pub if_match: Option<String>,
+    /// `If-None-Match: *`: create only; an existing policy is `PreconditionFailed`.
+    pub create_only: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,10 +344,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Checks in order: boundary exists (`NotFound`), name free (`Conflict`), then, with a
     /// guard, reads every policy of the boundary (`PolicyUnavailable` if that fails) and runs
     /// the guard (`Vetoed`), then writes. Returns the record and the guard's warnings.
+    ///
+    /// With a `deadline`, everything before the commit (waiting for the write lock, a
+    /// connection, the reads, the guard, the writes) must finish by then, and the deadline is
+    /// checked once more just before the commit: `Timeout`, and nothing is written, when it
+    /// has passed. The commit itself is not cut short: its outcome is the answer.
     async fn create_resource(
         &self,
         resource: NewResource,
         guard: Option<Guard>,
+        deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)>;
     async fn get_resource(&self, key: &ResourceKey) -> Result<ResourceRecord>;
     async fn list_resources(
@@ -346,12 +363,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<Page<ResourceRecord>>;
     /// Reads the current record (`NotFound`), checks `if_match` (`PreconditionFailed`), runs
     /// the editor, and, if the edit carries a guard, reads the policies and runs it, all in
-    /// one transaction serialised against policy changes of the boundary.
+    /// one transaction serialised against policy changes of the boundary. `deadline` as for
+    /// `create_resource`.
     async fn update_resource(
         &self,
         key: &ResourceKey,
         if_match: Option<&str>,
         editor: Editor,
+        deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)>;
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()>;
 
@@ -433,13 +452,45 @@ pub(crate) const INSTALLATION_KEY: &str = "installation_id";
 /// A store shared by the server's handlers.
 pub type SharedStore = Arc<dyn Store>;
 
-/// Opens the store a database URL names and applies its migrations:
-/// `sqlite://PATH` (created when absent) or `postgres://...`.
+/// The backend a database URL names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Which backend `url` names: `postgres://` or `postgresql://` PostgreSQL; a `sqlite:` URL or
+/// a plain path SQLite. Anything else that starts with a URL scheme (`<scheme>:`, two
+/// characters at least, so that `C:` stays a path) is `UnsupportedUrl`, naming the scheme
+/// only. Schemes compare case-insensitively.
+pub fn backend_of(url: &str) -> Result<Backend> {
+    let Some((scheme, rest)) = url.split_once(':') else {
+        return Ok(Backend::Sqlite);
+    };
+    let is_scheme = scheme.len() >= 2
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !is_scheme {
+        return Ok(Backend::Sqlite);
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    match scheme.as_str() {
+        "sqlite" => Ok(Backend::Sqlite),
+        "postgres" | "postgresql" if rest.starts_with("//") => Ok(Backend::Postgres),
+        "postgres" | "postgresql" => Err(StoreError::UnsupportedUrl(format!("{scheme}:"))),
+        _ => Err(StoreError::UnsupportedUrl(scheme)),
+    }
+}
+
+/// Opens the store a database URL names (see `backend_of`) and applies its migrations:
+/// `sqlite://PATH`, `sqlite:PATH` or a plain path (created when absent, mode 0600), or
+/// `postgres://...`. An unsupported URL opens and creates nothing.
 pub async fn connect(url: &str) -> Result<SharedStore> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(postgres::PostgresStore::connect(url).await?))
-    } else {
-        Ok(Arc::new(sqlite::SqliteStore::connect(url).await?))
+    match backend_of(url)? {
+        Backend::Postgres => Ok(Arc::new(postgres::PostgresStore::connect(url).await?)),
+        Backend::Sqlite => Ok(Arc::new(sqlite::SqliteStore::connect(url).await?)),
     }
 }
 

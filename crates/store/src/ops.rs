@@ -186,6 +186,7 @@ async fn write_policy<C: Conn>(
     let (boundary, name) = (write.boundary.as_str(), write.name.as_str());
     let current = read_policy(c, boundary, name).await?;
     match (&current, &write.if_match) {
+        (Some(_), _) if write.create_only => return Err(StoreError::PreconditionFailed),
         (None, Some(_)) => return Err(StoreError::PreconditionFailed),
         (Some(current), if_match) => {
             check_if_match(if_match.as_deref(), &current.etag)?;

@@ -4,19 +4,19 @@
 //! and its write cannot interleave with a policy change of that boundary, and a boundary's
 //! changes get their `seq` in commit order.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, Postgres};
 use sqlx::{Connection, Transaction};
 use tokio::sync::watch;
 
-use crate::sql::finish;
+use crate::sql::{by, finish, finish_by, remaining};
 use crate::{
     ops, BoundaryRecord, ChangeRecord, ClusterRecord, Editor, Guard, Lease, NamespaceRecord,
     NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite,
-    ResourceKey, ResourceQuery, ResourceRecord, Result, Store, TokenRecord, WriteAction,
-    INSTALLATION_KEY,
+    ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError, TokenRecord,
+    WriteAction, INSTALLATION_KEY,
 };
 
 /// The advisory lock `bootstrap_admin_token` holds until its transaction ends (the key is
@@ -102,6 +102,44 @@ impl PostgresStore {
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         Ok(Self { pool })
+    }
+
+    /// A connection and `BEGIN`, by `deadline`.
+    async fn begin_by(&self, deadline: Option<Instant>) -> Result<Transaction<'static, Postgres>> {
+        by(deadline, async { Ok(self.pool.begin().await?) }).await
+    }
+}
+
+/// Makes the server give up waiting for a lock (the boundary's row) at `deadline`, so that a
+/// guarded write stuck behind a policy change neither outlives its request on the server nor
+/// keeps its connection from the pool. Only lock waits are limited: never the commit.
+async fn limit_lock_waits(
+    tx: &mut Transaction<'static, Postgres>,
+    deadline: Option<Instant>,
+) -> Result<()> {
+    let Some(deadline) = deadline else {
+        return Ok(());
+    };
+    let left = remaining(deadline)?;
+    sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+        .bind(format!("{}ms", left.as_millis().max(1)))
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// A lock wait the server gave up (`lock_timeout`: 55P03) is the deadline passing.
+fn timed_out<T>(result: Result<T>) -> Result<T> {
+    match result {
+        Err(StoreError::Database(error))
+            if error
+                .as_database_error()
+                .and_then(|e| e.code())
+                .is_some_and(|code| code == "55P03") =>
+        {
+            Err(StoreError::Timeout)
+        }
+        other => other,
     }
 }
 
@@ -197,10 +235,15 @@ impl Store for PostgresStore {
         &self,
         resource: NewResource,
         guard: Option<Guard>,
+        deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)> {
-        let mut tx = self.pool.begin().await?;
-        let result = ops::create_resource(&mut *tx, resource, guard).await;
-        finish(tx, result).await
+        let mut tx = self.begin_by(deadline).await?;
+        let result = by(deadline, async {
+            limit_lock_waits(&mut tx, deadline).await?;
+            ops::create_resource(&mut *tx, resource, guard).await
+        })
+        .await;
+        finish_by(tx, timed_out(result), deadline).await
     }
 
     async fn get_resource(&self, key: &ResourceKey) -> Result<ResourceRecord> {
@@ -220,10 +263,15 @@ impl Store for PostgresStore {
         key: &ResourceKey,
         if_match: Option<&str>,
         editor: Editor,
+        deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)> {
-        let mut tx = self.pool.begin().await?;
-        let result = ops::update_resource(&mut *tx, key, if_match, editor).await;
-        finish(tx, result).await
+        let mut tx = self.begin_by(deadline).await?;
+        let result = by(deadline, async {
+            limit_lock_waits(&mut tx, deadline).await?;
+            ops::update_resource(&mut *tx, key, if_match, editor).await
+        })
+        .await;
+        finish_by(tx, timed_out(result), deadline).await
     }
 
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()> {

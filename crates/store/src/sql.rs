@@ -3,6 +3,8 @@
 //! rows into records, and `Conn`, the three calls through which the shared operations
 //! (`ops`) reach either database.
 
+use std::time::{Duration, Instant};
+
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
@@ -464,7 +466,7 @@ pub(crate) fn on_insert(error: sqlx::Error, what: &str) -> StoreError {
 /// backends' `connect`) closes a connection that comes back still inside a transaction
 /// instead of reusing it.
 pub(crate) async fn finish<DB: Database, T>(
-    tx: Transaction<'static, DB>,
+    tx: Transaction<'_, DB>,
     result: Result<T>,
 ) -> Result<T> {
     match result {
@@ -479,4 +481,42 @@ pub(crate) async fn finish<DB: Database, T>(
             Err(error)
         }
     }
+}
+
+/// Runs `work`, everything a guarded write does before its commit, by `deadline`: `Timeout`
+/// when it has not finished by then (the work is dropped; its transaction, if any, is rolled
+/// back by the caller's `finish_by`).
+pub(crate) async fn by<T>(
+    deadline: Option<Instant>,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match deadline {
+        None => work.await,
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), work)
+            .await
+            .unwrap_or(Err(StoreError::Timeout)),
+    }
+}
+
+/// The time left before `deadline`; `Timeout` when none is.
+pub(crate) fn remaining(deadline: Instant) -> Result<Duration> {
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(left) if !left.is_zero() => Ok(left),
+        _ => Err(StoreError::Timeout),
+    }
+}
+
+/// `finish` for a guarded write: the deadline is checked once more before the commit, and a
+/// passed deadline rolls back with `Timeout`. The commit itself runs without a time limit, so
+/// its outcome, not a timer, decides the answer.
+pub(crate) async fn finish_by<DB: Database, T>(
+    tx: Transaction<'_, DB>,
+    result: Result<T>,
+    deadline: Option<Instant>,
+) -> Result<T> {
+    let result = match (result, deadline) {
+        (Ok(value), Some(deadline)) => remaining(deadline).map(|_| value),
+        (result, _) => result,
+    };
+    finish(tx, result).await
 }

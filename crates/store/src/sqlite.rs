@@ -3,18 +3,20 @@
 //! transaction, which takes the database's write lock before its first read, so a guarded
 //! write's checks and its write cannot interleave with a policy change.
 
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use sqlx::sqlite::{
-    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
+    Sqlite, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool,
+    SqlitePoolOptions, SqliteSynchronous,
 };
 use sqlx::{Connection, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::sql::finish;
+use crate::sql::{by, finish, finish_by, remaining};
 use crate::{
     ops, BoundaryRecord, ChangeRecord, ClusterRecord, Editor, Guard, Lease, NamespaceRecord,
     NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite,
@@ -41,11 +43,19 @@ type Write<'a> = (MutexGuard<'a, ()>, Transaction<'static, Sqlite>);
 impl SqliteStore {
     /// Opens `sqlite://PATH`, `sqlite:PATH` or a plain path, creating the file and its
     /// directory when absent, and applies the migrations.
+    ///
+    /// Processes starting together on a new file take turns: the file is created (mode 0600,
+    /// which SQLite gives its `-wal` and `-shm` files too) and migrated under an exclusive
+    /// lock on `<file>.lock`, so a second process waits and then finds the migrations applied.
     pub async fn connect(url: &str) -> Result<Self> {
-        let options = if url.starts_with("sqlite:") {
-            SqliteConnectOptions::from_str(url)?
-        } else {
-            SqliteConnectOptions::new().filename(url)
+        if crate::backend_of(url)? != crate::Backend::Sqlite {
+            return Err(StoreError::UnsupportedUrl("postgres".into()));
+        }
+        let options = match url.get(..7) {
+            Some(scheme) if scheme.eq_ignore_ascii_case("sqlite:") => {
+                SqliteConnectOptions::from_str(&format!("sqlite:{}", &url[7..]))?
+            }
+            _ => SqliteConnectOptions::new().filename(url),
         };
         let options = options
             .create_if_missing(true)
@@ -54,6 +64,14 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
         create_parent_dir(&options).await?;
+        let file = database_file(&options);
+        let migration_lock = match &file {
+            Some(path) => Some(lock_exclusively(lock_path(path)).await?),
+            None => None,
+        };
+        if let Some(path) = &file {
+            create_private(path).map_err(io_error)?;
+        }
 
         let pool = SqlitePoolOptions::new()
             // Never hand out a connection still inside a transaction (a rollback that failed,
@@ -62,6 +80,8 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        // Closing the lock file releases the lock.
+        drop(migration_lock);
         Ok(Self {
             pool,
             writer: Mutex::new(()),
@@ -84,18 +104,131 @@ impl SqliteStore {
     }
 }
 
+/// `BEGIN IMMEDIATE` on `conn`, waiting for another process's write lock only until
+/// `deadline`: SQLite's busy handler is given the time left (and the usual 5 s again once the
+/// transaction has begun), so a deadline never leaves a connection blocked in a busy wait
+/// behind a cancelled request. When `BEGIN` fails, the caller hands the error to
+/// `failed_begin`, which restores the busy timeout.
+async fn begin_immediate_by(
+    conn: &mut SqliteConnection,
+    deadline: Instant,
+) -> Result<Transaction<'_, Sqlite>, sqlx::Error> {
+    let left = remaining(deadline).unwrap_or(Duration::ZERO);
+    set_busy_timeout(conn, left).await?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    match set_busy_timeout(&mut tx, BUSY_TIMEOUT).await {
+        Ok(()) => Ok(tx),
+        Err(error) => {
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(error = %rollback, "rollback failed");
+            }
+            Err(error)
+        }
+    }
+}
+
+/// After a failed `begin_immediate_by`: the connection goes back to the pool, so it must wait
+/// the usual time again; a lock still held at the deadline is `Timeout`.
+async fn failed_begin(conn: &mut SqliteConnection, error: Option<sqlx::Error>) -> StoreError {
+    if let Err(reset) = set_busy_timeout(conn, BUSY_TIMEOUT).await {
+        tracing::warn!(error = %reset, "cannot restore the busy timeout");
+    }
+    match error {
+        Some(error) if !is_busy(&error) => StoreError::Database(error),
+        _ => StoreError::Timeout,
+    }
+}
+
+/// A result as two options, so that the borrow an `Ok` holds ends with the `None` on the
+/// error path (a partly moved `Result` would keep it until the end of the scope).
+fn split<T, E>(result: std::result::Result<T, E>) -> (Option<T>, Option<E>) {
+    match result {
+        Ok(value) => (Some(value), None),
+        Err(error) => (None, Some(error)),
+    }
+}
+
+async fn set_busy_timeout(conn: &mut SqliteConnection, wait: Duration) -> Result<(), sqlx::Error> {
+    let statement = format!("PRAGMA busy_timeout = {}", wait.as_millis().max(1));
+    sqlx::query(&statement)
+        .persistent(false)
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// `SQLITE_BUSY` or one of its extended codes: another connection holds the lock.
+fn is_busy(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
+}
+
+fn is_in_memory(path: &Path) -> bool {
+    path.to_str()
+        .is_some_and(|p| p == ":memory:" || p.starts_with("file:"))
+}
+
 async fn create_parent_dir(options: &SqliteConnectOptions) -> Result<()> {
     let path = options.get_filename();
-    let in_memory = path
-        .to_str()
-        .is_some_and(|p| p == ":memory:" || p.starts_with("file:"));
     match path.parent() {
-        Some(parent) if !in_memory && !parent.as_os_str().is_empty() => {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| StoreError::Database(sqlx::Error::Io(e)))
+        Some(parent) if !is_in_memory(path) && !parent.as_os_str().is_empty() => {
+            tokio::fs::create_dir_all(parent).await.map_err(io_error)
         }
         _ => Ok(()),
+    }
+}
+
+fn io_error(error: std::io::Error) -> StoreError {
+    StoreError::Database(sqlx::Error::Io(error))
+}
+
+/// The database file on disk; `None` for an in-memory database.
+fn database_file(options: &SqliteConnectOptions) -> Option<PathBuf> {
+    let path = options.get_filename();
+    (!is_in_memory(path)).then(|| path.to_path_buf())
+}
+
+/// `<file>.lock`, next to the database file.
+fn lock_path(file: &Path) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    file.with_file_name(name)
+}
+
+/// Opens (creating it, mode 0600) and exclusively locks `path`, waiting on a blocking thread
+/// while another process holds it. The lock lasts until the returned file is closed.
+async fn lock_exclusively(path: PathBuf) -> Result<std::fs::File> {
+    let locked = tokio::task::spawn_blocking(move || {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)?;
+        file.lock()?;
+        Ok::<_, std::io::Error>(file)
+    })
+    .await
+    .map_err(|e| io_error(std::io::Error::other(e)))?;
+    locked.map_err(io_error)
+}
+
+/// Creates the database file with mode 0600 when it does not exist yet (SQLite then creates
+/// its `-wal` and `-shm` files with the same mode); an existing file is left as it is.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(error),
     }
 }
 
@@ -187,10 +320,29 @@ impl Store for SqliteStore {
         &self,
         resource: NewResource,
         guard: Option<Guard>,
+        deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::create_resource(&mut *tx, resource, guard).await;
-        finish(tx, result).await
+        let Some(deadline) = deadline else {
+            let (_turn, mut tx) = self.write().await?;
+            let result = ops::create_resource(&mut *tx, resource, guard).await;
+            return finish(tx, result).await;
+        };
+        let _turn = by(Some(deadline), async { Ok(self.writer.lock().await) }).await?;
+        let mut conn = by(Some(deadline), async { Ok(self.pool.acquire().await?) }).await?;
+        let (begun, failed) = split(begin_immediate_by(&mut conn, deadline).await);
+        let mut tx = match begun {
+            Some(tx) => tx,
+            None => {
+                drop(begun);
+                return Err(failed_begin(&mut conn, failed).await);
+            }
+        };
+        let result = by(
+            Some(deadline),
+            ops::create_resource(&mut *tx, resource, guard),
+        )
+        .await;
+        finish_by(tx, result, Some(deadline)).await
     }
 
     async fn get_resource(&self, key: &ResourceKey) -> Result<ResourceRecord> {
@@ -210,10 +362,29 @@ impl Store for SqliteStore {
         key: &ResourceKey,
         if_match: Option<&str>,
         editor: Editor,
+        deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::update_resource(&mut *tx, key, if_match, editor).await;
-        finish(tx, result).await
+        let Some(deadline) = deadline else {
+            let (_turn, mut tx) = self.write().await?;
+            let result = ops::update_resource(&mut *tx, key, if_match, editor).await;
+            return finish(tx, result).await;
+        };
+        let _turn = by(Some(deadline), async { Ok(self.writer.lock().await) }).await?;
+        let mut conn = by(Some(deadline), async { Ok(self.pool.acquire().await?) }).await?;
+        let (begun, failed) = split(begin_immediate_by(&mut conn, deadline).await);
+        let mut tx = match begun {
+            Some(tx) => tx,
+            None => {
+                drop(begun);
+                return Err(failed_begin(&mut conn, failed).await);
+            }
+        };
+        let result = by(
+            Some(deadline),
+            ops::update_resource(&mut *tx, key, if_match, editor),
+        )
+        .await;
+        finish_by(tx, result, Some(deadline)).await
     }
 
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()> {

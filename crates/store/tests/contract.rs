@@ -99,6 +99,7 @@ contract!(
     policy_statuses,
     changes_wake_subscribers,
     one_lease_per_installation,
+    a_deadline_passed_before_the_commit_writes_nothing,
 );
 
 // ---- helpers ----
@@ -112,6 +113,7 @@ fn policy_write(boundary: &str, name: &str, spec: &str) -> PolicyWrite {
         spec_json: spec.into(),
         metadata_json: META.into(),
         if_match: None,
+        create_only: false,
     }
 }
 
@@ -282,7 +284,7 @@ async fn boundaries(db: TestDb) {
     assert_conflict(store.delete_boundary("b1").await, "boundary has policies");
     store.delete_policy("b1", "p", None, "alice").await.unwrap();
     store
-        .create_resource(new_resource("b1", "db", "r", "{}"), None)
+        .create_resource(new_resource("b1", "db", "r", "{}"), None, None)
         .await
         .unwrap();
     assert_conflict(store.delete_boundary("b1").await, "boundary has resources");
@@ -610,6 +612,7 @@ async fn create_resource_with_guards(db: TestDb) {
         .create_resource(
             new_resource("b", "db", "denied", r#"{"plan":"large"}"#),
             Some(recording_guard(&seen, Err("plan large is not allowed"))),
+            None,
         )
         .await;
     assert_vetoed(result, "plan large is not allowed");
@@ -625,6 +628,7 @@ async fn create_resource_with_guards(db: TestDb) {
         .create_resource(
             new_resource("b", "db", "ok", body),
             Some(recording_guard(&seen, Ok(vec!["audit: would deny".into()]))),
+            None,
         )
         .await
         .unwrap();
@@ -642,7 +646,7 @@ async fn create_resource_with_guards(db: TestDb) {
 
     // Without a guard: no warnings.
     let (_, warnings) = store
-        .create_resource(new_resource("b", "db", "unguarded", "{}"), None)
+        .create_resource(new_resource("b", "db", "unguarded", "{}"), None, None)
         .await
         .unwrap();
     assert!(warnings.is_empty());
@@ -664,7 +668,7 @@ async fn create_resource_checks_before_the_guard(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
     store
-        .create_resource(new_resource("b", "db", "taken", "{}"), None)
+        .create_resource(new_resource("b", "db", "taken", "{}"), None, None)
         .await
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
@@ -673,6 +677,7 @@ async fn create_resource_checks_before_the_guard(db: TestDb) {
         .create_resource(
             new_resource("b", "db", "taken", r#"{"other":1}"#),
             Some(counting_guard(&calls)),
+            None,
         )
         .await;
     assert_conflict(result, "db/taken");
@@ -680,6 +685,7 @@ async fn create_resource_checks_before_the_guard(db: TestDb) {
         .create_resource(
             new_resource("nope", "db", "x", "{}"),
             Some(counting_guard(&calls)),
+            None,
         )
         .await;
     assert_not_found(result);
@@ -690,6 +696,7 @@ async fn create_resource_checks_before_the_guard(db: TestDb) {
         .create_resource(
             new_resource("b", "cache", "taken", "{}"),
             Some(counting_guard(&calls)),
+            None,
         )
         .await
         .unwrap();
@@ -709,7 +716,11 @@ async fn update_resource(db: TestDb) {
     store.create_boundary("b", None).await.unwrap();
     let k = key("b", "db", "r");
     let (original, _) = store
-        .create_resource(new_resource("b", "db", "r", r#"{"plan":"small"}"#), None)
+        .create_resource(
+            new_resource("b", "db", "r", r#"{"plan":"small"}"#),
+            None,
+            None,
+        )
         .await
         .unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -726,7 +737,7 @@ async fn update_resource(db: TestDb) {
         })
     });
     let (updated, warnings) = store
-        .update_resource(&k, Some(&original.etag), edit)
+        .update_resource(&k, Some(&original.etag), edit, None)
         .await
         .unwrap();
     assert_eq!(edited_from.lock().unwrap().as_ref(), Some(&original));
@@ -747,14 +758,18 @@ async fn update_resource(db: TestDb) {
             guard: None,
         })
     });
-    assert_precondition_failed(store.update_resource(&k, Some(&original.etag), edit).await);
+    assert_precondition_failed(
+        store
+            .update_resource(&k, Some(&original.etag), edit, None)
+            .await,
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
     // The editor refuses; the guard refuses: nothing changes.
     let refuse: Editor =
         Box::new(|_: &ResourceRecord| -> Result<Edit, Veto> { Err("not like that".into()) });
     assert_vetoed(
-        store.update_resource(&k, None, refuse).await,
+        store.update_resource(&k, None, refuse, None).await,
         "not like that",
     );
     let result = store
@@ -765,6 +780,7 @@ async fn update_resource(db: TestDb) {
                 r#"{"plan":"huge"}"#,
                 Some(recording_guard(&seen, Err("huge is not allowed"))),
             ),
+            None,
         )
         .await;
     assert_vetoed(result, "huge is not allowed");
@@ -772,12 +788,12 @@ async fn update_resource(db: TestDb) {
 
     assert_not_found(
         store
-            .update_resource(&key("b", "db", "nope"), None, editor("{}", None))
+            .update_resource(&key("b", "db", "nope"), None, editor("{}", None), None)
             .await,
     );
     assert_not_found(
         store
-            .update_resource(&key("nope", "db", "r"), None, editor("{}", None))
+            .update_resource(&key("nope", "db", "r"), None, editor("{}", None), None)
             .await,
     );
 
@@ -798,7 +814,7 @@ async fn unchanged_body_writes_nothing(db: TestDb) {
     store.create_boundary("b", None).await.unwrap();
     let k = key("b", "db", "r");
     let (original, _) = store
-        .create_resource(new_resource("b", "db", "r", r#"{"a":1}"#), None)
+        .create_resource(new_resource("b", "db", "r", r#"{"a":1}"#), None, None)
         .await
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
@@ -807,6 +823,7 @@ async fn unchanged_body_writes_nothing(db: TestDb) {
             &k,
             Some(&original.etag),
             editor(r#"{"a":1}"#, Some(counting_guard(&calls))),
+            None,
         )
         .await
         .unwrap();
@@ -825,7 +842,7 @@ async fn delete_resource(db: TestDb) {
     store.create_boundary("b", None).await.unwrap();
     let k = key("b", "db", "r");
     let (record, _) = store
-        .create_resource(new_resource("b", "db", "r", "{}"), None)
+        .create_resource(new_resource("b", "db", "r", "{}"), None, None)
         .await
         .unwrap();
     assert_precondition_failed(store.delete_resource(&k, Some("other")).await);
@@ -844,7 +861,7 @@ async fn delete_resource(db: TestDb) {
 
     // The name is free again.
     store
-        .create_resource(new_resource("b", "db", "r", "{}"), None)
+        .create_resource(new_resource("b", "db", "r", "{}"), None, None)
         .await
         .unwrap();
 }
@@ -861,12 +878,12 @@ async fn pagination(db: TestDb) {
         ("cache", "r0"),
     ] {
         store
-            .create_resource(new_resource("b", t, n, "{}"), None)
+            .create_resource(new_resource("b", t, n, "{}"), None, None)
             .await
             .unwrap();
     }
     store
-        .create_resource(new_resource("other", "db", "elsewhere", "{}"), None)
+        .create_resource(new_resource("other", "db", "elsewhere", "{}"), None, None)
         .await
         .unwrap();
 
@@ -951,7 +968,7 @@ async fn changes_share_one_sequence(db: TestDb) {
         .await
         .unwrap();
     store
-        .create_resource(new_resource("b1", "db", "r", r#"{"v":1}"#), None)
+        .create_resource(new_resource("b1", "db", "r", r#"{"v":1}"#), None, None)
         .await
         .unwrap();
     store
@@ -959,7 +976,7 @@ async fn changes_share_one_sequence(db: TestDb) {
         .await
         .unwrap();
     store
-        .update_resource(&k, None, editor(r#"{"v":2}"#, None))
+        .update_resource(&k, None, editor(r#"{"v":2}"#, None), None)
         .await
         .unwrap();
     store
@@ -1445,7 +1462,7 @@ async fn guarded_creates_race_policy_changes(db: TestDb) {
                     let name = format!("t{task}-{i}");
                     let resource = new_resource("race", "svc", &name, "{}");
                     match store
-                        .create_resource(resource, Some(Box::new(gate_guard)))
+                        .create_resource(resource, Some(Box::new(gate_guard)), None)
                         .await
                     {
                         Ok((_, warnings)) => {
@@ -1583,6 +1600,7 @@ async fn sqlite_unreadable_policies_stop_guarded_writes() {
         .create_resource(
             new_resource("b", "db", "r", "{}"),
             Some(counting_guard(&calls)),
+            None,
         )
         .await;
     assert!(
@@ -1592,7 +1610,7 @@ async fn sqlite_unreadable_policies_stop_guarded_writes() {
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     assert_not_found(store.get_resource(&key("b", "db", "r")).await);
     let (created, _) = store
-        .create_resource(new_resource("b", "db", "unguarded", "{}"), None)
+        .create_resource(new_resource("b", "db", "unguarded", "{}"), None, None)
         .await
         .unwrap();
     assert_eq!(
@@ -1601,7 +1619,7 @@ async fn sqlite_unreadable_policies_stop_guarded_writes() {
     );
     let edit = editor("{\"v\":2}", Some(counting_guard(&calls)));
     let result = store
-        .update_resource(&key("b", "db", "unguarded"), None, edit)
+        .update_resource(&key("b", "db", "unguarded"), None, edit, None)
         .await;
     assert!(matches!(result, Err(StoreError::PolicyUnavailable(_))));
     assert_eq!(
@@ -1645,4 +1663,80 @@ async fn postgres_recovers_after_a_restart() {
         result = store.get_boundary("b").await;
     }
     assert_eq!(result.unwrap(), created);
+}
+
+/// A guarded write whose deadline passes before its commit is `Timeout` and writes nothing,
+/// whichever step ran late (the write lock, the guard); with time left it commits as usual.
+async fn a_deadline_passed_before_the_commit_writes_nothing(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let exists = |name: &'static str| {
+        let store = store.clone();
+        async move {
+            match store.get_resource(&key("b", "db", name)).await {
+                Ok(_) => true,
+                Err(StoreError::NotFound) => false,
+                Err(other) => panic!("{other}"),
+            }
+        }
+    };
+    let past = std::time::Instant::now();
+    let slow_guard = |sleep: Duration| -> Guard {
+        Box::new(move |_: &[PolicyRecord]| {
+            std::thread::sleep(sleep);
+            Ok(Vec::new())
+        })
+    };
+
+    // Already past: nothing is tried.
+    let result = store
+        .create_resource(new_resource("b", "db", "late", "{}"), None, Some(past))
+        .await;
+    assert!(matches!(result, Err(StoreError::Timeout)), "{result:?}");
+    // The guard runs past the deadline: the write is rolled back.
+    let soon = std::time::Instant::now() + Duration::from_millis(100);
+    let result = store
+        .create_resource(
+            new_resource("b", "db", "slow", "{}"),
+            Some(slow_guard(Duration::from_millis(300))),
+            Some(soon),
+        )
+        .await;
+    assert!(matches!(result, Err(StoreError::Timeout)), "{result:?}");
+    assert!(!exists("late").await);
+    assert!(!exists("slow").await);
+
+    // With time left, the same writes commit.
+    let later = std::time::Instant::now() + Duration::from_secs(5);
+    let (record, _) = store
+        .create_resource(
+            new_resource("b", "db", "slow", r#"{"plan":"small"}"#),
+            Some(slow_guard(Duration::from_millis(10))),
+            Some(later),
+        )
+        .await
+        .unwrap();
+    assert!(exists("slow").await);
+
+    // A plan move whose guard runs late leaves the resource as it was.
+    let soon = std::time::Instant::now() + Duration::from_millis(100);
+    let edit: Editor = {
+        let guard = slow_guard(Duration::from_millis(300));
+        Box::new(move |_| {
+            Ok(Edit {
+                body_json: r#"{"plan":"large"}"#.into(),
+                guard: Some(guard),
+            })
+        })
+    };
+    let result = store
+        .update_resource(&key("b", "db", "slow"), None, edit, Some(soon))
+        .await;
+    assert!(matches!(result, Err(StoreError::Timeout)), "{result:?}");
+    assert_eq!(
+        store.get_resource(&key("b", "db", "slow")).await.unwrap(),
+        record
+    );
+    let changes = store.list_changes("b").await.unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
 }

@@ -1,0 +1,119 @@
+//! `palisade serve --database`: a value that names no supported store is a start-up error
+//! that echoes no password and creates no file; the SQLite file palisade creates is private.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_palisade");
+
+/// Every file under `dir`, relative, sorted.
+fn files(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            out.push(path.strip_prefix(root).unwrap().display().to_string());
+            if path.is_dir() {
+                walk(root, &path, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Waits up to `limit` for the child to exit; kills it (and says so) otherwise.
+fn wait_for(mut child: Child, limit: Duration) -> (Option<i32>, String) {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+            return (status.code(), stderr);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (None, "still running: it started on something".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_unknown_scheme_is_refused_without_echoing_the_password() {
+    for (url, scheme) in [
+        ("postgress://user:secret@host/db", "postgress"),
+        ("mysql://user:secret@host/db", "mysql"),
+        ("mysql:x", "mysql"),
+    ] {
+        let cwd = tempfile::tempdir().unwrap();
+        let data = cwd.path().join("data");
+        let child = Command::new(BIN)
+            .current_dir(cwd.path())
+            .args(["serve", "--listen", "127.0.0.1:0", "--no-reconciler"])
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--database", url])
+            .env_remove("PALISADE_DATABASE_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (code, stderr) = wait_for(child, Duration::from_secs(20));
+        assert_eq!(code, Some(1), "{url}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "error: --database: unsupported scheme '{scheme}' \
+                 (use postgres://, postgresql://, sqlite: or a file path)"
+            )),
+            "{url}: {stderr}"
+        );
+        assert!(!stderr.contains("secret"), "{url}: {stderr}");
+        assert_eq!(files(cwd.path()), Vec::<String>::new(), "{url}");
+    }
+}
+
+#[test]
+fn the_default_database_file_is_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--no-reconciler", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("PALISADE_DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "palisade serve did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    for name in ["palisade.db", "palisade.db-wal", "palisade.db-shm"] {
+        let path = dir.path().join(name);
+        if name == "palisade.db" || path.exists() {
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{name}: {mode:o}");
+        }
+    }
+}
