@@ -135,16 +135,35 @@ impl FromRequestParts<AppState> for Caller {
             .ok_or_else(|| {
                 ApiError::Unauthorized("missing Authorization: Bearer <token> header".into())
             })?;
+        // The scheme is case-insensitive (RFC 9110 11.1).
         let token = header
             .to_str()
             .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)
+            .and_then(|h| h.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
             .filter(|t| !t.is_empty())
             .ok_or_else(|| {
                 ApiError::Unauthorized("the Authorization header must be 'Bearer <token>'".into())
             })?;
-        caller_from_token(state, token).await
+        // The token lookup counts against the request's store bound (SPEC 2.4): on a plan
+        // path the whole answer, not each step, is bounded by `policy_timeout`.
+        let started = parts
+            .extensions
+            .get::<crate::serving::Started>()
+            .map_or_else(tokio::time::Instant::now, |s| s.0);
+        match tokio::time::timeout_at(
+            started + state.policy_timeout,
+            caller_from_token(state, token),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(ApiError::Unavailable(
+                "the store did not answer the token lookup in time".into(),
+            )),
+        }
     }
 }
 

@@ -83,6 +83,7 @@ pub async fn load(store: &dyn Store, catalog: &Catalog) -> Result<bool, DemoErro
                 "image": "ghcr.io/acme/reports:0.9", "labels": {"team": "finance"}}),
             )?,
             None,
+            None,
         )
         .await?;
     let mut writes = Vec::new();
@@ -100,11 +101,12 @@ pub async fn load(store: &dyn Store, catalog: &Catalog) -> Result<bool, DemoErro
                 .map_err(|e| DemoError::Invalid(e.to_string()))?,
             metadata_json: metadata.to_string(),
             if_match: None,
+            create_only: false,
         });
     }
     store.apply_policies(writes, "demo").await?;
     for body in resources() {
-        store.create_resource(create(body)?, None).await?;
+        store.create_resource(create(body)?, None, None).await?;
     }
     Ok(true)
 }

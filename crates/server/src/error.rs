@@ -28,13 +28,20 @@ pub enum ApiError {
     Conflict(String),
     #[error("the object has changed since you read it (If-Match does not match its etag)")]
     PreconditionFailed,
+    /// 412 for `If-None-Match: *` on an object that exists (the message names it).
+    #[error("{0}")]
+    AlreadyExists(String),
     #[error("the request body is larger than 1 MiB")]
     PayloadTooLarge,
+    /// 413 for a documented limit other than the body size (the message names it).
+    #[error("{0}")]
+    LimitExceeded(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// 422 with the body of SPEC 2.4, built by `api-types`.
+    /// 422 with the body of SPEC 2.4, built by `api-types`, and the audit policies'
+    /// warnings, sent as `Warning` headers like on a success.
     #[error("compute plan not allowed")]
-    PlanNotAllowed(Box<ErrorBody>),
+    PlanNotAllowed(Box<ErrorBody>, Vec<String>),
     /// 503 on plan paths: the policies could not be read. The cause is logged.
     #[error("policies unavailable: {0}")]
     PolicyUnavailable(String),
@@ -45,6 +52,9 @@ pub enum ApiError {
     /// and why; it holds no secrets).
     #[error("{0}")]
     ClusterUnavailable(String),
+    /// 503 `unavailable`: the request ran into the server's total time bound and was stopped.
+    #[error("the request did not complete within {} s and was stopped; try again", .0.as_secs())]
+    TimedOut(std::time::Duration),
     /// 500; the cause is logged, never returned.
     #[error("internal: {0}")]
     Internal(String),
@@ -63,13 +73,16 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
-            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PreconditionFailed | ApiError::AlreadyExists(_) => {
+                StatusCode::PRECONDITION_FAILED
+            }
+            ApiError::PayloadTooLarge | ApiError::LimitExceeded(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::PlanNotAllowed(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::PlanNotAllowed(..) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PolicyUnavailable(_)
             | ApiError::Unavailable(_)
-            | ApiError::ClusterUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            | ApiError::ClusterUnavailable(_)
+            | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -82,19 +95,23 @@ impl ApiError {
             ApiError::NotFound(_) => ErrorCode::NotFound,
             ApiError::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
             ApiError::Conflict(_) => ErrorCode::Conflict,
-            ApiError::PreconditionFailed => ErrorCode::PreconditionFailed,
-            ApiError::PayloadTooLarge => ErrorCode::PayloadTooLarge,
+            ApiError::PreconditionFailed | ApiError::AlreadyExists(_) => {
+                ErrorCode::PreconditionFailed
+            }
+            ApiError::PayloadTooLarge | ApiError::LimitExceeded(_) => ErrorCode::PayloadTooLarge,
             ApiError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
-            ApiError::PlanNotAllowed(_) => ErrorCode::ComputePlanNotAllowed,
+            ApiError::PlanNotAllowed(..) => ErrorCode::ComputePlanNotAllowed,
             ApiError::PolicyUnavailable(_) => ErrorCode::ComputePlanPolicyUnavailable,
-            ApiError::Unavailable(_) | ApiError::ClusterUnavailable(_) => ErrorCode::Unavailable,
+            ApiError::Unavailable(_) | ApiError::ClusterUnavailable(_) | ApiError::TimedOut(_) => {
+                ErrorCode::Unavailable
+            }
             ApiError::Internal(_) => ErrorCode::Internal,
         }
     }
 
     /// The error body users see.
     pub fn body(&self) -> ErrorBody {
-        if let ApiError::PlanNotAllowed(body) = self {
+        if let ApiError::PlanNotAllowed(body, _) = self {
             return (**body).clone();
         }
         let message = match self {
@@ -126,7 +143,9 @@ impl ApiError {
                 Err(other) => ApiError::Internal(other.to_string()),
             },
             StoreError::Database(e) => ApiError::Unavailable(e.to_string()),
+            StoreError::Timeout => ApiError::Unavailable("the store did not answer in time".into()),
             StoreError::Migrate(e) => ApiError::Internal(e.to_string()),
+            StoreError::UnsupportedUrl(e) => ApiError::Internal(e),
             StoreError::Corrupt(what) => ApiError::Internal(format!("corrupt row: {what}")),
         }
     }
@@ -137,6 +156,9 @@ impl ApiError {
         match error {
             StoreError::Database(e) => ApiError::PolicyUnavailable(e.to_string()),
             StoreError::Corrupt(c) => ApiError::PolicyUnavailable(c),
+            StoreError::Timeout => {
+                ApiError::PolicyUnavailable("the store did not answer in time".into())
+            }
             other => ApiError::from_store(other, what),
         }
     }
@@ -163,6 +185,19 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         let mut response = (status, axum::Json(self.body())).into_response();
+        if let ApiError::PlanNotAllowed(_, warnings) = &self {
+            for warning in warnings {
+                if let Ok(value) = HeaderValue::from_str(&crate::guard::warning_header(warning)) {
+                    response.headers_mut().append(header::WARNING, value);
+                }
+            }
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"palisade\""),
+            );
+        }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response
                 .headers_mut()

@@ -79,9 +79,10 @@ pub fn check_plans(
         warnings.extend(decision.audit_warnings.iter().cloned());
         if !decision.allowed {
             let component = check.component.as_ref().map(Name::as_str);
-            return Err(ApiError::PlanNotAllowed(Box::new(
-                compute_plan_not_allowed(&decision, component),
-            )));
+            return Err(ApiError::PlanNotAllowed(
+                Box::new(compute_plan_not_allowed(&decision, component)),
+                warnings,
+            ));
         }
     }
     Ok(warnings)

@@ -5,12 +5,13 @@ pub mod auth;
 pub mod demo;
 pub mod error;
 pub mod guard;
+pub mod json;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
 pub mod sealing;
+pub mod serving;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,9 @@ pub struct AppState {
     pub metrics: metrics::Metrics,
     pub sealing: sealing::SealingKey,
     pub policy_timeout: Duration,
+    /// Turns for CPU-heavy request work (parsing and validating an apply), one per core, so
+    /// that a burst of large requests queues instead of taking every worker thread.
+    pub heavy_work: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -47,6 +51,9 @@ impl AppState {
             metrics: metrics::Metrics::global(),
             sealing,
             policy_timeout: POLICY_READ_TIMEOUT,
+            heavy_work: Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+            )),
         }
     }
 }
@@ -65,38 +72,11 @@ pub fn app_with(state: AppState, extra: Router<AppState>) -> Router {
             metrics::track,
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(serving::mark_start))
         .with_state(state)
 }
 
-/// Binds `listen` and serves `router` until Ctrl-C or SIGTERM.
-pub async fn serve(router: Router, listen: SocketAddr) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(listen).await?;
-    tracing::info!(address = %listener.local_addr()?, "palisade is listening");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
-    }
-}
+pub use serving::{serve, serve_on, shutdown_signal, Limits};
 
 /// A request body read as bytes, with the 1 MiB limit answered as our 413.
 #[derive(Debug)]
@@ -116,7 +96,11 @@ impl<S: Send + Sync> FromRequest<S> for Body {
                 if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::PayloadTooLarge
                 } else {
-                    ApiError::InvalidRequest(format!("could not read the body: {rejection}"))
+                    ApiError::InvalidRequest(format!(
+                        "the body could not be read whole: the client stopped sending it or \
+                         did not send it within {} s",
+                        serving::BODY_TIMEOUT.as_secs()
+                    ))
                 }
             })?;
         Ok(Body { headers, bytes })
@@ -149,10 +133,10 @@ impl Body {
         }
     }
 
-    /// Parses the body as JSON; a syntax error names the line and column.
+    /// Parses the body as exactly one JSON value with no key twice in an object; a syntax
+    /// error names the line and column (see [`json::parse_value`]).
     pub fn json(&self) -> Result<serde_json::Value, ApiError> {
-        serde_json::from_slice(&self.bytes)
-            .map_err(|e| ApiError::InvalidRequest(format!("the body is not valid JSON: {e}")))
+        json::parse_value(&self.bytes)
     }
 }
 

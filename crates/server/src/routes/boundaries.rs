@@ -49,16 +49,7 @@ pub struct NewBoundary {
 /// Parses a JSON body into `T`; errors name the field by its JSON Pointer.
 pub fn parse_body<T: serde::de::DeserializeOwned>(body: &Body) -> ApiResult<T> {
     body.require_json(&[])?;
-    let mut deserializer = serde_json::Deserializer::from_slice(&body.bytes);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-        let pointer = palisade_api_types::pointer::from_path("", e.path());
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            ApiError::InvalidRequest(format!("the body is not valid JSON: {inner}"))
-        } else {
-            ApiError::InvalidRequest(format!("{pointer}: {inner}"))
-        }
-    })
+    crate::json::parse(&body.bytes)
 }
 
 #[utoipa::path(post, path = "/v1/boundaries", tag = "boundaries",
@@ -80,6 +71,15 @@ pub async fn create(
             return Err(ApiError::invalid(
                 "/display_name",
                 "must be at most 256 characters",
+            ));
+        }
+        if let Some(control) = display.chars().find(|c| c.is_control()) {
+            return Err(ApiError::invalid(
+                "/display_name",
+                format!(
+                    "must not contain control characters (found U+{:04X})",
+                    u32::from(control)
+                ),
             ));
         }
     }

@@ -43,6 +43,8 @@ pub struct NamespaceView {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct NamespaceList {
     pub items: Vec<NamespaceView>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
 }
 
 fn view(record: NamespaceRecord, action: Option<&str>) -> NamespaceView {
@@ -198,23 +200,31 @@ pub async fn get_one(
 }
 
 #[utoipa::path(get, path = "/v1/boundaries/{boundary}/namespaces", tag = "namespaces",
-    params(("boundary" = String, Path)),
-    responses((status = 200, body = NamespaceList), (status = 401, body = crate::openapi::Error),
+    params(("boundary" = String, Path), super::ListParams),
+    responses((status = 200, body = NamespaceList), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
     Path(boundary): Path<String>,
+    super::Query(params): super::Query<super::ListParams>,
 ) -> ApiResult<Json<NamespaceList>> {
+    params.limit()?;
     visible_boundary(&state, &caller, &boundary).await?;
     let records = state
         .store
         .list_namespaces(&boundary)
         .await
         .map_err(|e| ApiError::from_store(e, "boundary"))?;
+    let mut views: Vec<NamespaceView> = records.into_iter().map(|r| view(r, None)).collect();
+    views.sort_by(|a, b| (&a.cluster, &a.name).cmp(&(&b.cluster, &b.name)));
+    // The key `<cluster>/<namespace>` orders as (cluster, namespace): names hold no `/`.
+    let page = super::page(views, |n| format!("{}/{}", n.cluster, n.name), &params)?;
     Ok(Json(NamespaceList {
-        items: records.into_iter().map(|r| view(r, None)).collect(),
+        items: page.items,
+        continue_token: page.continue_token,
     }))
 }
 

@@ -2,13 +2,14 @@
 //! history, and `POST /v1/apply` of whole YAML documents (all or nothing). Saving validates
 //! the document (400 naming the field) and answers the save warnings of SPEC 1.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use palisade_api_types::document::spec_of;
+use palisade_api_types::document::ValidPolicy;
 use palisade_api_types::{PolicyDocument, PolicySpec};
 use palisade_policy::policy::blocked_type_warnings;
 use palisade_policy::{Catalog, Name, Policy};
@@ -219,31 +220,29 @@ pub async fn get_one(
     Ok((etag, Json(view_with_status(&state, record, None).await?)))
 }
 
-/// The save warnings of `policy` once saved among `others` (the boundary's other policies):
-/// the document's own warnings, except that "creates of T are now refused" is decided on the
-/// whole boundary after the save.
-fn save_warnings(
-    own: Vec<String>,
-    policy: &Policy,
-    others: &[Policy],
-    catalog: &Catalog,
-) -> Vec<String> {
+/// The save warnings of a policy: its document's own warnings, except that "creates of T
+/// are now refused" is replaced by `blocked`, decided on the whole boundary after the save.
+/// Keeps the documented order: normalisations and plan entries, blocked types, repositories.
+fn save_warnings(own: Vec<String>, blocked: &[String]) -> Vec<String> {
     let mut warnings: Vec<String> = own
         .into_iter()
         .filter(|w| !w.starts_with("creates of "))
         .collect();
-    let mut all: Vec<Policy> = others.to_vec();
-    all.push(policy.clone());
-    let blocked = blocked_type_warnings(&all, catalog);
-    // Keep the documented order: normalisations and plan entries, blocked types, repositories.
     let split = warnings
         .iter()
         .position(|w| w.starts_with("registry prefix '") && w.contains("names a repository"))
         .unwrap_or(warnings.len());
     let tail = warnings.split_off(split);
-    warnings.extend(blocked);
+    warnings.extend(blocked.iter().cloned());
     warnings.extend(tail);
     warnings
+}
+
+/// Blocked-type warnings of `policy` saved among `others` (the boundary's other policies).
+fn blocked_after_save(policy: &Policy, others: &[Policy], catalog: &Catalog) -> Vec<String> {
+    let mut all: Vec<Policy> = others.to_vec();
+    all.push(policy.clone());
+    blocked_type_warnings(&all, catalog)
 }
 
 /// The boundary's other stored policies, decoded (for save warnings). A policy that cannot
@@ -285,7 +284,22 @@ pub async fn save_policy(
     spec_json: &[u8],
     if_match: Option<String>,
 ) -> ApiResult<(PolicyRecord, WriteAction, Vec<String>)> {
+    save_policy_with(state, actor, boundary, name, spec_json, if_match, false).await
+}
+
+/// [`save_policy`], and with `create_only` (`If-None-Match: *`) a 412 when the policy exists.
+pub async fn save_policy_with(
+    state: &AppState,
+    actor: &str,
+    boundary: &str,
+    name: &str,
+    spec_json: &[u8],
+    if_match: Option<String>,
+    create_only: bool,
+) -> ApiResult<(PolicyRecord, WriteAction, Vec<String>)> {
     path_name("policy", name)?;
+    // One JSON value, no key twice: what is validated is what is saved.
+    crate::json::parse_value(spec_json)?;
     let spec = PolicySpec::from_json(spec_json).map_err(|e| {
         if e.pointer.is_empty() {
             ApiError::InvalidRequest(format!(
@@ -301,10 +315,19 @@ pub async fn save_policy(
         .validate(policy_name, &state.catalog)
         .map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
     let others = other_policies(state, boundary, name).await?;
-    let warnings = save_warnings(own_warnings, &policy, &others, &state.catalog);
+    let blocked = blocked_after_save(&policy, &others, &state.catalog);
+    let warnings = save_warnings(own_warnings, &blocked);
     let metadata = match state.store.get_policy(boundary, name).await {
         Ok(existing) => existing.metadata_json,
-        Err(StoreError::NotFound) => metadata_json(&Default::default(), &Default::default()),
+        Err(StoreError::NotFound) => {
+            if others.len() >= MAX_POLICIES_PER_BOUNDARY {
+                return Err(ApiError::invalid(
+                    "/path/policy",
+                    too_many_policies(boundary, others.len() + 1),
+                ));
+            }
+            metadata_json(&Default::default(), &Default::default())
+        }
         Err(other) => return Err(ApiError::from_store(other, "policy")),
     };
     let write = PolicyWrite {
@@ -313,19 +336,38 @@ pub async fn save_policy(
         spec_json: canonical_spec(&policy),
         metadata_json: metadata,
         if_match,
+        create_only,
     };
     let (record, action) = state
         .store
         .put_policy(write, actor)
         .await
-        .map_err(|e| ApiError::from_store(e, "policy"))?;
+        .map_err(|e| match e {
+            StoreError::PreconditionFailed if create_only => ApiError::AlreadyExists(format!(
+                "policy '{name}' already exists in boundary '{boundary}' (If-None-Match: * creates only)"
+            )),
+            other => ApiError::from_store(other, "policy"),
+        })?;
     tracing::info!(%boundary, policy = %name, action = action.as_str(), %actor, "policy saved");
     Ok((record, action, warnings))
 }
 
+/// `If-None-Match: *` (create only); any other value is a 400: palisade keeps no weak etags
+/// to compare with, and a GET-style conditional PUT means nothing here.
+fn if_none_match_star(headers: &HeaderMap) -> ApiResult<bool> {
+    match headers.get(axum::http::header::IF_NONE_MATCH) {
+        None => Ok(false),
+        Some(value) if value.to_str().ok().map(str::trim) == Some("*") => Ok(true),
+        Some(_) => Err(ApiError::InvalidRequest(
+            "/headers/If-None-Match: only '*' (create, never replace) is supported".into(),
+        )),
+    }
+}
+
 #[utoipa::path(put, path = "/v1/boundaries/{boundary}/policies/{policy}", tag = "policies",
     params(("boundary" = String, Path), ("policy" = String, Path),
-        ("If-Match" = Option<String>, Header, description = "the etag you read")),
+        ("If-Match" = Option<String>, Header, description = "the etag you read"),
+        ("If-None-Match" = Option<String>, Header, description = "`*`: create only; 412 when the policy exists")),
     request_body(content = Object, description = "the policy document's spec"),
     responses((status = 200, body = PolicyView), (status = 201, body = PolicyView),
         (status = 400, body = crate::openapi::Error), (status = 401, body = crate::openapi::Error),
@@ -344,13 +386,14 @@ pub async fn put(
     caller.require_boundary_admin()?;
     path_name("policy", &name)?;
     body.require_json(&[])?;
-    let (record, action, warnings) = save_policy(
+    let (record, action, warnings) = save_policy_with(
         &state,
         &caller.actor(),
         &boundary,
         &name,
         &body.bytes,
         if_match(&headers),
+        if_none_match_star(&headers)?,
     )
     .await?;
     let status = if action == WriteAction::Created {
@@ -415,19 +458,25 @@ pub struct HistoryEntry {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct History {
+    /// Oldest first.
     pub items: Vec<HistoryEntry>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
 }
 
 #[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies/{policy}/history", tag = "policies",
-    params(("boundary" = String, Path), ("policy" = String, Path)),
-    responses((status = 200, body = History), (status = 401, body = crate::openapi::Error),
+    params(("boundary" = String, Path), ("policy" = String, Path), ListParams),
+    responses((status = 200, body = History), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error),
         (status = 404, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn history(
     State(state): State<AppState>,
     caller: Caller,
     Path((boundary, name)): Path<(String, String)>,
+    Query(params): Query<ListParams>,
 ) -> ApiResult<Json<History>> {
+    params.limit()?;
     visible_boundary(&state, &caller, &boundary).await?;
     let entries = state
         .store
@@ -438,16 +487,27 @@ pub async fn history(
             other => ApiError::from_store(other, "policy"),
         })?;
     let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
+    // The continue token is the position of the last entry returned, zero-padded so that
+    // positions order as text.
+    let numbered: Vec<(String, HistoryEntry)> = entries
+        .into_iter()
+        .enumerate()
+        .map(|(position, e)| {
+            (
+                format!("{position:010}"),
+                HistoryEntry {
+                    actor: e.actor,
+                    at: e.at,
+                    before: parse(e.before_json),
+                    after: parse(e.after_json),
+                },
+            )
+        })
+        .collect();
+    let page = page(numbered, |(key, _)| key.clone(), &params)?;
     Ok(Json(History {
-        items: entries
-            .into_iter()
-            .map(|e| HistoryEntry {
-                actor: e.actor,
-                at: e.at,
-                before: parse(e.before_json),
-                after: parse(e.after_json),
-            })
-            .collect(),
+        items: page.items.into_iter().map(|(_, entry)| entry).collect(),
+        continue_token: page.continue_token,
     }))
 }
 
@@ -485,107 +545,111 @@ pub async fn apply(
     Query(params): Query<ApplyParams>,
     body: Body,
 ) -> ApiResult<Json<ApplyResults>> {
-    caller.require_boundary_admin()?;
-    let text = std::str::from_utf8(&body.bytes)
-        .map_err(|_| ApiError::InvalidRequest("the body is not UTF-8 text".into()))?;
-    let documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
-    if documents.is_empty() {
-        return Err(ApiError::InvalidRequest(
-            "the body holds no BoundaryPolicy document".into(),
-        ));
+    // Parsing and validation are CPU work: off the async workers, a few at a time, and
+    // stopped between documents when the client goes away (this future is dropped).
+    let cancel = CancelOnDrop::default();
+    let stop = cancel.flag();
+    let _turn = state
+        .heavy_work
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| ApiError::Internal("the work queue is closed".into()))?;
+    let catalog = state.catalog.clone();
+    let bytes = body.bytes;
+    let parsed = tokio::task::spawn_blocking(move || parse_apply(&bytes, &catalog, &stop))
+        .await
+        .map_err(|e| ApiError::Internal(format!("apply validation stopped: {e}")))??;
+    drop(_turn);
+    // Answer order (SPEC 2.4): a boundary the caller cannot see (404) before the role (403)
+    // before the body's contents (400).
+    for boundary in &parsed.boundaries {
+        visible_boundary(&state, &caller, boundary).await?;
     }
-    // Validate every document before touching the store: the pointer is prefixed with the
-    // document's index in the stream (`/1/spec/rules/0/...`).
-    let mut valid = Vec::new();
-    let mut seen = BTreeSet::new();
-    for (index, document) in documents {
-        let document = document.map_err(|e| {
-            let pointer = e.pointer.clone().unwrap_or_default();
-            let position = match (e.line, e.column) {
-                (Some(l), Some(c)) => format!(" (line {l} column {c})"),
-                _ => String::new(),
-            };
-            ApiError::InvalidRequest(format!("/{index}{pointer}: {}{position}", e.message))
-        })?;
-        let checked = document.validate(&state.catalog).map_err(|e| {
-            ApiError::InvalidRequest(format!("/{index}{}: {}", e.pointer, e.message))
-        })?;
-        let key = (
-            checked.boundary.to_string(),
-            checked.policy.name().to_string(),
-        );
-        if !seen.insert(key.clone()) {
+    caller.require_boundary_admin()?;
+    let valid = parsed.documents?;
+
+    // Each boundary's stored policies are read once, however many documents name it; the
+    // request's policies replace their stored versions and count too.
+    let mut by_boundary: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (position, (_, _, checked)) in valid.iter().enumerate() {
+        by_boundary
+            .entry(checked.boundary.as_str())
+            .or_default()
+            .push(position);
+    }
+    let mut warnings: Vec<Vec<String>> = vec![Vec::new(); valid.len()];
+    let mut stored_specs: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
+    for (boundary, positions) in &by_boundary {
+        let records = state
+            .store
+            .list_policies(boundary)
+            .await
+            .map_err(|e| ApiError::from_store(e, "boundary"))?;
+        let named: BTreeSet<&str> = positions
+            .iter()
+            .map(|&i| valid[i].2.policy.name().as_str())
+            .collect();
+        let mut after: Vec<Policy> = records
+            .iter()
+            .filter(|r| !named.contains(r.name.as_str()))
+            .filter_map(|r| decode_policy(r, &state.catalog).ok())
+            .collect();
+        let kept = records
+            .iter()
+            .filter(|r| !named.contains(r.name.as_str()))
+            .count();
+        if kept + named.len() > MAX_POLICIES_PER_BOUNDARY {
+            let stored_names: BTreeSet<&str> = records.iter().map(|r| r.name.as_str()).collect();
+            let first_new = positions
+                .iter()
+                .find(|&&i| !stored_names.contains(valid[i].2.policy.name().as_str()))
+                .map_or(0, |&i| valid[i].0);
             return Err(ApiError::invalid(
-                &format!("/{index}/metadata/name"),
-                format!(
-                    "policy '{}/{}' is defined twice in this request",
-                    key.0, key.1
-                ),
+                &format!("/{first_new}/metadata/name"),
+                too_many_policies(boundary, kept + named.len()),
             ));
         }
-        valid.push((index, document, checked));
-    }
-    for (_, _, checked) in &valid {
-        visible_boundary(&state, &caller, checked.boundary.as_str()).await?;
-    }
-    let mut writes = Vec::new();
-    let mut warnings = Vec::new();
-    // Each boundary's stored policies are read once, however many documents name it.
-    let mut stored: std::collections::BTreeMap<&str, Vec<Policy>> = Default::default();
-    for (_, document, checked) in &valid {
-        let boundary = checked.boundary.as_str();
-        let name = checked.policy.name().as_str();
-        if !stored.contains_key(boundary) {
-            stored.insert(boundary, stored_policies(&state, boundary).await?);
+        after.extend(positions.iter().map(|&i| valid[i].2.policy.clone()));
+        let blocked = blocked_type_warnings(&after, &state.catalog);
+        for &i in positions {
+            warnings[i] = save_warnings(valid[i].2.warnings.clone(), &blocked);
         }
-        let mut others = stored.get(boundary).cloned().unwrap_or_default();
-        // The request's policies of the same boundary replace their stored versions (the
-        // document itself among them) and count too.
-        others.retain(|p| {
-            !valid
-                .iter()
-                .any(|(_, _, v)| v.boundary.as_str() == boundary && v.policy.name() == p.name())
-        });
-        others.extend(
-            valid
-                .iter()
-                .filter(|(_, _, v)| {
-                    v.boundary.as_str() == boundary && v.policy.name().as_str() != name
-                })
-                .map(|(_, _, v)| v.policy.clone()),
-        );
-        warnings.push(save_warnings(
-            checked.warnings.clone(),
-            &checked.policy,
-            &others,
-            &state.catalog,
-        ));
-        writes.push(PolicyWrite {
-            boundary: boundary.to_owned(),
-            name: name.to_owned(),
+        if params.dry_run.unwrap_or(false) {
+            for record in records {
+                stored_specs.insert(
+                    (record.boundary, record.name),
+                    (record.spec_json, record.metadata_json),
+                );
+            }
+        }
+    }
+    let writes: Vec<PolicyWrite> = valid
+        .iter()
+        .map(|(_, document, checked)| PolicyWrite {
+            boundary: checked.boundary.to_string(),
+            name: checked.policy.name().to_string(),
             spec_json: canonical_spec(&checked.policy),
             metadata_json: metadata_json(&document.metadata.labels, &document.metadata.annotations),
             if_match: None,
-        });
-    }
+            create_only: false,
+        })
+        .collect();
     let actions: Vec<WriteAction> = if params.dry_run.unwrap_or(false) {
-        let mut actions = Vec::new();
-        for write in &writes {
-            actions.push(
-                match state.store.get_policy(&write.boundary, &write.name).await {
-                    Ok(existing)
-                        if existing.spec_json == write.spec_json
-                            && existing.metadata_json == write.metadata_json =>
+        writes
+            .iter()
+            .map(
+                |write| match stored_specs.get(&(write.boundary.clone(), write.name.clone())) {
+                    Some((spec, metadata))
+                        if *spec == write.spec_json && *metadata == write.metadata_json =>
                     {
                         WriteAction::Unchanged
                     }
-                    Ok(_) => WriteAction::Configured,
-                    Err(StoreError::NotFound) => WriteAction::Created,
-                    Err(other) => return Err(ApiError::from_store(other, "policy")),
+                    Some(_) => WriteAction::Configured,
+                    None => WriteAction::Created,
                 },
-            );
-        }
-        actions
+            )
+            .collect()
     } else {
         state
             .store
@@ -608,4 +672,174 @@ pub async fn apply(
         })
         .collect();
     Ok(Json(ApplyResults { results }))
+}
+
+/// At most this many documents in one `POST /v1/apply` (413 beyond).
+pub const MAX_APPLY_DOCUMENTS: usize = 1000;
+
+/// At most this many policies in one boundary (400 on the save that would exceed it).
+pub const MAX_POLICIES_PER_BOUNDARY: usize = 500;
+
+fn too_many_policies(boundary: &str, count: usize) -> String {
+    format!(
+        "boundary '{boundary}' would hold {count} policies; at most \
+         {MAX_POLICIES_PER_BOUNDARY} policies are allowed in one boundary"
+    )
+}
+
+/// A validated document of an apply: its index in the stream, the document, the policy.
+type ValidDocument = (usize, PolicyDocument, ValidPolicy);
+
+/// What the CPU-bound part of an apply found: the boundaries the documents name (for the
+/// visibility check, which comes before the body's own errors) and the validated documents
+/// or the first error.
+struct ParsedApply {
+    boundaries: BTreeSet<String>,
+    documents: ApiResult<Vec<ValidDocument>>,
+}
+
+/// Only `metadata.boundary`, read from documents that may be invalid otherwise.
+#[derive(Deserialize)]
+struct BoundaryOf {
+    metadata: Option<BoundaryOfMetadata>,
+}
+
+#[derive(Deserialize)]
+struct BoundaryOfMetadata {
+    boundary: Option<serde_json::Value>,
+}
+
+/// Parses and validates an apply body, in time linear in its size. Stops with an error when
+/// `stop` is set (the client has gone). A body of more than [`MAX_APPLY_DOCUMENTS`]
+/// documents is a 413 before any of them is validated.
+fn parse_apply(
+    bytes: &[u8],
+    catalog: &Catalog,
+    stop: &std::sync::atomic::AtomicBool,
+) -> ApiResult<ParsedApply> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ApiError::InvalidRequest("the body is not UTF-8 text".into()))?;
+    let heads = palisade_api_types::yaml::documents::<BoundaryOf>(text);
+    if heads.len() > MAX_APPLY_DOCUMENTS {
+        return Err(ApiError::LimitExceeded(format!(
+            "the body holds {} documents; at most {MAX_APPLY_DOCUMENTS} are accepted in one \
+             apply: split it into several requests",
+            heads.len()
+        )));
+    }
+    let boundaries = heads
+        .iter()
+        .filter_map(|(_, head)| head.as_ref().ok())
+        .filter_map(|head| head.metadata.as_ref()?.boundary.as_ref()?.as_str())
+        .filter(|b| Name::parse(b).is_ok())
+        .map(str::to_owned)
+        .collect();
+    drop(heads);
+    let documents = validate_documents(text, catalog, stop);
+    Ok(ParsedApply {
+        boundaries,
+        documents,
+    })
+}
+
+fn validate_documents(
+    text: &str,
+    catalog: &Catalog,
+    stop: &std::sync::atomic::AtomicBool,
+) -> ApiResult<Vec<ValidDocument>> {
+    let documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
+    if documents.is_empty() {
+        return Err(ApiError::InvalidRequest(
+            "the body holds no BoundaryPolicy document".into(),
+        ));
+    }
+    // The pointer is prefixed with the document's index in the stream (`/1/spec/rules/0/...`).
+    let mut valid = Vec::with_capacity(documents.len());
+    let mut seen = BTreeSet::new();
+    for (index, document) in documents {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(ApiError::Internal("the client went away".into()));
+        }
+        let document = document.map_err(|e| {
+            let pointer = e.pointer.clone().unwrap_or_default();
+            let position = match (e.line, e.column) {
+                (Some(l), Some(c)) => format!(" (line {l} column {c})"),
+                _ => String::new(),
+            };
+            ApiError::InvalidRequest(format!("/{index}{pointer}: {}{position}", e.message))
+        })?;
+        let checked = document.validate(catalog).map_err(|e| {
+            ApiError::InvalidRequest(format!("/{index}{}: {}", e.pointer, e.message))
+        })?;
+        let key = (
+            checked.boundary.to_string(),
+            checked.policy.name().to_string(),
+        );
+        if !seen.insert(key.clone()) {
+            return Err(ApiError::invalid(
+                &format!("/{index}/metadata/name"),
+                format!(
+                    "policy '{}/{}' is defined twice in this request",
+                    key.0, key.1
+                ),
+            ));
+        }
+        valid.push((index, document, checked));
+    }
+    Ok(valid)
+}
+
+/// Sets its flag when dropped: the blocking work it was handed stops at its next check.
+#[derive(Debug, Default)]
+struct CancelOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl CancelOnDrop {
+    fn flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.0.clone()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+
+    const TWO: &str = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: a, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n---\napiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: b, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n";
+
+    #[test]
+    fn validation_stops_when_the_client_has_gone() {
+        let catalog = Catalog::builtin();
+        let running = validate_documents(TWO, &catalog, &AtomicBool::new(false));
+        assert_eq!(running.map(|v| v.len()).ok(), Some(2));
+        let stopped = validate_documents(TWO, &catalog, &AtomicBool::new(true));
+        assert!(matches!(stopped, Err(ApiError::Internal(_))));
+    }
+
+    #[test]
+    fn dropping_the_request_sets_the_stop_flag() {
+        let cancel = CancelOnDrop::default();
+        let flag = cancel.flag();
+        assert!(!flag.load(std::sync::atomic::Ordering::Relaxed));
+        drop(cancel);
+        assert!(flag.load(std::sync::atomic::Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_boundaries_named_are_found_even_in_invalid_documents() {
+        let body = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: a, boundary: other}\nspec: {rules: []}\n";
+        let parsed = parse_apply(
+            body.as_bytes(),
+            &Catalog::builtin(),
+            &AtomicBool::new(false),
+        );
+        let parsed = parsed.ok().map(|p| (p.boundaries, p.documents.is_err()));
+        assert_eq!(parsed, Some((BTreeSet::from(["other".to_owned()]), true)));
+    }
 }

@@ -8,12 +8,14 @@ use std::collections::BTreeSet;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use palisade_api_types::resource::{json_kind, merge_patch, Resource};
 use palisade_policy::compute_plan::{decide, picker_options, plan_checks, PlanCheck, Plans};
 use palisade_policy::{Name, Policy, ResourceType};
 use palisade_store::{Edit, NewResource, ResourceKey, ResourceQuery, ResourceRecord, StoreError};
 use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
 use utoipa::ToSchema;
 
 use super::{etag_header, if_match, visible_boundary, ListParams, Query};
@@ -23,6 +25,7 @@ use crate::guard::{
     decode_policies, function_warning, plan_guard, warning_header, FUNCTION_UNREAD_WARNING,
 };
 use crate::metrics::plan_decision;
+use crate::serving::Started;
 use crate::{AppState, Body};
 
 /// A resource as the API shows it: its body plus what the server adds.
@@ -123,10 +126,29 @@ fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
 
 fn outcome_of(error: &ApiError) -> &'static str {
     match error {
-        ApiError::PlanNotAllowed(_) => "denied",
+        ApiError::PlanNotAllowed(..) => "denied",
         ApiError::PolicyUnavailable(_) => "unavailable",
         _ => "error",
     }
+}
+
+/// The deadline of a request's store work (SPEC 2.4: policies read within 2 s), measured from
+/// when the request reached the API, so that the token lookup, the boundary lookup and the
+/// guarded write share one bound; `now` when the request carries no start mark.
+pub fn deadline_of(state: &AppState, started: Option<&Started>) -> Instant {
+    started.map_or_else(Instant::now, |s| s.0) + state.policy_timeout
+}
+
+/// `step` by `deadline`; past it, `late` (nothing has been written: the steps bounded here
+/// only read).
+async fn read_by<T>(
+    deadline: Instant,
+    late: ApiError,
+    step: impl std::future::Future<Output = ApiResult<T>>,
+) -> ApiResult<T> {
+    tokio::time::timeout_at(deadline, step)
+        .await
+        .unwrap_or(Err(late))
 }
 
 /// Creates a resource in `boundary` (the caller already authorised): validation (400), name
@@ -136,6 +158,17 @@ pub async fn create_resource(
     state: &AppState,
     boundary: &str,
     value: &serde_json::Value,
+) -> ApiResult<(ResourceRecord, Vec<String>)> {
+    create_resource_by(state, boundary, value, deadline_of(state, None)).await
+}
+
+/// `create_resource` with the request's deadline: the store gives up before its commit when
+/// the deadline passes (503, nothing written); a commit under way decides the answer.
+pub async fn create_resource_by(
+    state: &AppState,
+    boundary: &str,
+    value: &serde_json::Value,
+    deadline: Instant,
 ) -> ApiResult<(ResourceRecord, Vec<String>)> {
     let (resource, ty) = Resource::from_value(value, &state.catalog, None)
         .map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
@@ -149,14 +182,11 @@ pub async fn create_resource(
         name: resource.name.clone(),
         body_json: serde_json::to_string(&resource).unwrap_or_default(),
     };
-    let result = tokio::time::timeout(
-        state.policy_timeout,
-        state.store.create_resource(new, guard),
-    )
-    .await
-    .map_err(|_| ApiError::PolicyUnavailable("store did not answer within 2 s".into()))
-    .and_then(|r| {
-        r.map_err(|e| match e {
+    let result = state
+        .store
+        .create_resource(new, guard, Some(deadline.into_std()))
+        .await
+        .map_err(|e| match e {
             StoreError::Conflict(_) => ApiError::Conflict(format!(
                 "{ty} '{}' already exists in boundary '{boundary}'",
                 resource.name
@@ -164,8 +194,7 @@ pub async fn create_resource(
             StoreError::NotFound => crate::auth::boundary_not_found(boundary),
             other if guarded => ApiError::from_store_on_plan_path(other, "resource"),
             other => ApiError::from_store(other, "resource"),
-        })
-    });
+        });
     let (record, mut warnings) = match result {
         Ok(done) => done,
         Err(error) => {
@@ -196,17 +225,23 @@ pub async fn create_resource(
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,
+    started: Option<Extension<Started>>,
     caller: Result<Caller, ApiError>,
     Path(boundary): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
+    let deadline = deadline_of(&state, started.as_deref());
     let caller = caller.map_err(on_plan_path)?;
-    visible_boundary(&state, &caller, &boundary)
-        .await
-        .map_err(on_plan_path)?;
+    read_by(
+        deadline,
+        ApiError::PolicyUnavailable("the boundary lookup did not answer in time".into()),
+        visible_boundary(&state, &caller, &boundary),
+    )
+    .await
+    .map_err(on_plan_path)?;
     body.require_json(&[])?;
     let value = body.json()?;
-    let (record, warnings) = create_resource(&state, &boundary, &value).await?;
+    let (record, warnings) = create_resource_by(&state, &boundary, &value, deadline).await?;
     let etag = etag_header(&record.etag);
     let response = (StatusCode::CREATED, etag, Json(view(record, None))).into_response();
     Ok(with_warnings(response, &warnings))
@@ -391,6 +426,17 @@ pub async fn patch_resource(
     if_match: Option<&str>,
     patch: serde_json::Value,
 ) -> ApiResult<(ResourceRecord, Vec<String>)> {
+    patch_resource_by(state, key, if_match, patch, deadline_of(state, None)).await
+}
+
+/// `patch_resource` with the request's deadline (see `create_resource_by`).
+pub async fn patch_resource_by(
+    state: &AppState,
+    key: &ResourceKey,
+    if_match: Option<&str>,
+    patch: serde_json::Value,
+    deadline: Instant,
+) -> ApiResult<(ResourceRecord, Vec<String>)> {
     let plan_path = patch.get("plan").is_some() || patch.get("components").is_some();
     let catalog = state.catalog.clone();
     let function_checks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -435,25 +481,16 @@ pub async fn patch_resource(
             guard,
         })
     });
-    let result = tokio::time::timeout(
-        state.policy_timeout,
-        state.store.update_resource(key, if_match, editor),
-    )
-    .await;
+    let result = state
+        .store
+        .update_resource(key, if_match, editor, Some(deadline.into_std()))
+        .await;
     let was_guarded = guarded_out.load(std::sync::atomic::Ordering::Relaxed);
     let result = match result {
-        Err(_) if plan_path || was_guarded => Err(ApiError::PolicyUnavailable(
-            "store did not answer within 2 s".into(),
-        )),
-        Err(_) => Err(ApiError::Unavailable(
-            "store did not answer within 2 s".into(),
-        )),
-        Ok(Err(StoreError::NotFound)) => Err(resource_not_found(key)),
-        Ok(Err(e)) if plan_path || was_guarded => {
-            Err(ApiError::from_store_on_plan_path(e, "resource"))
-        }
-        Ok(Err(e)) => Err(ApiError::from_store(e, "resource")),
-        Ok(Ok(done)) => Ok(done),
+        Err(StoreError::NotFound) => Err(resource_not_found(key)),
+        Err(e) if plan_path || was_guarded => Err(ApiError::from_store_on_plan_path(e, "resource")),
+        Err(e) => Err(ApiError::from_store(e, "resource")),
+        Ok(done) => Ok(done),
     };
     let (record, mut warnings) = match result {
         Ok(done) => done,
@@ -489,11 +526,13 @@ pub async fn patch_resource(
     security(("bearer" = [])))]
 pub async fn patch(
     State(state): State<AppState>,
+    started: Option<Extension<Started>>,
     caller: Result<Caller, ApiError>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
+    let deadline = deadline_of(&state, started.as_deref());
     // Whether this patch can move a plan decides how a store failure is answered.
     let patch: Option<serde_json::Value> = serde_json::from_slice(&body.bytes).ok();
     let plan_path = patch
@@ -501,9 +540,13 @@ pub async fn patch(
         .is_some_and(|p| p.get("plan").is_some() || p.get("components").is_some());
     let unreachable = |e: ApiError| if plan_path { on_plan_path(e) } else { e };
     let caller = caller.map_err(unreachable)?;
-    visible_boundary(&state, &caller, &boundary)
-        .await
-        .map_err(unreachable)?;
+    read_by(
+        deadline,
+        ApiError::Unavailable("the boundary lookup did not answer in time".into()),
+        visible_boundary(&state, &caller, &boundary),
+    )
+    .await
+    .map_err(unreachable)?;
     let key = resource_key(&boundary, &resource_type, &name)?;
     body.require_json(&["application/merge-patch+json"])?;
     let patch = body.json()?;
@@ -514,7 +557,7 @@ pub async fn patch(
         )));
     }
     let (record, warnings) =
-        patch_resource(&state, &key, if_match(&headers).as_deref(), patch).await?;
+        patch_resource_by(&state, &key, if_match(&headers).as_deref(), patch, deadline).await?;
     let etag = etag_header(&record.etag);
     Ok(with_warnings(
         (etag, Json(view(record, None))).into_response(),

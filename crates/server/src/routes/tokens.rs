@@ -51,6 +51,8 @@ pub struct CreatedToken {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TokenList {
     pub items: Vec<TokenView>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
 }
 
 fn view(record: TokenRecord) -> TokenView {
@@ -74,6 +76,18 @@ pub async fn create(
     caller: Caller,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
+    // Answer order (SPEC 2.4): a boundary the caller cannot see is 404 before any 403, and
+    // both come before the body's own errors.
+    let named = body.json().ok().and_then(|v| {
+        v.get("boundary")
+            .and_then(|b| b.as_str())
+            .map(str::to_owned)
+    });
+    if let Some(boundary) = named.as_deref() {
+        if palisade_policy::Name::parse(boundary).is_ok() {
+            super::visible_boundary(&state, &caller, boundary).await?;
+        }
+    }
     caller.require_boundary_admin()?;
     let new: NewToken = parse_body(&body)?;
     let role = match (new.role.as_str(), new.boundary.as_deref()) {
@@ -150,19 +164,29 @@ pub async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/v1/tokens", tag = "tokens",
-    responses((status = 200, body = TokenList), (status = 401, body = crate::openapi::Error),
+#[utoipa::path(get, path = "/v1/tokens", tag = "tokens", params(super::ListParams),
+    responses((status = 200, body = TokenList), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error)),
     security(("bearer" = [])))]
-pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<TokenList>> {
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    super::Query(params): super::Query<super::ListParams>,
+) -> ApiResult<Json<TokenList>> {
     caller.require_boundary_admin()?;
+    params.limit()?;
     let records = state
         .store
         .list_tokens(caller.role.boundary())
         .await
         .map_err(|e| ApiError::from_store(e, "token"))?;
+    let mut views: Vec<TokenView> = records.into_iter().map(view).collect();
+    views.sort_by(|a, b| a.id.cmp(&b.id));
+    let page = super::page(views, |t| t.id.clone(), &params)?;
     Ok(Json(TokenList {
-        items: records.into_iter().map(view).collect(),
+        items: page.items,
+        continue_token: page.continue_token,
     }))
 }
 
@@ -176,12 +200,18 @@ pub async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    caller.require_boundary_admin()?;
     let not_found = || ApiError::NotFound(format!("token '{id}' not found"));
     let record = state.store.get_token(&id).await.map_err(|e| match e {
         StoreError::NotFound => not_found(),
         other => ApiError::from_store(other, "token"),
     })?;
+    // A token of a boundary the caller cannot see is not there for it (404 before 403).
+    if record.boundary.as_deref().is_some_and(|b| !caller.sees(b))
+        || (record.boundary.is_none() && !caller.is_admin())
+    {
+        return Err(not_found());
+    }
+    caller.require_boundary_admin()?;
     let target = Role::from_record(&record.role, record.boundary.as_deref());
     match (&caller.role, &target) {
         (Role::Admin, _) => {}

@@ -1,0 +1,646 @@
+//! Hardening (issue 9): the API stays available under costly applies and slow clients, bodies
+//! are parsed strictly with messages that name the field, every list pages, and answers come
+//! in the order SPEC 2.4 gives.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use common::TestApp;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn policy_documents(boundary: &str, count: usize, prefix: &str) -> String {
+    (0..count)
+        .map(|i| {
+            format!(
+                "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {{name: {prefix}-{i}, boundary: {boundary}}}\nspec:\n  rules:\n    - requiredLabels: {{labels: [{{key: team}}]}}\n"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+async fn apply(app: &TestApp, token: &str, body: &str, dry_run: bool) -> common::Answer {
+    let path = if dry_run {
+        "/v1/apply?dry_run=true"
+    } else {
+        "/v1/apply"
+    };
+    app.raw(
+        Method::POST,
+        path,
+        Some(token),
+        Some(body),
+        Some("application/yaml"),
+        &[],
+    )
+    .await
+}
+
+/// A server on loopback with short limits, its base URL, and its shutdown trigger.
+async fn listen(
+    app: &TestApp,
+    limits: palisade_server::Limits,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let router = app.router.clone();
+    tokio::spawn(async move {
+        palisade_server::serve_on(
+            listener,
+            router,
+            async {
+                let _ = stopped.await;
+            },
+            limits,
+        )
+        .await
+        .unwrap();
+    });
+    (base, stop)
+}
+
+#[tokio::test]
+async fn apply_refuses_more_documents_than_its_limit_before_validating_any() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let body = policy_documents("shop", 1_001, "p");
+    let answer = apply(&app, &app.admin, &body, true).await;
+    assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE, "{answer:?}");
+    assert_eq!(answer.code(), "payload_too_large");
+    assert_eq!(
+        answer.message(),
+        "the body holds 1001 documents; at most 1000 are accepted in one apply: split it into several requests"
+    );
+}
+
+#[tokio::test]
+async fn a_boundary_holds_at_most_500_policies() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let answer = apply(&app, &app.admin, &policy_documents("shop", 500, "p"), false).await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    assert_eq!(answer.body["results"].as_array().unwrap().len(), 500);
+    // Re-applying the same 500 is fine: nothing new.
+    let again = apply(&app, &app.admin, &policy_documents("shop", 500, "p"), true).await;
+    assert_eq!(again.status, StatusCode::OK, "{again:?}");
+    assert!(again.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["action"] == "unchanged"));
+    // One more is refused, naming the document and the limit.
+    let more = format!(
+        "{}---\n{}",
+        policy_documents("shop", 1, "p"),
+        policy_documents("shop", 1, "extra")
+    );
+    let answer = apply(&app, &app.admin, &more, false).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+    assert_eq!(
+        answer.message(),
+        "/1/metadata/name: boundary 'shop' would hold 501 policies; at most 500 policies are allowed in one boundary"
+    );
+    let answer = app
+        .admin(
+            Method::PUT,
+            "/v1/boundaries/shop/policies/one-more",
+            Some(common::plans(&["small"])),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+    assert_eq!(
+        answer.message(),
+        "/path/policy: boundary 'shop' would hold 501 policies; at most 500 policies are allowed in one boundary"
+    );
+    // Replacing a stored policy still works at the limit.
+    let answer = app
+        .admin(
+            Method::PUT,
+            "/v1/boundaries/shop/policies/p-0",
+            Some(common::plans(&["small"])),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+}
+
+/// Before the fix, four concurrent applies of 7,000 small documents left `/healthz`
+/// unanswered for minutes. Now: the largest accepted applies, four at a time and again and
+/// again, while `/healthz` is probed; every probe is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_while_large_applies_run() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app.boundary("web").await;
+    let (base, stop) = listen(&app, palisade_server::Limits::default()).await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    // The most one apply takes: 1,000 documents, 500 (the most a boundary holds) in each of two.
+    let body = Arc::new(format!(
+        "{}---\n{}",
+        policy_documents("shop", 500, "p"),
+        policy_documents("web", 500, "p")
+    ));
+    let oversized = Arc::new(policy_documents("shop", 7_000, "q"));
+    let mut applies = Vec::new();
+    for round in 0..8 {
+        let (client, base, token) = (client.clone(), base.clone(), app.admin.clone());
+        let body = if round % 2 == 0 {
+            body.clone()
+        } else {
+            oversized.clone()
+        };
+        applies.push(tokio::spawn(async move {
+            let answer = client
+                .post(format!("{base}/v1/apply?dry_run=true"))
+                .bearer_auth(token)
+                .header("content-type", "application/yaml")
+                .body(body.to_string())
+                .send()
+                .await
+                .unwrap();
+            answer.status().as_u16()
+        }));
+    }
+    let probes = client.clone();
+    let unanswered = Arc::new(AtomicUsize::new(0));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let prober = {
+        let (unanswered, answered, base) = (unanswered.clone(), answered.clone(), base.clone());
+        tokio::spawn(async move {
+            for _ in 0..40 {
+                let probe = probes
+                    .get(format!("{base}/healthz"))
+                    .timeout(Duration::from_secs(5))
+                    .send()
+                    .await;
+                match probe {
+                    Ok(r) if r.status() == StatusCode::OK => {
+                        answered.fetch_add(1, Ordering::Relaxed)
+                    }
+                    _ => unanswered.fetch_add(1, Ordering::Relaxed),
+                };
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    let mut statuses = Vec::new();
+    for apply in applies {
+        statuses.push(apply.await.unwrap());
+    }
+    prober.await.unwrap();
+    let _ = stop.send(());
+    assert_eq!(statuses, [200, 413, 200, 413, 200, 413, 200, 413]);
+    assert_eq!(
+        unanswered.load(Ordering::Relaxed),
+        0,
+        "healthz probes unanswered"
+    );
+    assert_eq!(answered.load(Ordering::Relaxed), 40);
+}
+
+/// Slow clients are disconnected: a request head that never completes, a body that never
+/// completes, and an idle kept-alive connection.
+#[tokio::test]
+async fn slow_and_idle_connections_are_closed() {
+    let app = TestApp::sqlite().await;
+    let limits = palisade_server::Limits {
+        header: Duration::from_millis(500),
+        body: Duration::from_millis(500),
+        request: Duration::from_secs(2),
+    };
+    let (base, stop) = listen(&app, limits).await;
+    let address = base.trim_start_matches("http://").to_owned();
+    let token = app.admin.clone();
+    let mut connections = Vec::new();
+    for kind in 0..60 {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        match kind % 3 {
+            // Half a request head.
+            0 => stream
+                .write_all(b"POST /v1/boundaries HTTP/1.1\r\nHost: x\r\nContent-Ty")
+                .await
+                .unwrap(),
+            // A whole head, half a body, a valid token (so the body is read).
+            1 => stream
+                .write_all(
+                    format!(
+                        "POST /v1/boundaries HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"name\""
+                    )
+                    .as_bytes(),
+                )
+                .await
+                .unwrap(),
+            // One whole request, then idle on the kept-alive connection.
+            _ => stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap(),
+        }
+        connections.push((kind % 3, stream));
+    }
+    // Well past every limit: each connection must have been closed by the server.
+    let mut open = 0;
+    let mut body_answers = 0;
+    for (kind, mut stream) in connections {
+        let mut seen = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut buffer = [0u8; 4096];
+            loop {
+                match stream.read(&mut buffer).await {
+                    Ok(0) | Err(_) => return true,
+                    Ok(n) => seen.extend_from_slice(&buffer[..n]),
+                }
+            }
+        })
+        .await
+        .unwrap_or(false);
+        if !closed {
+            open += 1;
+        }
+        let text = String::from_utf8_lossy(&seen);
+        if kind == 1
+            && text.starts_with("HTTP/1.1 400")
+            && text.contains("the body could not be read whole")
+        {
+            body_answers += 1;
+        }
+    }
+    let _ = stop.send(());
+    assert_eq!(open, 0, "connections still open past the limits");
+    assert_eq!(
+        body_answers, 20,
+        "half-sent bodies answered 400 naming the cause"
+    );
+}
+
+#[tokio::test]
+async fn json_bodies_are_strict_and_messages_name_the_field_in_words() {
+    let app = TestApp::sqlite().await;
+    let cases = [
+        (
+            r#"{"name":"zz1"} xx"#,
+            "the body is not valid JSON: it holds more than one JSON value (trailing characters at line 1 column 16)",
+        ),
+        (r#"{"name":"zz1","name":"zz2"}"#, "/name: is given twice"),
+        ("[]", "the body must be a JSON object, got an array"),
+        ("{}", "/name: is required"),
+        (
+            r#"{"name":"zz1","display_name":"a\u0000b"}"#,
+            "/display_name: must not contain control characters (found U+0000)",
+        ),
+        (
+            r#"{"name":"zz1","display_name":"a\u001b[31m"}"#,
+            "/display_name: must not contain control characters (found U+001B)",
+        ),
+    ];
+    for (body, message) in cases {
+        let answer = app
+            .raw(
+                Method::POST,
+                "/v1/boundaries",
+                Some(&app.admin),
+                Some(body),
+                Some("application/json"),
+                &[],
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}: {answer:?}");
+        assert_eq!(answer.message(), message, "{body}");
+    }
+    let answer = app
+        .admin(Method::PUT, "/v1/clusters/c", Some(json!({})))
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+    assert_eq!(answer.message(), "/kubeconfig: is required");
+    app.boundary("shop").await;
+    let answer = app
+        .raw(
+            Method::PUT,
+            "/v1/boundaries/shop/policies/p",
+            Some(&app.admin),
+            Some(r#"{"rules":[{"disallowLatestTag":{}}]} {"rules":[]}"#),
+            Some("application/json"),
+            &[],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+    let answer = app
+        .raw(
+            Method::POST,
+            "/v1/boundaries/shop/resources",
+            Some(&app.admin),
+            Some(r#"{"type":"postgresql","name":"db","plan":"small","plan":"xlarge"}"#),
+            Some("application/json"),
+            &[],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+    assert_eq!(answer.message(), "/plan: is given twice");
+}
+
+#[tokio::test]
+async fn every_list_pages_and_refuses_bad_limits() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    for i in 0..3 {
+        app.token("developer", Some("shop")).await;
+        app.policy(
+            "shop",
+            "p",
+            common::plans(if i % 2 == 0 { &["small"] } else { &["medium"] }),
+        )
+        .await;
+    }
+    let lists = [
+        "/v1/tokens",
+        "/v1/boundaries/shop/namespaces",
+        "/v1/boundaries/shop/policies/p/history",
+        "/v1/boundaries",
+        "/v1/boundaries/shop/policies",
+        "/v1/boundaries/shop/resources",
+    ];
+    for list in lists {
+        for bad in ["0", "abc", "1001"] {
+            let answer = app
+                .admin(Method::GET, &format!("{list}?limit={bad}"), None)
+                .await;
+            assert_eq!(
+                answer.status,
+                StatusCode::BAD_REQUEST,
+                "{list}?limit={bad}: {answer:?}"
+            );
+            assert!(
+                answer.message().starts_with("/limit: "),
+                "{list}: {}",
+                answer.message()
+            );
+        }
+    }
+    // Tokens (admin + 3) and history (3 entries) page one item at a time, in order, once each.
+    for (list, total) in [
+        ("/v1/tokens", 4),
+        ("/v1/boundaries/shop/policies/p/history", 3),
+    ] {
+        let mut seen = Vec::new();
+        let mut next: Option<String> = None;
+        loop {
+            let path = match &next {
+                None => format!("{list}?limit=1"),
+                Some(token) => format!("{list}?limit=1&continue={token}"),
+            };
+            let answer = app.admin(Method::GET, &path, None).await;
+            assert_eq!(answer.status, StatusCode::OK, "{path}: {answer:?}");
+            let items = answer.body["items"].as_array().unwrap();
+            assert_eq!(items.len(), 1, "{path}");
+            seen.push(items[0].clone());
+            match answer.body["continue"].as_str() {
+                Some(token) => next = Some(token.to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(seen.len(), total, "{list}: {seen:?}");
+    }
+    // The OpenAPI document says so.
+    let openapi = app.admin(Method::GET, "/openapi.json", None).await;
+    for path in [
+        "/v1/tokens",
+        "/v1/boundaries/{boundary}/namespaces",
+        "/v1/boundaries/{boundary}/policies/{policy}/history",
+    ] {
+        let parameters = &openapi.body["paths"][path]["get"]["parameters"];
+        let names: Vec<&str> = parameters
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&"limit") && names.contains(&"continue"),
+            "{path}: {names:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn answers_come_in_the_order_of_spec_2_4() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app.boundary("other").await;
+    let developer = app.token("developer", Some("shop")).await;
+    let admin_of_shop = app.token("boundary-admin", Some("shop")).await;
+
+    // A body over 1 MiB with a garbage token: 401 (the token is checked first).
+    let big = format!("{{\"name\": \"{}\"}}", "x".repeat(1_100_000));
+    let answer = app
+        .raw(
+            Method::POST,
+            "/v1/boundaries",
+            Some("garbage"),
+            Some(&big),
+            Some("application/json"),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNAUTHORIZED,
+        "{:?}",
+        answer.status
+    );
+    assert_eq!(
+        answer
+            .headers
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok()),
+        Some("Bearer realm=\"palisade\"")
+    );
+    // And with a valid token, 413.
+    let answer = app
+        .raw(
+            Method::POST,
+            "/v1/boundaries",
+            Some(&app.admin),
+            Some(&big),
+            Some("application/json"),
+            &[],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
+
+    // A developer naming another boundary in a body: 404, as for a path.
+    let answer = app
+        .call(
+            Method::POST,
+            "/v1/tokens",
+            Some(&developer),
+            Some(json!({"role": "developer", "boundary": "other"})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
+    assert_eq!(answer.message(), "boundary 'other' not found");
+    let answer = app
+        .call(
+            Method::POST,
+            "/v1/tokens",
+            Some(&developer),
+            Some(json!({"role": "developer", "boundary": "shop"})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
+    let body = policy_documents("other", 1, "p");
+    let answer = apply(&app, &developer, &body, true).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
+    let answer = apply(&app, &admin_of_shop, &body, true).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
+    let answer = apply(&app, &developer, &policy_documents("shop", 1, "p"), true).await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
+    // The developer token of another boundary: 404 to a developer, not 403.
+    let other_developer = app
+        .admin(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"role": "developer", "boundary": "other"})),
+        )
+        .await;
+    let id = other_developer.body["id"].as_str().unwrap();
+    let answer = app
+        .call(
+            Method::DELETE,
+            &format!("/v1/tokens/{id}"),
+            Some(&developer),
+            None,
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
+    let answer = app
+        .call(
+            Method::DELETE,
+            &format!("/v1/tokens/{id}"),
+            Some(&admin_of_shop),
+            None,
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive_and_401s_say_how_to_authenticate() {
+    let app = TestApp::sqlite().await;
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let answer = app
+            .raw(
+                Method::GET,
+                "/v1/boundaries",
+                None,
+                None,
+                None,
+                &[("authorization", &format!("{scheme} {}", app.admin))],
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{scheme}");
+    }
+    for header in [None, Some("Basic abc"), Some("Bearer nope")] {
+        let headers: Vec<(&str, &str)> = header.map(|h| ("authorization", h)).into_iter().collect();
+        let answer = app
+            .raw(Method::GET, "/v1/boundaries", None, None, None, &headers)
+            .await;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            answer
+                .headers
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok()),
+            Some("Bearer realm=\"palisade\""),
+            "{header:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn if_none_match_star_creates_only() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let spec = common::plans(&["small"]).to_string();
+    let put = |spec: String| {
+        let app = &app;
+        async move {
+            app.raw(
+                Method::PUT,
+                "/v1/boundaries/shop/policies/p",
+                Some(&app.admin),
+                Some(&spec),
+                Some("application/json"),
+                &[("if-none-match", "*")],
+            )
+            .await
+        }
+    };
+    let first = put(spec.clone()).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{first:?}");
+    let second = put(common::plans(&["large"]).to_string()).await;
+    assert_eq!(second.status, StatusCode::PRECONDITION_FAILED, "{second:?}");
+    assert_eq!(second.code(), "precondition_failed");
+    assert_eq!(
+        second.message(),
+        "policy 'p' already exists in boundary 'shop' (If-None-Match: * creates only)"
+    );
+    let stored = app
+        .admin(Method::GET, "/v1/boundaries/shop/policies/p", None)
+        .await;
+    assert_eq!(
+        stored.body["spec"]["rules"],
+        common::plans(&["small"])["rules"],
+        "not overwritten"
+    );
+}
+
+/// Audit policies' warnings reach the caller on a 422 too, as on a success.
+#[tokio::test]
+async fn a_422_carries_the_audit_warnings() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app.policy("shop", "limits", common::plans(&["small"]))
+        .await;
+    app.policy(
+        "shop",
+        "watch",
+        json!({"mode": "audit", "rules": [{"allowedComputePlans": {"plans": ["medium"]}}]}),
+    )
+    .await;
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "postgresql", "name": "db", "plan": "large"}),
+        )
+        .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{answer:?}"
+    );
+    assert_eq!(answer.code(), "compute_plan_not_allowed");
+    let warnings = answer.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "299 palisade \"Policy 'watch' (audit) would deny: Compute plan 'large' is not allowed"
+        ),
+        "{warnings:?}"
+    );
+}
