@@ -155,7 +155,19 @@ async fn healthz_answers_while_large_applies_run() {
         policy_documents("shop", 500, "p"),
         policy_documents("web", 500, "p")
     ));
-    let oversized = Arc::new(policy_documents("shop", 7_000, "q"));
+    // Before the fix, four of these (7,000 small documents, under 1 MiB) left /healthz
+    // unanswered for minutes; now each is refused by its document count at once.
+    let oversized = Arc::new(
+        (0..7_000)
+            .map(|i| {
+                format!(
+                    "{{apiVersion: palisade.dev/v1, kind: BoundaryPolicy, metadata: {{name: x{i}, boundary: shop}}, spec: {{rules: [{{disallowLatestTag: {{}}}}]}}}}"
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n---\n"),
+    );
+    assert!(oversized.len() < 1024 * 1024, "under the body limit");
     let mut applies = Vec::new();
     for round in 0..8 {
         let (client, base, token) = (client.clone(), base.clone(), app.admin.clone());
