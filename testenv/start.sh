@@ -56,7 +56,9 @@ USED_PORTS=" "
 free_port() {
   local p i
   for i in $(seq 1 200); do
-    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    # Below Linux's ephemeral range (32768-60999), so that no client connection of a test
+    # running beside us holds the port as its local end.
+    p=$(( 10000 + (RANDOM * 32768 + RANDOM) % 22000 ))
     [[ "${USED_PORTS}" == *" ${p} "* ]] && continue
     if [[ -z "$(ss -Hltn "sport = :${p}" 2>/dev/null)" ]]; then
       USED_PORTS+="${p} "

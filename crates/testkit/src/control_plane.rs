@@ -226,37 +226,49 @@ impl ControlPlane {
         static CLEANED: OnceLock<()> = OnceLock::new();
         CLEANED.get_or_init(remove_stale_workdirs);
 
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{WORKDIR_PREFIX}{}-", std::process::id()))
-            .tempdir()
-            .unwrap_or_else(|e| panic!("cannot create a control plane directory: {e}"));
-        let workdir = dir.path().to_path_buf();
-        let started = Instant::now();
-        let output = Command::new("bash")
-            .arg(testenv_dir().join("start.sh"))
-            .arg(&full_version)
-            .arg(&workdir)
-            .env(
-                "PALISADE_TESTENV_PARENT_PID",
-                std::process::id().to_string(),
-            )
-            .env(
-                "START_KCM",
-                if options.controller_manager { "1" } else { "0" },
-            )
-            .env("APISERVER_EXTRA_ARGS", options.apiserver_args.join(" "))
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run testenv/start.sh: {e}"));
-        let startup = started.elapsed();
-        if !output.status.success() {
+        // A port found free can be taken by a process running beside us before the server
+        // binds it; such a start is tried again on other ports, at most three times.
+        let mut attempt = 0;
+        let (dir, workdir, startup) = loop {
+            attempt += 1;
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("{WORKDIR_PREFIX}{}-", std::process::id()))
+                .tempdir()
+                .unwrap_or_else(|e| panic!("cannot create a control plane directory: {e}"));
+            let workdir = dir.path().to_path_buf();
+            let started = Instant::now();
+            let output = Command::new("bash")
+                .arg(testenv_dir().join("start.sh"))
+                .arg(&full_version)
+                .arg(&workdir)
+                .env(
+                    "PALISADE_TESTENV_PARENT_PID",
+                    std::process::id().to_string(),
+                )
+                .env(
+                    "START_KCM",
+                    if options.controller_manager { "1" } else { "0" },
+                )
+                .env("APISERVER_EXTRA_ARGS", options.apiserver_args.join(" "))
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run testenv/start.sh: {e}"));
+            let startup = started.elapsed();
+            if output.status.success() {
+                break (dir, workdir, startup);
+            }
+            let stderr = tail(&output.stderr, 40);
+            if attempt < 3 && stderr.contains("address already in use") {
+                eprintln!("control plane start found a port taken; trying other ports");
+                continue;
+            }
             panic!(
                 "testenv/start.sh {full_version} {} failed ({}):\n--- stdout\n{}\n--- stderr (tail)\n{}",
                 workdir.display(),
                 output.status,
                 tail(&output.stdout, 20),
-                tail(&output.stderr, 40)
+                stderr
             );
-        }
+        };
         let read = |file: &str| {
             let path = workdir.join(file);
             std::fs::read_to_string(&path)
