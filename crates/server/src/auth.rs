@@ -149,16 +149,9 @@ impl FromRequestParts<AppState> for Caller {
             })?;
         // The token lookup counts against the request's store bound (SPEC 2.4): on a plan
         // path the whole answer, not each step, is bounded by `policy_timeout`.
-        let started = parts
-            .extensions
-            .get::<crate::serving::Started>()
-            .map_or_else(tokio::time::Instant::now, |s| s.0);
-        match tokio::time::timeout_at(
-            started + state.policy_timeout,
-            caller_from_token(state, token),
-        )
-        .await
-        {
+        let deadline =
+            crate::serving::deadline_of(state, parts.extensions.get::<crate::serving::Started>());
+        match tokio::time::timeout_at(deadline, caller_from_token(state, token)).await {
             Ok(result) => result,
             Err(_) => Err(ApiError::Unavailable(
                 "the store did not answer the token lookup in time".into(),

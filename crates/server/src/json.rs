@@ -104,29 +104,19 @@ fn describe(pointer: &str, message: &str) -> (String, String) {
         };
         return (pointer, format!("is not a known field{known}"));
     }
-    if let Some(rest) = message.strip_prefix("invalid type: ") {
-        if let Some((found, expected)) = rest.split_once(", expected ") {
-            return (
-                pointer.to_owned(),
-                format!(
-                    "must be {}, got {}",
-                    expected_words(expected),
-                    found_words(found)
-                ),
-            );
-        }
-    }
-    if let Some(rest) = message.strip_prefix("invalid value: ") {
-        if let Some((found, expected)) = rest.split_once(", expected ") {
-            return (
-                pointer.to_owned(),
-                format!(
-                    "must be {}, got {}",
-                    expected_words(expected),
-                    found_words(found)
-                ),
-            );
-        }
+    let wrong = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.split_once(", expected "));
+    if let Some((found, expected)) = wrong {
+        return (
+            pointer.to_owned(),
+            format!(
+                "must be {}, got {}",
+                expected_words(expected),
+                found_words(found)
+            ),
+        );
     }
     if message.starts_with("invalid length ") {
         return (pointer.to_owned(), "must be an object".to_owned());
@@ -239,7 +229,11 @@ impl<'de> Visitor<'de> for StrictValue {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let pointer = format!("{}/{}", self.pointer, escape(&key));
+            let pointer = format!(
+                "{}/{}",
+                self.pointer,
+                palisade_api_types::pointer::escape(&key)
+            );
             if object.contains_key(&key) {
                 return Err(A::Error::custom(format!("{pointer} is given twice")));
             }
@@ -250,11 +244,6 @@ impl<'de> Visitor<'de> for StrictValue {
         }
         Ok(Value::Object(object))
     }
-}
-
-/// RFC 6901 escaping of one reference token.
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

@@ -137,7 +137,7 @@ fn to_json(value: &Value, pointer: &str) -> Result<serde_json::Value, ApiError> 
                 let Some(key) = key.as_str() else {
                     return Err(bad(pointer, "has a key that is not a string"));
                 };
-                let escaped = key.replace('~', "~0").replace('/', "~1");
+                let escaped = palisade_api_types::pointer::escape(key);
                 object.insert(
                     key.to_owned(),
                     to_json(item, &format!("{pointer}/{escaped}"))?,

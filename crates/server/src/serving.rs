@@ -73,6 +73,13 @@ async fn bounded(limit: Duration, request: Request, next: Next) -> Response {
 #[derive(Clone, Copy, Debug)]
 pub struct Started(pub tokio::time::Instant);
 
+/// The deadline of a request's store work (SPEC 2.4: policies read within 2 s), measured from
+/// when the request reached the API, so that the token lookup, the boundary lookup and the
+/// guarded write share one bound; `now` when the request carries no start mark.
+pub fn deadline_of(state: &crate::AppState, started: Option<&Started>) -> tokio::time::Instant {
+    started.map_or_else(tokio::time::Instant::now, |s| s.0) + state.policy_timeout
+}
+
 /// Binds `listen` and serves `router` until Ctrl-C or SIGTERM.
 pub async fn serve(router: Router, listen: std::net::SocketAddr) -> std::io::Result<()> {
     let listener = TcpListener::bind(listen).await?;

@@ -549,7 +549,7 @@ pub async fn apply(
     // stopped between documents when the client goes away (this future is dropped).
     let cancel = CancelOnDrop::default();
     let stop = cancel.flag();
-    let _turn = state
+    let turn = state
         .heavy_work
         .clone()
         .acquire_owned()
@@ -560,7 +560,7 @@ pub async fn apply(
     let parsed = tokio::task::spawn_blocking(move || parse_apply(&bytes, &catalog, &stop))
         .await
         .map_err(|e| ApiError::Internal(format!("apply validation stopped: {e}")))??;
-    drop(_turn);
+    drop(turn);
     // Answer order (SPEC 2.4): a boundary the caller cannot see (404) before the role (403)
     // before the body's contents (400).
     for boundary in &parsed.boundaries {
@@ -568,62 +568,7 @@ pub async fn apply(
     }
     caller.require_boundary_admin()?;
     let valid = parsed.documents?;
-
-    // Each boundary's stored policies are read once, however many documents name it; the
-    // request's policies replace their stored versions and count too.
-    let mut by_boundary: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (position, (_, _, checked)) in valid.iter().enumerate() {
-        by_boundary
-            .entry(checked.boundary.as_str())
-            .or_default()
-            .push(position);
-    }
-    let mut warnings: Vec<Vec<String>> = vec![Vec::new(); valid.len()];
-    let mut stored_specs: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
-    for (boundary, positions) in &by_boundary {
-        let records = state
-            .store
-            .list_policies(boundary)
-            .await
-            .map_err(|e| ApiError::from_store(e, "boundary"))?;
-        let named: BTreeSet<&str> = positions
-            .iter()
-            .map(|&i| valid[i].2.policy.name().as_str())
-            .collect();
-        let mut after: Vec<Policy> = records
-            .iter()
-            .filter(|r| !named.contains(r.name.as_str()))
-            .filter_map(|r| decode_policy(r, &state.catalog).ok())
-            .collect();
-        let kept = records
-            .iter()
-            .filter(|r| !named.contains(r.name.as_str()))
-            .count();
-        if kept + named.len() > MAX_POLICIES_PER_BOUNDARY {
-            let stored_names: BTreeSet<&str> = records.iter().map(|r| r.name.as_str()).collect();
-            let first_new = positions
-                .iter()
-                .find(|&&i| !stored_names.contains(valid[i].2.policy.name().as_str()))
-                .map_or(0, |&i| valid[i].0);
-            return Err(ApiError::invalid(
-                &format!("/{first_new}/metadata/name"),
-                too_many_policies(boundary, kept + named.len()),
-            ));
-        }
-        after.extend(positions.iter().map(|&i| valid[i].2.policy.clone()));
-        let blocked = blocked_type_warnings(&after, &state.catalog);
-        for &i in positions {
-            warnings[i] = save_warnings(valid[i].2.warnings.clone(), &blocked);
-        }
-        if params.dry_run.unwrap_or(false) {
-            for record in records {
-                stored_specs.insert(
-                    (record.boundary, record.name),
-                    (record.spec_json, record.metadata_json),
-                );
-            }
-        }
-    }
+    let dry_run = params.dry_run.unwrap_or(false);
     let writes: Vec<PolicyWrite> = valid
         .iter()
         .map(|(_, document, checked)| PolicyWrite {
@@ -635,38 +580,80 @@ pub async fn apply(
             create_only: false,
         })
         .collect();
-    let actions: Vec<WriteAction> = if params.dry_run.unwrap_or(false) {
-        writes
+
+    // Each boundary's stored policies are read once, however many documents name it; the
+    // request's policies replace their stored versions and count too.
+    let mut by_boundary: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (position, write) in writes.iter().enumerate() {
+        by_boundary
+            .entry(write.boundary.as_str())
+            .or_default()
+            .push(position);
+    }
+    let mut warnings: Vec<Vec<String>> = vec![Vec::new(); valid.len()];
+    let mut dry_run_actions = vec![WriteAction::Created; valid.len()];
+    for (boundary, positions) in &by_boundary {
+        let records = state
+            .store
+            .list_policies(boundary)
+            .await
+            .map_err(|e| ApiError::from_store(e, "boundary"))?;
+        let stored: BTreeMap<&str, &PolicyRecord> =
+            records.iter().map(|r| (r.name.as_str(), r)).collect();
+        let named: BTreeSet<&str> = positions.iter().map(|&i| writes[i].name.as_str()).collect();
+        let kept: Vec<&PolicyRecord> = records
             .iter()
-            .map(
-                |write| match stored_specs.get(&(write.boundary.clone(), write.name.clone())) {
-                    Some((spec, metadata))
-                        if *spec == write.spec_json && *metadata == write.metadata_json =>
-                    {
-                        WriteAction::Unchanged
-                    }
-                    Some(_) => WriteAction::Configured,
-                    None => WriteAction::Created,
-                },
-            )
-            .collect()
+            .filter(|r| !named.contains(r.name.as_str()))
+            .collect();
+        let total = kept.len() + named.len();
+        if total > MAX_POLICIES_PER_BOUNDARY {
+            let first_new = positions
+                .iter()
+                .find(|&&i| !stored.contains_key(writes[i].name.as_str()))
+                .map_or(0, |&i| valid[i].0);
+            return Err(ApiError::invalid(
+                &format!("/{first_new}/metadata/name"),
+                too_many_policies(boundary, total),
+            ));
+        }
+        let mut after: Vec<Policy> = kept
+            .iter()
+            .filter_map(|r| decode_policy(r, &state.catalog).ok())
+            .collect();
+        after.extend(positions.iter().map(|&i| valid[i].2.policy.clone()));
+        let blocked = blocked_type_warnings(&after, &state.catalog);
+        for &i in positions {
+            warnings[i] = save_warnings(valid[i].2.warnings.clone(), &blocked);
+            if let Some(record) = stored.get(writes[i].name.as_str()) {
+                dry_run_actions[i] = if record.spec_json == writes[i].spec_json
+                    && record.metadata_json == writes[i].metadata_json
+                {
+                    WriteAction::Unchanged
+                } else {
+                    WriteAction::Configured
+                };
+            }
+        }
+    }
+    let actions: Vec<WriteAction> = if dry_run {
+        dry_run_actions
     } else {
         state
             .store
-            .apply_policies(writes.clone(), &caller.actor())
+            .apply_policies(writes, &caller.actor())
             .await
             .map_err(|e| ApiError::from_store(e, "boundary"))?
             .into_iter()
             .map(|(_, action)| action)
             .collect()
     };
-    let results = writes
-        .into_iter()
+    let results = valid
+        .iter()
         .zip(actions)
         .zip(warnings)
-        .map(|((write, action), warnings)| ApplyResult {
-            boundary: write.boundary,
-            name: write.name,
+        .map(|(((_, _, checked), action), warnings)| ApplyResult {
+            boundary: checked.boundary.to_string(),
+            name: checked.policy.name().to_string(),
             action: action.as_str().to_owned(),
             warnings,
         })
@@ -719,35 +706,50 @@ fn parse_apply(
 ) -> ApiResult<ParsedApply> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| ApiError::InvalidRequest("the body is not UTF-8 text".into()))?;
-    let heads = palisade_api_types::yaml::documents::<BoundaryOf>(text);
-    if heads.len() > MAX_APPLY_DOCUMENTS {
+    let documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
+    if documents.len() > MAX_APPLY_DOCUMENTS {
         return Err(ApiError::LimitExceeded(format!(
             "the body holds {} documents; at most {MAX_APPLY_DOCUMENTS} are accepted in one \
              apply: split it into several requests",
-            heads.len()
+            documents.len()
         )));
     }
-    let boundaries = heads
+    match validate_documents(documents, catalog, stop) {
+        Ok(valid) => Ok(ParsedApply {
+            boundaries: valid
+                .iter()
+                .map(|(_, _, checked)| checked.boundary.to_string())
+                .collect(),
+            documents: Ok(valid),
+        }),
+        // Only an invalid body is read a second time, for the boundaries it names.
+        Err(error) => Ok(ParsedApply {
+            boundaries: named_boundaries(text),
+            documents: Err(error),
+        }),
+    }
+}
+
+/// The boundaries the documents of `text` name, read leniently (a document may be invalid
+/// otherwise).
+fn named_boundaries(text: &str) -> BTreeSet<String> {
+    palisade_api_types::yaml::documents::<BoundaryOf>(text)
         .iter()
         .filter_map(|(_, head)| head.as_ref().ok())
         .filter_map(|head| head.metadata.as_ref()?.boundary.as_ref()?.as_str())
         .filter(|b| Name::parse(b).is_ok())
         .map(str::to_owned)
-        .collect();
-    drop(heads);
-    let documents = validate_documents(text, catalog, stop);
-    Ok(ParsedApply {
-        boundaries,
-        documents,
-    })
+        .collect()
 }
 
 fn validate_documents(
-    text: &str,
+    documents: Vec<(
+        usize,
+        Result<PolicyDocument, palisade_api_types::yaml::YamlError>,
+    )>,
     catalog: &Catalog,
     stop: &std::sync::atomic::AtomicBool,
 ) -> ApiResult<Vec<ValidDocument>> {
-    let documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
     if documents.is_empty() {
         return Err(ApiError::InvalidRequest(
             "the body holds no BoundaryPolicy document".into(),
@@ -816,9 +818,10 @@ mod tests {
     #[test]
     fn validation_stops_when_the_client_has_gone() {
         let catalog = Catalog::builtin();
-        let running = validate_documents(TWO, &catalog, &AtomicBool::new(false));
+        let documents = || palisade_api_types::yaml::documents::<PolicyDocument>(TWO);
+        let running = validate_documents(documents(), &catalog, &AtomicBool::new(false));
         assert_eq!(running.map(|v| v.len()).ok(), Some(2));
-        let stopped = validate_documents(TWO, &catalog, &AtomicBool::new(true));
+        let stopped = validate_documents(documents(), &catalog, &AtomicBool::new(true));
         assert!(matches!(stopped, Err(ApiError::Internal(_))));
     }
 

@@ -132,13 +132,6 @@ fn outcome_of(error: &ApiError) -> &'static str {
     }
 }
 
-/// The deadline of a request's store work (SPEC 2.4: policies read within 2 s), measured from
-/// when the request reached the API, so that the token lookup, the boundary lookup and the
-/// guarded write share one bound; `now` when the request carries no start mark.
-pub fn deadline_of(state: &AppState, started: Option<&Started>) -> Instant {
-    started.map_or_else(Instant::now, |s| s.0) + state.policy_timeout
-}
-
 /// `step` by `deadline`; past it, `late` (nothing has been written: the steps bounded here
 /// only read).
 async fn read_by<T>(
@@ -159,7 +152,13 @@ pub async fn create_resource(
     boundary: &str,
     value: &serde_json::Value,
 ) -> ApiResult<(ResourceRecord, Vec<String>)> {
-    create_resource_by(state, boundary, value, deadline_of(state, None)).await
+    create_resource_by(
+        state,
+        boundary,
+        value,
+        crate::serving::deadline_of(state, None),
+    )
+    .await
 }
 
 /// `create_resource` with the request's deadline: the store gives up before its commit when
@@ -230,7 +229,7 @@ pub async fn create(
     Path(boundary): Path<String>,
     body: Body,
 ) -> ApiResult<Response> {
-    let deadline = deadline_of(&state, started.as_deref());
+    let deadline = crate::serving::deadline_of(&state, started.as_deref());
     let caller = caller.map_err(on_plan_path)?;
     read_by(
         deadline,
@@ -426,7 +425,14 @@ pub async fn patch_resource(
     if_match: Option<&str>,
     patch: serde_json::Value,
 ) -> ApiResult<(ResourceRecord, Vec<String>)> {
-    patch_resource_by(state, key, if_match, patch, deadline_of(state, None)).await
+    patch_resource_by(
+        state,
+        key,
+        if_match,
+        patch,
+        crate::serving::deadline_of(state, None),
+    )
+    .await
 }
 
 /// `patch_resource` with the request's deadline (see `create_resource_by`).
@@ -532,7 +538,7 @@ pub async fn patch(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let deadline = deadline_of(&state, started.as_deref());
+    let deadline = crate::serving::deadline_of(&state, started.as_deref());
     // Whether this patch can move a plan decides how a store failure is answered.
     let patch: Option<serde_json::Value> = serde_json::from_slice(&body.bytes).ok();
     let plan_path = patch

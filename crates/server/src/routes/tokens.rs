@@ -8,7 +8,6 @@ use palisade_store::{StoreError, TokenRecord};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::boundaries::parse_body;
 use crate::auth::{hash_secret, new_token_secret, Caller, Role};
 use crate::error::{ApiError, ApiResult};
 use crate::{AppState, Body};
@@ -78,18 +77,21 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
     // Answer order (SPEC 2.4): a boundary the caller cannot see is 404 before any 403, and
     // both come before the body's own errors.
-    let named = body.json().ok().and_then(|v| {
-        v.get("boundary")
-            .and_then(|b| b.as_str())
-            .map(str::to_owned)
-    });
-    if let Some(boundary) = named.as_deref() {
+    // The body is parsed once; its errors wait until the boundary and the role are checked.
+    let parsed = body.json();
+    let named = parsed
+        .as_ref()
+        .ok()
+        .and_then(|v| v.get("boundary"))
+        .and_then(|b| b.as_str());
+    if let Some(boundary) = named {
         if palisade_policy::Name::parse(boundary).is_ok() {
             super::visible_boundary(&state, &caller, boundary).await?;
         }
     }
     caller.require_boundary_admin()?;
-    let new: NewToken = parse_body(&body)?;
+    body.require_json(&[])?;
+    let new: NewToken = crate::json::from_value(parsed?)?;
     let role = match (new.role.as_str(), new.boundary.as_deref()) {
         ("admin", None) => Role::Admin,
         ("admin", Some(_)) => {
