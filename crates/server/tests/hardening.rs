@@ -656,3 +656,27 @@ async fn a_422_carries_the_audit_warnings() {
         "{warnings:?}"
     );
 }
+
+/// A bad `limit` on a boundary the caller cannot see is 404 first (SPEC 2.4: 404 before 400).
+#[tokio::test]
+async fn an_unseen_boundary_is_404_before_a_bad_limit() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app.boundary("other").await;
+    let developer = app.token("developer", Some("shop")).await;
+    for list in [
+        "/v1/boundaries/other/namespaces",
+        "/v1/boundaries/other/policies/p/history",
+        "/v1/boundaries/other/policies",
+    ] {
+        let answer = app
+            .call(
+                Method::GET,
+                &format!("{list}?limit=0"),
+                Some(&developer),
+                None,
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{list}: {answer:?}");
+    }
+}

@@ -211,8 +211,8 @@ pub async fn list(
     Path(boundary): Path<String>,
     super::Query(params): super::Query<super::ListParams>,
 ) -> ApiResult<Json<NamespaceList>> {
-    params.limit()?;
     visible_boundary(&state, &caller, &boundary).await?;
+    params.limit()?;
     let records = state
         .store
         .list_namespaces(&boundary)

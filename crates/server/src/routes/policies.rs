@@ -476,8 +476,8 @@ pub async fn history(
     Path((boundary, name)): Path<(String, String)>,
     Query(params): Query<ListParams>,
 ) -> ApiResult<Json<History>> {
-    params.limit()?;
     visible_boundary(&state, &caller, &boundary).await?;
+    params.limit()?;
     let entries = state
         .store
         .policy_history(&boundary, &name)
