@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use palisade_policy::image_ref::RegistryPrefix;
 use palisade_policy::label::{LabelKey, LabelRequirement, LabelValue};
 use palisade_policy::policy::{self, blocked_type_warnings, RuleError};
-use palisade_policy::{Catalog, Mode, Name, PlanEntry, Policy, Rule, RuleKind, Scope};
+use palisade_policy::{Catalog, Mode, Name, PlanEntry, Policy, Rule, RuleKind, SaveWarning, Scope};
 use serde::{Deserialize, Serialize};
 
 pub const API_VERSION: &str = "palisade.dev/v1";
@@ -121,7 +121,7 @@ fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
 pub struct ValidPolicy {
     pub boundary: Name,
     pub policy: Policy,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<SaveWarning>,
 }
 
 impl PolicyDocument {
@@ -209,7 +209,7 @@ impl PolicySpec {
         &self,
         name: Name,
         catalog: &Catalog,
-    ) -> Result<(Policy, Vec<String>), DocumentError> {
+    ) -> Result<(Policy, Vec<SaveWarning>), DocumentError> {
         self.validate_at("", name, catalog)
     }
 
@@ -218,7 +218,7 @@ impl PolicySpec {
         base: &str,
         name: Name,
         catalog: &Catalog,
-    ) -> Result<(Policy, Vec<String>), DocumentError> {
+    ) -> Result<(Policy, Vec<SaveWarning>), DocumentError> {
         let mut normalisations = Vec::new();
         let mode = match self.mode {
             None | Some(ModeDoc::Enforce) => Mode::Enforce,
@@ -259,16 +259,15 @@ impl PolicySpec {
                 error(format!("{base}/scope/clusters/{index}"), e)
             }
         })?;
-        let content = policy.content_warnings(catalog);
         let mut warnings = normalisations;
-        warnings.extend(content.plan_entries);
+        warnings.extend(policy.content_warnings(catalog));
         if policy.mode() == Mode::Enforce {
             warnings.extend(blocked_type_warnings(
                 std::slice::from_ref(&policy),
                 catalog,
             ));
         }
-        warnings.extend(content.repositories);
+        warnings.sort_by_key(SaveWarning::group);
         Ok((policy, warnings))
     }
 }
@@ -302,7 +301,11 @@ impl RuleDoc {
         kinds
     }
 
-    fn validate(&self, at: &str, normalisations: &mut Vec<String>) -> Result<Rule, DocumentError> {
+    fn validate(
+        &self,
+        at: &str,
+        normalisations: &mut Vec<SaveWarning>,
+    ) -> Result<Rule, DocumentError> {
         let kinds = self.kinds();
         if kinds.len() != 1 {
             return Err(error(
@@ -337,8 +340,7 @@ impl RuleDoc {
                         let value = LabelValue::parse(value)
                             .map_err(|e| error(format!("{at}/labels/{i}/value"), e))?;
                         if value.as_str().is_empty() {
-                            normalisations
-                                .push(format!("label '{key}' value \"\" saved as any value"));
+                            normalisations.push(SaveWarning::EmptyLabelValue(key.clone()));
                         }
                         Some(value)
                     }
@@ -354,7 +356,10 @@ impl RuleDoc {
                 let (prefix, trimmed) = RegistryPrefix::parse(text)
                     .map_err(|e| error(format!("{at}/registries/{i}"), e))?;
                 if trimmed {
-                    normalisations.push(format!("registry prefix '{text}' saved as '{prefix}'"));
+                    normalisations.push(SaveWarning::RegistryTrimmed {
+                        given: text.clone(),
+                        saved: prefix.clone(),
+                    });
                 }
                 prefixes.push(prefix);
             }

@@ -21,6 +21,26 @@ pub enum ErrorCode {
     Unavailable,
 }
 
+impl ErrorCode {
+    /// The HTTP status every answer with this code carries (SPEC 4.1).
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidRequest => 400,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
+            ErrorCode::NotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::Conflict => 409,
+            ErrorCode::PreconditionFailed => 412,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::ComputePlanNotAllowed => 422,
+            ErrorCode::Internal => 500,
+            ErrorCode::ComputePlanPolicyUnavailable | ErrorCode::Unavailable => 503,
+        }
+    }
+}
+
 /// `{"error": {"code", "message", ...}}`; extra fields depend on the code.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ErrorBody {

@@ -5,9 +5,12 @@
 pub mod catalog_file;
 pub mod document;
 pub mod error;
+pub mod json;
+pub mod kubeconfig;
 pub mod pointer;
 pub mod resource;
 pub mod source;
+pub mod view;
 pub mod yaml;
 
 pub use document::{DocumentError, PolicyDocument, PolicySpec, ValidPolicy};

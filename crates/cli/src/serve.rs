@@ -76,15 +76,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot open the store {}", redact(&url)))?;
     tracing::info!(backend = store.backend(), "store ready");
-    let sealing = palisade_server::sealing::SealingKey::load_or_create(&args.data_dir)
+    let sealing = palisade_app::SealingKey::load_or_create(&args.data_dir)
         .context("cannot load the encryption key")?;
     if let Some(path) =
-        palisade_server::auth::bootstrap_admin(store.as_ref(), &args.data_dir).await?
+        palisade_app::caller::bootstrap_admin(store.as_ref(), &args.data_dir).await?
     {
         tracing::info!(path = %path.display(), "first start: admin token written (mode 0600)");
     }
     if args.demo {
-        if palisade_server::demo::load(store.as_ref(), &catalog).await? {
+        if palisade_app::demo::load(store.as_ref(), &catalog).await? {
             tracing::info!("demo data loaded: boundary 'shop'");
         } else {
             tracing::info!("demo data not loaded: the store already holds boundaries");
@@ -95,7 +95,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None
     } else {
         let installation = store
-            .installation_id(&palisade_server::new_installation_id())
+            .installation_id(&palisade_app::new_installation_id())
             .await
             .context("cannot read this installation's id")?;
         let key = sealing.clone();
@@ -112,7 +112,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
         Some(tokio::spawn(controller.run(std::future::pending())))
     };
-    let state = palisade_server::AppState::new(store, catalog, sealing);
+    // The application, reaching clusters through the Kubernetes adapter.
+    let app = palisade_app::App::new(store, catalog, sealing)
+        .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters));
+    let state = palisade_server::AppState::of(app);
     let served = palisade_server::serve(
         palisade_server::app_with(state, palisade_portal::router()),
         args.listen,

@@ -23,5 +23,5 @@ pub use image_ref::{ImageRef, RegistryPrefix};
 pub use label::{LabelKey, LabelRequirement, LabelValue};
 pub use name::Name;
 pub use plan::{PlanEntry, PlanName};
-pub use policy::{Mode, Policy, Rule, RuleKind, Scope};
+pub use policy::{Mode, Policy, Rule, RuleKind, SaveWarning, Scope};
 pub use resource_type::ResourceType;

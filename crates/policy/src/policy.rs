@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::catalog::Catalog;
 use crate::image_ref::RegistryPrefix;
-use crate::label::LabelRequirement;
+use crate::label::{LabelKey, LabelRequirement};
 use crate::name::Name;
 use crate::plan::PlanEntry;
 use crate::resource_type::ResourceType;
@@ -267,8 +267,8 @@ impl Policy {
     /// Save warnings that concern this policy alone: plan entries that name no plan of any
     /// type they apply to, and registry prefixes that name a repository. Normalisations are
     /// reported by the parser that made them.
-    pub fn content_warnings(&self, catalog: &Catalog) -> ContentWarnings {
-        let mut warnings = ContentWarnings::default();
+    pub fn content_warnings(&self, catalog: &Catalog) -> Vec<SaveWarning> {
+        let mut warnings = Vec::new();
         for rule in &self.rules {
             match rule {
                 Rule::AllowedComputePlans(entries) => {
@@ -278,17 +278,13 @@ impl Policy {
                             .filter(|ty| entry.applies_to(*ty))
                             .any(|ty| catalog.contains(ty, entry.plan()));
                         if !names_a_plan {
-                            warnings.plan_entries.push(format!(
-                                "plan entry '{entry}' names no plan of any type it applies to"
-                            ));
+                            warnings.push(SaveWarning::UnknownPlanEntry(entry.clone()));
                         }
                     }
                 }
                 Rule::AllowedRegistries(prefixes) => {
                     for prefix in prefixes.iter().filter(|p| p.component_count() >= 3) {
-                        warnings.repositories.push(format!(
-                            "registry prefix '{prefix}' names a repository: its tagged images ({prefix}:tag) are not under it"
-                        ));
+                        warnings.push(SaveWarning::RepositoryPrefix(prefix.clone()));
                     }
                 }
                 Rule::RequiredLabels(_) | Rule::DisallowLatestTag => {}
@@ -298,19 +294,81 @@ impl Policy {
     }
 }
 
-/// Save warnings about one policy's content, grouped so that callers can order them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ContentWarnings {
-    pub plan_entries: Vec<String>,
-    pub repositories: Vec<String>,
+/// A save warning (SPEC 1): the policy is saved, and the user is told something about it.
+/// Built here, in the core, and turned into text only at the edge (`Display`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SaveWarning {
+    /// A required label's empty value is saved as "any value".
+    EmptyLabelValue(LabelKey),
+    /// A registry prefix was saved without its trailing `/`.
+    RegistryTrimmed {
+        given: String,
+        saved: RegistryPrefix,
+    },
+    /// An allowed-plans entry names no plan of any type it applies to.
+    UnknownPlanEntry(PlanEntry),
+    /// Together with the boundary's other enforce-mode policies, no plan of this type is
+    /// allowed: every create of it is refused.
+    BlockedType(ResourceType),
+    /// A registry prefix of three or more components names a repository.
+    RepositoryPrefix(RegistryPrefix),
 }
 
-/// `creates of <type> are now refused: ...` for every checked type that the enforce-mode
-/// policies together leave without any allowed plan, in type order.
-pub fn blocked_type_warnings(policies: &[Policy], catalog: &Catalog) -> Vec<String> {
+impl SaveWarning {
+    /// The documented order of a save's warnings: normalisations, plan entries, blocked
+    /// types, repositories.
+    pub fn group(&self) -> u8 {
+        match self {
+            SaveWarning::EmptyLabelValue(_) | SaveWarning::RegistryTrimmed { .. } => 0,
+            SaveWarning::UnknownPlanEntry(_) => 1,
+            SaveWarning::BlockedType(_) => 2,
+            SaveWarning::RepositoryPrefix(_) => 3,
+        }
+    }
+}
+
+impl std::fmt::Display for SaveWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SaveWarning::EmptyLabelValue(key) => {
+                write!(f, "label '{key}' value \"\" saved as any value")
+            }
+            SaveWarning::RegistryTrimmed { given, saved } => {
+                write!(f, "registry prefix '{given}' saved as '{saved}'")
+            }
+            SaveWarning::UnknownPlanEntry(entry) => {
+                write!(f, "plan entry '{entry}' names no plan of any type it applies to")
+            }
+            SaveWarning::BlockedType(ty) => {
+                write!(f, "creates of {ty} are now refused: no policy allows any {ty} plan")
+            }
+            SaveWarning::RepositoryPrefix(prefix) => write!(
+                f,
+                "registry prefix '{prefix}' names a repository: its tagged images ({prefix}:tag) are not under it"
+            ),
+        }
+    }
+}
+
+/// The save warnings of a policy saved among others: its own warnings with the
+/// blocked-type warnings replaced by `blocked` (decided on the whole boundary), in the
+/// documented order (see [`SaveWarning::group`]).
+pub fn save_warnings(own: Vec<SaveWarning>, blocked: Vec<SaveWarning>) -> Vec<SaveWarning> {
+    let mut warnings: Vec<SaveWarning> = own
+        .into_iter()
+        .filter(|w| !matches!(w, SaveWarning::BlockedType(_)))
+        .chain(blocked)
+        .collect();
+    warnings.sort_by_key(SaveWarning::group);
+    warnings
+}
+
+/// A blocked-type warning for every checked type that the enforce-mode policies together
+/// leave without any allowed plan, in type order.
+pub fn blocked_type_warnings(policies: &[Policy], catalog: &Catalog) -> Vec<SaveWarning> {
     ResourceType::CHECKED
         .into_iter()
         .filter(|ty| crate::compute_plan::allowed_plans(policies, catalog, *ty).is_empty())
-        .map(|ty| format!("creates of {ty} are now refused: no policy allows any {ty} plan"))
+        .map(SaveWarning::BlockedType)
         .collect()
 }

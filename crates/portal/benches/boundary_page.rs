@@ -14,10 +14,10 @@ use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use criterion::{criterion_group, criterion_main, Criterion};
 use http_body_util::BodyExt;
+use palisade_app::{Caller, Role};
 use palisade_policy::Catalog;
-use palisade_server::auth::{Caller, Role};
-use palisade_server::sealing::SealingKey;
 use palisade_server::AppState;
+use palisade_server::SealingKey;
 use palisade_store::{NewResource, PolicyWrite};
 use serde_json::json;
 use tower::ServiceExt;
@@ -81,7 +81,7 @@ async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
     let store = palisade_store::connect(&url).await.unwrap();
-    let admin_path = palisade_server::auth::bootstrap_admin(store.as_ref(), dir.path())
+    let admin_path = palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
         .await
         .unwrap()
         .unwrap();

@@ -12,7 +12,7 @@ mod reconciled;
 
 use anyhow::Context;
 use palisade_policy::Catalog;
-use palisade_server::sealing::SealingKey;
+use palisade_server::SealingKey;
 
 const KUBECONFIG: &str = "apiVersion: v1
 kind: Config
@@ -32,8 +32,8 @@ async fn main() -> anyhow::Result<()> {
     let store =
         palisade_store::connect(&format!("sqlite://{}", dir.join("palisade.db").display())).await?;
     let key = SealingKey::load_or_create(&dir)?;
-    palisade_server::demo::load(store.as_ref(), &Catalog::builtin()).await?;
-    reconciled::seed(store.as_ref(), &key.seal(KUBECONFIG.as_bytes())).await?;
+    palisade_app::demo::load(store.as_ref(), &Catalog::builtin()).await?;
+    reconciled::seed(store.as_ref(), &key.seal(KUBECONFIG.as_bytes())?).await?;
     println!("seeded {}", dir.display());
     Ok(())
 }

@@ -4,8 +4,8 @@
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
-use palisade_server::auth::Role;
-use palisade_server::error::ApiError;
+use palisade_app::AppError;
+use palisade_app::Role;
 
 use crate::i18n::Lang;
 use crate::session::{is_secure, Session, CSRF_FIELD};
@@ -140,7 +140,7 @@ pub fn alert(kind: &str, content: Markup) -> Markup {
 }
 
 /// The API's message of a 503, with the portal's request to try again.
-pub fn unavailable_notice(ctx: &Ctx, error: &ApiError) -> Markup {
+pub fn unavailable_notice(ctx: &Ctx, error: &AppError) -> Markup {
     alert(
         "error",
         html! {
@@ -152,14 +152,14 @@ pub fn unavailable_notice(ctx: &Ctx, error: &ApiError) -> Markup {
 
 /// The page for an API error: 401 goes to sign-in, anything else is shown with the API's
 /// code and message (503 asks to retry and carries `Retry-After`).
-pub fn error_response(ctx: &Ctx, session: Option<&Session>, error: &ApiError) -> Response {
-    if matches!(error, ApiError::Unauthorized(_)) {
+pub fn error_response(ctx: &Ctx, session: Option<&Session>, error: &AppError) -> Response {
+    if matches!(error, AppError::Unauthorized(_)) {
         return to_sign_in(ctx);
     }
-    if let ApiError::Internal(cause) = error {
+    if let AppError::Internal(cause) = error {
         tracing::error!(%cause, "portal: internal error");
     }
-    let status = error.status();
+    let status = status_of(error);
     let title = match status {
         StatusCode::NOT_FOUND => ctx.t("Not found"),
         StatusCode::FORBIDDEN => ctx.t("Not allowed"),
@@ -191,7 +191,7 @@ pub trait CodeText {
     fn code_text(&self) -> String;
 }
 
-impl CodeText for ApiError {
+impl CodeText for AppError {
     fn code_text(&self) -> String {
         serde_json::to_value(self.code())
             .ok()
@@ -231,4 +231,9 @@ pub async fn security_headers(mut response: Response) -> Response {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     response
+}
+
+/// The status a page answers an application error with: the one its code carries.
+pub fn status_of(error: &AppError) -> StatusCode {
+    StatusCode::from_u16(error.code().http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }

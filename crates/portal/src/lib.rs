@@ -1,5 +1,5 @@
 //! palisade's portal: server-rendered pages (maud, no JavaScript) served by `palisade serve`
-//! next to the API. Every decision comes from the API's own functions (`palisade-server`):
+//! next to the API. Every decision is a use case of `palisade-app`, the same the API calls:
 //! the same roles, the same picker data, the same validation and the same messages.
 //!
 //! Sessions are stateless: the cookie holds the caller's API token and a CSRF token, sealed
@@ -13,17 +13,23 @@ mod layout;
 mod pages;
 mod session;
 
+use axum::extract::FromRef;
 use axum::routing::{get, post};
 use axum::Router;
-use palisade_server::AppState;
+use palisade_app::App;
 
 pub use i18n::Lang;
 pub use pages::boundary::{load_boundary_page, render_boundary_page, BoundaryPage};
 pub use session::{CSRF_FIELD, LANG_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE};
 
-/// The portal's pages, to merge with the API (`palisade_server::app_with`). Paths never
-/// overlap the API's (`/v1/...`, `/healthz`, `/readyz`, `/metrics`, `/openapi.json`).
-pub fn router() -> Router<AppState> {
+/// The portal's pages, to merge with the API (the server's `app_with`), over any state the
+/// application can be taken from. Paths never overlap the API's (`/v1/...`, `/healthz`,
+/// `/readyz`, `/metrics`, `/openapi.json`).
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    App: FromRef<S>,
+{
     Router::new()
         .route("/", get(pages::boundary::list))
         .route(

@@ -12,9 +12,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::http::{header, HeaderMap, HeaderValue};
 use base64::Engine;
-use palisade_server::auth::{caller_from_token, Caller};
-use palisade_server::error::ApiError;
-use palisade_server::AppState;
+use palisade_app::App;
+use palisade_app::AppError;
+use palisade_app::{caller_from_token, Caller};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
@@ -109,22 +109,26 @@ pub fn set_cookie(name: &str, value: &str, secure: bool, max_age: Option<u64>) -
 }
 
 /// A new session for `token`: the cookie value and its CSRF token.
-pub fn seal_session(state: &AppState, token: &str) -> (String, String) {
+pub fn seal_session(state: &App, token: &str) -> Result<(String, String), AppError> {
     let csrf = random_token();
     let data = SessionData {
         token: token.to_owned(),
         csrf: csrf.clone(),
         issued: now_secs(),
     };
-    let plain = serde_json::to_vec(&data).unwrap_or_default();
-    let sealed = state.sealing.seal(&plain);
-    (
+    let plain = serde_json::to_vec(&data)
+        .map_err(|e| AppError::Internal(format!("session cannot be encoded: {e}")))?;
+    let sealed = state
+        .sealing
+        .seal(&plain)
+        .map_err(|e| AppError::Internal(format!("session cannot be sealed: {e}")))?;
+    Ok((
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed),
         csrf,
-    )
+    ))
 }
 
-fn open_session(state: &AppState, value: &str) -> Option<SessionData> {
+fn open_session(state: &App, value: &str) -> Option<SessionData> {
     let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(value)
         .ok()?;
@@ -136,7 +140,7 @@ fn open_session(state: &AppState, value: &str) -> Option<SessionData> {
 
 /// The request's session: `None` without a valid cookie or when the token is no longer valid
 /// (unknown, revoked, expired); an error when the store cannot be asked.
-pub async fn session(state: &AppState, headers: &HeaderMap) -> Result<Option<Session>, ApiError> {
+pub async fn session(state: &App, headers: &HeaderMap) -> Result<Option<Session>, AppError> {
     let Some(data) = cookie(headers, SESSION_COOKIE).and_then(|v| open_session(state, v)) else {
         return Ok(None);
     };
@@ -145,7 +149,7 @@ pub async fn session(state: &AppState, headers: &HeaderMap) -> Result<Option<Ses
             caller,
             csrf: data.csrf,
         })),
-        Err(ApiError::Unauthorized(_)) => Ok(None),
+        Err(AppError::Unauthorized(_)) => Ok(None),
         Err(other) => Err(other),
     }
 }

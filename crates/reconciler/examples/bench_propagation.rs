@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use palisade_policy::Catalog;
 use palisade_reconciler::{ClusterClient, Controller, Settings, Unseal};
-use palisade_server::sealing::SealingKey;
+use palisade_server::SealingKey;
 use palisade_testkit::control_plane::ControlPlane;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -72,7 +72,7 @@ impl Stack {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
         let store = palisade_store::connect(&url).await.unwrap();
-        palisade_server::auth::bootstrap_admin(store.as_ref(), dir.path())
+        palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
             .await
             .unwrap();
         let token = std::fs::read_to_string(dir.path().join("admin.token"))

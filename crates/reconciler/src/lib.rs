@@ -12,12 +12,14 @@ pub mod cause;
 pub mod cluster;
 pub mod controller;
 pub mod kubeconfig;
+pub mod port;
 pub mod probe;
 pub mod violating;
 
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome};
 pub use controller::{Controller, PassReport, Settings, Unseal};
+pub use port::KubeClusters;
 pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};
 
 /// Why a cluster operation failed.

@@ -1,60 +1,70 @@
-//! palisade's HTTP API: `app(state)` builds the router, `serve` runs it. The only crate that
-//! knows status codes; every decision comes from `palisade-policy`, every byte from the store.
+//! palisade's HTTP API: `app(state)` builds the router, `serve` runs it. HTTP only: the
+//! extractors, one mapping from `AppError` to a response, OpenAPI and metrics; every use case
+//! is `palisade-app`'s. The only crate that knows status codes.
 
 pub mod auth;
-pub mod demo;
 pub mod error;
-pub mod guard;
-pub mod json;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
-pub mod sealing;
 pub mod serving;
 
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, FromRequest, Request};
+use axum::extract::{DefaultBodyLimit, FromRef, FromRequest, Request};
 use axum::http::{header, HeaderMap};
 use axum::Router;
+use palisade_app::App;
 use palisade_policy::Catalog;
 use palisade_store::SharedStore;
 
 use crate::error::ApiError;
 
+pub use palisade_app::{SealingKey, POLICY_READ_TIMEOUT};
+
 /// Request bodies above this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// How long a plan path waits for the store before answering 503 (SPEC 2.4).
-pub const POLICY_READ_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Everything a handler needs, shared by every request.
+/// What a handler needs: the application and the metrics recorder.
 #[derive(Clone, Debug)]
 pub struct AppState {
-    pub store: SharedStore,
-    pub catalog: Arc<Catalog>,
+    pub app: App,
     pub metrics: metrics::Metrics,
-    pub sealing: sealing::SealingKey,
-    pub policy_timeout: Duration,
-    /// Turns for CPU-heavy request work (parsing and validating an apply), one per core, so
-    /// that a burst of large requests queues instead of taking every worker thread.
-    pub heavy_work: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
-    pub fn new(store: SharedStore, catalog: Catalog, sealing: sealing::SealingKey) -> Self {
+    /// The API over a new application (no cluster adapter: see [`App::with_clusters`]).
+    pub fn new(store: SharedStore, catalog: Catalog, sealing: SealingKey) -> Self {
+        AppState::of(App::new(store, catalog, sealing))
+    }
+
+    /// The API over `app`.
+    pub fn of(app: App) -> Self {
         AppState {
-            store,
-            catalog: Arc::new(catalog),
+            app,
             metrics: metrics::Metrics::global(),
-            sealing,
-            policy_timeout: POLICY_READ_TIMEOUT,
-            heavy_work: Arc::new(tokio::sync::Semaphore::new(
-                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
-            )),
         }
+    }
+}
+
+impl Deref for AppState {
+    type Target = App;
+
+    fn deref(&self) -> &App {
+        &self.app
+    }
+}
+
+impl DerefMut for AppState {
+    fn deref_mut(&mut self) -> &mut App {
+        &mut self.app
+    }
+}
+
+impl FromRef<AppState> for App {
+    fn from_ref(state: &AppState) -> App {
+        state.app.clone()
     }
 }
 
@@ -96,11 +106,11 @@ impl<S: Send + Sync> FromRequest<S> for Body {
                 if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::PayloadTooLarge
                 } else {
-                    ApiError::InvalidRequest(format!(
+                    ApiError::App(palisade_app::AppError::InvalidRequest(format!(
                         "the body could not be read whole: the client stopped sending it or \
                          did not send it within {} s",
                         serving::BODY_TIMEOUT.as_secs()
-                    ))
+                    )))
                 }
             })?;
         Ok(Body { headers, bytes })
@@ -134,18 +144,16 @@ impl Body {
     }
 
     /// Parses the body as exactly one JSON value with no key twice in an object; a syntax
-    /// error names the line and column (see [`json::parse_value`]).
+    /// error names the line and column (see [`palisade_api_types::json::parse_value`]).
     pub fn json(&self) -> Result<serde_json::Value, ApiError> {
-        json::parse_value(&self.bytes)
+        Ok(palisade_api_types::json::parse_value(&self.bytes)?)
     }
-}
 
-/// A fresh installation id: `p` and 16 hex digits of randomness (a Kubernetes label value).
-pub fn new_installation_id() -> String {
-    use rand::RngCore;
-    let mut bytes = [0u8; 8];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    format!("p{}", hex::encode(bytes))
+    /// Parses the body (JSON, strictly) into `T`; errors name the field.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ApiError> {
+        self.require_json(&[])?;
+        Ok(palisade_api_types::json::parse(&self.bytes)?)
+    }
 }
 
 /// Where `palisade serve` keeps its files.

@@ -337,7 +337,10 @@ async fn public_endpoints_answer_without_a_token() {
     )
     .await;
     let health = app.call(Method::GET, "/healthz", None, None).await;
-    assert_eq!(health.body, json!({"status": "ok"}));
+    assert_eq!(
+        health.body,
+        json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")})
+    );
     let ready = app.call(Method::GET, "/readyz", None, None).await;
     assert_eq!(ready.status, StatusCode::OK);
     let metrics = app.call(Method::GET, "/metrics", None, None).await;

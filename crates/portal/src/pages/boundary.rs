@@ -6,38 +6,26 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::{html, Markup};
+use palisade_api_types::view::{ClusterStatus, InstallStatus};
 use palisade_api_types::PolicySpec;
+use palisade_app::overview::{ClusterAdmission, ClusterRow, Overview};
+use palisade_app::{App, AppError, Caller};
 use palisade_policy::ResourceType;
-use palisade_server::auth::Caller;
-use palisade_server::error::ApiError;
-use palisade_server::guard::decode_policies;
-use palisade_server::routes::resources::denied_by_now;
-use palisade_server::routes::visible_boundary;
-use palisade_server::AppState;
-use palisade_store::{ClusterRecord, PolicyRecord, ResourceQuery, ResourceRecord};
 
 use super::{query_param, require_session};
 use crate::i18n::Lang;
 use crate::layout::{alert, error_response, html_response, page, unavailable_notice, Ctx};
 use crate::session::Session;
 
-/// Resources shown per page of the boundary page.
-pub const RESOURCES_PER_PAGE: usize = 1000;
-
-pub async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+pub async fn list(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
     let ctx = Ctx::new(&headers, &uri);
     let session = match require_session(&state, &headers, &ctx).await {
         Ok(session) => session,
         Err(response) => return response,
     };
-    let boundaries = match state.store.list_boundaries().await {
-        Ok(all) => all
-            .into_iter()
-            .filter(|b| session.caller.sees(&b.name))
-            .collect::<Vec<_>>(),
-        Err(e) => {
-            return error_response(&ctx, Some(&session), &ApiError::from_store(e, "boundary"))
-        }
+    let boundaries = match state.boundaries(&session.caller).await {
+        Ok(visible) => visible,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
     };
     let title = ctx.t("Boundaries");
     let body = html! {
@@ -62,185 +50,41 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -
     html_response(StatusCode::OK, page(&ctx, Some(&session), title, body))
 }
 
-/// One resource as the page lists it.
-#[derive(Clone, Debug)]
-pub struct ResourceRow {
-    pub resource_type: String,
-    pub name: String,
-    /// `medium`, or `worker: small, sidecar: small` for container instances; "" without plans.
-    pub plans: String,
-}
-
-impl ResourceRow {
-    fn of(record: &ResourceRecord) -> ResourceRow {
-        let body: serde_json::Value =
-            serde_json::from_str(&record.body_json).unwrap_or(serde_json::Value::Null);
-        let plans = match (body.get("plan"), body.get("components")) {
-            (Some(plan), _) => plan.as_str().unwrap_or("").to_owned(),
-            (None, Some(serde_json::Value::Array(components))) => components
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}: {}",
-                        c.get("name").and_then(|v| v.as_str()).unwrap_or(""),
-                        c.get("plan").and_then(|v| v.as_str()).unwrap_or("")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-            _ => String::new(),
-        };
-        ResourceRow {
-            resource_type: record.resource_type.clone(),
-            name: record.name.clone(),
-            plans,
-        }
-    }
-}
-
-/// A stored policy as the page shows it.
-#[derive(Clone, Debug)]
-pub struct PolicyRow {
-    pub name: String,
-    /// `None` when the stored spec cannot be decoded.
-    pub spec: Option<PolicySpec>,
-    /// Install status per attached cluster in scope, as the API shows it.
-    pub install: Vec<palisade_server::routes::policies::ClusterStatus>,
-}
-
-/// Everything the boundary page shows, read once; rendering does no I/O.
+/// Everything the boundary page shows: the application's overview, read once, and what the
+/// page adds; rendering does no I/O.
 #[derive(Debug)]
 pub struct BoundaryPage {
-    pub caller: Caller,
+    pub overview: Overview,
     pub csrf: String,
-    pub name: String,
-    pub display_name: Option<String>,
-    /// `None` for developers: cluster status is for admins and boundary-admins (SPEC 4.1).
-    pub clusters: Option<Vec<ClusterRecord>>,
-    pub policies: Vec<PolicyRow>,
-    pub resources: Vec<ResourceRow>,
-    /// The `after` token of the next page of resources.
-    pub next_page: Option<String>,
-    /// Grandfathered resources and the policies that now disallow them; an error when the
-    /// policies cannot be read.
-    pub grandfathered: Result<Vec<(ResourceRow, Vec<String>)>, ApiError>,
     /// A notice to show at the top (e.g. after a deletion).
     pub notice: Option<String>,
 }
 
+impl std::ops::Deref for BoundaryPage {
+    type Target = Overview;
+
+    fn deref(&self) -> &Overview {
+        &self.overview
+    }
+}
+
 /// Reads the boundary page's data as `caller` sees it.
 pub async fn load_boundary_page(
-    state: &AppState,
+    state: &App,
     caller: &Caller,
     boundary: &str,
     after: Option<String>,
-) -> Result<BoundaryPage, ApiError> {
-    visible_boundary(state, caller, boundary).await?;
-    let record = state
-        .store
-        .get_boundary(boundary)
-        .await
-        .map_err(|e| ApiError::from_store(e, "boundary"))?;
-    let clusters = if caller.require_boundary_admin().is_ok() {
-        Some(
-            state
-                .store
-                .boundary_clusters(boundary)
-                .await
-                .map_err(|e| ApiError::from_store(e, "boundary"))?,
-        )
-    } else {
-        None
-    };
-    let records: Vec<PolicyRecord> = state
-        .store
-        .list_policies(boundary)
-        .await
-        .map_err(|e| ApiError::from_store(e, "boundary"))?;
-    let mut statuses =
-        palisade_server::routes::policies::statuses(state, boundary, &records).await?;
-    let policies = records
-        .iter()
-        .map(|r| PolicyRow {
-            name: r.name.clone(),
-            spec: serde_json::from_str(&r.spec_json).ok(),
-            install: statuses
-                .remove(&r.name)
-                .map(|s| s.clusters)
-                .unwrap_or_default(),
-        })
-        .collect();
-    let page = state
-        .store
-        .list_resources(
-            boundary,
-            &ResourceQuery {
-                resource_type: None,
-                limit: RESOURCES_PER_PAGE,
-                after: after.clone(),
-            },
-        )
-        .await
-        .map_err(|e| ApiError::from_store(e, "resource"))?;
-    let resources = page.items.iter().map(ResourceRow::of).collect();
-    let grandfathered = match decode_policies(&records, &state.catalog) {
-        Err(error) => Err(error),
-        Ok(decoded) => {
-            // Grandfathering is about the whole boundary, not this page of it.
-            let whole = if after.is_none() && page.next.is_none() {
-                page.items.clone()
-            } else {
-                all_resources(state, boundary).await?
-            };
-            Ok(whole
-                .iter()
-                .filter_map(|record| {
-                    let denied = denied_by_now(&decoded, state, record);
-                    (!denied.is_empty()).then(|| (ResourceRow::of(record), denied))
-                })
-                .collect())
-        }
-    };
+) -> Result<BoundaryPage, AppError> {
+    let access = state.open(caller, boundary).await?;
     Ok(BoundaryPage {
-        caller: caller.clone(),
+        overview: state.overview(&access, after).await?,
         csrf: String::new(),
-        name: record.name,
-        display_name: record.display_name,
-        clusters,
-        policies,
-        resources,
-        next_page: page.next,
-        grandfathered,
         notice: None,
     })
 }
 
-async fn all_resources(state: &AppState, boundary: &str) -> Result<Vec<ResourceRecord>, ApiError> {
-    let mut out = Vec::new();
-    let mut after = None;
-    loop {
-        let page = state
-            .store
-            .list_resources(
-                boundary,
-                &ResourceQuery {
-                    resource_type: None,
-                    limit: 1000,
-                    after,
-                },
-            )
-            .await
-            .map_err(|e| ApiError::from_store(e, "resource"))?;
-        out.extend(page.items);
-        match page.next {
-            Some(next) => after = Some(next),
-            None => return Ok(out),
-        }
-    }
-}
-
 pub async fn show(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path(boundary): Path<String>,
     headers: HeaderMap,
     uri: Uri,
@@ -305,23 +149,21 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
 
 /// `enforced`, `not enforced: <reason>`, or not checked yet. Status values stay English (they
 /// are palisade's status texts, as the API shows them).
-pub fn admission_status(ctx: &Ctx, cluster: &ClusterRecord) -> Markup {
-    match cluster.admission_enforced {
-        None => html! {
+pub fn admission_status(ctx: &Ctx, cluster: &ClusterRow) -> Markup {
+    match &cluster.admission {
+        ClusterAdmission::NotChecked => html! {
             span class="status unknown" {
                 span lang="en" { "not checked yet" } " — " (ctx.t("palisade has not reached this cluster yet"))
             }
         },
-        Some(true) => html! { span class="status ok" lang="en" { "enforced" } },
-        Some(false) => html! {
-            span class="status bad" lang="en" {
-                "not enforced: " (cluster.admission_reason.as_deref().unwrap_or("no reason recorded"))
-            }
+        ClusterAdmission::Enforced => html! { span class="status ok" lang="en" { "enforced" } },
+        ClusterAdmission::NotEnforced(reason) => html! {
+            span class="status bad" lang="en" { "not enforced: " (reason) }
         },
     }
 }
 
-fn clusters_section(ctx: &Ctx, clusters: &[ClusterRecord]) -> Markup {
+fn clusters_section(ctx: &Ctx, clusters: &[ClusterRow]) -> Markup {
     html! {
         section aria-labelledby="clusters-heading" {
             h2 id="clusters-heading" { (ctx.t("Clusters")) }
@@ -435,35 +277,25 @@ fn policies_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
 
 /// A policy's install status in one cluster (`enforced`, `pending`, `error: ...`), in
 /// English like the API's, marked by kind in text and class.
-fn install_status(status: &str) -> Markup {
-    let class = if status == "enforced" {
-        "status ok"
-    } else if status == "installed" || status == "pending" {
-        "status unknown"
-    } else {
-        "status bad"
+fn install_status(status: &InstallStatus) -> Markup {
+    let class = match status {
+        InstallStatus::Enforced => "status ok",
+        InstallStatus::Installed | InstallStatus::Pending => "status unknown",
+        InstallStatus::Error(_) | InstallStatus::NotEnforced(_) => "status bad",
     };
     html! { span class=(class) lang="en" { (status) } }
-}
-
-/// Whether a policy's status already is the cluster's `not enforced: <reason>` (the reconciler
-/// writes the cluster's reason into every policy's status): then it is shown once.
-fn says_cluster_reason(status: &str, cluster: &ClusterRecord) -> bool {
-    status
-        .strip_prefix("not enforced: ")
-        .is_some_and(|reason| cluster.admission_reason.as_deref() == Some(reason))
 }
 
 fn scope_clusters(
     ctx: &Ctx,
     data: &BoundaryPage,
     spec: &PolicySpec,
-    install: &[palisade_server::routes::policies::ClusterStatus],
+    install: &[ClusterStatus],
 ) -> Markup {
     let Some(clusters) = &data.clusters else {
         return html! {};
     };
-    let in_scope: Vec<&ClusterRecord> = match &spec.scope {
+    let in_scope: Vec<&ClusterRow> = match &spec.scope {
         None => clusters.iter().collect(),
         Some(scope) => clusters
             .iter()
@@ -489,11 +321,11 @@ fn scope_clusters(
                         @let status = install
                             .iter()
                             .find(|s| s.cluster == c.name)
-                            .map_or("pending", |s| s.status.as_str());
+                            .map_or(InstallStatus::Pending, |s| s.status.clone());
                         li data-install=(c.name) {
                             strong { (c.name) } ": "
-                            (install_status(status))
-                            @if c.admission_enforced == Some(false) && !says_cluster_reason(status, c) {
+                            (install_status(&status))
+                            @if matches!(c.admission, ClusterAdmission::NotEnforced(_)) && !c.says_own_reason(&status) {
                                 " — " (admission_status(ctx, c))
                             }
                         }

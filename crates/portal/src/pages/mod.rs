@@ -8,7 +8,7 @@ pub mod sign_in;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use maud::html;
-use palisade_server::AppState;
+use palisade_app::App;
 
 use crate::form::FormData;
 use crate::layout::{alert, error_response, html_response, page, to_sign_in, Ctx};
@@ -16,7 +16,7 @@ use crate::session::{session, tokens_match, Session, CSRF_FIELD};
 
 /// The session of a page request; otherwise the answer to send (sign-in, or an error page).
 pub async fn require_session(
-    state: &AppState,
+    state: &App,
     headers: &HeaderMap,
     ctx: &Ctx,
 ) -> Result<Session, Response> {
@@ -29,7 +29,7 @@ pub async fn require_session(
 
 /// The session of a form submission whose CSRF token matches; otherwise sign-in, or 403.
 pub async fn require_form_session(
-    state: &AppState,
+    state: &App,
     headers: &HeaderMap,
     ctx: &Ctx,
     form: &FormData,

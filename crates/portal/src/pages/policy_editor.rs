@@ -1,5 +1,5 @@
 //! The policy editor: a form with one part per rule kind and a YAML view of the same document.
-//! Both save through the API's `save_policy`, so validation, normalisation and warnings are the
+//! Both save through the application's `save_policy`, as the API does, so validation, normalisation and warnings are the
 //! API's. A save error's JSON Pointer (`/rules/1/allowedRegistries/registries/0: ...`) is mapped
 //! back to the form field it names. Deleting asks for confirmation first.
 
@@ -8,12 +8,12 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::{html, Markup};
 use palisade_api_types::document::{API_VERSION, KIND};
+use palisade_api_types::view::PolicyView;
 use palisade_api_types::{PolicyDocument, PolicySpec};
-use palisade_server::error::ApiError;
-use palisade_server::routes::policies::save_policy;
-use palisade_server::routes::visible_boundary;
-use palisade_server::AppState;
-use palisade_store::{PolicyRecord, StoreError, WriteAction};
+use palisade_app::caller::Access;
+use palisade_app::policies::SaveCondition;
+use palisade_app::AppError;
+use palisade_app::{App, PageRequest};
 use serde_json::{json, Value};
 
 use super::{require_form_session, require_session};
@@ -315,7 +315,7 @@ pub struct FieldError {
 #[derive(Debug, Default)]
 struct Outcome {
     errors: Vec<FieldError>,
-    saved: Option<(WriteAction, Vec<String>)>,
+    saved: Option<(palisade_app::policies::WriteAction, Vec<String>)>,
     /// The YAML text to show instead of the form's document (after a YAML-view error).
     yaml_text: Option<String>,
 }
@@ -323,23 +323,23 @@ struct Outcome {
 struct EditorPage<'a> {
     boundary: &'a str,
     /// `None` for a new policy.
-    existing: Option<&'a PolicyRecord>,
+    existing: Option<&'a PolicyView>,
     form: EditorForm,
     attached: Vec<String>,
     outcome: Outcome,
     extra_label_rows: usize,
 }
 
-fn action_of(boundary: &str, existing: Option<&PolicyRecord>) -> String {
+fn action_of(boundary: &str, existing: Option<&PolicyView>) -> String {
     match existing {
         Some(record) => format!("/boundaries/{boundary}/policies/{}/edit", record.name),
         None => format!("/boundaries/{boundary}/policies/new"),
     }
 }
 
-fn metadata_of(record: Option<&PolicyRecord>) -> Value {
+fn metadata_of(record: Option<&PolicyView>) -> Value {
     let stored: Value = record
-        .and_then(|r| serde_json::from_str(&r.metadata_json).ok())
+        .map(|r| r.metadata.clone())
         .unwrap_or_else(|| json!({}));
     let mut out = serde_json::Map::new();
     for key in ["labels", "annotations"] {
@@ -354,7 +354,7 @@ fn metadata_of(record: Option<&PolicyRecord>) -> Value {
 }
 
 /// The whole document as YAML: what `palisade apply` takes.
-fn document_yaml(boundary: &str, form: &EditorForm, record: Option<&PolicyRecord>) -> String {
+fn document_yaml(boundary: &str, form: &EditorForm, record: Option<&PolicyView>) -> String {
     let mut metadata = json!({"name": form.name, "boundary": boundary});
     if let (Value::Object(out), Value::Object(stored)) = (&mut metadata, metadata_of(record)) {
         out.extend(stored);
@@ -625,37 +625,23 @@ fn rule_fieldset(
     }
 }
 
-async fn attached_clusters(state: &AppState, boundary: &str) -> Result<Vec<String>, ApiError> {
+async fn attached_clusters(state: &App, access: &Access) -> Result<Vec<String>, AppError> {
+    let page = PageRequest {
+        limit: Some(1000),
+        continue_token: None,
+    };
     Ok(state
-        .store
-        .boundary_clusters(boundary)
-        .await
-        .map_err(|e| ApiError::from_store(e, "boundary"))?
+        .attached_clusters(access, &page)
+        .await?
+        .items
         .into_iter()
         .map(|c| c.name)
         .collect())
 }
 
-async fn stored_policy(
-    state: &AppState,
-    boundary: &str,
-    name: &str,
-) -> Result<PolicyRecord, ApiError> {
-    state
-        .store
-        .get_policy(boundary, name)
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => ApiError::NotFound(format!(
-                "policy '{name}' not found in boundary '{boundary}'"
-            )),
-            other => ApiError::from_store(other, "policy"),
-        })
-}
-
-fn spec_of_record(record: &PolicyRecord) -> Result<PolicySpec, ApiError> {
-    PolicySpec::from_json(record.spec_json.as_bytes()).map_err(|e| {
-        ApiError::Internal(format!(
+fn spec_of_record(record: &PolicyView) -> Result<PolicySpec, AppError> {
+    serde_json::from_value(record.spec.clone()).map_err(|e| {
+        AppError::Internal(format!(
             "stored policy {}/{} cannot be decoded: {e}",
             record.boundary, record.name
         ))
@@ -664,17 +650,18 @@ fn spec_of_record(record: &PolicyRecord) -> Result<PolicySpec, ApiError> {
 
 /// Session, visibility and role for the editor's pages.
 async fn editor_access(
-    state: &AppState,
+    state: &App,
     session: &Session,
     boundary: &str,
-) -> Result<Vec<String>, ApiError> {
-    visible_boundary(state, &session.caller, boundary).await?;
+) -> Result<(Access, Vec<String>), AppError> {
+    let access = state.open(&session.caller, boundary).await?;
     session.caller.require_boundary_admin()?;
-    attached_clusters(state, boundary).await
+    let attached = attached_clusters(state, &access).await?;
+    Ok((access, attached))
 }
 
 pub async fn new_form(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path(boundary): Path<String>,
     headers: HeaderMap,
     uri: Uri,
@@ -685,7 +672,7 @@ pub async fn new_form(
         Err(r) => return r,
     };
     let attached = match editor_access(&state, &session, &boundary).await {
-        Ok(a) => a,
+        Ok((_, a)) => a,
         Err(e) => return error_response(&ctx, Some(&session), &e),
     };
     let page = EditorPage {
@@ -700,7 +687,7 @@ pub async fn new_form(
 }
 
 pub async fn edit_form(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path((boundary, name)): Path<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
@@ -711,10 +698,10 @@ pub async fn edit_form(
         Err(r) => return r,
     };
     let loaded = async {
-        let attached = editor_access(&state, &session, &boundary).await?;
-        let record = stored_policy(&state, &boundary, &name).await?;
+        let (access, attached) = editor_access(&state, &session, &boundary).await?;
+        let record = state.get_policy(&access, &name).await?;
         let spec = spec_of_record(&record)?;
-        Ok::<_, ApiError>((attached, record, spec))
+        Ok::<_, AppError>((attached, record, spec))
     }
     .await;
     let (attached, record, spec) = match loaded {
@@ -733,7 +720,7 @@ pub async fn edit_form(
 }
 
 pub async fn new_submit(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path(boundary): Path<String>,
     headers: HeaderMap,
     uri: Uri,
@@ -743,7 +730,7 @@ pub async fn new_submit(
 }
 
 pub async fn edit_submit(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path((boundary, name)): Path<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
@@ -757,7 +744,7 @@ pub async fn edit_submit(
 fn spec_from_yaml(
     text: &str,
     boundary: &str,
-    existing: Option<&PolicyRecord>,
+    existing: Option<&PolicyView>,
 ) -> Result<(String, Vec<u8>), String> {
     let mut documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
     if documents.len() != 1 {
@@ -811,7 +798,7 @@ fn spec_from_yaml(
 }
 
 async fn submit(
-    state: AppState,
+    state: App,
     boundary: String,
     path_name: Option<String>,
     headers: HeaderMap,
@@ -823,13 +810,13 @@ async fn submit(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let attached = match editor_access(&state, &session, &boundary).await {
+    let (access, attached) = match editor_access(&state, &session, &boundary).await {
         Ok(a) => a,
         Err(e) => return error_response(&ctx, Some(&session), &e),
     };
     let mut existing = match &path_name {
         None => None,
-        Some(name) => match stored_policy(&state, &boundary, name).await {
+        Some(name) => match state.get_policy(&access, name).await {
             Ok(record) => Some(record),
             Err(e) => return error_response(&ctx, Some(&session), &e),
         },
@@ -864,7 +851,7 @@ async fn submit(
             Ok((name, bytes, built)) => {
                 let taken = existing.is_none()
                     && !name.is_empty()
-                    && state.store.get_policy(&boundary, &name).await.is_ok();
+                    && state.get_policy(&access, &name).await.is_ok();
                 if taken {
                     Err((StatusCode::CONFLICT, vec![FieldError {
                         field: if yaml_view { Field::Yaml } else { Field::Name },
@@ -878,19 +865,18 @@ async fn submit(
                         .is_some()
                         .then(|| data.get("etag").to_owned())
                         .filter(|e| !e.is_empty());
-                    match save_policy(
-                        &state,
-                        &session.caller.actor(),
-                        &boundary,
-                        &name,
-                        &bytes,
+                    let condition = SaveCondition {
                         if_match,
-                    )
-                    .await
-                    {
-                        Ok((record, written, warnings)) => Ok((record, written, warnings)),
+                        create_only: false,
+                    };
+                    match state.save_policy(&access, &name, &bytes, condition).await {
+                        Ok(saved) => {
+                            let mut view = saved.view;
+                            let warnings = view.warnings.take().unwrap_or_default();
+                            Ok((view, saved.action, warnings))
+                        }
                         Err(error) => Err((
-                            error.status(),
+                            crate::layout::status_of(&error),
                             vec![save_error(&error, built.as_ref(), yaml_view)],
                         )),
                     }
@@ -934,7 +920,7 @@ async fn submit(
 }
 
 /// Places a failed save's message: 400s by their pointer, anything else at the top.
-fn save_error(error: &ApiError, built: Option<&BuiltSpec>, yaml_view: bool) -> FieldError {
+fn save_error(error: &AppError, built: Option<&BuiltSpec>, yaml_view: bool) -> FieldError {
     let message = error.body().error.message;
     let general = |message: String| FieldError {
         field: if yaml_view {
@@ -946,7 +932,7 @@ fn save_error(error: &ApiError, built: Option<&BuiltSpec>, yaml_view: bool) -> F
         line: None,
     };
     match error {
-        ApiError::InvalidRequest(_) => {
+        AppError::InvalidRequest(_) => {
             let Some((pointer, _)) = split_pointer(&message) else {
                 return general(message);
             };
@@ -976,7 +962,7 @@ fn save_error(error: &ApiError, built: Option<&BuiltSpec>, yaml_view: bool) -> F
 }
 
 pub async fn delete_form(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path((boundary, name)): Path<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
@@ -987,8 +973,8 @@ pub async fn delete_form(
         Err(r) => return r,
     };
     let record = match async {
-        editor_access(&state, &session, &boundary).await?;
-        stored_policy(&state, &boundary, &name).await
+        let (access, _) = editor_access(&state, &session, &boundary).await?;
+        state.get_policy(&access, &name).await
     }
     .await
     {
@@ -1018,7 +1004,7 @@ pub async fn delete_form(
 }
 
 pub async fn delete_submit(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path((boundary, name)): Path<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
@@ -1030,24 +1016,13 @@ pub async fn delete_submit(
         Err(r) => return r,
     };
     let result = async {
-        visible_boundary(&state, &session.caller, &boundary).await?;
-        session.caller.require_boundary_admin()?;
+        let access = state.open(&session.caller, &boundary).await?;
         let if_match = Some(data.get("etag")).filter(|e| !e.is_empty());
-        state
-            .store
-            .delete_policy(&boundary, &name, if_match, &session.caller.actor())
-            .await
-            .map_err(|e| match e {
-                StoreError::NotFound => ApiError::NotFound(format!(
-                    "policy '{name}' not found in boundary '{boundary}'"
-                )),
-                other => ApiError::from_store(other, "policy"),
-            })
+        state.delete_policy(&access, &name, if_match).await
     }
     .await;
     match result {
         Ok(()) => {
-            tracing::info!(%boundary, policy = %name, actor = %session.caller.actor(), "portal: policy deleted");
             let deleted = form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>();
             see_other(&format!("/boundaries/{boundary}?deleted={deleted}"))
         }

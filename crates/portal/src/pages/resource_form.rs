@@ -1,21 +1,17 @@
 //! Resource forms for every type, with the plan picker: the catalog's plans of the type from
-//! the API's `picker`, disallowed ones disabled with their reason in text. Functions get the
+//! the application's `picker` (the API's own), disallowed ones disabled with their reason in text. Functions get the
 //! same picker, and the page says the API does not enforce their plans. A submission goes
-//! through the API's `create_resource`, so a disallowed plan (sent by a crafted request) gets
+//! through the application's `create_resource`, as the API's do, so a disallowed plan (sent by a crafted request) gets
 //! the API's exact 422 message, and unreadable policies its 503.
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::Response;
 use maud::{html, Markup};
+use palisade_api_types::view::{Picker, PickerPlan};
+use palisade_app::AppError;
+use palisade_app::{App, Caller};
 use palisade_policy::ResourceType;
-use palisade_server::error::ApiError;
-use palisade_server::routes::resources::{
-    self as resources, create_resource, patch_resource, picker, Picker, PickerPlan,
-};
-use palisade_server::routes::visible_boundary;
-use palisade_server::AppState;
-use palisade_store::{ResourceKey, StoreError};
 use serde_json::{json, Value};
 
 use super::{query_param, require_form_session, require_session};
@@ -268,7 +264,7 @@ struct Outcome {
     /// A 400 or 409 placed at its field.
     field_error: Option<(Field, String)>,
     /// A 422 or 503: the API's code and exact message.
-    plan_error: Option<ApiError>,
+    plan_error: Option<AppError>,
 }
 
 fn type_name(ctx: &Ctx, ty: ResourceType) -> &'static str {
@@ -435,7 +431,7 @@ struct FormPage<'a> {
     ty: ResourceType,
     /// `Some` when editing a stored resource.
     existing: Option<Existing>,
-    picker: Option<Result<Picker, ApiError>>,
+    picker: Option<Result<Picker, AppError>>,
     typed: Typed,
     outcome: Outcome,
     extra_rows: usize,
@@ -499,7 +495,7 @@ fn render_form(ctx: &Ctx, session: &Session, p: &FormPage<'_>) -> Markup {
                     code { (error.code_text()) } " "
                     span lang="en" class="api-message" { (error.body().error.message) }
                 }
-                @if error.status() == StatusCode::SERVICE_UNAVAILABLE {
+                @if crate::layout::status_of(error) == StatusCode::SERVICE_UNAVAILABLE {
                     p { (ctx.t("Nothing was changed. Please try again in a few seconds.")) }
                 }
             }))
@@ -667,19 +663,22 @@ fn type_chooser(ctx: &Ctx, session: &Session, boundary: &str, error: Option<&str
 }
 
 async fn picker_for(
-    state: &AppState,
+    state: &App,
+    caller: &Caller,
     boundary: &str,
     ty: ResourceType,
-) -> Option<Result<Picker, ApiError>> {
-    if ty.has_plans() {
-        Some(picker(state, boundary, ty).await)
-    } else {
-        None
+) -> Option<Result<Picker, AppError>> {
+    if !ty.has_plans() {
+        return None;
     }
+    Some(match state.open(caller, boundary).await {
+        Ok(access) => state.picker(&access, Some(ty.as_str())).await,
+        Err(error) => Err(error),
+    })
 }
 
 pub async fn form(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path(boundary): Path<String>,
     headers: HeaderMap,
     uri: Uri,
@@ -689,7 +688,7 @@ pub async fn form(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(e) = visible_boundary(&state, &session.caller, &boundary).await {
+    if let Err(e) = state.open(&session.caller, &boundary).await {
         return error_response(&ctx, Some(&session), &e);
     }
     let Some(type_text) = query_param(uri.query(), "type") else {
@@ -708,9 +707,8 @@ pub async fn form(
             );
         }
     };
-    let picker = picker_for(&state, &boundary, ty).await;
-    let unavailable =
-        matches!(&picker, Some(Err(e)) if e.status() == StatusCode::SERVICE_UNAVAILABLE);
+    let picker = picker_for(&state, &session.caller, &boundary, ty).await;
+    let unavailable = matches!(&picker, Some(Err(e)) if crate::layout::status_of(e) == StatusCode::SERVICE_UNAVAILABLE);
     let page = FormPage {
         boundary: &boundary,
         ty,
@@ -738,7 +736,7 @@ fn with_retry(mut response: Response) -> Response {
 }
 
 pub async fn submit(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path(boundary): Path<String>,
     headers: HeaderMap,
     uri: Uri,
@@ -749,9 +747,10 @@ pub async fn submit(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(e) = visible_boundary(&state, &session.caller, &boundary).await {
-        return error_response(&ctx, Some(&session), &e);
-    }
+    let access = match state.open(&session.caller, &boundary).await {
+        Ok(access) => access,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
+    };
     let type_text = query_param(uri.query(), "type")
         .or_else(|| Some(data.get("type").to_owned()).filter(|t| !t.is_empty()))
         .unwrap_or_default();
@@ -768,7 +767,7 @@ pub async fn submit(
     let typed = Typed::from_form(&data);
     let action = data.get("action");
     if action == "add-label" || action == "add-component" {
-        let picker = picker_for(&state, &boundary, ty).await;
+        let picker = picker_for(&state, &session.caller, &boundary, ty).await;
         let page = FormPage {
             boundary: &boundary,
             ty,
@@ -781,17 +780,27 @@ pub async fn submit(
         return html_response(StatusCode::OK, render_form(&ctx, &session, &page));
     }
     let (body, component_rows) = typed.body(ty);
-    match create_resource(&state, &boundary, &body).await {
-        Ok((record, warnings)) => {
-            tracing::info!(%boundary, resource_type = %record.resource_type, name = %record.name,
+    match state
+        .create_resource(&access, &body, state.deadline())
+        .await
+    {
+        Ok(written) => {
+            let name = written
+                .view
+                .body
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            tracing::info!(%boundary, resource_type = %ty, %name,
                 actor = %session.caller.actor(), "portal: resource created");
             done_page(
                 &ctx,
                 &session,
                 &boundary,
                 ty,
-                &record.name,
-                &warnings,
+                &name,
+                &written.warnings,
                 false,
             )
         }
@@ -865,62 +874,52 @@ fn done_page(
 /// The form again after a failed create or update: a 400 or 409 at its field, a 422 or 503
 /// with the API's code and exact message (a 503 asks to retry).
 async fn failed(
-    state: &AppState,
+    state: &App,
     ctx: &Ctx,
     session: &Session,
     mut page: FormPage<'_>,
-    error: ApiError,
+    error: AppError,
     component_rows: &[usize],
 ) -> Response {
-    let status = error.status();
+    let status = crate::layout::status_of(&error);
     match &error {
-        ApiError::PlanNotAllowed(..)
-        | ApiError::PolicyUnavailable(_)
-        | ApiError::Unavailable(_)
-        | ApiError::PreconditionFailed => {
+        AppError::PlanNotAllowed(..)
+        | AppError::PolicyUnavailable(_)
+        | AppError::Unavailable(_)
+        | AppError::PreconditionFailed => {
             page.outcome.plan_error = Some(error);
         }
-        ApiError::InvalidRequest(message) => {
+        AppError::InvalidRequest(message) => {
             let field = match message.split_once(": ") {
                 Some((pointer, _)) if pointer.starts_with('/') => field_of(pointer, component_rows),
                 _ => Field::General,
             };
             page.outcome.field_error = Some((field, message.clone()));
         }
-        ApiError::Conflict(message) => {
+        AppError::Conflict(message) => {
             page.outcome.field_error = Some((Field::Name, message.clone()));
         }
         other => return error_response(ctx, Some(session), other),
     }
-    page.picker = picker_for(state, page.boundary, page.ty).await;
+    page.picker = picker_for(state, &session.caller, page.boundary, page.ty).await;
     with_retry(html_response(status, render_form(ctx, session, &page)))
 }
 
 /// Reads a stored resource the caller may see: its type and what the edit form needs.
 async fn stored_resource(
-    state: &AppState,
+    state: &App,
     session: &Session,
     boundary: &str,
     resource_type: &str,
     name: &str,
-) -> Result<(ResourceType, Existing), ApiError> {
-    visible_boundary(state, &session.caller, boundary).await?;
-    let not_found = || {
-        ApiError::NotFound(format!(
+) -> Result<(ResourceType, Existing), AppError> {
+    let access = state.open(&session.caller, boundary).await?;
+    let view = state.get_resource(&access, resource_type, name).await?;
+    let ty = ResourceType::parse(resource_type).map_err(|_| {
+        AppError::NotFound(format!(
             "{resource_type} '{name}' not found in boundary '{boundary}'"
         ))
-    };
-    let ty = ResourceType::parse(resource_type).map_err(|_| not_found())?;
-    let key = ResourceKey {
-        boundary: boundary.to_owned(),
-        resource_type: resource_type.to_owned(),
-        name: name.to_owned(),
-    };
-    let record = state.store.get_resource(&key).await.map_err(|e| match e {
-        StoreError::NotFound => not_found(),
-        other => ApiError::from_store(other, "resource"),
     })?;
-    let view = resources::view(record, None);
     Ok((
         ty,
         Existing {
@@ -931,7 +930,7 @@ async fn stored_resource(
 }
 
 pub async fn edit_form(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
     headers: HeaderMap,
     uri: Uri,
@@ -946,7 +945,7 @@ pub async fn edit_form(
             Ok(found) => found,
             Err(e) => return error_response(&ctx, Some(&session), &e),
         };
-    let picker = picker_for(&state, &boundary, ty).await;
+    let picker = picker_for(&state, &session.caller, &boundary, ty).await;
     let page = FormPage {
         boundary: &boundary,
         ty,
@@ -963,7 +962,7 @@ pub async fn edit_form(
 }
 
 pub async fn edit_submit(
-    State(state): State<AppState>,
+    State(state): State<App>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
     headers: HeaderMap,
     uri: Uri,
@@ -983,7 +982,7 @@ pub async fn edit_submit(
     typed.name = name.clone();
     let action = data.get("action");
     if action == "add-label" || action == "add-component" {
-        let picker = picker_for(&state, &boundary, ty).await;
+        let picker = picker_for(&state, &session.caller, &boundary, ty).await;
         let page = FormPage {
             boundary: &boundary,
             ty,
@@ -996,14 +995,24 @@ pub async fn edit_submit(
         return html_response(StatusCode::OK, render_form(&ctx, &session, &page));
     }
     let (patch, component_rows) = typed.patch(ty, &existing.body);
-    let key = ResourceKey {
-        boundary: boundary.clone(),
-        resource_type: ty.as_str().to_owned(),
-        name: name.clone(),
-    };
     let if_match = Some(data.get("etag")).filter(|e| !e.is_empty());
-    match patch_resource(&state, &key, if_match, patch).await {
-        Ok((_record, warnings)) => {
+    let patched = match state.open(&session.caller, &boundary).await {
+        Ok(access) => {
+            state
+                .patch_resource(
+                    &access,
+                    ty.as_str(),
+                    &name,
+                    if_match,
+                    patch,
+                    state.deadline(),
+                )
+                .await
+        }
+        Err(error) => Err(error),
+    };
+    match patched {
+        Ok(palisade_app::resources::Written { warnings, .. }) => {
             tracing::info!(%boundary, resource_type = %ty, %name,
                 actor = %session.caller.actor(), "portal: resource updated");
             done_page(&ctx, &session, &boundary, ty, &name, &warnings, true)

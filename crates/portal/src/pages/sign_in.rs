@@ -4,9 +4,9 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::html;
-use palisade_server::auth::caller_from_token;
-use palisade_server::error::ApiError;
-use palisade_server::AppState;
+use palisade_app::caller_from_token;
+use palisade_app::App;
+use palisade_app::AppError;
 
 use super::{csrf_rejected, query_param, safe_next};
 use crate::form::FormData;
@@ -50,7 +50,7 @@ fn sign_in_page(ctx: &Ctx, csrf: &str, next: &str, error: Option<&str>) -> maud:
     )
 }
 
-pub async fn form(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+pub async fn form(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
     let ctx = Ctx::new(&headers, &uri);
     let next = query_param(uri.query(), "next").unwrap_or_else(|| "/".to_owned());
     let next = safe_next(&next).to_owned();
@@ -67,7 +67,7 @@ pub async fn form(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -
 }
 
 pub async fn submit(
-    State(state): State<AppState>,
+    State(state): State<App>,
     headers: HeaderMap,
     uri: Uri,
     form: FormData,
@@ -79,10 +79,13 @@ pub async fn submit(
     }
     let next = safe_next(form.get("next")).to_owned();
     let token = form.get("token").trim();
-    match caller_from_token(&state, token).await {
-        Ok(caller) => {
+    let signed_in = match caller_from_token(&state, token).await {
+        Ok(caller) => seal_session(&state, token).map(|sealed| (caller, sealed)),
+        Err(error) => Err(error),
+    };
+    match signed_in {
+        Ok((caller, (value, _csrf))) => {
             tracing::info!(token = %caller.token_id, role = caller.role.name(), "portal sign-in");
-            let (value, _csrf) = seal_session(&state, token);
             let mut response = see_other(&next);
             let headers = response.headers_mut();
             headers.append(
@@ -95,7 +98,7 @@ pub async fn submit(
             );
             response
         }
-        Err(ApiError::Unauthorized(message)) => html_response(
+        Err(AppError::Unauthorized(message)) => html_response(
             StatusCode::UNAUTHORIZED,
             sign_in_page(&ctx, expected, &next, Some(&message)),
         ),
@@ -104,7 +107,7 @@ pub async fn submit(
 }
 
 pub async fn sign_out(
-    State(state): State<AppState>,
+    State(state): State<App>,
     headers: HeaderMap,
     uri: Uri,
     form: FormData,
@@ -131,7 +134,7 @@ pub async fn set_lang(Path(code): Path<String>, headers: HeaderMap, uri: Uri) ->
         return error_response(
             &ctx,
             None,
-            &ApiError::NotFound(format!("language '{code}' not found; use en or sv")),
+            &AppError::NotFound(format!("language '{code}' not found; use en or sv")),
         );
     };
     let next = query_param(uri.query(), "next").unwrap_or_else(|| "/".to_owned());

@@ -16,7 +16,7 @@ use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use palisade_policy::Catalog;
-use palisade_server::sealing::SealingKey;
+use palisade_server::SealingKey;
 use palisade_server::{app_with, AppState};
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -130,7 +130,7 @@ impl Portal {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
         let store = palisade_store::connect(&url).await.unwrap();
-        let path = palisade_server::auth::bootstrap_admin(store.as_ref(), dir.path())
+        let path = palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
             .await
             .unwrap()
             .expect("fresh store makes an admin token");
@@ -149,7 +149,7 @@ impl Portal {
     /// A portal on the demo data (boundary `shop`) with a second boundary `other`.
     pub async fn demo() -> Portal {
         let portal = Portal::new().await;
-        palisade_server::demo::load(portal.state.store.as_ref(), &portal.state.catalog)
+        palisade_app::demo::load(portal.state.store.as_ref(), &portal.state.catalog)
             .await
             .unwrap();
         let answer = portal

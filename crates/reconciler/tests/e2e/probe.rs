@@ -47,9 +47,12 @@ async fn probe_reports_a_server_without_the_api_on_1_37() {
     let store = palisade_store::connect(&format!("sqlite://{}", dir.path().join("p.db").display()))
         .await
         .unwrap();
-    let key = palisade_server::sealing::SealingKey::random();
+    let key = palisade_server::SealingKey::random();
     store
-        .put_cluster("old", &key.seal(plane.kubeconfig_yaml().as_bytes()))
+        .put_cluster(
+            "old",
+            &key.seal(plane.kubeconfig_yaml().as_bytes()).unwrap(),
+        )
         .await
         .unwrap();
     store.create_boundary("shop", None).await.unwrap();

@@ -13,7 +13,7 @@ use kube::api::PostParams;
 use kube::Api;
 use palisade_policy::Catalog;
 use palisade_reconciler::{Controller, Settings, Unseal};
-use palisade_server::sealing::SealingKey;
+use palisade_server::SealingKey;
 use palisade_store::SharedStore;
 use palisade_testkit::control_plane::{unique_name, ControlPlane};
 use reqwest::StatusCode;
@@ -57,7 +57,7 @@ impl Stack {
         let (key, token) = match replica_of {
             Some(first) => (first.key.clone(), first.token.clone()),
             None => {
-                palisade_server::auth::bootstrap_admin(store.as_ref(), dir.path())
+                palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
                     .await
                     .unwrap();
                 let token = std::fs::read_to_string(dir.path().join("admin.token"))
@@ -74,7 +74,9 @@ impl Stack {
         let mut tasks = vec![tokio::spawn(
             controller(&store, &key, &installation).run(std::future::pending()),
         )];
-        let state = palisade_server::AppState::new(store.clone(), Catalog::builtin(), key.clone());
+        let application = palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone())
+            .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters));
+        let state = palisade_server::AppState::of(application);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let app = palisade_server::app(state);

@@ -5,35 +5,27 @@ use axum::extract::State;
 use axum::http::{header, Uri};
 use axum::response::IntoResponse;
 use axum::Json;
-use serde::Serialize;
-use utoipa::ToSchema;
+use palisade_api_types::view::Health;
 
 use crate::error::ApiError;
 use crate::AppState;
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Health {
-    /// `ok`.
-    pub status: String,
-}
 
 #[utoipa::path(get, path = "/healthz", tag = "meta", responses((status = 200, body = Health)))]
 pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
+        version: Some(env!("CARGO_PKG_VERSION").to_owned()),
     })
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "meta",
     responses((status = 200, body = Health), (status = 503, body = crate::openapi::Error)))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    match tokio::time::timeout(state.policy_timeout, state.store.ping()).await {
-        Ok(Ok(())) => Ok(Json(Health {
-            status: "ok".into(),
-        })),
-        Ok(Err(e)) => Err(ApiError::Unavailable(e.to_string())),
-        Err(_) => Err(ApiError::Unavailable("store ping timed out".into())),
-    }
+    state.ready().await?;
+    Ok(Json(Health {
+        status: "ok".into(),
+        version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+    }))
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "meta",
@@ -55,7 +47,7 @@ pub async fn openapi() -> impl IntoResponse {
 }
 
 pub async fn not_found(uri: Uri) -> ApiError {
-    ApiError::NotFound(format!("no such path: {}", uri.path()))
+    palisade_app::AppError::NotFound(format!("no such path: {}", uri.path())).into()
 }
 
 pub async fn method_not_allowed() -> ApiError {

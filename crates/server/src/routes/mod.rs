@@ -1,5 +1,6 @@
-//! The routes of SPEC 4.1 and what they share: boundary visibility, lists with `limit` and
-//! `continue`, etags, and the JSON answers for unknown paths and methods.
+//! The routes of SPEC 4.1 and what they share: query strings, lists' `limit` and `continue`,
+//! etags. Each handler reads the request, calls one use case of `palisade-app`, and writes
+//! its answer.
 
 pub mod boundaries;
 pub mod clusters;
@@ -12,10 +13,10 @@ pub mod tokens;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::routing::{get, put};
 use axum::Router;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use palisade_app::caller::Access;
+use palisade_app::{Caller, PageRequest};
+use serde::Deserialize;
 
-use crate::auth::{boundary_not_found, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -87,16 +88,6 @@ pub fn router() -> Router<AppState> {
         .method_not_allowed_fallback(meta::method_not_allowed)
 }
 
-/// 404 unless the caller sees the boundary and it exists.
-pub async fn visible_boundary(state: &AppState, caller: &Caller, boundary: &str) -> ApiResult<()> {
-    caller.require_visible(boundary)?;
-    match state.store.get_boundary(boundary).await {
-        Ok(_) => Ok(()),
-        Err(palisade_store::StoreError::NotFound) => Err(boundary_not_found(boundary)),
-        Err(other) => Err(ApiError::from_store(other, "boundary")),
-    }
-}
-
 /// A query string parsed into `T`; a bad parameter is our 400 naming `/<parameter>`, never
 /// axum's plain-text rejection.
 #[derive(Debug)]
@@ -126,7 +117,9 @@ impl<T: serde::de::DeserializeOwned, S: Send + Sync> axum::extract::FromRequestP
                         ApiError::invalid(&format!("/{field}"), why)
                     }
                     _ if pointer.is_empty() => {
-                        ApiError::InvalidRequest(format!("the query string is invalid: {message}"))
+                        ApiError::App(palisade_app::AppError::InvalidRequest(format!(
+                            "the query string is invalid: {message}"
+                        )))
                     }
                     _ => ApiError::invalid(&pointer, message),
                 }
@@ -148,50 +141,18 @@ pub struct ListParams {
 }
 
 impl ListParams {
-    pub fn limit(&self) -> ApiResult<usize> {
-        match self.limit {
-            None => Ok(100),
-            Some(n) if (1..=1000).contains(&n) => Ok(n as usize),
-            Some(n) => Err(ApiError::invalid(
-                "/limit",
-                format!("must be from 1 to 1000, got {n}"),
-            )),
+    /// The application's page request.
+    pub fn page(&self) -> PageRequest {
+        PageRequest {
+            limit: self.limit,
+            continue_token: self.continue_token.clone(),
         }
     }
 }
 
-/// `{"items": [...], "continue": "..."?}`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct List<T> {
-    pub items: Vec<T>,
-    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
-    pub continue_token: Option<String>,
-}
-
-/// Pages a list already in key order: items after `continue`, at most `limit`.
-pub fn page<T>(
-    items: Vec<T>,
-    key: impl Fn(&T) -> String,
-    params: &ListParams,
-) -> ApiResult<List<T>> {
-    let limit = params.limit()?;
-    let mut rest: Vec<T> = match &params.continue_token {
-        None => items,
-        Some(after) => items
-            .into_iter()
-            .filter(|item| key(item) > *after)
-            .collect(),
-    };
-    let continue_token = if rest.len() > limit {
-        rest.truncate(limit);
-        rest.last().map(&key)
-    } else {
-        None
-    };
-    Ok(List {
-        items: rest,
-        continue_token,
-    })
+/// Opens the boundary for the caller (404 unless it sees it and it exists).
+pub async fn open(state: &AppState, caller: &Caller, boundary: &str) -> ApiResult<Access> {
+    Ok(state.open(caller, boundary).await?)
 }
 
 /// The `If-Match` header, if any.
@@ -207,11 +168,4 @@ pub fn etag_header(etag: &str) -> [(header::HeaderName, HeaderValue); 1] {
     let value = HeaderValue::from_str(&format!("\"{etag}\""))
         .unwrap_or_else(|_| HeaderValue::from_static("\"\""));
     [(header::ETAG, value)]
-}
-
-/// Parses a path segment that must be a DNS label; 400 naming the path parameter otherwise.
-pub fn path_name(parameter: &str, text: &str) -> ApiResult<()> {
-    palisade_policy::Name::parse(text)
-        .map(|_| ())
-        .map_err(|e| ApiError::invalid(&format!("/path/{parameter}"), e))
 }

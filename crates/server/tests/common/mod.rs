@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use palisade_policy::Catalog;
-use palisade_server::sealing::SealingKey;
+use palisade_server::SealingKey;
 use palisade_server::{app, AppState};
 use palisade_store::SharedStore;
 use serde_json::{json, Value};
@@ -72,7 +72,7 @@ impl TestApp {
 
     pub async fn on(url: String, dir: tempfile::TempDir) -> TestApp {
         let store: SharedStore = palisade_store::connect(&url).await.unwrap();
-        let path = palisade_server::auth::bootstrap_admin(store.as_ref(), dir.path())
+        let path = palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
             .await
             .unwrap()
             .expect("fresh store makes an admin token");

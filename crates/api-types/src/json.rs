@@ -6,11 +6,15 @@ use std::fmt;
 use serde::de::{DeserializeOwned, DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
+/// A body that is not what it must be; the message starts with the field's JSON Pointer or
+/// with `the body ...`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidBody(pub String);
 
 /// Parses `bytes` as one JSON value. A duplicate key is a 400 naming it
 /// (`/components/0/name: is given twice`); anything after the value is a 400 too.
-pub fn parse_value(bytes: &[u8]) -> Result<Value, ApiError> {
+pub fn parse_value(bytes: &[u8]) -> Result<Value, InvalidBody> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = StrictValue {
         pointer: String::new(),
@@ -20,13 +24,13 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, ApiError> {
         let text = e.to_string();
         match text.split_once(" is given twice") {
             Some((pointer, _)) if text.starts_with('/') => {
-                ApiError::InvalidRequest(format!("{pointer}: is given twice"))
+                InvalidBody(format!("{pointer}: is given twice"))
             }
-            _ => ApiError::InvalidRequest(format!("the body is not valid JSON: {e}")),
+            _ => InvalidBody(format!("the body is not valid JSON: {e}")),
         }
     })?;
     deserializer.end().map_err(|e| {
-        ApiError::InvalidRequest(format!(
+        InvalidBody(format!(
             "the body is not valid JSON: it holds more than one JSON value ({e})"
         ))
     })?;
@@ -35,25 +39,25 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, ApiError> {
 
 /// Parses `bytes` strictly (see [`parse_value`]) into `T`; a field error starts with the
 /// field's JSON Pointer and says what is wrong in words.
-pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, InvalidBody> {
     let value = parse_value(bytes)?;
     from_value(value)
 }
 
 /// Converts a parsed body into `T`, with the errors of [`parse`].
-pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, InvalidBody> {
     let is_object = value.is_object();
     serde_path_to_error::deserialize(value).map_err(|e| {
-        let pointer = palisade_api_types::pointer::from_path("", e.path());
+        let pointer = crate::pointer::from_path("", e.path());
         let message = e.into_inner().to_string();
         if pointer.is_empty() && !is_object {
-            return ApiError::InvalidRequest(format!(
+            return InvalidBody(format!(
                 "the body must be a JSON object, got {}",
                 kind_of_message(&message)
             ));
         }
         let (pointer, what) = describe(&pointer, &message);
-        ApiError::InvalidRequest(format!("{pointer}: {what}"))
+        InvalidBody(format!("{pointer}: {what}"))
     })
 }
 
@@ -229,11 +233,7 @@ impl<'de> Visitor<'de> for StrictValue {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let pointer = format!(
-                "{}/{}",
-                self.pointer,
-                palisade_api_types::pointer::escape(&key)
-            );
+            let pointer = format!("{}/{}", self.pointer, crate::pointer::escape(&key));
             if object.contains_key(&key) {
                 return Err(A::Error::custom(format!("{pointer} is given twice")));
             }

@@ -1,0 +1,417 @@
+//! The bodies of the API's answers (SPEC 4.1), one type each, shared by the server (which
+//! serialises them), the portal (which renders them) and the CLI (which deserialises them).
+//! With the `openapi` feature they also describe themselves for the OpenAPI document.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// What a policy is in one cluster (SPEC 3.4). On the wire: `pending`, `installed`,
+/// `enforced`, `error: <reason>` or `not enforced: <reason>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InstallStatus {
+    /// The reconciler has not recorded the policy's current version in the cluster yet.
+    Pending,
+    /// Installed, with no namespace of the boundary to confirm enforcement in.
+    Installed,
+    /// Installed and confirmed by a server-side dry-run in a namespace of the boundary.
+    Enforced,
+    /// Installing or confirming failed; palisade retries.
+    Error(String),
+    /// The cluster cannot enforce it (e.g. too old, or the API is not served).
+    NotEnforced(String),
+}
+
+impl InstallStatus {
+    /// Whether the status is one of the two failures.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            InstallStatus::Error(_) | InstallStatus::NotEnforced(_)
+        )
+    }
+}
+
+impl fmt::Display for InstallStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InstallStatus::Pending => f.write_str("pending"),
+            InstallStatus::Installed => f.write_str("installed"),
+            InstallStatus::Enforced => f.write_str("enforced"),
+            InstallStatus::Error(reason) => write!(f, "error: {reason}"),
+            InstallStatus::NotEnforced(reason) => write!(f, "not enforced: {reason}"),
+        }
+    }
+}
+
+/// A text that is no install status.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{0}' is not an install status (pending, installed, enforced, error: ..., not enforced: ...)"
+)]
+pub struct UnknownInstallStatus(pub String);
+
+impl FromStr for InstallStatus {
+    type Err = UnknownInstallStatus;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "pending" => Ok(InstallStatus::Pending),
+            "installed" => Ok(InstallStatus::Installed),
+            "enforced" => Ok(InstallStatus::Enforced),
+            _ => {
+                if let Some(reason) = text.strip_prefix("error: ") {
+                    Ok(InstallStatus::Error(reason.to_owned()))
+                } else if let Some(reason) = text.strip_prefix("not enforced: ") {
+                    Ok(InstallStatus::NotEnforced(reason.to_owned()))
+                } else {
+                    Err(UnknownInstallStatus(text.to_owned()))
+                }
+            }
+        }
+    }
+}
+
+impl Serialize for InstallStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for InstallStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+    /// The server's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Boundary {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewBoundary {
+    /// A DNS label.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+            min_length = 1,
+            max_length = 63
+        )
+    )]
+    pub name: String,
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
+    pub display_name: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BoundaryList {
+    pub items: Vec<Boundary>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+/// A stored policy as the API shows it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PolicyView {
+    pub boundary: String,
+    pub name: String,
+    /// The document's `spec`, as saved (normalised).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub spec: serde_json::Value,
+    /// `labels` and `annotations` of the document's metadata.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub metadata: serde_json::Value,
+    pub etag: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub updated_by: String,
+    /// Where the policy is installed and what it enforces there.
+    pub status: PolicyStatus,
+    /// Save warnings (only in the answer to a save).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PolicyList {
+    pub items: Vec<PolicyView>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+/// A policy's install status (SPEC 3.4).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PolicyStatus {
+    /// One entry per attached cluster in the policy's scope, by cluster name; empty for a
+    /// policy without admission rules (nothing of it is installed in clusters).
+    pub clusters: Vec<ClusterStatus>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterStatus {
+    pub cluster: String,
+    /// `pending`, `installed` (no namespace of the boundary to confirm it in), `enforced`,
+    /// `error: <reason>` or `not enforced: <reason>`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub status: InstallStatus,
+    /// When the reconciler recorded it; absent while `pending`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HistoryEntry {
+    pub actor: String,
+    pub at: String,
+    /// The spec before the change; absent for a creation.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub before: Option<serde_json::Value>,
+    /// The spec after the change; absent for a deletion.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub after: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct History {
+    /// Oldest first.
+    pub items: Vec<HistoryEntry>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApplyResult {
+    pub boundary: String,
+    pub name: String,
+    /// `created`, `configured` or `unchanged`.
+    pub action: String,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApplyResults {
+    pub results: Vec<ApplyResult>,
+}
+
+/// A resource as the API shows it: its body plus what the server adds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ResourceView {
+    #[serde(flatten)]
+    #[cfg_attr(feature = "openapi", schema(inline, value_type = Object))]
+    pub body: serde_json::Value,
+    pub boundary: String,
+    pub etag: String,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Only in `?grandfathered=true` lists: the policies that now disallow its plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub denied_by: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ResourceList {
+    pub items: Vec<ResourceView>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PickerPlan {
+    pub name: String,
+    /// vCPU.
+    pub cpu: f64,
+    /// e.g. `4 GiB`.
+    pub memory: String,
+    pub allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit_warning: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Picker {
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    /// False for functions: the API does not enforce their plans.
+    pub enforced: bool,
+    pub plans: Vec<PickerPlan>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    /// `admin`, `boundary-admin` or `developer`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^(admin|boundary-admin|developer)$")
+    )]
+    pub role: String,
+    /// Required for `boundary-admin` and `developer`; absent for `admin`.
+    #[serde(default)]
+    pub boundary: Option<String>,
+    /// 1-3650; absent: the token does not expire.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 3650))]
+    pub expires_in_days: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenView {
+    pub id: String,
+    pub role: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boundary: Option<String>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    pub created_by: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreatedToken {
+    #[serde(flatten)]
+    pub token: TokenView,
+    /// The secret: shown once, stored only as a hash.
+    pub secret: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenList {
+    pub items: Vec<TokenView>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ClusterCredentials {
+    /// A kubeconfig with one cluster, user and context, an https server and inline
+    /// credentials.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1))]
+    pub kubeconfig: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Admission {
+    /// Whether admission rules are enforced in this cluster.
+    pub enforced: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterView {
+    pub name: String,
+    /// As observed by `/version`; absent until palisade has reached the cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+    pub admission: Admission,
+    /// Why palisade's last attempt to reconcile the cluster failed (e.g. unreachable); absent
+    /// after a success. palisade retries with backoff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A page of clusters (`{"items": [...], "continue": "..."?}`, by name).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterList {
+    pub items: Vec<ClusterView>,
+    /// Pass as `?continue=` for the next page; absent on the last.
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceRequest {
+    /// `true`: label the namespace when it exists and carries no boundary label. Without it,
+    /// an existing namespace is a 409 (palisade does not take over namespaces by accident).
+    #[serde(default)]
+    pub adopt: Option<bool>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NamespaceView {
+    pub boundary: String,
+    pub cluster: String,
+    pub name: String,
+    pub created_at: String,
+    /// In the answer to a `PUT`: `created`, `adopted` or `unchanged`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NamespaceList {
+    pub items: Vec<NamespaceView>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_statuses_read_back_what_they_write() {
+        for text in [
+            "pending",
+            "installed",
+            "enforced",
+            "error: the API server answered 403 Forbidden",
+            "not enforced: Kubernetes 1.29 is older than 1.30",
+        ] {
+            let status: InstallStatus = text.parse().unwrap_or(InstallStatus::Pending);
+            assert_eq!(status.to_string(), text);
+        }
+        assert!("enforcing".parse::<InstallStatus>().is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! Clusters (platform-level, admin only) and their attachment to boundaries. Credentials are
+//! checked by the one set of kubeconfig rules, stored sealed, and never returned.
+
+use palisade_api_types::view::{Admission, ClusterList, ClusterView};
+use palisade_store::{ClusterRecord, StoreError};
+
+use crate::caller::{Access, Caller};
+use crate::error::{AppError, AppResult};
+use crate::paging::PageRequest;
+use crate::ports::ClusterError;
+use crate::sealing::validate_kubeconfig;
+use crate::App;
+
+/// The cluster as the API shows it.
+pub fn view(record: ClusterRecord) -> ClusterView {
+    ClusterView {
+        name: record.name,
+        kubernetes_version: record.kubernetes_version,
+        admission: Admission {
+            enforced: record.admission_enforced.unwrap_or(false),
+            reason: match record.admission_enforced {
+                None => Some("not checked yet: palisade has not reached this cluster".into()),
+                Some(_) => record.admission_reason,
+            },
+        },
+        last_error: record.last_error,
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+    }
+}
+
+/// One page of `records`, in name order.
+fn cluster_page(mut records: Vec<ClusterRecord>, page: &PageRequest) -> AppResult<ClusterList> {
+    records.sort_by(|a, b| a.name.cmp(&b.name));
+    let page = page.page(records, |r| r.name.clone())?;
+    Ok(ClusterList {
+        items: page.items.into_iter().map(view).collect(),
+        continue_token: page.continue_token,
+    })
+}
+
+fn cluster_not_found(name: &str) -> AppError {
+    AppError::NotFound(format!("cluster '{name}' not found"))
+}
+
+impl App {
+    /// The cluster's kubeconfig, unsealed.
+    pub(crate) fn kubeconfig_of(&self, record: &ClusterRecord) -> AppResult<String> {
+        let plain = self.sealing.open(&record.kubeconfig_sealed).map_err(|e| {
+            AppError::Internal(format!("cluster '{}' credentials: {e}", record.name))
+        })?;
+        String::from_utf8(plain)
+            .map_err(|e| AppError::Internal(format!("cluster '{}' credentials: {e}", record.name)))
+    }
+
+    /// The cluster's record; 404 naming it when it is unknown.
+    pub(crate) async fn find_cluster(&self, name: &str) -> AppResult<ClusterRecord> {
+        self.store.get_cluster(name).await.map_err(|e| match e {
+            StoreError::NotFound => cluster_not_found(name),
+            other => AppError::from_store(other, "cluster"),
+        })
+    }
+
+    /// Registers or replaces a cluster's credentials (admin). Answers the cluster and whether
+    /// it was created.
+    pub async fn put_cluster(
+        &self,
+        caller: &Caller,
+        cluster: &str,
+        kubeconfig: &str,
+    ) -> AppResult<(ClusterView, bool)> {
+        caller.require_admin()?;
+        crate::path_name("cluster", cluster)?;
+        // What is stored is the validated document itself (merge keys resolved), and the
+        // adapter's own loader accepts it.
+        let kubeconfig = validate_kubeconfig(kubeconfig)?;
+        self.clusters()
+            .check_kubeconfig(&kubeconfig)
+            .map_err(|e| match e {
+                // `<pointer into the kubeconfig>: <why>`
+                ClusterError::Kubeconfig(why) => {
+                    AppError::InvalidRequest(format!("/kubeconfig{why}"))
+                }
+                other => AppError::invalid("/kubeconfig", other),
+            })?;
+        let sealed = self
+            .sealing
+            .seal(kubeconfig.as_bytes())
+            .map_err(|e| AppError::Internal(e.to_string()))?;
+        let created = self
+            .store
+            .put_cluster(cluster, &sealed)
+            .await
+            .map_err(|e| AppError::from_store(e, "cluster"))?;
+        let record = self
+            .store
+            .get_cluster(cluster)
+            .await
+            .map_err(|e| AppError::from_store(e, "cluster"))?;
+        Ok((view(record), created))
+    }
+
+    /// A page of every cluster (admin).
+    pub async fn list_clusters(
+        &self,
+        caller: &Caller,
+        page: &PageRequest,
+    ) -> AppResult<ClusterList> {
+        caller.require_admin()?;
+        page.limit()?;
+        let records = self
+            .store
+            .list_clusters()
+            .await
+            .map_err(|e| AppError::from_store(e, "cluster"))?;
+        cluster_page(records, page)
+    }
+
+    /// One cluster (admin).
+    pub async fn get_cluster(&self, caller: &Caller, cluster: &str) -> AppResult<ClusterView> {
+        caller.require_admin()?;
+        Ok(view(self.find_cluster(cluster).await?))
+    }
+
+    /// Removes palisade's objects from the cluster (every boundary's policies, then the
+    /// boundary-label guard), then forgets the cluster (admin). An unreachable cluster is a
+    /// conflict unless `force`.
+    pub async fn delete_cluster(
+        &self,
+        caller: &Caller,
+        cluster: &str,
+        force: bool,
+    ) -> AppResult<()> {
+        caller.require_admin()?;
+        let record = self.find_cluster(cluster).await?;
+        let installation = self.installation().await?;
+        let removed = match self.kubeconfig_of(&record) {
+            Ok(kubeconfig) => self
+                .clusters()
+                .remove_installation(&kubeconfig, &installation)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match removed {
+            Ok(names) => tracing::info!(cluster, removed = ?names, "palisade's objects removed"),
+            Err(reason) if force => {
+                tracing::warn!(
+                    cluster,
+                    reason,
+                    "cluster forgotten without removing palisade's objects (force)"
+                );
+            }
+            Err(reason) => {
+                return Err(AppError::Conflict(format!(
+                    "cluster '{cluster}': palisade's objects cannot be removed ({reason}); \
+                     retry when it is reachable, or add ?force=true to forget it and leave them"
+                )))
+            }
+        }
+        self.store
+            .delete_cluster(cluster)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => cluster_not_found(cluster),
+                other => AppError::from_store(other, "cluster"),
+            })?;
+        // A pass that ran meanwhile may have put objects back: sweep once more.
+        if let Ok(kubeconfig) = self.kubeconfig_of(&record) {
+            if let Err(error) = self
+                .clusters()
+                .remove_installation(&kubeconfig, &installation)
+                .await
+            {
+                tracing::warn!(cluster, %error, "second sweep after forgetting the cluster failed");
+            }
+        }
+        Ok(())
+    }
+
+    /// A page of the clusters attached to the boundary (boundary-admin or admin).
+    pub async fn attached_clusters(
+        &self,
+        access: &Access,
+        page: &PageRequest,
+    ) -> AppResult<ClusterList> {
+        access.caller().require_boundary_admin()?;
+        page.limit()?;
+        let records = self
+            .store
+            .boundary_clusters(access.boundary())
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        cluster_page(records, page)
+    }
+
+    /// Attaches a cluster to the boundary (admin).
+    pub async fn attach_cluster(&self, access: &Access, cluster: &str) -> AppResult<ClusterView> {
+        access.caller().require_admin()?;
+        self.store
+            .attach_cluster(access.boundary(), cluster)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => cluster_not_found(cluster),
+                other => AppError::from_store(other, "cluster"),
+            })?;
+        let record = self
+            .store
+            .get_cluster(cluster)
+            .await
+            .map_err(|e| AppError::from_store(e, "cluster"))?;
+        Ok(view(record))
+    }
+
+    /// Detaches a cluster from the boundary (admin).
+    pub async fn detach_cluster(&self, access: &Access, cluster: &str) -> AppResult<()> {
+        access.caller().require_admin()?;
+        let boundary = access.boundary();
+        self.store
+            .detach_cluster(boundary, cluster)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => AppError::NotFound(format!(
+                    "cluster '{cluster}' is not attached to boundary '{boundary}'"
+                )),
+                other => AppError::from_store(other, "cluster"),
+            })
+    }
+}

@@ -1,0 +1,142 @@
+//! palisade's use cases, with no HTTP in them: who the caller is and what it may do, the
+//! plan guard, resources, policies, boundaries, tokens, clusters and namespaces, the boundary
+//! overview the portal shows, sealing and demo data.
+//!
+//! Every use case is a method of [`App`] (or a function taking it) that checks the caller's
+//! role itself and answers a wire type of `palisade-api-types` or a typed [`AppError`]. The
+//! HTTP adapter (`palisade-server`) and the portal call the same methods, so neither can allow
+//! what the other refuses. Clusters are reached through the [`ports::Clusters`] port, which
+//! the Kubernetes adapter implements and the binary injects.
+
+pub mod boundaries;
+pub mod caller;
+pub mod clusters;
+pub mod demo;
+pub mod error;
+pub mod namespaces;
+pub mod overview;
+pub mod paging;
+pub mod plans;
+pub mod policies;
+pub mod ports;
+pub mod resources;
+pub mod sealing;
+pub mod tokens;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use palisade_policy::Catalog;
+use palisade_store::SharedStore;
+use tokio::time::Instant;
+
+pub use caller::{caller_from_token, Caller, Role};
+pub use error::{boundary_not_found, AppError, AppResult};
+pub use paging::PageRequest;
+pub use sealing::SealingKey;
+
+/// How long a plan path waits for the store before answering `PolicyUnavailable` (SPEC 2.4).
+pub const POLICY_READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The application: what every use case needs, cheap to clone (shared parts are `Arc`s).
+#[derive(Clone, Debug)]
+pub struct App {
+    /// The storage port. Adapters other than the binary and tests never touch it.
+    pub store: SharedStore,
+    pub catalog: Arc<Catalog>,
+    pub sealing: SealingKey,
+    /// The bound of a plan path's store work (SPEC 2.4).
+    pub policy_timeout: Duration,
+    policies: Arc<plans::PolicyCache>,
+    clusters: Arc<dyn ports::Clusters>,
+    /// Turns for CPU-heavy work (parsing and validating an apply), one per core, so that a
+    /// burst of large requests queues instead of taking every worker thread.
+    heavy_work: Arc<tokio::sync::Semaphore>,
+}
+
+impl App {
+    /// An application without a cluster adapter: cluster operations answer
+    /// `ClusterUnavailable` until [`App::with_clusters`] gives it one.
+    pub fn new(store: SharedStore, catalog: Catalog, sealing: SealingKey) -> Self {
+        App {
+            store,
+            catalog: Arc::new(catalog),
+            sealing,
+            policy_timeout: POLICY_READ_TIMEOUT,
+            policies: Arc::new(plans::PolicyCache::default()),
+            clusters: Arc::new(ports::NoClusters),
+            heavy_work: Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+            )),
+        }
+    }
+
+    /// The same application reaching clusters through `clusters`.
+    pub fn with_clusters(mut self, clusters: Arc<dyn ports::Clusters>) -> Self {
+        self.clusters = clusters;
+        self
+    }
+
+    /// The deadline of a request that arrives now.
+    pub fn deadline(&self) -> Instant {
+        Instant::now() + self.policy_timeout
+    }
+
+    /// The decoded-policy cache.
+    pub fn policy_cache(&self) -> &plans::PolicyCache {
+        &self.policies
+    }
+
+    fn heavy_work(&self) -> Arc<tokio::sync::Semaphore> {
+        self.heavy_work.clone()
+    }
+
+    fn clusters(&self) -> &dyn ports::Clusters {
+        self.clusters.as_ref()
+    }
+
+    fn policies_arc(&self) -> Arc<plans::PolicyCache> {
+        self.policies.clone()
+    }
+
+    /// Whether the store answers within the plan-path bound (readiness).
+    pub async fn ready(&self) -> AppResult<()> {
+        match tokio::time::timeout(self.policy_timeout, self.store.ping()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(AppError::Unavailable(e.to_string())),
+            Err(_) => Err(AppError::Unavailable("store ping timed out".into())),
+        }
+    }
+
+    /// 404 unless the caller sees the boundary and it exists.
+    pub async fn visible_boundary(&self, caller: &Caller, boundary: &str) -> AppResult<()> {
+        caller.require_visible(boundary)?;
+        match self.store.get_boundary(boundary).await {
+            Ok(_) => Ok(()),
+            Err(palisade_store::StoreError::NotFound) => Err(boundary_not_found(boundary)),
+            Err(other) => Err(AppError::from_store(other, "boundary")),
+        }
+    }
+
+    /// This installation's id (made on first use; the reconciler reads the same).
+    pub async fn installation(&self) -> AppResult<String> {
+        self.store
+            .installation_id(&new_installation_id())
+            .await
+            .map_err(|e| AppError::from_store(e, "installation"))
+    }
+}
+
+/// A fresh installation id: `p` and 16 hex digits of randomness (a Kubernetes label value).
+pub fn new_installation_id() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 8];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    format!("p{}", hex::encode(bytes))
+}
+
+/// Parses a name given in a path (a DNS label); `InvalidRequest` naming the path parameter.
+pub fn path_name(parameter: &str, text: &str) -> AppResult<palisade_policy::Name> {
+    palisade_policy::Name::parse(text)
+        .map_err(|e| AppError::invalid(&format!("/path/{parameter}"), e))
+}

@@ -1,0 +1,195 @@
+//! A boundary's namespaces: palisade creates a namespace labelled
+//! `palisade.dev/boundary=<boundary>` in an attached cluster, or adopts (labels) an existing
+//! one; the boundary's admission rules apply there from then on. Deleting releases it: the
+//! label is removed, the namespace and its objects stay.
+
+use palisade_api_types::view::{NamespaceList, NamespaceView};
+use palisade_store::{ClusterRecord, NamespaceRecord, StoreError};
+
+use crate::caller::Access;
+use crate::error::{AppError, AppResult};
+use crate::paging::PageRequest;
+use crate::ports::ClusterError;
+use crate::App;
+
+fn view(record: NamespaceRecord, action: Option<&str>) -> NamespaceView {
+    NamespaceView {
+        boundary: record.boundary,
+        cluster: record.cluster,
+        name: record.name,
+        created_at: record.created_at,
+        action: action.map(str::to_owned),
+    }
+}
+
+/// A store failure on one namespace: `NotFound` names it.
+fn namespace_error(error: StoreError, boundary: &str, cluster: &str, namespace: &str) -> AppError {
+    match error {
+        StoreError::NotFound => AppError::NotFound(format!(
+            "namespace '{namespace}' of boundary '{boundary}' not found in cluster '{cluster}'"
+        )),
+        other => AppError::from_store(other, "namespace"),
+    }
+}
+
+fn not_attached(boundary: &str, cluster: &str) -> AppError {
+    AppError::NotFound(format!(
+        "cluster '{cluster}' is not attached to boundary '{boundary}'"
+    ))
+}
+
+fn label_error(cluster: &str, namespace: &str, error: ClusterError) -> AppError {
+    match error {
+        ClusterError::LabelledForOtherBoundary(other) => AppError::Conflict(format!(
+            "namespace '{namespace}' in cluster '{cluster}' is labelled for boundary '{other}'"
+        )),
+        ClusterError::NamespaceExists(_) => AppError::Conflict(format!(
+            "namespace '{namespace}' already exists in cluster '{cluster}' without a boundary \
+             label; send {{\"adopt\": true}} to adopt it"
+        )),
+        other => AppError::ClusterUnavailable(format!(
+            "cluster '{cluster}' could not label namespace '{namespace}': {other}"
+        )),
+    }
+}
+
+impl App {
+    /// The attached cluster's record (404 when the cluster is not attached to the boundary).
+    async fn attached_cluster(&self, boundary: &str, cluster: &str) -> AppResult<ClusterRecord> {
+        let attached = self
+            .store
+            .boundary_clusters(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        attached
+            .into_iter()
+            .find(|c| c.name == cluster)
+            .ok_or_else(|| not_attached(boundary, cluster))
+    }
+
+    /// Creates (or with `adopt`, labels) the namespace in an attached cluster
+    /// (boundary-admin or admin). Answers it, with what happened, and whether palisade
+    /// recorded it now.
+    pub async fn put_namespace(
+        &self,
+        access: &Access,
+        cluster: &str,
+        namespace: &str,
+        adopt: bool,
+    ) -> AppResult<(NamespaceView, bool)> {
+        access.caller().require_boundary_admin()?;
+        let boundary = access.boundary();
+        crate::path_name("namespace", namespace)?;
+        let record = self.attached_cluster(boundary, cluster).await?;
+        let boundary_name = crate::path_name("boundary", boundary)?;
+        // Another boundary's namespace is refused before the cluster is touched.
+        let known = self
+            .store
+            .cluster_namespaces(cluster)
+            .await
+            .map_err(|e| AppError::from_store(e, "namespace"))?;
+        if let Some(other) = known
+            .iter()
+            .find(|n| n.name == namespace && n.boundary != boundary)
+        {
+            return Err(AppError::Conflict(format!(
+                "namespace '{namespace}' in cluster '{cluster}' belongs to boundary '{}'",
+                other.boundary
+            )));
+        }
+        let kubeconfig = self.kubeconfig_of(&record)?;
+        let outcome = self
+            .clusters()
+            .label_namespace(&kubeconfig, &boundary_name, namespace, adopt)
+            .await
+            .map_err(|e| label_error(cluster, namespace, e))?;
+        let created = self
+            .store
+            .put_namespace(boundary, cluster, namespace)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => not_attached(boundary, cluster),
+                other => AppError::from_store(other, "namespace"),
+            })?;
+        let stored = self
+            .store
+            .get_namespace(boundary, cluster, namespace)
+            .await
+            .map_err(|e| AppError::from_store(e, "namespace"))?;
+        Ok((view(stored, Some(outcome.as_str())), created))
+    }
+
+    /// One namespace of the boundary.
+    pub async fn get_namespace(
+        &self,
+        access: &Access,
+        cluster: &str,
+        namespace: &str,
+    ) -> AppResult<NamespaceView> {
+        let boundary = access.boundary();
+        let record = self
+            .store
+            .get_namespace(boundary, cluster, namespace)
+            .await
+            .map_err(|e| namespace_error(e, boundary, cluster, namespace))?;
+        Ok(view(record, None))
+    }
+
+    /// A page of the boundary's namespaces, by cluster and name.
+    pub async fn list_namespaces(
+        &self,
+        access: &Access,
+        page: &PageRequest,
+    ) -> AppResult<NamespaceList> {
+        page.limit()?;
+        let records = self
+            .store
+            .list_namespaces(access.boundary())
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let mut views: Vec<NamespaceView> = records.into_iter().map(|r| view(r, None)).collect();
+        views.sort_by(|a, b| (&a.cluster, &a.name).cmp(&(&b.cluster, &b.name)));
+        // The key `<cluster>/<namespace>` orders as (cluster, namespace): names hold no `/`.
+        let page = page.page(views, |n| format!("{}/{}", n.cluster, n.name))?;
+        Ok(NamespaceList {
+            items: page.items,
+            continue_token: page.continue_token,
+        })
+    }
+
+    /// Releases the namespace (boundary-admin or admin): its label is removed in the cluster,
+    /// then palisade forgets it.
+    pub async fn release_namespace(
+        &self,
+        access: &Access,
+        cluster: &str,
+        namespace: &str,
+    ) -> AppResult<()> {
+        access.caller().require_boundary_admin()?;
+        let boundary = access.boundary();
+        self.store
+            .get_namespace(boundary, cluster, namespace)
+            .await
+            .map_err(|e| namespace_error(e, boundary, cluster, namespace))?;
+        let record = self.find_cluster(cluster).await?;
+        let boundary_name = crate::path_name("boundary", boundary)?;
+        let kubeconfig = self.kubeconfig_of(&record)?;
+        match self
+            .clusters()
+            .release_namespace(&kubeconfig, &boundary_name, namespace)
+            .await
+        {
+            // Relabelled by a cluster admin meanwhile: nothing of ours to remove.
+            Ok(()) | Err(ClusterError::LabelledForOtherBoundary(_)) => {}
+            Err(other) => {
+                return Err(AppError::ClusterUnavailable(format!(
+                    "cluster '{cluster}' could not release namespace '{namespace}': {other}"
+                )))
+            }
+        }
+        self.store
+            .delete_namespace(boundary, cluster, namespace)
+            .await
+            .map_err(|e| namespace_error(e, boundary, cluster, namespace))
+    }
+}

@@ -1,0 +1,174 @@
+//! The compute-plan check as the store runs it inside a write's transaction: decode every
+//! stored policy of the boundary (one that cannot be decoded makes the answer
+//! `PolicyUnavailable`, never "allow"), then decide each plan that changes, in request order
+//! (SPEC 2.2-2.4). Also the decoded-policy cache and the `Warning` texts of plan paths.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use palisade_api_types::error::compute_plan_not_allowed;
+use palisade_api_types::PolicySpec;
+use palisade_policy::compute_plan::{decide, PlanCheck};
+use palisade_policy::{Catalog, Name, Policy, ResourceType};
+use palisade_store::{Guard, PolicyRecord};
+
+use crate::error::AppError;
+
+/// Decoded policies by (boundary, name, exact stored spec text). Decoding is a pure function
+/// of the name and the text, so a hit is always right, and a row changed behind palisade's
+/// back (even to text that cannot be decoded) misses and is decoded afresh. Bounded: cleared
+/// when it grows past [`POLICY_CACHE_LIMIT`] entries. One per [`crate::App`].
+#[derive(Debug, Default)]
+pub struct PolicyCache {
+    entries: Mutex<HashMap<(String, String, String), Policy>>,
+}
+
+/// How many decoded policies a [`PolicyCache`] keeps at most.
+pub const POLICY_CACHE_LIMIT: usize = 4096;
+
+impl PolicyCache {
+    /// Decodes stored policies. Any failure is `PolicyUnavailable`: a policy palisade cannot
+    /// read is never treated as absent.
+    pub fn decode_all(
+        &self,
+        records: &[PolicyRecord],
+        catalog: &Catalog,
+    ) -> Result<Vec<Policy>, AppError> {
+        records
+            .iter()
+            .map(|record| self.decode(record, catalog))
+            .collect()
+    }
+
+    /// Decodes one stored policy (see [`PolicyCache::decode_all`]).
+    pub fn decode(&self, record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, AppError> {
+        let key = (
+            record.boundary.clone(),
+            record.name.clone(),
+            record.spec_json.clone(),
+        );
+        if let Some(policy) = self.entries.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(policy);
+        }
+        let policy = decode_uncached(record, catalog)?;
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= POLICY_CACHE_LIMIT {
+                entries.clear();
+            }
+            entries.insert(key, policy.clone());
+        }
+        Ok(policy)
+    }
+
+    /// How many decoded policies are kept now.
+    pub fn len(&self) -> usize {
+        self.entries.lock().map_or(0, |e| e.len())
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn decode_uncached(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, AppError> {
+    let unreadable = |why: String| {
+        AppError::PolicyUnavailable(format!(
+            "stored policy {}/{} cannot be decoded: {why}",
+            record.boundary, record.name
+        ))
+    };
+    let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
+    let spec = PolicySpec::from_json(record.spec_json.as_bytes())
+        .map_err(|e| unreadable(e.to_string()))?;
+    let (policy, _warnings) = spec
+        .validate(name, catalog)
+        .map_err(|e| unreadable(e.to_string()))?;
+    Ok(policy)
+}
+
+/// The audit warnings and, on denial, the 422 for `checks` of a resource of type `ty`.
+/// Functions are decided too (for their warning); callers enforce only checked types.
+pub fn check_plans(
+    policies: &[Policy],
+    catalog: &Catalog,
+    ty: ResourceType,
+    checks: &[PlanCheck],
+) -> Result<Vec<String>, AppError> {
+    let mut warnings = Vec::new();
+    for check in checks {
+        let decision = decide(policies, catalog, ty, &check.plan)
+            .map_err(|e| AppError::invalid("/plan", e))?;
+        warnings.extend(decision.audit_warnings.iter().cloned());
+        if !decision.allowed {
+            let component = check.component.as_ref().map(Name::as_str);
+            return Err(AppError::PlanNotAllowed(
+                Box::new(compute_plan_not_allowed(&decision, component)),
+                warnings,
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
+/// The guard the store runs for a create or plan move of a checked type.
+pub fn plan_guard(
+    cache: Arc<PolicyCache>,
+    catalog: Arc<Catalog>,
+    ty: ResourceType,
+    checks: Vec<PlanCheck>,
+) -> Guard {
+    Box::new(move |records: &[PolicyRecord]| {
+        let policies = cache.decode_all(records, &catalog).map_err(boxed)?;
+        check_plans(&policies, &catalog, ty, &checks).map_err(boxed)
+    })
+}
+
+fn boxed(error: AppError) -> palisade_store::Veto {
+    Box::new(error)
+}
+
+/// The `Warning` header value of a function whose plan is disallowed (SPEC 2.2).
+pub fn function_warning(plan: &str, denied_by: &[Name]) -> String {
+    let policies = denied_by
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let noun = if denied_by.len() == 1 {
+        "policy"
+    } else {
+        "policies"
+    };
+    format!(
+        "299 palisade \"Compute plan '{plan}' is disallowed by boundary {noun} {policies}; plans of functions are not enforced\""
+    )
+}
+
+/// The `Warning` header value when a function's plan could not be compared.
+pub const FUNCTION_UNREAD_WARNING: &str =
+    "299 palisade \"The boundary's policies could not be read; the plan was not compared with them\"";
+
+/// A warning text as a `Warning` header value (`299 palisade "<text>"`).
+pub fn warning_header(text: &str) -> String {
+    format!("299 palisade \"{}\"", text.replace('"', "'"))
+}
+
+/// Counts a plan decision: `allowed`, `denied`, `unavailable`, or `not_enforced` (functions).
+pub fn count_decision(resource_type: &str, outcome: &'static str) {
+    metrics::counter!(
+        "palisade_plan_decisions_total",
+        "type" => resource_type.to_owned(),
+        "outcome" => outcome
+    )
+    .increment(1);
+}
+
+/// The outcome label of a refused plan path.
+pub fn outcome_of(error: &AppError) -> &'static str {
+    match error {
+        AppError::PlanNotAllowed(..) => "denied",
+        AppError::PolicyUnavailable(_) => "unavailable",
+        _ => "error",
+    }
+}

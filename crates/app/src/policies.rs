@@ -1,0 +1,666 @@
+//! Policies of a boundary: save (the document's `spec`), get, list, delete, history, and
+//! apply of whole YAML documents (all or nothing). Saving validates the document (400 naming
+//! the field) and answers the save warnings of SPEC 1, built in the core.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use palisade_api_types::document::{spec_of, ValidPolicy};
+use palisade_api_types::view::{
+    ApplyResult, ApplyResults, ClusterStatus, History, HistoryEntry, InstallStatus, PolicyList,
+    PolicyStatus, PolicyView,
+};
+use palisade_api_types::{PolicyDocument, PolicySpec};
+use palisade_policy::policy::{blocked_type_warnings, save_warnings};
+use palisade_policy::{Catalog, Name, Policy, SaveWarning};
+/// What a save did: `created`, `configured` or `unchanged`.
+pub use palisade_store::WriteAction;
+use palisade_store::{PolicyRecord, PolicyWrite, StoreError};
+use serde::Deserialize;
+
+use crate::caller::{Access, Caller};
+use crate::error::{AppError, AppResult};
+use crate::paging::PageRequest;
+use crate::App;
+
+/// A saved policy and what the save did.
+#[derive(Clone, Debug)]
+pub struct Saved {
+    pub view: PolicyView,
+    pub action: WriteAction,
+}
+
+/// How a save may overwrite.
+#[derive(Clone, Debug, Default)]
+pub struct SaveCondition {
+    /// The etag the caller read (`If-Match`); a stale one is `PreconditionFailed`.
+    pub if_match: Option<String>,
+    /// Create only (`If-None-Match: *`): `AlreadyExists` when the policy exists.
+    pub create_only: bool,
+}
+
+/// The policy as the API shows it, without its status.
+pub fn view(record: PolicyRecord, warnings: Option<Vec<String>>) -> PolicyView {
+    PolicyView {
+        status: PolicyStatus::default(),
+        spec: serde_json::from_str(&record.spec_json).unwrap_or(serde_json::Value::Null),
+        metadata: serde_json::from_str(&record.metadata_json)
+            .unwrap_or_else(|_| serde_json::json!({})),
+        boundary: record.boundary,
+        name: record.name,
+        etag: record.etag,
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+        updated_by: record.updated_by,
+        warnings,
+    }
+}
+
+fn policy_not_found(boundary: &str, name: &str) -> AppError {
+    AppError::NotFound(format!(
+        "policy '{name}' not found in boundary '{boundary}'"
+    ))
+}
+
+fn texts(warnings: &[SaveWarning]) -> Vec<String> {
+    warnings.iter().map(ToString::to_string).collect()
+}
+
+fn metadata_json(
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> String {
+    serde_json::json!({"labels": labels, "annotations": annotations}).to_string()
+}
+
+/// A policy's spec as stored; one that cannot be written is an error, never `""`.
+fn canonical_spec(policy: &Policy) -> AppResult<String> {
+    serde_json::to_string(&spec_of(policy))
+        .map_err(|e| AppError::Internal(format!("policy spec cannot be encoded: {e}")))
+}
+
+impl App {
+    /// The per-cluster statuses of `records` (all of one boundary): for each attached cluster
+    /// in a policy's scope, what the reconciler recorded for the policy's current version,
+    /// else `pending`.
+    pub async fn statuses(
+        &self,
+        boundary: &str,
+        records: &[PolicyRecord],
+    ) -> AppResult<HashMap<String, PolicyStatus>> {
+        let mut out: HashMap<String, PolicyStatus> = HashMap::new();
+        if records.is_empty() {
+            return Ok(out);
+        }
+        let clusters = self
+            .store
+            .boundary_clusters(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let rows = self
+            .store
+            .policy_statuses(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let mut recorded: HashMap<(&str, &str), &palisade_store::PolicyStatusRecord> =
+            HashMap::new();
+        for row in &rows {
+            recorded.insert((row.policy.as_str(), row.cluster.as_str()), row);
+        }
+        for record in records {
+            let decoded = self.policy_cache().decode(record, &self.catalog).ok();
+            let mut status = PolicyStatus::default();
+            for cluster in &clusters {
+                let in_scope = match &decoded {
+                    Some(policy) => {
+                        policy.has_admission_rules()
+                            && Name::parse(&cluster.name).is_ok_and(|c| policy.scope().includes(&c))
+                    }
+                    // Undecodable: the reconciler reports it per cluster.
+                    None => true,
+                };
+                if !in_scope {
+                    continue;
+                }
+                let entry = match recorded.get(&(record.name.as_str(), cluster.name.as_str())) {
+                    Some(row) if row.policy_etag == record.etag => ClusterStatus {
+                        cluster: cluster.name.clone(),
+                        status: row.status.parse().unwrap_or_else(|_| {
+                            InstallStatus::Error(format!("unreadable status '{}'", row.status))
+                        }),
+                        updated_at: Some(row.updated_at.clone()),
+                    },
+                    _ => ClusterStatus {
+                        cluster: cluster.name.clone(),
+                        status: InstallStatus::Pending,
+                        updated_at: None,
+                    },
+                };
+                status.clusters.push(entry);
+            }
+            out.insert(record.name.clone(), status);
+        }
+        Ok(out)
+    }
+
+    async fn with_status(
+        &self,
+        record: PolicyRecord,
+        warnings: Option<Vec<String>>,
+    ) -> AppResult<PolicyView> {
+        let mut statuses = self
+            .statuses(&record.boundary, std::slice::from_ref(&record))
+            .await?;
+        let status = statuses.remove(&record.name).unwrap_or_default();
+        let mut view = view(record, warnings);
+        view.status = status;
+        Ok(view)
+    }
+
+    /// The boundary's policies with their statuses, in name order.
+    pub async fn policies(&self, access: &Access) -> AppResult<Vec<PolicyView>> {
+        let boundary = access.boundary();
+        let records = self
+            .store
+            .list_policies(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let mut statuses = self.statuses(boundary, &records).await?;
+        Ok(records
+            .into_iter()
+            .map(|r| {
+                let status = statuses.remove(&r.name).unwrap_or_default();
+                let mut view = view(r, None);
+                view.status = status;
+                view
+            })
+            .collect())
+    }
+
+    /// A page of the boundary's policies.
+    pub async fn list_policies(
+        &self,
+        access: &Access,
+        page: &PageRequest,
+    ) -> AppResult<PolicyList> {
+        let views = self.policies(access).await?;
+        let page = page.page(views, |p| p.name.clone())?;
+        Ok(PolicyList {
+            items: page.items,
+            continue_token: page.continue_token,
+        })
+    }
+
+    /// One policy with its status.
+    pub async fn get_policy(&self, access: &Access, name: &str) -> AppResult<PolicyView> {
+        let boundary = access.boundary();
+        let record = self
+            .store
+            .get_policy(boundary, name)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => policy_not_found(boundary, name),
+                other => AppError::from_store(other, "policy"),
+            })?;
+        self.with_status(record, None).await
+    }
+
+    /// The boundary's other stored policies that can be decoded (for save warnings). A
+    /// policy that cannot be decoded is left out of the warnings, not a reason to refuse.
+    async fn other_policies(&self, boundary: &str, except: &str) -> AppResult<Vec<Policy>> {
+        let records = self
+            .store
+            .list_policies(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        Ok(records
+            .iter()
+            .filter(|r| r.name != except)
+            .filter_map(|r| self.policy_cache().decode(r, &self.catalog).ok())
+            .collect())
+    }
+
+    /// Validates and saves the spec of policy `name` (boundary-admin or admin): 400 naming the
+    /// field, 412 on a stale etag or an existing policy with `create_only`. Answers the saved
+    /// policy with its save warnings.
+    pub async fn save_policy(
+        &self,
+        access: &Access,
+        name: &str,
+        spec_json: &[u8],
+        condition: SaveCondition,
+    ) -> AppResult<Saved> {
+        access.caller().require_boundary_admin()?;
+        let boundary = access.boundary();
+        let policy_name = crate::path_name("policy", name)?;
+        // One JSON value, no key twice: what is validated is what is saved.
+        palisade_api_types::json::parse_value(spec_json)?;
+        let spec = PolicySpec::from_json(spec_json).map_err(|e| {
+            if e.pointer.is_empty() {
+                AppError::InvalidRequest(format!(
+                    "the body is not a valid policy spec: {}",
+                    e.message
+                ))
+            } else {
+                AppError::InvalidRequest(e.to_string())
+            }
+        })?;
+        let (policy, own_warnings) = spec
+            .validate(policy_name, &self.catalog)
+            .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
+        let mut after = self.other_policies(boundary, name).await?;
+        let others = after.len();
+        after.push(policy.clone());
+        let warnings = save_warnings(own_warnings, blocked_type_warnings(&after, &self.catalog));
+        let metadata = match self.store.get_policy(boundary, name).await {
+            Ok(existing) => existing.metadata_json,
+            Err(StoreError::NotFound) => {
+                if others >= MAX_POLICIES_PER_BOUNDARY {
+                    return Err(AppError::invalid(
+                        "/path/policy",
+                        too_many_policies(boundary, others + 1),
+                    ));
+                }
+                metadata_json(&BTreeMap::new(), &BTreeMap::new())
+            }
+            Err(other) => return Err(AppError::from_store(other, "policy")),
+        };
+        let create_only = condition.create_only;
+        let write = PolicyWrite {
+            boundary: boundary.to_owned(),
+            name: name.to_owned(),
+            spec_json: canonical_spec(&policy)?,
+            metadata_json: metadata,
+            if_match: condition.if_match,
+            create_only,
+        };
+        let actor = access.caller().actor();
+        let (record, action) = self
+            .store
+            .put_policy(write, &actor)
+            .await
+            .map_err(|e| match e {
+                StoreError::PreconditionFailed if create_only => AppError::AlreadyExists(format!(
+                    "policy '{name}' already exists in boundary '{boundary}' (If-None-Match: * creates only)"
+                )),
+                other => AppError::from_store(other, "policy"),
+            })?;
+        tracing::info!(%boundary, policy = %name, action = action.as_str(), %actor, "policy saved");
+        Ok(Saved {
+            view: self.with_status(record, Some(texts(&warnings))).await?,
+            action,
+        })
+    }
+
+    /// Deletes a policy (boundary-admin or admin; `if_match`: the etag the caller read).
+    pub async fn delete_policy(
+        &self,
+        access: &Access,
+        name: &str,
+        if_match: Option<&str>,
+    ) -> AppResult<()> {
+        access.caller().require_boundary_admin()?;
+        let boundary = access.boundary();
+        self.store
+            .delete_policy(boundary, name, if_match, &access.caller().actor())
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => policy_not_found(boundary, name),
+                other => AppError::from_store(other, "policy"),
+            })?;
+        tracing::info!(%boundary, policy = %name, actor = %access.caller().actor(), "policy deleted");
+        Ok(())
+    }
+
+    /// A page of a policy's history, oldest first.
+    pub async fn policy_history(
+        &self,
+        access: &Access,
+        name: &str,
+        page: &PageRequest,
+    ) -> AppResult<History> {
+        let boundary = access.boundary();
+        page.limit()?;
+        let entries = self
+            .store
+            .policy_history(boundary, name)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => policy_not_found(boundary, name),
+                other => AppError::from_store(other, "policy"),
+            })?;
+        let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
+        // The continue token is the position of the last entry returned, zero-padded so that
+        // positions order as text.
+        let numbered: Vec<(String, HistoryEntry)> = entries
+            .into_iter()
+            .enumerate()
+            .map(|(position, e)| {
+                (
+                    format!("{position:010}"),
+                    HistoryEntry {
+                        actor: e.actor,
+                        at: e.at,
+                        before: parse(e.before_json),
+                        after: parse(e.after_json),
+                    },
+                )
+            })
+            .collect();
+        let page = page.page(numbered, |(key, _)| key.clone())?;
+        Ok(History {
+            items: page.items.into_iter().map(|(_, entry)| entry).collect(),
+            continue_token: page.continue_token,
+        })
+    }
+
+    /// Applies BoundaryPolicy documents (all or nothing; `dry_run` writes nothing). Parsing
+    /// and validation are CPU work: they run off the async workers, one per core at a time,
+    /// and stop between documents when this future is dropped (the client went away).
+    /// Answer order (SPEC 2.4): a boundary the caller cannot see (404) before the role (403)
+    /// before the body's contents (400).
+    pub async fn apply(
+        &self,
+        caller: &Caller,
+        body: Vec<u8>,
+        dry_run: bool,
+    ) -> AppResult<ApplyResults> {
+        let cancel = CancelOnDrop::default();
+        let stop = cancel.flag();
+        let turn = self
+            .heavy_work()
+            .acquire_owned()
+            .await
+            .map_err(|_| AppError::Internal("the work queue is closed".into()))?;
+        let catalog = self.catalog.clone();
+        let parsed = tokio::task::spawn_blocking(move || parse_apply(&body, &catalog, &stop))
+            .await
+            .map_err(|e| AppError::Internal(format!("apply validation stopped: {e}")))??;
+        drop(turn);
+        for boundary in &parsed.boundaries {
+            self.visible_boundary(caller, boundary).await?;
+        }
+        caller.require_boundary_admin()?;
+        let valid = parsed.documents?;
+        let writes: Vec<PolicyWrite> = valid
+            .iter()
+            .map(|(_, document, checked)| {
+                Ok(PolicyWrite {
+                    boundary: checked.boundary.to_string(),
+                    name: checked.policy.name().to_string(),
+                    spec_json: canonical_spec(&checked.policy)?,
+                    metadata_json: metadata_json(
+                        &document.metadata.labels,
+                        &document.metadata.annotations,
+                    ),
+                    if_match: None,
+                    create_only: false,
+                })
+            })
+            .collect::<AppResult<_>>()?;
+
+        // Each boundary's stored policies are read once, however many documents name it; the
+        // request's policies replace their stored versions and count too.
+        let mut by_boundary: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (position, write) in writes.iter().enumerate() {
+            by_boundary
+                .entry(write.boundary.as_str())
+                .or_default()
+                .push(position);
+        }
+        let mut warnings: Vec<Vec<String>> = vec![Vec::new(); valid.len()];
+        let mut dry_run_actions = vec![WriteAction::Created; valid.len()];
+        for (boundary, positions) in &by_boundary {
+            let records = self
+                .store
+                .list_policies(boundary)
+                .await
+                .map_err(|e| AppError::from_store(e, "boundary"))?;
+            let stored: BTreeMap<&str, &PolicyRecord> =
+                records.iter().map(|r| (r.name.as_str(), r)).collect();
+            let named: BTreeSet<&str> =
+                positions.iter().map(|&i| writes[i].name.as_str()).collect();
+            let kept: Vec<&PolicyRecord> = records
+                .iter()
+                .filter(|r| !named.contains(r.name.as_str()))
+                .collect();
+            let total = kept.len() + named.len();
+            if total > MAX_POLICIES_PER_BOUNDARY {
+                let first_new = positions
+                    .iter()
+                    .find(|&&i| !stored.contains_key(writes[i].name.as_str()))
+                    .map_or(0, |&i| valid[i].0);
+                return Err(AppError::invalid(
+                    &format!("/{first_new}/metadata/name"),
+                    too_many_policies(boundary, total),
+                ));
+            }
+            let mut after: Vec<Policy> = kept
+                .iter()
+                .filter_map(|r| self.policy_cache().decode(r, &self.catalog).ok())
+                .collect();
+            after.extend(positions.iter().map(|&i| valid[i].2.policy.clone()));
+            let blocked = blocked_type_warnings(&after, &self.catalog);
+            for &i in positions {
+                warnings[i] = texts(&save_warnings(valid[i].2.warnings.clone(), blocked.clone()));
+                if let Some(record) = stored.get(writes[i].name.as_str()) {
+                    dry_run_actions[i] = if record.spec_json == writes[i].spec_json
+                        && record.metadata_json == writes[i].metadata_json
+                    {
+                        WriteAction::Unchanged
+                    } else {
+                        WriteAction::Configured
+                    };
+                }
+            }
+        }
+        let actions: Vec<WriteAction> = if dry_run {
+            dry_run_actions
+        } else {
+            self.store
+                .apply_policies(writes, &caller.actor())
+                .await
+                .map_err(|e| AppError::from_store(e, "boundary"))?
+                .into_iter()
+                .map(|(_, action)| action)
+                .collect()
+        };
+        let results = valid
+            .iter()
+            .zip(actions)
+            .zip(warnings)
+            .map(|(((_, _, checked), action), warnings)| ApplyResult {
+                boundary: checked.boundary.to_string(),
+                name: checked.policy.name().to_string(),
+                action: action.as_str().to_owned(),
+                warnings,
+            })
+            .collect();
+        Ok(ApplyResults { results })
+    }
+}
+
+/// At most this many documents in one `POST /v1/apply` (413 beyond).
+pub const MAX_APPLY_DOCUMENTS: usize = 1000;
+
+/// At most this many policies in one boundary (400 on the save that would exceed it).
+pub const MAX_POLICIES_PER_BOUNDARY: usize = 500;
+
+fn too_many_policies(boundary: &str, count: usize) -> String {
+    format!(
+        "boundary '{boundary}' would hold {count} policies; at most \
+         {MAX_POLICIES_PER_BOUNDARY} policies are allowed in one boundary"
+    )
+}
+
+/// A validated document of an apply: its index in the stream, the document, the policy.
+type ValidDocument = (usize, PolicyDocument, ValidPolicy);
+
+/// What the CPU-bound part of an apply found: the boundaries the documents name (for the
+/// visibility check, which comes before the body's own errors) and the validated documents
+/// or the first error.
+struct ParsedApply {
+    boundaries: BTreeSet<String>,
+    documents: AppResult<Vec<ValidDocument>>,
+}
+
+/// Only `metadata.boundary`, read from documents that may be invalid otherwise.
+#[derive(Deserialize)]
+struct BoundaryOf {
+    metadata: Option<BoundaryOfMetadata>,
+}
+
+#[derive(Deserialize)]
+struct BoundaryOfMetadata {
+    boundary: Option<serde_json::Value>,
+}
+
+/// Parses and validates an apply body, in time linear in its size. Stops with an error when
+/// `stop` is set (the client has gone). A body of more than [`MAX_APPLY_DOCUMENTS`]
+/// documents is a 413 before any of them is validated.
+fn parse_apply(
+    bytes: &[u8],
+    catalog: &Catalog,
+    stop: &std::sync::atomic::AtomicBool,
+) -> AppResult<ParsedApply> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| AppError::InvalidRequest("the body is not UTF-8 text".into()))?;
+    let documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
+    if documents.len() > MAX_APPLY_DOCUMENTS {
+        return Err(AppError::LimitExceeded(format!(
+            "the body holds {} documents; at most {MAX_APPLY_DOCUMENTS} are accepted in one \
+             apply: split it into several requests",
+            documents.len()
+        )));
+    }
+    match validate_documents(documents, catalog, stop) {
+        Ok(valid) => Ok(ParsedApply {
+            boundaries: valid
+                .iter()
+                .map(|(_, _, checked)| checked.boundary.to_string())
+                .collect(),
+            documents: Ok(valid),
+        }),
+        // Only an invalid body is read a second time, for the boundaries it names.
+        Err(error) => Ok(ParsedApply {
+            boundaries: named_boundaries(text),
+            documents: Err(error),
+        }),
+    }
+}
+
+/// The boundaries the documents of `text` name, read leniently (a document may be invalid
+/// otherwise).
+fn named_boundaries(text: &str) -> BTreeSet<String> {
+    palisade_api_types::yaml::documents::<BoundaryOf>(text)
+        .iter()
+        .filter_map(|(_, head)| head.as_ref().ok())
+        .filter_map(|head| head.metadata.as_ref()?.boundary.as_ref()?.as_str())
+        .filter(|b| Name::parse(b).is_ok())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn validate_documents(
+    documents: Vec<(
+        usize,
+        Result<PolicyDocument, palisade_api_types::yaml::YamlError>,
+    )>,
+    catalog: &Catalog,
+    stop: &std::sync::atomic::AtomicBool,
+) -> AppResult<Vec<ValidDocument>> {
+    if documents.is_empty() {
+        return Err(AppError::InvalidRequest(
+            "the body holds no BoundaryPolicy document".into(),
+        ));
+    }
+    // The pointer is prefixed with the document's index in the stream (`/1/spec/rules/0/...`).
+    let mut valid = Vec::with_capacity(documents.len());
+    let mut seen = BTreeSet::new();
+    for (index, document) in documents {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(AppError::Internal("the client went away".into()));
+        }
+        let document = document.map_err(|e| {
+            let pointer = e.pointer.clone().unwrap_or_default();
+            let position = match (e.line, e.column) {
+                (Some(l), Some(c)) => format!(" (line {l} column {c})"),
+                _ => String::new(),
+            };
+            AppError::InvalidRequest(format!("/{index}{pointer}: {}{position}", e.message))
+        })?;
+        let checked = document.validate(catalog).map_err(|e| {
+            AppError::InvalidRequest(format!("/{index}{}: {}", e.pointer, e.message))
+        })?;
+        let key = (
+            checked.boundary.to_string(),
+            checked.policy.name().to_string(),
+        );
+        if !seen.insert(key.clone()) {
+            return Err(AppError::invalid(
+                &format!("/{index}/metadata/name"),
+                format!(
+                    "policy '{}/{}' is defined twice in this request",
+                    key.0, key.1
+                ),
+            ));
+        }
+        valid.push((index, document, checked));
+    }
+    Ok(valid)
+}
+
+/// Sets its flag when dropped: the blocking work it was handed stops at its next check.
+#[derive(Debug, Default)]
+struct CancelOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl CancelOnDrop {
+    fn flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.0.clone()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+
+    const TWO: &str = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: a, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n---\napiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: b, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n";
+
+    #[test]
+    fn validation_stops_when_the_client_has_gone() {
+        let catalog = Catalog::builtin();
+        let documents = || palisade_api_types::yaml::documents::<PolicyDocument>(TWO);
+        let running = validate_documents(documents(), &catalog, &AtomicBool::new(false));
+        assert_eq!(running.map(|v| v.len()).ok(), Some(2));
+        let stopped = validate_documents(documents(), &catalog, &AtomicBool::new(true));
+        assert!(matches!(stopped, Err(AppError::Internal(_))));
+    }
+
+    #[test]
+    fn dropping_the_request_sets_the_stop_flag() {
+        let cancel = CancelOnDrop::default();
+        let flag = cancel.flag();
+        assert!(!flag.load(std::sync::atomic::Ordering::Relaxed));
+        drop(cancel);
+        assert!(flag.load(std::sync::atomic::Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_boundaries_named_are_found_even_in_invalid_documents() {
+        let body = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: a, boundary: other}\nspec: {rules: []}\n";
+        let parsed = parse_apply(
+            body.as_bytes(),
+            &Catalog::builtin(),
+            &AtomicBool::new(false),
+        );
+        let parsed = parsed.ok().map(|p| (p.boundaries, p.documents.is_err()));
+        assert_eq!(parsed, Some((BTreeSet::from(["other".to_owned()]), true)));
+    }
+}

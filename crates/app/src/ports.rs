@@ -1,0 +1,115 @@
+//! The ports the application reaches the outside through, other than the store: clusters.
+//! The Kubernetes adapter (`palisade-reconciler`) implements [`Clusters`]; the binary injects
+//! it with [`crate::App::with_clusters`].
+
+use palisade_policy::Name;
+
+/// What labelling a namespace for a boundary did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelOutcome {
+    Created,
+    Adopted,
+    Unchanged,
+}
+
+impl LabelOutcome {
+    /// The word of the API's answer: `created`, `adopted` or `unchanged`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LabelOutcome::Created => "created",
+            LabelOutcome::Adopted => "adopted",
+            LabelOutcome::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// Why a cluster operation did not happen. The texts name no secret.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    /// The namespace carries another boundary's label.
+    #[error("the namespace is labelled for boundary '{0}'")]
+    LabelledForOtherBoundary(String),
+    /// The namespace exists without a boundary label and adopting was not asked for.
+    #[error("namespace '{0}' exists and is not labelled for the boundary; adopt it to label it")]
+    NamespaceExists(String),
+    /// The kubeconfig is not one the adapter can use: `<JSON Pointer into it>: <why>`
+    /// (the pointer is empty for the whole document).
+    #[error("{0}")]
+    Kubeconfig(String),
+    /// The cluster could not be reached or refused the request (in words).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The clusters port: the few cluster operations the use cases make themselves (the
+/// reconcile loop does the rest). Each takes the cluster's kubeconfig as stored.
+#[async_trait::async_trait]
+pub trait Clusters: Send + Sync + std::fmt::Debug {
+    /// Checks that the adapter's own loader accepts the kubeconfig (after the shared rules).
+    fn check_kubeconfig(&self, kubeconfig: &str) -> Result<(), ClusterError>;
+
+    /// Creates the namespace labelled for `boundary`, or labels it when it exists and
+    /// `adopt` is set.
+    async fn label_namespace(
+        &self,
+        kubeconfig: &str,
+        boundary: &Name,
+        namespace: &str,
+        adopt: bool,
+    ) -> Result<LabelOutcome, ClusterError>;
+
+    /// Removes the boundary's label from the namespace; the namespace stays.
+    async fn release_namespace(
+        &self,
+        kubeconfig: &str,
+        boundary: &Name,
+        namespace: &str,
+    ) -> Result<(), ClusterError>;
+
+    /// Removes every object of this installation from the cluster; returns their names.
+    async fn remove_installation(
+        &self,
+        kubeconfig: &str,
+        installation: &str,
+    ) -> Result<Vec<String>, ClusterError>;
+}
+
+/// No cluster adapter: every operation is refused with the reason.
+#[derive(Debug)]
+pub struct NoClusters;
+
+const NO_ADAPTER: &str = "palisade runs without a cluster adapter";
+
+#[async_trait::async_trait]
+impl Clusters for NoClusters {
+    fn check_kubeconfig(&self, _kubeconfig: &str) -> Result<(), ClusterError> {
+        Ok(())
+    }
+
+    async fn label_namespace(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        _namespace: &str,
+        _adopt: bool,
+    ) -> Result<LabelOutcome, ClusterError> {
+        Err(ClusterError::Failed(NO_ADAPTER.into()))
+    }
+
+    async fn release_namespace(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        _namespace: &str,
+    ) -> Result<(), ClusterError> {
+        Err(ClusterError::Failed(NO_ADAPTER.into()))
+    }
+
+    async fn remove_installation(
+        &self,
+        _kubeconfig: &str,
+        _installation: &str,
+    ) -> Result<Vec<String>, ClusterError> {
+        Err(ClusterError::Failed(NO_ADAPTER.into()))
+    }
+}

@@ -1,0 +1,456 @@
+//! Resources of a boundary and the plan picker: where the compute-plan rule is enforced.
+//! A create, or a merge patch that moves a plan (container-instance components matched by
+//! name), is checked inside the write's transaction; functions are never checked but carry a
+//! `Warning`; any other change succeeds on a now-disallowed plan (grandfathering).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use palisade_api_types::resource::{merge_patch, Resource};
+use palisade_api_types::view::{Picker, PickerPlan, ResourceList, ResourceView};
+use palisade_policy::compute_plan::{decide, picker_options, plan_checks, PlanCheck, Plans};
+use palisade_policy::{Name, Policy, ResourceType};
+use palisade_store::{Edit, NewResource, ResourceKey, ResourceQuery, ResourceRecord, StoreError};
+use tokio::time::Instant;
+
+use crate::caller::Access;
+use crate::error::{boundary_not_found, AppError, AppResult};
+use crate::paging::PageRequest;
+use crate::plans::{
+    count_decision, function_warning, outcome_of, plan_guard, FUNCTION_UNREAD_WARNING,
+};
+use crate::App;
+
+/// A resource as written, with the `Warning` texts of the write (audit policies, functions).
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub view: ResourceView,
+    pub warnings: Vec<String>,
+}
+
+/// What a resource list asks for.
+#[derive(Clone, Debug, Default)]
+pub struct ResourceFilter {
+    /// Only resources of this type (as given; checked here).
+    pub resource_type: Option<String>,
+    /// Only resources whose current plan the policies now disallow.
+    pub grandfathered: bool,
+}
+
+/// The resource as the API shows it.
+pub fn view(record: ResourceRecord, denied_by: Option<Vec<String>>) -> ResourceView {
+    ResourceView {
+        body: serde_json::from_str(&record.body_json).unwrap_or(serde_json::Value::Null),
+        boundary: record.boundary,
+        etag: record.etag,
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+        denied_by,
+    }
+}
+
+fn stored_resource(record: &ResourceRecord) -> AppResult<Resource> {
+    serde_json::from_str(&record.body_json).map_err(|e| {
+        AppError::Internal(format!(
+            "stored resource {}/{}/{} cannot be decoded: {e}",
+            record.boundary, record.resource_type, record.name
+        ))
+    })
+}
+
+/// A resource body as stored; a body that cannot be written is an error, never `""`.
+fn body_json(resource: &Resource) -> AppResult<String> {
+    serde_json::to_string(resource)
+        .map_err(|e| AppError::Internal(format!("resource cannot be encoded: {e}")))
+}
+
+fn resource_key(access: &Access, resource_type: &str, name: &str) -> AppResult<ResourceKey> {
+    let key = ResourceKey {
+        boundary: access.boundary().to_owned(),
+        resource_type: resource_type.to_owned(),
+        name: name.to_owned(),
+    };
+    match ResourceType::parse(resource_type) {
+        Ok(_) => Ok(key),
+        Err(_) => Err(resource_not_found(&key)),
+    }
+}
+
+fn resource_not_found(key: &ResourceKey) -> AppError {
+    AppError::NotFound(format!(
+        "{} '{}' not found in boundary '{}'",
+        key.resource_type, key.name, key.boundary
+    ))
+}
+
+impl App {
+    /// Reads and decodes the boundary's policies outside a write (picker, functions, lists).
+    pub async fn read_policies(&self, boundary: &str) -> AppResult<Vec<Policy>> {
+        let records = tokio::time::timeout(self.policy_timeout, self.store.list_policies(boundary))
+            .await
+            .map_err(|_| AppError::PolicyUnavailable("policy read timed out".into()))?
+            .map_err(|e| AppError::from_store_on_plan_path(e, "boundary"))?;
+        self.policy_cache().decode_all(&records, &self.catalog)
+    }
+
+    /// The `Warning` for a function whose plan changes (never a refusal).
+    async fn function_warnings(&self, boundary: &str, checks: &[PlanCheck]) -> Vec<String> {
+        if checks.is_empty() {
+            return Vec::new();
+        }
+        let policies = match self.read_policies(boundary).await {
+            Ok(policies) => policies,
+            Err(_) => {
+                count_decision("function", "unavailable");
+                return vec![FUNCTION_UNREAD_WARNING.to_owned()];
+            }
+        };
+        let mut warnings = Vec::new();
+        for check in checks {
+            if let Ok(decision) = decide(
+                &policies,
+                &self.catalog,
+                ResourceType::Function,
+                &check.plan,
+            ) {
+                count_decision("function", "not_enforced");
+                if !decision.allowed {
+                    warnings.push(function_warning(check.plan.as_str(), &decision.denied_by));
+                }
+            }
+        }
+        warnings
+    }
+
+    /// Creates a resource: validation (400), name (409), then, for a checked type, the plan
+    /// check inside the write's transaction (503, 422). The store gives up before its commit
+    /// when `deadline` passes (nothing written); a commit under way decides the answer.
+    pub async fn create_resource(
+        &self,
+        access: &Access,
+        value: &serde_json::Value,
+        deadline: Instant,
+    ) -> AppResult<Written> {
+        let boundary = access.boundary();
+        let (resource, ty) = Resource::from_value(value, &self.catalog, None)
+            .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
+        let checks = plan_checks(None, &resource.plans());
+        let guard = (ty.is_plan_checked() && !checks.is_empty()).then(|| {
+            plan_guard(
+                self.policies_arc(),
+                self.catalog.clone(),
+                ty,
+                checks.clone(),
+            )
+        });
+        let guarded = guard.is_some();
+        let new = NewResource {
+            boundary: boundary.to_owned(),
+            resource_type: ty.as_str().to_owned(),
+            name: resource.name.clone(),
+            body_json: body_json(&resource)?,
+        };
+        let result = self
+            .store
+            .create_resource(new, guard, Some(deadline.into_std()))
+            .await
+            .map_err(|e| match e {
+                StoreError::Conflict(_) => AppError::Conflict(format!(
+                    "{ty} '{}' already exists in boundary '{boundary}'",
+                    resource.name
+                )),
+                StoreError::NotFound => boundary_not_found(boundary),
+                other if guarded => AppError::from_store_on_plan_path(other, "resource"),
+                other => AppError::from_store(other, "resource"),
+            });
+        let (record, mut warnings) = match result {
+            Ok(done) => done,
+            Err(error) => {
+                if guarded {
+                    count_decision(ty.as_str(), outcome_of(&error));
+                }
+                return Err(error);
+            }
+        };
+        if guarded {
+            count_decision(ty.as_str(), "allowed");
+        }
+        if ty == ResourceType::Function {
+            warnings.extend(self.function_warnings(boundary, &checks).await);
+        }
+        Ok(Written {
+            view: view(record, None),
+            warnings,
+        })
+    }
+
+    /// Applies a JSON merge patch to a resource. A change that moves a plan is checked inside
+    /// the write's transaction; any other change succeeds, even on a now-disallowed plan.
+    pub async fn patch_resource(
+        &self,
+        access: &Access,
+        resource_type: &str,
+        name: &str,
+        if_match: Option<&str>,
+        patch: serde_json::Value,
+        deadline: Instant,
+    ) -> AppResult<Written> {
+        let key = resource_key(access, resource_type, name)?;
+        if !patch.is_object() {
+            return Err(AppError::InvalidRequest(format!(
+                "the body must be a JSON merge patch object, got {}",
+                palisade_api_types::resource::json_kind(&patch)
+            )));
+        }
+        let plan_path = moves_a_plan(&patch);
+        let catalog = self.catalog.clone();
+        let cache = self.policies_arc();
+        let function_checks = Arc::new(Mutex::new(Vec::new()));
+        let function_checks_out = function_checks.clone();
+        let guarded = Arc::new(AtomicBool::new(false));
+        let guarded_out = guarded.clone();
+        let editor: palisade_store::Editor = Box::new(move |current: &ResourceRecord| {
+            let veto = |e: AppError| -> palisade_store::Veto { Box::new(e) };
+            let old = stored_resource(current).map_err(veto)?;
+            let mut merged =
+                serde_json::to_value(&old).map_err(|e| veto(AppError::Internal(e.to_string())))?;
+            merge_patch(&mut merged, &patch);
+            for field in ["type", "name"] {
+                let before = if field == "type" {
+                    &old.resource_type
+                } else {
+                    &old.name
+                };
+                if merged.get(field).and_then(serde_json::Value::as_str) != Some(before.as_str()) {
+                    return Err(veto(AppError::invalid(
+                        &format!("/{field}"),
+                        format!(
+                            "cannot be changed (it is '{before}'); create a new resource instead"
+                        ),
+                    )));
+                }
+            }
+            let (new, ty) = Resource::from_value(&merged, &catalog, Some(&old))
+                .map_err(|e| veto(AppError::InvalidRequest(e.to_string())))?;
+            let checks = plan_checks(Some(&old.plans()), &new.plans());
+            let guard = if ty.is_plan_checked() && !checks.is_empty() {
+                guarded.store(true, Ordering::Relaxed);
+                Some(plan_guard(cache.clone(), catalog.clone(), ty, checks))
+            } else {
+                if ty == ResourceType::Function {
+                    if let Ok(mut out) = function_checks.lock() {
+                        *out = checks;
+                    }
+                }
+                None
+            };
+            Ok(Edit {
+                body_json: body_json(&new).map_err(veto)?,
+                guard,
+            })
+        });
+        let result = self
+            .store
+            .update_resource(&key, if_match, editor, Some(deadline.into_std()))
+            .await;
+        let was_guarded = guarded_out.load(Ordering::Relaxed);
+        let result = match result {
+            Err(StoreError::NotFound) => Err(resource_not_found(&key)),
+            Err(e) if plan_path || was_guarded => {
+                Err(AppError::from_store_on_plan_path(e, "resource"))
+            }
+            Err(e) => Err(AppError::from_store(e, "resource")),
+            Ok(done) => Ok(done),
+        };
+        let (record, mut warnings) = match result {
+            Ok(done) => done,
+            Err(error) => {
+                if was_guarded {
+                    count_decision(&key.resource_type, outcome_of(&error));
+                }
+                return Err(error);
+            }
+        };
+        if was_guarded {
+            count_decision(&key.resource_type, "allowed");
+        }
+        let checks = function_checks_out
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
+        warnings.extend(self.function_warnings(&key.boundary, &checks).await);
+        Ok(Written {
+            view: view(record, None),
+            warnings,
+        })
+    }
+
+    /// One resource.
+    pub async fn get_resource(
+        &self,
+        access: &Access,
+        resource_type: &str,
+        name: &str,
+    ) -> AppResult<ResourceView> {
+        let key = resource_key(access, resource_type, name)?;
+        let record = self.store.get_resource(&key).await.map_err(|e| match e {
+            StoreError::NotFound => resource_not_found(&key),
+            other => AppError::from_store(other, "resource"),
+        })?;
+        Ok(view(record, None))
+    }
+
+    /// Deletes a resource (`if_match`: the etag the caller read).
+    pub async fn delete_resource(
+        &self,
+        access: &Access,
+        resource_type: &str,
+        name: &str,
+        if_match: Option<&str>,
+    ) -> AppResult<()> {
+        let key = resource_key(access, resource_type, name)?;
+        self.store
+            .delete_resource(&key, if_match)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => resource_not_found(&key),
+                other => AppError::from_store(other, "resource"),
+            })
+    }
+
+    /// A page of the boundary's resources; with `grandfathered`, only those whose current
+    /// plan the policies now disallow, each with the policies that do.
+    pub async fn list_resources(
+        &self,
+        access: &Access,
+        filter: &ResourceFilter,
+        page: &PageRequest,
+    ) -> AppResult<ResourceList> {
+        let boundary = access.boundary();
+        if let Some(ty) = &filter.resource_type {
+            ResourceType::parse(ty).map_err(|e| AppError::invalid("/type", e))?;
+        }
+        let limit = page.limit()?;
+        let store_error = |e| match e {
+            StoreError::NotFound => {
+                AppError::invalid("/continue", "is not a continue token of this list")
+            }
+            other => AppError::from_store(other, "resource"),
+        };
+        if !filter.grandfathered {
+            let query = ResourceQuery {
+                resource_type: filter.resource_type.clone(),
+                limit,
+                after: page.continue_token.clone(),
+            };
+            let found = self
+                .store
+                .list_resources(boundary, &query)
+                .await
+                .map_err(store_error)?;
+            return Ok(ResourceList {
+                items: found.items.into_iter().map(|r| view(r, None)).collect(),
+                continue_token: found.next,
+            });
+        }
+        // Grandfathered: walk the list and keep resources whose current plan is disallowed.
+        let policies = self.read_policies(boundary).await?;
+        let mut items: Vec<(String, ResourceView)> = Vec::new();
+        let mut after = page.continue_token.clone();
+        loop {
+            let query = ResourceQuery {
+                resource_type: filter.resource_type.clone(),
+                limit: 500,
+                after: after.clone(),
+            };
+            let found = self
+                .store
+                .list_resources(boundary, &query)
+                .await
+                .map_err(store_error)?;
+            for record in found.items {
+                let denied = self.denied_by_now(&policies, &record);
+                if !denied.is_empty() {
+                    items.push((
+                        format!("{}/{}", record.resource_type, record.name),
+                        view(record, Some(denied)),
+                    ));
+                }
+            }
+            match found.next {
+                Some(next) if items.len() <= limit => after = Some(next),
+                _ => break,
+            }
+        }
+        // The walk already started after `continue`: page the matches by their keys.
+        let listed = PageRequest {
+            limit: page.limit,
+            continue_token: None,
+        }
+        .page(items, |(key, _)| key.clone())?;
+        Ok(ResourceList {
+            items: listed.items.into_iter().map(|(_, v)| v).collect(),
+            continue_token: listed.continue_token,
+        })
+    }
+
+    /// The enforce-mode policies that now disallow a resource's current plans.
+    pub fn denied_by_now(&self, policies: &[Policy], record: &ResourceRecord) -> Vec<String> {
+        let Ok(ty) = ResourceType::parse(&record.resource_type) else {
+            return Vec::new();
+        };
+        if !ty.is_plan_checked() {
+            return Vec::new();
+        }
+        let Ok(resource) = stored_resource(record) else {
+            return Vec::new();
+        };
+        let plans = match resource.plans() {
+            Plans::Single(plan) => vec![plan],
+            Plans::Components(list) => list.into_iter().map(|(_, plan)| plan).collect(),
+            Plans::None => Vec::new(),
+        };
+        let mut names = BTreeSet::new();
+        for plan in plans {
+            if let Ok(decision) = decide(policies, &self.catalog, ty, &plan) {
+                names.extend(decision.denied_by.iter().map(Name::to_string));
+            }
+        }
+        names.into_iter().collect()
+    }
+
+    /// The plan picker for `resource_type` (as given; checked here): every plan of the
+    /// type, allowed or not, with the reason.
+    pub async fn picker(&self, access: &Access, resource_type: Option<&str>) -> AppResult<Picker> {
+        let text = resource_type
+            .ok_or_else(|| AppError::invalid("/type", "is required, e.g. ?type=app"))?;
+        let ty = ResourceType::parse(text).map_err(|e| AppError::invalid("/type", e))?;
+        if !ty.has_plans() {
+            return Err(AppError::invalid("/type", format!("{ty} has no plans")));
+        }
+        let policies = self.read_policies(access.boundary()).await?;
+        let plans = picker_options(&policies, &self.catalog, ty)
+            .into_iter()
+            .map(|option| PickerPlan {
+                name: option.plan.name.to_string(),
+                cpu: option.plan.cpu,
+                memory: option.plan.memory_display(),
+                allowed: option.allowed,
+                reason: option.reason(),
+                audit_warning: option.audit_warning(),
+            })
+            .collect();
+        Ok(Picker {
+            resource_type: ty.as_str().to_owned(),
+            enforced: ty.is_plan_checked(),
+            plans,
+        })
+    }
+}
+
+/// Whether a merge patch can move a plan (it names `plan` or `components`); decides how a
+/// store failure on it is answered.
+pub fn moves_a_plan(patch: &serde_json::Value) -> bool {
+    patch.get("plan").is_some() || patch.get("components").is_some()
+}

@@ -1,0 +1,104 @@
+//! Cluster credentials: checked by the one set of kubeconfig rules (SPEC 4.1, in
+//! `palisade-api-types`) and encrypted at rest (ChaCha20-Poly1305, a random nonce per value,
+//! the key kept outside the store).
+
+use base64::Engine;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use rand::RngCore;
+
+use crate::error::AppError;
+
+/// The key that seals kubeconfigs. Read from `PALISADE_ENCRYPTION_KEY` (base64 of 32 bytes)
+/// or `<data-dir>/encryption.key`, made at first start.
+#[derive(Clone)]
+pub struct SealingKey([u8; 32]);
+
+impl std::fmt::Debug for SealingKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealingKey(..)")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SealingError {
+    #[error("the encryption key must be base64 of exactly 32 bytes")]
+    BadKey,
+    #[error("could not read or write the key file {path}")]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("a sealed value could not be opened (wrong key or damaged data)")]
+    Open,
+    #[error("a value could not be sealed")]
+    Seal,
+}
+
+impl SealingKey {
+    pub fn random() -> Self {
+        let mut key = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut key);
+        SealingKey(key)
+    }
+
+    pub fn from_base64(text: &str) -> Result<Self, SealingError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|_| SealingError::BadKey)?;
+        let key: [u8; 32] = bytes.try_into().map_err(|_| SealingError::BadKey)?;
+        Ok(SealingKey(key))
+    }
+
+    /// The key from the environment, else from `<dir>/encryption.key`, made when absent.
+    pub fn load_or_create(dir: &std::path::Path) -> Result<Self, SealingError> {
+        if let Ok(text) = std::env::var("PALISADE_ENCRYPTION_KEY") {
+            return Self::from_base64(&text);
+        }
+        let path = dir.join("encryption.key");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::from_base64(&text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key = Self::random();
+                let text = base64::engine::general_purpose::STANDARD.encode(key.0);
+                crate::caller::write_private(&path, format!("{text}\n").as_bytes())
+                    .map_err(|source| SealingError::Io { path, source })?;
+                Ok(key)
+            }
+            Err(source) => Err(SealingError::Io { path, source }),
+        }
+    }
+
+    /// nonce (12 bytes) || ciphertext. An encryption failure is an error, never a value
+    /// that holds the nonce alone.
+    pub fn seal(&self, plain: &[u8]) -> Result<Vec<u8>, SealingError> {
+        let cipher = ChaCha20Poly1305::new(Key::from_slice(&self.0));
+        let mut nonce = [0u8; 12];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let sealed = cipher
+            .encrypt(Nonce::from_slice(&nonce), plain)
+            .map_err(|_| SealingError::Seal)?;
+        let mut out = nonce.to_vec();
+        out.extend(sealed);
+        Ok(out)
+    }
+
+    pub fn open(&self, sealed: &[u8]) -> Result<Vec<u8>, SealingError> {
+        if sealed.len() < 12 {
+            return Err(SealingError::Open);
+        }
+        let (nonce, data) = sealed.split_at(12);
+        ChaCha20Poly1305::new(Key::from_slice(&self.0))
+            .decrypt(Nonce::from_slice(nonce), data)
+            .map_err(|_| SealingError::Open)
+    }
+}
+
+/// Checks a kubeconfig against SPEC 4.1 and returns the document to store (aliases and
+/// merge keys resolved, see [`palisade_api_types::kubeconfig::normalise`]); errors name the
+/// field under `/kubeconfig`.
+pub fn validate_kubeconfig(text: &str) -> Result<String, AppError> {
+    palisade_api_types::kubeconfig::normalise(text)
+        .map_err(|e| AppError::invalid(&format!("/kubeconfig{}", e.pointer), &e.message))
+}
