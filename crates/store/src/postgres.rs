@@ -54,8 +54,6 @@ impl PostgresStore {
         let options: PgConnectOptions = url.parse().map_err(db)?;
         let pool = PgPoolOptions::new()
             .acquire_timeout(ACQUIRE_TIMEOUT)
-            // Never hand out a connection still inside a transaction: close it instead.
-            .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
             .connect_with(options)
             .await
             .map_err(db)?;

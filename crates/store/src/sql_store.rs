@@ -86,6 +86,8 @@ enum Wake {
 /// turn. Its connection is closed, not reused, unless a `COMMIT` or `ROLLBACK` is seen to
 /// succeed: a write dropped half-way (its request cancelled) or whose ending failed never
 /// hands a connection still inside a transaction (or holding a lock) to the next user.
+/// (The transaction is plain `BEGIN` ... `COMMIT` on that connection rather than the driver's
+/// `Transaction`, which could not own a connection SQLite's `begin` prepared first.)
 struct Write<'s, B: SqlBackend> {
     backend: &'s B,
     conn: PoolConnection<B::Db>,

@@ -15,7 +15,7 @@ use sqlx::sqlite::{
     Sqlite, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions,
     SqliteRow, SqliteSynchronous,
 };
-use sqlx::{Connection, Pool};
+use sqlx::Pool;
 use tokio::sync::{watch, Mutex, MutexGuard};
 
 use crate::error::{db, migrate};
@@ -82,8 +82,6 @@ impl SqliteStore {
         }
 
         let pool = SqlitePoolOptions::new()
-            // Never hand out a connection still inside a transaction: close it instead.
-            .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
             .connect_with(options)
             .await
             .map_err(db)?;
