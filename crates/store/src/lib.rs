@@ -1,5 +1,6 @@
-//! The storage port of palisade: what the server needs from a database, as one trait, and the
-//! two backends that implement it (SQLite, the default, and PostgreSQL for several replicas).
+//! The storage port of palisade: what the server needs from a database, as one trait
+//! (`Store`), and the two backends that implement it (SQLite, the default, and PostgreSQL for
+//! several replicas).
 //!
 //! Records keep their documents as JSON text: the store never interprets a policy. Decoding is
 //! the caller's job, so a stored policy that cannot be decoded is noticed where the decision is
@@ -11,10 +12,20 @@
 //! (`BEGIN IMMEDIATE`), PostgreSQL locks the boundary's row (`SELECT ... FOR UPDATE`) on both
 //! the resource path and the policy path. The check is a plain closure (`Guard`), so the store
 //! stays ignorant of policy semantics.
+//!
+//! Layout: `sql_store` is the one implementation of `Store`, generic over a small
+//! `SqlBackend` (what differs between the databases: how a write begins and locks, how a
+//! committed change wakes the reconciler, the lease), which `sqlite` and `postgres`
+//! implement; `ops::*` holds the operations by aggregate (`ops::policies::put` saves a
+//! policy), on top of `sql` (the connection calls both databases share).
 
+mod error;
+mod lease;
 mod ops;
 pub mod postgres;
+mod records;
 mod sql;
+mod sql_store;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -22,273 +33,13 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
-/// Why a guard refused a write; the caller downcasts it back to its own error type.
-pub type Veto = Box<dyn std::error::Error + Send + Sync>;
-
-/// A check run inside a write's transaction with every policy of the boundary, as stored.
-/// `Ok` carries warnings to hand back to the caller (e.g. audit-mode would-be denials).
-pub type Guard = Box<dyn FnOnce(&[PolicyRecord]) -> Result<Vec<String>, Veto> + Send>;
-
-/// Computes the new state of a resource from its current state, inside the transaction.
-/// `Edit::guard` is `Some` when the change moves a plan and must be checked.
-pub type Editor = Box<dyn FnOnce(&ResourceRecord) -> Result<Edit, Veto> + Send>;
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("not found")]
-    NotFound,
-    /// A name is taken, or a delete is refused because something still depends on the object.
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// `If-Match` named another version.
-    #[error("precondition failed: the object has changed")]
-    PreconditionFailed,
-    /// The boundary's policies could not be read inside a guarded write. Nothing was written.
-    #[error("the boundary's policies could not be read")]
-    PolicyUnavailable(#[source] sqlx::Error),
-    /// A guarded write's deadline passed before its commit began. Nothing was written (once a
-    /// commit is under way, its outcome is the answer, however late).
-    #[error("the store did not answer before the deadline; nothing was written")]
-    Timeout,
-    /// A guard or editor refused the write. Nothing was written.
-    #[error("refused")]
-    Vetoed(Veto),
-    /// The database failed or is unreachable.
-    #[error("database error")]
-    Database(#[from] sqlx::Error),
-    #[error("migration failed")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    /// A database URL that names no supported store (the scheme only: never the URL, which
-    /// may hold a password).
-    #[error("unsupported scheme '{0}' (use postgres://, postgresql://, sqlite: or a file path)")]
-    UnsupportedUrl(String),
-    /// A stored row holds something the store cannot read back (e.g. a bad timestamp).
-    #[error("corrupt row: {0}")]
-    Corrupt(String),
-}
-
-pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BoundaryRecord {
-    pub name: String,
-    pub display_name: Option<String>,
-    /// RFC 3339, UTC.
-    pub created_at: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PolicyRecord {
-    pub boundary: String,
-    pub name: String,
-    /// The policy document's `spec`, as JSON text (canonical: written by the server).
-    pub spec_json: String,
-    /// The policy document's `metadata.labels` and `annotations`, as a JSON object text
-    /// `{"labels": {...}, "annotations": {...}}` (kept for GitOps tools).
-    pub metadata_json: String,
-    /// Opaque version: a hash of `spec_json` and `metadata_json`.
-    pub etag: String,
-    pub created_at: String,
-    pub updated_at: String,
-    pub updated_by: String,
-}
-
-/// A policy to write. `if_match`: the etag the caller saw (412 otherwise).
-#[derive(Clone, Debug)]
-pub struct PolicyWrite {
-    pub boundary: String,
-    pub name: String,
-    pub spec_json: String,
-    pub metadata_json: String,
-    pub if_match: Option<String>,
-    /// `If-None-Match: *`: create only; an existing policy is `PreconditionFailed`.
-    pub create_only: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteAction {
-    Created,
-    Configured,
-    Unchanged,
-}
-
-impl WriteAction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WriteAction::Created => "created",
-            WriteAction::Configured => "configured",
-            WriteAction::Unchanged => "unchanged",
-        }
-    }
-}
-
-/// One entry of a policy's history: who changed it, when, and the spec before and after
-/// (`None` before its creation and after its deletion).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PolicyHistoryEntry {
-    pub seq: i64,
-    pub actor: String,
-    pub at: String,
-    pub before_json: Option<String>,
-    pub after_json: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceRecord {
-    pub boundary: String,
-    pub resource_type: String,
-    pub name: String,
-    /// The resource as the API shows it (type, name, plan or components, image, labels, ...).
-    pub body_json: String,
-    pub etag: String,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-#[derive(Clone, Debug)]
-pub struct NewResource {
-    pub boundary: String,
-    pub resource_type: String,
-    pub name: String,
-    pub body_json: String,
-}
-
-/// The result of an `Editor`: the resource's new body and, for a plan move, the check.
-pub struct Edit {
-    pub body_json: String,
-    pub guard: Option<Guard>,
-}
-
-impl std::fmt::Debug for Edit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Edit")
-            .field("body_json", &self.body_json)
-            .field("guarded", &self.guard.is_some())
-            .finish()
-    }
-}
-
-/// The identity of a resource inside a boundary.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceKey {
-    pub boundary: String,
-    pub resource_type: String,
-    pub name: String,
-}
-
-/// A page of a list: `next` is the opaque continue token when more items follow.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next: Option<String>,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct ResourceQuery {
-    pub resource_type: Option<String>,
-    /// At most this many items (the server caps it).
-    pub limit: usize,
-    /// The continue token of the previous page.
-    pub after: Option<String>,
-}
-
-/// An API token. Only the SHA-256 of the secret is stored (hex).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenRecord {
-    pub id: String,
-    pub secret_sha256: String,
-    /// `admin`, `boundary-admin` or `developer`.
-    pub role: String,
-    pub boundary: Option<String>,
-    pub created_at: String,
-    pub expires_at: Option<String>,
-    pub created_by: String,
-}
-
-/// A committed change in a boundary, in commit order (one sequence per store). The server's
-/// race test replays these to prove that no create or plan move committed past a policy that
-/// disallowed it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChangeRecord {
-    pub seq: i64,
-    pub boundary: String,
-    /// `policy.put`, `policy.delete`, `resource.create`, `resource.update`, `resource.delete`.
-    pub kind: String,
-    /// Policy name, or `<type>/<name>` for a resource.
-    pub subject: String,
-    /// The policy spec or resource body after the change (`None` for deletes).
-    pub body_json: Option<String>,
-    pub at: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClusterRecord {
-    pub name: String,
-    /// Encrypted by the server; the store never sees the plain kubeconfig.
-    pub kubeconfig_sealed: Vec<u8>,
-    pub kubernetes_version: Option<String>,
-    pub admission_enforced: Option<bool>,
-    pub admission_reason: Option<String>,
-    /// Why the reconciler's last attempt at this cluster failed (`None` after a success).
-    pub last_error: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-/// A namespace palisade labelled for a boundary (`palisade.dev/boundary`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NamespaceRecord {
-    pub cluster: String,
-    pub name: String,
-    pub boundary: String,
-    pub created_at: String,
-}
-
-/// A policy's install status in one cluster, as the reconciler last saw it (SPEC 3.4):
-/// `installed`, `enforced`, `error: <reason>` or `not enforced: <reason>`; `policy_etag` is
-/// the version it is about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PolicyStatusRecord {
-    pub boundary: String,
-    pub policy: String,
-    pub cluster: String,
-    pub policy_etag: String,
-    pub status: String,
-    pub updated_at: String,
-}
-
-/// The right to run this installation's reconciler. PostgreSQL: a session-level advisory lock
-/// held on a connection of its own, lost when that connection is; SQLite: always held (one
-/// process owns the file).
-#[derive(Debug)]
-pub struct Lease {
-    connection: Option<tokio::sync::Mutex<sqlx::PgConnection>>,
-}
-
-impl Lease {
-    pub(crate) fn local() -> Self {
-        Lease { connection: None }
-    }
-
-    pub(crate) fn on(connection: sqlx::PgConnection) -> Self {
-        Lease {
-            connection: Some(tokio::sync::Mutex::new(connection)),
-        }
-    }
-
-    /// Whether the lease still holds (PostgreSQL: its connection answers within 5 s).
-    pub async fn held(&self) -> bool {
-        use sqlx::Connection;
-        let Some(connection) = &self.connection else {
-            return true;
-        };
-        let mut connection = connection.lock().await;
-        matches!(
-            tokio::time::timeout(std::time::Duration::from_secs(5), connection.ping()).await,
-            Ok(Ok(()))
-        )
-    }
-}
+pub use error::{DatabaseError, DatabaseErrorKind, MigrationError, Result, StoreError, Veto};
+pub use lease::Lease;
+pub use records::{
+    BoundaryRecord, ChangeRecord, ClusterRecord, Edit, Editor, Guard, NamespaceRecord, NewResource,
+    Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey,
+    ResourceQuery, ResourceRecord, TokenRecord, WriteAction,
+};
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
 #[async_trait]
@@ -445,9 +196,6 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// holds it.
     async fn try_lease(&self, installation: &str) -> Result<Option<Lease>>;
 }
-
-/// The `settings` key of the installation id.
-pub(crate) const INSTALLATION_KEY: &str = "installation_id";
 
 /// A store shared by the server's handlers.
 pub type SharedStore = Arc<dyn Store>;

@@ -1,7 +1,9 @@
 //! The SQLite backend, the default: one database file in WAL mode with `synchronous=FULL`,
 //! foreign keys on and a 5 s busy timeout. Every write runs in a `BEGIN IMMEDIATE`
 //! transaction, which takes the database's write lock before its first read, so a guarded
-//! write's checks and its write cannot interleave with a policy change.
+//! write's checks and its write cannot interleave with a policy change. One process owns the
+//! file: its writers take turns in-process, its reconciler is woken by an in-process channel
+//! and always holds the lease.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -10,35 +12,41 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use sqlx::sqlite::{
-    Sqlite, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool,
-    SqlitePoolOptions, SqliteSynchronous,
+    Sqlite, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions,
+    SqliteRow, SqliteSynchronous,
 };
-use sqlx::{Connection, Transaction};
-use tokio::sync::{Mutex, MutexGuard};
+use sqlx::Pool;
+use tokio::sync::{watch, Mutex, MutexGuard};
 
-use crate::sql::{by, finish, finish_by, remaining};
-use crate::{
-    ops, BoundaryRecord, ChangeRecord, ClusterRecord, Editor, Guard, Lease, NamespaceRecord,
-    NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite,
-    ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError, TokenRecord,
-    WriteAction, INSTALLATION_KEY,
-};
+use crate::error::{db, migrate};
+use crate::sql::{impl_conn, remaining, Conn};
+use crate::sql_store::{SqlBackend, SqlStore};
+use crate::{DatabaseError, Lease, Result, StoreError};
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+impl_conn!(
+    SqliteConnection,
+    SqliteRow,
+    Sqlite,
+    // `BEGIN IMMEDIATE` already holds the database's write lock: reading the row is enough.
+    lock_boundary: "SELECT name FROM boundaries WHERE name = $1",
+    lock_database: None,
+);
+
+/// The store on a SQLite file.
+pub type SqliteStore = SqlStore<SqliteBackend>;
+
+/// What is SQLite's own in `SqliteStore`.
 #[derive(Debug)]
-pub struct SqliteStore {
-    pool: SqlitePool,
+pub struct SqliteBackend {
     /// This process's writers take turns here (first come, first served) before
     /// `BEGIN IMMEDIATE`, so they queue fairly instead of polling SQLite's lock; the busy
     /// timeout then only covers other processes using the same file.
     writer: Mutex<()>,
     /// Bumped after each committed change the reconciler acts on (`Store::subscribe`).
-    changes: tokio::sync::watch::Sender<u64>,
+    changes: watch::Sender<u64>,
 }
-
-/// An open `BEGIN IMMEDIATE` transaction and this process's writer turn, held until it ends.
-type Write<'a> = (MutexGuard<'a, ()>, Transaction<'static, Sqlite>);
 
 impl SqliteStore {
     /// Opens `sqlite://PATH`, `sqlite:PATH` or a plain path, creating the file and its
@@ -53,7 +61,7 @@ impl SqliteStore {
         }
         let options = match url.get(..7) {
             Some(scheme) if scheme.eq_ignore_ascii_case("sqlite:") => {
-                SqliteConnectOptions::from_str(&format!("sqlite:{}", &url[7..]))?
+                SqliteConnectOptions::from_str(&format!("sqlite:{}", &url[7..])).map_err(db)?
             }
             _ => SqliteConnectOptions::new().filename(url),
         };
@@ -74,97 +82,86 @@ impl SqliteStore {
         }
 
         let pool = SqlitePoolOptions::new()
-            // Never hand out a connection still inside a transaction (a rollback that failed,
-            // or a future dropped mid-transaction): close it instead.
-            .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
             .connect_with(options)
-            .await?;
-        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+            .await
+            .map_err(db)?;
+        sqlx::migrate!("./migrations/sqlite")
+            .run(&pool)
+            .await
+            .map_err(migrate)?;
         // Closing the lock file releases the lock.
         drop(migration_lock);
-        Ok(Self {
-            pool,
+        let backend = SqliteBackend {
             writer: Mutex::new(()),
-            changes: tokio::sync::watch::Sender::new(0),
-        })
-    }
-
-    /// Passes `result` through, waking the reconciler when it is a success.
-    fn woken<T>(&self, result: Result<T>) -> Result<T> {
-        if result.is_ok() {
-            self.changes.send_modify(|n| *n = n.wrapping_add(1));
-        }
-        result
-    }
-
-    async fn write(&self) -> Result<Write<'_>> {
-        let turn = self.writer.lock().await;
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        Ok((turn, tx))
+            changes: watch::Sender::new(0),
+        };
+        Ok(SqlStore::new(pool, backend))
     }
 }
 
-/// `BEGIN IMMEDIATE` on `conn`, waiting for another process's write lock only until
-/// `deadline`: SQLite's busy handler is given the time left (and the usual 5 s again once the
-/// transaction has begun), so a deadline never leaves a connection blocked in a busy wait
-/// behind a cancelled request. When `BEGIN` fails, the caller hands the error to
-/// `failed_begin`, which restores the busy timeout.
-async fn begin_immediate_by(
+#[async_trait]
+impl SqlBackend for SqliteBackend {
+    const NAME: &'static str = "sqlite";
+    type Db = Sqlite;
+    type Conn = SqliteConnection;
+
+    async fn take_turn(&self) -> Option<MutexGuard<'_, ()>> {
+        Some(self.writer.lock().await)
+    }
+
+    /// `BEGIN IMMEDIATE`. With a deadline, another process's write lock is waited for only
+    /// until then: SQLite's busy handler is given the time left (and the usual 5 s again once
+    /// the transaction has begun), so a deadline never leaves a connection blocked in a busy
+    /// wait behind a cancelled request; a lock still held at the deadline is `Timeout`. A
+    /// failed begin closes its connection (see `Write`), so no connection goes back to the
+    /// pool with a shortened busy timeout.
+    async fn begin(&self, conn: &mut SqliteConnection, deadline: Option<Instant>) -> Result<()> {
+        let Some(deadline) = deadline else {
+            return Ok(conn.run("BEGIN IMMEDIATE").await?);
+        };
+        let left = remaining(deadline).unwrap_or(Duration::ZERO);
+        set_busy_timeout(conn, left).await?;
+        match conn.run("BEGIN IMMEDIATE").await {
+            Ok(()) => Ok(set_busy_timeout(conn, BUSY_TIMEOUT).await?),
+            Err(error) if is_busy(&error) => Err(StoreError::Timeout),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn wake_after_commit(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    async fn subscribe(&self, _pool: &Pool<Sqlite>) -> Result<watch::Receiver<u64>> {
+        Ok(self.changes.subscribe())
+    }
+
+    /// One process owns a SQLite file: its reconciler always leads.
+    async fn try_lease(&self, _pool: &Pool<Sqlite>, _installation: &str) -> Result<Option<Lease>> {
+        Ok(Some(Lease::local()))
+    }
+}
+
+async fn set_busy_timeout(
     conn: &mut SqliteConnection,
-    deadline: Instant,
-) -> Result<Transaction<'_, Sqlite>, sqlx::Error> {
-    let left = remaining(deadline).unwrap_or(Duration::ZERO);
-    set_busy_timeout(conn, left).await?;
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-    match set_busy_timeout(&mut tx, BUSY_TIMEOUT).await {
-        Ok(()) => Ok(tx),
-        Err(error) => {
-            if let Err(rollback) = tx.rollback().await {
-                tracing::warn!(error = %rollback, "rollback failed");
-            }
-            Err(error)
-        }
-    }
-}
-
-/// After a failed `begin_immediate_by`: the connection goes back to the pool, so it must wait
-/// the usual time again; a lock still held at the deadline is `Timeout`.
-async fn failed_begin(conn: &mut SqliteConnection, error: Option<sqlx::Error>) -> StoreError {
-    if let Err(reset) = set_busy_timeout(conn, BUSY_TIMEOUT).await {
-        tracing::warn!(error = %reset, "cannot restore the busy timeout");
-    }
-    match error {
-        Some(error) if !is_busy(&error) => StoreError::Database(error),
-        _ => StoreError::Timeout,
-    }
-}
-
-/// A result as two options, so that the borrow an `Ok` holds ends with the `None` on the
-/// error path (a partly moved `Result` would keep it until the end of the scope).
-fn split<T, E>(result: std::result::Result<T, E>) -> (Option<T>, Option<E>) {
-    match result {
-        Ok(value) => (Some(value), None),
-        Err(error) => (None, Some(error)),
-    }
-}
-
-async fn set_busy_timeout(conn: &mut SqliteConnection, wait: Duration) -> Result<(), sqlx::Error> {
-    let statement = format!("PRAGMA busy_timeout = {}", wait.as_millis().max(1));
-    sqlx::query(&statement)
-        .persistent(false)
-        .execute(conn)
-        .await
-        .map(drop)
+    wait: Duration,
+) -> Result<(), DatabaseError> {
+    conn.run(&format!(
+        "PRAGMA busy_timeout = {}",
+        wait.as_millis().max(1)
+    ))
+    .await
 }
 
 /// `SQLITE_BUSY` or one of its extended codes: another connection holds the lock.
-fn is_busy(error: &sqlx::Error) -> bool {
+fn is_busy(error: &DatabaseError) -> bool {
     error
-        .as_database_error()
-        .and_then(|e| e.code())
+        .code()
         .and_then(|code| code.parse::<i32>().ok())
         .is_some_and(|code| code & 0xff == 5)
 }
+
+// ---- the database file ----
 
 fn is_in_memory(path: &Path) -> bool {
     path.to_str()
@@ -182,7 +179,7 @@ async fn create_parent_dir(options: &SqliteConnectOptions) -> Result<()> {
 }
 
 fn io_error(error: std::io::Error) -> StoreError {
-    StoreError::Database(sqlx::Error::Io(error))
+    StoreError::Database(DatabaseError::io(error))
 }
 
 /// The database file on disk; `None` for an in-memory database.
@@ -229,331 +226,5 @@ fn create_private(path: &Path) -> std::io::Result<()> {
         Ok(_) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(error) => Err(error),
-    }
-}
-
-#[async_trait]
-impl Store for SqliteStore {
-    fn backend(&self) -> &'static str {
-        "sqlite"
-    }
-
-    async fn ping(&self) -> Result<()> {
-        ops::ping(&mut *self.pool.acquire().await?).await
-    }
-
-    // ---- boundaries ----
-
-    async fn create_boundary(
-        &self,
-        name: &str,
-        display_name: Option<&str>,
-    ) -> Result<BoundaryRecord> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::create_boundary(&mut *tx, name, display_name).await;
-        finish(tx, result).await
-    }
-
-    async fn get_boundary(&self, name: &str) -> Result<BoundaryRecord> {
-        ops::get_boundary(&mut *self.pool.acquire().await?, name).await
-    }
-
-    async fn list_boundaries(&self) -> Result<Vec<BoundaryRecord>> {
-        ops::list_boundaries(&mut *self.pool.acquire().await?).await
-    }
-
-    async fn delete_boundary(&self, name: &str) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::delete_boundary(&mut *tx, name).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    // ---- policies ----
-
-    async fn list_policies(&self, boundary: &str) -> Result<Vec<PolicyRecord>> {
-        ops::list_policies(&mut *self.pool.acquire().await?, boundary).await
-    }
-
-    async fn get_policy(&self, boundary: &str, name: &str) -> Result<PolicyRecord> {
-        ops::get_policy(&mut *self.pool.acquire().await?, boundary, name).await
-    }
-
-    async fn put_policy(
-        &self,
-        write: PolicyWrite,
-        actor: &str,
-    ) -> Result<(PolicyRecord, WriteAction)> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::put_policy(&mut *tx, &write, actor).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn apply_policies(
-        &self,
-        writes: Vec<PolicyWrite>,
-        actor: &str,
-    ) -> Result<Vec<(PolicyRecord, WriteAction)>> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::apply_policies(&mut *tx, &writes, actor).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn delete_policy(
-        &self,
-        boundary: &str,
-        name: &str,
-        if_match: Option<&str>,
-        actor: &str,
-    ) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::delete_policy(&mut *tx, boundary, name, if_match, actor).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn policy_history(&self, boundary: &str, name: &str) -> Result<Vec<PolicyHistoryEntry>> {
-        ops::policy_history(&mut *self.pool.acquire().await?, boundary, name).await
-    }
-
-    // ---- resources ----
-
-    async fn create_resource(
-        &self,
-        resource: NewResource,
-        guard: Option<Guard>,
-        deadline: Option<Instant>,
-    ) -> Result<(ResourceRecord, Vec<String>)> {
-        let Some(deadline) = deadline else {
-            let (_turn, mut tx) = self.write().await?;
-            let result = ops::create_resource(&mut *tx, resource, guard).await;
-            return finish(tx, result).await;
-        };
-        let _turn = by(Some(deadline), async { Ok(self.writer.lock().await) }).await?;
-        let mut conn = by(Some(deadline), async { Ok(self.pool.acquire().await?) }).await?;
-        let (begun, failed) = split(begin_immediate_by(&mut conn, deadline).await);
-        let mut tx = match begun {
-            Some(tx) => tx,
-            None => {
-                drop(begun);
-                return Err(failed_begin(&mut conn, failed).await);
-            }
-        };
-        let result = by(
-            Some(deadline),
-            ops::create_resource(&mut *tx, resource, guard),
-        )
-        .await;
-        finish_by(tx, result, Some(deadline)).await
-    }
-
-    async fn get_resource(&self, key: &ResourceKey) -> Result<ResourceRecord> {
-        ops::get_resource(&mut *self.pool.acquire().await?, key).await
-    }
-
-    async fn list_resources(
-        &self,
-        boundary: &str,
-        query: &ResourceQuery,
-    ) -> Result<Page<ResourceRecord>> {
-        ops::list_resources(&mut *self.pool.acquire().await?, boundary, query).await
-    }
-
-    async fn update_resource(
-        &self,
-        key: &ResourceKey,
-        if_match: Option<&str>,
-        editor: Editor,
-        deadline: Option<Instant>,
-    ) -> Result<(ResourceRecord, Vec<String>)> {
-        let Some(deadline) = deadline else {
-            let (_turn, mut tx) = self.write().await?;
-            let result = ops::update_resource(&mut *tx, key, if_match, editor).await;
-            return finish(tx, result).await;
-        };
-        let _turn = by(Some(deadline), async { Ok(self.writer.lock().await) }).await?;
-        let mut conn = by(Some(deadline), async { Ok(self.pool.acquire().await?) }).await?;
-        let (begun, failed) = split(begin_immediate_by(&mut conn, deadline).await);
-        let mut tx = match begun {
-            Some(tx) => tx,
-            None => {
-                drop(begun);
-                return Err(failed_begin(&mut conn, failed).await);
-            }
-        };
-        let result = by(
-            Some(deadline),
-            ops::update_resource(&mut *tx, key, if_match, editor),
-        )
-        .await;
-        finish_by(tx, result, Some(deadline)).await
-    }
-
-    async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::delete_resource(&mut *tx, key, if_match).await;
-        finish(tx, result).await
-    }
-
-    // ---- changes ----
-
-    async fn list_changes(&self, boundary: &str) -> Result<Vec<ChangeRecord>> {
-        ops::list_changes(&mut *self.pool.acquire().await?, boundary).await
-    }
-
-    // ---- tokens ----
-
-    async fn create_token(&self, token: TokenRecord) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::create_token(&mut *tx, &token).await;
-        finish(tx, result).await
-    }
-
-    /// `BEGIN IMMEDIATE` is the database-wide lock: it excludes every other writer, in this
-    /// process or another.
-    async fn bootstrap_admin_token(&self, token: TokenRecord) -> Result<bool> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::bootstrap_admin_token(&mut *tx, &token).await;
-        finish(tx, result).await
-    }
-
-    async fn token_by_secret_hash(&self, secret_sha256: &str) -> Result<TokenRecord> {
-        ops::token_by_secret_hash(&mut *self.pool.acquire().await?, secret_sha256).await
-    }
-
-    async fn list_tokens(&self, boundary: Option<&str>) -> Result<Vec<TokenRecord>> {
-        ops::list_tokens(&mut *self.pool.acquire().await?, boundary).await
-    }
-
-    async fn get_token(&self, id: &str) -> Result<TokenRecord> {
-        ops::get_token(&mut *self.pool.acquire().await?, id).await
-    }
-
-    async fn delete_token(&self, id: &str) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::delete_token(&mut *tx, id).await;
-        finish(tx, result).await
-    }
-
-    // ---- clusters ----
-
-    async fn put_cluster(&self, name: &str, kubeconfig_sealed: &[u8]) -> Result<bool> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::put_cluster(&mut *tx, name, kubeconfig_sealed).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn get_cluster(&self, name: &str) -> Result<ClusterRecord> {
-        ops::get_cluster(&mut *self.pool.acquire().await?, name).await
-    }
-
-    async fn list_clusters(&self) -> Result<Vec<ClusterRecord>> {
-        ops::list_clusters(&mut *self.pool.acquire().await?).await
-    }
-
-    async fn delete_cluster(&self, name: &str) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::delete_cluster(&mut *tx, name).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn set_cluster_status(
-        &self,
-        name: &str,
-        kubernetes_version: Option<&str>,
-        admission_enforced: Option<bool>,
-        admission_reason: Option<&str>,
-    ) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::set_cluster_status(
-            &mut *tx,
-            name,
-            kubernetes_version,
-            admission_enforced,
-            admission_reason,
-        )
-        .await;
-        finish(tx, result).await
-    }
-
-    async fn attach_cluster(&self, boundary: &str, cluster: &str) -> Result<bool> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::attach_cluster(&mut *tx, boundary, cluster).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::detach_cluster(&mut *tx, boundary, cluster).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn boundary_clusters(&self, boundary: &str) -> Result<Vec<ClusterRecord>> {
-        ops::boundary_clusters(&mut *self.pool.acquire().await?, boundary).await
-    }
-
-    // ---- the reconciler's state ----
-
-    async fn installation_id(&self, candidate: &str) -> Result<String> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::setting_or_insert(&mut *tx, INSTALLATION_KEY, candidate).await;
-        finish(tx, result).await
-    }
-
-    async fn set_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::set_cluster_error(&mut *tx, name, error).await;
-        finish(tx, result).await
-    }
-
-    async fn put_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::put_namespace(&mut *tx, boundary, cluster, name).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn get_namespace(
-        &self,
-        boundary: &str,
-        cluster: &str,
-        name: &str,
-    ) -> Result<NamespaceRecord> {
-        ops::get_namespace(&mut *self.pool.acquire().await?, boundary, cluster, name).await
-    }
-
-    async fn list_namespaces(&self, boundary: &str) -> Result<Vec<NamespaceRecord>> {
-        ops::list_namespaces(&mut *self.pool.acquire().await?, boundary).await
-    }
-
-    async fn cluster_namespaces(&self, cluster: &str) -> Result<Vec<NamespaceRecord>> {
-        ops::cluster_namespaces(&mut *self.pool.acquire().await?, cluster).await
-    }
-
-    async fn delete_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::delete_namespace(&mut *tx, boundary, cluster, name).await;
-        self.woken(finish(tx, result).await)
-    }
-
-    async fn replace_policy_statuses(
-        &self,
-        cluster: &str,
-        boundary: &str,
-        statuses: Vec<PolicyStatusRecord>,
-    ) -> Result<()> {
-        let (_turn, mut tx) = self.write().await?;
-        let result = ops::replace_policy_statuses(&mut *tx, cluster, boundary, &statuses).await;
-        finish(tx, result).await
-    }
-
-    async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
-        ops::policy_statuses(&mut *self.pool.acquire().await?, boundary).await
-    }
-
-    async fn subscribe(&self) -> Result<tokio::sync::watch::Receiver<u64>> {
-        Ok(self.changes.subscribe())
-    }
-
-    /// One process owns a SQLite file: its reconciler always leads.
-    async fn try_lease(&self, _installation: &str) -> Result<Option<Lease>> {
-        Ok(Some(Lease::local()))
     }
 }

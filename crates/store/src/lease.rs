@@ -1,0 +1,34 @@
+//! The reconciler's lease: which replica runs the reconciler of an installation.
+
+/// The right to run this installation's reconciler. PostgreSQL: a session-level advisory lock
+/// held on a connection of its own, lost when that connection is; SQLite: always held (one
+/// process owns the file).
+#[derive(Debug)]
+pub struct Lease {
+    connection: Option<tokio::sync::Mutex<sqlx::PgConnection>>,
+}
+
+impl Lease {
+    pub(crate) fn local() -> Self {
+        Lease { connection: None }
+    }
+
+    pub(crate) fn on(connection: sqlx::PgConnection) -> Self {
+        Lease {
+            connection: Some(tokio::sync::Mutex::new(connection)),
+        }
+    }
+
+    /// Whether the lease still holds (PostgreSQL: its connection answers within 5 s).
+    pub async fn held(&self) -> bool {
+        use sqlx::Connection;
+        let Some(connection) = &self.connection else {
+            return true;
+        };
+        let mut connection = connection.lock().await;
+        matches!(
+            tokio::time::timeout(std::time::Duration::from_secs(5), connection.ping()).await,
+            Ok(Ok(()))
+        )
+    }
+}

@@ -1,0 +1,92 @@
+//! Boundaries, and the lock that serialises a boundary's writes.
+
+use super::{exists, find, name, on_insert};
+use crate::sql::{
+    Arg::{OptText, Text},
+    Conn, Fields,
+};
+use crate::{BoundaryRecord, Result, StoreError};
+
+const INSERT: &str = "INSERT INTO boundaries (name, display_name, created_at) VALUES ($1, $2, $3)";
+const SELECT: &str = "SELECT name, display_name, created_at FROM boundaries WHERE name = $1";
+const SELECT_ALL: &str = "SELECT name, display_name, created_at FROM boundaries ORDER BY name";
+const HAS_RESOURCES: &str = "SELECT EXISTS (SELECT 1 FROM resources WHERE boundary = $1) AS found";
+const HAS_POLICIES: &str = "SELECT EXISTS (SELECT 1 FROM policies WHERE boundary = $1) AS found";
+const HAS_NAMESPACES: &str =
+    "SELECT EXISTS (SELECT 1 FROM namespaces WHERE boundary = $1) AS found";
+const DELETE_STATUSES: &str = "DELETE FROM policy_status WHERE boundary = $1";
+const DELETE_ATTACHMENTS: &str = "DELETE FROM boundary_clusters WHERE boundary = $1";
+/// A boundary's tokens go with it: a boundary created later under the same name must not
+/// inherit them.
+const DELETE_TOKENS: &str = "DELETE FROM tokens WHERE boundary = $1";
+const DELETE: &str = "DELETE FROM boundaries WHERE name = $1";
+
+fn boundary(row: &dyn Fields) -> sqlx::Result<BoundaryRecord> {
+    Ok(BoundaryRecord {
+        name: row.text("name")?,
+        display_name: row.opt_text("display_name")?,
+        created_at: row.text("created_at")?,
+    })
+}
+
+pub(crate) async fn create<C: Conn>(
+    c: &mut C,
+    name: &str,
+    display_name: Option<&str>,
+) -> Result<BoundaryRecord> {
+    let created_at = crate::now();
+    c.execute(
+        INSERT,
+        &[Text(name), OptText(display_name), Text(&created_at)],
+    )
+    .await
+    .map_err(|e| on_insert(e, &format!("boundary {name}")))?;
+    Ok(BoundaryRecord {
+        name: name.to_owned(),
+        display_name: display_name.map(str::to_owned),
+        created_at,
+    })
+}
+
+pub(crate) async fn get<C: Conn>(c: &mut C, name: &str) -> Result<BoundaryRecord> {
+    find(c, SELECT, &[Text(name)], boundary).await
+}
+
+/// Every boundary, by name.
+pub(crate) async fn list<C: Conn>(c: &mut C) -> Result<Vec<BoundaryRecord>> {
+    Ok(c.fetch_all(SELECT_ALL, &[], boundary).await?)
+}
+
+/// Refused while the boundary holds resources, policies or namespaces. Its statuses, cluster
+/// attachments and tokens go with it; its history (`policy_history`, `changes`) stays, as
+/// the audit trail.
+pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
+    lock(c, name).await?;
+    let dependents = [
+        (HAS_RESOURCES, "boundary has resources"),
+        (HAS_POLICIES, "boundary has policies"),
+        (HAS_NAMESPACES, "boundary has namespaces"),
+    ];
+    for (statement, refusal) in dependents {
+        if exists(c, statement, &[Text(name)]).await? {
+            return Err(StoreError::Conflict(refusal.into()));
+        }
+    }
+    for statement in [DELETE_STATUSES, DELETE_ATTACHMENTS, DELETE_TOKENS, DELETE] {
+        c.execute(statement, &[Text(name)]).await?;
+    }
+    Ok(())
+}
+
+/// `NotFound` when the boundary does not exist; otherwise locks it until the transaction
+/// ends (`Conn::LOCK_BOUNDARY`), which serialises the boundary's guarded writes and policy
+/// changes.
+pub(crate) async fn lock<C: Conn>(c: &mut C, boundary: &str) -> Result<()> {
+    match c
+        .fetch_optional(C::LOCK_BOUNDARY, &[Text(boundary)], name)
+        .await?
+    {
+        Some(_) => Ok(()),
+        None => Err(StoreError::NotFound),
+    }
+}

@@ -1,0 +1,57 @@
+//! The log of committed changes in boundaries, in commit order (one sequence per store).
+//! Every write of a policy or a resource appends to it in its own transaction.
+
+use crate::sql::{
+    Arg::{OptText, Text},
+    Conn, Fields,
+};
+use crate::{ChangeRecord, Result};
+
+pub(crate) const POLICY_PUT: &str = "policy.put";
+pub(crate) const POLICY_DELETE: &str = "policy.delete";
+pub(crate) const RESOURCE_CREATE: &str = "resource.create";
+pub(crate) const RESOURCE_UPDATE: &str = "resource.update";
+pub(crate) const RESOURCE_DELETE: &str = "resource.delete";
+
+const INSERT: &str =
+    "INSERT INTO changes (boundary, kind, subject, body_json, at) VALUES ($1, $2, $3, $4, $5)";
+/// Changes outlive their boundary (they are the audit trail), so this reads whatever rows
+/// carry the name, without looking the boundary up.
+const SELECT: &str = "SELECT seq, boundary, kind, subject, body_json, at \
+     FROM changes WHERE boundary = $1 ORDER BY seq";
+
+fn change(row: &dyn Fields) -> sqlx::Result<ChangeRecord> {
+    Ok(ChangeRecord {
+        seq: row.int("seq")?,
+        boundary: row.text("boundary")?,
+        kind: row.text("kind")?,
+        subject: row.text("subject")?,
+        body_json: row.opt_text("body_json")?,
+        at: row.text("at")?,
+    })
+}
+
+/// One change: `kind` one of the constants above, `subject` a policy name or
+/// `<type>/<name>`, `body_json` the document after the change (`None` for a delete).
+pub(crate) async fn append<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    kind: &str,
+    subject: &str,
+    body_json: Option<&str>,
+    at: &str,
+) -> Result<()> {
+    let args = [
+        Text(boundary),
+        Text(kind),
+        Text(subject),
+        OptText(body_json),
+        Text(at),
+    ];
+    c.execute(INSERT, &args).await?;
+    Ok(())
+}
+
+pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ChangeRecord>> {
+    Ok(c.fetch_all(SELECT, &[Text(boundary)], change).await?)
+}

@@ -1,0 +1,149 @@
+//! Clusters (platform-level), what the reconciler last learned of each, and their
+//! attachment to boundaries.
+
+use super::{boundaries, exists, find, on_insert, statuses, touched};
+use crate::sql::{
+    Arg::{Bytes, OptBool, OptText, Text},
+    Conn, Fields,
+};
+use crate::{ClusterRecord, Result, StoreError};
+
+const SELECT: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, admission_enforced, \
+     admission_reason, last_error, created_at, updated_at \
+     FROM clusters WHERE name = $1";
+const SELECT_ALL: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
+     admission_enforced, admission_reason, last_error, created_at, updated_at \
+     FROM clusters ORDER BY name";
+const SELECT_OF_BOUNDARY: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
+     admission_enforced, admission_reason, last_error, created_at, updated_at \
+     FROM clusters \
+     WHERE name IN (SELECT cluster FROM boundary_clusters WHERE boundary = $1) \
+     ORDER BY name";
+const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM clusters WHERE name = $1) AS found";
+/// Inserts nothing when the name is taken (no error, so a PostgreSQL transaction goes on).
+const INSERT: &str = "INSERT INTO clusters \
+     (name, kubeconfig_sealed, created_at, updated_at) VALUES ($1, $2, $3, $3) \
+     ON CONFLICT (name) DO NOTHING";
+const UPDATE_SEALED: &str =
+    "UPDATE clusters SET kubeconfig_sealed = $2, updated_at = $3 WHERE name = $1";
+const UPDATE_STATUS: &str = "UPDATE clusters \
+     SET kubernetes_version = $2, admission_enforced = $3, admission_reason = $4, updated_at = $5 \
+     WHERE name = $1";
+const UPDATE_ERROR: &str = "UPDATE clusters SET last_error = $2 WHERE name = $1";
+const DELETE_NAMESPACES: &str = "DELETE FROM namespaces WHERE cluster = $1";
+const DELETE_STATUSES: &str = "DELETE FROM policy_status WHERE cluster = $1";
+const DELETE_ATTACHMENTS: &str = "DELETE FROM boundary_clusters WHERE cluster = $1";
+const DELETE: &str = "DELETE FROM clusters WHERE name = $1";
+const ATTACH: &str = "INSERT INTO boundary_clusters \
+     (boundary, cluster, attached_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+const DETACH: &str = "DELETE FROM boundary_clusters WHERE boundary = $1 AND cluster = $2";
+const HAS_NAMESPACES_OF: &str =
+    "SELECT EXISTS (SELECT 1 FROM namespaces WHERE boundary = $1 AND cluster = $2) AS found";
+
+fn cluster(row: &dyn Fields) -> sqlx::Result<ClusterRecord> {
+    Ok(ClusterRecord {
+        name: row.text("name")?,
+        kubeconfig_sealed: row.bytes("kubeconfig_sealed")?,
+        kubernetes_version: row.opt_text("kubernetes_version")?,
+        admission_enforced: row.opt_bool("admission_enforced")?,
+        admission_reason: row.opt_text("admission_reason")?,
+        last_error: row.opt_text("last_error")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}
+
+/// Creates the cluster or replaces its credentials; `true` when created.
+pub(crate) async fn put<C: Conn>(c: &mut C, name: &str, kubeconfig_sealed: &[u8]) -> Result<bool> {
+    let args = [Text(name), Bytes(kubeconfig_sealed), Text(&crate::now())];
+    if c.execute(INSERT, &args).await? == 1 {
+        return Ok(true);
+    }
+    c.execute(UPDATE_SEALED, &args).await?;
+    Ok(false)
+}
+
+pub(crate) async fn get<C: Conn>(c: &mut C, name: &str) -> Result<ClusterRecord> {
+    find(c, SELECT, &[Text(name)], cluster).await
+}
+
+pub(crate) async fn list<C: Conn>(c: &mut C) -> Result<Vec<ClusterRecord>> {
+    Ok(c.fetch_all(SELECT_ALL, &[], cluster).await?)
+}
+
+/// Forgets the cluster's namespaces and statuses, detaches it from every boundary, then
+/// deletes it.
+pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
+    for statement in [DELETE_NAMESPACES, DELETE_STATUSES, DELETE_ATTACHMENTS] {
+        c.execute(statement, &[Text(name)]).await?;
+    }
+    touched(c.execute(DELETE, &[Text(name)]).await?)
+}
+
+pub(crate) async fn set_status<C: Conn>(
+    c: &mut C,
+    name: &str,
+    kubernetes_version: Option<&str>,
+    admission_enforced: Option<bool>,
+    admission_reason: Option<&str>,
+) -> Result<()> {
+    let args = [
+        Text(name),
+        OptText(kubernetes_version),
+        OptBool(admission_enforced),
+        OptText(admission_reason),
+        Text(&crate::now()),
+    ];
+    touched(c.execute(UPDATE_STATUS, &args).await?)
+}
+
+/// Records (or, with `None`, clears) the reconciler's last error for the cluster.
+pub(crate) async fn set_error<C: Conn>(c: &mut C, name: &str, error: Option<&str>) -> Result<()> {
+    touched(
+        c.execute(UPDATE_ERROR, &[Text(name), OptText(error)])
+            .await?,
+    )
+}
+
+/// `true` when newly attached; `NotFound` when the boundary or the cluster is unknown.
+pub(crate) async fn attach<C: Conn>(c: &mut C, boundary: &str, cluster: &str) -> Result<bool> {
+    boundaries::get(c, boundary).await?;
+    if !exists(c, EXISTS, &[Text(cluster)]).await? {
+        return Err(StoreError::NotFound);
+    }
+    let rows = c
+        .execute(
+            ATTACH,
+            &[Text(boundary), Text(cluster), Text(&crate::now())],
+        )
+        .await
+        .map_err(|e| on_insert(e, "attachment"))?;
+    Ok(rows == 1)
+}
+
+/// `NotFound` when the cluster is not attached to the boundary; `Conflict` while the
+/// boundary has namespaces in it (they would keep its label and lose its policies). The
+/// boundary's statuses in the cluster go with the attachment.
+pub(crate) async fn detach<C: Conn>(c: &mut C, boundary: &str, cluster: &str) -> Result<()> {
+    if exists(c, HAS_NAMESPACES_OF, &[Text(boundary), Text(cluster)]).await? {
+        return Err(StoreError::Conflict(format!(
+            "boundary '{boundary}' has namespaces in cluster '{cluster}'; delete them first"
+        )));
+    }
+    statuses::delete_of(c, cluster, boundary).await?;
+    touched(c.execute(DETACH, &[Text(boundary), Text(cluster)]).await?)
+}
+
+/// Clusters attached to the boundary, by name; `NotFound` when the boundary is unknown.
+pub(crate) async fn of_boundary<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ClusterRecord>> {
+    boundaries::get(c, boundary).await?;
+    Ok(c.fetch_all(SELECT_OF_BOUNDARY, &[Text(boundary)], cluster)
+        .await?)
+}
+
+/// Whether the cluster is attached to the boundary.
+pub(crate) async fn is_attached<C: Conn>(c: &mut C, boundary: &str, cluster: &str) -> Result<bool> {
+    const ATTACHED: &str = "SELECT EXISTS (SELECT 1 FROM boundary_clusters \
+         WHERE boundary = $1 AND cluster = $2) AS found";
+    Ok(exists(c, ATTACHED, &[Text(boundary), Text(cluster)]).await?)
+}

@@ -1,0 +1,110 @@
+//! Namespaces palisade labelled for a boundary (`palisade.dev/boundary`), per cluster.
+//! A namespace belongs to one boundary at most; writes lock that boundary.
+
+use super::{boundaries, clusters, on_insert, touched};
+use crate::sql::{Arg::Text, Conn, Fields};
+use crate::{NamespaceRecord, Result, StoreError};
+
+const SELECT: &str = "SELECT cluster, name, boundary, created_at \
+     FROM namespaces WHERE cluster = $1 AND name = $2";
+const INSERT: &str = "INSERT INTO namespaces \
+     (cluster, name, boundary, created_at) VALUES ($1, $2, $3, $4)";
+const SELECT_OF_BOUNDARY: &str = "SELECT cluster, name, boundary, created_at \
+     FROM namespaces WHERE boundary = $1 ORDER BY cluster, name";
+const SELECT_OF_CLUSTER: &str = "SELECT cluster, name, boundary, created_at \
+     FROM namespaces WHERE cluster = $1 ORDER BY boundary, name";
+const DELETE: &str = "DELETE FROM namespaces WHERE boundary = $1 AND cluster = $2 AND name = $3";
+
+fn namespace(row: &dyn Fields) -> sqlx::Result<NamespaceRecord> {
+    Ok(NamespaceRecord {
+        cluster: row.text("cluster")?,
+        name: row.text("name")?,
+        boundary: row.text("boundary")?,
+        created_at: row.text("created_at")?,
+    })
+}
+
+async fn read<C: Conn>(c: &mut C, cluster: &str, name: &str) -> Result<Option<NamespaceRecord>> {
+    Ok(
+        c.fetch_optional(SELECT, &[Text(cluster), Text(name)], namespace)
+            .await?,
+    )
+}
+
+/// `NotFound` when the boundary or the cluster is unknown or the cluster is not attached to
+/// the boundary; `Conflict` when another boundary holds the namespace. `true` when new.
+pub(crate) async fn put<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    cluster: &str,
+    name: &str,
+) -> Result<bool> {
+    boundaries::lock(c, boundary).await?;
+    if !clusters::is_attached(c, boundary, cluster).await? {
+        return Err(StoreError::NotFound);
+    }
+    if let Some(existing) = read(c, cluster, name).await? {
+        return if existing.boundary == boundary {
+            Ok(false)
+        } else {
+            Err(StoreError::Conflict(format!(
+                "namespace '{name}' in cluster '{cluster}' belongs to boundary '{}'",
+                existing.boundary
+            )))
+        };
+    }
+    let args = [
+        Text(cluster),
+        Text(name),
+        Text(boundary),
+        Text(&crate::now()),
+    ];
+    c.execute(INSERT, &args)
+        .await
+        .map_err(|e| on_insert(e, &format!("namespace {name}")))?;
+    Ok(true)
+}
+
+/// The namespace when the boundary holds it (`NotFound` otherwise).
+pub(crate) async fn get<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    cluster: &str,
+    name: &str,
+) -> Result<NamespaceRecord> {
+    read(c, cluster, name)
+        .await?
+        .filter(|n| n.boundary == boundary)
+        .ok_or(StoreError::NotFound)
+}
+
+/// The boundary's namespaces, by cluster and name; `NotFound` when the boundary is unknown.
+pub(crate) async fn of_boundary<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+) -> Result<Vec<NamespaceRecord>> {
+    boundaries::get(c, boundary).await?;
+    Ok(
+        c.fetch_all(SELECT_OF_BOUNDARY, &[Text(boundary)], namespace)
+            .await?,
+    )
+}
+
+/// Every boundary's namespaces in the cluster.
+pub(crate) async fn of_cluster<C: Conn>(c: &mut C, cluster: &str) -> Result<Vec<NamespaceRecord>> {
+    Ok(c.fetch_all(SELECT_OF_CLUSTER, &[Text(cluster)], namespace)
+        .await?)
+}
+
+pub(crate) async fn delete<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    cluster: &str,
+    name: &str,
+) -> Result<()> {
+    boundaries::lock(c, boundary).await?;
+    touched(
+        c.execute(DELETE, &[Text(boundary), Text(cluster), Text(name)])
+            .await?,
+    )
+}

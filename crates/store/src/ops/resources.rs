@@ -1,0 +1,232 @@
+//! Resources: guarded creates and plan moves, pages of a boundary's resources, deletes.
+//! Every write locks the resource's boundary first; a guard then reads every policy of the
+//! boundary in the same transaction, so it sees the policies the write commits against.
+
+use super::{boundaries, changes, check_if_match, exists, find, on_insert};
+use crate::sql::{
+    Arg::{Int, OptText, Text},
+    Conn, Fields,
+};
+use crate::{
+    Edit, Editor, Guard, NewResource, Page, ResourceKey, ResourceQuery, ResourceRecord, Result,
+    StoreError,
+};
+
+const SELECT: &str =
+    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at \
+     FROM resources WHERE boundary = $1 AND resource_type = $2 AND name = $3";
+/// `$2`: type filter or NULL; `$3`/`$4`: the last item of the previous page or NULL;
+/// `$5`: how many rows to read.
+const SELECT_PAGE: &str =
+    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at \
+     FROM resources \
+     WHERE boundary = $1 \
+       AND ($2 IS NULL OR resource_type = $2) \
+       AND ($3 IS NULL OR (resource_type, name) > ($3, $4)) \
+     ORDER BY resource_type, name LIMIT $5";
+const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM resources \
+     WHERE boundary = $1 AND resource_type = $2 AND name = $3) AS found";
+const INSERT: &str = "INSERT INTO resources \
+     (boundary, resource_type, name, body_json, etag, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $6)";
+const UPDATE: &str = "UPDATE resources \
+     SET body_json = $4, etag = $5, updated_at = $6 \
+     WHERE boundary = $1 AND resource_type = $2 AND name = $3";
+const DELETE: &str =
+    "DELETE FROM resources WHERE boundary = $1 AND resource_type = $2 AND name = $3";
+
+fn resource(row: &dyn Fields) -> sqlx::Result<ResourceRecord> {
+    Ok(ResourceRecord {
+        boundary: row.text("boundary")?,
+        resource_type: row.text("resource_type")?,
+        name: row.text("name")?,
+        body_json: row.text("body_json")?,
+        etag: row.text("etag")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+    })
+}
+
+/// `<type>/<name>`: a resource's name in changes and continue tokens.
+fn subject(resource_type: &str, name: &str) -> String {
+    format!("{resource_type}/{name}")
+}
+
+/// Runs `guard` on every policy of the boundary, as stored. A failed read is
+/// `PolicyUnavailable`, a refusal `Vetoed`; either way the caller writes nothing.
+async fn run_guard<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    guard: Option<Guard>,
+) -> Result<Vec<String>> {
+    let Some(guard) = guard else {
+        return Ok(Vec::new());
+    };
+    let policies = super::policies::read_all(c, boundary)
+        .await
+        .map_err(StoreError::PolicyUnavailable)?;
+    guard(&policies).map_err(StoreError::Vetoed)
+}
+
+/// Checks in order: boundary exists, name free, then the guard; then writes the row and a
+/// `resource.create` change.
+pub(crate) async fn create<C: Conn>(
+    c: &mut C,
+    resource: NewResource,
+    guard: Option<Guard>,
+) -> Result<(ResourceRecord, Vec<String>)> {
+    let NewResource {
+        boundary,
+        resource_type,
+        name,
+        body_json,
+    } = resource;
+    let subject = subject(&resource_type, &name);
+    boundaries::lock(c, &boundary).await?;
+    let key = [Text(&boundary), Text(&resource_type), Text(&name)];
+    if exists(c, EXISTS, &key).await? {
+        return Err(StoreError::Conflict(format!(
+            "resource {subject} already exists"
+        )));
+    }
+    let warnings = run_guard(c, &boundary, guard).await?;
+
+    let now = crate::now();
+    let etag = crate::etag_of(&[&body_json]);
+    let [b, t, n] = key;
+    c.execute(
+        INSERT,
+        &[b, t, n, Text(&body_json), Text(&etag), Text(&now)],
+    )
+    .await
+    .map_err(|e| on_insert(e, &format!("resource {subject}")))?;
+    let kind = changes::RESOURCE_CREATE;
+    changes::append(c, &boundary, kind, &subject, Some(&body_json), &now).await?;
+
+    let record = ResourceRecord {
+        boundary,
+        resource_type,
+        name,
+        body_json,
+        etag,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    Ok((record, warnings))
+}
+
+pub(crate) async fn get<C: Conn>(c: &mut C, key: &ResourceKey) -> Result<ResourceRecord> {
+    let args = [
+        Text(&key.boundary),
+        Text(&key.resource_type),
+        Text(&key.name),
+    ];
+    find(c, SELECT, &args, resource).await
+}
+
+/// Ordered by (type, name). See `parse_continue_token` for the token.
+pub(crate) async fn list<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    query: &ResourceQuery,
+) -> Result<Page<ResourceRecord>> {
+    boundaries::get(c, boundary).await?;
+    let after = query
+        .after
+        .as_deref()
+        .map(parse_continue_token)
+        .transpose()?;
+    let (after_type, after_name) = after.unzip();
+    let args = [
+        Text(boundary),
+        OptText(query.resource_type.as_deref()),
+        OptText(after_type),
+        OptText(after_name),
+        Int(rows_to_read(query.limit)),
+    ];
+    let items = c.fetch_all(SELECT_PAGE, &args, resource).await?;
+    Ok(into_page(items, query.limit))
+}
+
+/// A continue token is `<type>/<name>` of the last item of the previous page. Resource types
+/// hold no `/`, so the first `/` splits it. A token without `/` names no item: `NotFound`.
+fn parse_continue_token(token: &str) -> Result<(&str, &str)> {
+    token.split_once('/').ok_or(StoreError::NotFound)
+}
+
+/// How many rows a page reads: one more than `limit`, to tell whether more follow. A limit of
+/// 0 means no limit.
+fn rows_to_read(limit: usize) -> i64 {
+    match i64::try_from(limit) {
+        Ok(0) | Err(_) => i64::MAX,
+        Ok(limit) => limit.saturating_add(1),
+    }
+}
+
+fn into_page(mut items: Vec<ResourceRecord>, limit: usize) -> Page<ResourceRecord> {
+    if limit == 0 || items.len() <= limit {
+        return Page { items, next: None };
+    }
+    items.truncate(limit);
+    let next = items.last().map(|r| subject(&r.resource_type, &r.name));
+    Page { items, next }
+}
+
+/// Reads the current record, checks `if_match`, runs the editor and, for a plan move, its
+/// guard; an unchanged body writes nothing.
+pub(crate) async fn update<C: Conn>(
+    c: &mut C,
+    key: &ResourceKey,
+    if_match: Option<&str>,
+    editor: Editor,
+) -> Result<(ResourceRecord, Vec<String>)> {
+    boundaries::lock(c, &key.boundary).await?;
+    let current = get(c, key).await?;
+    check_if_match(if_match, &current.etag)?;
+    let Edit { body_json, guard } = editor(&current).map_err(StoreError::Vetoed)?;
+    let warnings = run_guard(c, &key.boundary, guard).await?;
+    if body_json == current.body_json {
+        return Ok((current, warnings));
+    }
+
+    let now = crate::now();
+    let etag = crate::etag_of(&[&body_json]);
+    let args = [
+        Text(&key.boundary),
+        Text(&key.resource_type),
+        Text(&key.name),
+        Text(&body_json),
+        Text(&etag),
+        Text(&now),
+    ];
+    c.execute(UPDATE, &args).await?;
+    let subject = subject(&key.resource_type, &key.name);
+    let kind = changes::RESOURCE_UPDATE;
+    changes::append(c, &key.boundary, kind, &subject, Some(&body_json), &now).await?;
+    let record = ResourceRecord {
+        body_json,
+        etag,
+        updated_at: now,
+        ..current
+    };
+    Ok((record, warnings))
+}
+
+pub(crate) async fn delete<C: Conn>(
+    c: &mut C,
+    key: &ResourceKey,
+    if_match: Option<&str>,
+) -> Result<()> {
+    boundaries::lock(c, &key.boundary).await?;
+    let current = get(c, key).await?;
+    check_if_match(if_match, &current.etag)?;
+    let args = [
+        Text(&key.boundary),
+        Text(&key.resource_type),
+        Text(&key.name),
+    ];
+    c.execute(DELETE, &args).await?;
+    let subject = subject(&key.resource_type, &key.name);
+    let kind = changes::RESOURCE_DELETE;
+    changes::append(c, &key.boundary, kind, &subject, None, &crate::now()).await
+}

@@ -1,0 +1,84 @@
+//! API tokens. Only the SHA-256 of a token's secret is stored.
+
+use super::{find, on_insert, touched};
+use crate::sql::{
+    Arg::{OptText, Text},
+    Conn, Fields,
+};
+use crate::{Result, TokenRecord};
+
+const INSERT: &str = "INSERT INTO tokens \
+     (id, secret_sha256, role, boundary, created_at, expires_at, created_by) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+const COUNT: &str = "SELECT COUNT(*) AS n FROM tokens";
+const SELECT_BY_HASH: &str =
+    "SELECT id, secret_sha256, role, boundary, created_at, expires_at, created_by \
+     FROM tokens WHERE secret_sha256 = $1";
+const SELECT: &str =
+    "SELECT id, secret_sha256, role, boundary, created_at, expires_at, created_by \
+     FROM tokens WHERE id = $1";
+/// `$1`: a boundary, or NULL for every token.
+const SELECT_ALL: &str =
+    "SELECT id, secret_sha256, role, boundary, created_at, expires_at, created_by \
+     FROM tokens WHERE ($1 IS NULL OR boundary = $1) ORDER BY created_at, id";
+const DELETE: &str = "DELETE FROM tokens WHERE id = $1";
+
+fn token(row: &dyn Fields) -> sqlx::Result<TokenRecord> {
+    Ok(TokenRecord {
+        id: row.text("id")?,
+        secret_sha256: row.text("secret_sha256")?,
+        role: row.text("role")?,
+        boundary: row.opt_text("boundary")?,
+        created_at: row.text("created_at")?,
+        expires_at: row.opt_text("expires_at")?,
+        created_by: row.text("created_by")?,
+    })
+}
+
+/// `Conflict` when the id or the secret is taken, `NotFound` when the boundary is unknown.
+pub(crate) async fn create<C: Conn>(c: &mut C, token: &TokenRecord) -> Result<()> {
+    let args = [
+        Text(&token.id),
+        Text(&token.secret_sha256),
+        Text(&token.role),
+        OptText(token.boundary.as_deref()),
+        Text(&token.created_at),
+        OptText(token.expires_at.as_deref()),
+        Text(&token.created_by),
+    ];
+    c.execute(INSERT, &args)
+        .await
+        .map_err(|e| on_insert(e, "token"))?;
+    Ok(())
+}
+
+/// Creates `token` when there is none at all, under a database-wide lock
+/// (`Conn::LOCK_DATABASE`) so that two replicas starting together make one.
+pub(crate) async fn bootstrap_admin<C: Conn>(c: &mut C, token: &TokenRecord) -> Result<bool> {
+    if let Some(lock) = C::LOCK_DATABASE {
+        c.execute(lock, &[]).await?;
+    }
+    let count = c.fetch_optional(COUNT, &[], |row| row.int("n")).await?;
+    if count.unwrap_or(0) > 0 {
+        return Ok(false);
+    }
+    create(c, token).await?;
+    Ok(true)
+}
+
+pub(crate) async fn by_secret_hash<C: Conn>(c: &mut C, secret_sha256: &str) -> Result<TokenRecord> {
+    find(c, SELECT_BY_HASH, &[Text(secret_sha256)], token).await
+}
+
+/// All tokens (`boundary` `None`), or those of one boundary; by creation time.
+pub(crate) async fn list<C: Conn>(c: &mut C, boundary: Option<&str>) -> Result<Vec<TokenRecord>> {
+    Ok(c.fetch_all(SELECT_ALL, &[OptText(boundary)], token).await?)
+}
+
+pub(crate) async fn get<C: Conn>(c: &mut C, id: &str) -> Result<TokenRecord> {
+    find(c, SELECT, &[Text(id)], token).await
+}
+
+pub(crate) async fn delete<C: Conn>(c: &mut C, id: &str) -> Result<()> {
+    touched(c.execute(DELETE, &[Text(id)]).await?)
+}

@@ -1,0 +1,200 @@
+//! The records the store reads and writes, and the closures that check a write inside its
+//! transaction. Records keep their documents as JSON text: the store never interprets them.
+
+use crate::Veto;
+
+/// A check run inside a write's transaction with every policy of the boundary, as stored.
+/// `Ok` carries warnings to hand back to the caller (e.g. audit-mode would-be denials).
+pub type Guard = Box<dyn FnOnce(&[PolicyRecord]) -> Result<Vec<String>, Veto> + Send>;
+
+/// Computes the new state of a resource from its current state, inside the transaction.
+/// `Edit::guard` is `Some` when the change moves a plan and must be checked.
+pub type Editor = Box<dyn FnOnce(&ResourceRecord) -> Result<Edit, Veto> + Send>;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundaryRecord {
+    pub name: String,
+    pub display_name: Option<String>,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyRecord {
+    pub boundary: String,
+    pub name: String,
+    /// The policy document's `spec`, as JSON text (canonical: written by the server).
+    pub spec_json: String,
+    /// The policy document's `metadata.labels` and `annotations`, as a JSON object text
+    /// `{"labels": {...}, "annotations": {...}}` (kept for GitOps tools).
+    pub metadata_json: String,
+    /// Opaque version: a hash of `spec_json` and `metadata_json`.
+    pub etag: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub updated_by: String,
+}
+
+/// A policy to write. `if_match`: the etag the caller saw (412 otherwise).
+#[derive(Clone, Debug)]
+pub struct PolicyWrite {
+    pub boundary: String,
+    pub name: String,
+    pub spec_json: String,
+    pub metadata_json: String,
+    pub if_match: Option<String>,
+    /// `If-None-Match: *`: create only; an existing policy is `PreconditionFailed`.
+    pub create_only: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteAction {
+    Created,
+    Configured,
+    Unchanged,
+}
+
+impl WriteAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteAction::Created => "created",
+            WriteAction::Configured => "configured",
+            WriteAction::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One entry of a policy's history: who changed it, when, and the spec before and after
+/// (`None` before its creation and after its deletion).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyHistoryEntry {
+    pub seq: i64,
+    pub actor: String,
+    pub at: String,
+    pub before_json: Option<String>,
+    pub after_json: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceRecord {
+    pub boundary: String,
+    pub resource_type: String,
+    pub name: String,
+    /// The resource as the API shows it (type, name, plan or components, image, labels, ...).
+    pub body_json: String,
+    pub etag: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewResource {
+    pub boundary: String,
+    pub resource_type: String,
+    pub name: String,
+    pub body_json: String,
+}
+
+/// The result of an `Editor`: the resource's new body and, for a plan move, the check.
+pub struct Edit {
+    pub body_json: String,
+    pub guard: Option<Guard>,
+}
+
+impl std::fmt::Debug for Edit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edit")
+            .field("body_json", &self.body_json)
+            .field("guarded", &self.guard.is_some())
+            .finish()
+    }
+}
+
+/// The identity of a resource inside a boundary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceKey {
+    pub boundary: String,
+    pub resource_type: String,
+    pub name: String,
+}
+
+/// A page of a list: `next` is the opaque continue token when more items follow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ResourceQuery {
+    pub resource_type: Option<String>,
+    /// At most this many items (the server caps it).
+    pub limit: usize,
+    /// The continue token of the previous page.
+    pub after: Option<String>,
+}
+
+/// An API token. Only the SHA-256 of the secret is stored (hex).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenRecord {
+    pub id: String,
+    pub secret_sha256: String,
+    /// `admin`, `boundary-admin` or `developer`.
+    pub role: String,
+    pub boundary: Option<String>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub created_by: String,
+}
+
+/// A committed change in a boundary, in commit order (one sequence per store). The server's
+/// race test replays these to prove that no create or plan move committed past a policy that
+/// disallowed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeRecord {
+    pub seq: i64,
+    pub boundary: String,
+    /// `policy.put`, `policy.delete`, `resource.create`, `resource.update`, `resource.delete`.
+    pub kind: String,
+    /// Policy name, or `<type>/<name>` for a resource.
+    pub subject: String,
+    /// The policy spec or resource body after the change (`None` for deletes).
+    pub body_json: Option<String>,
+    pub at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterRecord {
+    pub name: String,
+    /// Encrypted by the server; the store never sees the plain kubeconfig.
+    pub kubeconfig_sealed: Vec<u8>,
+    pub kubernetes_version: Option<String>,
+    pub admission_enforced: Option<bool>,
+    pub admission_reason: Option<String>,
+    /// Why the reconciler's last attempt at this cluster failed (`None` after a success).
+    pub last_error: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A namespace palisade labelled for a boundary (`palisade.dev/boundary`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceRecord {
+    pub cluster: String,
+    pub name: String,
+    pub boundary: String,
+    pub created_at: String,
+}
+
+/// A policy's install status in one cluster, as the reconciler last saw it (SPEC 3.4):
+/// `installed`, `enforced`, `error: <reason>` or `not enforced: <reason>`; `policy_etag` is
+/// the version it is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyStatusRecord {
+    pub boundary: String,
+    pub policy: String,
+    pub cluster: String,
+    pub policy_etag: String,
+    pub status: String,
+    pub updated_at: String,
+}

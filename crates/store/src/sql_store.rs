@@ -1,0 +1,458 @@
+//! The one implementation of `Store`: `SqlStore<B>`, generic over `SqlBackend`, which says
+//! what differs between the databases. Everything else is said once, here: which writes wake
+//! the reconciler (`Wake`), how a write's deadline is kept and checked before `COMMIT`, and
+//! how a write ends (`Write::finish`).
+
+use std::time::Instant;
+
+use async_trait::async_trait;
+use sqlx::pool::PoolConnection;
+use sqlx::Pool;
+use tokio::sync::{watch, MutexGuard};
+
+use crate::error::db;
+use crate::ops::{
+    boundaries, changes, clusters, namespaces, policies, resources, settings, statuses, tokens,
+};
+use crate::sql::{by, remaining, Conn, DbResult};
+use crate::{
+    BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor, Guard, Lease,
+    NamespaceRecord, NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord,
+    PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError,
+    TokenRecord, WriteAction,
+};
+
+/// What differs between SQLite and PostgreSQL below the operations: how a write transaction
+/// begins (and what it waits for), how a committed change wakes the reconciler, the lease.
+/// The SQL dialect differences the operations meet are constants of `Conn`.
+#[async_trait]
+pub trait SqlBackend: Send + Sync + std::fmt::Debug + Sized + 'static {
+    /// `Store::backend`: `sqlite` or `postgres`.
+    const NAME: &'static str;
+    /// The driver's database.
+    type Db: sqlx::Database<Connection = Self::Conn>;
+    /// Its connection, on which the operations run.
+    type Conn: Conn + sqlx::Connection<Database = Self::Db>;
+
+    /// This process's writers take turns here, if the backend wants them to (SQLite); held
+    /// until the transaction ends.
+    async fn take_turn(&self) -> Option<MutexGuard<'_, ()>> {
+        None
+    }
+
+    /// Begins a write transaction on `conn`, waiting for the database only until `deadline`
+    /// (`Timeout` past it).
+    async fn begin(&self, conn: &mut Self::Conn, deadline: Option<Instant>) -> Result<()>;
+
+    /// Whether an error is the database giving up waiting for a lock at the deadline the
+    /// write's `begin` set (it is then `Timeout`).
+    fn gave_up_waiting(_error: &DatabaseError) -> bool {
+        false
+    }
+
+    /// Inside a waking write's transaction, just before `COMMIT`: queues the wake-up, if the
+    /// database delivers it on commit (PostgreSQL's `NOTIFY`).
+    async fn wake_in_transaction(_conn: &mut Self::Conn) -> DbResult<()> {
+        Ok(())
+    }
+
+    /// After a waking write has committed: wakes the subscribers this process knows of
+    /// (SQLite's channel).
+    fn wake_after_commit(&self) {}
+
+    /// `Store::subscribe`.
+    async fn subscribe(&self, pool: &Pool<Self::Db>) -> Result<watch::Receiver<u64>>;
+
+    /// `Store::try_lease`.
+    async fn try_lease(&self, pool: &Pool<Self::Db>, installation: &str) -> Result<Option<Lease>>;
+}
+
+/// The store: a connection pool and a backend.
+#[derive(Debug)]
+pub struct SqlStore<B: SqlBackend> {
+    pool: Pool<B::Db>,
+    backend: B,
+}
+
+/// Whether a committed write wakes the reconciler: it does for the changes it acts on
+/// (policies, clusters, attachments, namespaces, boundary deletions), not for the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wake {
+    Reconciler,
+    Nobody,
+}
+
+/// An open write transaction on a pooled connection of its own, with the backend's writer
+/// turn. Its connection is closed, not reused, unless a `COMMIT` or `ROLLBACK` is seen to
+/// succeed: a write dropped half-way (its request cancelled) or whose ending failed never
+/// hands a connection still inside a transaction (or holding a lock) to the next user.
+/// (The transaction is plain `BEGIN` ... `COMMIT` on that connection rather than the driver's
+/// `Transaction`, which could not own a connection SQLite's `begin` prepared first.)
+struct Write<'s, B: SqlBackend> {
+    backend: &'s B,
+    conn: PoolConnection<B::Db>,
+    deadline: Option<Instant>,
+    _turn: Option<MutexGuard<'s, ()>>,
+    ended: bool,
+}
+
+impl<B: SqlBackend> SqlStore<B> {
+    pub(crate) fn new(pool: Pool<B::Db>, backend: B) -> Self {
+        SqlStore { pool, backend }
+    }
+
+    /// A pooled connection for a read.
+    async fn read(&self) -> Result<PoolConnection<B::Db>> {
+        self.pool.acquire().await.map_err(db)
+    }
+
+    /// Opens a write transaction. With a `deadline`, waiting for the writer turn, for a
+    /// connection and for the database's lock all end by then (`Timeout`).
+    async fn begin(&self, deadline: Option<Instant>) -> Result<Write<'_, B>> {
+        let turn = by(deadline, async { Ok(self.backend.take_turn().await) }).await?;
+        let conn = by(deadline, self.read()).await?;
+        let mut write = Write {
+            backend: &self.backend,
+            conn,
+            deadline,
+            _turn: turn,
+            ended: false,
+        };
+        self.backend.begin(&mut write.conn, deadline).await?;
+        Ok(write)
+    }
+}
+
+impl<B: SqlBackend> Write<'_, B> {
+    fn conn(&mut self) -> &mut B::Conn {
+        &mut self.conn
+    }
+
+    /// Ends the write: commits a success, rolls back a failure. With a deadline, a success
+    /// is rolled back as `Timeout` when the deadline has passed before `COMMIT`; the commit
+    /// itself runs without a time limit, so its outcome, not a timer, decides the answer.
+    async fn finish<T>(mut self, result: Result<T>, wake: Wake) -> Result<T> {
+        let result = match result {
+            Ok(value) if wake == Wake::Reconciler => B::wake_in_transaction(&mut self.conn)
+                .await
+                .map(|()| value)
+                .map_err(StoreError::from),
+            other => other,
+        };
+        let result = match (result, self.deadline) {
+            (Ok(value), Some(deadline)) => remaining(deadline).map(|_| value),
+            (Err(StoreError::Database(error)), Some(_)) if B::gave_up_waiting(&error) => {
+                Err(StoreError::Timeout)
+            }
+            (result, _) => result,
+        };
+        match result {
+            Ok(value) => {
+                self.conn.run("COMMIT").await?;
+                self.ended = true;
+                if wake == Wake::Reconciler {
+                    self.backend.wake_after_commit();
+                }
+                Ok(value)
+            }
+            Err(error) => {
+                match self.conn.run("ROLLBACK").await {
+                    Ok(()) => self.ended = true,
+                    Err(rollback) => tracing::warn!(error = %rollback, "rollback failed"),
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+impl<B: SqlBackend> Drop for Write<'_, B> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.conn.close_on_drop();
+        }
+    }
+}
+
+#[async_trait]
+impl<B: SqlBackend> Store for SqlStore<B> {
+    fn backend(&self) -> &'static str {
+        B::NAME
+    }
+
+    async fn ping(&self) -> Result<()> {
+        crate::ops::ping(&mut *self.read().await?).await
+    }
+
+    // ---- writes: each one transaction, and whether its commit wakes the reconciler ----
+
+    async fn create_boundary(
+        &self,
+        name: &str,
+        display_name: Option<&str>,
+    ) -> Result<BoundaryRecord> {
+        let mut tx = self.begin(None).await?;
+        let result = boundaries::create(tx.conn(), name, display_name).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn delete_boundary(&self, name: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = boundaries::delete(tx.conn(), name).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn put_policy(
+        &self,
+        write: PolicyWrite,
+        actor: &str,
+    ) -> Result<(PolicyRecord, WriteAction)> {
+        let mut tx = self.begin(None).await?;
+        let result = policies::put(tx.conn(), &write, actor).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn apply_policies(
+        &self,
+        writes: Vec<PolicyWrite>,
+        actor: &str,
+    ) -> Result<Vec<(PolicyRecord, WriteAction)>> {
+        let mut tx = self.begin(None).await?;
+        let result = policies::apply(tx.conn(), &writes, actor).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn delete_policy(
+        &self,
+        boundary: &str,
+        name: &str,
+        if_match: Option<&str>,
+        actor: &str,
+    ) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = policies::delete(tx.conn(), boundary, name, if_match, actor).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn create_resource(
+        &self,
+        resource: NewResource,
+        guard: Option<Guard>,
+        deadline: Option<Instant>,
+    ) -> Result<(ResourceRecord, Vec<String>)> {
+        let mut tx = self.begin(deadline).await?;
+        let result = by(deadline, resources::create(tx.conn(), resource, guard)).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn update_resource(
+        &self,
+        key: &ResourceKey,
+        if_match: Option<&str>,
+        editor: Editor,
+        deadline: Option<Instant>,
+    ) -> Result<(ResourceRecord, Vec<String>)> {
+        let mut tx = self.begin(deadline).await?;
+        let result = by(
+            deadline,
+            resources::update(tx.conn(), key, if_match, editor),
+        )
+        .await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = resources::delete(tx.conn(), key, if_match).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn create_token(&self, token: TokenRecord) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = tokens::create(tx.conn(), &token).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn bootstrap_admin_token(&self, token: TokenRecord) -> Result<bool> {
+        let mut tx = self.begin(None).await?;
+        let result = tokens::bootstrap_admin(tx.conn(), &token).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn delete_token(&self, id: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = tokens::delete(tx.conn(), id).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn put_cluster(&self, name: &str, kubeconfig_sealed: &[u8]) -> Result<bool> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::put(tx.conn(), name, kubeconfig_sealed).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn set_cluster_status(
+        &self,
+        name: &str,
+        kubernetes_version: Option<&str>,
+        admission_enforced: Option<bool>,
+        admission_reason: Option<&str>,
+    ) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::set_status(
+            tx.conn(),
+            name,
+            kubernetes_version,
+            admission_enforced,
+            admission_reason,
+        )
+        .await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn set_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::set_error(tx.conn(), name, error).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn attach_cluster(&self, boundary: &str, cluster: &str) -> Result<bool> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::attach(tx.conn(), boundary, cluster).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::detach(tx.conn(), boundary, cluster).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn delete_cluster(&self, name: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::delete(tx.conn(), name).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn put_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
+        let mut tx = self.begin(None).await?;
+        let result = namespaces::put(tx.conn(), boundary, cluster, name).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn delete_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = namespaces::delete(tx.conn(), boundary, cluster, name).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn replace_policy_statuses(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        statuses: Vec<PolicyStatusRecord>,
+    ) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = statuses::replace(tx.conn(), cluster, boundary, &statuses).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn installation_id(&self, candidate: &str) -> Result<String> {
+        let mut tx = self.begin(None).await?;
+        let result = settings::installation_id(tx.conn(), candidate).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    // ---- reads: each on a pooled connection ----
+
+    async fn get_boundary(&self, name: &str) -> Result<BoundaryRecord> {
+        boundaries::get(&mut *self.read().await?, name).await
+    }
+
+    async fn list_boundaries(&self) -> Result<Vec<BoundaryRecord>> {
+        boundaries::list(&mut *self.read().await?).await
+    }
+
+    async fn list_policies(&self, boundary: &str) -> Result<Vec<PolicyRecord>> {
+        policies::list(&mut *self.read().await?, boundary).await
+    }
+
+    async fn get_policy(&self, boundary: &str, name: &str) -> Result<PolicyRecord> {
+        policies::get(&mut *self.read().await?, boundary, name).await
+    }
+
+    async fn policy_history(&self, boundary: &str, name: &str) -> Result<Vec<PolicyHistoryEntry>> {
+        policies::history(&mut *self.read().await?, boundary, name).await
+    }
+
+    async fn get_resource(&self, key: &ResourceKey) -> Result<ResourceRecord> {
+        resources::get(&mut *self.read().await?, key).await
+    }
+
+    async fn list_resources(
+        &self,
+        boundary: &str,
+        query: &ResourceQuery,
+    ) -> Result<Page<ResourceRecord>> {
+        resources::list(&mut *self.read().await?, boundary, query).await
+    }
+
+    async fn list_changes(&self, boundary: &str) -> Result<Vec<ChangeRecord>> {
+        changes::list(&mut *self.read().await?, boundary).await
+    }
+
+    async fn token_by_secret_hash(&self, secret_sha256: &str) -> Result<TokenRecord> {
+        tokens::by_secret_hash(&mut *self.read().await?, secret_sha256).await
+    }
+
+    async fn list_tokens(&self, boundary: Option<&str>) -> Result<Vec<TokenRecord>> {
+        tokens::list(&mut *self.read().await?, boundary).await
+    }
+
+    async fn get_token(&self, id: &str) -> Result<TokenRecord> {
+        tokens::get(&mut *self.read().await?, id).await
+    }
+
+    async fn get_cluster(&self, name: &str) -> Result<ClusterRecord> {
+        clusters::get(&mut *self.read().await?, name).await
+    }
+
+    async fn list_clusters(&self) -> Result<Vec<ClusterRecord>> {
+        clusters::list(&mut *self.read().await?).await
+    }
+
+    async fn boundary_clusters(&self, boundary: &str) -> Result<Vec<ClusterRecord>> {
+        clusters::of_boundary(&mut *self.read().await?, boundary).await
+    }
+
+    async fn get_namespace(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+    ) -> Result<NamespaceRecord> {
+        namespaces::get(&mut *self.read().await?, boundary, cluster, name).await
+    }
+
+    async fn list_namespaces(&self, boundary: &str) -> Result<Vec<NamespaceRecord>> {
+        namespaces::of_boundary(&mut *self.read().await?, boundary).await
+    }
+
+    async fn cluster_namespaces(&self, cluster: &str) -> Result<Vec<NamespaceRecord>> {
+        namespaces::of_cluster(&mut *self.read().await?, cluster).await
+    }
+
+    async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
+        statuses::of_boundary(&mut *self.read().await?, boundary).await
+    }
+
+    // ---- the reconciler's wake-ups and lease ----
+
+    async fn subscribe(&self) -> Result<watch::Receiver<u64>> {
+        self.backend.subscribe(&self.pool).await
+    }
+
+    async fn try_lease(&self, installation: &str) -> Result<Option<Lease>> {
+        self.backend.try_lease(&self.pool, installation).await
+    }
+}

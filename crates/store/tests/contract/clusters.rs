@@ -1,0 +1,225 @@
+//! Clusters and their attachments, namespaces, policy statuses.
+
+use crate::support::*;
+
+pub async fn clusters_and_attachments(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.create_boundary("b2", None).await.unwrap();
+
+    assert!(store.put_cluster("kind-2", b"two").await.unwrap());
+    assert!(store
+        .put_cluster("kind-1", b"\x00sealed\xff")
+        .await
+        .unwrap());
+    let c1 = store.get_cluster("kind-1").await.unwrap();
+    assert_eq!(c1.kubeconfig_sealed, b"\x00sealed\xff");
+    assert_eq!(c1.kubernetes_version, None);
+    assert_eq!(c1.admission_enforced, None);
+    assert_eq!(c1.admission_reason, None);
+
+    assert!(!store.put_cluster("kind-1", b"rotated").await.unwrap());
+    let rotated = store.get_cluster("kind-1").await.unwrap();
+    assert_eq!(rotated.kubeconfig_sealed, b"rotated");
+    assert_eq!(rotated.created_at, c1.created_at);
+
+    store
+        .set_cluster_status("kind-1", Some("1.33.1"), Some(false), Some("webhook down"))
+        .await
+        .unwrap();
+    let status = store.get_cluster("kind-1").await.unwrap();
+    assert_eq!(status.kubernetes_version.as_deref(), Some("1.33.1"));
+    assert_eq!(status.admission_enforced, Some(false));
+    assert_eq!(status.admission_reason.as_deref(), Some("webhook down"));
+    store
+        .set_cluster_status("kind-1", Some("1.33.1"), Some(true), None)
+        .await
+        .unwrap();
+    let status = store.get_cluster("kind-1").await.unwrap();
+    assert_eq!(status.admission_enforced, Some(true));
+    assert_eq!(status.admission_reason, None);
+    assert_not_found(store.set_cluster_status("nope", None, None, None).await);
+    assert_not_found(store.get_cluster("nope").await);
+
+    let names: Vec<String> = store
+        .list_clusters()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["kind-1", "kind-2"]);
+
+    assert!(store.attach_cluster("b", "kind-2").await.unwrap());
+    assert!(store.attach_cluster("b", "kind-1").await.unwrap());
+    assert!(!store.attach_cluster("b", "kind-1").await.unwrap());
+    assert!(store.attach_cluster("b2", "kind-1").await.unwrap());
+    assert_not_found(store.attach_cluster("nope", "kind-1").await);
+    assert_not_found(store.attach_cluster("b", "nope").await);
+    let attached: Vec<String> = store
+        .boundary_clusters("b")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(attached, ["kind-1", "kind-2"]);
+    assert_not_found(store.boundary_clusters("nope").await);
+
+    store.detach_cluster("b", "kind-2").await.unwrap();
+    assert_not_found(store.detach_cluster("b", "kind-2").await);
+    assert_eq!(store.boundary_clusters("b").await.unwrap().len(), 1);
+
+    // Deleting a cluster detaches it everywhere.
+    store.delete_cluster("kind-1").await.unwrap();
+    assert!(store.boundary_clusters("b").await.unwrap().is_empty());
+    assert!(store.boundary_clusters("b2").await.unwrap().is_empty());
+    assert_not_found(store.get_cluster("kind-1").await);
+    assert_not_found(store.delete_cluster("kind-1").await);
+    assert_eq!(store.list_clusters().await.unwrap().len(), 1);
+}
+
+pub async fn namespaces(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.create_boundary("b2", None).await.unwrap();
+    store.put_cluster("c1", b"x").await.unwrap();
+    store.put_cluster("c2", b"x").await.unwrap();
+    // Not attached yet.
+    assert_not_found(store.put_namespace("b", "c1", "shop").await);
+    store.attach_cluster("b", "c1").await.unwrap();
+    store.attach_cluster("b2", "c1").await.unwrap();
+    store.attach_cluster("b", "c2").await.unwrap();
+    assert_not_found(store.put_namespace("nope", "c1", "shop").await);
+
+    assert!(store.put_namespace("b", "c1", "shop").await.unwrap());
+    assert!(!store.put_namespace("b", "c1", "shop").await.unwrap());
+    assert!(store.put_namespace("b", "c2", "shop").await.unwrap());
+    assert!(store.put_namespace("b", "c1", "a-shop").await.unwrap());
+    match store.put_namespace("b2", "c1", "shop").await {
+        Err(StoreError::Conflict(message)) => assert_eq!(
+            message,
+            "namespace 'shop' in cluster 'c1' belongs to boundary 'b'"
+        ),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    let listed: Vec<(String, String)> = store
+        .list_namespaces("b")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| (n.cluster, n.name))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("c1".to_owned(), "a-shop".to_owned()),
+            ("c1".to_owned(), "shop".to_owned()),
+            ("c2".to_owned(), "shop".to_owned())
+        ]
+    );
+    assert_eq!(store.cluster_namespaces("c1").await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .get_namespace("b", "c1", "shop")
+            .await
+            .unwrap()
+            .boundary,
+        "b"
+    );
+    assert_not_found(store.get_namespace("b2", "c1", "shop").await);
+
+    // A boundary or an attachment with namespaces cannot go.
+    match store.delete_boundary("b").await {
+        Err(StoreError::Conflict(message)) => assert_eq!(message, "boundary has namespaces"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    match store.detach_cluster("b", "c2").await {
+        Err(StoreError::Conflict(message)) => assert_eq!(
+            message,
+            "boundary 'b' has namespaces in cluster 'c2'; delete them first"
+        ),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_not_found(store.delete_namespace("b2", "c1", "shop").await);
+    store.delete_namespace("b", "c2", "shop").await.unwrap();
+    assert_not_found(store.delete_namespace("b", "c2", "shop").await);
+    store.detach_cluster("b", "c2").await.unwrap();
+
+    // Deleting a cluster forgets its namespaces.
+    store.delete_cluster("c1").await.unwrap();
+    assert!(store.list_namespaces("b").await.unwrap().is_empty());
+    store.delete_boundary("b").await.unwrap();
+}
+
+pub async fn policy_statuses(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.put_cluster("c1", b"x").await.unwrap();
+    store.put_cluster("c2", b"x").await.unwrap();
+    store.attach_cluster("b", "c1").await.unwrap();
+    store.attach_cluster("b", "c2").await.unwrap();
+    let status = |policy: &str, cluster: &str, text: &str| palisade_store::PolicyStatusRecord {
+        boundary: "b".into(),
+        policy: policy.into(),
+        cluster: cluster.into(),
+        policy_etag: "e1".into(),
+        status: text.into(),
+        updated_at: palisade_store::now(),
+    };
+    store
+        .replace_policy_statuses(
+            "c1",
+            "b",
+            vec![
+                status("p", "c1", "enforced"),
+                status("q", "c1", "installed"),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .replace_policy_statuses("c2", "b", vec![status("p", "c2", "error: unreachable")])
+        .await
+        .unwrap();
+    let read = |records: Vec<palisade_store::PolicyStatusRecord>| -> Vec<(String, String, String)> {
+        records
+            .into_iter()
+            .map(|r| (r.policy, r.cluster, r.status))
+            .collect()
+    };
+    assert_eq!(
+        read(store.policy_statuses("b").await.unwrap()),
+        [
+            ("p".into(), "c1".into(), "enforced".into()),
+            ("p".into(), "c2".into(), "error: unreachable".into()),
+            ("q".into(), "c1".into(), "installed".into()),
+        ]
+    );
+    // Replacing one cluster's statuses leaves the other's.
+    store
+        .replace_policy_statuses(
+            "c1",
+            "b",
+            vec![status(
+                "p",
+                "c1",
+                "not enforced: Kubernetes 1.29 is older than 1.30",
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.policy_statuses("b").await.unwrap().len(), 2);
+    // Detaching a cluster drops its statuses; so does deleting one.
+    store.detach_cluster("b", "c2").await.unwrap();
+    assert_eq!(
+        read(store.policy_statuses("b").await.unwrap()),
+        [(
+            "p".into(),
+            "c1".into(),
+            "not enforced: Kubernetes 1.29 is older than 1.30".into()
+        )]
+    );
+    store.delete_cluster("c1").await.unwrap();
+    assert!(store.policy_statuses("b").await.unwrap().is_empty());
+}

@@ -1,0 +1,206 @@
+//! Guarded writes under pressure: a race against policy changes, and deadlines.
+
+use crate::support::*;
+
+/// The race the guard exists for: creates checked against a policy that keeps flipping
+/// between allow and deny. Replaying the committed changes proves that every create was
+/// checked against the latest policy committed before it, and none passed a deny.
+pub async fn guarded_creates_race_policy_changes(db: TestDb) {
+    const TASKS: usize = 8;
+    const CREATES: usize = 200;
+    let store = db.connect().await;
+    store.create_boundary("race", None).await.unwrap();
+    let gate = |n: u64| {
+        policy_write(
+            "race",
+            "gate",
+            &format!(r#"{{"allow":{},"n":{n}}}"#, n.is_multiple_of(2)),
+        )
+    };
+    store.put_policy(gate(0), "flipper").await.unwrap();
+
+    let done = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let store = Arc::clone(&store);
+        let done = Arc::clone(&done);
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !done.load(Ordering::SeqCst) && n < 100_000 {
+                n += 1;
+                store.put_policy(gate(n), "flipper").await.unwrap();
+                // A pause, so that on SQLite the creators' busy handler finds the lock free.
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            n
+        })
+    };
+
+    let creators: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                // Resource name → the policy counter its guard saw.
+                let mut passed = HashMap::new();
+                let mut vetoed = 0;
+                for i in 0..CREATES {
+                    let name = format!("t{task}-{i}");
+                    let resource = new_resource("race", "svc", &name, "{}");
+                    match store
+                        .create_resource(resource, Some(Box::new(gate_guard)), None)
+                        .await
+                    {
+                        Ok((_, warnings)) => {
+                            let n: u64 = warnings[0].parse().unwrap();
+                            passed.insert(format!("svc/{name}"), n);
+                        }
+                        Err(StoreError::Vetoed(_)) => vetoed += 1,
+                        Err(other) => panic!("create {name}: {other:?}"),
+                    }
+                }
+                (passed, vetoed)
+            })
+        })
+        .collect();
+
+    let mut passed = HashMap::new();
+    let mut vetoed = 0;
+    for creator in creators {
+        let (p, v) = creator.await.unwrap();
+        passed.extend(p);
+        vetoed += v;
+    }
+    done.store(true, Ordering::SeqCst);
+    let flips = flipper.await.unwrap();
+    eprintln!(
+        "{flips} policy flips, {} creates passed, {vetoed} vetoed",
+        passed.len()
+    );
+    assert_eq!(passed.len() + vetoed, TASKS * CREATES);
+    assert!(
+        flips > 0 && !passed.is_empty() && vetoed > 0,
+        "no race happened: {flips} flips, {} passed, {vetoed} vetoed",
+        passed.len()
+    );
+
+    // Replay: the latest policy committed before each create must allow it, and be the very
+    // version its guard saw.
+    let mut latest: Option<(bool, u64)> = None;
+    let mut creates = 0;
+    for change in store.list_changes("race").await.unwrap() {
+        match change.kind.as_str() {
+            "policy.put" => {
+                let spec: serde_json::Value =
+                    serde_json::from_str(change.body_json.as_deref().unwrap()).unwrap();
+                latest = Some((
+                    spec["allow"].as_bool().unwrap(),
+                    spec["n"].as_u64().unwrap(),
+                ));
+            }
+            "resource.create" => {
+                creates += 1;
+                let (allow, n) = latest.expect("a create before any policy");
+                assert!(allow, "{} committed while gate {n} denied", change.subject);
+                assert_eq!(
+                    passed.get(&change.subject),
+                    Some(&n),
+                    "{} was checked against another version than the latest (gate {n})",
+                    change.subject
+                );
+            }
+            other => panic!("unexpected change {other}"),
+        }
+    }
+    assert_eq!(creates, passed.len());
+}
+
+/// Allows when the `gate` policy says `"allow": true`, and hands back its counter `n` as the
+/// only warning, so the test knows which version each create was checked against.
+pub fn gate_guard(policies: &[PolicyRecord]) -> Result<Vec<String>, Veto> {
+    let gate = policies
+        .iter()
+        .find(|p| p.name == "gate")
+        .ok_or("no gate policy")?;
+    let spec: serde_json::Value = serde_json::from_str(&gate.spec_json)?;
+    let n = spec["n"].as_u64().ok_or("no counter")?;
+    if spec["allow"] == serde_json::Value::Bool(true) {
+        Ok(vec![n.to_string()])
+    } else {
+        Err(format!("denied by gate {n}").into())
+    }
+}
+
+/// A guarded write whose deadline passes before its commit is `Timeout` and writes nothing,
+/// whichever step ran late (the write lock, the guard); with time left it commits as usual.
+pub async fn a_deadline_passed_before_the_commit_writes_nothing(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let exists = |name: &'static str| {
+        let store = store.clone();
+        async move {
+            match store.get_resource(&key("b", "db", name)).await {
+                Ok(_) => true,
+                Err(StoreError::NotFound) => false,
+                Err(other) => panic!("{other}"),
+            }
+        }
+    };
+    let past = std::time::Instant::now();
+    let slow_guard = |sleep: Duration| -> Guard {
+        Box::new(move |_: &[PolicyRecord]| {
+            std::thread::sleep(sleep);
+            Ok(Vec::new())
+        })
+    };
+
+    // Already past: nothing is tried.
+    let result = store
+        .create_resource(new_resource("b", "db", "late", "{}"), None, Some(past))
+        .await;
+    assert!(matches!(result, Err(StoreError::Timeout)), "{result:?}");
+    // The guard runs past the deadline: the write is rolled back.
+    let soon = std::time::Instant::now() + Duration::from_millis(100);
+    let result = store
+        .create_resource(
+            new_resource("b", "db", "slow", "{}"),
+            Some(slow_guard(Duration::from_millis(300))),
+            Some(soon),
+        )
+        .await;
+    assert!(matches!(result, Err(StoreError::Timeout)), "{result:?}");
+    assert!(!exists("late").await);
+    assert!(!exists("slow").await);
+
+    // With time left, the same writes commit.
+    let later = std::time::Instant::now() + Duration::from_secs(5);
+    let (record, _) = store
+        .create_resource(
+            new_resource("b", "db", "slow", r#"{"plan":"small"}"#),
+            Some(slow_guard(Duration::from_millis(10))),
+            Some(later),
+        )
+        .await
+        .unwrap();
+    assert!(exists("slow").await);
+
+    // A plan move whose guard runs late leaves the resource as it was.
+    let soon = std::time::Instant::now() + Duration::from_millis(100);
+    let edit: Editor = {
+        let guard = slow_guard(Duration::from_millis(300));
+        Box::new(move |_| {
+            Ok(Edit {
+                body_json: r#"{"plan":"large"}"#.into(),
+                guard: Some(guard),
+            })
+        })
+    };
+    let result = store
+        .update_resource(&key("b", "db", "slow"), None, edit, Some(soon))
+        .await;
+    assert!(matches!(result, Err(StoreError::Timeout)), "{result:?}");
+    assert_eq!(
+        store.get_resource(&key("b", "db", "slow")).await.unwrap(),
+        record
+    );
+    let changes = store.list_changes("b").await.unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+}

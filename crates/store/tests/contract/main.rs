@@ -1,0 +1,125 @@
+//! The storage contract, one suite run against both backends: SQLite (a file in a temporary
+//! directory) and PostgreSQL (a fresh database on the test server named by
+//! `PALISADE_TEST_POSTGRES_URL`; see `palisade_testkit::postgres`).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly"
+)]
+
+mod backends;
+mod boundaries;
+mod changes;
+mod clusters;
+mod guarded_writes;
+mod policies;
+mod reconciler;
+mod resources;
+mod support;
+mod tokens;
+
+use palisade_store::SharedStore;
+use palisade_testkit::postgres::try_test_database_url;
+
+use backends::{reconnects_to_existing_data, reports_its_backend};
+use boundaries::{boundaries, deleting_a_boundary_takes_its_attachments_and_tokens};
+use changes::changes_share_one_sequence;
+use clusters::{clusters_and_attachments, namespaces, policy_statuses};
+use guarded_writes::{
+    a_deadline_passed_before_the_commit_writes_nothing, guarded_creates_race_policy_changes,
+};
+use policies::{
+    apply_policies_in_order, apply_policies_is_all_or_nothing, policies, policy_if_match,
+};
+use reconciler::{
+    changes_wake_subscribers, installation_id_is_made_once, one_lease_per_installation,
+};
+use resources::{
+    create_resource_checks_before_the_guard, create_resource_with_guards, delete_resource,
+    pagination, unchanged_body_writes_nothing, update_resource,
+};
+use tokens::{bootstrap_admin_token, bootstrap_admin_token_concurrently, tokens};
+
+/// A database for one test: its URL, and the temporary directory of a SQLite file.
+#[derive(Debug)]
+pub struct TestDb {
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    pub fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+        Self {
+            url,
+            _dir: Some(dir),
+        }
+    }
+
+    pub fn postgres() -> Option<Self> {
+        Some(Self {
+            url: try_test_database_url()?,
+            _dir: None,
+        })
+    }
+
+    pub async fn connect(&self) -> SharedStore {
+        palisade_store::connect(&self.url).await.unwrap()
+    }
+}
+
+/// Runs each contract function once per backend: `sqlite::<name>` and `postgres::<name>`.
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::TestDb::sqlite()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(db) = super::TestDb::postgres() {
+                        super::$name(db).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    reports_its_backend,
+    reconnects_to_existing_data,
+    boundaries,
+    deleting_a_boundary_takes_its_attachments_and_tokens,
+    policies,
+    policy_if_match,
+    apply_policies_is_all_or_nothing,
+    apply_policies_in_order,
+    create_resource_with_guards,
+    create_resource_checks_before_the_guard,
+    update_resource,
+    unchanged_body_writes_nothing,
+    delete_resource,
+    pagination,
+    changes_share_one_sequence,
+    tokens,
+    bootstrap_admin_token,
+    bootstrap_admin_token_concurrently,
+    clusters_and_attachments,
+    guarded_creates_race_policy_changes,
+    installation_id_is_made_once,
+    namespaces,
+    policy_statuses,
+    changes_wake_subscribers,
+    one_lease_per_installation,
+    a_deadline_passed_before_the_commit_writes_nothing,
+);

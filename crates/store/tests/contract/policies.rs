@@ -1,0 +1,272 @@
+//! Policies: writes, history, `If-Match`, and `apply_policies` (all or nothing, in order).
+
+use crate::support::*;
+
+pub async fn policies(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let spec1 = r#"{"allow":true}"#;
+    let spec2 = r#"{"allow":false}"#;
+
+    let (created, action) = store
+        .put_policy(policy_write("b", "p", spec1), "alice")
+        .await
+        .unwrap();
+    assert_eq!(action, WriteAction::Created);
+    assert_eq!(created.boundary, "b");
+    assert_eq!(created.name, "p");
+    assert_eq!(created.spec_json, spec1);
+    assert_eq!(created.metadata_json, META);
+    assert_eq!(created.etag, etag_of(&[spec1, META]));
+    assert_eq!(created.updated_by, "alice");
+    assert_eq!(created.created_at, created.updated_at);
+    assert_eq!(store.get_policy("b", "p").await.unwrap(), created);
+
+    // Identical content: nothing is written, not even the actor.
+    let (same, action) = store
+        .put_policy(policy_write("b", "p", spec1), "bob")
+        .await
+        .unwrap();
+    assert_eq!(action, WriteAction::Unchanged);
+    assert_eq!(same, created);
+    assert_eq!(store.get_policy("b", "p").await.unwrap(), created);
+
+    let (configured, action) = store
+        .put_policy(policy_write("b", "p", spec2), "bob")
+        .await
+        .unwrap();
+    assert_eq!(action, WriteAction::Configured);
+    assert_eq!(configured.etag, etag_of(&[spec2, META]));
+    assert_eq!(configured.created_at, created.created_at);
+    assert_eq!(configured.updated_by, "bob");
+    assert_eq!(store.get_policy("b", "p").await.unwrap(), configured);
+
+    // Metadata alone is a change too.
+    let labelled = PolicyWrite {
+        metadata_json: r#"{"labels":{"team":"a"},"annotations":{}}"#.into(),
+        ..policy_write("b", "p", spec2)
+    };
+    let (relabelled, action) = store.put_policy(labelled, "carol").await.unwrap();
+    assert_eq!(action, WriteAction::Configured);
+    assert_ne!(relabelled.etag, configured.etag);
+
+    store
+        .put_policy(policy_write("b", "a-first", spec1), "alice")
+        .await
+        .unwrap();
+    let names: Vec<String> = store
+        .list_policies("b")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["a-first", "p"]);
+    assert_not_found(store.list_policies("nope").await);
+    assert_not_found(store.get_policy("b", "nope").await);
+    assert_not_found(
+        store
+            .put_policy(policy_write("nope", "p", spec1), "alice")
+            .await,
+    );
+
+    let history = store.policy_history("b", "p").await.unwrap();
+    let summary: Vec<(&str, Option<&str>, Option<&str>)> = history
+        .iter()
+        .map(|h| {
+            (
+                h.actor.as_str(),
+                h.before_json.as_deref(),
+                h.after_json.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("alice", None, Some(spec1)),
+            ("bob", Some(spec1), Some(spec2)),
+            ("carol", Some(spec2), Some(spec2)),
+        ]
+    );
+    assert!(history.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert_eq!(history[0].at, created.updated_at);
+    assert_eq!(history[1].at, configured.updated_at);
+
+    store.delete_policy("b", "p", None, "dave").await.unwrap();
+    assert_not_found(store.get_policy("b", "p").await);
+    assert_not_found(store.delete_policy("b", "p", None, "dave").await);
+    assert_not_found(store.delete_policy("nope", "p", None, "dave").await);
+    let history = store.policy_history("b", "p").await.unwrap();
+    assert_eq!(history.len(), 4);
+    assert_eq!(history[3].actor, "dave");
+    assert_eq!(history[3].before_json.as_deref(), Some(spec2));
+    assert_eq!(history[3].after_json, None);
+    assert_not_found(store.policy_history("b", "never").await);
+
+    let changes = store.list_changes("b").await.unwrap();
+    assert_eq!(
+        kinds(&changes),
+        [
+            ("policy.put", "p"),
+            ("policy.put", "p"),
+            ("policy.put", "p"),
+            ("policy.put", "a-first"),
+            ("policy.delete", "p"),
+        ]
+    );
+    assert_eq!(changes[0].body_json.as_deref(), Some(spec1));
+    assert_eq!(changes[1].body_json.as_deref(), Some(spec2));
+    assert_eq!(changes[4].body_json, None);
+}
+
+pub async fn policy_if_match(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let v1 = r#"{"v":1}"#;
+    let v2 = r#"{"v":2}"#;
+
+    // If-Match on a policy that does not exist.
+    assert_precondition_failed(
+        store
+            .put_policy(with_if_match(policy_write("b", "p", v1), "*"), "a")
+            .await,
+    );
+    let (p1, _) = store
+        .put_policy(policy_write("b", "p", v1), "a")
+        .await
+        .unwrap();
+
+    assert_precondition_failed(
+        store
+            .put_policy(with_if_match(policy_write("b", "p", v2), "stale"), "a")
+            .await,
+    );
+    assert_eq!(store.get_policy("b", "p").await.unwrap(), p1);
+    assert_eq!(store.policy_history("b", "p").await.unwrap().len(), 1);
+
+    // Quoted, weak and bare forms of the etag all match.
+    let quoted = format!("\"{}\"", p1.etag);
+    let (p2, action) = store
+        .put_policy(with_if_match(policy_write("b", "p", v2), &quoted), "a")
+        .await
+        .unwrap();
+    assert_eq!(action, WriteAction::Configured);
+    let weak = format!("W/\"{}\"", p2.etag);
+    let (_, action) = store
+        .put_policy(with_if_match(policy_write("b", "p", v2), &weak), "a")
+        .await
+        .unwrap();
+    assert_eq!(action, WriteAction::Unchanged);
+
+    assert_precondition_failed(store.delete_policy("b", "p", Some(&p1.etag), "a").await);
+    assert_eq!(store.get_policy("b", "p").await.unwrap(), p2);
+    store
+        .delete_policy("b", "p", Some(&p2.etag), "a")
+        .await
+        .unwrap();
+    assert_not_found(store.get_policy("b", "p").await);
+}
+
+pub async fn apply_policies_is_all_or_nothing(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b1", None).await.unwrap();
+    store.create_boundary("b2", None).await.unwrap();
+    let (existing, _) = store
+        .put_policy(policy_write("b1", "keep", r#"{"v":1}"#), "a")
+        .await
+        .unwrap();
+    let changes_before = store.list_changes("b1").await.unwrap();
+
+    // A bad If-Match last: the valid writes before it are not kept.
+    let result = store
+        .apply_policies(
+            vec![
+                policy_write("b1", "new", r#"{"v":1}"#),
+                policy_write("b2", "other", r#"{"v":1}"#),
+                with_if_match(policy_write("b1", "keep", r#"{"v":2}"#), "wrong"),
+            ],
+            "a",
+        )
+        .await;
+    assert_precondition_failed(result);
+
+    // An unknown boundary anywhere: nothing is written either.
+    let result = store
+        .apply_policies(
+            vec![
+                policy_write("b1", "new", r#"{"v":1}"#),
+                policy_write("nope", "x", r#"{"v":1}"#),
+            ],
+            "a",
+        )
+        .await;
+    assert_not_found(result);
+
+    assert_eq!(store.list_policies("b1").await.unwrap(), [existing]);
+    assert!(store.list_policies("b2").await.unwrap().is_empty());
+    assert_eq!(store.list_changes("b1").await.unwrap(), changes_before);
+    assert!(store.list_changes("b2").await.unwrap().is_empty());
+    assert_not_found(store.policy_history("b1", "new").await);
+    assert_not_found(store.policy_history("b2", "other").await);
+    assert_eq!(store.policy_history("b1", "keep").await.unwrap().len(), 1);
+}
+
+pub async fn apply_policies_in_order(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b1", None).await.unwrap();
+    store.create_boundary("b2", None).await.unwrap();
+    let (keep, _) = store
+        .put_policy(policy_write("b1", "keep", r#"{"v":1}"#), "a")
+        .await
+        .unwrap();
+    let (edit, _) = store
+        .put_policy(policy_write("b1", "edit", r#"{"v":1}"#), "a")
+        .await
+        .unwrap();
+
+    // Boundaries out of name order, one policy written twice.
+    let results = store
+        .apply_policies(
+            vec![
+                policy_write("b2", "new", r#"{"v":1}"#),
+                policy_write("b1", "keep", r#"{"v":1}"#),
+                with_if_match(policy_write("b1", "edit", r#"{"v":2}"#), &edit.etag),
+                policy_write("b1", "edit", r#"{"v":3}"#),
+            ],
+            "bob",
+        )
+        .await
+        .unwrap();
+    let actions: Vec<WriteAction> = results.iter().map(|(_, a)| *a).collect();
+    assert_eq!(
+        actions,
+        [
+            WriteAction::Created,
+            WriteAction::Unchanged,
+            WriteAction::Configured,
+            WriteAction::Configured,
+        ]
+    );
+    assert_eq!(results[1].0, keep);
+    assert_eq!(
+        store.get_policy("b1", "edit").await.unwrap().spec_json,
+        r#"{"v":3}"#
+    );
+    assert_eq!(store.get_policy("b2", "new").await.unwrap(), results[0].0);
+    assert_eq!(store.policy_history("b1", "edit").await.unwrap().len(), 3);
+    assert_eq!(
+        kinds(&store.list_changes("b1").await.unwrap()),
+        [
+            ("policy.put", "keep"),
+            ("policy.put", "edit"),
+            ("policy.put", "edit"),
+            ("policy.put", "edit"),
+        ]
+    );
+    assert!(store
+        .apply_policies(Vec::new(), "a")
+        .await
+        .unwrap()
+        .is_empty());
+}

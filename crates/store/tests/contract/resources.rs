@@ -1,0 +1,366 @@
+//! Resources: guarded creates, updates and plan moves, deletes, pages.
+
+use crate::support::*;
+
+pub async fn create_resource_with_guards(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store
+        .put_policy(policy_write("b", "p2", "{}"), "a")
+        .await
+        .unwrap();
+    store
+        .put_policy(policy_write("b", "p1", "{}"), "a")
+        .await
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+
+    // A veto writes nothing.
+    let result = store
+        .create_resource(
+            new_resource("b", "db", "denied", r#"{"plan":"large"}"#),
+            Some(recording_guard(&seen, Err("plan large is not allowed"))),
+            None,
+        )
+        .await;
+    assert_vetoed(result, "plan large is not allowed");
+    assert_not_found(store.get_resource(&key("b", "db", "denied")).await);
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        [vec!["p1".to_owned(), "p2".to_owned()]]
+    );
+
+    // A pass returns the guard's warnings.
+    let body = r#"{"plan":"small"}"#;
+    let (record, warnings) = store
+        .create_resource(
+            new_resource("b", "db", "ok", body),
+            Some(recording_guard(&seen, Ok(vec!["audit: would deny".into()]))),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(warnings, ["audit: would deny"]);
+    assert_eq!(record.boundary, "b");
+    assert_eq!(record.resource_type, "db");
+    assert_eq!(record.name, "ok");
+    assert_eq!(record.body_json, body);
+    assert_eq!(record.etag, etag_of(&[body]));
+    assert_eq!(record.created_at, record.updated_at);
+    assert_eq!(
+        store.get_resource(&key("b", "db", "ok")).await.unwrap(),
+        record
+    );
+
+    // Without a guard: no warnings.
+    let (_, warnings) = store
+        .create_resource(new_resource("b", "db", "unguarded", "{}"), None, None)
+        .await
+        .unwrap();
+    assert!(warnings.is_empty());
+
+    let changes = store.list_changes("b").await.unwrap();
+    let resource_changes: Vec<&ChangeRecord> = changes
+        .iter()
+        .filter(|c| c.kind.starts_with("resource."))
+        .collect();
+    assert_eq!(resource_changes.len(), 2);
+    assert_eq!(resource_changes[0].kind, "resource.create");
+    assert_eq!(resource_changes[0].subject, "db/ok");
+    assert_eq!(resource_changes[0].body_json.as_deref(), Some(body));
+    assert_eq!(resource_changes[0].at, record.created_at);
+    assert_eq!(resource_changes[1].subject, "db/unguarded");
+}
+
+pub async fn create_resource_checks_before_the_guard(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store
+        .create_resource(new_resource("b", "db", "taken", "{}"), None, None)
+        .await
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+
+    let result = store
+        .create_resource(
+            new_resource("b", "db", "taken", r#"{"other":1}"#),
+            Some(counting_guard(&calls)),
+            None,
+        )
+        .await;
+    assert_conflict(result, "db/taken");
+    let result = store
+        .create_resource(
+            new_resource("nope", "db", "x", "{}"),
+            Some(counting_guard(&calls)),
+            None,
+        )
+        .await;
+    assert_not_found(result);
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "the guard must not run");
+
+    // The same name under another type is free.
+    store
+        .create_resource(
+            new_resource("b", "cache", "taken", "{}"),
+            Some(counting_guard(&calls)),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        store
+            .get_resource(&key("b", "db", "taken"))
+            .await
+            .unwrap()
+            .body_json,
+        "{}"
+    );
+}
+
+pub async fn update_resource(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let k = key("b", "db", "r");
+    let (original, _) = store
+        .create_resource(
+            new_resource("b", "db", "r", r#"{"plan":"small"}"#),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+
+    // The editor sees the current record; the edit's guard runs on the policies.
+    let edited_from = Arc::new(Mutex::new(None));
+    let from = Arc::clone(&edited_from);
+    let guard = recording_guard(&seen, Ok(vec!["warned".into()]));
+    let edit: Editor = Box::new(move |current: &ResourceRecord| -> Result<Edit, Veto> {
+        *from.lock().unwrap() = Some(current.clone());
+        Ok(Edit {
+            body_json: r#"{"plan":"medium"}"#.into(),
+            guard: Some(guard),
+        })
+    });
+    let (updated, warnings) = store
+        .update_resource(&k, Some(&original.etag), edit, None)
+        .await
+        .unwrap();
+    assert_eq!(edited_from.lock().unwrap().as_ref(), Some(&original));
+    assert_eq!(warnings, ["warned"]);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(updated.body_json, r#"{"plan":"medium"}"#);
+    assert_eq!(updated.etag, etag_of(&[r#"{"plan":"medium"}"#]));
+    assert_eq!(updated.created_at, original.created_at);
+    assert_eq!(store.get_resource(&k).await.unwrap(), updated);
+
+    // A stale If-Match: the editor does not run.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let edit: Editor = Box::new(move |_: &ResourceRecord| -> Result<Edit, Veto> {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Ok(Edit {
+            body_json: "{}".into(),
+            guard: None,
+        })
+    });
+    assert_precondition_failed(
+        store
+            .update_resource(&k, Some(&original.etag), edit, None)
+            .await,
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    // The editor refuses; the guard refuses: nothing changes.
+    let refuse: Editor =
+        Box::new(|_: &ResourceRecord| -> Result<Edit, Veto> { Err("not like that".into()) });
+    assert_vetoed(
+        store.update_resource(&k, None, refuse, None).await,
+        "not like that",
+    );
+    let result = store
+        .update_resource(
+            &k,
+            None,
+            editor(
+                r#"{"plan":"huge"}"#,
+                Some(recording_guard(&seen, Err("huge is not allowed"))),
+            ),
+            None,
+        )
+        .await;
+    assert_vetoed(result, "huge is not allowed");
+    assert_eq!(store.get_resource(&k).await.unwrap(), updated);
+
+    assert_not_found(
+        store
+            .update_resource(&key("b", "db", "nope"), None, editor("{}", None), None)
+            .await,
+    );
+    assert_not_found(
+        store
+            .update_resource(&key("nope", "db", "r"), None, editor("{}", None), None)
+            .await,
+    );
+
+    let changes = store.list_changes("b").await.unwrap();
+    assert_eq!(
+        kinds(&changes),
+        [("resource.create", "db/r"), ("resource.update", "db/r")]
+    );
+    assert_eq!(
+        changes[1].body_json.as_deref(),
+        Some(r#"{"plan":"medium"}"#)
+    );
+    assert_eq!(changes[1].at, updated.updated_at);
+}
+
+pub async fn unchanged_body_writes_nothing(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let k = key("b", "db", "r");
+    let (original, _) = store
+        .create_resource(new_resource("b", "db", "r", r#"{"a":1}"#), None, None)
+        .await
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (same, warnings) = store
+        .update_resource(
+            &k,
+            Some(&original.etag),
+            editor(r#"{"a":1}"#, Some(counting_guard(&calls))),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(same, original);
+    assert!(warnings.is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the guard still runs");
+    assert_eq!(store.get_resource(&k).await.unwrap(), original);
+    assert_eq!(
+        kinds(&store.list_changes("b").await.unwrap()),
+        [("resource.create", "db/r")]
+    );
+}
+
+pub async fn delete_resource(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let k = key("b", "db", "r");
+    let (record, _) = store
+        .create_resource(new_resource("b", "db", "r", "{}"), None, None)
+        .await
+        .unwrap();
+    assert_precondition_failed(store.delete_resource(&k, Some("other")).await);
+    assert_eq!(store.get_resource(&k).await.unwrap(), record);
+    store.delete_resource(&k, Some(&record.etag)).await.unwrap();
+    assert_not_found(store.get_resource(&k).await);
+    assert_not_found(store.delete_resource(&k, None).await);
+    assert_not_found(store.delete_resource(&key("nope", "db", "r"), None).await);
+
+    let changes = store.list_changes("b").await.unwrap();
+    assert_eq!(
+        kinds(&changes),
+        [("resource.create", "db/r"), ("resource.delete", "db/r")]
+    );
+    assert_eq!(changes[1].body_json, None);
+
+    // The name is free again.
+    store
+        .create_resource(new_resource("b", "db", "r", "{}"), None, None)
+        .await
+        .unwrap();
+}
+
+pub async fn pagination(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.create_boundary("other", None).await.unwrap();
+    for (t, n) in [
+        ("db", "r3"),
+        ("db", "r1"),
+        ("cache", "r9"),
+        ("db", "r2"),
+        ("cache", "r0"),
+    ] {
+        store
+            .create_resource(new_resource("b", t, n, "{}"), None, None)
+            .await
+            .unwrap();
+    }
+    store
+        .create_resource(new_resource("other", "db", "elsewhere", "{}"), None, None)
+        .await
+        .unwrap();
+
+    let page = |resource_type: Option<&str>, limit: usize, after: Option<String>| ResourceQuery {
+        resource_type: resource_type.map(Into::into),
+        limit,
+        after,
+    };
+    let names = |items: &[ResourceRecord]| -> Vec<String> {
+        items
+            .iter()
+            .map(|r| format!("{}/{}", r.resource_type, r.name))
+            .collect()
+    };
+
+    let first = store
+        .list_resources("b", &page(None, 2, None))
+        .await
+        .unwrap();
+    assert_eq!(names(&first.items), ["cache/r0", "cache/r9"]);
+    assert!(first.next.is_some());
+    let second = store
+        .list_resources("b", &page(None, 2, first.next.clone()))
+        .await
+        .unwrap();
+    assert_eq!(names(&second.items), ["db/r1", "db/r2"]);
+    assert!(second.next.is_some());
+    let third = store
+        .list_resources("b", &page(None, 2, second.next.clone()))
+        .await
+        .unwrap();
+    assert_eq!(names(&third.items), ["db/r3"]);
+    assert_eq!(third.next, None);
+
+    // A page that ends exactly at the last item has no next.
+    let exact = store
+        .list_resources("b", &page(None, 5, None))
+        .await
+        .unwrap();
+    assert_eq!(exact.items.len(), 5);
+    assert_eq!(exact.next, None);
+    // Limit 0: everything.
+    let all = store
+        .list_resources("b", &page(None, 0, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&all.items),
+        ["cache/r0", "cache/r9", "db/r1", "db/r2", "db/r3"]
+    );
+    assert_eq!(all.next, None);
+
+    // By type.
+    let dbs = store
+        .list_resources("b", &page(Some("db"), 2, None))
+        .await
+        .unwrap();
+    assert_eq!(names(&dbs.items), ["db/r1", "db/r2"]);
+    let rest = store
+        .list_resources("b", &page(Some("db"), 2, dbs.next))
+        .await
+        .unwrap();
+    assert_eq!(names(&rest.items), ["db/r3"]);
+    assert_eq!(rest.next, None);
+
+    assert_not_found(
+        store
+            .list_resources("b", &page(None, 2, Some("no-slash".into())))
+            .await,
+    );
+    assert_not_found(store.list_resources("nope", &page(None, 2, None)).await);
+}
