@@ -4,12 +4,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use palisade_api_types::yaml::documents;
 use palisade_api_types::PolicyDocument;
 use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest};
 use palisade_policy::{compute_plan, Catalog, Name, PlanName, Policy, ResourceType};
 use serde::Serialize;
+
+use crate::input::{read_text, shown, yaml_files};
 
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]
 pub enum Output {
@@ -19,25 +21,57 @@ pub enum Output {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    subcommand_negates_reqs = true,
+    override_usage = "palisade check [-p POLICY_FILE]... [-o text|json] [--catalog FILE] MANIFEST...\n       \
+        palisade check plan [-p POLICY_FILE]... --type TYPE --plan PLAN [--catalog FILE]"
+)]
 pub struct CheckArgs {
-    /// A policy file, or a directory whose YAML files are all read. Repeatable.
-    #[arg(short = 'p', long = "policy", value_name = "POLICY_FILE")]
+    #[command(subcommand)]
+    command: Option<CheckCommand>,
+    /// A BoundaryPolicy file, a directory whose *.yaml/*.yml files are all read, or `-` for
+    /// standard input. Repeatable; every policy must belong to one boundary.
+    #[arg(
+        short = 'p',
+        long = "policy",
+        value_name = "POLICY_FILE",
+        global = true
+    )]
     policies: Vec<PathBuf>,
-    /// `json`: one element per object. Default: one line per denial.
+    /// A plan catalog file (YAML: type -> [{name, cpu, memory}]) instead of the built-in one.
+    #[arg(long = "catalog", value_name = "FILE", global = true)]
+    catalog: Option<PathBuf>,
+    /// `text`: one line per denial, `<file>:<doc> <Kind>/<name>: <message>`. `json`: an
+    /// array with one element per object.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
     output: Output,
-    /// With `check plan`: the resource type.
-    #[arg(long = "type", value_name = "T")]
-    resource_type: Option<String>,
-    /// With `check plan`: the plan.
-    #[arg(long = "plan", value_name = "P")]
-    plan: Option<String>,
-    /// With `check plan`: a catalog file instead of the built-in catalog.
-    #[arg(long = "catalog", value_name = "FILE")]
-    catalog: Option<PathBuf>,
-    /// Manifest files or directories (a manifest named `plan` is written `./plan`).
-    #[arg(value_name = "MANIFEST")]
+    /// Manifest files or directories (every *.yaml/*.yml file in it), or `-` for standard
+    /// input. A file named `plan` is written `./plan`.
+    #[arg(value_name = "MANIFEST", required = true)]
     manifests: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CheckCommand {
+    /// Decide a compute plan offline: prints `allowed`, or the exact message the API's 422
+    /// would carry.
+    ///
+    /// Decide a compute plan offline, as the API would on a create: prints `allowed`, or the
+    /// exact message of the API's 422 `compute_plan_not_allowed`. Policies in audit mode
+    /// never deny; their warnings go to standard error. Plans of functions are never checked
+    /// by the API (a note says so); static web apps take no plan.
+    #[command(after_help = crate::help::CHECK_PLAN)]
+    Plan(PlanArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The resource type.
+    #[arg(long = "type", value_name = "TYPE", value_parser = crate::help::resource_types())]
+    resource_type: String,
+    /// The plan's name, e.g. small or memory-optimized (the catalog lists each type's).
+    #[arg(long = "plan", value_name = "PLAN")]
+    plan: String,
 }
 
 const EXIT_DENIED: u8 = 1;
@@ -46,32 +80,16 @@ const EXIT_BAD_INPUT: u8 = 2;
 /// Bad input: printed as one line, exit 2.
 struct BadInput(String);
 
-/// The file itself, or every `*.yaml`/`*.yml` file in a directory, sorted (shared by `check`
-/// and `apply`). The error names the path.
-pub(crate) fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, String> {
-    if path.is_dir() {
-        let entries = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-            .collect();
-        files.sort();
-        Ok(files)
-    } else {
-        Ok(vec![path.to_path_buf()])
-    }
-}
-
 fn read(path: &Path) -> Result<String, BadInput> {
-    std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))
+    read_text(path).map_err(BadInput)
 }
 
 fn located(file: &Path, error: &palisade_api_types::yaml::YamlError, index: usize) -> String {
     match (error.line, error.column) {
         (Some(line), Some(column)) => {
-            format!("{}:{line}:{column}: {}", file.display(), error.message)
+            format!("{}:{line}:{column}: {}", shown(file), error.message)
         }
-        _ => format!("{}:{index}: {error}", file.display()),
+        _ => format!("{}:{index}: {error}", shown(file)),
     }
 }
 
@@ -100,11 +118,11 @@ fn load_policies(paths: &[PathBuf], catalog: &Catalog) -> Result<Vec<Policy>, Ve
                     .map_err(|e| located(&file, &e, index))
                     .and_then(|d| {
                         d.validate(catalog)
-                            .map_err(|e| format!("{}:{index}: {e}", file.display()))
+                            .map_err(|e| format!("{}:{index}: {e}", shown(&file)))
                     });
                 match valid {
                     Ok(valid) => {
-                        let here = format!("{}:{index}", file.display());
+                        let here = format!("{}:{index}", shown(&file));
                         if let Some((_, _, first)) = policies.iter().find(|(b, p, _)| {
                             *b == valid.boundary && p.name() == valid.policy.name()
                         }) {
@@ -174,11 +192,11 @@ fn evaluate_object(
     index: usize,
     value: &serde_json::Value,
 ) -> Result<ObjectOut, String> {
-    let object = AdmissionObject::from_json(value)
-        .map_err(|e| format!("{}:{index}: {e}", file.display()))?;
+    let object =
+        AdmissionObject::from_json(value).map_err(|e| format!("{}:{index}: {e}", shown(file)))?;
     let verdict = evaluate(policies, &object, &AdmissionRequest::default());
     Ok(ObjectOut {
-        file: file.display().to_string(),
+        file: shown(file),
         index,
         api_version: object.api_version.clone(),
         kind: object.kind.clone(),
@@ -255,10 +273,9 @@ fn check_manifests(
                                 }
                             }
                         }
-                        None => errors.push(format!(
-                            "{}:{index}: /items: must be a list",
-                            file.display()
-                        )),
+                        None => {
+                            errors.push(format!("{}:{index}: /items: must be a list", shown(&file)))
+                        }
                     }
                 } else {
                     match evaluate_object(policies, &file, index, &value) {
@@ -279,24 +296,19 @@ fn print_errors(errors: &[String]) {
     }
 }
 
+/// Said on standard error when no policy was read: nothing can be denied.
+fn warn_no_policies(args: &CheckArgs, outcome: &str) {
+    let why = if args.policies.is_empty() {
+        "no policy given (-p POLICY_FILE)"
+    } else {
+        "the policy files hold no policy"
+    };
+    eprintln!("warning: {why}: {outcome}");
+}
+
 pub fn run(args: &CheckArgs) -> ExitCode {
-    if args
-        .manifests
-        .first()
-        .is_some_and(|m| m.as_os_str() == "plan")
-        && args.manifests.len() == 1
-    {
-        return run_plan(args);
-    }
-    if args.resource_type.is_some() || args.plan.is_some() {
-        print_errors(&["--type and --plan belong to `palisade check plan`".to_owned()]);
-        return ExitCode::from(EXIT_BAD_INPUT);
-    }
-    if args.manifests.is_empty() {
-        print_errors(&[
-            "no manifests given: palisade check [-p POLICY_FILE]... MANIFEST...".to_owned(),
-        ]);
-        return ExitCode::from(EXIT_BAD_INPUT);
+    if let Some(CheckCommand::Plan(plan)) = &args.command {
+        return run_plan(args, plan);
     }
     let catalog = match load_catalog(args) {
         Ok(c) => c,
@@ -313,8 +325,11 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         print_errors(&errors);
         return ExitCode::from(EXIT_BAD_INPUT);
     }
+    if policies.is_empty() {
+        warn_no_policies(args, "every object is admitted");
+    }
     let objects = check_manifests(&policies, &args.manifests, &mut errors);
-    let denied = objects.iter().any(|o| !o.admitted);
+    let denied = objects.iter().filter(|o| !o.admitted).count();
     let mut stdout = std::io::stdout().lock();
     match args.output {
         Output::Json => {
@@ -342,11 +357,13 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             }
         }
     }
+    let _ = stdout.flush();
     drop(stdout);
     print_errors(&errors);
+    eprintln!("checked {} objects: {denied} denied", objects.len());
     if !errors.is_empty() {
         ExitCode::from(EXIT_BAD_INPUT)
-    } else if denied {
+    } else if denied > 0 {
         ExitCode::from(EXIT_DENIED)
     } else {
         ExitCode::SUCCESS
@@ -359,12 +376,12 @@ fn load_catalog(args: &CheckArgs) -> Result<Catalog, String> {
         Some(path) => {
             let text = read(path).map_err(|BadInput(e)| e)?;
             palisade_api_types::catalog_file::parse(&text)
-                .map_err(|e| format!("{}: {e}", path.display()))
+                .map_err(|e| format!("{}: {e}", shown(path)))
         }
     }
 }
 
-fn run_plan(args: &CheckArgs) -> ExitCode {
+fn run_plan(args: &CheckArgs, plan_args: &PlanArgs) -> ExitCode {
     let bad = |message: String| {
         print_errors(&[message]);
         ExitCode::from(EXIT_BAD_INPUT)
@@ -373,23 +390,11 @@ fn run_plan(args: &CheckArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return bad(e),
     };
-    let Some(type_text) = &args.resource_type else {
-        return bad(
-            "--type is required: palisade check plan [-p POLICY_FILE]... --type T --plan P"
-                .to_owned(),
-        );
-    };
-    let Some(plan_text) = &args.plan else {
-        return bad(
-            "--plan is required: palisade check plan [-p POLICY_FILE]... --type T --plan P"
-                .to_owned(),
-        );
-    };
-    let resource_type = match ResourceType::parse(type_text) {
+    let resource_type = match ResourceType::parse(&plan_args.resource_type) {
         Ok(t) => t,
         Err(e) => return bad(format!("--type: {e}")),
     };
-    let plan = match PlanName::parse(plan_text) {
+    let plan = match PlanName::parse(&plan_args.plan) {
         Ok(p) => p,
         Err(e) => return bad(format!("--plan: {e}")),
     };
@@ -404,6 +409,9 @@ fn run_plan(args: &CheckArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return bad(format!("--plan: {e}")),
     };
+    if policies.is_empty() {
+        warn_no_policies(args, "every plan is allowed");
+    }
     let mut stderr = std::io::stderr().lock();
     for warning in &decision.audit_warnings {
         let _ = writeln!(stderr, "warning: {warning}");

@@ -2,64 +2,95 @@
 
 mod check;
 mod client;
+mod help;
+mod input;
 mod serve;
 
-use std::path::PathBuf;
+use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "palisade",
     version,
-    about = "Boundary policies for the internal developer platform"
+    about = "Boundary policies for the internal developer platform",
+    long_about = "Boundary policies for the internal developer platform.\n\n\
+        Platform admins write policies for a boundary (a tenant's part of the platform). \
+        palisade refuses resources on disallowed compute plans through its API, and installs \
+        the admission rules (required labels, allowed registries, no latest tag) in the \
+        boundary's Kubernetes clusters as ValidatingAdmissionPolicies.",
+    after_help = help::MAIN
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Evaluate manifests against policies offline, as the cluster would (exit 0 admitted,
-    /// 1 denied, 2 bad input). `palisade check plan --type T --plan P` decides a compute plan.
+    /// Evaluate manifests against policies offline, as the cluster would.
+    ///
+    /// Evaluate Kubernetes manifests against BoundaryPolicy files offline, exactly as the
+    /// cluster's admission rules would judge them, as if every object were in a namespace of
+    /// the policies' boundary. Denials go to standard output, one line each; audit warnings,
+    /// errors and the summary `checked N objects: M denied` to standard error.
+    /// `palisade check plan` decides a compute plan instead.
+    #[command(after_help = help::CHECK)]
     Check(check::CheckArgs),
-    /// Run the API (SQLite in ./.palisade by default; PostgreSQL with --database).
+    /// Run the API, the portal and the reconciler.
+    ///
+    /// Run palisade: the HTTP API, the web portal on the same port, and the reconciler that
+    /// installs policies in the attached clusters. SQLite in ./.palisade by default;
+    /// PostgreSQL with --database.
+    #[command(after_help = help::SERVE)]
     Serve(serve::ServeArgs),
-    /// Create or update BoundaryPolicy documents from a file or directory (all or nothing).
-    Apply {
-        #[arg(short = 'f', long = "filename", value_name = "FILE|DIR")]
-        file: PathBuf,
-        /// Validate and show what would change; write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        #[command(flatten)]
-        connection: client::Connection,
-    },
-    /// List objects: boundaries, clusters, policies B, resources B, namespaces B, tokens,
-    /// plans B --type T.
+    /// Create or update BoundaryPolicy documents (all or nothing).
+    ///
+    /// Create or update BoundaryPolicy documents from files, directories or standard input.
+    /// Every document is validated first; if one is invalid nothing is saved. Policies not
+    /// named are left alone (no pruning).
+    #[command(after_help = help::APPLY)]
+    Apply(client::ApplyArgs),
+    /// Show objects: boundaries, clusters, policies, policy, resources, namespaces, tokens,
+    /// plans.
+    #[command(after_help = help::GET)]
     Get {
         #[command(subcommand)]
         kind: client::Kind,
         #[command(flatten)]
         connection: client::Connection,
     },
-    /// Delete an object.
+    /// Delete a boundary, policy, resource, token, cluster or namespace.
+    #[command(after_help = help::DELETE)]
     Delete {
         #[command(subcommand)]
         kind: client::DeleteKind,
         #[command(flatten)]
         connection: client::Connection,
     },
-    /// Create or update a resource (plans are checked against the boundary's policies).
+    /// Create or update a resource; plans are checked against the boundary's policies.
+    ///
+    /// Create or update a resource of a boundary. Resource types: app, container_instance,
+    /// postgresql, sqlserver, qdrant, valkey (plans checked), function (plans never checked),
+    /// static_web_app (no plan).
+    #[command(after_help = help::RESOURCE)]
     Resource {
         #[command(subcommand)]
         command: client::ResourceCommand,
         #[command(flatten)]
         connection: client::Connection,
     },
-    /// Create, list or revoke API tokens.
+    /// Create, list or revoke API tokens (roles: admin, boundary-admin, developer).
+    #[command(after_help = help::TOKEN)]
     Token {
         #[command(subcommand)]
         command: client::TokenCommand,
@@ -67,6 +98,7 @@ enum Command {
         connection: client::Connection,
     },
     /// Create a boundary (admin).
+    #[command(after_help = help::BOUNDARY)]
     Boundary {
         #[command(subcommand)]
         command: client::BoundaryCommand,
@@ -74,6 +106,7 @@ enum Command {
         connection: client::Connection,
     },
     /// Create or adopt a namespace labelled for a boundary in one of its clusters.
+    #[command(after_help = help::NAMESPACE)]
     Namespace {
         #[command(subcommand)]
         command: client::NamespaceCommand,
@@ -81,11 +114,22 @@ enum Command {
         connection: client::Connection,
     },
     /// Register clusters and attach them to boundaries (admin).
+    #[command(after_help = help::CLUSTER)]
     Cluster {
         #[command(subcommand)]
         command: client::ClusterCommand,
         #[command(flatten)]
         connection: client::Connection,
+    },
+    /// Print the client's version, and the server's when PALISADE_URL (or --url) is set.
+    #[command(after_help = help::VERSION)]
+    Version(client::VersionArgs),
+    /// Print a shell completion script for bash, zsh or fish.
+    #[command(after_help = help::COMPLETION)]
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
     },
 }
 
@@ -96,6 +140,25 @@ fn finish(outcome: Result<(), client::Failure>) -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn completion(shell: Shell) -> ExitCode {
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut command = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "palisade", &mut script);
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::stdout().write_all(&script) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write the completion script: {e}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
     }
 }
 
@@ -110,11 +173,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Apply {
-            file,
-            dry_run,
-            connection,
-        } => finish(client::apply(&connection, &file, dry_run)),
+        Command::Apply(args) => finish(client::apply(&args)),
         Command::Get { kind, connection } => finish(client::get(&connection, &kind)),
         Command::Delete { kind, connection } => finish(client::delete(&connection, &kind)),
         Command::Resource {
@@ -137,5 +196,57 @@ fn main() -> ExitCode {
             command,
             connection,
         } => finish(client::cluster(&connection, &command)),
+        Command::Version(args) => finish(client::version(&args)),
+        Command::Completion { shell } => completion(shell),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Every command has examples after its help, and every option and positional has a
+    /// help text (clap's own `--help`/`--version` aside).
+    fn undocumented(command: &clap::Command, path: &str, seen: &mut usize, out: &mut Vec<String>) {
+        *seen += 1;
+        let here = format!("{path} {}", command.get_name());
+        let examples = command
+            .get_after_help()
+            .is_some_and(|h| h.to_string().contains("Examples:\n  "));
+        if !examples {
+            out.push(format!("{here}: no Examples: block"));
+        }
+        if command.get_about().is_none() {
+            out.push(format!("{here}: no about"));
+        }
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id != "help" && id != "version" && arg.get_help().is_none() {
+                out.push(format!("{here}: argument {id} has no help"));
+            }
+        }
+        for sub in command.get_subcommands() {
+            if sub.get_name() != "help" {
+                undocumented(sub, &here, seen, out);
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_and_argument_is_documented() {
+        let mut command = Cli::command();
+        command.build();
+        let (mut seen, mut out) = (0, Vec::new());
+        undocumented(&command, "", &mut seen, &mut out);
+        assert!(out.is_empty(), "{}", out.join("\n"));
+        // palisade, its 12 commands, check plan, 8 under get, 6 under delete, and resource,
+        // token, boundary, namespace and cluster subcommands.
+        assert_eq!(seen, 1 + 12 + 1 + 8 + 6 + 2 + 3 + 1 + 2 + 2);
     }
 }

@@ -475,3 +475,198 @@ fn custom_yaml_tags_and_bad_metadata_are_bad_input() {
         text(&out.stderr)
     );
 }
+
+fn palisade_with_stdin(args: &[&str], dir: &Path, input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_palisade"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The summary goes to standard error, in both output formats; standard output and the exit
+/// code are as before.
+#[test]
+fn a_summary_line_ends_standard_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "policy.yaml", POLICY);
+    write(dir.path(), "app.yaml", MANIFESTS);
+    let out = palisade(&["check", "-p", "policy.yaml", "app.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), "checked 3 objects: 1 denied\n");
+    let out = palisade(
+        &["check", "-p", "policy.yaml", "-o", "json", "app.yaml"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), "checked 3 objects: 1 denied\n");
+    assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok());
+    write(dir.path(), "ok.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: ok}\nspec: {containers: [{name: a, image: 'nginx:1.27'}]}\n");
+    let out = palisade(
+        &["check", "-p", "policy.yaml", "ok.yaml", "app.yaml"],
+        dir.path(),
+    );
+    assert_eq!(text(&out.stderr), "checked 4 objects: 1 denied\n");
+    // After the errors of bad input, counting what could be read.
+    write(dir.path(), "broken.yaml", "kind: [\n");
+    let out = palisade(
+        &["check", "-p", "policy.yaml", "ok.yaml", "broken.yaml"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("error: broken.yaml:"), "{stderr}");
+    assert!(
+        stderr.ends_with("\nchecked 1 objects: 0 denied\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_policy_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.yaml", MANIFESTS);
+    let out = palisade(&["check", "app.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(
+        text(&out.stderr),
+        "warning: no policy given (-p POLICY_FILE): every object is admitted\nchecked 3 objects: 0 denied\n"
+    );
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let out = palisade(&["check", "-p", "empty", "app.yaml"], dir.path());
+    assert_eq!(
+        text(&out.stderr),
+        "warning: the policy files hold no policy: every object is admitted\nchecked 3 objects: 0 denied\n"
+    );
+    let out = palisade(
+        &["check", "plan", "--type", "app", "--plan", "xlarge"],
+        dir.path(),
+    );
+    assert_eq!(
+        (out.status.code(), text(&out.stdout), text(&out.stderr)),
+        (
+            Some(0),
+            "allowed\n".to_owned(),
+            "warning: no policy given (-p POLICY_FILE): every plan is allowed\n".to_owned()
+        )
+    );
+}
+
+#[test]
+fn manifests_and_policies_from_standard_input() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "policy.yaml", POLICY);
+    write(dir.path(), "app.yaml", MANIFESTS);
+    let out = palisade_with_stdin(&["check", "-p", "policy.yaml", "-"], dir.path(), MANIFESTS);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "<stdin>:1 Deployment/web: Policy 'no-latest' (DisallowLatestTag) denied image nginx: it is tagged latest or carries no tag.\n"
+    );
+    let out = palisade_with_stdin(&["check", "-p", "-", "app.yaml"], dir.path(), POLICY);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "app.yaml:1 Deployment/web: Policy 'no-latest' (DisallowLatestTag) denied image nginx: it is tagged latest or carries no tag.\n"
+    );
+    let out = palisade_with_stdin(
+        &[
+            "check", "-p", "-", "plan", "--type", "app", "--plan", "large",
+        ],
+        dir.path(),
+        POLICY,
+    );
+    assert_eq!(
+        (out.status.code(), text(&out.stdout)),
+        (Some(0), "allowed\n".to_owned())
+    );
+    let out = palisade_with_stdin(&["check", "-p", "-", "-"], dir.path(), POLICY);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("error: standard input (-) can be read only once\n"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `check plan` is a command of its own: its help, its required options, and its options
+/// before or after the word `plan`.
+#[test]
+fn check_plan_has_its_own_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = palisade(&["check", "plan", "--help"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout);
+    assert!(
+        help.starts_with("Decide a compute plan offline: prints `allowed`, or the exact message the API's 422 would carry.\n"),
+        "{help}"
+    );
+    assert!(
+        help.contains("\nUsage: palisade check plan [OPTIONS] --type <TYPE> --plan <PLAN>\n"),
+        "{help}"
+    );
+    assert!(
+        help.contains("\nExamples:\n  # Prints `allowed` (exit 0) or the API's exact 422 message (exit 1)\n  palisade check plan -p policies/ --type app --plan large\n"),
+        "{help}"
+    );
+    for option in ["  -p, --policy <POLICY_FILE>\n", "      --catalog <FILE>\n"] {
+        assert!(help.contains(option), "{option}: {help}");
+    }
+    let help = text(&palisade(&["check", "--help"], dir.path()).stdout);
+    assert!(
+        help.contains("\n  plan  Decide a compute plan offline"),
+        "{help}"
+    );
+    let out = palisade(&["check", "plan", "--type", "app"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with(
+            "error: the following required arguments were not provided:\n  --plan <PLAN>\n"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    write(
+        dir.path(),
+        "size.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: size-limits, boundary: shop}\nspec:\n  rules:\n    - allowedComputePlans: {plans: [small]}\n",
+    );
+    for args in [
+        &[
+            "check",
+            "-p",
+            "size.yaml",
+            "plan",
+            "--type",
+            "app",
+            "--plan",
+            "large",
+        ][..],
+        &[
+            "check",
+            "plan",
+            "--type",
+            "app",
+            "--plan",
+            "large",
+            "-p",
+            "size.yaml",
+        ],
+    ] {
+        let out = palisade(args, dir.path());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+    }
+}

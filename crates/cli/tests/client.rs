@@ -8,6 +8,7 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -83,6 +84,26 @@ fn palisade(server_url: &str, token: Option<&str>, args: &[&str]) -> Output {
         None => command.env_remove("PALISADE_TOKEN"),
     };
     command.output().unwrap()
+}
+
+/// `palisade` with `input` on its standard input.
+fn palisade_with_stdin(server_url: &str, token: &str, args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("PALISADE_URL", server_url)
+        .env("PALISADE_TOKEN", token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -385,5 +406,230 @@ fn the_readme_local_cluster_flow_ends_in_a_denied_create() {
     assert_eq!(
         run(&["delete", "cluster", "local"]),
         "cluster local deleted\n"
+    );
+}
+
+const TRUSTED: &str = "apiVersion: palisade.dev/v1
+kind: BoundaryPolicy
+metadata:
+  name: trusted
+  boundary: shop
+  labels: {team: platform}
+  annotations: {owner: platform@acme.example}
+spec:
+  mode: audit
+  rules:
+    - allowedRegistries: {registries: [ghcr.io/acme, docker.io/library/]}
+    - requiredLabels: {labels: [{key: team, value: web}, {key: owner, value: \"\"}]}
+    - disallowLatestTag: {}
+    - allowedComputePlans: {plans: [small, valkey/medium]}
+";
+
+/// What the server saved, as the document: normalised (the trailing `/` and `value: ""`
+/// are gone), labels and annotations kept.
+const TRUSTED_SAVED: &str = "apiVersion: palisade.dev/v1
+kind: BoundaryPolicy
+metadata:
+  name: trusted
+  boundary: shop
+  labels:
+    team: platform
+  annotations:
+    owner: platform@acme.example
+spec:
+  mode: audit
+  rules:
+  - allowedRegistries:
+      registries:
+      - ghcr.io/acme
+      - docker.io/library
+  - requiredLabels:
+      labels:
+      - key: team
+        value: web
+      - key: owner
+  - disallowLatestTag: {}
+  - allowedComputePlans:
+      plans:
+      - small
+      - valkey/medium
+";
+
+/// `get policy B/N -o yaml` prints the BoundaryPolicy document, which `apply -f` (a file or
+/// standard input) takes back unchanged; `-o json` too; the table is one row.
+#[test]
+fn get_policy_prints_a_document_that_applies_unchanged() {
+    let server = serve(&[]);
+    let token = server.token.as_str();
+    let t = Some(token);
+    palisade(&server.url, t, &["boundary", "create", "shop"]);
+    let out = palisade_with_stdin(&server.url, token, &["apply", "-f", "-"], TRUSTED);
+    assert_eq!(
+        text(&out.stdout),
+        "boundarypolicy shop/trusted created\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        text(&out.stderr),
+        "warning: boundarypolicy shop/trusted: registry prefix 'docker.io/library/' saved as 'docker.io/library'\n\
+         warning: boundarypolicy shop/trusted: label 'owner' value \"\" saved as any value\n"
+    );
+
+    let out = palisade(
+        &server.url,
+        t,
+        &["get", "policy", "shop/trusted", "-o", "yaml"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let yaml = text(&out.stdout);
+    assert_eq!(yaml, TRUSTED_SAVED);
+    let back = write(&server.dir, "back.yaml", &yaml);
+    let out = palisade(&server.url, t, &["apply", "-f", back.to_str().unwrap()]);
+    assert_eq!(
+        (text(&out.stdout), text(&out.stderr)),
+        (
+            "boundarypolicy shop/trusted unchanged\n".to_owned(),
+            String::new()
+        )
+    );
+    let out = palisade_with_stdin(&server.url, token, &["apply", "-f", "-"], &yaml);
+    assert_eq!(text(&out.stdout), "boundarypolicy shop/trusted unchanged\n");
+
+    let out = palisade(
+        &server.url,
+        t,
+        &["get", "policy", "shop/trusted", "-o", "json"],
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json,
+        serde_json::to_value(serde_yaml_ng::from_str::<serde_json::Value>(TRUSTED_SAVED).unwrap())
+            .unwrap()
+    );
+    let out = palisade_with_stdin(
+        &server.url,
+        token,
+        &["apply", "-f", "-"],
+        &text(&out.stdout),
+    );
+    assert_eq!(text(&out.stdout), "boundarypolicy shop/trusted unchanged\n");
+
+    let out = palisade(&server.url, t, &["get", "policy", "shop/trusted"]);
+    let table = text(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(
+        lines[0].starts_with("NAME      MODE    SCOPE          RULES"),
+        "{table}"
+    );
+    assert!(
+        lines[1].starts_with(
+            "trusted   audit   all clusters   allowedRegistries,requiredLabels,disallowLatestTag,allowedComputePlans   -   "
+        ),
+        "{table}"
+    );
+
+    let out = palisade(
+        &server.url,
+        t,
+        &["get", "policy", "shop/nope", "-o", "yaml"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "error: policy 'nope' not found in boundary 'shop' [not_found]\n"
+    );
+    let out = palisade(&server.url, t, &["get", "policy", "shop"]);
+    assert_eq!(
+        text(&out.stderr),
+        "error: 'shop' must be written BOUNDARY/NAME\n"
+    );
+}
+
+/// `-f` is repeatable, and standard input can be named once.
+#[test]
+fn apply_takes_several_files_and_standard_input_once() {
+    let server = serve(&[]);
+    let token = server.token.as_str();
+    palisade(&server.url, Some(token), &["boundary", "create", "shop"]);
+    let other = write(
+        &server.dir,
+        "no-latest.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: no-latest, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n",
+    );
+    let out = palisade_with_stdin(
+        &server.url,
+        token,
+        &[
+            "apply",
+            "-f",
+            other.to_str().unwrap(),
+            "-f",
+            "-",
+            "--dry-run",
+        ],
+        TRUSTED,
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "boundarypolicy shop/no-latest created (dry run)\nboundarypolicy shop/trusted created (dry run)\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = palisade_with_stdin(
+        &server.url,
+        token,
+        &["apply", "-f", "-", "-f", "-"],
+        TRUSTED,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "error: standard input (-) can be read only once\n"
+    );
+}
+
+/// kubectl's `Client Version:`/`Server Version:` lines; the server is asked only when one
+/// is named, and one that cannot be reached is an error after the client's line.
+#[test]
+fn version_prints_the_client_and_the_server() {
+    let client = format!("Client Version: {}\n", env!("CARGO_PKG_VERSION"));
+    let server = serve(&[]);
+    let out = palisade(&server.url, None, &["version"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // Today's server does not report a version; one that does is shown as it is.
+    let known = format!("{client}Server Version: {}\n", env!("CARGO_PKG_VERSION"));
+    let unknown =
+        format!("{client}Server Version: unknown (the server does not report its version)\n");
+    assert!(stdout == known || stdout == unknown, "{stdout}");
+
+    let out = palisade(&server.url, None, &["version", "--client"]);
+    assert_eq!(text(&out.stdout), client);
+    let out = palisade(&server.url, None, &["version", "--client", "-o", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"clientVersion": env!("CARGO_PKG_VERSION")})
+    );
+
+    let port = free_port();
+    let down = format!("http://127.0.0.1:{port}");
+    let out = palisade(&down, None, &["version"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), client);
+    assert_eq!(
+        text(&out.stderr),
+        format!("error: cannot reach palisade at {down}: connection refused\n")
+    );
+    let out = Command::new(BIN)
+        .arg("version")
+        .env_remove("PALISADE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.status.code(), text(&out.stdout)),
+        (Some(0), client.clone())
     );
 }

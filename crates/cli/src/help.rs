@@ -1,0 +1,328 @@
+//! Help texts: the `Examples:` blocks shown after each command's help, and the values that
+//! options taking a role or a resource type accept.
+
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use palisade_policy::ResourceType;
+
+/// The roles a token can have (SPEC 4.1), with what each may do.
+pub fn roles() -> PossibleValuesParser {
+    PossibleValuesParser::new([
+        PossibleValue::new("admin").help("everything, in every boundary (no --boundary)"),
+        PossibleValue::new("boundary-admin").help(
+            "a boundary's policies, namespaces, resources and developer tokens (needs --boundary)",
+        ),
+        PossibleValue::new("developer")
+            .help("a boundary's resources and plans; reads its policies (needs --boundary)"),
+    ])
+}
+
+/// What the compute-plan rule does with a type, for its help line.
+fn type_help(ty: ResourceType) -> &'static str {
+    if ty.is_plan_checked() {
+        "plans checked against the boundary's policies"
+    } else if ty.has_plans() {
+        "has plans; they are never checked"
+    } else {
+        "takes no plan"
+    }
+}
+
+/// The platform's resource types, spelled as the API spells them.
+pub fn resource_types() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        ResourceType::ALL.map(|ty| PossibleValue::new(ty.as_str()).help(type_help(ty))),
+    )
+}
+
+pub const MAIN: &str = "\
+Examples:
+  # Run palisade with a demo boundary, then point the client commands at it
+  palisade serve --demo
+  export PALISADE_URL=http://127.0.0.1:8080 PALISADE_TOKEN=$(cat .palisade/admin.token)
+
+  # Save policies from git, then see them and their install status
+  palisade apply -f policies/
+  palisade get policies shop
+
+  # Check manifests offline before they reach a cluster
+  palisade check -p policies/ manifests/
+
+Client commands read the server from PALISADE_URL (or --url) and the token from PALISADE_TOKEN
+(or --token).";
+
+pub const CHECK: &str = "\
+Examples:
+  # Check every manifest in a directory against a directory of policies
+  palisade check -p policies/ manifests/
+
+  # Several policy files; one line per denial on standard output
+  palisade check -p size-limits.yaml -p trusted.yaml web.yaml
+
+  # Rendered manifests from standard input, one JSON element per object
+  helm template web ./chart | palisade check -p policies/ -o json -
+
+  # Would the policies allow an app on the large plan?
+  palisade check plan -p policies/ --type app --plan large
+
+Exit codes: 0 every object admitted (audit warnings allowed), 1 something denied, 2 bad input
+(2 wins over 1). A summary `checked N objects: M denied` goes to standard error. A manifest
+file named plan is written ./plan.";
+
+pub const CHECK_PLAN: &str = "\
+Examples:
+  # Prints `allowed` (exit 0) or the API's exact 422 message (exit 1)
+  palisade check plan -p policies/ --type app --plan large
+
+  # A database type, with a catalog file instead of the built-in catalog
+  palisade check plan -p size-limits.yaml --type postgresql --plan memory-optimized --catalog catalog.yaml
+
+Exit codes: 0 allowed, 1 denied, 2 bad input.";
+
+pub const SERVE: &str = "\
+Examples:
+  # SQLite in ./.palisade, the API and portal on 127.0.0.1:8080, a demo boundary 'shop'
+  palisade serve --demo
+
+  # PostgreSQL, which several replicas can share, on every interface
+  palisade serve --database postgres://palisade@db/palisade --listen 0.0.0.0:8080
+
+The first start writes an admin token to <data-dir>/admin.token (mode 0600).";
+
+pub const APPLY: &str = "\
+Examples:
+  # Create or update the policies in a file
+  palisade apply -f size-limits.yaml
+
+  # Every *.yaml and *.yml file in a directory, all or nothing
+  palisade apply -f policies/
+
+  # Show what would change, write nothing
+  palisade apply -f policies/ --dry-run
+
+  # From standard input: a policy read back from the server applies unchanged
+  palisade get policy shop/size-limits -o yaml | palisade apply -f -
+
+Prints one line per policy: `boundarypolicy shop/size-limits created` (configured, unchanged),
+and the save warnings on standard error.";
+
+pub const GET: &str = "\
+Examples:
+  # Boundaries, clusters and tokens the token can see
+  palisade get boundaries
+  palisade get clusters
+  palisade get tokens
+
+  # A boundary's policies with their install status, and one of them as a document
+  palisade get policies shop
+  palisade get policy shop/size-limits -o yaml
+
+  # A boundary's resources; those whose plan a policy now disallows
+  palisade get resources shop --type app
+  palisade get resources shop --grandfathered
+
+  # The plan picker: which app plans the policies allow
+  palisade get plans shop --type app
+
+Object types: boundaries, clusters, policies, policy, resources, namespaces, tokens, plans.";
+
+pub const GET_BOUNDARIES: &str = "\
+Examples:
+  palisade get boundaries
+  palisade get boundaries -o json";
+
+pub const GET_CLUSTERS: &str = "\
+Examples:
+  # Name, Kubernetes version, whether admission rules are enforced there, last error
+  palisade get clusters";
+
+pub const GET_POLICIES: &str = "\
+Examples:
+  palisade get policies shop
+  palisade get policies shop -o yaml    # the API's list body";
+
+pub const GET_POLICY: &str = "\
+Examples:
+  # As a table row
+  palisade get policy shop/size-limits
+
+  # As a BoundaryPolicy document that `palisade apply -f` takes back unchanged
+  palisade get policy shop/size-limits -o yaml > size-limits.yaml
+  palisade apply -f size-limits.yaml
+
+With -o yaml or -o json the output is the document (apiVersion, kind, metadata, spec), not the
+API's body.";
+
+pub const GET_RESOURCES: &str = "\
+Examples:
+  palisade get resources shop
+  palisade get resources shop --type container_instance
+  palisade get resources shop --grandfathered     # with the policies that disallow them";
+
+pub const GET_TOKENS: &str = "\
+Examples:
+  palisade get tokens
+  palisade get tokens -o json";
+
+pub const GET_NAMESPACES: &str = "\
+Examples:
+  palisade get namespaces shop";
+
+pub const GET_PLANS: &str = "\
+Examples:
+  palisade get plans shop --type app
+  palisade get plans shop --type valkey -o json";
+
+pub const DELETE: &str = "\
+Examples:
+  palisade delete policy shop/size-limits
+  palisade delete resource shop/app/web
+  palisade delete namespace shop/web --cluster prod-1
+  palisade delete cluster prod-1
+  palisade delete token 5f0c2d
+  palisade delete boundary shop      # refused (409) while it has resources, policies or namespaces";
+
+pub const DELETE_BOUNDARY: &str = "\
+Examples:
+  palisade delete boundary web-team";
+
+pub const DELETE_POLICY: &str = "\
+Examples:
+  palisade delete policy shop/size-limits";
+
+pub const DELETE_RESOURCE: &str = "\
+Examples:
+  palisade delete resource shop/app/web
+  palisade delete resource shop/postgresql/orders";
+
+pub const DELETE_TOKEN: &str = "\
+Examples:
+  # The id is the ID column of `palisade get tokens`
+  palisade delete token 5f0c2d";
+
+pub const DELETE_CLUSTER: &str = "\
+Examples:
+  palisade delete cluster prod-1
+  palisade delete cluster prod-1 --force    # it cannot be reached; its objects stay there";
+
+pub const DELETE_NAMESPACE: &str = "\
+Examples:
+  # Removes the boundary label; the namespace itself stays
+  palisade delete namespace shop/web --cluster prod-1";
+
+pub const RESOURCE: &str = "\
+Examples:
+  palisade resource create shop --type app --name web --plan small --image ghcr.io/acme/web:1.4
+  palisade resource create shop --type postgresql --name orders --plan medium
+  palisade resource update shop/app/web --plan medium";
+
+pub const RESOURCE_CREATE: &str = "\
+Examples:
+  # An app; a plan the boundary's policies disallow is refused with the API's 422 message
+  palisade resource create shop --type app --name web --plan small --image ghcr.io/acme/web:1.4 --label team=web
+
+  # A container instance: one plan per component
+  palisade resource create shop --type container_instance --name batch \\
+    --component worker:small:ghcr.io/acme/worker:2.0 --component cron:small:ghcr.io/acme/cron:2.0
+
+  # A database, a cache, a vector store: a plan only
+  palisade resource create shop --type valkey --name cache --plan small";
+
+pub const RESOURCE_UPDATE: &str = "\
+Examples:
+  # Move to another plan (checked against the policies)
+  palisade resource update shop/app/web --plan medium
+
+  # Any other change is never refused by the compute-plan rule
+  palisade resource update shop/app/web --image ghcr.io/acme/web:1.5 --label team=web
+
+  # Replace a container instance's components
+  palisade resource update shop/container_instance/batch --component worker:medium:ghcr.io/acme/worker:2.1";
+
+pub const TOKEN: &str = "\
+Examples:
+  palisade token create --role developer --boundary shop --expires-in-days 30
+  palisade token list
+  palisade token revoke 5f0c2d";
+
+pub const TOKEN_CREATE: &str = "\
+Examples:
+  # A developer token for one boundary, valid 30 days (the secret is printed once)
+  palisade token create --role developer --boundary shop --expires-in-days 30
+
+  # A boundary admin (admin tokens only)
+  palisade token create --role boundary-admin --boundary shop
+
+  # Another admin token
+  palisade token create --role admin
+
+Roles: admin, boundary-admin, developer.";
+
+pub const TOKEN_LIST: &str = "\
+Examples:
+  palisade token list
+  palisade token list -o yaml";
+
+pub const TOKEN_REVOKE: &str = "\
+Examples:
+  palisade token revoke 5f0c2d";
+
+pub const BOUNDARY: &str = "\
+Examples:
+  palisade boundary create web-team --display-name 'Web team'";
+
+pub const NAMESPACE: &str = "\
+Examples:
+  palisade namespace create shop/web --cluster prod-1
+  palisade namespace adopt shop/legacy --cluster prod-1";
+
+pub const NAMESPACE_CREATE: &str = "\
+Examples:
+  # Creates namespace web in cluster prod-1, labelled palisade.dev/boundary=shop
+  palisade namespace create shop/web --cluster prod-1";
+
+pub const NAMESPACE_ADOPT: &str = "\
+Examples:
+  # Labels the existing namespace legacy for boundary shop (409 if another boundary has it)
+  palisade namespace adopt shop/legacy --cluster prod-1";
+
+pub const CLUSTER: &str = "\
+Examples:
+  palisade cluster add prod-1 --kubeconfig prod-1.kubeconfig
+  palisade cluster attach shop prod-1";
+
+pub const CLUSTER_ADD: &str = "\
+Examples:
+  palisade cluster add prod-1 --kubeconfig prod-1.kubeconfig
+
+  # From standard input
+  kubectl config view --minify --flatten | palisade cluster add prod-1 --kubeconfig -
+
+The kubeconfig holds one cluster, user and context, an https server and inline credentials
+only. It is stored encrypted and never returned.";
+
+pub const CLUSTER_ATTACH: &str = "\
+Examples:
+  # Policies of shop are then installed in prod-1 (unless their scope leaves it out)
+  palisade cluster attach shop prod-1";
+
+pub const VERSION: &str = "\
+Examples:
+  # The client's version, and the server's when PALISADE_URL (or --url) is set
+  palisade version
+
+  # Only the client's
+  palisade version --client
+
+  palisade version -o json";
+
+pub const COMPLETION: &str = "\
+Examples:
+  # bash: this shell only, or every new shell
+  source <(palisade completion bash)
+  palisade completion bash > /etc/bash_completion.d/palisade
+
+  # zsh (a directory on $fpath)
+  palisade completion zsh > \"${fpath[1]}/_palisade\"
+
+  # fish
+  palisade completion fish > ~/.config/fish/completions/palisade.fish";
