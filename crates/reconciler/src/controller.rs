@@ -610,16 +610,6 @@ impl Controller {
             let _ = self.write_statuses(&cluster.name, boundary, statuses).await;
         }
     }
-
-    /// Removes everything this installation put in the cluster (for `DELETE /v1/clusters`).
-    pub async fn remove_from(&self, cluster: &ClusterRecord) -> Result<Vec<String>, String> {
-        let connection = self.connect(cluster).await?;
-        connection
-            .client
-            .remove_installation(&self.installation)
-            .await
-            .map_err(|e| e.to_string())
-    }
 }
 
 /// The boundary's policies that belong in `cluster`: with admission rules and in scope, or
