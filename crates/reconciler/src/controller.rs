@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use palisade_api_types::PolicySpec;
+use palisade_policy::name::NameError;
 use palisade_policy::{Catalog, Name, Policy};
 use palisade_store::{
     ClusterRecord, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore, StoreError,
@@ -55,6 +56,53 @@ impl Default for Settings {
             max_backoff: Duration::from_secs(60),
             lease_retry: Duration::from_secs(5),
         }
+    }
+}
+
+/// Why a cluster's part of a pass, or a whole pass, failed. The text is the whole reason, as
+/// statuses keep it (`error: <text>`, a cluster's `last_error`). No variant also returns its
+/// cause from `source()`: whoever prints the chain reads each cause once.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// The desired state could not be read: nothing was done.
+    #[error("cannot read the store: {0}")]
+    ReadStore(StoreError),
+    /// The cluster's sealed kubeconfig could not be opened.
+    #[error("the stored credentials cannot be read: {0}")]
+    Credentials(String),
+    /// A stored cluster name that is not a DNS label.
+    #[error("{0}")]
+    ClusterName(NameError),
+    /// A request to the cluster failed.
+    #[error("{0}")]
+    Cluster(ReconcileError),
+    #[error("cannot record the cluster's status: {0}")]
+    ClusterStatus(StoreError),
+    #[error("cannot record statuses: {0}")]
+    Statuses(StoreError),
+    #[error("cannot install the boundary-label guard: {0}")]
+    Guard(ReconcileError),
+    #[error("cannot remove objects of deleted policies: {0}")]
+    RemovePolicies(ReconcileError),
+    #[error("cannot remove objects of boundary '{boundary}': {error}")]
+    RemoveBoundary {
+        boundary: String,
+        error: ReconcileError,
+    },
+    /// The cluster's part took longer than [`Settings::cluster_timeout`].
+    #[error("no answer within {} s", .0.as_secs())]
+    Timeout(Duration),
+    /// A stored policy that does not decode (its cause in words).
+    #[error("the stored policy cannot be decoded: {0}")]
+    Undecodable(String),
+    /// A cluster's task ended without an answer (it panicked).
+    #[error("{0}")]
+    Task(tokio::task::JoinError),
+}
+
+impl From<ReconcileError> for ControllerError {
+    fn from(error: ReconcileError) -> Self {
+        ControllerError::Cluster(error)
     }
 }
 
@@ -109,7 +157,7 @@ pub const STATUS_PENDING: &str = "pending";
 struct BoundaryState {
     name: Name,
     /// Every stored policy, decoded (or why it cannot be).
-    policies: Vec<(PolicyRecord, Result<Policy, String>)>,
+    policies: Vec<(PolicyRecord, Result<Policy, ControllerError>)>,
     clusters: BTreeSet<String>,
     namespaces: Vec<NamespaceRecord>,
 }
@@ -244,9 +292,10 @@ impl Controller {
         let (clusters, boundaries) = match self.read_state().await {
             Ok(state) => state,
             Err(error) => {
-                report
-                    .failed
-                    .insert("*".to_owned(), format!("cannot read the store: {error}"));
+                report.failed.insert(
+                    "*".to_owned(),
+                    ControllerError::ReadStore(error).to_string(),
+                );
                 return report;
             }
         };
@@ -264,10 +313,7 @@ impl Controller {
                 .await
                 {
                     Ok(result) => result,
-                    Err(_) => Err(format!(
-                        "no answer within {} s",
-                        this.settings.cluster_timeout.as_secs()
-                    )),
+                    Err(_) => Err(ControllerError::Timeout(this.settings.cluster_timeout)),
                 };
                 if let Err(reason) = &result {
                     this.record_failure(&cluster, &boundaries, reason).await;
@@ -282,10 +328,12 @@ impl Controller {
                     report.reconciled.insert(name);
                 }
                 Ok((name, Err(reason))) => {
-                    report.failed.insert(name, reason);
+                    report.failed.insert(name, reason.to_string());
                 }
                 Err(error) => {
-                    report.failed.insert("*".to_owned(), error.to_string());
+                    report
+                        .failed
+                        .insert("*".to_owned(), ControllerError::Task(error).to_string());
                 }
             }
         }
@@ -334,7 +382,7 @@ impl Controller {
     }
 
     /// The cached connection to `cluster`, or a new one when its credentials changed.
-    async fn connect(&self, cluster: &ClusterRecord) -> Result<Connection, String> {
+    async fn connect(&self, cluster: &ClusterRecord) -> Result<Connection, ControllerError> {
         let cached = self
             .connections
             .lock()
@@ -344,11 +392,9 @@ impl Controller {
         if let Some(connection) = cached {
             return Ok(connection);
         }
-        let kubeconfig = (self.unseal)(&cluster.kubeconfig_sealed)
-            .map_err(|e| format!("the stored credentials cannot be read: {e}"))?;
-        let client = ClusterClient::from_kubeconfig(&kubeconfig)
-            .await
-            .map_err(|e| e.to_string())?;
+        let kubeconfig =
+            (self.unseal)(&cluster.kubeconfig_sealed).map_err(ControllerError::Credentials)?;
+        let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
         let connection = Connection {
             sealed: cluster.kubeconfig_sealed.clone(),
             client,
@@ -361,15 +407,15 @@ impl Controller {
     }
 
     /// Learns (once per connection) the user palisade acts as in the cluster.
-    async fn identity(&self, cluster: &str, connection: &mut Connection) -> Result<String, String> {
+    async fn identity(
+        &self,
+        cluster: &str,
+        connection: &mut Connection,
+    ) -> Result<String, ControllerError> {
         if let Some(identity) = &connection.identity {
             return Ok(identity.clone());
         }
-        let identity = connection
-            .client
-            .whoami()
-            .await
-            .map_err(|e| e.to_string())?;
+        let identity = connection.client.whoami().await?;
         connection.identity = Some(identity.clone());
         if let Ok(mut connections) = self.connections.lock() {
             if let Some(cached) = connections.get_mut(cluster) {
@@ -384,12 +430,12 @@ impl Controller {
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
-    ) -> Result<usize, String> {
+    ) -> Result<usize, ControllerError> {
         let mut unconfirmed = 0;
         let mut connection = self.connect(cluster).await?;
         let client = connection.client.clone();
-        let cluster_name = Name::parse(&cluster.name).map_err(|e| e.to_string())?;
-        let probe = client.probe().await.map_err(|e| e.to_string())?;
+        let cluster_name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
+        let probe = client.probe().await?;
         let (enforced, reason) = match &probe.admission {
             Admission::Enforced => (true, None),
             Admission::NotEnforced(reason) => (false, Some(reason.as_str())),
@@ -402,7 +448,7 @@ impl Controller {
                 reason,
             )
             .await
-            .map_err(|e| format!("cannot record the cluster's status: {e}"))?;
+            .map_err(ControllerError::ClusterStatus)?;
         let attached: Vec<&BoundaryState> = boundaries
             .iter()
             .filter(|b| b.clusters.contains(&cluster.name))
@@ -427,7 +473,7 @@ impl Controller {
         client
             .install_boundary_label_guard(&self.installation, &identity)
             .await
-            .map_err(|e| format!("cannot install the boundary-label guard: {e}"))?;
+            .map_err(ControllerError::Guard)?;
 
         let mut attached_names = BTreeSet::new();
         for boundary in &attached {
@@ -444,7 +490,7 @@ impl Controller {
                 .collect();
             for (record, decoded) in wanted(boundary, &cluster_name) {
                 let status = match decoded {
-                    Err(reason) => status_error(reason),
+                    Err(reason) => status_error(&reason.to_string()),
                     Ok(policy) => {
                         keep.push(policy.name().clone());
                         let status = self
@@ -478,15 +524,12 @@ impl Controller {
             client
                 .garbage_collect(&self.installation, &boundary.name, &keep)
                 .await
-                .map_err(|e| format!("cannot remove objects of deleted policies: {e}"))?;
+                .map_err(ControllerError::RemovePolicies)?;
             self.write_statuses(&cluster.name, boundary, statuses)
                 .await?;
         }
         // Boundaries detached from this cluster, or deleted: their objects go.
-        let installed = client
-            .installed_boundaries(&self.installation)
-            .await
-            .map_err(|e| e.to_string())?;
+        let installed = client.installed_boundaries(&self.installation).await?;
         for stale in installed.difference(&attached_names) {
             let Ok(boundary) = Name::parse(stale) else {
                 continue;
@@ -494,7 +537,10 @@ impl Controller {
             client
                 .garbage_collect(&self.installation, &boundary, &[])
                 .await
-                .map_err(|e| format!("cannot remove objects of boundary '{stale}': {e}"))?;
+                .map_err(|error| ControllerError::RemoveBoundary {
+                    boundary: stale.clone(),
+                    error,
+                })?;
         }
         self.clear_error(&cluster.name).await;
         Ok(unconfirmed)
@@ -566,15 +612,11 @@ impl Controller {
         cluster: &str,
         boundary: &BoundaryState,
         statuses: Vec<PolicyStatusRecord>,
-    ) -> Result<(), String> {
-        match self
-            .store
+    ) -> Result<(), ControllerError> {
+        self.store
             .replace_policy_statuses(cluster, boundary.name.as_str(), statuses)
             .await
-        {
-            Ok(()) => Ok(()),
-            Err(error) => Err(format!("cannot record statuses: {error}")),
-        }
+            .map_err(ControllerError::Statuses)
     }
 
     async fn clear_error(&self, cluster: &str) {
@@ -588,12 +630,13 @@ impl Controller {
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
-        reason: &str,
+        reason: &ControllerError,
     ) {
+        let reason = reason.to_string();
         tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
         let _ = self
             .store
-            .set_cluster_error(&cluster.name, Some(reason))
+            .set_cluster_error(&cluster.name, Some(&reason))
             .await;
         let Ok(cluster_name) = Name::parse(&cluster.name) else {
             return;
@@ -604,7 +647,7 @@ impl Controller {
         {
             let statuses = wanted(boundary, &cluster_name)
                 .map(|(record, _)| {
-                    status_record(boundary, record, &cluster.name, status_error(reason))
+                    status_record(boundary, record, &cluster.name, status_error(&reason))
                 })
                 .collect();
             let _ = self.write_statuses(&cluster.name, boundary, statuses).await;
@@ -617,7 +660,7 @@ impl Controller {
 fn wanted<'a>(
     boundary: &'a BoundaryState,
     cluster: &'a Name,
-) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, String>)> + 'a {
+) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, ControllerError>)> + 'a {
     boundary
         .policies
         .iter()
@@ -645,8 +688,8 @@ fn status_record(
 }
 
 /// Decodes a stored policy (the same validation as the API's).
-pub fn decode(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, String> {
-    let unreadable = |why: String| format!("the stored policy cannot be decoded: {why}");
+pub fn decode(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, ControllerError> {
+    let unreadable = |why: String| ControllerError::Undecodable(why);
     let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
     let spec = PolicySpec::from_json(record.spec_json.as_bytes())
         .map_err(|e| unreadable(e.to_string()))?;
@@ -667,5 +710,66 @@ mod tests {
         let status = status_not_enforced(&long);
         assert!(status.ends_with('…'));
         assert!(status.len() <= "not enforced: ".len() + MAX_REASON_BYTES + '…'.len_utf8());
+    }
+
+    /// The texts statuses keep, which the API shows and tests assert.
+    #[test]
+    fn error_texts_are_the_reasons_statuses_keep() {
+        use std::error::Error;
+        let cases = [
+            (
+                ControllerError::ReadStore(StoreError::Timeout),
+                "cannot read the store: the store did not answer before the deadline; nothing was written",
+            ),
+            (
+                ControllerError::Statuses(StoreError::NotFound),
+                "cannot record statuses: not found",
+            ),
+            (
+                ControllerError::ClusterStatus(StoreError::NotFound),
+                "cannot record the cluster's status: not found",
+            ),
+            (
+                ControllerError::Credentials("bad key".into()),
+                "the stored credentials cannot be read: bad key",
+            ),
+            (
+                ControllerError::Timeout(Duration::from_secs(60)),
+                "no answer within 60 s",
+            ),
+            (
+                ControllerError::Guard(ReconcileError::Unexpected("x".into())),
+                "cannot install the boundary-label guard: unexpected answer: x",
+            ),
+            (
+                ControllerError::RemoveBoundary {
+                    boundary: "shop".into(),
+                    error: ReconcileError::Unexpected("x".into()),
+                },
+                "cannot remove objects of boundary 'shop': unexpected answer: x",
+            ),
+            (
+                ControllerError::Cluster(ReconcileError::Unexpected("x".into())),
+                "unexpected answer: x",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+            // The cause is in the text, so it is not a source as well.
+            assert!(error.source().is_none(), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_kube_error_is_stated_once() {
+        use std::error::Error;
+        let mut status = kube::core::Status::failure("gone", "NotFound");
+        status.code = 404;
+        let error = ReconcileError::from(kube::Error::Api(Box::new(status)));
+        assert_eq!(
+            error.to_string(),
+            "the API server answered 404 Not Found: gone"
+        );
+        assert!(error.source().is_none());
     }
 }
