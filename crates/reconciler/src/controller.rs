@@ -11,14 +11,17 @@
 //!
 //! Passes run at start, after every change the store reports (an in-process channel on
 //! SQLite, LISTEN/NOTIFY on PostgreSQL, which also reports reconnects), every five minutes,
-//! and after a failure with exponential backoff. Only the holder of the installation's lease
-//! runs passes; other replicas stand by and take over when the lease frees.
+//! and after a failure (or a status the store did not take) with exponential backoff. Only
+//! the holder of the installation's lease runs passes; other replicas stand by and take over
+//! when the lease frees.
+//!
+//! Metrics: see [`crate::metrics`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use palisade_api_types::PolicySpec;
 use palisade_policy::name::NameError;
@@ -27,6 +30,7 @@ use palisade_store::{
     ClusterRecord, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore, StoreError,
 };
 
+use crate::metrics::{self, Outcome};
 use crate::probe::{Admission, EnforcementProbe};
 use crate::{ClusterClient, ReconcileError};
 
@@ -116,6 +120,16 @@ pub struct PassReport {
     /// Policies applied but not yet seen enforcing (the API server activates a new policy
     /// within about a second): another pass follows shortly.
     pub unconfirmed: usize,
+    /// Clusters with a status (the cluster's or its policies') that the store did not take:
+    /// logged, counted, and retried with backoff like a failure.
+    pub unrecorded: BTreeSet<String>,
+}
+
+impl PassReport {
+    /// Whether the pass left something to retry with backoff.
+    pub fn incomplete(&self) -> bool {
+        !self.failed.is_empty() || !self.unrecorded.is_empty()
+    }
 }
 
 /// How long after palisade first sees a policy version admit its violating probe it keeps
@@ -170,6 +184,26 @@ struct Connection {
     identity: Option<String>,
 }
 
+/// What a cluster's part of a pass that completed found.
+#[derive(Debug)]
+struct ClusterPass {
+    /// Policies applied but not yet confirmed.
+    unconfirmed: usize,
+    /// `false`: the cluster cannot enforce admission rules; nothing was written to it.
+    enforced: bool,
+    /// Every status write of the part succeeded.
+    recorded: bool,
+}
+
+/// One cluster's part of a pass, as its task reports it.
+#[derive(Debug)]
+struct ClusterDone {
+    name: String,
+    result: Result<ClusterPass, ControllerError>,
+    /// Every status write of the part (or of its failure) succeeded.
+    recorded: bool,
+}
+
 /// The reconciler of one installation.
 pub struct Controller {
     store: SharedStore,
@@ -179,7 +213,7 @@ pub struct Controller {
     settings: Settings,
     connections: Mutex<HashMap<String, Connection>>,
     /// When a (cluster, boundary, policy, etag) was first seen applied but not enforcing.
-    unconfirmed: Mutex<HashMap<(String, String, String, String), std::time::Instant>>,
+    unconfirmed: Mutex<HashMap<(String, String, String, String), Instant>>,
 }
 
 impl fmt::Debug for Controller {
@@ -192,6 +226,7 @@ impl fmt::Debug for Controller {
 }
 
 impl Controller {
+    /// A controller; its metrics are described to the recorder installed by then.
     pub fn new(
         store: SharedStore,
         catalog: Arc<Catalog>,
@@ -199,6 +234,7 @@ impl Controller {
         installation: String,
         settings: Settings,
     ) -> Arc<Self> {
+        metrics::describe();
         Arc::new(Controller {
             store,
             catalog,
@@ -249,11 +285,12 @@ impl Controller {
                 }
             };
             tracing::info!(installation = %self.installation, "reconciler active");
+            metrics::active(true);
             let mut backoff: Option<Duration> = None;
             loop {
                 changes.borrow_and_update();
                 let report = self.reconcile_all().await;
-                let wait = if report.failed.is_empty() {
+                let wait = if !report.incomplete() {
                     backoff = None;
                     if report.unconfirmed > 0 {
                         RECHECK
@@ -264,15 +301,24 @@ impl Controller {
                     let next = backoff
                         .map_or(self.settings.min_backoff, |b| b * 2)
                         .min(self.settings.max_backoff);
-                    tracing::warn!(failed = ?report.failed, retry_in = ?next, "reconcile pass incomplete");
+                    tracing::warn!(
+                        failed = ?report.failed,
+                        unrecorded = ?report.unrecorded,
+                        retry_in = ?next,
+                        "reconcile pass incomplete"
+                    );
                     backoff = Some(next);
                     next
                 };
                 tokio::select! {
-                    () = &mut shutdown => return,
+                    () = &mut shutdown => {
+                        metrics::active(false);
+                        return;
+                    }
                     changed = changes.changed() => {
                         if changed.is_err() {
                             tracing::warn!("reconciler: the change feed ended");
+                            metrics::active(false);
                             return;
                         }
                     }
@@ -280,6 +326,7 @@ impl Controller {
                 }
                 if !lease.held().await {
                     tracing::warn!("reconciler: lost the lease; standing by");
+                    metrics::active(false);
                     break;
                 }
             }
@@ -292,6 +339,7 @@ impl Controller {
         let (clusters, boundaries) = match self.read_state().await {
             Ok(state) => state,
             Err(error) => {
+                metrics::store_read_failed();
                 report.failed.insert(
                     "*".to_owned(),
                     ControllerError::ReadStore(error).to_string(),
@@ -304,31 +352,23 @@ impl Controller {
         for cluster in clusters {
             let this = Arc::clone(self);
             let boundaries = Arc::clone(&boundaries);
-            tasks.spawn(async move {
-                let name = cluster.name.clone();
-                let result = match tokio::time::timeout(
-                    this.settings.cluster_timeout,
-                    this.reconcile_cluster(&cluster, &boundaries),
-                )
-                .await
-                {
-                    Ok(result) => result,
-                    Err(_) => Err(ControllerError::Timeout(this.settings.cluster_timeout)),
-                };
-                if let Err(reason) = &result {
-                    this.record_failure(&cluster, &boundaries, reason).await;
-                }
-                (name, result)
-            });
+            tasks.spawn(async move { this.cluster_pass(&cluster, &boundaries).await });
         }
         while let Some(joined) = tasks.join_next().await {
             match joined {
-                Ok((name, Ok(unconfirmed))) => {
-                    report.unconfirmed += unconfirmed;
-                    report.reconciled.insert(name);
-                }
-                Ok((name, Err(reason))) => {
-                    report.failed.insert(name, reason.to_string());
+                Ok(done) => {
+                    if !done.recorded {
+                        report.unrecorded.insert(done.name.clone());
+                    }
+                    match done.result {
+                        Ok(pass) => {
+                            report.unconfirmed += pass.unconfirmed;
+                            report.reconciled.insert(done.name);
+                        }
+                        Err(error) => {
+                            report.failed.insert(done.name, error.to_string());
+                        }
+                    }
                 }
                 Err(error) => {
                     report
@@ -338,6 +378,40 @@ impl Controller {
             }
         }
         report
+    }
+
+    /// One cluster's part of a pass, under `cluster_timeout`, measured and counted; a failure
+    /// is recorded in the cluster's and its policies' statuses.
+    async fn cluster_pass(
+        &self,
+        cluster: &ClusterRecord,
+        boundaries: &[BoundaryState],
+    ) -> ClusterDone {
+        let started = Instant::now();
+        let result = match tokio::time::timeout(
+            self.settings.cluster_timeout,
+            self.reconcile_cluster(cluster, boundaries),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(ControllerError::Timeout(self.settings.cluster_timeout)),
+        };
+        let outcome = match &result {
+            Ok(pass) if pass.enforced => Outcome::Ok,
+            Ok(_) => Outcome::NotEnforced,
+            Err(_) => Outcome::Error,
+        };
+        metrics::pass(&cluster.name, outcome, started.elapsed());
+        let recorded = match &result {
+            Ok(pass) => pass.recorded,
+            Err(error) => self.record_failure(cluster, boundaries, error).await,
+        };
+        ClusterDone {
+            name: cluster.name.clone(),
+            result,
+            recorded,
+        }
     }
 
     async fn read_state(&self) -> Result<(Vec<ClusterRecord>, Vec<BoundaryState>), StoreError> {
@@ -425,12 +499,12 @@ impl Controller {
         Ok(identity)
     }
 
-    /// Reconciles one cluster; the number of policies applied but not yet confirmed.
+    /// Reconciles one cluster.
     async fn reconcile_cluster(
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
-    ) -> Result<usize, ControllerError> {
+    ) -> Result<ClusterPass, ControllerError> {
         let mut unconfirmed = 0;
         let mut connection = self.connect(cluster).await?;
         let client = connection.client.clone();
@@ -465,8 +539,12 @@ impl Controller {
                 self.write_statuses(&cluster.name, boundary, statuses)
                     .await?;
             }
-            self.clear_error(&cluster.name).await;
-            return Ok(0);
+            let recorded = self.clear_error(&cluster.name).await;
+            return Ok(ClusterPass {
+                unconfirmed: 0,
+                enforced: false,
+                recorded,
+            });
         }
 
         let identity = self.identity(&cluster.name, &mut connection).await?;
@@ -496,6 +574,7 @@ impl Controller {
                         let status = self
                             .install(
                                 &client,
+                                &cluster.name,
                                 &boundary.name,
                                 policy,
                                 &in_cluster,
@@ -521,10 +600,11 @@ impl Controller {
                     .filter(|(_, d)| d.is_err())
                     .filter_map(|(r, _)| Name::parse(&r.name).ok()),
             );
-            client
+            let removed = client
                 .garbage_collect(&self.installation, &boundary.name, &keep)
                 .await
                 .map_err(ControllerError::RemovePolicies)?;
+            metrics::removed(&cluster.name, removed.len());
             self.write_statuses(&cluster.name, boundary, statuses)
                 .await?;
         }
@@ -534,16 +614,21 @@ impl Controller {
             let Ok(boundary) = Name::parse(stale) else {
                 continue;
             };
-            client
+            let removed = client
                 .garbage_collect(&self.installation, &boundary, &[])
                 .await
                 .map_err(|error| ControllerError::RemoveBoundary {
                     boundary: stale.clone(),
                     error,
                 })?;
+            metrics::removed(&cluster.name, removed.len());
         }
-        self.clear_error(&cluster.name).await;
-        Ok(unconfirmed)
+        let recorded = self.clear_error(&cluster.name).await;
+        Ok(ClusterPass {
+            unconfirmed,
+            enforced: true,
+            recorded,
+        })
     }
 
     /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago
@@ -565,7 +650,7 @@ impl Controller {
             seen.remove(&key);
             return status;
         }
-        let first = *seen.entry(key).or_insert_with(std::time::Instant::now);
+        let first = *seen.entry(key).or_insert_with(Instant::now);
         if first.elapsed() < ACTIVATION_GRACE {
             *unconfirmed += 1;
             STATUS_PENDING.to_owned()
@@ -578,6 +663,7 @@ impl Controller {
     async fn install(
         &self,
         client: &ClusterClient,
+        cluster: &str,
         boundary: &Name,
         policy: &Policy,
         others: &[Policy],
@@ -589,6 +675,7 @@ impl Controller {
         {
             return status_error(&error.to_string());
         }
+        metrics::applied(cluster);
         let Some(namespace) = probe_namespace else {
             return STATUS_INSTALLED.to_owned();
         };
@@ -619,27 +706,52 @@ impl Controller {
             .map_err(ControllerError::Statuses)
     }
 
-    async fn clear_error(&self, cluster: &str) {
-        if let Err(error) = self.store.set_cluster_error(cluster, None).await {
-            tracing::warn!(cluster, %error, "cannot record the cluster's status");
+    /// A status write whose failure ends nothing else: logged with its cause and counted.
+    /// `true` when written, or when the cluster is gone from the store (nothing to record).
+    fn recorded(&self, cluster: &str, what: &str, result: Result<(), ControllerError>) -> bool {
+        match result {
+            Ok(()) => true,
+            Err(ControllerError::ClusterStatus(StoreError::NotFound)) => {
+                tracing::debug!(cluster, what, "not recorded: the cluster is gone");
+                true
+            }
+            Err(error) => {
+                tracing::warn!(cluster, what, %error, "status not recorded; the pass will be retried");
+                metrics::status_write_failed(cluster);
+                false
+            }
         }
     }
 
+    /// Clears the cluster's `last_error` after a part that completed; `false` if the store
+    /// did not take it.
+    async fn clear_error(&self, cluster: &str) -> bool {
+        let result = self
+            .store
+            .set_cluster_error(cluster, None)
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        self.recorded(cluster, "the cluster's last error (cleared)", result)
+    }
+
     /// A cluster's part failed: the cluster and each policy that should be there say why.
+    /// `false` when one of those statuses could not be recorded.
     async fn record_failure(
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
         reason: &ControllerError,
-    ) {
+    ) -> bool {
         let reason = reason.to_string();
         tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
-        let _ = self
+        let result = self
             .store
             .set_cluster_error(&cluster.name, Some(&reason))
-            .await;
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        let mut recorded = self.recorded(&cluster.name, "the cluster's last error", result);
         let Ok(cluster_name) = Name::parse(&cluster.name) else {
-            return;
+            return recorded;
         };
         for boundary in boundaries
             .iter()
@@ -650,8 +762,11 @@ impl Controller {
                     status_record(boundary, record, &cluster.name, status_error(&reason))
                 })
                 .collect();
-            let _ = self.write_statuses(&cluster.name, boundary, statuses).await;
+            let result = self.write_statuses(&cluster.name, boundary, statuses).await;
+            let what = format!("the policy statuses of boundary '{}'", boundary.name);
+            recorded &= self.recorded(&cluster.name, &what, result);
         }
+        recorded
     }
 }
 

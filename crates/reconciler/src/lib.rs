@@ -12,6 +12,7 @@ pub mod cause;
 pub mod cluster;
 pub mod controller;
 pub mod kubeconfig;
+pub mod metrics;
 pub mod probe;
 pub mod violating;
 
