@@ -13,13 +13,15 @@
 //! SQLite, LISTEN/NOTIFY on PostgreSQL, which also reports reconnects), every five minutes,
 //! and after a failure (or a status the store did not take) with exponential backoff. Only
 //! the holder of the installation's lease runs passes; other replicas stand by and take over
-//! when the lease frees.
+//! when the lease frees. On shutdown the pass in progress may finish its cluster writes for
+//! [`Settings::shutdown_grace`]; then the loop returns and the lease is released.
 //!
 //! Metrics: see [`crate::metrics`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,7 +29,8 @@ use palisade_api_types::PolicySpec;
 use palisade_policy::name::NameError;
 use palisade_policy::{Catalog, Name, Policy};
 use palisade_store::{
-    ClusterRecord, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore, StoreError,
+    ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore,
+    StoreError,
 };
 
 use crate::metrics::{self, Outcome};
@@ -49,6 +52,9 @@ pub struct Settings {
     pub max_backoff: Duration,
     /// How often a standby replica tries to take the lease.
     pub lease_retry: Duration,
+    /// On shutdown, how long the pass in progress may go on finishing its cluster writes
+    /// before the rest of it is abandoned.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for Settings {
@@ -59,6 +65,7 @@ impl Default for Settings {
             min_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(60),
             lease_retry: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
@@ -204,6 +211,12 @@ struct ClusterDone {
     recorded: bool,
 }
 
+/// How a lead (the loop while this replica holds the lease) ended.
+enum LeadEnd {
+    Shutdown,
+    LostLease,
+}
+
 /// The reconciler of one installation.
 pub struct Controller {
     store: SharedStore,
@@ -252,10 +265,18 @@ impl Controller {
 
     /// Runs until `shutdown` completes: waits for the lease, then reconciles on every change,
     /// every `resync`, and after failures with backoff. Gives the lease up when it is lost.
+    ///
+    /// When `shutdown` completes during a pass, the pass may go on for
+    /// [`Settings::shutdown_grace`] to finish its cluster writes; whatever is still running
+    /// then is abandoned. Returns at once otherwise. The lease is released on return.
     pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
         let mut changes = loop {
-            match self.store.subscribe().await {
+            let subscribed = tokio::select! {
+                () = &mut shutdown => return,
+                subscribed = self.store.subscribe() => subscribed,
+            };
+            match subscribed {
                 Ok(changes) => break changes,
                 Err(error) => {
                     tracing::warn!(%error, "reconciler: cannot follow changes; retrying");
@@ -267,7 +288,11 @@ impl Controller {
             }
         };
         loop {
-            let lease = match self.store.try_lease(&self.installation).await {
+            let taken = tokio::select! {
+                () = &mut shutdown => return,
+                taken = self.store.try_lease(&self.installation) => taken,
+            };
+            let lease = match taken {
                 Ok(Some(lease)) => lease,
                 Ok(None) => {
                     tracing::debug!("reconciler: another replica is active; standing by");
@@ -286,50 +311,99 @@ impl Controller {
             };
             tracing::info!(installation = %self.installation, "reconciler active");
             metrics::active(true);
-            let mut backoff: Option<Duration> = None;
-            loop {
-                changes.borrow_and_update();
-                let report = self.reconcile_all().await;
-                let wait = if !report.incomplete() {
-                    backoff = None;
-                    if report.unconfirmed > 0 {
-                        RECHECK
-                    } else {
-                        self.settings.resync
-                    }
-                } else {
-                    let next = backoff
-                        .map_or(self.settings.min_backoff, |b| b * 2)
-                        .min(self.settings.max_backoff);
-                    tracing::warn!(
-                        failed = ?report.failed,
-                        unrecorded = ?report.unrecorded,
-                        retry_in = ?next,
-                        "reconcile pass incomplete"
-                    );
-                    backoff = Some(next);
-                    next
-                };
-                tokio::select! {
-                    () = &mut shutdown => {
-                        metrics::active(false);
-                        return;
-                    }
-                    changed = changes.changed() => {
-                        if changed.is_err() {
-                            tracing::warn!("reconciler: the change feed ended");
-                            metrics::active(false);
-                            return;
-                        }
-                    }
-                    () = tokio::time::sleep(wait) => {}
+            let end = self.lead(&lease, &mut changes, shutdown.as_mut()).await;
+            metrics::active(false);
+            drop(lease);
+            match end {
+                LeadEnd::Shutdown => {
+                    tracing::info!(installation = %self.installation, "reconciler stopped; lease released");
+                    return;
                 }
-                if !lease.held().await {
+                LeadEnd::LostLease => {
                     tracing::warn!("reconciler: lost the lease; standing by");
-                    metrics::active(false);
-                    break;
                 }
             }
+        }
+    }
+
+    /// Passes while `lease` holds, until `shutdown` completes or the change feed ends.
+    async fn lead(
+        self: &Arc<Self>,
+        lease: &Lease,
+        changes: &mut tokio::sync::watch::Receiver<u64>,
+        mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    ) -> LeadEnd {
+        let mut backoff: Option<Duration> = None;
+        loop {
+            changes.borrow_and_update();
+            let pass = self.reconcile_all();
+            tokio::pin!(pass);
+            let report = tokio::select! {
+                report = &mut pass => report,
+                () = &mut shutdown => {
+                    self.finish_on_shutdown(pass).await;
+                    return LeadEnd::Shutdown;
+                }
+            };
+            let wait = if !report.incomplete() {
+                backoff = None;
+                if report.unconfirmed > 0 {
+                    RECHECK
+                } else {
+                    self.settings.resync
+                }
+            } else {
+                let next = backoff
+                    .map_or(self.settings.min_backoff, |b| b * 2)
+                    .min(self.settings.max_backoff);
+                tracing::warn!(
+                    failed = ?report.failed,
+                    unrecorded = ?report.unrecorded,
+                    retry_in = ?next,
+                    "reconcile pass incomplete"
+                );
+                backoff = Some(next);
+                next
+            };
+            tokio::select! {
+                () = &mut shutdown => return LeadEnd::Shutdown,
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        tracing::warn!("reconciler: the change feed ended");
+                        return LeadEnd::Shutdown;
+                    }
+                }
+                () = tokio::time::sleep(wait) => {}
+            }
+            let held = tokio::select! {
+                () = &mut shutdown => return LeadEnd::Shutdown,
+                held = lease.held() => held,
+            };
+            if !held {
+                return LeadEnd::LostLease;
+            }
+        }
+    }
+
+    /// Lets a pass that shutdown interrupted finish for at most `shutdown_grace`; past it, the
+    /// pass is dropped, which aborts its cluster tasks.
+    async fn finish_on_shutdown(&self, pass: Pin<&mut impl Future<Output = PassReport>>) {
+        let grace = self.settings.shutdown_grace;
+        tracing::info!(
+            ?grace,
+            "reconciler: stopping; the pass in progress may finish"
+        );
+        match tokio::time::timeout(grace, pass).await {
+            Ok(report) if report.incomplete() => tracing::warn!(
+                failed = ?report.failed,
+                unrecorded = ?report.unrecorded,
+                "reconciler: the last pass finished incomplete"
+            ),
+            Ok(_) => tracing::info!("reconciler: the last pass finished"),
+            Err(_) => tracing::warn!(
+                ?grace,
+                "reconciler: the pass in progress did not finish in time; the rest of it is abandoned"
+            ),
         }
     }
 
