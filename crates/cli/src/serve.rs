@@ -90,6 +90,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!("demo data not loaded: the store already holds boundaries");
         }
     }
+    // The reconcile loop stops on Ctrl-C or SIGTERM (with the HTTP server), or when serving
+    // ends otherwise (`stop` dropped).
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let reconciler = if args.no_reconciler {
         tracing::info!("reconciler off (--no-reconciler): nothing is installed in clusters");
         None
@@ -103,6 +106,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let plain = key.open(sealed).map_err(|e| e.to_string())?;
             String::from_utf8(plain).map_err(|e| e.to_string())
         });
+        // The recorder behind `/metrics` first, so that the first pass is counted too.
+        palisade_server::metrics::Metrics::global();
         let controller = palisade_reconciler::Controller::new(
             store.clone(),
             std::sync::Arc::new(catalog.clone()),
@@ -110,7 +115,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             installation,
             palisade_reconciler::Settings::default(),
         );
-        Some(tokio::spawn(controller.run(std::future::pending())))
+        Some(tokio::spawn(controller.run(async move {
+            tokio::select! {
+                () = palisade_server::shutdown_signal() => {}
+                _ = stopped => {}
+            }
+        })))
     };
     // The application, reaching clusters through the Kubernetes adapter.
     let app = palisade_app::App::new(store, catalog, sealing)
@@ -122,8 +132,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .with_context(|| format!("cannot serve on {}", args.listen));
+    // The pass in progress finishes its cluster writes (bounded by the reconciler's shutdown
+    // grace), then the loop releases its lease and returns.
+    drop(stop);
     if let Some(reconciler) = reconciler {
-        reconciler.abort();
+        if let Err(error) = reconciler.await {
+            tracing::warn!(%error, "the reconcile loop did not stop cleanly");
+        }
     }
     served
 }

@@ -11,21 +11,29 @@
 //!
 //! Passes run at start, after every change the store reports (an in-process channel on
 //! SQLite, LISTEN/NOTIFY on PostgreSQL, which also reports reconnects), every five minutes,
-//! and after a failure with exponential backoff. Only the holder of the installation's lease
-//! runs passes; other replicas stand by and take over when the lease frees.
+//! and after a failure (or a status the store did not take) with exponential backoff. Only
+//! the holder of the installation's lease runs passes; other replicas stand by and take over
+//! when the lease frees. On shutdown the pass in progress may finish its cluster writes for
+//! [`Settings::shutdown_grace`]; then the loop returns and the lease is released.
+//!
+//! Metrics: see [`crate::metrics`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use palisade_api_types::PolicySpec;
+use palisade_policy::name::NameError;
 use palisade_policy::{Catalog, Name, Policy};
 use palisade_store::{
-    ClusterRecord, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore, StoreError,
+    ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore,
+    StoreError,
 };
 
+use crate::metrics::{self, Outcome};
 use crate::probe::{Admission, EnforcementProbe};
 use crate::{ClusterClient, ReconcileError};
 
@@ -44,6 +52,9 @@ pub struct Settings {
     pub max_backoff: Duration,
     /// How often a standby replica tries to take the lease.
     pub lease_retry: Duration,
+    /// On shutdown, how long the pass in progress may go on finishing its cluster writes
+    /// before the rest of it is abandoned.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for Settings {
@@ -54,7 +65,55 @@ impl Default for Settings {
             min_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(60),
             lease_retry: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(10),
         }
+    }
+}
+
+/// Why a cluster's part of a pass, or a whole pass, failed. The text is the whole reason, as
+/// statuses keep it (`error: <text>`, a cluster's `last_error`). No variant also returns its
+/// cause from `source()`: whoever prints the chain reads each cause once.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// The desired state could not be read: nothing was done.
+    #[error("cannot read the store: {0}")]
+    ReadStore(StoreError),
+    /// The cluster's sealed kubeconfig could not be opened.
+    #[error("the stored credentials cannot be read: {0}")]
+    Credentials(String),
+    /// A stored cluster name that is not a DNS label.
+    #[error("{0}")]
+    ClusterName(NameError),
+    /// A request to the cluster failed.
+    #[error("{0}")]
+    Cluster(ReconcileError),
+    #[error("cannot record the cluster's status: {0}")]
+    ClusterStatus(StoreError),
+    #[error("cannot record statuses: {0}")]
+    Statuses(StoreError),
+    #[error("cannot install the boundary-label guard: {0}")]
+    Guard(ReconcileError),
+    #[error("cannot remove objects of deleted policies: {0}")]
+    RemovePolicies(ReconcileError),
+    #[error("cannot remove objects of boundary '{boundary}': {error}")]
+    RemoveBoundary {
+        boundary: String,
+        error: ReconcileError,
+    },
+    /// The cluster's part took longer than [`Settings::cluster_timeout`].
+    #[error("no answer within {} s", .0.as_secs())]
+    Timeout(Duration),
+    /// A stored policy that does not decode (its cause in words).
+    #[error("the stored policy cannot be decoded: {0}")]
+    Undecodable(String),
+    /// A cluster's task ended without an answer (it panicked).
+    #[error("{0}")]
+    Task(tokio::task::JoinError),
+}
+
+impl From<ReconcileError> for ControllerError {
+    fn from(error: ReconcileError) -> Self {
+        ControllerError::Cluster(error)
     }
 }
 
@@ -68,6 +127,16 @@ pub struct PassReport {
     /// Policies applied but not yet seen enforcing (the API server activates a new policy
     /// within about a second): another pass follows shortly.
     pub unconfirmed: usize,
+    /// Clusters with a status (the cluster's or its policies') that the store did not take:
+    /// logged, counted, and retried with backoff like a failure.
+    pub unrecorded: BTreeSet<String>,
+}
+
+impl PassReport {
+    /// Whether the pass left something to retry with backoff.
+    pub fn incomplete(&self) -> bool {
+        !self.failed.is_empty() || !self.unrecorded.is_empty()
+    }
 }
 
 /// How long after palisade first sees a policy version admit its violating probe it keeps
@@ -109,7 +178,7 @@ pub const STATUS_PENDING: &str = "pending";
 struct BoundaryState {
     name: Name,
     /// Every stored policy, decoded (or why it cannot be).
-    policies: Vec<(PolicyRecord, Result<Policy, String>)>,
+    policies: Vec<(PolicyRecord, Result<Policy, ControllerError>)>,
     clusters: BTreeSet<String>,
     namespaces: Vec<NamespaceRecord>,
 }
@@ -122,6 +191,32 @@ struct Connection {
     identity: Option<String>,
 }
 
+/// What a cluster's part of a pass that completed found.
+#[derive(Debug)]
+struct ClusterPass {
+    /// Policies applied but not yet confirmed.
+    unconfirmed: usize,
+    /// `false`: the cluster cannot enforce admission rules; nothing was written to it.
+    enforced: bool,
+    /// Every status write of the part succeeded.
+    recorded: bool,
+}
+
+/// One cluster's part of a pass, as its task reports it.
+#[derive(Debug)]
+struct ClusterDone {
+    name: String,
+    result: Result<ClusterPass, ControllerError>,
+    /// Every status write of the part (or of its failure) succeeded.
+    recorded: bool,
+}
+
+/// How a lead (the loop while this replica holds the lease) ended.
+enum LeadEnd {
+    Shutdown,
+    LostLease,
+}
+
 /// The reconciler of one installation.
 pub struct Controller {
     store: SharedStore,
@@ -131,7 +226,7 @@ pub struct Controller {
     settings: Settings,
     connections: Mutex<HashMap<String, Connection>>,
     /// When a (cluster, boundary, policy, etag) was first seen applied but not enforcing.
-    unconfirmed: Mutex<HashMap<(String, String, String, String), std::time::Instant>>,
+    unconfirmed: Mutex<HashMap<(String, String, String, String), Instant>>,
 }
 
 impl fmt::Debug for Controller {
@@ -144,6 +239,7 @@ impl fmt::Debug for Controller {
 }
 
 impl Controller {
+    /// A controller; its metrics are described to the recorder installed by then.
     pub fn new(
         store: SharedStore,
         catalog: Arc<Catalog>,
@@ -151,6 +247,7 @@ impl Controller {
         installation: String,
         settings: Settings,
     ) -> Arc<Self> {
+        metrics::describe();
         Arc::new(Controller {
             store,
             catalog,
@@ -168,10 +265,18 @@ impl Controller {
 
     /// Runs until `shutdown` completes: waits for the lease, then reconciles on every change,
     /// every `resync`, and after failures with backoff. Gives the lease up when it is lost.
+    ///
+    /// When `shutdown` completes during a pass, the pass may go on for
+    /// [`Settings::shutdown_grace`] to finish its cluster writes; whatever is still running
+    /// then is abandoned. Returns at once otherwise. The lease is released on return.
     pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
         let mut changes = loop {
-            match self.store.subscribe().await {
+            let subscribed = tokio::select! {
+                () = &mut shutdown => return,
+                subscribed = self.store.subscribe() => subscribed,
+            };
+            match subscribed {
                 Ok(changes) => break changes,
                 Err(error) => {
                     tracing::warn!(%error, "reconciler: cannot follow changes; retrying");
@@ -183,7 +288,11 @@ impl Controller {
             }
         };
         loop {
-            let lease = match self.store.try_lease(&self.installation).await {
+            let taken = tokio::select! {
+                () = &mut shutdown => return,
+                taken = self.store.try_lease(&self.installation) => taken,
+            };
+            let lease = match taken {
                 Ok(Some(lease)) => lease,
                 Ok(None) => {
                     tracing::debug!("reconciler: another replica is active; standing by");
@@ -201,40 +310,100 @@ impl Controller {
                 }
             };
             tracing::info!(installation = %self.installation, "reconciler active");
-            let mut backoff: Option<Duration> = None;
-            loop {
-                changes.borrow_and_update();
-                let report = self.reconcile_all().await;
-                let wait = if report.failed.is_empty() {
-                    backoff = None;
-                    if report.unconfirmed > 0 {
-                        RECHECK
-                    } else {
-                        self.settings.resync
-                    }
-                } else {
-                    let next = backoff
-                        .map_or(self.settings.min_backoff, |b| b * 2)
-                        .min(self.settings.max_backoff);
-                    tracing::warn!(failed = ?report.failed, retry_in = ?next, "reconcile pass incomplete");
-                    backoff = Some(next);
-                    next
-                };
-                tokio::select! {
-                    () = &mut shutdown => return,
-                    changed = changes.changed() => {
-                        if changed.is_err() {
-                            tracing::warn!("reconciler: the change feed ended");
-                            return;
-                        }
-                    }
-                    () = tokio::time::sleep(wait) => {}
+            metrics::active(true);
+            let end = self.lead(&lease, &mut changes, shutdown.as_mut()).await;
+            metrics::active(false);
+            drop(lease);
+            match end {
+                LeadEnd::Shutdown => {
+                    tracing::info!(installation = %self.installation, "reconciler stopped; lease released");
+                    return;
                 }
-                if !lease.held().await {
+                LeadEnd::LostLease => {
                     tracing::warn!("reconciler: lost the lease; standing by");
-                    break;
                 }
             }
+        }
+    }
+
+    /// Passes while `lease` holds, until `shutdown` completes or the change feed ends.
+    async fn lead(
+        self: &Arc<Self>,
+        lease: &Lease,
+        changes: &mut tokio::sync::watch::Receiver<u64>,
+        mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    ) -> LeadEnd {
+        let mut backoff: Option<Duration> = None;
+        loop {
+            changes.borrow_and_update();
+            let pass = self.reconcile_all();
+            tokio::pin!(pass);
+            let report = tokio::select! {
+                report = &mut pass => report,
+                () = &mut shutdown => {
+                    self.finish_on_shutdown(pass).await;
+                    return LeadEnd::Shutdown;
+                }
+            };
+            let wait = if !report.incomplete() {
+                backoff = None;
+                if report.unconfirmed > 0 {
+                    RECHECK
+                } else {
+                    self.settings.resync
+                }
+            } else {
+                let next = backoff
+                    .map_or(self.settings.min_backoff, |b| b * 2)
+                    .min(self.settings.max_backoff);
+                tracing::warn!(
+                    failed = ?report.failed,
+                    unrecorded = ?report.unrecorded,
+                    retry_in = ?next,
+                    "reconcile pass incomplete"
+                );
+                backoff = Some(next);
+                next
+            };
+            tokio::select! {
+                () = &mut shutdown => return LeadEnd::Shutdown,
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        tracing::warn!("reconciler: the change feed ended");
+                        return LeadEnd::Shutdown;
+                    }
+                }
+                () = tokio::time::sleep(wait) => {}
+            }
+            let held = tokio::select! {
+                () = &mut shutdown => return LeadEnd::Shutdown,
+                held = lease.held() => held,
+            };
+            if !held {
+                return LeadEnd::LostLease;
+            }
+        }
+    }
+
+    /// Lets a pass that shutdown interrupted finish for at most `shutdown_grace`; past it, the
+    /// pass is dropped, which aborts its cluster tasks.
+    async fn finish_on_shutdown(&self, pass: Pin<&mut impl Future<Output = PassReport>>) {
+        let grace = self.settings.shutdown_grace;
+        tracing::info!(
+            ?grace,
+            "reconciler: stopping; the pass in progress may finish"
+        );
+        match tokio::time::timeout(grace, pass).await {
+            Ok(report) if report.incomplete() => tracing::warn!(
+                failed = ?report.failed,
+                unrecorded = ?report.unrecorded,
+                "reconciler: the last pass finished incomplete"
+            ),
+            Ok(_) => tracing::info!("reconciler: the last pass finished"),
+            Err(_) => tracing::warn!(
+                ?grace,
+                "reconciler: the pass in progress did not finish in time; the rest of it is abandoned"
+            ),
         }
     }
 
@@ -244,9 +413,11 @@ impl Controller {
         let (clusters, boundaries) = match self.read_state().await {
             Ok(state) => state,
             Err(error) => {
-                report
-                    .failed
-                    .insert("*".to_owned(), format!("cannot read the store: {error}"));
+                metrics::store_read_failed();
+                report.failed.insert(
+                    "*".to_owned(),
+                    ControllerError::ReadStore(error).to_string(),
+                );
                 return report;
             }
         };
@@ -255,41 +426,66 @@ impl Controller {
         for cluster in clusters {
             let this = Arc::clone(self);
             let boundaries = Arc::clone(&boundaries);
-            tasks.spawn(async move {
-                let name = cluster.name.clone();
-                let result = match tokio::time::timeout(
-                    this.settings.cluster_timeout,
-                    this.reconcile_cluster(&cluster, &boundaries),
-                )
-                .await
-                {
-                    Ok(result) => result,
-                    Err(_) => Err(format!(
-                        "no answer within {} s",
-                        this.settings.cluster_timeout.as_secs()
-                    )),
-                };
-                if let Err(reason) = &result {
-                    this.record_failure(&cluster, &boundaries, reason).await;
-                }
-                (name, result)
-            });
+            tasks.spawn(async move { this.cluster_pass(&cluster, &boundaries).await });
         }
         while let Some(joined) = tasks.join_next().await {
             match joined {
-                Ok((name, Ok(unconfirmed))) => {
-                    report.unconfirmed += unconfirmed;
-                    report.reconciled.insert(name);
-                }
-                Ok((name, Err(reason))) => {
-                    report.failed.insert(name, reason);
+                Ok(done) => {
+                    if !done.recorded {
+                        report.unrecorded.insert(done.name.clone());
+                    }
+                    match done.result {
+                        Ok(pass) => {
+                            report.unconfirmed += pass.unconfirmed;
+                            report.reconciled.insert(done.name);
+                        }
+                        Err(error) => {
+                            report.failed.insert(done.name, error.to_string());
+                        }
+                    }
                 }
                 Err(error) => {
-                    report.failed.insert("*".to_owned(), error.to_string());
+                    report
+                        .failed
+                        .insert("*".to_owned(), ControllerError::Task(error).to_string());
                 }
             }
         }
         report
+    }
+
+    /// One cluster's part of a pass, under `cluster_timeout`, measured and counted; a failure
+    /// is recorded in the cluster's and its policies' statuses.
+    async fn cluster_pass(
+        &self,
+        cluster: &ClusterRecord,
+        boundaries: &[BoundaryState],
+    ) -> ClusterDone {
+        let started = Instant::now();
+        let result = match tokio::time::timeout(
+            self.settings.cluster_timeout,
+            self.reconcile_cluster(cluster, boundaries),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(ControllerError::Timeout(self.settings.cluster_timeout)),
+        };
+        let outcome = match &result {
+            Ok(pass) if pass.enforced => Outcome::Ok,
+            Ok(_) => Outcome::NotEnforced,
+            Err(_) => Outcome::Error,
+        };
+        metrics::pass(&cluster.name, outcome, started.elapsed());
+        let recorded = match &result {
+            Ok(pass) => pass.recorded,
+            Err(error) => self.record_failure(cluster, boundaries, error).await,
+        };
+        ClusterDone {
+            name: cluster.name.clone(),
+            result,
+            recorded,
+        }
     }
 
     async fn read_state(&self) -> Result<(Vec<ClusterRecord>, Vec<BoundaryState>), StoreError> {
@@ -334,7 +530,7 @@ impl Controller {
     }
 
     /// The cached connection to `cluster`, or a new one when its credentials changed.
-    async fn connect(&self, cluster: &ClusterRecord) -> Result<Connection, String> {
+    async fn connect(&self, cluster: &ClusterRecord) -> Result<Connection, ControllerError> {
         let cached = self
             .connections
             .lock()
@@ -344,11 +540,9 @@ impl Controller {
         if let Some(connection) = cached {
             return Ok(connection);
         }
-        let kubeconfig = (self.unseal)(&cluster.kubeconfig_sealed)
-            .map_err(|e| format!("the stored credentials cannot be read: {e}"))?;
-        let client = ClusterClient::from_kubeconfig(&kubeconfig)
-            .await
-            .map_err(|e| e.to_string())?;
+        let kubeconfig =
+            (self.unseal)(&cluster.kubeconfig_sealed).map_err(ControllerError::Credentials)?;
+        let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
         let connection = Connection {
             sealed: cluster.kubeconfig_sealed.clone(),
             client,
@@ -361,15 +555,15 @@ impl Controller {
     }
 
     /// Learns (once per connection) the user palisade acts as in the cluster.
-    async fn identity(&self, cluster: &str, connection: &mut Connection) -> Result<String, String> {
+    async fn identity(
+        &self,
+        cluster: &str,
+        connection: &mut Connection,
+    ) -> Result<String, ControllerError> {
         if let Some(identity) = &connection.identity {
             return Ok(identity.clone());
         }
-        let identity = connection
-            .client
-            .whoami()
-            .await
-            .map_err(|e| e.to_string())?;
+        let identity = connection.client.whoami().await?;
         connection.identity = Some(identity.clone());
         if let Ok(mut connections) = self.connections.lock() {
             if let Some(cached) = connections.get_mut(cluster) {
@@ -379,17 +573,17 @@ impl Controller {
         Ok(identity)
     }
 
-    /// Reconciles one cluster; the number of policies applied but not yet confirmed.
+    /// Reconciles one cluster.
     async fn reconcile_cluster(
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
-    ) -> Result<usize, String> {
+    ) -> Result<ClusterPass, ControllerError> {
         let mut unconfirmed = 0;
         let mut connection = self.connect(cluster).await?;
         let client = connection.client.clone();
-        let cluster_name = Name::parse(&cluster.name).map_err(|e| e.to_string())?;
-        let probe = client.probe().await.map_err(|e| e.to_string())?;
+        let cluster_name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
+        let probe = client.probe().await?;
         let (enforced, reason) = match &probe.admission {
             Admission::Enforced => (true, None),
             Admission::NotEnforced(reason) => (false, Some(reason.as_str())),
@@ -402,7 +596,7 @@ impl Controller {
                 reason,
             )
             .await
-            .map_err(|e| format!("cannot record the cluster's status: {e}"))?;
+            .map_err(ControllerError::ClusterStatus)?;
         let attached: Vec<&BoundaryState> = boundaries
             .iter()
             .filter(|b| b.clusters.contains(&cluster.name))
@@ -419,15 +613,19 @@ impl Controller {
                 self.write_statuses(&cluster.name, boundary, statuses)
                     .await?;
             }
-            self.clear_error(&cluster.name).await;
-            return Ok(0);
+            let recorded = self.clear_error(&cluster.name).await;
+            return Ok(ClusterPass {
+                unconfirmed: 0,
+                enforced: false,
+                recorded,
+            });
         }
 
         let identity = self.identity(&cluster.name, &mut connection).await?;
         client
             .install_boundary_label_guard(&self.installation, &identity)
             .await
-            .map_err(|e| format!("cannot install the boundary-label guard: {e}"))?;
+            .map_err(ControllerError::Guard)?;
 
         let mut attached_names = BTreeSet::new();
         for boundary in &attached {
@@ -444,12 +642,13 @@ impl Controller {
                 .collect();
             for (record, decoded) in wanted(boundary, &cluster_name) {
                 let status = match decoded {
-                    Err(reason) => status_error(reason),
+                    Err(reason) => status_error(&reason.to_string()),
                     Ok(policy) => {
                         keep.push(policy.name().clone());
                         let status = self
                             .install(
                                 &client,
+                                &cluster.name,
                                 &boundary.name,
                                 policy,
                                 &in_cluster,
@@ -475,29 +674,35 @@ impl Controller {
                     .filter(|(_, d)| d.is_err())
                     .filter_map(|(r, _)| Name::parse(&r.name).ok()),
             );
-            client
+            let removed = client
                 .garbage_collect(&self.installation, &boundary.name, &keep)
                 .await
-                .map_err(|e| format!("cannot remove objects of deleted policies: {e}"))?;
+                .map_err(ControllerError::RemovePolicies)?;
+            metrics::removed(&cluster.name, removed.len());
             self.write_statuses(&cluster.name, boundary, statuses)
                 .await?;
         }
         // Boundaries detached from this cluster, or deleted: their objects go.
-        let installed = client
-            .installed_boundaries(&self.installation)
-            .await
-            .map_err(|e| e.to_string())?;
+        let installed = client.installed_boundaries(&self.installation).await?;
         for stale in installed.difference(&attached_names) {
             let Ok(boundary) = Name::parse(stale) else {
                 continue;
             };
-            client
+            let removed = client
                 .garbage_collect(&self.installation, &boundary, &[])
                 .await
-                .map_err(|e| format!("cannot remove objects of boundary '{stale}': {e}"))?;
+                .map_err(|error| ControllerError::RemoveBoundary {
+                    boundary: stale.clone(),
+                    error,
+                })?;
+            metrics::removed(&cluster.name, removed.len());
         }
-        self.clear_error(&cluster.name).await;
-        Ok(unconfirmed)
+        let recorded = self.clear_error(&cluster.name).await;
+        Ok(ClusterPass {
+            unconfirmed,
+            enforced: true,
+            recorded,
+        })
     }
 
     /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago
@@ -519,7 +724,7 @@ impl Controller {
             seen.remove(&key);
             return status;
         }
-        let first = *seen.entry(key).or_insert_with(std::time::Instant::now);
+        let first = *seen.entry(key).or_insert_with(Instant::now);
         if first.elapsed() < ACTIVATION_GRACE {
             *unconfirmed += 1;
             STATUS_PENDING.to_owned()
@@ -532,6 +737,7 @@ impl Controller {
     async fn install(
         &self,
         client: &ClusterClient,
+        cluster: &str,
         boundary: &Name,
         policy: &Policy,
         others: &[Policy],
@@ -543,6 +749,7 @@ impl Controller {
         {
             return status_error(&error.to_string());
         }
+        metrics::applied(cluster);
         let Some(namespace) = probe_namespace else {
             return STATUS_INSTALLED.to_owned();
         };
@@ -566,37 +773,59 @@ impl Controller {
         cluster: &str,
         boundary: &BoundaryState,
         statuses: Vec<PolicyStatusRecord>,
-    ) -> Result<(), String> {
-        match self
-            .store
+    ) -> Result<(), ControllerError> {
+        self.store
             .replace_policy_statuses(cluster, boundary.name.as_str(), statuses)
             .await
-        {
-            Ok(()) => Ok(()),
-            Err(error) => Err(format!("cannot record statuses: {error}")),
+            .map_err(ControllerError::Statuses)
+    }
+
+    /// A status write whose failure ends nothing else: logged with its cause and counted.
+    /// `true` when written, or when the cluster is gone from the store (nothing to record).
+    fn recorded(&self, cluster: &str, what: &str, result: Result<(), ControllerError>) -> bool {
+        match result {
+            Ok(()) => true,
+            Err(ControllerError::ClusterStatus(StoreError::NotFound)) => {
+                tracing::debug!(cluster, what, "not recorded: the cluster is gone");
+                true
+            }
+            Err(error) => {
+                tracing::warn!(cluster, what, %error, "status not recorded; the pass will be retried");
+                metrics::status_write_failed(cluster);
+                false
+            }
         }
     }
 
-    async fn clear_error(&self, cluster: &str) {
-        if let Err(error) = self.store.set_cluster_error(cluster, None).await {
-            tracing::warn!(cluster, %error, "cannot record the cluster's status");
-        }
+    /// Clears the cluster's `last_error` after a part that completed; `false` if the store
+    /// did not take it.
+    async fn clear_error(&self, cluster: &str) -> bool {
+        let result = self
+            .store
+            .set_cluster_error(cluster, None)
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        self.recorded(cluster, "the cluster's last error (cleared)", result)
     }
 
     /// A cluster's part failed: the cluster and each policy that should be there say why.
+    /// `false` when one of those statuses could not be recorded.
     async fn record_failure(
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
-        reason: &str,
-    ) {
+        reason: &ControllerError,
+    ) -> bool {
+        let reason = reason.to_string();
         tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
-        let _ = self
+        let result = self
             .store
-            .set_cluster_error(&cluster.name, Some(reason))
-            .await;
+            .set_cluster_error(&cluster.name, Some(&reason))
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        let mut recorded = self.recorded(&cluster.name, "the cluster's last error", result);
         let Ok(cluster_name) = Name::parse(&cluster.name) else {
-            return;
+            return recorded;
         };
         for boundary in boundaries
             .iter()
@@ -604,21 +833,14 @@ impl Controller {
         {
             let statuses = wanted(boundary, &cluster_name)
                 .map(|(record, _)| {
-                    status_record(boundary, record, &cluster.name, status_error(reason))
+                    status_record(boundary, record, &cluster.name, status_error(&reason))
                 })
                 .collect();
-            let _ = self.write_statuses(&cluster.name, boundary, statuses).await;
+            let result = self.write_statuses(&cluster.name, boundary, statuses).await;
+            let what = format!("the policy statuses of boundary '{}'", boundary.name);
+            recorded &= self.recorded(&cluster.name, &what, result);
         }
-    }
-
-    /// Removes everything this installation put in the cluster (for `DELETE /v1/clusters`).
-    pub async fn remove_from(&self, cluster: &ClusterRecord) -> Result<Vec<String>, String> {
-        let connection = self.connect(cluster).await?;
-        connection
-            .client
-            .remove_installation(&self.installation)
-            .await
-            .map_err(|e| e.to_string())
+        recorded
     }
 }
 
@@ -627,7 +849,7 @@ impl Controller {
 fn wanted<'a>(
     boundary: &'a BoundaryState,
     cluster: &'a Name,
-) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, String>)> + 'a {
+) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, ControllerError>)> + 'a {
     boundary
         .policies
         .iter()
@@ -655,8 +877,8 @@ fn status_record(
 }
 
 /// Decodes a stored policy (the same validation as the API's).
-pub fn decode(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, String> {
-    let unreadable = |why: String| format!("the stored policy cannot be decoded: {why}");
+pub fn decode(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, ControllerError> {
+    let unreadable = |why: String| ControllerError::Undecodable(why);
     let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
     let spec = PolicySpec::from_json(record.spec_json.as_bytes())
         .map_err(|e| unreadable(e.to_string()))?;
@@ -677,5 +899,66 @@ mod tests {
         let status = status_not_enforced(&long);
         assert!(status.ends_with('…'));
         assert!(status.len() <= "not enforced: ".len() + MAX_REASON_BYTES + '…'.len_utf8());
+    }
+
+    /// The texts statuses keep, which the API shows and tests assert.
+    #[test]
+    fn error_texts_are_the_reasons_statuses_keep() {
+        use std::error::Error;
+        let cases = [
+            (
+                ControllerError::ReadStore(StoreError::Timeout),
+                "cannot read the store: the store did not answer before the deadline; nothing was written",
+            ),
+            (
+                ControllerError::Statuses(StoreError::NotFound),
+                "cannot record statuses: not found",
+            ),
+            (
+                ControllerError::ClusterStatus(StoreError::NotFound),
+                "cannot record the cluster's status: not found",
+            ),
+            (
+                ControllerError::Credentials("bad key".into()),
+                "the stored credentials cannot be read: bad key",
+            ),
+            (
+                ControllerError::Timeout(Duration::from_secs(60)),
+                "no answer within 60 s",
+            ),
+            (
+                ControllerError::Guard(ReconcileError::Unexpected("x".into())),
+                "cannot install the boundary-label guard: unexpected answer: x",
+            ),
+            (
+                ControllerError::RemoveBoundary {
+                    boundary: "shop".into(),
+                    error: ReconcileError::Unexpected("x".into()),
+                },
+                "cannot remove objects of boundary 'shop': unexpected answer: x",
+            ),
+            (
+                ControllerError::Cluster(ReconcileError::Unexpected("x".into())),
+                "unexpected answer: x",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+            // The cause is in the text, so it is not a source as well.
+            assert!(error.source().is_none(), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_kube_error_is_stated_once() {
+        use std::error::Error;
+        let mut status = kube::core::Status::failure("gone", "NotFound");
+        status.code = 404;
+        let error = ReconcileError::from(kube::Error::Api(Box::new(status)));
+        assert_eq!(
+            error.to_string(),
+            "the API server answered 404 Not Found: gone"
+        );
+        assert!(error.source().is_none());
     }
 }

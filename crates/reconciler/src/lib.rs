@@ -12,23 +12,26 @@ pub mod cause;
 pub mod cluster;
 pub mod controller;
 pub mod kubeconfig;
+pub mod metrics;
 pub mod port;
 pub mod probe;
 pub mod violating;
 
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome};
-pub use controller::{Controller, PassReport, Settings, Unseal};
+pub use controller::{Controller, ControllerError, PassReport, Settings, Unseal};
 pub use port::KubeClusters;
 pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};
 
-/// Why a cluster operation failed.
+/// Why a cluster operation failed. The text states the cause; no variant also returns it
+/// from `source()`, so a printed chain states it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     #[error("the kubeconfig cannot be used: {0}")]
     Kubeconfig(String),
+    /// kube-rs' error, in words ([`cause::describe`]).
     #[error("{}", crate::cause::describe(.0))]
-    Kube(#[from] kube::Error),
+    Kube(kube::Error),
     #[error("the API server reported a version palisade cannot read: {0}")]
     Version(String),
     #[error("the installation id '{0}' is not a Kubernetes label value")]
@@ -47,6 +50,12 @@ pub enum ReconcileError {
     Json(serde_json::Error),
     #[error("unexpected answer: {0}")]
     Unexpected(String),
+}
+
+impl From<kube::Error> for ReconcileError {
+    fn from(error: kube::Error) -> Self {
+        ReconcileError::Kube(error)
+    }
 }
 
 pub type Result<T, E = ReconcileError> = std::result::Result<T, E>;

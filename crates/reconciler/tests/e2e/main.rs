@@ -20,5 +20,6 @@ mod generated;
 mod guard;
 mod lifecycle;
 mod probe;
+mod reconcile;
 mod serve;
 mod workloads;

@@ -72,8 +72,19 @@ async fn probe_reports_a_server_without_the_api_on_1_37() {
         .await
         .unwrap();
     let controller = crate::serve::controller(&store, &key, "e2e-no-api");
+    // Counted as `not_enforced` on `/metrics` (no other test has a cluster named "old").
+    let metrics = palisade_server::metrics::Metrics::global();
     let report = controller.reconcile_all().await;
     assert!(report.failed.is_empty(), "{report:?}");
+    let rendered = metrics.render();
+    assert!(
+        rendered
+            .lines()
+            .any(|line| line.starts_with("palisade_reconcile_passes_total{")
+                && line.contains(r#"cluster="old""#)
+                && line.contains(r#"outcome="not_enforced""#)),
+        "{rendered}"
+    );
     let statuses = store.policy_statuses("shop").await.unwrap();
     assert_eq!(statuses.len(), 1);
     assert_eq!(statuses[0].status, format!("not enforced: {NOT_SERVED}"));

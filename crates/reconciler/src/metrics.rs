@@ -1,0 +1,97 @@
+//! The reconcile loop's metrics, recorded through the `metrics` facade into whatever recorder
+//! the process installed (`palisade serve`: the Prometheus recorder behind `/metrics`; none:
+//! nothing is recorded). Per-cluster series carry the cluster's name as `cluster`.
+
+use std::time::Duration;
+
+/// Counter `{cluster, outcome}`: one per cluster per pass; `outcome` is `ok`, `error` or
+/// `not_enforced` (the cluster cannot enforce admission rules; nothing is written to it).
+pub const PASSES: &str = "palisade_reconcile_passes_total";
+/// Histogram `{cluster}`: how long a cluster's part of a pass took, in seconds.
+pub const PASS_DURATION: &str = "palisade_reconcile_pass_duration_seconds";
+/// Counter `{cluster}`: status writes (cluster status, policy statuses) the store refused.
+pub const STATUS_WRITE_FAILURES: &str = "palisade_reconcile_status_write_failures_total";
+/// Counter `{cluster}`: policies server-side applied (each a policy and its binding).
+pub const POLICIES_APPLIED: &str = "palisade_reconcile_policies_applied_total";
+/// Counter `{cluster}`: policies whose objects were garbage-collected (deleted policies and
+/// boundaries, detached clusters).
+pub const POLICIES_REMOVED: &str = "palisade_reconcile_policies_removed_total";
+/// Counter: passes that could not start because the store could not be read.
+pub const STORE_READ_FAILURES: &str = "palisade_reconcile_store_read_failures_total";
+/// Gauge: 1 while this replica holds the lease and runs passes, 0 otherwise.
+pub const ACTIVE: &str = "palisade_reconcile_active";
+
+/// How a cluster's part of a pass ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Error,
+    NotEnforced,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::NotEnforced => "not_enforced",
+        }
+    }
+}
+
+/// Describes the metrics to the installed recorder (Prometheus `# HELP` lines).
+pub fn describe() {
+    ::metrics::describe_counter!(PASSES, "Reconcile passes per cluster, by outcome");
+    ::metrics::describe_histogram!(
+        PASS_DURATION,
+        ::metrics::Unit::Seconds,
+        "How long a cluster's part of a reconcile pass took"
+    );
+    ::metrics::describe_counter!(
+        STATUS_WRITE_FAILURES,
+        "Cluster and policy status writes of the reconciler that failed"
+    );
+    ::metrics::describe_counter!(POLICIES_APPLIED, "Policies applied to a cluster");
+    ::metrics::describe_counter!(
+        POLICIES_REMOVED,
+        "Policies whose objects were removed from a cluster"
+    );
+    ::metrics::describe_counter!(
+        STORE_READ_FAILURES,
+        "Reconcile passes that could not read the store"
+    );
+    ::metrics::describe_gauge!(
+        ACTIVE,
+        "1 while this replica holds the reconciler lease, 0 otherwise"
+    );
+}
+
+pub(crate) fn pass(cluster: &str, outcome: Outcome, took: Duration) {
+    ::metrics::counter!(PASSES, "cluster" => cluster.to_owned(), "outcome" => outcome.label())
+        .increment(1);
+    ::metrics::histogram!(PASS_DURATION, "cluster" => cluster.to_owned())
+        .record(took.as_secs_f64());
+}
+
+pub(crate) fn status_write_failed(cluster: &str) {
+    ::metrics::counter!(STATUS_WRITE_FAILURES, "cluster" => cluster.to_owned()).increment(1);
+}
+
+pub(crate) fn applied(cluster: &str) {
+    ::metrics::counter!(POLICIES_APPLIED, "cluster" => cluster.to_owned()).increment(1);
+}
+
+pub(crate) fn removed(cluster: &str, policies: usize) {
+    if policies > 0 {
+        ::metrics::counter!(POLICIES_REMOVED, "cluster" => cluster.to_owned())
+            .increment(policies as u64);
+    }
+}
+
+pub(crate) fn store_read_failed() {
+    ::metrics::counter!(STORE_READ_FAILURES).increment(1);
+}
+
+pub(crate) fn active(active: bool) {
+    ::metrics::gauge!(ACTIVE).set(if active { 1.0 } else { 0.0 });
+}

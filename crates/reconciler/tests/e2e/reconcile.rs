@@ -1,0 +1,437 @@
+//! The reconcile loop itself, against a real API server: what it counts on `/metrics`, what
+//! it does when the store refuses a status, and how it stops.
+//!
+//! Metrics are read from the process-wide Prometheus recorder that `palisade serve` renders
+//! on `/metrics` (other tests of this binary record into it too: every series asserted here
+//! is of a cluster name no other test uses).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use palisade_policy::Catalog;
+use palisade_reconciler::{ClusterClient, Controller, Settings, Unseal};
+use palisade_server::metrics::Metrics;
+use palisade_server::sealing::SealingKey;
+use palisade_store::{PolicyWrite, SharedStore};
+use palisade_testkit::control_plane::unique_name;
+use sqlx::Connection;
+use tokio::task::JoinHandle;
+
+use crate::support::{eventually, plane};
+
+/// The value of the series `name{labels}` on `/metrics` (0 when absent).
+fn metric(name: &str, labels: &[(&str, &str)]) -> f64 {
+    let text = Metrics::global().render();
+    let wanted: BTreeMap<&str, &str> = labels.iter().copied().collect();
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (series_name, series_labels) = match series.split_once('{') {
+                Some((n, rest)) => (n, rest.strip_suffix('}')?),
+                None => (series, ""),
+            };
+            if series_name != name {
+                return None;
+            }
+            let found: BTreeMap<&str, &str> = series_labels
+                .split(',')
+                .filter(|pair| !pair.is_empty())
+                .filter_map(|pair| {
+                    let (key, value) = pair.split_once('=')?;
+                    Some((key, value.trim_matches('"')))
+                })
+                .collect();
+            wanted
+                .iter()
+                .all(|(k, v)| found.get(k) == Some(v))
+                .then(|| value.parse::<f64>().ok())
+                .flatten()
+        })
+        .sum()
+}
+
+fn controller(
+    store: &SharedStore,
+    key: &SealingKey,
+    installation: &str,
+    settings: Settings,
+) -> Arc<Controller> {
+    let key = key.clone();
+    let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
+        String::from_utf8(key.open(sealed).map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+    });
+    Controller::new(
+        store.clone(),
+        Arc::new(Catalog::builtin()),
+        unseal,
+        installation.to_owned(),
+        settings,
+    )
+}
+
+fn installation() -> String {
+    format!("e2e{}", unique_name("r").replace('-', ""))
+}
+
+/// `kubeconfig` with its server replaced by `server`.
+fn pointed_at(kubeconfig: &str, server: &str) -> String {
+    kubeconfig
+        .lines()
+        .map(|line| {
+            if line.trim_start().starts_with("server:") {
+                format!("    server: {server}")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A store on `url` with boundary `boundary` holding policy `no-latest`.
+async fn store_with_policy(url: &str, boundary: &str) -> SharedStore {
+    let store = palisade_store::connect(url).await.unwrap();
+    store.create_boundary(boundary, None).await.unwrap();
+    store
+        .put_policy(
+            PolicyWrite {
+                boundary: boundary.into(),
+                name: "no-latest".into(),
+                spec_json: r#"{"rules":[{"disallowLatestTag":{}}]}"#.into(),
+                metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
+                if_match: None,
+                create_only: false,
+            },
+            "test",
+        )
+        .await
+        .unwrap();
+    store
+}
+
+async fn add_cluster(
+    store: &SharedStore,
+    key: &SealingKey,
+    name: &str,
+    kubeconfig: &str,
+    boundary: &str,
+) {
+    store
+        .put_cluster(name, &key.seal(kubeconfig.as_bytes()))
+        .await
+        .unwrap();
+    store.attach_cluster(boundary, name).await.unwrap();
+}
+
+async fn status_of(store: &SharedStore, boundary: &str, cluster: &str) -> Option<String> {
+    store
+        .policy_statuses(boundary)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.cluster == cluster && s.policy == "no-latest")
+        .map(|s| s.status)
+}
+
+/// Passes, durations, applied and removed policies per cluster, as `/metrics` shows them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_is_counted_per_cluster_on_metrics() {
+    let plane = plane("1.37").await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let boundary = unique_name("shop");
+    let store = store_with_policy(&url, &boundary).await;
+    let key = SealingKey::random();
+    let good = unique_name("good");
+    let dead = unique_name("dead");
+    add_cluster(&store, &key, &good, plane.kubeconfig_yaml(), &boundary).await;
+    let refused = pointed_at(plane.kubeconfig_yaml(), "https://127.0.0.1:9");
+    add_cluster(&store, &key, &dead, &refused, &boundary).await;
+    let installation = installation();
+    let controller = controller(&store, &key, &installation, Settings::default());
+    // The recorder `/metrics` renders, installed before the pass as `palisade serve` does.
+    Metrics::global();
+
+    let report = controller.reconcile_all().await;
+    assert!(report.reconciled.contains(&good), "{report:?}");
+    assert_eq!(
+        report.failed.get(&dead).map(String::as_str),
+        Some("cannot reach the API server: connection refused"),
+        "{report:?}"
+    );
+    assert!(report.unrecorded.is_empty(), "{report:?}");
+    let passes = "palisade_reconcile_passes_total";
+    assert_eq!(
+        metric(passes, &[("cluster", &good), ("outcome", "ok")]),
+        1.0
+    );
+    assert_eq!(
+        metric(passes, &[("cluster", &good), ("outcome", "error")]),
+        0.0
+    );
+    assert_eq!(
+        metric(passes, &[("cluster", &dead), ("outcome", "error")]),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            "palisade_reconcile_pass_duration_seconds_count",
+            &[("cluster", &good)]
+        ),
+        1.0
+    );
+    assert!(
+        metric(
+            "palisade_reconcile_pass_duration_seconds_sum",
+            &[("cluster", &good)]
+        ) > 0.0
+    );
+    let applied = "palisade_reconcile_policies_applied_total";
+    let removed = "palisade_reconcile_policies_removed_total";
+    assert_eq!(metric(applied, &[("cluster", &good)]), 1.0);
+    assert_eq!(metric(removed, &[("cluster", &good)]), 0.0);
+    assert_eq!(metric(applied, &[("cluster", &dead)]), 0.0);
+    assert_eq!(
+        metric(
+            "palisade_reconcile_status_write_failures_total",
+            &[("cluster", &good)]
+        ),
+        0.0
+    );
+
+    // The policy goes: its objects are removed, and counted.
+    store
+        .delete_policy(&boundary, "no-latest", None, "test")
+        .await
+        .unwrap();
+    let report = controller.reconcile_all().await;
+    assert!(report.reconciled.contains(&good), "{report:?}");
+    assert_eq!(
+        metric(passes, &[("cluster", &good), ("outcome", "ok")]),
+        2.0
+    );
+    assert_eq!(
+        metric(passes, &[("cluster", &dead), ("outcome", "error")]),
+        2.0
+    );
+    assert_eq!(metric(applied, &[("cluster", &good)]), 1.0);
+    assert_eq!(metric(removed, &[("cluster", &good)]), 1.0);
+    assert_eq!(
+        metric(
+            "palisade_reconcile_pass_duration_seconds_count",
+            &[("cluster", &good)]
+        ),
+        2.0
+    );
+
+    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+        .await
+        .unwrap();
+    cluster.remove_installation(&installation).await.unwrap();
+}
+
+/// A status the store refuses is logged, counted, and marks the pass for a retry; the next
+/// pass records it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_the_store_refuses_is_counted_and_retried() {
+    let plane = plane("1.37").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    let url = format!("sqlite://{}", path.display());
+    let boundary = unique_name("shop");
+    let store = store_with_policy(&url, &boundary).await;
+    let key = SealingKey::random();
+    let dead = unique_name("dead");
+    let refused = pointed_at(plane.kubeconfig_yaml(), "https://127.0.0.1:9");
+    add_cluster(&store, &key, &dead, &refused, &boundary).await;
+    let controller = controller(&store, &key, &installation(), Settings::default());
+    Metrics::global();
+
+    // Another writer holds SQLite's write lock: reads go on (WAL), every write of the store
+    // waits out its busy timeout (5 s) and fails.
+    let mut blocker = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    let report = controller.reconcile_all().await;
+    assert!(report.failed.contains_key(&dead), "{report:?}");
+    assert!(report.unrecorded.contains(&dead), "{report:?}");
+    assert!(report.incomplete());
+    let failures = "palisade_reconcile_status_write_failures_total";
+    // The cluster's last error and the boundary's policy statuses.
+    assert_eq!(metric(failures, &[("cluster", &dead)]), 2.0);
+    sqlx::query("ROLLBACK").execute(&mut blocker).await.unwrap();
+    drop(blocker);
+    assert_eq!(status_of(&store, &boundary, &dead).await, None);
+
+    let report = controller.reconcile_all().await;
+    assert!(report.unrecorded.is_empty(), "{report:?}");
+    assert_eq!(metric(failures, &[("cluster", &dead)]), 2.0);
+    assert_eq!(
+        status_of(&store, &boundary, &dead).await.as_deref(),
+        Some("error: cannot reach the API server: connection refused")
+    );
+    assert_eq!(
+        store
+            .get_cluster(&dead)
+            .await
+            .unwrap()
+            .last_error
+            .as_deref(),
+        Some("cannot reach the API server: connection refused")
+    );
+}
+
+/// Runs `controller` until the returned sender fires (or is dropped).
+fn start(controller: Arc<Controller>) -> (tokio::sync::oneshot::Sender<()>, JoinHandle<()>) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(controller.run(async move {
+        let _ = stopped.await;
+    }));
+    (stop, running)
+}
+
+/// Signals shutdown; how long `running` then took to return (at most `limit`).
+async fn stop_within(
+    stop: tokio::sync::oneshot::Sender<()>,
+    running: JoinHandle<()>,
+    limit: Duration,
+) -> Duration {
+    let stopping = Instant::now();
+    stop.send(()).unwrap();
+    tokio::time::timeout(limit, running)
+        .await
+        .expect("the loop returns within its bound")
+        .unwrap();
+    stopping.elapsed()
+}
+
+/// Shutdown in the middle of a pass. A cluster that never answers holds the pass up for the
+/// client's 5 s connect timeout. With a shorter grace the loop gives up on it when the grace
+/// ends; with the default one the pass finishes, recording the failure that came after the
+/// shutdown. Either way the lease is free afterwards. Between passes, shutdown is immediate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
+    let plane = plane("1.37").await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = palisade_testkit::postgres::try_test_database_url()
+        .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("p.db").display()));
+    let boundary = unique_name("shop");
+    let store = store_with_policy(&url, &boundary).await;
+    let key = SealingKey::random();
+    let good = unique_name("good");
+    add_cluster(&store, &key, &good, plane.kubeconfig_yaml(), &boundary).await;
+    // The kernel accepts the connections; nothing ever answers the TLS handshake.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_server = format!("https://{}", silent.local_addr().unwrap());
+    let hung = unique_name("hung");
+    let hung_kubeconfig = pointed_at(plane.kubeconfig_yaml(), &silent_server);
+    add_cluster(&store, &key, &hung, &hung_kubeconfig, &boundary).await;
+    let installation = installation();
+    let other = palisade_store::connect(&url).await.unwrap();
+    Metrics::global();
+    let passes_ok = |cluster: &str| {
+        metric(
+            "palisade_reconcile_passes_total",
+            &[("cluster", cluster), ("outcome", "ok")],
+        )
+    };
+    let lease_free = || async {
+        eventually("the lease is free", Duration::from_secs(10), || async {
+            other.try_lease(&installation).await.unwrap()
+        })
+        .await;
+    };
+
+    // 1. A grace shorter than the silent cluster's part: given up when the grace ends.
+    let grace = Duration::from_secs(2);
+    let settings = Settings {
+        shutdown_grace: grace,
+        ..Settings::default()
+    };
+    let (stop, running) = start(controller(&store, &key, &installation, settings));
+    // The pass has begun: the reachable cluster's version is its first write.
+    eventually("the first pass", Duration::from_secs(30), || async {
+        let cluster = store.get_cluster(&good).await.unwrap();
+        cluster.kubernetes_version.is_some().then_some(())
+    })
+    .await;
+    let took = stop_within(stop, running, grace + Duration::from_secs(2)).await;
+    assert!(took >= grace - Duration::from_millis(100), "{took:?}");
+    // Abandoned: nothing was recorded for the silent cluster.
+    assert_eq!(status_of(&store, &boundary, &hung).await, None);
+    assert_eq!(store.get_cluster(&hung).await.unwrap().last_error, None);
+    assert_eq!(
+        metric("palisade_reconcile_passes_total", &[("cluster", &hung)]),
+        0.0
+    );
+    lease_free().await;
+
+    // 2. The default grace (10 s): the pass goes on after the shutdown until the silent
+    // cluster's part fails, and records that failure.
+    let settings = Settings::default();
+    let limit = settings.shutdown_grace + Duration::from_secs(2);
+    let before = passes_ok(&good);
+    let (stop, running) = start(controller(&store, &key, &installation, settings));
+    // The reachable cluster is done; the silent one is still connecting.
+    eventually(
+        "the reachable cluster's part",
+        Duration::from_secs(30),
+        || async { (passes_ok(&good) > before).then_some(()) },
+    )
+    .await;
+    let unrecorded_at_shutdown = status_of(&store, &boundary, &hung).await.is_none();
+    let took = stop_within(stop, running, limit).await;
+    eprintln!("stopped after the pass finished: {took:?}");
+    assert_eq!(
+        status_of(&store, &boundary, &good).await.as_deref(),
+        Some("installed")
+    );
+    let timed_out = "cannot reach the API server: timed out";
+    assert_eq!(
+        status_of(&store, &boundary, &hung).await,
+        Some(format!("error: {timed_out}"))
+    );
+    assert_eq!(
+        store
+            .get_cluster(&hung)
+            .await
+            .unwrap()
+            .last_error
+            .as_deref(),
+        Some(timed_out)
+    );
+    if !unrecorded_at_shutdown {
+        eprintln!("note: the silent cluster's failure was recorded before the shutdown");
+    }
+    assert_eq!(
+        metric(
+            "palisade_reconcile_passes_total",
+            &[("cluster", &hung), ("outcome", "error")]
+        ),
+        1.0
+    );
+    lease_free().await;
+
+    // 3. Between passes: no grace needed.
+    store.delete_cluster(&hung).await.unwrap();
+    drop(silent);
+    let before = passes_ok(&good);
+    let (stop, running) = start(controller(&store, &key, &installation, Settings::default()));
+    eventually("an idle loop", Duration::from_secs(30), || async {
+        (passes_ok(&good) > before).then_some(())
+    })
+    .await;
+    let took = stop_within(stop, running, Duration::from_secs(2)).await;
+    eprintln!("idle stop: {took:?}");
+    lease_free().await;
+    drop(other);
+
+    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+        .await
+        .unwrap();
+    cluster.remove_installation(&installation).await.unwrap();
+}
