@@ -18,6 +18,7 @@
 //!
 //! Metrics: see [`crate::metrics`].
 
+use palisade_api_types::view::InstallStatus;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
@@ -160,18 +161,15 @@ fn short(reason: &str) -> String {
     format!("{}…", &reason[..end])
 }
 
-/// A status line of SPEC 3.4.
+/// The status line `error: <reason>` of SPEC 3.4, the reason shortened.
 pub fn status_error(reason: &str) -> String {
-    format!("error: {}", short(reason))
+    InstallStatus::Error(short(reason)).to_string()
 }
 
+/// The status line `not enforced: <reason>` of SPEC 3.4, the reason shortened.
 pub fn status_not_enforced(reason: &str) -> String {
-    format!("not enforced: {}", short(reason))
+    InstallStatus::NotEnforced(short(reason)).to_string()
 }
-
-pub const STATUS_INSTALLED: &str = "installed";
-pub const STATUS_ENFORCED: &str = "enforced";
-pub const STATUS_PENDING: &str = "pending";
 
 /// One boundary as the store holds it, read once per pass.
 #[derive(Debug)]
@@ -718,7 +716,7 @@ impl Controller {
             return status;
         };
         seen.retain(|_, first| first.elapsed() < ACTIVATION_GRACE * 10);
-        let settling = status.starts_with("not enforced: ")
+        let settling = matches!(status.parse(), Ok(InstallStatus::NotEnforced(_)))
             || status.starts_with(&status_error(crate::probe::PROBE_REFUSED));
         if !settling {
             seen.remove(&key);
@@ -727,7 +725,7 @@ impl Controller {
         let first = *seen.entry(key).or_insert_with(Instant::now);
         if first.elapsed() < ACTIVATION_GRACE {
             *unconfirmed += 1;
-            STATUS_PENDING.to_owned()
+            InstallStatus::Pending.to_string()
         } else {
             status
         }
@@ -751,18 +749,18 @@ impl Controller {
         }
         metrics::applied(cluster);
         let Some(namespace) = probe_namespace else {
-            return STATUS_INSTALLED.to_owned();
+            return InstallStatus::Installed.to_string();
         };
         match client
             .probe_enforcement_among(&self.installation, boundary, policy, others, namespace)
             .await
         {
-            Ok(EnforcementProbe::Enforced) => STATUS_ENFORCED.to_owned(),
+            Ok(EnforcementProbe::Enforced) => InstallStatus::Enforced.to_string(),
             Ok(EnforcementProbe::NotEnforced(reason)) => status_not_enforced(&reason),
             Ok(EnforcementProbe::Inconclusive(reason)) => status_error(&reason),
             Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 404 => {
                 // The namespace is gone from the cluster: installed, but not probed.
-                STATUS_INSTALLED.to_owned()
+                InstallStatus::Installed.to_string()
             }
             Err(error) => status_error(&error.to_string()),
         }

@@ -3,9 +3,8 @@
 //! Shared by the in-process portal tests and the browser tests' seeder
 //! (`examples/browser_seed.rs`), so neither can show a status the reconciler does not write.
 
-use palisade_reconciler::controller::{
-    status_error, status_not_enforced, STATUS_ENFORCED, STATUS_INSTALLED, STATUS_PENDING,
-};
+use palisade_api_types::view::InstallStatus;
+use palisade_reconciler::controller::{status_error, status_not_enforced};
 use palisade_reconciler::probe::{too_old, NOT_SERVED};
 use palisade_store::{PolicyStatusRecord, Store, StoreError};
 
@@ -45,8 +44,8 @@ pub fn clusters() -> Vec<Reconciled> {
             reason: None,
             last_error: None,
             statuses: vec![
-                ("owner-label", STATUS_PENDING.to_owned()),
-                ("trusted", STATUS_ENFORCED.to_owned()),
+                ("owner-label", InstallStatus::Pending.to_string()),
+                ("trusted", InstallStatus::Enforced.to_string()),
             ],
         },
         // Enforcing, but no namespace of the boundary to confirm it in.
@@ -56,7 +55,7 @@ pub fn clusters() -> Vec<Reconciled> {
             enforced: Some(true),
             reason: None,
             last_error: None,
-            statuses: each(STATUS_INSTALLED),
+            statuses: each(&InstallStatus::Installed.to_string()),
         },
         // Too old: nothing written, every policy says why.
         Reconciled {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use palisade_policy::Catalog;
 use palisade_reconciler::{ClusterClient, Controller, Settings, Unseal};
 use palisade_server::metrics::Metrics;
-use palisade_server::sealing::SealingKey;
+use palisade_server::SealingKey;
 use palisade_store::{PolicyWrite, SharedStore};
 use palisade_testkit::control_plane::unique_name;
 use sqlx::Connection;
@@ -119,7 +119,7 @@ async fn add_cluster(
     boundary: &str,
 ) {
     store
-        .put_cluster(name, &key.seal(kubeconfig.as_bytes()))
+        .put_cluster(name, &key.seal(kubeconfig.as_bytes()).unwrap())
         .await
         .unwrap();
     store.attach_cluster(boundary, name).await.unwrap();
