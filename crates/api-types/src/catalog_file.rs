@@ -22,7 +22,7 @@ struct PlanRow {
 /// A catalog file that cannot be used; the message names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CatalogFileError {
-    #[error("{0}")]
+    #[error(transparent)]
     Yaml(#[from] crate::yaml::YamlError),
     #[error("{pointer}: {message}")]
     Field { pointer: String, message: String },

@@ -26,6 +26,9 @@ impl std::fmt::Debug for Metrics {
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
+/// A reconcile pass per cluster takes from milliseconds up to its 60 s limit.
+const PASS_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
@@ -35,6 +38,11 @@ impl Metrics {
     pub fn global() -> Self {
         let handle = HANDLE.get_or_init(|| {
             let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Full("palisade_reconcile_pass_duration_seconds".into()),
+                    PASS_BUCKETS,
+                )
+                .ok()?
                 .set_buckets_for_metric(Matcher::Suffix("duration_seconds".into()), LATENCY_BUCKETS)
                 .ok()?;
             match builder.install_recorder() {

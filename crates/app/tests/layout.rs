@@ -1,0 +1,149 @@
+//! The architecture as the dependency graph shows it (ARCHITECTURE.md, "Dependencies point
+//! inward"): adapters depend on the application and never on each other, the application
+//! knows no HTTP and no Kubernetes, the HTTP adapter knows no Kubernetes, and the portal
+//! reaches neither the server's internals nor the store. Checked on the normal (non-dev)
+//! dependency trees that `cargo tree` resolves from the lock file.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly"
+)]
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+/// Every crate in the normal dependency tree of `package` (itself included).
+fn tree(package: &str) -> BTreeSet<String> {
+    cargo_tree(package, None)
+}
+
+/// `package` and its direct normal dependencies.
+fn direct(package: &str) -> BTreeSet<String> {
+    cargo_tree(package, Some(1))
+}
+
+fn cargo_tree(package: &str, depth: Option<u32>) -> BTreeSet<String> {
+    let mut args: Vec<String> = [
+        "tree",
+        "-p",
+        package,
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+        "--offline",
+    ]
+    .iter()
+    .map(|a| (*a).to_owned())
+    .collect();
+    if let Some(depth) = depth {
+        args.extend(["--depth".to_owned(), depth.to_string()]);
+    }
+    let output = Command::new(env!("CARGO"))
+        .args(&args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let crates: BTreeSet<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    assert!(crates.contains(package), "{package} not in its own tree");
+    crates
+}
+
+/// The crates of `forbidden` found in `package`'s tree.
+fn intruders(package: &str, forbidden: &[&str]) -> Vec<String> {
+    let crates = tree(package);
+    forbidden
+        .iter()
+        .filter(|name| crates.contains(**name))
+        .map(|name| (*name).to_owned())
+        .collect()
+}
+
+const HTTP: [&str; 5] = ["axum", "hyper", "hyper-util", "tower", "tower-http"];
+const KUBERNETES: [&str; 3] = ["kube", "kube-client", "k8s-openapi"];
+
+#[test]
+fn the_application_knows_no_http_and_no_kubernetes() {
+    let mut forbidden: Vec<&str> = HTTP.to_vec();
+    forbidden.extend(KUBERNETES);
+    forbidden.extend([
+        "palisade-server",
+        "palisade-portal",
+        "palisade-reconciler",
+        "palisade-cli",
+        "utoipa",
+    ]);
+    assert_eq!(intruders("palisade-app", &forbidden), Vec::<String>::new());
+}
+
+#[test]
+fn the_http_adapter_knows_no_kubernetes_and_no_other_adapter() {
+    let mut forbidden: Vec<&str> = KUBERNETES.to_vec();
+    forbidden.extend(["palisade-reconciler", "palisade-portal", "palisade-cli"]);
+    assert_eq!(
+        intruders("palisade-server", &forbidden),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn the_portal_reaches_neither_the_server_nor_the_store() {
+    let mut forbidden: Vec<&str> = KUBERNETES.to_vec();
+    forbidden.extend(["palisade-server", "palisade-reconciler", "palisade-cli"]);
+    assert_eq!(
+        intruders("palisade-portal", &forbidden),
+        Vec::<String>::new()
+    );
+    // The store is reached only through the application's use cases.
+    let own = direct("palisade-portal");
+    let reached: Vec<&str> = ["palisade-store", "sqlx"]
+        .into_iter()
+        .filter(|name| own.contains(*name))
+        .collect();
+    assert_eq!(reached, Vec::<&str>::new());
+}
+
+#[test]
+fn the_kubernetes_adapter_knows_no_http_adapter() {
+    let forbidden = [
+        "palisade-server",
+        "palisade-portal",
+        "palisade-cli",
+        "axum",
+        "utoipa",
+    ];
+    assert_eq!(
+        intruders("palisade-reconciler", &forbidden),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn the_wire_contract_depends_on_the_core_only() {
+    let crates = tree("palisade-api-types");
+    let palisade: Vec<&String> = crates
+        .iter()
+        .filter(|c| c.starts_with("palisade-") && c.as_str() != "palisade-api-types")
+        .collect();
+    assert_eq!(palisade, vec!["palisade-policy"]);
+    let mut forbidden: Vec<&str> = HTTP.to_vec();
+    forbidden.extend(KUBERNETES);
+    forbidden.extend(["tokio", "sqlx", "reqwest"]);
+    assert_eq!(
+        intruders("palisade-api-types", &forbidden),
+        Vec::<String>::new()
+    );
+}
