@@ -1,6 +1,6 @@
 //! The storage contract, one suite run against both backends: SQLite (a file in a temporary
 //! directory) and PostgreSQL (a fresh database on the test server named by
-//! `PALISADE_TEST_POSTGRES_URL`; see `palisade_testkit::postgres`).
+//! `PALISADE_TEST_POSTGRES_URL`, else on the test kit's own; see `palisade_testkit::postgres`).
 
 #![allow(
     clippy::unwrap_used,
@@ -19,7 +19,7 @@ use palisade_store::{
     ResourceKey, ResourceQuery, ResourceRecord, SharedStore, StoreError, TokenRecord, Veto,
     WriteAction,
 };
-use palisade_testkit::postgres::{postgres_required, try_test_database_url, TempPostgres};
+use palisade_testkit::postgres::{test_database_url, TempPostgres};
 
 /// A database for one test: its URL, and the temporary directory of a SQLite file.
 struct TestDb {
@@ -37,11 +37,11 @@ impl TestDb {
         }
     }
 
-    fn postgres() -> Option<Self> {
-        Some(Self {
-            url: try_test_database_url()?,
+    fn postgres() -> Self {
+        Self {
+            url: test_database_url(),
             _dir: None,
-        })
+        }
     }
 
     async fn connect(&self) -> SharedStore {
@@ -64,9 +64,7 @@ macro_rules! contract {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    if let Some(db) = super::TestDb::postgres() {
-                        super::$name(db).await;
-                    }
+                    super::$name(super::TestDb::postgres()).await;
                 }
             )*
         }
@@ -1634,14 +1632,8 @@ async fn sqlite_unreadable_policies_stop_guarded_writes() {
 /// The store reports a stopped server as a database error and recovers once it is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_recovers_after_a_restart() {
-    let mut server = match TempPostgres::start() {
-        Ok(server) => server,
-        Err(error) if !postgres_required() => {
-            eprintln!("note: skipping, no private PostgreSQL cluster: {error}");
-            return;
-        }
-        Err(error) => panic!("cannot start a private PostgreSQL cluster: {error}"),
-    };
+    let mut server = TempPostgres::start()
+        .unwrap_or_else(|error| panic!("cannot start a private PostgreSQL cluster: {error}"));
     let store = palisade_store::connect(&server.url()).await.unwrap();
     assert_eq!(store.backend(), "postgres");
     let created = store.create_boundary("b", None).await.unwrap();

@@ -98,16 +98,6 @@ pub fn resolve_version(wanted: &str) -> (String, String) {
     panic!("Kubernetes {wanted} is not pinned in testenv/versions.env")
 }
 
-fn cache_dir() -> PathBuf {
-    match std::env::var_os("PALISADE_CACHE_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => {
-            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-            PathBuf::from(home).join(".cache/palisade")
-        }
-    }
-}
-
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -117,7 +107,7 @@ fn is_executable(path: &Path) -> bool {
 /// Panics when they cannot be built.
 pub fn ensure_binaries(version: &str, controller_manager: bool) {
     let (version, etcd) = resolve_version(version);
-    let cache = cache_dir();
+    let cache = crate::cache_dir();
     let mut needed = vec![
         cache.join(format!("k8s/{version}/bin/kube-apiserver")),
         cache.join(format!("etcd/{etcd}/bin/etcd")),
