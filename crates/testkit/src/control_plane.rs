@@ -17,9 +17,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -391,16 +390,8 @@ pub fn shared(version: &str) -> &'static ControlPlane {
 
 /// A unique DNS-1123 name starting with `prefix`.
 pub fn unique_name(prefix: &str) -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!(
-        "{prefix}-{}-{}-{:x}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-        nanos % 0x10000
-    )
+    let (pid, counter, nanos) = crate::unique_parts();
+    format!("{prefix}-{pid}-{counter}-{:x}", nanos % 0x10000)
 }
 
 /// Creates a uniquely named namespace, labelled `palisade.dev/boundary=<boundary>` when given,

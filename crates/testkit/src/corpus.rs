@@ -166,6 +166,20 @@ pub fn policies_of(
         .collect()
 }
 
+/// The validated policy `name` of `boundary` with `spec` (JSON), checked against the built-in
+/// catalog; panics when it is invalid.
+pub fn policy(name: &str, boundary: &str, spec: serde_json::Value) -> Policy {
+    let document = serde_json::json!({
+        "apiVersion": "palisade.dev/v1", "kind": "BoundaryPolicy",
+        "metadata": {"name": name, "boundary": boundary},
+        "spec": spec,
+    });
+    PolicyDocument::from_json(document.to_string().as_bytes())
+        .and_then(|d| d.validate(&Catalog::builtin()))
+        .map(|valid| valid.policy)
+        .unwrap_or_else(|e| panic!("policy {name} of {boundary} is invalid: {e}"))
+}
+
 /// One denial or audit warning, as an evaluator reports it or as a case expects it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Finding {

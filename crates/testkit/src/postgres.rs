@@ -24,9 +24,8 @@ use std::net::TcpListener;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Once, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use sqlx::{Connection, PgConnection};
 
@@ -139,15 +138,8 @@ fn own_server() -> Result<(String, String), String> {
 /// `palisade_test_<pid>_<nanoseconds>_<counter>`: unique across processes and runs, and the
 /// pid tells `drop_stale_databases` whether its process is gone.
 fn unique_database_name() -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{DATABASE_PREFIX}{}_{nanos}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
+    let (pid, counter, nanos) = crate::unique_parts();
+    format!("{DATABASE_PREFIX}{pid}_{nanos}_{counter}")
 }
 
 /// Drops the test databases of processes that no longer run (best effort), so that a
