@@ -2,7 +2,8 @@
 # Load benchmark of the API on loopback:
 #  - create-with-check (POST .../resources, app on plan small, a unique name per request) at a
 #    fixed 1,000 req/s for DURATION seconds (default 60), on SQLite and on PostgreSQL, with 0
-#    and with 20 applied policies, by the open-loop generator crates/server/examples/load.rs
+#    and with 20 applied policies, by the open-loop generator crates/server/benches/load.rs
+#    (`cargo bench -p palisade-server --bench load -- URL TOKEN RATE SECONDS`)
 #    (latency from the moment each request was due);
 #  - the plan picker (GET .../plans?type=app, 20 policies) with oha (crates.io, installed into
 #    the cache dir), closed loop, 16 connections.
@@ -15,9 +16,10 @@ RATE="${RATE:-1000}"
 CACHE="${PALISADE_CACHE_DIR:-${HOME}/.cache/palisade}"
 OHA="${CACHE}/tools/bin/oha"
 [[ -x "${OHA}" ]] || cargo install oha --version 1.16.0 --locked --root "${CACHE}/tools"
-cargo build --quiet --release -p palisade-cli -p palisade-server --examples --locked
-BIN=target/release/palisade
-LOAD=target/release/examples/load
+cargo build --quiet --release -p palisade-cli --locked
+cargo bench --quiet --locked -p palisade-server --bench load --no-run
+BIN="${CARGO_TARGET_DIR:-target}/release/palisade"
+LOAD=(cargo bench --quiet --locked -p palisade-server --bench load --)
 WORK="$(mktemp -d)"
 SERVER=""
 cleanup() { [[ -n "${SERVER}" ]] && kill "${SERVER}" 2>/dev/null; wait 2>/dev/null; rm -rf "${WORK}"; }
@@ -68,7 +70,7 @@ PY
 create_run() { # label database-url policies
   start "$2"
   setup "$3"
-  echo "$1: $("${LOAD}" "${URL}/v1/boundaries/bench/resources" "${TOKEN}" "${RATE}" "${DURATION}")"
+  echo "$1: $("${LOAD[@]}" "${URL}/v1/boundaries/bench/resources" "${TOKEN}" "${RATE}" "${DURATION}")"
   stop
 }
 

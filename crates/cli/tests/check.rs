@@ -11,7 +11,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use palisade_testkit::corpus::{admission_cases, plan_cases};
+use palisade_testkit::corpus::{
+    plan_cases, AdmissionCase, AdmissionHarness, Finding, Reports, Verdict,
+};
 
 fn palisade(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_palisade"))
@@ -25,110 +27,78 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The findings of one object of `palisade check -o json`: `denials` (with their rule) or
+/// `warnings` (the output names no rule for them).
+fn findings(object: &serde_json::Value, key: &str) -> Result<Vec<Finding>, String> {
+    let field = |item: &serde_json::Value, name: &str| {
+        item[name]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{key} without a {name}: {object}"))
+    };
+    object[key]
+        .as_array()
+        .ok_or_else(|| format!("no {key} in {object}"))?
+        .iter()
+        .map(|item| {
+            Ok(Finding {
+                policy: field(item, "policy")?,
+                rule: match key {
+                    "denials" => Some(field(item, "rule")?),
+                    _ => None,
+                },
+                message: field(item, "message")?,
+            })
+        })
+        .collect()
+}
+
+/// One case through `palisade check -p policies.yaml -o json manifest.yaml`.
+fn check(dir: &Path, case: &AdmissionCase) -> Result<Verdict, String> {
+    let docs: Vec<String> = case
+        .policies
+        .iter()
+        .map(|p| serde_yaml_ng::to_string(p).unwrap())
+        .collect();
+    std::fs::write(dir.join("policies.yaml"), docs.join("---\n")).unwrap();
+    let manifest = serde_yaml_ng::to_string(&case.object).unwrap();
+    std::fs::write(dir.join("manifest.yaml"), manifest).unwrap();
+    let args = [
+        "check",
+        "-p",
+        "policies.yaml",
+        "-o",
+        "json",
+        "manifest.yaml",
+    ];
+    let out = palisade(&args, dir);
+    let parsed: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("no JSON ({e}): {}", text(&out.stderr)))?;
+    let object = &parsed[0];
+    let verdict = Verdict {
+        checked: Some(
+            object["checked"]
+                .as_bool()
+                .ok_or_else(|| format!("no checked in {object}"))?,
+        ),
+        admitted: object["admitted"]
+            .as_bool()
+            .ok_or_else(|| format!("no admitted in {object}"))?,
+        denials: findings(object, "denials")?,
+        warnings: findings(object, "warnings")?,
+    };
+    // The exit code agrees with the verdict: 0 admitted, 1 denied.
+    let want_code = if verdict.admitted { 0 } else { 1 };
+    if out.status.code() != Some(want_code) {
+        return Err(format!("exit {:?} with {object}", out.status.code()));
+    }
+    Ok(verdict)
+}
+
 #[test]
 fn corpus_through_the_binary() {
     let dir = tempfile::tempdir().unwrap();
-    let mut failures = Vec::new();
-    for case in admission_cases().unwrap() {
-        let policies = dir.path().join("policies.yaml");
-        let docs: Vec<String> = case
-            .policies
-            .iter()
-            .map(|p| serde_yaml_ng::to_string(p).unwrap())
-            .collect();
-        std::fs::write(&policies, docs.join("---\n")).unwrap();
-        let manifest = dir.path().join("manifest.yaml");
-        std::fs::write(&manifest, serde_yaml_ng::to_string(&case.object).unwrap()).unwrap();
-        let out = palisade(
-            &[
-                "check",
-                "-p",
-                "policies.yaml",
-                "-o",
-                "json",
-                "manifest.yaml",
-            ],
-            dir.path(),
-        );
-        let want_code = if case.expect.admitted { 0 } else { 1 };
-        let parsed: serde_json::Value = match serde_json::from_slice(&out.stdout) {
-            Ok(v) => v,
-            Err(e) => {
-                failures.push(format!(
-                    "{}: no JSON ({e}): {}",
-                    case.name,
-                    text(&out.stderr)
-                ));
-                continue;
-            }
-        };
-        let object = &parsed[0];
-        let denials: Vec<(String, String, String)> = object["denials"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| {
-                (
-                    d["policy"].as_str().unwrap().into(),
-                    d["rule"].as_str().unwrap().into(),
-                    d["message"].as_str().unwrap().into(),
-                )
-            })
-            .collect();
-        let want: Vec<(String, String, String)> = case
-            .expect
-            .denials
-            .iter()
-            .zip(
-                denials
-                    .iter()
-                    .map(|d| d.1.clone())
-                    .chain(std::iter::repeat(String::new())),
-            )
-            .map(|(d, got_rule)| {
-                (
-                    d.policy.clone(),
-                    d.rule.clone().unwrap_or(got_rule),
-                    d.message.clone(),
-                )
-            })
-            .collect();
-        let warnings: Vec<(String, String)> = object["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| {
-                (
-                    w["policy"].as_str().unwrap().into(),
-                    w["message"].as_str().unwrap().into(),
-                )
-            })
-            .collect();
-        let want_warnings: Vec<(String, String)> = case
-            .expect
-            .warnings
-            .iter()
-            .map(|w| (w.policy.clone(), w.message.clone()))
-            .collect();
-        if out.status.code() != Some(want_code)
-            || object["checked"] != case.expect.checked
-            || object["admitted"] != case.expect.admitted
-            || denials != want
-            || warnings != want_warnings
-        {
-            failures.push(format!(
-                "{}: exit {:?}, got {object}",
-                case.name,
-                out.status.code()
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    AdmissionHarness::new("palisade check", Reports::InOrder).run(|case| check(dir.path(), case));
 }
 
 #[test]

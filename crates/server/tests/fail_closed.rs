@@ -153,9 +153,6 @@ async fn a_stored_policy_that_cannot_be_decoded_refuses_creates() {
 
 #[tokio::test]
 async fn a_stopped_postgresql_refuses_creates_until_it_is_back() {
-    if palisade_testkit::postgres::try_test_database_url().is_none() {
-        return;
-    }
     let mut server = tokio::task::spawn_blocking(palisade_testkit::postgres::TempPostgres::start)
         .await
         .unwrap()

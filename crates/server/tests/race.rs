@@ -236,7 +236,5 @@ async fn no_create_or_move_commits_past_a_policy_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_create_or_move_commits_past_a_policy_on_postgres() {
-    if let Some(app) = TestApp::postgres().await {
-        run(app).await;
-    }
+    run(TestApp::postgres().await).await;
 }

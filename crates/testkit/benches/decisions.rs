@@ -17,10 +17,10 @@ use cedar_policy::{
     Authorizer, Context, Entities, EntityUid, PolicySet, Request, RestrictedExpression,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use palisade_api_types::PolicyDocument;
 use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest};
 use palisade_policy::{compute_plan, Catalog, PlanName, Policy, ResourceType};
 use palisade_testkit::cel_eval::{request_for, to_cel, CompiledPolicy};
+use palisade_testkit::corpus::policy;
 use palisade_vap::PolicyCel;
 
 const PLAN_SETS: [&[&str]; 4] = [
@@ -32,17 +32,8 @@ const PLAN_SETS: [&[&str]; 4] = [
 
 fn plan_policy(index: usize) -> (Policy, &'static [&'static str]) {
     let plans = PLAN_SETS[index % PLAN_SETS.len()];
-    let document = serde_json::json!({
-        "apiVersion": "palisade.dev/v1", "kind": "BoundaryPolicy",
-        "metadata": {"name": format!("p-{index:03}"), "boundary": "shop"},
-        "spec": {"rules": [{"allowedComputePlans": {"plans": plans}}]},
-    });
-    let policy = PolicyDocument::from_json(&serde_json::to_vec(&document).unwrap())
-        .unwrap()
-        .validate(&Catalog::builtin())
-        .unwrap()
-        .policy;
-    (policy, plans)
+    let spec = serde_json::json!({"rules": [{"allowedComputePlans": {"plans": plans}}]});
+    (policy(&format!("p-{index:03}"), "shop", spec), plans)
 }
 
 /// The same rule as Cedar: one `forbid` per palisade policy, holding when the policy speaks
@@ -166,17 +157,7 @@ fn admission_policies() -> Vec<Policy> {
     specs
         .into_iter()
         .enumerate()
-        .map(|(i, spec)| {
-            let document = serde_json::json!({
-                "apiVersion": "palisade.dev/v1", "kind": "BoundaryPolicy",
-                "metadata": {"name": format!("a-{i}"), "boundary": "shop"}, "spec": spec,
-            });
-            PolicyDocument::from_json(&serde_json::to_vec(&document).unwrap())
-                .unwrap()
-                .validate(&Catalog::builtin())
-                .unwrap()
-                .policy
-        })
+        .map(|(i, spec)| policy(&format!("a-{i}"), "shop", spec))
         .collect()
 }
 

@@ -17,9 +17,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -98,16 +97,6 @@ pub fn resolve_version(wanted: &str) -> (String, String) {
     panic!("Kubernetes {wanted} is not pinned in testenv/versions.env")
 }
 
-fn cache_dir() -> PathBuf {
-    match std::env::var_os("PALISADE_CACHE_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => {
-            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-            PathBuf::from(home).join(".cache/palisade")
-        }
-    }
-}
-
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -117,7 +106,7 @@ fn is_executable(path: &Path) -> bool {
 /// Panics when they cannot be built.
 pub fn ensure_binaries(version: &str, controller_manager: bool) {
     let (version, etcd) = resolve_version(version);
-    let cache = cache_dir();
+    let cache = crate::cache_dir();
     let mut needed = vec![
         cache.join(format!("k8s/{version}/bin/kube-apiserver")),
         cache.join(format!("etcd/{etcd}/bin/etcd")),
@@ -401,16 +390,8 @@ pub fn shared(version: &str) -> &'static ControlPlane {
 
 /// A unique DNS-1123 name starting with `prefix`.
 pub fn unique_name(prefix: &str) -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!(
-        "{prefix}-{}-{}-{:x}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-        nanos % 0x10000
-    )
+    let (pid, counter, nanos) = crate::unique_parts();
+    format!("{prefix}-{pid}-{counter}-{:x}", nanos % 0x10000)
 }
 
 /// Creates a uniquely named namespace, labelled `palisade.dev/boundary=<boundary>` when given,

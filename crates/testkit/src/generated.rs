@@ -11,8 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use palisade_api_types::PolicyDocument;
-use palisade_policy::{Catalog, Policy};
+use palisade_policy::Policy;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -30,16 +29,7 @@ pub fn policies() -> Vec<Policy> {
     ]
     .into_iter()
     .enumerate()
-    .map(|(index, spec)| {
-        let document = serde_json::json!({
-            "apiVersion": "palisade.dev/v1", "kind": "BoundaryPolicy",
-            "metadata": {"name": format!("generated-{index}"), "boundary": "shop"}, "spec": spec,
-        });
-        PolicyDocument::from_json(document.to_string().as_bytes())
-            .and_then(|d| d.validate(&Catalog::builtin()))
-            .map(|v| v.policy)
-            .unwrap_or_else(|e| panic!("generated policy {index} is invalid: {e}"))
-    })
+    .map(|(index, spec)| crate::corpus::policy(&format!("generated-{index}"), "shop", spec))
     .collect()
 }
 

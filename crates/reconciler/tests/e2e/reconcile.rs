@@ -316,9 +316,7 @@ async fn stop_within(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
     let plane = plane("1.37").await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = palisade_testkit::postgres::try_test_database_url()
-        .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("p.db").display()));
+    let url = palisade_testkit::postgres::test_database_url();
     let boundary = unique_name("shop");
     let store = store_with_policy(&url, &boundary).await;
     let key = SealingKey::random();

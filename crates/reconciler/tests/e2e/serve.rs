@@ -547,9 +547,7 @@ async fn unreachable_cluster_is_reported_and_others_are_unaffected() {
 /// the active replica goes, the standby takes over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_on_postgres_share_one_reconciler() {
-    let Some(url) = palisade_testkit::postgres::try_test_database_url() else {
-        return;
-    };
+    let url = palisade_testkit::postgres::test_database_url();
     let plane = plane("1.37").await;
     let first = Stack::start(Some(url.clone())).await;
     let boundary = unique_name("shop");

@@ -4,8 +4,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use palisade_api_types::PolicyDocument;
-use palisade_policy::{Catalog, Name, Policy};
+use palisade_policy::{Name, Policy};
 use palisade_reconciler::{ClusterClient, EnforcementProbe};
 use palisade_testkit::control_plane::{self, ControlPlane};
 use serde_json::json;
@@ -61,16 +60,7 @@ pub fn unique_boundary(prefix: &str) -> Name {
 
 /// A validated policy from a `spec` (JSON), named `policy_name`.
 pub fn policy(policy_name: &str, spec: serde_json::Value) -> Policy {
-    let document = json!({
-        "apiVersion": "palisade.dev/v1", "kind": "BoundaryPolicy",
-        "metadata": {"name": policy_name, "boundary": "shop"},
-        "spec": spec,
-    });
-    PolicyDocument::from_json(document.to_string().as_bytes())
-        .unwrap()
-        .validate(&Catalog::builtin())
-        .unwrap()
-        .policy
+    palisade_testkit::corpus::policy(policy_name, "shop", spec)
 }
 
 /// Retries `attempt` every 100 ms until it yields `Some`, for at most `timeout`.

@@ -63,11 +63,10 @@ impl TestApp {
         TestApp::on(url, dir).await
     }
 
-    /// A fresh database on the shared test PostgreSQL; `None` when none is configured and
-    /// none is required (the testkit panics when `PALISADE_REQUIRE_POSTGRES=1`).
-    pub async fn postgres() -> Option<TestApp> {
-        let url = palisade_testkit::postgres::try_test_database_url()?;
-        Some(TestApp::on(url, tempfile::tempdir().unwrap()).await)
+    /// A fresh database on the test PostgreSQL (see `palisade_testkit::postgres`).
+    pub async fn postgres() -> TestApp {
+        let url = palisade_testkit::postgres::test_database_url();
+        TestApp::on(url, tempfile::tempdir().unwrap()).await
     }
 
     pub async fn on(url: String, dir: tempfile::TempDir) -> TestApp {

@@ -21,7 +21,7 @@ mod support;
 mod tokens;
 
 use palisade_store::SharedStore;
-use palisade_testkit::postgres::try_test_database_url;
+use palisade_testkit::postgres::test_database_url;
 
 use backends::{reconnects_to_existing_data, reports_its_backend};
 use boundaries::{boundaries, deleting_a_boundary_takes_its_attachments_and_tokens};
@@ -59,11 +59,11 @@ impl TestDb {
         }
     }
 
-    pub fn postgres() -> Option<Self> {
-        Some(Self {
-            url: try_test_database_url()?,
+    pub fn postgres() -> Self {
+        Self {
+            url: test_database_url(),
             _dir: None,
-        })
+        }
     }
 
     pub async fn connect(&self) -> SharedStore {
@@ -86,9 +86,7 @@ macro_rules! contract {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    if let Some(db) = super::TestDb::postgres() {
-                        super::$name(db).await;
-                    }
+                    super::$name(super::TestDb::postgres()).await;
                 }
             )*
         }

@@ -10,7 +10,7 @@ pub use palisade_store::{
     etag_of, ChangeRecord, Edit, Editor, Guard, NewResource, PolicyRecord, PolicyWrite,
     ResourceKey, ResourceQuery, ResourceRecord, StoreError, TokenRecord, Veto, WriteAction,
 };
-pub use palisade_testkit::postgres::{postgres_required, TempPostgres};
+pub use palisade_testkit::postgres::TempPostgres;
 
 pub use crate::TestDb;
 

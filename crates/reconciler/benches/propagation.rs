@@ -3,7 +3,7 @@
 //!
 //! Runs what `palisade serve` runs (the HTTP API and the reconcile loop on one SQLite store,
 //! in this process) against `CLUSTERS` private Kubernetes 1.37 control planes (etcd +
-//! kube-apiserver from `testenv/`, one each; default 1). One boundary is attached to every
+//! kube-apiserver from `testenv/`, one each). One boundary is attached to every
 //! cluster and has one namespace in each, created through the API. Its one policy requires a
 //! label; change `i` sets the required key to `team-<i>`. The probe of change `i` is a Pod
 //! labelled `team-<i-1>` only: the previous version admits it, the new one denies it with
@@ -18,7 +18,7 @@
 //! one-second policy reload. `WARMUP_CHANGES` (default 2) changes are not counted, `CHANGES`
 //! (default 50) are. Prints min/p50/p99/max (nearest rank: with 50 samples p99 is the max).
 //!
-//! `CLUSTERS=3 cargo run --release -p palisade-reconciler --example bench_propagation`
+//! `cargo bench -p palisade-reconciler --bench propagation -- CLUSTERS` (e.g. `3`)
 
 #![allow(
     clippy::unwrap_used,
@@ -33,6 +33,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use palisade_policy::Catalog;
 use palisade_reconciler::{ClusterClient, Controller, Settings, Unseal};
 use palisade_server::SealingKey;
+use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::ControlPlane;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -42,13 +43,6 @@ const POLICY: &str = "label";
 const NAMESPACE: &str = "bench-probe";
 const POLL: Duration = Duration::from_millis(20);
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.parse().expect("a number"))
-        .unwrap_or(default)
-}
 
 /// The API and the reconcile loop on one SQLite store, as `palisade serve` runs them.
 struct Stack {
@@ -283,7 +277,17 @@ fn line(what: &str, samples: &mut [Duration]) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let count = env_number("CLUSTERS", 1);
+    let Some(args) = args_or_usage(
+        "propagation",
+        "real control planes and several minutes",
+        "cargo bench -p palisade-reconciler --bench propagation -- CLUSTERS (or scripts/bench-k8s.sh)",
+    ) else {
+        return;
+    };
+    let count: usize = match args.as_slice() {
+        [clusters] => clusters.parse().expect("CLUSTERS: a number"),
+        _ => panic!("usage: propagation CLUSTERS"),
+    };
     let changes = env_number("CHANGES", 50);
     let warmup = env_number("WARMUP_CHANGES", 2);
     let mut planes = Vec::new();

@@ -1,6 +1,6 @@
 //! Admission overhead of palisade's policies on real Pod creates.
 //!
-//! For each Kubernetes version asked for (default `1.30 1.37`), a private control plane
+//! For each Kubernetes version asked for (for example `1.30 1.37`), a private control plane
 //! (etcd + kube-apiserver from `testenv/`) is started and a namespace labelled
 //! `palisade.dev/boundary=bench` is created. One client then creates Pods sequentially (real
 //! creates, not dry-run), timing each create from the request to the answer:
@@ -19,7 +19,7 @@
 //! number of Pods (none) at the start of every measured run. Prints p50/p99 of the three runs and
 //! their ratios to the first run without policies.
 //!
-//! `cargo run --release -p palisade-reconciler --example bench_admission -- [VERSION...]`
+//! `cargo bench -p palisade-reconciler --bench admission -- VERSION...` (e.g. `1.30 1.37`)
 //! (environment: `PODS`, `WARMUP`, `POLICIES` to install only the first 0, 1 or 2 of the
 //! three policies, for a breakdown, and `BLOCKS`: with `BLOCKS=10` both runs are cut into 10
 //! blocks of `PODS/10` Pods, alternated without/with, with/without, ..., so that slow drifts
@@ -37,34 +37,18 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
-use palisade_api_types::PolicyDocument;
-use palisade_policy::{Catalog, Name, Policy};
+use palisade_policy::{Name, Policy};
 use palisade_reconciler::ClusterClient;
+use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{self, ControlPlane};
 use serde_json::json;
 
 const BOUNDARY: &str = "bench";
 const INSTALLATION: &str = "bench-admission";
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.parse().expect("a number"))
-        .unwrap_or(default)
-}
-
 /// A validated policy named `name` of the bench boundary, from its spec.
 fn policy(name: &str, spec: serde_json::Value) -> Policy {
-    let document = json!({
-        "apiVersion": "palisade.dev/v1", "kind": "BoundaryPolicy",
-        "metadata": {"name": name, "boundary": BOUNDARY},
-        "spec": spec,
-    });
-    PolicyDocument::from_json(document.to_string().as_bytes())
-        .unwrap()
-        .validate(&Catalog::builtin())
-        .unwrap()
-        .policy
+    palisade_testkit::corpus::policy(name, BOUNDARY, spec)
 }
 
 /// A Pod that every policy of the benchmark admits.
@@ -320,10 +304,13 @@ async fn run_alternating(
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let mut versions: Vec<String> = std::env::args().skip(1).collect();
-    if versions.is_empty() {
-        versions = vec!["1.30".to_owned(), "1.37".to_owned()];
-    }
+    let Some(versions) = args_or_usage(
+        "admission",
+        "real control planes and several minutes",
+        "cargo bench -p palisade-reconciler --bench admission -- 1.30 1.37 (or scripts/bench-k8s.sh)",
+    ) else {
+        return;
+    };
     let pods_per_run = env_number("PODS", 1000);
     let warmup = env_number("WARMUP", 100);
     let count = env_number("POLICIES", 3).min(3);

@@ -2,7 +2,8 @@
 //! with a unique resource name, and measures every latency from the moment the request was
 //! due (so a slow server cannot hide queueing: no coordinated omission).
 //!
-//! `cargo run --release -p palisade-server --example load -- URL TOKEN RATE SECONDS`
+//! `cargo bench -p palisade-server --bench load -- URL TOKEN RATE SECONDS`; without arguments
+//! (a plain `cargo bench`) it only says what it needs.
 
 use std::time::{Duration, Instant};
 
@@ -10,8 +11,14 @@ use hdrhistogram::Histogram;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let [_, url, token, rate, seconds] = args.as_slice() else {
+    let Some(args) = palisade_testkit::bench::args_or_usage(
+        "load",
+        "a running palisade server",
+        "cargo bench -p palisade-server --bench load -- URL TOKEN RATE SECONDS (or scripts/bench-api.sh)",
+    ) else {
+        return Ok(());
+    };
+    let [url, token, rate, seconds] = args.as_slice() else {
         anyhow::bail!("usage: load URL TOKEN RATE SECONDS");
     };
     let rate: u64 = rate.parse()?;
