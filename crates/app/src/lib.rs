@@ -27,12 +27,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use palisade_policy::Catalog;
-use palisade_store::SharedStore;
 use tokio::time::Instant;
 
 pub use caller::{caller_from_token, Caller, Role};
 pub use error::{boundary_not_found, AppError, AppResult};
 pub use paging::PageRequest;
+pub use palisade_store::SharedStore;
 pub use sealing::SealingKey;
 
 /// How long a plan path waits for the store before answering `PolicyUnavailable` (SPEC 2.4).

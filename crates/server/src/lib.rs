@@ -16,8 +16,8 @@ use axum::extract::{DefaultBodyLimit, FromRef, FromRequest, Request};
 use axum::http::{header, HeaderMap};
 use axum::Router;
 use palisade_app::App;
+use palisade_app::SharedStore;
 use palisade_policy::Catalog;
-use palisade_store::SharedStore;
 
 use crate::error::ApiError;
 

@@ -7,8 +7,8 @@ use axum::response::IntoResponse;
 use axum::Json;
 use palisade_api_types::view::{ApplyResults, History, PolicyList, PolicyView};
 use palisade_app::policies::SaveCondition;
+use palisade_app::policies::WriteAction;
 use palisade_app::{AppError, Caller};
-use palisade_store::WriteAction;
 use serde::Deserialize;
 
 use super::{etag_header, if_match, open, ListParams, Query};
