@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use palisade_api_types::view::{Boundary, ClusterView, NamespaceView};
+use palisade_api_types::view::{
+    Boundary, ClusterCredentials, ClusterView, NamespaceRequest, NamespaceView, NewBoundary,
+};
 use reqwest::Method;
-use serde_json::json;
 
 use super::{print_body, split_target, Api, Connection, Failure, Format, Outcome};
 use crate::help;
@@ -73,10 +74,10 @@ pub enum ClusterCommand {
 pub fn boundary(connection: &Connection, command: &BoundaryCommand) -> Outcome {
     let api = Api::new(connection)?;
     let BoundaryCommand::Create { name, display_name } = command;
-    let mut body = json!({"name": name});
-    if let Some(display) = display_name {
-        body["display_name"] = json!(display);
-    }
+    let body = NewBoundary {
+        name: name.clone(),
+        display_name: display_name.clone(),
+    };
     let answer = api.send(api.request(Method::POST, "/v1/boundaries").json(&body))?;
     let _: Boundary = answer.decode()?;
     if connection.output != Format::Table {
@@ -93,7 +94,7 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
             let text = read_text(kubeconfig).map_err(Failure)?;
             let answer = api.send(
                 api.request(Method::PUT, &format!("/v1/clusters/{name}"))
-                    .json(&json!({"kubeconfig": text})),
+                    .json(&ClusterCredentials { kubeconfig: text }),
             )?;
             let _: ClusterView = answer.decode()?;
             if connection.output != Format::Table {
@@ -128,7 +129,7 @@ pub fn namespace(connection: &Connection, command: &NamespaceCommand) -> Outcome
                 p[0], p[1]
             ),
         )
-        .json(&json!({"adopt": adopt})),
+        .json(&NamespaceRequest { adopt: Some(adopt) }),
     )?;
     let saved: NamespaceView = answer.decode()?;
     if connection.output != Format::Table {

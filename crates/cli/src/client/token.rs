@@ -1,9 +1,8 @@
 //! `palisade token create|list|revoke`.
 
 use clap::Subcommand;
-use palisade_api_types::view::{CreatedToken, TokenList};
+use palisade_api_types::view::{CreatedToken, NewToken, TokenList};
 use reqwest::Method;
-use serde_json::json;
 
 use super::{all_pages, cell, print_body, print_table, Api, Connection, Format, Outcome};
 use crate::help;
@@ -47,13 +46,11 @@ pub fn token(connection: &Connection, command: &TokenCommand) -> Outcome {
             boundary,
             expires_in_days,
         } => {
-            let mut body = json!({"role": role});
-            if let Some(b) = boundary {
-                body["boundary"] = json!(b);
-            }
-            if let Some(days) = expires_in_days {
-                body["expires_in_days"] = json!(days);
-            }
+            let body = NewToken {
+                role: role.clone(),
+                boundary: boundary.clone(),
+                expires_in_days: *expires_in_days,
+            };
             let answer = api.send(api.request(Method::POST, "/v1/tokens").json(&body))?;
             let created: CreatedToken = answer.decode()?;
             if connection.output != Format::Table {
