@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
+use palisade_api_types::view::{
+    Boundary, ClusterCredentials, ClusterView, NamespaceRequest, NamespaceView, NewBoundary,
+};
 use reqwest::Method;
-use serde_json::json;
 
 use super::{print_body, split_target, Api, Connection, Failure, Format, Outcome};
 use crate::help;
@@ -72,13 +74,14 @@ pub enum ClusterCommand {
 pub fn boundary(connection: &Connection, command: &BoundaryCommand) -> Outcome {
     let api = Api::new(connection)?;
     let BoundaryCommand::Create { name, display_name } = command;
-    let mut body = json!({"name": name});
-    if let Some(display) = display_name {
-        body["display_name"] = json!(display);
-    }
-    let (answer, _) = api.send(api.request(Method::POST, "/v1/boundaries").json(&body))?;
+    let body = NewBoundary {
+        name: name.clone(),
+        display_name: display_name.clone(),
+    };
+    let answer = api.send(api.request(Method::POST, "/v1/boundaries").json(&body))?;
+    let _: Boundary = answer.decode()?;
     if connection.output != Format::Table {
-        return print_body(connection.output, &answer);
+        return print_body(connection.output, &answer.body);
     }
     println!("boundary {name} created");
     Ok(())
@@ -89,20 +92,22 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
     match command {
         ClusterCommand::Add { name, kubeconfig } => {
             let text = read_text(kubeconfig).map_err(Failure)?;
-            let (answer, _) = api.send(
+            let answer = api.send(
                 api.request(Method::PUT, &format!("/v1/clusters/{name}"))
-                    .json(&json!({"kubeconfig": text})),
+                    .json(&ClusterCredentials { kubeconfig: text }),
             )?;
+            let _: ClusterView = answer.decode()?;
             if connection.output != Format::Table {
-                return print_body(connection.output, &answer);
+                return print_body(connection.output, &answer.body);
             }
             println!("cluster {name} saved");
         }
         ClusterCommand::Attach { boundary, cluster } => {
-            api.send(api.request(
+            let answer = api.send(api.request(
                 Method::PUT,
                 &format!("/v1/boundaries/{boundary}/clusters/{cluster}"),
             ))?;
+            let _: ClusterView = answer.decode()?;
             println!("cluster {cluster} attached to boundary {boundary}");
         }
     }
@@ -116,7 +121,7 @@ pub fn namespace(connection: &Connection, command: &NamespaceCommand) -> Outcome
         NamespaceCommand::Adopt { target, cluster } => (target, cluster, true),
     };
     let p = split_target(target, 2, "BOUNDARY/NAMESPACE")?;
-    let (answer, _) = api.send(
+    let answer = api.send(
         api.request(
             Method::PUT,
             &format!(
@@ -124,14 +129,16 @@ pub fn namespace(connection: &Connection, command: &NamespaceCommand) -> Outcome
                 p[0], p[1]
             ),
         )
-        .json(&json!({"adopt": adopt})),
+        .json(&NamespaceRequest { adopt: Some(adopt) }),
     )?;
+    let saved: NamespaceView = answer.decode()?;
     if connection.output != Format::Table {
-        return print_body(connection.output, &answer);
+        return print_body(connection.output, &answer.body);
     }
+    // `action` is in every answer to a PUT; "saved" says as much without it.
     println!(
         "namespace {target} {} in cluster {cluster}",
-        answer["action"].as_str().unwrap_or("saved")
+        saved.action.as_deref().unwrap_or("saved")
     );
     Ok(())
 }

@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use palisade_api_types::view::ApplyResults;
 use reqwest::Method;
 
-use super::{cell, print_body, print_warnings, Api, Connection, Failure, Format, Outcome};
+use super::{print_body, print_warnings, Api, Connection, Failure, Format, Outcome};
 use crate::input::{read_text, yaml_files};
 
 #[derive(Debug, Args)]
@@ -45,25 +46,22 @@ pub fn apply(args: &ApplyArgs) -> Outcome {
     } else {
         "/v1/apply"
     };
-    let (body, warnings) = api.send(
+    let answer = api.send(
         api.request(Method::POST, path)
             .header("content-type", "application/yaml")
             .body(text),
     )?;
-    print_warnings(&warnings);
+    let applied: ApplyResults = answer.decode()?;
+    print_warnings(&answer.warnings);
     if connection.output != Format::Table {
-        return print_body(connection.output, &body);
+        return print_body(connection.output, &answer.body);
     }
     let suffix = if dry_run { " (dry run)" } else { "" };
-    for result in body["results"].as_array().cloned().unwrap_or_default() {
-        let subject = format!(
-            "boundarypolicy {}/{}",
-            cell(&result["boundary"]),
-            cell(&result["name"])
-        );
-        println!("{subject} {}{suffix}", cell(&result["action"]));
-        for warning in result["warnings"].as_array().cloned().unwrap_or_default() {
-            eprintln!("warning: {subject}: {}", cell(&warning));
+    for result in applied.results {
+        let subject = format!("boundarypolicy {}/{}", result.boundary, result.name);
+        println!("{subject} {}{suffix}", result.action);
+        for warning in result.warnings {
+            eprintln!("warning: {subject}: {warning}");
         }
     }
     Ok(())

@@ -1,14 +1,20 @@
 //! `palisade get`: lists and single objects, as tables or the API's bodies.
 
+use std::collections::BTreeMap;
+
 use clap::Subcommand;
-use palisade_api_types::document::{PolicyMetadata, API_VERSION, KIND};
+use palisade_api_types::document::{ModeDoc, PolicyMetadata, RuleDoc, API_VERSION, KIND};
+use palisade_api_types::resource::Resource;
+use palisade_api_types::view::{
+    BoundaryList, ClusterList, NamespaceList, Picker, PolicyList, PolicyView, ResourceList,
+};
 use palisade_api_types::{PolicyDocument, PolicySpec};
-use reqwest::Method;
-use serde_json::Value;
+use palisade_policy::RuleKind;
+use serde::Deserialize;
 
 use super::{
-    all_pages, cell, encode, items, plans_of, print_body, print_table, rule_kinds, split_target,
-    token, Api, Connection, Failure, Format, Outcome, TokenCommand,
+    all_pages, cell, decode_at, encode, plans_of, print_body, print_table, split_target, token,
+    Api, Connection, Failure, Format, Outcome, TokenCommand,
 };
 use crate::help;
 
@@ -71,88 +77,139 @@ pub enum Kind {
     },
 }
 
-/// A stored policy (the API's view) as the document that saved it.
-fn policy_document(view: &Value) -> Result<PolicyDocument, Failure> {
-    let strings = |field: &str| -> Result<_, Failure> {
-        match &view["metadata"][field] {
-            Value::Null => Ok(Default::default()),
-            value => serde_json::from_value(value.clone()).map_err(|e| {
-                Failure(format!(
-                    "the server's policy has unreadable metadata.{field}: {e}"
-                ))
-            }),
+/// The `metadata` of a policy view: the document's labels and annotations.
+#[derive(Deserialize)]
+struct ViewMetadata {
+    labels: Option<BTreeMap<String, String>>,
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+/// A policy view with its spec and metadata read as their types.
+struct Policy {
+    view: PolicyView,
+    spec: PolicySpec,
+    metadata: ViewMetadata,
+}
+
+impl Policy {
+    /// Reads the spec and metadata of `view`, found at `at` in the answer to `request`.
+    fn read(request: &str, at: &str, view: PolicyView) -> Result<Self, Failure> {
+        let field = |name: &str| {
+            if at.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{at}.{name}")
+            }
+        };
+        Ok(Policy {
+            spec: decode_at(request, &field("spec"), &view.spec)?,
+            metadata: decode_at(request, &field("metadata"), &view.metadata)?,
+            view,
+        })
+    }
+
+    /// The policy as the document that saved it.
+    fn document(self) -> PolicyDocument {
+        PolicyDocument {
+            api_version: API_VERSION.to_owned(),
+            kind: KIND.to_owned(),
+            metadata: PolicyMetadata {
+                name: self.view.name,
+                boundary: self.view.boundary,
+                labels: self.metadata.labels.unwrap_or_default(),
+                annotations: self.metadata.annotations.unwrap_or_default(),
+            },
+            spec: self.spec,
         }
-    };
-    let spec: PolicySpec = serde_json::from_value(view["spec"].clone())
-        .map_err(|e| Failure(format!("the server's policy has an unreadable spec: {e}")))?;
-    Ok(PolicyDocument {
-        api_version: API_VERSION.to_owned(),
-        kind: KIND.to_owned(),
-        metadata: PolicyMetadata {
-            name: cell(&view["name"]),
-            boundary: cell(&view["boundary"]),
-            labels: strings("labels")?,
-            annotations: strings("annotations")?,
-        },
-        spec,
-    })
+    }
+
+    fn row(&self) -> Vec<String> {
+        vec![
+            self.view.name.clone(),
+            cell(self.spec.mode.map(mode_name)),
+            match &self.spec.scope {
+                Some(scope) => scope.clusters.join(","),
+                None => "all clusters".into(),
+            },
+            self.spec
+                .rules
+                .iter()
+                .flat_map(rule_kinds)
+                .map(RuleKind::document_key)
+                .collect::<Vec<_>>()
+                .join(","),
+            install_status(&self.view),
+            self.view.updated_at.clone(),
+        ]
+    }
+}
+
+fn mode_name(mode: ModeDoc) -> &'static str {
+    match mode {
+        ModeDoc::Enforce => "enforce",
+        ModeDoc::Audit => "audit",
+    }
+}
+
+/// The kinds of a rule (a saved rule has exactly one), in document order.
+fn rule_kinds(rule: &RuleDoc) -> Vec<RuleKind> {
+    [
+        (
+            rule.allowed_compute_plans.is_some(),
+            RuleKind::AllowedComputePlans,
+        ),
+        (rule.required_labels.is_some(), RuleKind::RequiredLabels),
+        (
+            rule.allowed_registries.is_some(),
+            RuleKind::AllowedRegistries,
+        ),
+        (
+            rule.disallow_latest_tag.is_some(),
+            RuleKind::DisallowLatestTag,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(set, kind)| set.then_some(kind))
+    .collect()
 }
 
 const POLICY_HEADERS: [&str; 6] = ["NAME", "MODE", "SCOPE", "RULES", "STATUS", "UPDATED"];
-
-fn policy_row(p: &Value) -> Vec<String> {
-    vec![
-        cell(&p["name"]),
-        cell(&p["spec"]["mode"]),
-        p["spec"]["scope"]["clusters"]
-            .as_array()
-            .map(|c| cell(&Value::Array(c.clone())))
-            .unwrap_or_else(|| "all clusters".into()),
-        rule_kinds(&p["spec"]),
-        install_status(p),
-        cell(&p["updated_at"]),
-    ]
-}
 
 pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
     let api = Api::new(connection)?;
     let format = connection.output;
     match kind {
         Kind::Boundaries => {
-            let body = all_pages(&api, "/v1/boundaries")?;
+            let list = all_pages::<BoundaryList>(&api, "/v1/boundaries")?;
             if format != Format::Table {
-                return print_body(format, &body);
+                return print_body(format, &list.body);
             }
-            let rows = items(&body)
-                .iter()
-                .map(|b| {
-                    vec![
-                        cell(&b["name"]),
-                        cell(&b["display_name"]),
-                        cell(&b["created_at"]),
-                    ]
-                })
+            let rows = list
+                .items
+                .into_iter()
+                .map(|b| vec![b.name, cell(b.display_name.as_deref()), b.created_at])
                 .collect();
             print_table(&["NAME", "DISPLAY NAME", "CREATED"], rows);
         }
         Kind::Clusters => {
-            let body = all_pages(&api, "/v1/clusters")?;
+            let list = all_pages::<ClusterList>(&api, "/v1/clusters")?;
             if format != Format::Table {
-                return print_body(format, &body);
+                return print_body(format, &list.body);
             }
-            let rows = items(&body)
-                .iter()
+            let rows = list
+                .items
+                .into_iter()
                 .map(|c| {
-                    let admission = if c["admission"]["enforced"].as_bool() == Some(true) {
+                    let admission = if c.admission.enforced {
                         "enforced".to_owned()
                     } else {
-                        format!("not enforced: {}", cell(&c["admission"]["reason"]))
+                        format!("not enforced: {}", cell(c.admission.reason.as_deref()))
                     };
                     vec![
-                        cell(&c["name"]),
-                        cell(&c["kubernetes_version"]),
+                        c.name,
+                        cell(c.kubernetes_version.as_deref()),
                         admission,
-                        cell(&c["last_error"]),
+                        cell(c.last_error.as_deref()),
                     ]
                 })
                 .collect();
@@ -162,45 +219,46 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
             );
         }
         Kind::Policies { boundary } => {
-            let body = all_pages(&api, &format!("/v1/boundaries/{boundary}/policies"))?;
+            let list =
+                all_pages::<PolicyList>(&api, &format!("/v1/boundaries/{boundary}/policies"))?;
+            let policies = list
+                .items
+                .into_iter()
+                .enumerate()
+                .map(|(i, view)| Policy::read(&list.request, &format!("items[{i}]"), view))
+                .collect::<Result<Vec<_>, _>>()?;
             if format != Format::Table {
-                return print_body(format, &body);
+                return print_body(format, &list.body);
             }
-            let rows = items(&body).iter().map(policy_row).collect();
+            let rows = policies.iter().map(Policy::row).collect();
             print_table(&POLICY_HEADERS, rows);
         }
         Kind::Policy { target } => {
             let p = split_target(target, 2, "BOUNDARY/NAME")?;
-            let (body, _) = api.send(api.request(
-                Method::GET,
-                &format!("/v1/boundaries/{}/policies/{}", p[0], p[1]),
-            ))?;
+            let answer = api.get(&format!("/v1/boundaries/{}/policies/{}", p[0], p[1]))?;
+            let policy = Policy::read(&answer.request, "", answer.decode()?)?;
             match format {
-                Format::Table => print_table(&POLICY_HEADERS, vec![policy_row(&body)]),
+                Format::Table => print_table(&POLICY_HEADERS, vec![policy.row()]),
                 Format::Json => println!(
                     "{}",
-                    serde_json::to_string_pretty(&policy_document(&body)?).unwrap_or_default()
+                    serde_json::to_string_pretty(&policy.document()).unwrap_or_default()
                 ),
                 Format::Yaml => print!(
                     "{}",
-                    serde_yaml_ng::to_string(&policy_document(&body)?).unwrap_or_default()
+                    serde_yaml_ng::to_string(&policy.document()).unwrap_or_default()
                 ),
             }
         }
         Kind::Namespaces { boundary } => {
-            let body = all_pages(&api, &format!("/v1/boundaries/{boundary}/namespaces"))?;
+            let list =
+                all_pages::<NamespaceList>(&api, &format!("/v1/boundaries/{boundary}/namespaces"))?;
             if format != Format::Table {
-                return print_body(format, &body);
+                return print_body(format, &list.body);
             }
-            let rows = items(&body)
-                .iter()
-                .map(|n| {
-                    vec![
-                        cell(&n["cluster"]),
-                        cell(&n["name"]),
-                        cell(&n["created_at"]),
-                    ]
-                })
+            let rows = list
+                .items
+                .into_iter()
+                .map(|n| vec![n.cluster, n.name, n.created_at])
                 .collect();
             print_table(&["CLUSTER", "NAMESPACE", "CREATED"], rows);
         }
@@ -220,25 +278,37 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
             if !query.is_empty() {
                 path = format!("{path}?{}", query.join("&"));
             }
-            let body = all_pages(&api, &path)?;
+            let list = all_pages::<ResourceList>(&api, &path)?;
+            let resources = list
+                .items
+                .iter()
+                .enumerate()
+                .map(|(i, view)| {
+                    decode_at::<Resource>(&list.request, &format!("items[{i}]"), &view.body)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             if format != Format::Table {
-                return print_body(format, &body);
+                return print_body(format, &list.body);
             }
             let mut headers = vec!["TYPE", "NAME", "PLAN", "UPDATED"];
             if *grandfathered {
                 headers.push("DISALLOWED BY");
             }
-            let rows = items(&body)
+            let rows = list
+                .items
                 .iter()
-                .map(|r| {
+                .zip(&resources)
+                .map(|(view, resource)| {
                     let mut row = vec![
-                        cell(&r["type"]),
-                        cell(&r["name"]),
-                        plans_of(r),
-                        cell(&r["updated_at"]),
+                        resource.resource_type.clone(),
+                        resource.name.clone(),
+                        plans_of(resource),
+                        view.updated_at.clone(),
                     ];
                     if *grandfathered {
-                        row.push(cell(&r["denied_by"]));
+                        row.push(cell(
+                            view.denied_by.as_ref().map(|p| p.join(",")).as_deref(),
+                        ));
                     }
                     row
                 })
@@ -250,41 +320,29 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
             boundary,
             resource_type,
         } => {
-            let (body, _) = api.send(api.request(
-                Method::GET,
-                &format!(
-                    "/v1/boundaries/{boundary}/plans?type={}",
-                    encode(resource_type)
-                ),
+            let answer = api.get(&format!(
+                "/v1/boundaries/{boundary}/plans?type={}",
+                encode(resource_type)
             ))?;
+            let picker: Picker = answer.decode()?;
             if format != Format::Table {
-                return print_body(format, &body);
+                return print_body(format, &answer.body);
             }
-            let rows = body["plans"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .iter()
+            let rows = picker
+                .plans
+                .into_iter()
                 .map(|p| {
                     vec![
-                        cell(&p["name"]),
-                        cell(&p["cpu"]),
-                        cell(&p["memory"]),
-                        if p["allowed"].as_bool() == Some(true) {
-                            "yes".into()
-                        } else {
-                            "no".into()
-                        },
-                        p["reason"]
-                            .as_str()
-                            .or(p["audit_warning"].as_str())
-                            .unwrap_or("")
-                            .to_owned(),
+                        p.name,
+                        cpu(p.cpu),
+                        p.memory,
+                        if p.allowed { "yes" } else { "no" }.to_owned(),
+                        p.reason.or(p.audit_warning).unwrap_or_default(),
                     ]
                 })
                 .collect();
             print_table(&["PLAN", "CPU", "MEMORY", "ALLOWED", "REASON"], rows);
-            if body["enforced"].as_bool() == Some(false) {
+            if !picker.enforced {
                 eprintln!("note: the API does not enforce plans of {resource_type}");
             }
         }
@@ -292,18 +350,23 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
     Ok(())
 }
 
+/// vCPU as the API writes the number (`0.5`, `2.0`).
+fn cpu(vcpu: f64) -> String {
+    serde_json::Number::from_f64(vcpu)
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| vcpu.to_string())
+}
+
 /// A policy's per-cluster install status in one cell: `prod-1: enforced; edge-1: pending`.
-fn install_status(policy: &Value) -> String {
-    let clusters = policy["status"]["clusters"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if clusters.is_empty() {
+fn install_status(policy: &PolicyView) -> String {
+    if policy.status.clusters.is_empty() {
         return "-".to_owned();
     }
-    clusters
+    policy
+        .status
+        .clusters
         .iter()
-        .map(|c| format!("{}: {}", cell(&c["cluster"]), cell(&c["status"])))
+        .map(|c| format!("{}: {}", c.cluster, c.status))
         .collect::<Vec<_>>()
         .join("; ")
 }

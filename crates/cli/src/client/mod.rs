@@ -18,10 +18,19 @@ pub use resource::{resource, ResourceCommand};
 pub use token::{token, TokenCommand};
 pub use version::{version, VersionArgs};
 
+use std::fmt::Display;
+
 use clap::{Args, ValueEnum};
+use palisade_api_types::resource::Resource;
+use palisade_api_types::view::{
+    BoundaryList, ClusterList, NamespaceList, PolicyList, ResourceList, TokenList,
+};
+use palisade_api_types::ErrorBody;
 use reqwest::blocking::{Client, RequestBuilder};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
 pub enum Format {
@@ -112,15 +121,13 @@ impl<'c> Api<'c> {
         request
     }
 
-    /// Sends a request; returns the JSON body (Null when empty) and the Warning headers.
-    fn send(&self, request: RequestBuilder) -> Result<(Value, Vec<String>), Failure> {
-        let response = request.send().map_err(|e| {
-            Failure(format!(
-                "cannot reach palisade at {}: {}",
-                self.connection.url,
-                unreachable_cause(&e)
-            ))
-        })?;
+    /// Sends a request; returns its answer (the JSON body, Null when empty, and the Warning
+    /// headers), or the error answer as one line.
+    fn send(&self, request: RequestBuilder) -> Result<Answer, Failure> {
+        let (client, request) = request.build_split();
+        let request = request.map_err(|e| self.unreachable(&e))?;
+        let name = format!("{} {}", request.method(), path_of(request.url()));
+        let response = client.execute(request).map_err(|e| self.unreachable(&e))?;
         let status = response.status();
         let warnings = response
             .headers()
@@ -131,26 +138,105 @@ impl<'c> Api<'c> {
             .collect();
         let text = response
             .text()
-            .map_err(|e| Failure(format!("cannot read the answer: {e}")))?;
-        let body: Value = if text.trim().is_empty() {
+            .map_err(|e| Failure(format!("cannot read the answer to {name}: {e}")))?;
+        if !status.is_success() {
+            let hint = match status.as_u16() {
+                401 if self.connection.token.is_none() => " (set PALISADE_TOKEN)",
+                _ => "",
+            };
+            return Err(Failure(match serde_json::from_str::<ErrorBody>(&text) {
+                Ok(ErrorBody { error }) => {
+                    format!("{} [{}]{hint}", error.message, code_name(&error.code))
+                }
+                // Not palisade's error body (e.g. a proxy's page): the status is all there is.
+                Err(_) => format!("HTTP {status} [unknown]{hint}"),
+            }));
+        }
+        let body = if text.trim().is_empty() {
             Value::Null
         } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
+            serde_json::from_str(&text)
+                .map_err(|e| unreadable(&name, format_args!("it is not JSON ({e})")))?
         };
-        if status.is_success() {
-            return Ok((body, warnings));
-        }
-        let code = body["error"]["code"].as_str().unwrap_or("unknown");
-        let message = body["error"]["message"]
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("HTTP {status}"));
-        let hint = match status.as_u16() {
-            401 if self.connection.token.is_none() => " (set PALISADE_TOKEN)",
-            _ => "",
-        };
-        Err(Failure(format!("{message} [{code}]{hint}")))
+        Ok(Answer {
+            request: name,
+            body,
+            warnings,
+        })
     }
+
+    fn unreachable(&self, error: &reqwest::Error) -> Failure {
+        Failure(format!(
+            "cannot reach palisade at {}: {}",
+            self.connection.url,
+            unreachable_cause(error)
+        ))
+    }
+
+    /// `GET path` (the path may carry a query).
+    fn get(&self, path: &str) -> Result<Answer, Failure> {
+        self.send(self.request(Method::GET, path))
+    }
+}
+
+/// A request's path and query, as the request is named in messages (`GET /v1/boundaries`).
+fn path_of(url: &reqwest::Url) -> String {
+    match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    }
+}
+
+/// An error code as it is written on the wire (`compute_plan_not_allowed`).
+fn code_name(code: &palisade_api_types::ErrorCode) -> String {
+    serde_json::to_string(code)
+        .map(|text| text.trim_matches('"').to_owned())
+        .unwrap_or_else(|_| format!("{code:?}"))
+}
+
+/// A successful answer.
+struct Answer {
+    /// The request it answers, e.g. `GET /v1/boundaries`.
+    request: String,
+    /// The body as it came (what `-o json|yaml` prints); Null when empty.
+    body: Value,
+    /// The texts of the `Warning` headers.
+    warnings: Vec<String>,
+}
+
+impl Answer {
+    /// The body as the API type it must be; a body that is not is an error naming the
+    /// request and what is wrong.
+    fn decode<T: DeserializeOwned>(&self) -> Result<T, Failure> {
+        decode_at(&self.request, "", &self.body)
+    }
+}
+
+/// Why the answer to `request` cannot be used.
+fn unreadable(request: &str, why: impl Display) -> Failure {
+    Failure(format!(
+        "the server's answer to {request} could not be read: {why}"
+    ))
+}
+
+/// Decodes `value`, found at `at` (e.g. `items[2].spec`; empty: the body) in the answer to
+/// `request`; an error names the field: `items[2].spec.rules: missing field ...`.
+fn decode_at<T: DeserializeOwned>(request: &str, at: &str, value: &Value) -> Result<T, Failure> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = match (at, inner.as_str()) {
+            (at, ".") => at.to_owned(),
+            ("", inner) => inner.to_owned(),
+            (at, inner) if inner.starts_with('[') => format!("{at}{inner}"),
+            (at, inner) => format!("{at}.{inner}"),
+        };
+        let error = e.into_inner();
+        if path.is_empty() {
+            unreadable(request, error)
+        } else {
+            unreadable(request, format_args!("{path}: {error}"))
+        }
+    })
 }
 
 /// `299 palisade "text"` -> `text`.
@@ -180,13 +266,9 @@ fn print_body(format: Format, body: &Value) -> Outcome {
     Ok(())
 }
 
-fn cell(value: &Value) -> String {
-    match value {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(cell).collect::<Vec<_>>().join(","),
-        other => other.to_string(),
-    }
+/// An optional field in a table: `-` when absent.
+fn cell(value: Option<&str>) -> String {
+    value.unwrap_or("-").to_owned()
 }
 
 fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
@@ -213,52 +295,88 @@ fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
     }
 }
 
-fn items(body: &Value) -> Vec<Value> {
-    body["items"].as_array().cloned().unwrap_or_default()
-}
-
-fn plans_of(resource: &Value) -> String {
-    match resource["components"].as_array() {
+/// A resource's plans in one cell: `small`, `worker=small,web=medium` for components, `-`
+/// for none.
+fn plans_of(resource: &Resource) -> String {
+    match &resource.components {
         Some(components) => components
             .iter()
-            .map(|c| format!("{}={}", cell(&c["name"]), cell(&c["plan"])))
+            .map(|c| format!("{}={}", c.name, c.plan))
             .collect::<Vec<_>>()
             .join(","),
-        None => cell(&resource["plan"]),
+        None => cell(resource.plan.as_deref()),
     }
 }
 
-fn rule_kinds(spec: &Value) -> String {
-    spec["rules"]
-        .as_array()
-        .map(|rules| {
-            rules
-                .iter()
-                .filter_map(|r| r.as_object().and_then(|o| o.keys().next().cloned()))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default()
+/// A page of a list (`{"items": [...], "continue"?}`), as its API type.
+trait Page: DeserializeOwned {
+    type Item;
+    fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
+}
+
+macro_rules! pages {
+    ($($list:ty => $item:ty),* $(,)?) => {
+        $(impl Page for $list {
+            type Item = $item;
+            fn into_parts(self) -> (Vec<$item>, Option<String>) {
+                (self.items, self.continue_token)
+            }
+        })*
+    };
+}
+
+pages! {
+    BoundaryList => palisade_api_types::view::Boundary,
+    ClusterList => palisade_api_types::view::ClusterView,
+    PolicyList => palisade_api_types::view::PolicyView,
+    ResourceList => palisade_api_types::view::ResourceView,
+    TokenList => palisade_api_types::view::TokenView,
+    NamespaceList => palisade_api_types::view::NamespaceView,
+}
+
+/// The items of a page as they came, for `-o json|yaml`.
+#[derive(Deserialize)]
+struct RawPage {
+    items: Vec<Value>,
+}
+
+/// Every page of a list: the items, and the body to print (`{"items": [...]}`, the items as
+/// they came).
+struct Listed<T> {
+    request: String,
+    items: Vec<T>,
+    body: Value,
 }
 
 /// Reads every page of a list.
-fn all_pages(api: &Api, path: &str) -> Result<Value, Failure> {
-    let mut all = Vec::new();
+fn all_pages<L: Page>(api: &Api, path: &str) -> Result<Listed<L::Item>, Failure> {
+    let mut items = Vec::new();
+    let mut raw = Vec::new();
     let mut next: Option<String> = None;
+    let request = format!("GET {path}");
     loop {
         let separator = if path.contains('?') { '&' } else { '?' };
         let url = match &next {
             None => format!("{path}{separator}limit=1000"),
             Some(token) => format!("{path}{separator}limit=1000&continue={}", encode(token)),
         };
-        let (body, _) = api.send(api.request(Method::GET, &url))?;
-        all.extend(items(&body));
-        match body["continue"].as_str() {
-            Some(token) => next = Some(token.to_owned()),
+        let answer = api.get(&url)?;
+        // Named without the paging parameters, as the command asked for it.
+        let page: L = decode_at(&request, "", &answer.body)?;
+        let RawPage { items: page_raw } = decode_at(&request, "", &answer.body)?;
+        raw.extend(page_raw);
+        let (page_items, continue_token) = page.into_parts();
+        items.extend(page_items);
+        match continue_token {
+            Some(token) => next = Some(token),
             None => break,
         }
     }
-    Ok(json!({"items": all}))
+    Ok(Listed {
+        request,
+        items,
+        body: serde_json::json!({ "items": raw }),
+    })
 }
 
 /// Percent-encodes a query value.

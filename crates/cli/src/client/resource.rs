@@ -3,12 +3,14 @@
 use std::collections::BTreeMap;
 
 use clap::{Args, Subcommand};
+use palisade_api_types::resource::Resource;
+use palisade_api_types::view::ResourceView;
 use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::{
-    cell, plans_of, print_body, print_warnings, resource_target, Api, Connection, Failure, Format,
-    Outcome,
+    decode_at, plans_of, print_body, print_warnings, resource_target, Answer, Api, Connection,
+    Failure, Format, Outcome,
 };
 use crate::help;
 
@@ -119,16 +121,19 @@ fn resource_body(fields: &ResourceFields) -> Result<serde_json::Map<String, Valu
     Ok(body)
 }
 
-fn print_resource(connection: &Connection, body: &Value, verb: &str) -> Outcome {
+fn print_resource(connection: &Connection, answer: &Answer, verb: &str) -> Outcome {
+    let view: ResourceView = answer.decode()?;
+    let resource: Resource = decode_at(&answer.request, "", &view.body)?;
+    print_warnings(&answer.warnings);
     if connection.output != Format::Table {
-        return print_body(connection.output, body);
+        return print_body(connection.output, &answer.body);
     }
     println!(
         "resource {}/{}/{} {verb} (plan {})",
-        cell(&body["boundary"]),
-        cell(&body["type"]),
-        cell(&body["name"]),
-        plans_of(body)
+        view.boundary,
+        resource.resource_type,
+        resource.name,
+        plans_of(&resource)
     );
     Ok(())
 }
@@ -145,14 +150,13 @@ pub fn resource(connection: &Connection, command: &ResourceCommand) -> Outcome {
             let mut body = resource_body(fields)?;
             body.insert("type".into(), Value::String(resource_type.clone()));
             body.insert("name".into(), Value::String(name.clone()));
-            let (answer, warnings) = api.send(
+            let answer = api.send(
                 api.request(
                     Method::POST,
                     &format!("/v1/boundaries/{boundary}/resources"),
                 )
                 .json(&Value::Object(body)),
             )?;
-            print_warnings(&warnings);
             print_resource(connection, &answer, "created")
         }
         ResourceCommand::Update { target, fields } => {
@@ -164,7 +168,7 @@ pub fn resource(connection: &Connection, command: &ResourceCommand) -> Outcome {
                         .into(),
                 ));
             }
-            let (answer, warnings) = api.send(
+            let answer = api.send(
                 api.request(
                     Method::PATCH,
                     &format!("/v1/boundaries/{}/resources/{}/{}", p[0], p[1], p[2]),
@@ -172,7 +176,6 @@ pub fn resource(connection: &Connection, command: &ResourceCommand) -> Outcome {
                 .header("content-type", "application/merge-patch+json")
                 .body(Value::Object(body).to_string()),
             )?;
-            print_warnings(&warnings);
             print_resource(connection, &answer, "updated")
         }
     }

@@ -1,10 +1,10 @@
 //! `palisade token create|list|revoke`.
 
 use clap::Subcommand;
+use palisade_api_types::view::{CreatedToken, NewToken, TokenList};
 use reqwest::Method;
-use serde_json::json;
 
-use super::{all_pages, cell, items, print_body, print_table, Api, Connection, Format, Outcome};
+use super::{all_pages, cell, print_body, print_table, Api, Connection, Format, Outcome};
 use crate::help;
 
 #[derive(Debug, Subcommand)]
@@ -46,42 +46,44 @@ pub fn token(connection: &Connection, command: &TokenCommand) -> Outcome {
             boundary,
             expires_in_days,
         } => {
-            let mut body = json!({"role": role});
-            if let Some(b) = boundary {
-                body["boundary"] = json!(b);
-            }
-            if let Some(days) = expires_in_days {
-                body["expires_in_days"] = json!(days);
-            }
-            let (answer, _) = api.send(api.request(Method::POST, "/v1/tokens").json(&body))?;
+            let body = NewToken {
+                role: role.clone(),
+                boundary: boundary.clone(),
+                expires_in_days: *expires_in_days,
+            };
+            let answer = api.send(api.request(Method::POST, "/v1/tokens").json(&body))?;
+            let created: CreatedToken = answer.decode()?;
             if connection.output != Format::Table {
-                return print_body(connection.output, &answer);
+                return print_body(connection.output, &answer.body);
             }
+            let token = &created.token;
             eprintln!(
                 "token {} ({}{}) created; it is shown once:",
-                cell(&answer["id"]),
-                cell(&answer["role"]),
-                answer["boundary"]
-                    .as_str()
+                token.id,
+                token.role,
+                token
+                    .boundary
+                    .as_deref()
                     .map(|b| format!(" of {b}"))
                     .unwrap_or_default()
             );
-            println!("{}", cell(&answer["secret"]));
+            println!("{}", created.secret);
         }
         TokenCommand::List => {
-            let body = all_pages(&api, "/v1/tokens")?;
+            let list = all_pages::<TokenList>(&api, "/v1/tokens")?;
             if connection.output != Format::Table {
-                return print_body(connection.output, &body);
+                return print_body(connection.output, &list.body);
             }
-            let rows = items(&body)
-                .iter()
+            let rows = list
+                .items
+                .into_iter()
                 .map(|t| {
                     vec![
-                        cell(&t["id"]),
-                        cell(&t["role"]),
-                        cell(&t["boundary"]),
-                        cell(&t["expires_at"]),
-                        cell(&t["created_at"]),
+                        t.id,
+                        t.role,
+                        cell(t.boundary.as_deref()),
+                        cell(t.expires_at.as_deref()),
+                        t.created_at,
                     ]
                 })
                 .collect();

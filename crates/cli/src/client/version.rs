@@ -1,7 +1,7 @@
 //! `palisade version`: the client's version, and the server's when a server is named.
 
 use clap::{Args, ValueEnum};
-use reqwest::Method;
+use palisade_api_types::view::Health;
 use serde_json::{json, Value};
 
 use super::{Api, Connection, Failure, Format, Outcome};
@@ -51,9 +51,9 @@ fn server_version(url: &str) -> Result<ServerVersion, Failure> {
         output: Format::Table,
     };
     let api = Api::new(&connection)?;
-    let (body, _) = api.send(api.request(Method::GET, "/healthz"))?;
-    Ok(match body.get("version").and_then(Value::as_str) {
-        Some(version) => ServerVersion::Known(version.to_owned()),
+    let health: Health = api.get("/healthz")?.decode()?;
+    Ok(match health.version {
+        Some(version) => ServerVersion::Known(version),
         None => ServerVersion::Unknown("the server does not report its version".to_owned()),
     })
 }
