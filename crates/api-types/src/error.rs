@@ -19,6 +19,10 @@ pub enum ErrorCode {
     Internal,
     ComputePlanPolicyUnavailable,
     Unavailable,
+    /// A code this version does not know (a newer server's): read, so that its message is
+    /// still shown; palisade itself never answers it.
+    #[serde(other)]
+    Unknown,
 }
 
 impl ErrorCode {
@@ -35,7 +39,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::ComputePlanNotAllowed => 422,
-            ErrorCode::Internal => 500,
+            ErrorCode::Internal | ErrorCode::Unknown => 500,
             ErrorCode::ComputePlanPolicyUnavailable | ErrorCode::Unavailable => 503,
         }
     }
@@ -92,5 +96,18 @@ pub fn compute_plan_not_allowed(
             message: decision.message().unwrap_or_default(),
             details,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_newer_servers_code_is_read_and_its_message_kept() {
+        let body: Result<ErrorBody, _> =
+            serde_json::from_str(r#"{"error": {"code": "quota_exceeded", "message": "m"}}"#);
+        let body = body.map(|b| (b.error.code, b.error.message));
+        assert_eq!(body.ok(), Some((ErrorCode::Unknown, "m".to_owned())));
     }
 }
