@@ -206,8 +206,14 @@ mod tests {
             include_str!("layout.rs"),
             include_str!("pages/mod.rs"),
             include_str!("pages/boundary.rs"),
-            include_str!("pages/policy_editor.rs"),
-            include_str!("pages/resource_form.rs"),
+            include_str!("pages/policy_editor/mod.rs"),
+            include_str!("pages/policy_editor/form.rs"),
+            include_str!("pages/policy_editor/render.rs"),
+            include_str!("pages/policy_editor/yaml.rs"),
+            include_str!("pages/resource_form/mod.rs"),
+            include_str!("pages/resource_form/picker.rs"),
+            include_str!("pages/resource_form/render.rs"),
+            include_str!("pages/resource_form/typed.rs"),
             include_str!("pages/sign_in.rs"),
         ];
         let mut missing = Vec::new();

@@ -1,0 +1,332 @@
+//! The policy editor: a form with one part per rule kind and a YAML view of the same document.
+//! Both save through the application's `save_policy`, as the API does, so validation, normalisation and warnings are the
+//! API's. A save error's JSON Pointer (`/rules/1/allowedRegistries/registries/0: ...`) is mapped
+//! back to the form field it names. Deleting asks for confirmation first.
+
+mod form;
+mod render;
+mod yaml;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use maud::html;
+use palisade_api_types::view::PolicyView;
+use palisade_api_types::PolicySpec;
+use palisade_app::caller::Access;
+use palisade_app::policies::SaveCondition;
+use palisade_app::AppError;
+use palisade_app::{App, PageRequest};
+
+use self::form::{save_error, BuiltSpec, EditorForm, Field, FieldError};
+use self::render::{render_editor, EditorPage, Outcome};
+use self::yaml::spec_from_yaml;
+use super::{require_form_session, require_session};
+use crate::form::FormData;
+use crate::layout::{alert, csrf_field, error_response, html_response, page, see_other, Ctx};
+use crate::session::Session;
+
+async fn attached_clusters(state: &App, access: &Access) -> Result<Vec<String>, AppError> {
+    let page = PageRequest {
+        limit: Some(1000),
+        continue_token: None,
+    };
+    Ok(state
+        .attached_clusters(access, &page)
+        .await?
+        .items
+        .into_iter()
+        .map(|c| c.name)
+        .collect())
+}
+
+fn spec_of_record(record: &PolicyView) -> Result<PolicySpec, AppError> {
+    serde_json::from_value(record.spec.clone()).map_err(|e| {
+        AppError::Internal(format!(
+            "stored policy {}/{} cannot be decoded: {e}",
+            record.boundary, record.name
+        ))
+    })
+}
+
+/// Session, visibility and role for the editor's pages.
+async fn editor_access(
+    state: &App,
+    session: &Session,
+    boundary: &str,
+) -> Result<(Access, Vec<String>), AppError> {
+    let access = state.open(&session.caller, boundary).await?;
+    session.caller.require_boundary_admin()?;
+    let attached = attached_clusters(state, &access).await?;
+    Ok((access, attached))
+}
+
+pub async fn new_form(
+    State(state): State<App>,
+    Path(boundary): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let attached = match editor_access(&state, &session, &boundary).await {
+        Ok((_, a)) => a,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
+    };
+    let page = EditorPage {
+        boundary: &boundary,
+        existing: None,
+        form: EditorForm::default(),
+        attached,
+        outcome: Outcome::default(),
+        extra_label_rows: 0,
+    };
+    html_response(StatusCode::OK, render_editor(&ctx, &session, &page))
+}
+
+pub async fn edit_form(
+    State(state): State<App>,
+    Path((boundary, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let loaded = async {
+        let (access, attached) = editor_access(&state, &session, &boundary).await?;
+        let record = state.get_policy(&access, &name).await?;
+        let spec = spec_of_record(&record)?;
+        Ok::<_, AppError>((attached, record, spec))
+    }
+    .await;
+    let (attached, record, spec) = match loaded {
+        Ok(l) => l,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
+    };
+    let page = EditorPage {
+        boundary: &boundary,
+        existing: Some(&record),
+        form: EditorForm::from_spec(&name, &spec),
+        attached,
+        outcome: Outcome::default(),
+        extra_label_rows: 0,
+    };
+    html_response(StatusCode::OK, render_editor(&ctx, &session, &page))
+}
+
+pub async fn new_submit(
+    State(state): State<App>,
+    Path(boundary): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    form: FormData,
+) -> Response {
+    submit(state, boundary, None, headers, uri, form).await
+}
+
+pub async fn edit_submit(
+    State(state): State<App>,
+    Path((boundary, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+    form: FormData,
+) -> Response {
+    submit(state, boundary, Some(name), headers, uri, form).await
+}
+
+async fn submit(
+    state: App,
+    boundary: String,
+    path_name: Option<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    data: FormData,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_form_session(&state, &headers, &ctx, &data).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let (access, attached) = match editor_access(&state, &session, &boundary).await {
+        Ok(a) => a,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
+    };
+    let mut existing = match &path_name {
+        None => None,
+        Some(name) => match state.get_policy(&access, name).await {
+            Ok(record) => Some(record),
+            Err(e) => return error_response(&ctx, Some(&session), &e),
+        },
+    };
+    let yaml_view = data.get("view") == "yaml";
+    let typed_name = path_name
+        .clone()
+        .unwrap_or_else(|| data.get("name").trim().to_owned());
+    let mut editor = EditorForm::from_form(&typed_name, &data);
+    let mut outcome = Outcome::default();
+    let mut status = StatusCode::OK;
+    let mut extra_label_rows = 0;
+
+    if data.get("action") == "add-label" && !yaml_view {
+        extra_label_rows = 1;
+    } else {
+        let prepared: Result<(String, Vec<u8>, Option<BuiltSpec>), FieldError> = if yaml_view {
+            spec_from_yaml(data.get("yaml"), &boundary, existing.as_ref())
+                .map(|(name, spec)| (name, spec, None))
+                .map_err(|message| FieldError {
+                    field: Field::Yaml,
+                    message,
+                    line: None,
+                })
+        } else {
+            let built = editor.build();
+            let bytes = serde_json::to_vec(&built.spec).unwrap_or_default();
+            Ok((typed_name.clone(), bytes, Some(built)))
+        };
+        let attempt = match prepared {
+            Err(e) => Err((StatusCode::BAD_REQUEST, vec![e])),
+            Ok((name, bytes, built)) => {
+                let taken = existing.is_none()
+                    && !name.is_empty()
+                    && state.get_policy(&access, &name).await.is_ok();
+                if taken {
+                    Err((StatusCode::CONFLICT, vec![FieldError {
+                        field: if yaml_view { Field::Yaml } else { Field::Name },
+                        message: format!(
+                            "/path/policy: policy '{name}' already exists in boundary '{boundary}'; edit it instead"
+                        ),
+                        line: None,
+                    }]))
+                } else {
+                    let if_match = existing
+                        .is_some()
+                        .then(|| data.get("etag").to_owned())
+                        .filter(|e| !e.is_empty());
+                    let condition = SaveCondition {
+                        if_match,
+                        create_only: false,
+                    };
+                    match state.save_policy(&access, &name, &bytes, condition).await {
+                        Ok(saved) => {
+                            let mut view = saved.view;
+                            let warnings = view.warnings.take().unwrap_or_default();
+                            Ok((view, saved.action, warnings))
+                        }
+                        Err(error) => Err((
+                            crate::layout::status_of(&error),
+                            vec![save_error(&error, built.as_ref(), yaml_view)],
+                        )),
+                    }
+                }
+            }
+        };
+        match attempt {
+            Ok((record, written, warnings)) => {
+                if let Ok(spec) = spec_of_record(&record) {
+                    editor = EditorForm::from_spec(&record.name, &spec);
+                }
+                existing = Some(record);
+                outcome.saved = Some((written, warnings));
+            }
+            Err((error_status, errors)) => {
+                status = error_status;
+                if yaml_view {
+                    outcome.yaml_text = Some(data.get("yaml").to_owned());
+                    // The form keeps showing the stored policy.
+                    editor = match existing.as_ref().map(spec_of_record) {
+                        Some(Ok(spec)) => EditorForm::from_spec(&typed_name, &spec),
+                        _ => EditorForm {
+                            name: typed_name.clone(),
+                            ..EditorForm::default()
+                        },
+                    };
+                }
+                outcome.errors = errors;
+            }
+        }
+    }
+    let page = EditorPage {
+        boundary: &boundary,
+        existing: existing.as_ref(),
+        form: editor,
+        attached,
+        outcome,
+        extra_label_rows,
+    };
+    html_response(status, render_editor(&ctx, &session, &page))
+}
+
+pub async fn delete_form(
+    State(state): State<App>,
+    Path((boundary, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let record = match async {
+        let (access, _) = editor_access(&state, &session, &boundary).await?;
+        state.get_policy(&access, &name).await
+    }
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
+    };
+    let title = format!("{} '{}'", ctx.t("Delete policy"), name);
+    let body = html! {
+        p class="crumbs" {
+            a href="/" { (ctx.t("Boundaries")) } " / "
+            a href={ "/boundaries/" (boundary) } { (boundary) } " / " (title)
+        }
+        h1 { (title) }
+        (alert("warning", html! {
+            p { (ctx.t("Deleting a policy removes its rules from the boundary: plans it disallowed become allowed, and its admission rules are removed from the clusters. This cannot be undone; the history keeps the last version.")) }
+        }))
+        form method="post" action={ "/boundaries/" (boundary) "/policies/" (name) "/delete" } {
+            (csrf_field(&session))
+            input type="hidden" name="etag" value=(record.etag);
+            div class="buttons" {
+                button type="submit" class="danger" { (ctx.t("Delete the policy")) }
+                a class="button" href={ "/boundaries/" (boundary) "/policies/" (name) "/edit" } { (ctx.t("Cancel")) }
+            }
+        }
+    };
+    html_response(StatusCode::OK, page(&ctx, Some(&session), &title, body))
+}
+
+pub async fn delete_submit(
+    State(state): State<App>,
+    Path((boundary, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+    data: FormData,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_form_session(&state, &headers, &ctx, &data).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let result = async {
+        let access = state.open(&session.caller, &boundary).await?;
+        let if_match = Some(data.get("etag")).filter(|e| !e.is_empty());
+        state.delete_policy(&access, &name, if_match).await
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            let deleted = form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>();
+            see_other(&format!("/boundaries/{boundary}?deleted={deleted}"))
+        }
+        Err(e) => error_response(&ctx, Some(&session), &e),
+    }
+}

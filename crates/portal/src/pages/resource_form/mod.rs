@@ -1,0 +1,328 @@
+//! Resource forms for every type, with the plan picker: the catalog's plans of the type from
+//! the application's `picker` (the API's own), disallowed ones disabled with their reason in text. Functions get the
+//! same picker, and the page says the API does not enforce their plans. A submission goes
+//! through the application's `create_resource`, as the API's do, so a disallowed plan (sent by a crafted request) gets
+//! the API's exact 422 message, and unreadable policies its 503.
+
+mod picker;
+mod render;
+mod typed;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::Response;
+use palisade_app::App;
+use palisade_app::AppError;
+use palisade_policy::ResourceType;
+use serde_json::Value;
+
+use self::picker::picker_for;
+use self::render::{done_page, render_form, type_chooser, Existing, FormPage, Outcome};
+use self::typed::{field_of, Field, Typed};
+use super::{query_param, require_form_session, require_session};
+use crate::form::FormData;
+use crate::layout::{error_response, html_response, Ctx};
+use crate::session::Session;
+
+pub async fn form(
+    State(state): State<App>,
+    Path(boundary): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    if let Err(e) = state.open(&session.caller, &boundary).await {
+        return error_response(&ctx, Some(&session), &e);
+    }
+    let Some(type_text) = query_param(uri.query(), "type") else {
+        return html_response(
+            StatusCode::OK,
+            type_chooser(&ctx, &session, &boundary, None),
+        );
+    };
+    let ty = match ResourceType::parse(&type_text) {
+        Ok(ty) => ty,
+        Err(e) => {
+            let message = format!("/type: {e}");
+            return html_response(
+                StatusCode::BAD_REQUEST,
+                type_chooser(&ctx, &session, &boundary, Some(&message)),
+            );
+        }
+    };
+    let picker = picker_for(&state, &session.caller, &boundary, ty).await;
+    let unavailable = matches!(&picker, Some(Err(e)) if crate::layout::status_of(e) == StatusCode::SERVICE_UNAVAILABLE);
+    let page = FormPage {
+        boundary: &boundary,
+        ty,
+        existing: None,
+        picker,
+        typed: Typed::default(),
+        outcome: Outcome::default(),
+        extra_rows: 0,
+    };
+    let status = if unavailable {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    with_retry(html_response(status, render_form(&ctx, &session, &page)))
+}
+
+fn with_retry(mut response: Response) -> Response {
+    if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    response
+}
+
+pub async fn submit(
+    State(state): State<App>,
+    Path(boundary): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    data: FormData,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_form_session(&state, &headers, &ctx, &data).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let access = match state.open(&session.caller, &boundary).await {
+        Ok(access) => access,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
+    };
+    let type_text = query_param(uri.query(), "type")
+        .or_else(|| Some(data.get("type").to_owned()).filter(|t| !t.is_empty()))
+        .unwrap_or_default();
+    let ty = match ResourceType::parse(&type_text) {
+        Ok(ty) => ty,
+        Err(e) => {
+            let message = format!("/type: {e}");
+            return html_response(
+                StatusCode::BAD_REQUEST,
+                type_chooser(&ctx, &session, &boundary, Some(&message)),
+            );
+        }
+    };
+    let typed = Typed::from_form(&data);
+    let action = data.get("action");
+    if action == "add-label" || action == "add-component" {
+        let picker = picker_for(&state, &session.caller, &boundary, ty).await;
+        let page = FormPage {
+            boundary: &boundary,
+            ty,
+            existing: None,
+            picker,
+            typed,
+            outcome: Outcome::default(),
+            extra_rows: 1,
+        };
+        return html_response(StatusCode::OK, render_form(&ctx, &session, &page));
+    }
+    let (body, component_rows) = typed.body(ty);
+    match state
+        .create_resource(&access, &body, state.deadline())
+        .await
+    {
+        Ok(written) => {
+            let name = written
+                .view
+                .body
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            tracing::info!(%boundary, resource_type = %ty, %name,
+                actor = %session.caller.actor(), "portal: resource created");
+            done_page(
+                &ctx,
+                &session,
+                &boundary,
+                ty,
+                &name,
+                &written.warnings,
+                false,
+            )
+        }
+        Err(error) => {
+            let page = FormPage {
+                boundary: &boundary,
+                ty,
+                existing: None,
+                picker: None,
+                typed,
+                outcome: Outcome::default(),
+                extra_rows: 0,
+            };
+            failed(&state, &ctx, &session, page, error, &component_rows).await
+        }
+    }
+}
+
+/// The form again after a failed create or update: a 400 or 409 at its field, a 422 or 503
+/// with the API's code and exact message (a 503 asks to retry).
+async fn failed(
+    state: &App,
+    ctx: &Ctx,
+    session: &Session,
+    mut page: FormPage<'_>,
+    error: AppError,
+    component_rows: &[usize],
+) -> Response {
+    let status = crate::layout::status_of(&error);
+    match &error {
+        AppError::PlanNotAllowed(..)
+        | AppError::PolicyUnavailable(_)
+        | AppError::Unavailable(_)
+        | AppError::PreconditionFailed => {
+            page.outcome.plan_error = Some(error);
+        }
+        AppError::InvalidRequest(message) => {
+            let field = match message.split_once(": ") {
+                Some((pointer, _)) if pointer.starts_with('/') => field_of(pointer, component_rows),
+                _ => Field::General,
+            };
+            page.outcome.field_error = Some((field, message.clone()));
+        }
+        AppError::Conflict(message) => {
+            page.outcome.field_error = Some((Field::Name, message.clone()));
+        }
+        other => return error_response(ctx, Some(session), other),
+    }
+    page.picker = picker_for(state, &session.caller, page.boundary, page.ty).await;
+    with_retry(html_response(status, render_form(ctx, session, &page)))
+}
+
+/// Reads a stored resource the caller may see: its type and what the edit form needs.
+async fn stored_resource(
+    state: &App,
+    session: &Session,
+    boundary: &str,
+    resource_type: &str,
+    name: &str,
+) -> Result<(ResourceType, Existing), AppError> {
+    let access = state.open(&session.caller, boundary).await?;
+    let view = state.get_resource(&access, resource_type, name).await?;
+    let ty = ResourceType::parse(resource_type).map_err(|_| {
+        AppError::NotFound(format!(
+            "{resource_type} '{name}' not found in boundary '{boundary}'"
+        ))
+    })?;
+    Ok((
+        ty,
+        Existing {
+            etag: view.etag,
+            body: view.body,
+        },
+    ))
+}
+
+pub async fn edit_form(
+    State(state): State<App>,
+    Path((boundary, resource_type, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let (ty, existing) =
+        match stored_resource(&state, &session, &boundary, &resource_type, &name).await {
+            Ok(found) => found,
+            Err(e) => return error_response(&ctx, Some(&session), &e),
+        };
+    let picker = picker_for(&state, &session.caller, &boundary, ty).await;
+    let page = FormPage {
+        boundary: &boundary,
+        ty,
+        typed: Typed::from_body(&existing.body),
+        existing: Some(existing),
+        picker,
+        outcome: Outcome::default(),
+        extra_rows: 0,
+    };
+    with_retry(html_response(
+        StatusCode::OK,
+        render_form(&ctx, &session, &page),
+    ))
+}
+
+pub async fn edit_submit(
+    State(state): State<App>,
+    Path((boundary, resource_type, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+    data: FormData,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_form_session(&state, &headers, &ctx, &data).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let (ty, existing) =
+        match stored_resource(&state, &session, &boundary, &resource_type, &name).await {
+            Ok(found) => found,
+            Err(e) => return error_response(&ctx, Some(&session), &e),
+        };
+    let mut typed = Typed::from_form(&data);
+    typed.name = name.clone();
+    let action = data.get("action");
+    if action == "add-label" || action == "add-component" {
+        let picker = picker_for(&state, &session.caller, &boundary, ty).await;
+        let page = FormPage {
+            boundary: &boundary,
+            ty,
+            existing: Some(existing),
+            picker,
+            typed,
+            outcome: Outcome::default(),
+            extra_rows: 1,
+        };
+        return html_response(StatusCode::OK, render_form(&ctx, &session, &page));
+    }
+    let (patch, component_rows) = typed.patch(ty, &existing.body);
+    let if_match = Some(data.get("etag")).filter(|e| !e.is_empty());
+    let patched = match state.open(&session.caller, &boundary).await {
+        Ok(access) => {
+            state
+                .patch_resource(
+                    &access,
+                    ty.as_str(),
+                    &name,
+                    if_match,
+                    patch,
+                    state.deadline(),
+                )
+                .await
+        }
+        Err(error) => Err(error),
+    };
+    match patched {
+        Ok(palisade_app::resources::Written { warnings, .. }) => {
+            tracing::info!(%boundary, resource_type = %ty, %name,
+                actor = %session.caller.actor(), "portal: resource updated");
+            done_page(&ctx, &session, &boundary, ty, &name, &warnings, true)
+        }
+        Err(error) => {
+            let page = FormPage {
+                boundary: &boundary,
+                ty,
+                existing: Some(existing),
+                picker: None,
+                typed,
+                outcome: Outcome::default(),
+                extra_rows: 0,
+            };
+            failed(&state, &ctx, &session, page, error, &component_rows).await
+        }
+    }
+}

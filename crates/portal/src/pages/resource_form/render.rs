@@ -1,0 +1,392 @@
+//! The resource pages: the type chooser, the form for one type, and the page after a
+//! successful create or update.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{html, Markup};
+use palisade_api_types::view::Picker;
+use palisade_app::AppError;
+use palisade_policy::ResourceType;
+use serde_json::Value;
+
+use super::picker::{plan_picker, plan_select};
+use super::typed::{is_workload, Field, Typed};
+use crate::layout::{alert, csrf_field, html_response, page, warning_text, CodeText, Ctx};
+use crate::session::Session;
+
+/// The outcome of a submission, shown with the form.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    /// A 400 or 409 placed at its field.
+    pub(super) field_error: Option<(Field, String)>,
+    /// A 422 or 503: the API's code and exact message.
+    pub(super) plan_error: Option<AppError>,
+}
+
+fn type_name(ctx: &Ctx, ty: ResourceType) -> &'static str {
+    ctx.t(match ty {
+        ResourceType::App => "App",
+        ResourceType::ContainerInstance => "Container instance",
+        ResourceType::Postgresql => "PostgreSQL database",
+        ResourceType::Sqlserver => "SQL Server database",
+        ResourceType::Qdrant => "Qdrant vector store",
+        ResourceType::Valkey => "Valkey cache",
+        ResourceType::Function => "Function",
+        ResourceType::StaticWebApp => "Static web app",
+    })
+}
+
+fn error_box(field: &Field, outcome: &Outcome, id: &str) -> Markup {
+    html! {
+        @if let Some((f, message)) = &outcome.field_error {
+            @if f == field {
+                div class="field-error" id={ "error-" (id) } { p lang="en" { (message) } }
+            }
+        }
+    }
+}
+
+fn describedby(field: &Field, outcome: &Outcome, id: &str) -> Option<String> {
+    outcome
+        .field_error
+        .as_ref()
+        .filter(|(f, _)| f == field)
+        .map(|_| format!("error-{id}"))
+}
+
+fn text_field(
+    ctx: &Ctx,
+    field: Field,
+    id: &str,
+    label: &'static str,
+    value: &str,
+    outcome: &Outcome,
+    hint: Option<&'static str>,
+) -> Markup {
+    html! {
+        div class="field" {
+            label for=(id) { (ctx.t(label)) }
+            input type="text" id=(id) name=(id) value=(value) autocomplete="off"
+                aria-describedby=[describedby(&field, outcome, id)];
+            @if let Some(hint) = hint { p class="hint" { (ctx.t(hint)) } }
+            (error_box(&field, outcome, id))
+        }
+    }
+}
+
+/// The stored resource an edit form changes.
+#[derive(Clone, Debug)]
+pub(super) struct Existing {
+    pub(super) etag: String,
+    /// The stored body (what the merge patch is computed against).
+    pub(super) body: Value,
+}
+
+impl Existing {
+    fn plan(&self) -> Option<&str> {
+        self.body.get("plan").and_then(Value::as_str)
+    }
+
+    /// The plan component `name` has now.
+    fn component_plan(&self, name: &str) -> Option<&str> {
+        self.body
+            .get("components")
+            .and_then(Value::as_array)?
+            .iter()
+            .find(|c| c.get("name").and_then(Value::as_str) == Some(name))
+            .and_then(|c| c.get("plan").and_then(Value::as_str))
+    }
+}
+
+pub(super) struct FormPage<'a> {
+    pub(super) boundary: &'a str,
+    pub(super) ty: ResourceType,
+    /// `Some` when editing a stored resource.
+    pub(super) existing: Option<Existing>,
+    pub(super) picker: Option<Result<Picker, AppError>>,
+    pub(super) typed: Typed,
+    pub(super) outcome: Outcome,
+    pub(super) extra_rows: usize,
+}
+
+pub(super) fn render_form(ctx: &Ctx, session: &Session, p: &FormPage<'_>) -> Markup {
+    let b = p.boundary;
+    let ty = p.ty;
+    let editing = p.existing.is_some();
+    let title = if editing {
+        format!(
+            "{}: {} '{}'",
+            ctx.t("Edit resource"),
+            type_name(ctx, ty),
+            p.typed.name
+        )
+    } else {
+        format!("{}: {}", ctx.t("New resource"), type_name(ctx, ty))
+    };
+    let action = if editing {
+        format!(
+            "/boundaries/{b}/resources/{}/{}/edit",
+            ty.as_str(),
+            p.typed.name
+        )
+    } else {
+        format!("/boundaries/{b}/resources/new?type={}", ty.as_str())
+    };
+    let submit_text = if editing {
+        ctx.t("Save")
+    } else {
+        ctx.t("Create")
+    };
+    let kept_plan = p.existing.as_ref().and_then(Existing::plan);
+    let typed = &p.typed;
+    let outcome = &p.outcome;
+    let picker_ok = match &p.picker {
+        Some(Ok(picker)) => Some(picker),
+        _ => None,
+    };
+    let selected_plan = if typed.plan.is_empty() {
+        picker_ok
+            .and_then(|pk| pk.plans.iter().find(|pl| pl.allowed))
+            .map(|pl| pl.name.clone())
+            .unwrap_or_default()
+    } else {
+        typed.plan.clone()
+    };
+    let body = html! {
+        p class="crumbs" {
+            a href="/" { (ctx.t("Boundaries")) } " / "
+            a href={ "/boundaries/" (b) } { (b) } " / " (title)
+        }
+        h1 { (title) " " code class="muted" { (ty.as_str()) } }
+        @if editing {
+            p class="hint" { (ctx.t("Only a move to another plan is checked against the policies; other changes succeed even on a plan that a policy now disallows.")) }
+        }
+        @if let Some(error) = &outcome.plan_error {
+            (alert("error", html! {
+                p id="api-error" {
+                    code { (error.code_text()) } " "
+                    span lang="en" class="api-message" { (error.body().error.message) }
+                }
+                @if crate::layout::status_of(error) == StatusCode::SERVICE_UNAVAILABLE {
+                    p { (ctx.t("Nothing was changed. Please try again in a few seconds.")) }
+                }
+            }))
+        }
+        @if let Some((Field::General, message)) = &outcome.field_error {
+            (alert("error", html! { p lang="en" { (message) } }))
+        }
+        form method="post" action=(action) id="resource-form" novalidate {
+            button type="submit" name="action" value="create" class="visually-hidden" tabindex="-1" aria-hidden="true" { (submit_text) }
+            (csrf_field(session))
+            @if let Some(existing) = &p.existing {
+                input type="hidden" name="etag" value=(existing.etag);
+                div class="field" {
+                    label for="name" { (ctx.t("Name")) }
+                    input type="text" id="name" name="name" value=(typed.name) readonly;
+                }
+            } @else {
+                (text_field(ctx, Field::Name, "name", "Name", &typed.name, outcome, Some("Lowercase letters, digits and '-', at most 63 characters.")))
+            }
+            @if ty.has_plans() && ty != ResourceType::ContainerInstance {
+                @match &p.picker {
+                    Some(Ok(picker)) => {
+                        @let plan_error = outcome.field_error.as_ref()
+                            .filter(|(f, _)| *f == Field::Plan).map(|(_, m)| m.as_str());
+                        (plan_picker(ctx, picker, &selected_plan, kept_plan, plan_error))
+                    }
+                    Some(Err(error)) => {
+                        fieldset class="picker" id="plan-picker" {
+                            legend { (ctx.t("Plan")) }
+                            (alert("error", html! {
+                                p { code { (error.code_text()) } " " span lang="en" { (error.body().error.message) } }
+                                p { (ctx.t("The plans cannot be shown now. Please try again in a few seconds.")) }
+                            }))
+                        }
+                    }
+                    None => {}
+                }
+            }
+            @if ty == ResourceType::ContainerInstance {
+                (components_table(ctx, p, picker_ok))
+            }
+            @if matches!(ty, ResourceType::App | ResourceType::Function) {
+                (text_field(ctx, Field::Image, "image", "Image", &typed.image, outcome, Some("Either an image or a source.")))
+                (text_field(ctx, Field::Source, "source", "Source (git URL)", &typed.source, outcome, None))
+            }
+            @if ty == ResourceType::StaticWebApp {
+                p class="hint" { (ctx.t("Static web apps have no plan.")) }
+                (text_field(ctx, Field::Source, "source", "Source (git URL)", &typed.source, outcome, None))
+            }
+            @if is_workload(ty) {
+                (labels_table(ctx, p))
+                (text_field(ctx, Field::Cluster, "cluster", "Cluster (optional)", &typed.cluster, outcome, None))
+                (text_field(ctx, Field::Namespace, "namespace", "Namespace (optional)", &typed.namespace, outcome, None))
+            }
+            div class="buttons" {
+                button type="submit" name="action" value="create" class="primary" { (submit_text) }
+                a class="button" href={ "/boundaries/" (b) } { (ctx.t("Cancel")) }
+            }
+        }
+    };
+    page(ctx, Some(session), &title, body)
+}
+
+fn components_table(ctx: &Ctx, p: &FormPage<'_>, picker: Option<&Picker>) -> Markup {
+    let rows = p.typed.components.len().max(1) + p.extra_rows;
+    html! {
+        fieldset id="components" {
+            legend { (ctx.t("Components")) }
+            p class="hint" { (ctx.t("Each component has its own plan and image.")) }
+            @if let Some(Err(error)) = &p.picker {
+                (alert("error", html! {
+                    p { code { (error.code_text()) } " " span lang="en" { (error.body().error.message) } }
+                    p { (ctx.t("The plans cannot be shown now. Please try again in a few seconds.")) }
+                }))
+            }
+            table class="rows" {
+                thead { tr {
+                    th scope="col" { (ctx.t("Component name")) }
+                    th scope="col" { (ctx.t("Plan")) }
+                    th scope="col" { (ctx.t("Image")) }
+                } }
+                tbody {
+                    @for row in 0..rows {
+                        @let (name, plan, image) = p.typed.components.get(row).cloned().unwrap_or_default();
+                        @let field = Field::Component(row);
+                        tr {
+                            td {
+                                label class="visually-hidden" for={ "component-name-" (row) } { (ctx.t("Component name")) " " (row + 1) }
+                                input type="text" id={ "component-name-" (row) } name="component_name" value=(name)
+                                    aria-describedby=[describedby(&field, &p.outcome, &format!("component-{row}"))];
+                            }
+                            td {
+                                label class="visually-hidden" for={ "component-plan-" (row) } { (ctx.t("Plan of component")) " " (row + 1) }
+                                @match picker {
+                                    Some(picker) => (plan_select(ctx, picker, &format!("component-plan-{row}"), &plan,
+                                        p.existing.as_ref().and_then(|e| e.component_plan(&name)))),
+                                    None => input type="text" id={ "component-plan-" (row) } name="component_plan" value=(plan);,
+                                }
+                            }
+                            td {
+                                label class="visually-hidden" for={ "component-image-" (row) } { (ctx.t("Image of component")) " " (row + 1) }
+                                input type="text" id={ "component-image-" (row) } name="component_image" value=(image);
+                                (error_box(&field, &p.outcome, &format!("component-{row}")))
+                            }
+                        }
+                    }
+                }
+            }
+            button type="submit" name="action" value="add-component" { (ctx.t("Add a component row")) }
+        }
+    }
+}
+
+fn labels_table(ctx: &Ctx, p: &FormPage<'_>) -> Markup {
+    let rows = p.typed.labels.len().max(1) + p.extra_rows;
+    html! {
+        fieldset id="labels" {
+            legend { (ctx.t("Labels")) }
+            p class="hint" { (ctx.t("Labels go on the workload and its pods, where required-label rules check them.")) }
+            table class="rows" {
+                thead { tr { th scope="col" { (ctx.t("Key")) } th scope="col" { (ctx.t("Value")) } } }
+                tbody {
+                    @for row in 0..rows {
+                        @let (key, value) = p.typed.labels.get(row).cloned().unwrap_or_default();
+                        tr {
+                            td {
+                                label class="visually-hidden" for={ "label-key-" (row) } { (ctx.t("Label key")) " " (row + 1) }
+                                input type="text" id={ "label-key-" (row) } name="label_key" value=(key);
+                            }
+                            td {
+                                label class="visually-hidden" for={ "label-value-" (row) } { (ctx.t("Label value")) " " (row + 1) }
+                                input type="text" id={ "label-value-" (row) } name="label_value" value=(value);
+                            }
+                        }
+                    }
+                }
+            }
+            (error_box(&Field::Labels, &p.outcome, "labels"))
+            button type="submit" name="action" value="add-label" { (ctx.t("Add a label row")) }
+        }
+    }
+}
+
+pub(super) fn type_chooser(
+    ctx: &Ctx,
+    session: &Session,
+    boundary: &str,
+    error: Option<&str>,
+) -> Markup {
+    let title = ctx.t("New resource");
+    page(
+        ctx,
+        Some(session),
+        title,
+        html! {
+            p class="crumbs" {
+                a href="/" { (ctx.t("Boundaries")) } " / "
+                a href={ "/boundaries/" (boundary) } { (boundary) } " / " (title)
+            }
+            h1 { (title) }
+            @if let Some(message) = error { (alert("error", html! { p lang="en" { (message) } })) }
+            p { (ctx.t("Choose the type of resource:")) }
+            ul class="types" {
+                @for ty in ResourceType::ALL {
+                    li { a href={ "/boundaries/" (boundary) "/resources/new?type=" (ty.as_str()) } { (type_name(ctx, ty)) } " " code class="muted" { (ty.as_str()) } }
+                }
+            }
+        },
+    )
+}
+
+/// The answer to a successful create (201) or update (200), with the API's warnings.
+pub(super) fn done_page(
+    ctx: &Ctx,
+    session: &Session,
+    boundary: &str,
+    ty: ResourceType,
+    name: &str,
+    warnings: &[String],
+    updated: bool,
+) -> Response {
+    let verb = if updated {
+        ctx.t("Updated")
+    } else {
+        ctx.t("Created")
+    };
+    let title = format!("{verb} {} '{name}'", ty.as_str());
+    let markup = page(
+        ctx,
+        Some(session),
+        &title,
+        html! {
+            p class="crumbs" {
+                a href="/" { (ctx.t("Boundaries")) } " / "
+                a href={ "/boundaries/" (boundary) } { (boundary) }
+            }
+            h1 { (title) }
+            (alert("success", html! {
+                p id="created" { (verb) " " code { (ty.as_str()) } " " strong { (name) } "." }
+            }))
+            @if !warnings.is_empty() {
+                (alert("warning", html! {
+                    p { (ctx.t("The API answered with warnings:")) }
+                    ul id="warnings" { @for w in warnings { li lang="en" { (warning_text(w)) } } }
+                }))
+            }
+            p {
+                a class="button" href={ "/boundaries/" (boundary) } { (ctx.t("Back to the boundary")) }
+                " "
+                a class="button" href={ "/boundaries/" (boundary) "/resources/" (ty.as_str()) "/" (name) "/edit" } { (ctx.t("Edit")) }
+                " "
+                a class="button" href={ "/boundaries/" (boundary) "/resources/new?type=" (ty.as_str()) } { (ctx.t("Create another")) }
+            }
+        },
+    );
+    let status = if updated {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    html_response(status, markup)
+}
