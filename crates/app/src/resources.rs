@@ -77,6 +77,12 @@ fn resource_key(access: &Access, resource_type: &str, name: &str) -> AppResult<R
     }
 }
 
+/// `NotFound` unless `resource_type` names a type: a resource of an unknown type is an
+/// unknown resource, answered before anything else about the request is looked at.
+pub fn known_type(access: &Access, resource_type: &str, name: &str) -> AppResult<()> {
+    resource_key(access, resource_type, name).map(|_| ())
+}
+
 fn resource_not_found(key: &ResourceKey) -> AppError {
     AppError::NotFound(format!(
         "{} '{}' not found in boundary '{}'",

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
 use palisade_api_types::view::{Picker, ResourceList, ResourceView};
-use palisade_app::resources::{moves_a_plan, ResourceFilter};
+use palisade_app::resources::{known_type, moves_a_plan, ResourceFilter};
 use palisade_app::{Caller, PageRequest};
 use serde::Deserialize;
 
@@ -137,10 +137,8 @@ pub async fn patch(
     let access = state
         .open_by(&caller, &boundary, deadline, plan_path)
         .await?;
-    if palisade_policy::ResourceType::parse(&resource_type).is_err() {
-        // Unknown types are unknown resources (404) before the body is looked at.
-        state.get_resource(&access, &resource_type, &name).await?;
-    }
+    // An unknown type is an unknown resource (404) before the body is looked at.
+    known_type(&access, &resource_type, &name)?;
     body.require_json(&["application/merge-patch+json"])?;
     let patch = body.json()?;
     let written = state
