@@ -287,6 +287,7 @@ Examples:
 
 pub const CLUSTER: &str = "\
 Examples:
+  palisade cluster rbac --service-account platform/palisade | kubectl apply -f -
   palisade cluster add prod-1 --kubeconfig prod-1.kubeconfig
   palisade cluster attach shop prod-1";
 
@@ -299,6 +300,18 @@ Examples:
 
 The kubeconfig holds one cluster, user and context, an https server and inline credentials
 only. It is stored encrypted and never returned.";
+
+pub const CLUSTER_RBAC: &str = "\
+Examples:
+  # For a kubeconfig with a client certificate whose CN is palisade
+  palisade cluster rbac | kubectl apply -f -
+
+  # For a service account's token
+  palisade cluster rbac --service-account platform/palisade | kubectl apply -f -
+
+The role grants get, list, create, patch and delete on ValidatingAdmissionPolicies and
+their bindings; get, create and patch on namespaces; create on pods (server-side dry-runs only, to
+confirm enforcement); create on selfsubjectreviews. Nothing on Secrets.";
 
 pub const CLUSTER_ATTACH: &str = "\
 Examples:

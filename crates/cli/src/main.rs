@@ -113,7 +113,7 @@ enum Command {
         #[command(flatten)]
         connection: client::Connection,
     },
-    /// Register clusters and attach them to boundaries (admin).
+    /// Register clusters, attach them to boundaries, print the RBAC palisade needs in them.
     #[command(after_help = help::CLUSTER)]
     Cluster {
         #[command(subcommand)]

@@ -242,3 +242,62 @@ fn version_without_a_server_is_the_client_only() {
         format!("palisade {}\n", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// `cluster rbac` needs no server: the role (nothing on Secrets) and a binding to the
+/// identity asked for, as YAML documents `kubectl apply -f -` takes.
+#[test]
+fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
+    let text = stdout(&["cluster", "rbac", "--service-account", "platform/palisade"]);
+    let documents: Vec<serde_json::Value> = text
+        .split("\n---\n")
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
+        .collect();
+    assert_eq!(documents.len(), 2, "{text}");
+    assert_eq!(documents[0]["kind"], "ClusterRole");
+    assert_eq!(documents[0]["metadata"]["name"], "palisade");
+    let rules = documents[0]["rules"].as_array().unwrap();
+    let resources: Vec<&str> = rules
+        .iter()
+        .flat_map(|r| r["resources"].as_array().unwrap())
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        resources,
+        [
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+            "namespaces",
+            "pods",
+            "selfsubjectreviews"
+        ]
+    );
+    assert_eq!(documents[1]["kind"], "ClusterRoleBinding");
+    assert_eq!(documents[1]["roleRef"]["name"], "palisade");
+    assert_eq!(
+        documents[1]["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "palisade", "namespace": "platform"}])
+    );
+
+    let user = stdout(&[
+        "cluster",
+        "rbac",
+        "--user",
+        "ops",
+        "--name",
+        "palisade-prod",
+    ]);
+    assert!(user.contains("  name: palisade-prod\n"), "{user}");
+    assert!(
+        user.ends_with(
+            "subjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: ops\n"
+        ),
+        "{user}"
+    );
+
+    let bad = palisade(&["cluster", "rbac", "--service-account", "palisade"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "error: --service-account 'palisade' must be written NAMESPACE/NAME\n"
+    );
+}

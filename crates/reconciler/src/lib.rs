@@ -15,6 +15,7 @@ pub mod kubeconfig;
 pub mod metrics;
 pub mod port;
 pub mod probe;
+pub mod rbac;
 pub mod violating;
 
 pub use answer::AdmissionAnswer;

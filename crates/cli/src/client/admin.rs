@@ -69,6 +69,66 @@ pub enum ClusterCommand {
         /// A registered cluster.
         cluster: String,
     },
+    /// Print the ClusterRole and binding palisade needs in each managed cluster (offline).
+    ///
+    /// Print, as YAML to apply with kubectl, the ClusterRole palisade needs in a cluster it
+    /// manages (exactly the verbs on exactly the resources it uses; nothing on Secrets) and a
+    /// ClusterRoleBinding granting it to the identity of the kubeconfig you give to
+    /// `palisade cluster add`. Needs no server.
+    #[command(after_help = help::CLUSTER_RBAC)]
+    Rbac {
+        /// Grant the role to this user (a client certificate's CN). The default when no
+        /// --service-account is given: palisade.
+        #[arg(long, value_name = "NAME", conflicts_with = "service_account")]
+        user: Option<String>,
+        /// Grant the role to this service account (for a token kubeconfig).
+        #[arg(long, value_name = "NAMESPACE/NAME")]
+        service_account: Option<String>,
+        /// The name of the ClusterRole and of its binding.
+        #[arg(long, value_name = "NAME", default_value = palisade_reconciler::rbac::DEFAULT_NAME)]
+        name: String,
+    },
+}
+
+/// `palisade cluster rbac`: the role and binding as YAML documents (`-o json`: a `List`).
+fn rbac(output: Format, name: &str, user: Option<&str>, service_account: Option<&str>) -> Outcome {
+    use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, Grantee};
+    palisade_policy::Name::parse(name).map_err(|e| Failure(format!("--name '{name}': {e}")))?;
+    let grantee = match (user, service_account) {
+        (_, Some(account)) => {
+            let parts = split_target(account, 2, "NAMESPACE/NAME")
+                .map_err(|Failure(why)| Failure(format!("--service-account {why}")))?;
+            Grantee::ServiceAccount {
+                namespace: parts[0].to_owned(),
+                name: parts[1].to_owned(),
+            }
+        }
+        (Some(user), None) if user.trim().is_empty() => {
+            return Err(Failure("--user: must not be empty".to_owned()))
+        }
+        (user, None) => Grantee::User(
+            user.unwrap_or(palisade_reconciler::rbac::DEFAULT_NAME)
+                .to_owned(),
+        ),
+    };
+    let role = serde_json::to_value(cluster_role(name))
+        .map_err(|e| Failure(format!("cannot encode the ClusterRole: {e}")))?;
+    let binding = serde_json::to_value(cluster_role_binding(name, &grantee))
+        .map_err(|e| Failure(format!("cannot encode the ClusterRoleBinding: {e}")))?;
+    let text = if output == Format::Json {
+        let list =
+            serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [role, binding]});
+        serde_json::to_string_pretty(&list)
+            .map(|t| t + "\n")
+            .map_err(|e| Failure(format!("cannot encode the list: {e}")))?
+    } else {
+        let yaml = |value: &serde_json::Value| {
+            serde_yaml_ng::to_string(value).map_err(|e| Failure(format!("cannot encode YAML: {e}")))
+        };
+        format!("{}---\n{}", yaml(&role)?, yaml(&binding)?)
+    };
+    print!("{text}");
+    Ok(())
 }
 
 pub fn boundary(connection: &Connection, command: &BoundaryCommand) -> Outcome {
@@ -88,6 +148,19 @@ pub fn boundary(connection: &Connection, command: &BoundaryCommand) -> Outcome {
 }
 
 pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
+    if let ClusterCommand::Rbac {
+        user,
+        service_account,
+        name,
+    } = command
+    {
+        return rbac(
+            connection.output,
+            name,
+            user.as_deref(),
+            service_account.as_deref(),
+        );
+    }
     let api = Api::new(connection)?;
     match command {
         ClusterCommand::Add { name, kubeconfig } => {
@@ -110,6 +183,7 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
             let _: ClusterView = answer.decode()?;
             println!("cluster {cluster} attached to boundary {boundary}");
         }
+        ClusterCommand::Rbac { .. } => {}
     }
     Ok(())
 }

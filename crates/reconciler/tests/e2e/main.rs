@@ -20,6 +20,7 @@ mod generated;
 mod guard;
 mod lifecycle;
 mod probe;
+mod rbac;
 mod reconcile;
 mod serve;
 mod workloads;

@@ -1,0 +1,266 @@
+//! palisade with the ClusterRole that `palisade cluster rbac` prints, and nothing more: a
+//! service account bound to exactly that role is the identity of the cluster's kubeconfig, and
+//! the whole path `palisade serve` runs works through it — the guard, namespaces created,
+//! adopted and released, a policy installed, confirmed `enforced` and removed, the cluster
+//! deleted with every object of the installation — while the same identity cannot read
+//! Secrets or ConfigMaps.
+//!
+//! A private control plane: on the shared one, other tests' installations have guards that
+//! exempt only their own identity (the admin), so they would refuse this service account's
+//! namespace labels, as they should.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{ListParams, PostParams};
+use kube::Api;
+use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, Grantee, DEFAULT_NAME};
+use palisade_reconciler::ClusterClient;
+use palisade_testkit::control_plane::{unique_name, ControlPlane};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::serve::Stack;
+use crate::support::on_both_versions;
+
+on_both_versions!(palisade_works_with_its_cluster_role_and_nothing_more);
+
+/// The admin kubeconfig with its client certificate replaced by `token`.
+fn token_kubeconfig(admin: &str, token: &str) -> String {
+    let mut lines = Vec::new();
+    for line in admin.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("client-certificate-data:") {
+            let indent = &line[..line.len() - trimmed.len()];
+            lines.push(format!("{indent}token: {token}"));
+        } else if !trimmed.starts_with("client-key-data:") {
+            lines.push(line.to_owned());
+        }
+    }
+    lines.join("\n")
+}
+
+/// Asserts that `result` is the API server's 403.
+fn forbidden<T: std::fmt::Debug>(what: &str, result: Result<T, kube::Error>) {
+    match result {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{what}: {status:?}"),
+        other => panic!("{what} must be forbidden, got {other:?}"),
+    }
+}
+
+async fn wait_until<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !done().await {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{what}: not within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
+    let wanted = version.to_owned();
+    let plane = tokio::task::spawn_blocking(move || ControlPlane::start(&wanted))
+        .await
+        .unwrap();
+    let admin = plane.client().await;
+
+    // The service account, and the role and binding exactly as `palisade cluster rbac` prints them.
+    let home = "palisade-system";
+    Api::<Namespace>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": home}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), home);
+    accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "palisade"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let grantee = Grantee::ServiceAccount {
+        namespace: home.to_owned(),
+        name: "palisade".to_owned(),
+    };
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &cluster_role(DEFAULT_NAME))
+        .await
+        .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &cluster_role_binding(DEFAULT_NAME, &grantee),
+        )
+        .await
+        .unwrap();
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let token = accounts
+        .create_token_request("palisade", &PostParams::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let kubeconfig = token_kubeconfig(plane.kubeconfig_yaml(), &token);
+    let restricted = ClusterClient::from_kubeconfig(&kubeconfig)
+        .await
+        .expect("a token kubeconfig is accepted");
+    assert_eq!(
+        restricted.whoami().await.unwrap(),
+        "system:serviceaccount:palisade-system:palisade"
+    );
+
+    // Nothing beyond the role: no Secrets, no ConfigMaps, no Pods to read.
+    let client = restricted.client().clone();
+    forbidden(
+        "list secrets",
+        Api::<Secret>::all(client.clone())
+            .list(&ListParams::default())
+            .await,
+    );
+    forbidden(
+        "get a secret",
+        Api::<Secret>::namespaced(client.clone(), "default")
+            .get("anything")
+            .await,
+    );
+    forbidden(
+        "list configmaps",
+        Api::<ConfigMap>::all(client.clone())
+            .list(&ListParams::default())
+            .await,
+    );
+    forbidden(
+        "list pods",
+        Api::<Pod>::all(client.clone())
+            .list(&ListParams::default())
+            .await,
+    );
+
+    // The whole path of `palisade serve`, with that identity.
+    let stack = Stack::start(None).await;
+    let boundary = unique_name("shop");
+    stack
+        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        .await;
+    stack.add_cluster("c1", &kubeconfig, &boundary).await;
+    let created = unique_name("web");
+    let (status, body) = stack
+        .call(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{created}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let legacy = unique_name("legacy");
+    Api::<Namespace>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": legacy}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let (status, body) = stack
+        .call(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{legacy}"),
+            Some(json!({"adopt": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["action"], "adopted");
+
+    stack
+        .put_policy(
+            &boundary,
+            "no-latest",
+            json!({"rules": [{"disallowLatestTag": {}}]}),
+        )
+        .await;
+    let status = stack
+        .wait_status(&boundary, "no-latest", "c1", |s| {
+            s != "pending" && s != "installed"
+        })
+        .await;
+    assert_eq!(status, "enforced");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"containers": [{"name": "web", "image": "nginx:latest"}]},
+    }))
+    .unwrap();
+    let denied = Api::<Pod>::namespaced(admin.clone(), &created)
+        .create(&PostParams::default(), &pod)
+        .await
+        .expect_err("the API server denies nginx:latest");
+    let kube::Error::Api(answer) = denied else {
+        panic!("expected the API server's refusal, got {denied:?}");
+    };
+    assert!(
+        answer.message.ends_with(
+            "Policy 'no-latest' (DisallowLatestTag) denied image nginx:latest: it is tagged latest or carries no tag."
+        ),
+        "{}",
+        answer.message
+    );
+    let clusters = stack.ok("GET", "/v1/clusters/c1", None).await;
+    assert_eq!(clusters["last_error"], json!(null), "{clusters}");
+
+    // Removing the policy removes its objects (list and delete).
+    let policies = Api::<ValidatingAdmissionPolicy>::all(admin.clone());
+    let object = format!("no-latest.{boundary}.palisade.dev");
+    stack
+        .ok(
+            "DELETE",
+            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
+            None,
+        )
+        .await;
+    wait_until("the policy's objects removed", || async {
+        policies.get_opt(&object).await.unwrap().is_none()
+    })
+    .await;
+
+    // Releasing namespaces, then deleting the cluster, which removes the guard.
+    for namespace in [&created, &legacy] {
+        stack
+            .ok(
+                "DELETE",
+                &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
+                None,
+            )
+            .await;
+        let labels = Api::<Namespace>::all(admin.clone())
+            .get(namespace)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap_or_default();
+        assert!(!labels.contains_key("palisade.dev/boundary"), "{labels:?}");
+    }
+    let guard = palisade_vap::guard_name(&stack.installation);
+    assert!(policies.get_opt(&guard).await.unwrap().is_some());
+    let (status, body) = stack.call("DELETE", "/v1/clusters/c1", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    assert!(policies.get_opt(&guard).await.unwrap().is_none());
+}
