@@ -1,7 +1,8 @@
 //! No race past a policy (SPEC 2.4): 8 HTTP clients make 10,000 mixed creates and plan moves
 //! while another client keeps replacing the boundary's policy; then the committed history is
 //! replayed and every create or plan move is decided again against the policy committed
-//! before it. Runs on SQLite and on PostgreSQL.
+//! before it. Runs on SQLite, on PostgreSQL, and on two replicas sharing one PostgreSQL
+//! (the clients alternate between them, the policy writer uses the first).
 
 #![allow(
     clippy::unwrap_used,
@@ -54,14 +55,30 @@ impl Rng {
     }
 }
 
-async fn run(app: TestApp) {
+/// Serves `router` on a loopback port; its base URL.
+async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    base
+}
+
+/// With `replicas` = 2, a second API process on the same database (its own pool).
+async fn run(app: TestApp, replicas: usize) {
     app.boundary("shop").await;
     app.policy("shop", "limits", common::plans(PLAN_SETS[1]))
         .await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = app.router.clone();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let base = serve(app.router.clone()).await;
+    let mut bases = vec![base.clone()];
+    for _ in 1..replicas {
+        let store = palisade_store::connect(&app.url).await.unwrap();
+        let state = palisade_server::AppState::new(
+            store,
+            Catalog::builtin(),
+            palisade_server::SealingKey::random(),
+        );
+        bases.push(serve(palisade_server::app(state)).await);
+    }
 
     let client = reqwest::Client::new();
     let counts = Arc::new(Counts::default());
@@ -97,8 +114,12 @@ async fn run(app: TestApp) {
 
     let mut tasks = Vec::new();
     for c in 0..CLIENTS {
-        let (client, base, token, counts) =
-            (client.clone(), base.clone(), token.clone(), counts.clone());
+        let (client, base, token, counts) = (
+            client.clone(),
+            bases[c % bases.len()].clone(),
+            token.clone(),
+            counts.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let mut rng = Rng(c as u64 * 7919 + 17);
             let mut mine: Vec<(String, &str)> = Vec::new();
@@ -218,7 +239,7 @@ async fn run(app: TestApp) {
     );
     assert_eq!(counts.other.load(Ordering::Relaxed), 0);
     eprintln!(
-        "race ({}): {} operations by {CLIENTS} clients: {created} creates and {moved} updates committed \
+        "race ({}, {replicas} replica(s)): {} operations by {CLIENTS} clients: {created} creates and {moved} updates committed \
          ({moves} plan moves), {} refused with 422, {} policy replacements; {} committed changes replayed, none past a disallowing policy",
         app.state.store.backend(),
         CLIENTS * OPERATIONS_PER_CLIENT,
@@ -231,10 +252,15 @@ async fn run(app: TestApp) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_create_or_move_commits_past_a_policy_on_sqlite() {
-    run(TestApp::sqlite().await).await;
+    run(TestApp::sqlite().await, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_create_or_move_commits_past_a_policy_on_postgres() {
-    run(TestApp::postgres().await).await;
+    run(TestApp::postgres().await, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_create_or_move_commits_past_a_policy_on_two_replicas_of_one_postgres() {
+    run(TestApp::postgres().await, 2).await;
 }

@@ -9,8 +9,9 @@
 //! Every write that must be checked against the boundary's policies (a resource create or a
 //! plan move) runs its check *inside* the write's transaction, serialised against policy
 //! changes of the same boundary: SQLite takes the database write lock up front
-//! (`BEGIN IMMEDIATE`), PostgreSQL locks the boundary's row (`SELECT ... FOR UPDATE`) on both
-//! the resource path and the policy path. The check is a plain closure (`Guard`), so the store
+//! (`BEGIN IMMEDIATE`), PostgreSQL locks the boundary's row: exclusively on the policy path
+//! (`SELECT ... FOR UPDATE`), shared on the resource path (`FOR SHARE`, so creates of one
+//! boundary do not wait for each other). The check is a plain closure (`Guard`), so the store
 //! stays ignorant of policy semantics.
 //!
 //! Layout: `sql_store` is the one implementation of `Store`, generic over a small

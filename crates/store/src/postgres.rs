@@ -1,8 +1,10 @@
 //! The PostgreSQL backend, for several replicas sharing one database. Every write is one
-//! transaction (READ COMMITTED); guarded writes, policy writes and the other writes of a
-//! boundary's contents first lock the boundary's row (`SELECT ... FOR UPDATE`), so a check
-//! and its write cannot interleave with a policy change of that boundary, and a boundary's
-//! changes get their `seq` in commit order. Committed changes wake every replica's
+//! transaction (READ COMMITTED); policy writes and the other writes of a boundary's contents
+//! first lock the boundary's row exclusively (`SELECT ... FOR UPDATE`), resource writes (the
+//! guarded creates and plan moves) in a shared lock (`FOR SHARE`), so a check and its write
+//! cannot interleave with a policy change of that boundary while creates of one boundary run
+//! side by side. A change's `seq` follows commit order relative to every policy change of its
+//! boundary (two resource writes of one boundary may commit in either order). Committed changes wake every replica's
 //! reconciler through LISTEN/NOTIFY; an advisory lock elects the one that runs.
 
 use std::time::{Duration, Instant};
@@ -24,6 +26,10 @@ impl_conn!(
     PgRow,
     Postgres,
     lock_boundary: "SELECT name FROM boundaries WHERE name = $1 FOR UPDATE",
+    // Resource writes: against policy changes, not against each other (the unique index
+    // decides between two creates of one name, a row lock between two edits of one resource).
+    lock_boundary_shared: "SELECT name FROM boundaries WHERE name = $1 FOR SHARE",
+    lock_row: " FOR UPDATE",
     // Held until the transaction ends; the key is "palisade" in ASCII.
     lock_database: Some("SELECT pg_advisory_xact_lock(8097872805151990885)"),
 );

@@ -31,6 +31,8 @@ impl_conn!(
     Sqlite,
     // `BEGIN IMMEDIATE` already holds the database's write lock: reading the row is enough.
     lock_boundary: "SELECT name FROM boundaries WHERE name = $1",
+    lock_boundary_shared: "SELECT name FROM boundaries WHERE name = $1",
+    lock_row: "",
     lock_database: None,
 );
 

@@ -82,10 +82,17 @@ pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
 /// ends (`Conn::LOCK_BOUNDARY`), which serialises the boundary's guarded writes and policy
 /// changes.
 pub(crate) async fn lock<C: Conn>(c: &mut C, boundary: &str) -> Result<()> {
-    match c
-        .fetch_optional(C::LOCK_BOUNDARY, &[Text(boundary)], name)
-        .await?
-    {
+    lock_with(c, C::LOCK_BOUNDARY, boundary).await
+}
+
+/// As [`lock`], in a shared lock (`Conn::LOCK_BOUNDARY_SHARED`): resource writes hold it, so
+/// they wait for a policy change of the boundary (and it for them) but not for each other.
+pub(crate) async fn lock_shared<C: Conn>(c: &mut C, boundary: &str) -> Result<()> {
+    lock_with(c, C::LOCK_BOUNDARY_SHARED, boundary).await
+}
+
+async fn lock_with<C: Conn>(c: &mut C, statement: &str, boundary: &str) -> Result<()> {
+    match c.fetch_optional(statement, &[Text(boundary)], name).await? {
         Some(_) => Ok(()),
         None => Err(StoreError::NotFound),
     }

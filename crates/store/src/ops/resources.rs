@@ -1,6 +1,9 @@
 //! Resources: guarded creates and plan moves, pages of a boundary's resources, deletes.
-//! Every write locks the resource's boundary first; a guard then reads every policy of the
-//! boundary in the same transaction, so it sees the policies the write commits against.
+//! Every write takes the resource's boundary in a shared lock first (policy changes take it
+//! exclusively); a guard then reads every policy of the boundary in the same transaction, so
+//! it sees the policies the write commits against. Writes of one boundary's resources do not
+//! wait for each other: two creates of one name are decided by the unique index (409), two
+//! edits of one resource by the lock on its row (the second reads what the first wrote).
 
 use super::{boundaries, changes, check_if_match, exists, find, on_insert};
 use crate::sql::{
@@ -82,7 +85,7 @@ pub(crate) async fn create<C: Conn>(
         body_json,
     } = resource;
     let subject = subject(&resource_type, &name);
-    boundaries::lock(c, &boundary).await?;
+    boundaries::lock_shared(c, &boundary).await?;
     let key = [Text(&boundary), Text(&resource_type), Text(&name)];
     if exists(c, EXISTS, &key).await? {
         return Err(StoreError::Conflict(format!(
@@ -122,6 +125,18 @@ pub(crate) async fn get<C: Conn>(c: &mut C, key: &ResourceKey) -> Result<Resourc
         Text(&key.name),
     ];
     find(c, SELECT, &args, resource).await
+}
+
+/// As [`get`], locking the row until the transaction ends (`Conn::LOCK_ROW`), so that a
+/// concurrent edit of the same resource waits and then reads this one's result.
+async fn get_for_update<C: Conn>(c: &mut C, key: &ResourceKey) -> Result<ResourceRecord> {
+    let args = [
+        Text(&key.boundary),
+        Text(&key.resource_type),
+        Text(&key.name),
+    ];
+    let statement = format!("{SELECT}{}", C::LOCK_ROW);
+    find(c, &statement, &args, resource).await
 }
 
 /// Ordered by (type, name). See `parse_continue_token` for the token.
@@ -180,8 +195,8 @@ pub(crate) async fn update<C: Conn>(
     if_match: Option<&str>,
     editor: Editor,
 ) -> Result<(ResourceRecord, Vec<String>)> {
-    boundaries::lock(c, &key.boundary).await?;
-    let current = get(c, key).await?;
+    boundaries::lock_shared(c, &key.boundary).await?;
+    let current = get_for_update(c, key).await?;
     check_if_match(if_match, &current.etag)?;
     let Edit { body_json, guard } = editor(&current).map_err(StoreError::Vetoed)?;
     let warnings = run_guard(c, &key.boundary, guard).await?;
@@ -217,8 +232,8 @@ pub(crate) async fn delete<C: Conn>(
     key: &ResourceKey,
     if_match: Option<&str>,
 ) -> Result<()> {
-    boundaries::lock(c, &key.boundary).await?;
-    let current = get(c, key).await?;
+    boundaries::lock_shared(c, &key.boundary).await?;
+    let current = get_for_update(c, key).await?;
     check_if_match(if_match, &current.etag)?;
     let args = [
         Text(&key.boundary),

@@ -204,3 +204,119 @@ pub async fn a_deadline_passed_before_the_commit_writes_nothing(db: TestDb) {
     let changes = store.list_changes("b").await.unwrap();
     assert_eq!(changes.len(), 1, "{changes:?}");
 }
+
+/// Edits of one resource running side by side lose nothing: each adds its own key to the
+/// body it reads, and the last body holds every key (PostgreSQL: the row lock; the shared
+/// boundary lock alone would let two edits read the same body).
+pub async fn concurrent_edits_of_one_resource_lose_nothing(db: TestDb) {
+    const TASKS: usize = 6;
+    const EDITS: usize = 15;
+    let store = db.connect().await;
+    store.create_boundary("edits", None).await.unwrap();
+    store
+        .create_resource(new_resource("edits", "svc", "one", "{}"), None, None)
+        .await
+        .unwrap();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                for edit in 0..EDITS {
+                    let adds: Editor = Box::new(move |current: &ResourceRecord| {
+                        let mut body: serde_json::Map<String, serde_json::Value> =
+                            serde_json::from_str(&current.body_json).unwrap();
+                        body.insert(format!("t{task}-{edit}"), true.into());
+                        Ok(Edit {
+                            body_json: serde_json::Value::Object(body).to_string(),
+                            guard: None,
+                        })
+                    });
+                    store
+                        .update_resource(&key("edits", "svc", "one"), None, adds, None)
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let last = store
+        .get_resource(&key("edits", "svc", "one"))
+        .await
+        .unwrap();
+    let body: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&last.body_json).unwrap();
+    assert_eq!(body.len(), TASKS * EDITS, "lost edits: {}", last.body_json);
+}
+
+/// Creates of one name running side by side: exactly one is written, every other is a
+/// conflict naming the resource.
+pub async fn concurrent_creates_of_one_name_conflict(db: TestDb) {
+    const TASKS: usize = 8;
+    let store = db.connect().await;
+    store.create_boundary("names", None).await.unwrap();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let body = format!(r#"{{"task":{task}}}"#);
+                store
+                    .create_resource(new_resource("names", "svc", "web", &body), None, None)
+                    .await
+            })
+        })
+        .collect();
+    let mut written = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => written += 1,
+            other => assert_conflict(other, "resource svc/web already exists"),
+        }
+    }
+    assert_eq!(written, 1);
+    let changes = store.list_changes("names").await.unwrap();
+    assert_eq!(kinds(&changes), [("resource.create", "svc/web")]);
+}
+
+/// PostgreSQL: an open resource write (a transaction holding the boundary's row `FOR SHARE`,
+/// as every create and plan move does until it commits) does not hold up another create of
+/// the boundary, and does hold up a policy change until it commits.
+pub async fn postgres_resource_writes_wait_for_policies_not_for_each_other(url: &str) {
+    use sqlx::Connection;
+    let store = palisade_store::connect(url).await.unwrap();
+    store.create_boundary("shared", None).await.unwrap();
+    let mut open = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut open).await.unwrap();
+    sqlx::query("SELECT name FROM boundaries WHERE name = 'shared' FOR SHARE")
+        .execute(&mut open)
+        .await
+        .unwrap();
+
+    let create = store.create_resource(new_resource("shared", "svc", "a", "{}"), None, None);
+    tokio::time::timeout(Duration::from_secs(5), create)
+        .await
+        .expect("a create does not wait for another resource write")
+        .unwrap();
+
+    let policy = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move {
+            store
+                .put_policy(policy_write("shared", "p", "{}"), "test")
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !policy.is_finished(),
+        "a policy change must wait for the open resource write"
+    );
+    sqlx::query("COMMIT").execute(&mut open).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), policy)
+        .await
+        .expect("the policy change goes on once the resource write commits")
+        .unwrap()
+        .unwrap();
+}

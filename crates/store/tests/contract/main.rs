@@ -28,7 +28,8 @@ use boundaries::{boundaries, deleting_a_boundary_takes_its_attachments_and_token
 use changes::changes_share_one_sequence;
 use clusters::{clusters_and_attachments, namespaces, policy_statuses};
 use guarded_writes::{
-    a_deadline_passed_before_the_commit_writes_nothing, guarded_creates_race_policy_changes,
+    a_deadline_passed_before_the_commit_writes_nothing, concurrent_creates_of_one_name_conflict,
+    concurrent_edits_of_one_resource_lose_nothing, guarded_creates_race_policy_changes,
 };
 use policies::{
     apply_policies_in_order, apply_policies_is_all_or_nothing, policies, policy_if_match,
@@ -120,4 +121,14 @@ contract!(
     changes_wake_subscribers,
     one_lease_per_installation,
     a_deadline_passed_before_the_commit_writes_nothing,
+    concurrent_edits_of_one_resource_lose_nothing,
+    concurrent_creates_of_one_name_conflict,
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_resource_writes_wait_for_policies_not_for_each_other() {
+    guarded_writes::postgres_resource_writes_wait_for_policies_not_for_each_other(
+        &TestDb::postgres().url,
+    )
+    .await;
+}
