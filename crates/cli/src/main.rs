@@ -246,7 +246,7 @@ mod tests {
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
         // palisade, its 12 commands, check plan, 8 under get, 6 under delete, and resource,
-        // token, boundary, namespace and cluster subcommands.
-        assert_eq!(seen, 1 + 12 + 1 + 8 + 6 + 2 + 3 + 1 + 2 + 2);
+        // token, boundary, namespace and cluster (add, attach, rbac) subcommands.
+        assert_eq!(seen, 1 + 12 + 1 + 8 + 6 + 2 + 3 + 1 + 2 + 3);
     }
 }

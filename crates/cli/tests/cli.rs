@@ -71,6 +71,7 @@ fn every_command_shows_examples() {
         &["cluster"],
         &["cluster", "add"],
         &["cluster", "attach"],
+        &["cluster", "rbac"],
         &["version"],
         &["completion"],
     ];
