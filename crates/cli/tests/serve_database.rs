@@ -103,7 +103,12 @@ fn the_default_database_file_is_private() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    // Started: the database file is there and the port answers. (The port alone is not
+    // enough: a connect to a free local port can now and then reach something else, or the
+    // socket itself, before palisade listens.)
+    while !dir.path().join("palisade.db").exists()
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+    {
         assert!(Instant::now() < deadline, "palisade serve did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -112,7 +117,11 @@ fn the_default_database_file_is_private() {
     for name in ["palisade.db", "palisade.db-wal", "palisade.db-shm"] {
         let path = dir.path().join(name);
         if name == "palisade.db" || path.exists() {
-            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            let mode = std::fs::metadata(&path)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .permissions()
+                .mode()
+                & 0o777;
             assert_eq!(mode, 0o600, "{name}: {mode:o}");
         }
     }
