@@ -6,7 +6,8 @@
 # renamed, so an interrupted build is simply redone. Go's module and build caches
 # live under the same cache dir (go/mod, go/build).
 #
-# Usage: build.sh [all | old | new | <k8s-version>]...   (default: all)
+#   ${PALISADE_CACHE_DIR:-~/.cache/palisade}/helm/<version>/bin/helm   (the chart's tests)
+# Usage: build.sh [all | old | new | <k8s-version> | helm]...   (default: all)
 #   e.g. build.sh 1.37      -> kube-apiserver, kube-controller-manager, etcd of 1.37
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -82,12 +83,18 @@ build_etcd() {
   build_one "${moddir}" "${pkg}" "$(etcd_bin_dir "${version}")/etcd" "" "-s -w"
 }
 
+build_helm() {
+  build_one "$(helm_module_dir)" "helm.sh/helm/v4/cmd/helm" "$(helm_bin_dir)/helm" "" \
+    "-s -w -X helm.sh/helm/v4/internal/version.version=v${HELM_VERSION}"
+}
+
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(all)
 total_start=$(date +%s)
 for t in "${targets[@]}"; do
   case "${t}" in
-    all) build_k8s "${K8S_NEW_VERSION}"; build_k8s "${K8S_OLD_VERSION}" ;;
+    all) build_k8s "${K8S_NEW_VERSION}"; build_k8s "${K8S_OLD_VERSION}"; build_helm ;;
+    helm) build_helm ;;
     *)
       v="$(resolve_k8s_version "${t}")"
       if [[ -z "${v}" ]]; then echo "unknown version '${t}' (pinned: ${K8S_OLD_VERSION} ${K8S_NEW_VERSION})" >&2; exit 2; fi

@@ -59,3 +59,6 @@ etcd_module_dir() { echo "${TESTENV_DIR}/etcd-$(major_minor_of "$1")"; }
 
 k8s_bin_dir() { echo "${PALISADE_CACHE_DIR}/k8s/$1/bin"; }
 etcd_bin_dir() { echo "${PALISADE_CACHE_DIR}/etcd/$1/bin"; }
+
+helm_module_dir() { echo "${TESTENV_DIR}/helm-$(major_minor_of "${HELM_VERSION}")"; }
+helm_bin_dir() { echo "${PALISADE_CACHE_DIR}/helm/${HELM_VERSION}/bin"; }

@@ -158,6 +158,34 @@ pub fn ensure_binaries(version: &str, controller_manager: bool) {
     }
 }
 
+/// The `helm` binary pinned in `versions.env` (`HELM_VERSION`), built by
+/// `testenv/build.sh helm` into the cache dir when absent. Panics when it cannot be built.
+pub fn helm() -> PathBuf {
+    let versions = pinned_versions();
+    let version = versions
+        .get("HELM_VERSION")
+        .unwrap_or_else(|| panic!("testenv/versions.env pins no HELM_VERSION"));
+    let path = crate::cache_dir().join(format!("helm/{version}/bin/helm"));
+    if is_executable(&path) {
+        return path;
+    }
+    eprintln!("helm {version}: missing; running testenv/build.sh helm");
+    let output = Command::new("bash")
+        .arg(testenv_dir().join("build.sh"))
+        .arg("helm")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run testenv/build.sh helm: {e}"));
+    if !output.status.success() || !is_executable(&path) {
+        panic!(
+            "testenv/build.sh helm failed ({}), so the chart's tests cannot run.\n--- stdout (tail)\n{}\n--- stderr (tail)\n{}",
+            output.status,
+            tail(&output.stdout, 40),
+            tail(&output.stderr, 40)
+        );
+    }
+    path
+}
+
 fn tail(bytes: &[u8], lines: usize) -> String {
     let text = String::from_utf8_lossy(bytes);
     let all: Vec<&str> = text.lines().collect();

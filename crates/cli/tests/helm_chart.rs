@@ -1,0 +1,266 @@
+//! The Helm chart (`deploy/helm/palisade`): `helm lint` and `helm template` with the default
+//! values and with every option set (`testdata/helm/full-values.yaml`), bad values refused at
+//! install time with the key named, and every rendered object accepted by real API servers
+//! (1.30 and 1.37) in a server-side dry-run apply. helm is built from its Go module
+//! (`testenv/build.sh helm`, cached like the control plane).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly"
+)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::Api;
+use palisade_testkit::control_plane::{self, temp_namespace};
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn chart() -> String {
+    root().join("deploy/helm/palisade").display().to_string()
+}
+
+fn full_values() -> String {
+    root()
+        .join("testdata/helm/full-values.yaml")
+        .display()
+        .to_string()
+}
+
+fn helm(args: &[&str]) -> Output {
+    Command::new(control_plane::helm())
+        .args(args)
+        .env(
+            "HELM_CACHE_HOME",
+            std::env::temp_dir().join("palisade-helm-cache"),
+        )
+        .env(
+            "HELM_CONFIG_HOME",
+            std::env::temp_dir().join("palisade-helm-config"),
+        )
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `helm template` of the chart with `args`; the rendered objects.
+fn render(args: &[&str]) -> Vec<Value> {
+    let chart = chart();
+    let mut all = vec!["template", "rel", chart.as_str(), "--namespace", "platform"];
+    all.extend_from_slice(args);
+    let out = helm(&all);
+    assert!(out.status.success(), "helm {all:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+        .split("\n---")
+        .filter_map(|doc| serde_yaml_ng::from_str::<Value>(doc).ok())
+        .filter(|v| v.is_object())
+        .collect()
+}
+
+fn kinds(objects: &[Value]) -> Vec<String> {
+    let mut kinds: Vec<String> = objects
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap().to_owned())
+        .collect();
+    kinds.sort();
+    kinds
+}
+
+fn find<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} rendered"))
+}
+
+#[test]
+fn the_chart_lints_and_renders_with_default_and_full_values() {
+    let chart = chart();
+    let values = full_values();
+    for args in [
+        vec!["lint", "--strict", chart.as_str()],
+        vec!["lint", "--strict", chart.as_str(), "-f", values.as_str()],
+    ] {
+        let out = helm(&args);
+        assert!(
+            out.status.success(),
+            "helm {args:?}:\n{}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+
+    let defaults = render(&[]);
+    assert_eq!(
+        kinds(&defaults),
+        [
+            "Deployment",
+            "PodDisruptionBudget",
+            "Service",
+            "ServiceAccount"
+        ]
+    );
+    let deployment = find(&defaults, "Deployment");
+    assert_eq!(deployment["metadata"]["name"], "rel-palisade");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["image"], "palisade:0.1.0");
+    assert_eq!(
+        container["args"],
+        serde_json::json!([
+            "serve",
+            "--listen=0.0.0.0:8080",
+            "--data-dir=/var/lib/palisade"
+        ])
+    );
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(
+        container["env"][0]["valueFrom"]["secretKeyRef"],
+        serde_json::json!({"name": "palisade-database", "key": "url"})
+    );
+    assert_eq!(
+        container["env"][1]["valueFrom"]["secretKeyRef"],
+        serde_json::json!({"name": "palisade-encryption-key", "key": "key"})
+    );
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+
+    let full = render(&["-f", &values]);
+    assert_eq!(
+        kinds(&full),
+        [
+            "ConfigMap",
+            "Deployment",
+            "Ingress",
+            "PodDisruptionBudget",
+            "Service",
+            "ServiceAccount",
+            "ServiceMonitor"
+        ]
+    );
+    let deployment = find(&full, "Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["image"],
+        "registry.example.com/platform/palisade@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+    );
+    assert_eq!(
+        container["args"],
+        serde_json::json!([
+            "serve",
+            "--listen=0.0.0.0:8080",
+            "--data-dir=/var/lib/palisade",
+            "--catalog=/etc/palisade/catalog.yaml",
+            "--no-reconciler"
+        ])
+    );
+    // The catalog the ConfigMap carries is one `palisade serve --catalog` reads.
+    let catalog = find(&full, "ConfigMap")["data"]["catalog.yaml"]
+        .as_str()
+        .unwrap();
+    let parsed = palisade_api_types::catalog_file::parse(catalog).unwrap();
+    assert_eq!(
+        format!("{:?}", parsed.plans(palisade_policy::ResourceType::App)),
+        format!(
+            "{:?}",
+            palisade_api_types::catalog_file::parse(
+                "app: [{name: small, cpu: 0.5, memory: 1 GiB}, {name: large, cpu: 2, memory: 4 GiB}]\nvalkey: [{name: small, cpu: 0.5, memory: 1 GiB}]"
+            )
+            .unwrap()
+            .plans(palisade_policy::ResourceType::App)
+        )
+    );
+}
+
+#[test]
+fn bad_values_fail_at_install_naming_the_key() {
+    for (set, names) in [
+        ("database.existingSecret=", "database.existingSecret"),
+        (
+            "encryptionKey.existingSecret=",
+            "encryptionKey.existingSecret",
+        ),
+        ("replicaCount=0", "replicaCount"),
+        ("service.type=Internal", "service.type"),
+        ("service.port=70000", "service.port"),
+        ("image.digest=latest", "image.digest"),
+        ("replicas=2", "replicas"),
+    ] {
+        let out = helm(&[
+            "template",
+            "rel",
+            &chart(),
+            "--namespace",
+            "platform",
+            "--set",
+            set,
+        ]);
+        assert!(!out.status.success(), "--set {set} was accepted");
+        let stderr = text(&out.stderr);
+        let pointer = format!("/{}", names.replace('.', "/"));
+        assert!(
+            stderr.contains(names) || stderr.contains(&pointer),
+            "--set {set}: the error does not name {names}:\n{stderr}"
+        );
+    }
+}
+
+/// Server-side dry-run applies every object the full values render (the ServiceMonitor
+/// aside: its CRD is prometheus-operator's, not the API server's).
+async fn accepted_by_the_api_server(version: &str) {
+    let wanted = version.to_owned();
+    let plane = tokio::task::spawn_blocking(move || control_plane::shared(&wanted))
+        .await
+        .unwrap();
+    let client = plane.client().await;
+    let namespace = temp_namespace(&client, None).await;
+    let values = full_values();
+    let objects = render(&["-f", &values]);
+    let mut applied = 0;
+    for object in objects.iter().filter(|o| o["kind"] != "ServiceMonitor") {
+        let (group, version) = match object["apiVersion"].as_str().unwrap().split_once('/') {
+            Some((g, v)) => (g.to_owned(), v.to_owned()),
+            None => (
+                String::new(),
+                object["apiVersion"].as_str().unwrap().to_owned(),
+            ),
+        };
+        let gvk = GroupVersionKind::gvk(&group, &version, object["kind"].as_str().unwrap());
+        let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
+        let name = object["metadata"]["name"].as_str().unwrap();
+        // Strict: a field the API server does not know is an error, not a warning.
+        let params = PatchParams::apply("palisade-chart-test")
+            .dry_run()
+            .validation_strict();
+        api.patch(name, &params, &Patch::Apply(object))
+            .await
+            .unwrap_or_else(|e| panic!("{} {name} refused: {e}", object["kind"]));
+        applied += 1;
+    }
+    assert_eq!(applied, 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rendered_objects_are_accepted_by_kubernetes_1_30() {
+    accepted_by_the_api_server("1.30").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rendered_objects_are_accepted_by_kubernetes_1_37() {
+    accepted_by_the_api_server("1.37").await;
+}
