@@ -148,16 +148,10 @@ pub async fn bootstrap_admin(
     data_dir: &Path,
 ) -> Result<Option<std::path::PathBuf>, BootstrapError> {
     let (id, token) = new_token_secret();
-    let record = TokenRecord {
-        id,
-        secret_sha256: hash_secret(&token),
-        role: "admin".into(),
-        boundary: None,
-        created_at: palisade_store::now(),
-        expires_at: None,
-        created_by: "bootstrap".into(),
-    };
-    if !store.bootstrap_admin_token(record).await? {
+    if !store
+        .bootstrap_admin_token(admin_record(id, &token))
+        .await?
+    {
         return Ok(None);
     }
     let path = data_dir.join("admin.token");
@@ -168,6 +162,52 @@ pub async fn bootstrap_admin(
         }
     })?;
     Ok(Some(path))
+}
+
+fn admin_record(id: String, token: &str) -> TokenRecord {
+    TokenRecord {
+        id,
+        secret_sha256: hash_secret(token),
+        role: "admin".into(),
+        boundary: None,
+        created_at: palisade_store::now(),
+        expires_at: None,
+        created_by: "bootstrap".into(),
+    }
+}
+
+/// The shortest admin token palisade takes from its operator (32 characters: 192 bits when
+/// they are base64 of random bytes).
+pub const GIVEN_TOKEN_MIN_LEN: usize = 32;
+
+/// Checks a token an operator gives palisade (`PALISADE_ADMIN_TOKEN`): at least
+/// [`GIVEN_TOKEN_MIN_LEN`] printable ASCII characters, no white space. Its id (as
+/// `palisade get tokens` lists it) is the first 16 hex digits of its SHA-256.
+pub fn given_token(text: &str) -> Result<(String, String), String> {
+    let token = text.trim_end_matches(['\n', '\r']);
+    if token.len() < GIVEN_TOKEN_MIN_LEN {
+        return Err(format!(
+            "must be at least {GIVEN_TOKEN_MIN_LEN} characters (e.g. head -c 32 /dev/urandom | base64), got {}",
+            token.len()
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("must be printable ASCII without spaces".to_owned());
+    }
+    let id = hash_secret(token)[..16].to_owned();
+    Ok((id, token.to_owned()))
+}
+
+/// As [`bootstrap_admin`], with the admin token given by the operator (checked by
+/// [`given_token`]) instead of made and written to a file: for deployments where nobody can
+/// read a file in the data directory (a container without a shell). `true` when the store was
+/// empty and the token is now its admin token; an existing store keeps its tokens.
+pub async fn bootstrap_given_admin(
+    store: &dyn palisade_store::Store,
+    id: String,
+    token: &str,
+) -> Result<bool, BootstrapError> {
+    Ok(store.bootstrap_admin_token(admin_record(id, token)).await?)
 }
 
 /// Writes a file readable by its owner only (mode 0600), replacing it atomically.
@@ -184,6 +224,27 @@ pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     file.write_all(contents)?;
     file.sync_all()?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod given_token_tests {
+    use super::given_token;
+
+    #[test]
+    fn a_given_token_is_long_printable_and_has_a_stable_id() {
+        let (id, token) = given_token("c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=\n").unwrap();
+        assert_eq!(token, "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=");
+        assert_eq!(id.len(), 16);
+        assert_eq!(given_token(&token).unwrap().0, id);
+        assert_eq!(
+            given_token("short").unwrap_err(),
+            "must be at least 32 characters (e.g. head -c 32 /dev/urandom | base64), got 5"
+        );
+        assert_eq!(
+            given_token("with a space in the middle of it all!").unwrap_err(),
+            "must be printable ASCII without spaces"
+        );
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -19,6 +19,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     listen: SocketAddr,
     /// Where palisade keeps its files (SQLite database, admin.token, encryption.key).
+    /// PALISADE_ENCRYPTION_KEY (base64 of 32 bytes) replaces encryption.key; on first start
+    /// PALISADE_ADMIN_TOKEN (32 or more printable characters) becomes the admin token instead
+    /// of one written to admin.token.
     #[arg(long, default_value = ".palisade", value_name = "DIR")]
     data_dir: PathBuf,
     /// Plan catalog (YAML: type -> [{name, cpu, memory}]). Default: the built-in catalog.
@@ -57,6 +60,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
         }
     };
+    // Checked before anything is created, like the database URL below.
+    let given_admin = match std::env::var("PALISADE_ADMIN_TOKEN") {
+        Ok(text) => Some(
+            palisade_app::caller::given_token(&text)
+                .map_err(|why| anyhow::anyhow!("PALISADE_ADMIN_TOKEN: {why}"))?,
+        ),
+        Err(_) => None,
+    };
     // Refused before anything is created: a mistyped scheme must not become a SQLite file
     // whose path holds the password.
     if let Some(url) = &args.database {
@@ -78,10 +89,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(backend = store.backend(), "store ready");
     let sealing = palisade_app::SealingKey::load_or_create(&args.data_dir)
         .context("cannot load the encryption key")?;
-    if let Some(path) =
-        palisade_app::caller::bootstrap_admin(store.as_ref(), &args.data_dir).await?
-    {
-        tracing::info!(path = %path.display(), "first start: admin token written (mode 0600)");
+    match given_admin {
+        Some((id, token)) => {
+            if palisade_app::caller::bootstrap_given_admin(store.as_ref(), id, &token).await? {
+                tracing::info!("first start: PALISADE_ADMIN_TOKEN is the admin token");
+            }
+        }
+        None => {
+            if let Some(path) =
+                palisade_app::caller::bootstrap_admin(store.as_ref(), &args.data_dir).await?
+            {
+                tracing::info!(path = %path.display(), "first start: admin token written (mode 0600)");
+            }
+        }
     }
     if args.demo {
         if palisade_app::demo::load(store.as_ref(), &catalog).await? {

@@ -135,6 +135,10 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
         container["env"][1]["valueFrom"]["secretKeyRef"],
         serde_json::json!({"name": "palisade-encryption-key", "key": "key"})
     );
+    assert_eq!(
+        container["env"][2]["name"], "RUST_LOG",
+        "no PALISADE_ADMIN_TOKEN unless adminToken names a Secret"
+    );
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
 
@@ -167,6 +171,11 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
             "--catalog=/etc/palisade/catalog.yaml",
             "--no-reconciler"
         ])
+    );
+    assert_eq!(container["env"][2]["name"], "PALISADE_ADMIN_TOKEN");
+    assert_eq!(
+        container["env"][2]["valueFrom"]["secretKeyRef"],
+        serde_json::json!({"name": "palisade-admin", "key": "admin-token"})
     );
     // The catalog the ConfigMap carries is one `palisade serve --catalog` reads.
     let catalog = find(&full, "ConfigMap")["data"]["catalog.yaml"]

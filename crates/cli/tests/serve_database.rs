@@ -126,3 +126,96 @@ fn the_default_database_file_is_private() {
         }
     }
 }
+
+/// Starts `palisade serve` on a fresh data directory with `PALISADE_ADMIN_TOKEN` = `token`;
+/// the child and its port once it answers.
+fn serve_with_token(data: &Path, token: &str) -> (Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(BIN)
+        .args(["serve", "--no-reconciler", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(data)
+        .env_remove("PALISADE_DATABASE_URL")
+        .env("PALISADE_ADMIN_TOKEN", token)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status_of(port, "/healthz", None) != Some(200) {
+        assert!(Instant::now() < deadline, "palisade serve did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, port)
+}
+
+/// The HTTP status of a GET, or `None` when nothing answers.
+fn status_of(port: u16, path: &str, token: Option<&str>) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.split(' ').nth(1)?.parse().ok()
+}
+
+/// `PALISADE_ADMIN_TOKEN` makes the first start's admin token (no admin.token file: for a
+/// container nobody can read files of); a later start with another value changes nothing, and
+/// a token too short is refused at start-up with the variable named.
+#[test]
+fn an_admin_token_given_in_the_environment_is_the_first_admin() {
+    let dir = tempfile::tempdir().unwrap();
+    let given = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";
+    let (mut child, port) = serve_with_token(dir.path(), given);
+    assert_eq!(status_of(port, "/v1/boundaries", Some(given)), Some(200));
+    assert_eq!(
+        status_of(port, "/v1/boundaries", Some("pal_x_y")),
+        Some(401)
+    );
+    assert!(!dir.path().join("admin.token").exists());
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let other = "b3RoZXItb3RoZXItb3RoZXItb3RoZXItb3RoZXItb3Ro";
+    let (mut child, port) = serve_with_token(dir.path(), other);
+    assert_eq!(status_of(port, "/v1/boundaries", Some(other)), Some(401));
+    assert_eq!(status_of(port, "/v1/boundaries", Some(given)), Some(200));
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let fresh = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args(["serve", "--no-reconciler", "--listen", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(fresh.path())
+        .env_remove("PALISADE_DATABASE_URL")
+        .env("PALISADE_ADMIN_TOKEN", "short")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, stderr) = wait_for(child, Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: PALISADE_ADMIN_TOKEN: must be at least 32 characters \
+             (e.g. head -c 32 /dev/urandom | base64), got 5"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        files(fresh.path()),
+        Vec::<String>::new(),
+        "nothing is created"
+    );
+}
