@@ -27,6 +27,13 @@ pub struct ServeArgs {
     /// Plan catalog (YAML: type -> [{name, cpu, memory}]). Default: the built-in catalog.
     #[arg(long, value_name = "FILE")]
     catalog: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key. Without
+    /// it palisade serves plain HTTP: terminate TLS in front of it (an ingress).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Fill an empty store with a demo boundary, policies and resources.
     #[arg(long)]
     demo: bool,
@@ -61,6 +68,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     };
     // Checked before anything is created, like the database URL below.
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(palisade_server::tls_config(cert, key)?),
+        _ => None,
+    };
     let given_admin = match std::env::var("PALISADE_ADMIN_TOKEN") {
         Ok(text) => Some(
             palisade_app::caller::given_token(&text)
@@ -149,6 +160,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let served = palisade_server::serve(
         palisade_server::app_with(state, palisade_portal::router()),
         args.listen,
+        tls,
     )
     .await
     .with_context(|| format!("cannot serve on {}", args.listen));

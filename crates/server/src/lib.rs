@@ -86,7 +86,7 @@ pub fn app_with(state: AppState, extra: Router<AppState>) -> Router {
         .with_state(state)
 }
 
-pub use serving::{serve, serve_on, shutdown_signal, Limits};
+pub use serving::{serve, serve_on, serve_with, shutdown_signal, tls_config, Limits, TlsError};
 
 /// A request body read as bytes, with the 1 MiB limit answered as our 413.
 #[derive(Debug)]

@@ -3,6 +3,7 @@
 //! dropped; no request runs longer than [`REQUEST_TIMEOUT`].
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
@@ -12,6 +13,7 @@ use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio_rustls::rustls;
 
 use crate::error::ApiError;
 
@@ -80,11 +82,56 @@ pub fn deadline_of(state: &crate::AppState, started: Option<&Started>) -> tokio:
     started.map_or_else(tokio::time::Instant::now, |s| s.0) + state.policy_timeout
 }
 
-/// Binds `listen` and serves `router` until Ctrl-C or SIGTERM.
-pub async fn serve(router: Router, listen: std::net::SocketAddr) -> std::io::Result<()> {
+/// Why a certificate or key file cannot serve TLS; the text names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{path}: {why}")]
+    File { path: String, why: String },
+    #[error("--tls-cert and --tls-key do not make a TLS identity: {0}")]
+    Identity(String),
+}
+
+/// A TLS server configuration from PEM files: `cert` holds the certificate chain (leaf
+/// first), `key` its private key (PKCS#8, PKCS#1 or SEC1). TLS 1.2 and 1.3, HTTP/1.1.
+pub fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let file_error = |path: &std::path::Path, why: String| TlsError::File {
+        path: path.display().to_string(),
+        why,
+    };
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| file_error(cert, e.to_string()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| file_error(cert, e.to_string()))?;
+    if chain.is_empty() {
+        return Err(file_error(cert, "holds no PEM certificate".to_owned()));
+    }
+    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| file_error(key, e.to_string()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Identity(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .map_err(|e| TlsError::Identity(e.to_string()))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Binds `listen` and serves `router` until Ctrl-C or SIGTERM; with `tls`, HTTPS only.
+pub async fn serve(
+    router: Router,
+    listen: std::net::SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> std::io::Result<()> {
     let listener = TcpListener::bind(listen).await?;
-    tracing::info!(address = %listener.local_addr()?, "palisade is listening");
-    serve_on(listener, router, shutdown_signal(), Limits::default()).await
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(address = %listener.local_addr()?, scheme, "palisade is listening");
+    serve_with(listener, router, shutdown_signal(), Limits::default(), tls).await
 }
 
 /// Serves `router` on `listener` (HTTP/1.1) under `limits` until `shutdown` completes, then
@@ -95,6 +142,19 @@ pub async fn serve_on(
     shutdown: impl Future<Output = ()>,
     limits: Limits,
 ) -> std::io::Result<()> {
+    serve_with(listener, router, shutdown, limits, None).await
+}
+
+/// [`serve_on`], with TLS when `tls` is given: the handshake must finish within the header
+/// limit, like a request head.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+    limits: Limits,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> std::io::Result<()> {
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let router = router
         .layer(axum::middleware::from_fn(move |request, next| {
             bounded(limits.request, request, next)
@@ -122,10 +182,31 @@ pub async fn serve_on(
                 };
                 let _ = stream.set_nodelay(true);
                 let service = TowerToHyperService::new(router.clone());
-                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                let connection = graceful.watch(connection);
+                let Some(acceptor) = acceptor.clone() else {
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    let connection = graceful.watch(connection);
+                    tokio::spawn(async move {
+                        if let Err(error) = connection.await {
+                            tracing::debug!(%error, "connection ended with an error");
+                        }
+                    });
+                    continue;
+                };
+                let (builder, watcher) = (builder.clone(), graceful.watcher());
                 tokio::spawn(async move {
-                    if let Err(error) = connection.await {
+                    let stream = match tokio::time::timeout(limits.header, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => stream,
+                        Ok(Err(error)) => {
+                            tracing::debug!(%error, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            return;
+                        }
+                    };
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    if let Err(error) = watcher.watch(connection).await {
                         tracing::debug!(%error, "connection ended with an error");
                     }
                 });
