@@ -607,6 +607,7 @@ async fn replicas_on_postgres_share_one_reconciler() {
     );
 
     // The active replica goes; the standby takes over and installs the next change.
+    let gone = Instant::now();
     drop(first);
     second
         .put_policy(
@@ -620,6 +621,10 @@ async fn replicas_on_postgres_share_one_reconciler() {
             .wait_status(&boundary, "team-label", "c1", |s| s != "pending")
             .await,
         "enforced"
+    );
+    eprintln!(
+        "takeover: the active replica gone to the standby's change enforced in {:?}",
+        gone.elapsed()
     );
     let pods: Api<Pod> = Api::namespaced(plane.client().await, &namespace);
     let mut pod = unlabelled_pod("p2");
