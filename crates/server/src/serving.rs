@@ -182,32 +182,16 @@ pub async fn serve_with(
                 };
                 let _ = stream.set_nodelay(true);
                 let service = TowerToHyperService::new(router.clone());
-                let Some(acceptor) = acceptor.clone() else {
-                    let connection = builder.serve_connection(TokioIo::new(stream), service);
-                    let connection = graceful.watch(connection);
-                    tokio::spawn(async move {
-                        if let Err(error) = connection.await {
-                            tracing::debug!(%error, "connection ended with an error");
-                        }
-                    });
-                    continue;
-                };
-                let (builder, watcher) = (builder.clone(), graceful.watcher());
+                let (builder, watcher, acceptor) =
+                    (builder.clone(), graceful.watcher(), acceptor.clone());
                 tokio::spawn(async move {
-                    let stream = match tokio::time::timeout(limits.header, acceptor.accept(stream)).await {
-                        Ok(Ok(stream)) => stream,
-                        Ok(Err(error)) => {
-                            tracing::debug!(%error, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!("TLS handshake timed out");
-                            return;
-                        }
+                    let Some(acceptor) = acceptor else {
+                        return serve_connection(&builder, watcher, stream, service).await;
                     };
-                    let connection = builder.serve_connection(TokioIo::new(stream), service);
-                    if let Err(error) = watcher.watch(connection).await {
-                        tracing::debug!(%error, "connection ended with an error");
+                    match tokio::time::timeout(limits.header, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => serve_connection(&builder, watcher, stream, service).await,
+                        Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed"),
+                        Err(_) => tracing::debug!("TLS handshake timed out"),
                     }
                 });
             }
@@ -222,6 +206,21 @@ pub async fn serve_with(
         tracing::warn!("requests still running after the shutdown grace period were dropped");
     }
     Ok(())
+}
+
+/// Serves one connection (plain or TLS) until it ends or a graceful shutdown ends it.
+async fn serve_connection<I>(
+    builder: &hyper::server::conn::http1::Builder,
+    watcher: hyper_util::server::graceful::Watcher,
+    io: I,
+    service: TowerToHyperService<Router>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    if let Err(error) = watcher.watch(connection).await {
+        tracing::debug!(%error, "connection ended with an error");
+    }
 }
 
 /// Ctrl-C or SIGTERM.

@@ -127,20 +127,10 @@ pub fn ensure_binaries(version: &str, controller_manager: bool) {
         missing.join(", ")
     );
     let started = Instant::now();
-    let output = Command::new("bash")
-        .arg(testenv_dir().join("build.sh"))
-        .arg(&version)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run testenv/build.sh {version}: {e}"));
-    if !output.status.success() {
-        panic!(
-            "testenv/build.sh {version} failed ({}): the control plane binaries cannot be built, \
-             so the end-to-end tests cannot run.\n--- stdout (tail)\n{}\n--- stderr (tail)\n{}",
-            output.status,
-            tail(&output.stdout, 40),
-            tail(&output.stderr, 40)
-        );
-    }
+    build(
+        &version,
+        "the control plane binaries cannot be built, so the end-to-end tests cannot run",
+    );
     eprintln!(
         "control plane {version}: built in {:.0?}",
         started.elapsed()
@@ -170,20 +160,31 @@ pub fn helm() -> PathBuf {
         return path;
     }
     eprintln!("helm {version}: missing; running testenv/build.sh helm");
+    build("helm", "so the chart's tests cannot run");
+    assert!(
+        is_executable(&path),
+        "testenv/build.sh helm succeeded but {} is still missing",
+        path.display()
+    );
+    path
+}
+
+/// Runs `testenv/build.sh <target>`; panics with `consequence` and the output's tails when it
+/// fails.
+fn build(target: &str, consequence: &str) {
     let output = Command::new("bash")
         .arg(testenv_dir().join("build.sh"))
-        .arg("helm")
+        .arg(target)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run testenv/build.sh helm: {e}"));
-    if !output.status.success() || !is_executable(&path) {
+        .unwrap_or_else(|e| panic!("cannot run testenv/build.sh {target}: {e}"));
+    if !output.status.success() {
         panic!(
-            "testenv/build.sh helm failed ({}), so the chart's tests cannot run.\n--- stdout (tail)\n{}\n--- stderr (tail)\n{}",
+            "testenv/build.sh {target} failed ({}): {consequence}.\n--- stdout (tail)\n{}\n--- stderr (tail)\n{}",
             output.status,
             tail(&output.stdout, 40),
             tail(&output.stderr, 40)
         );
     }
-    path
 }
 
 fn tail(bytes: &[u8], lines: usize) -> String {

@@ -148,22 +148,22 @@ pub fn boundary(connection: &Connection, command: &BoundaryCommand) -> Outcome {
 }
 
 pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
-    if let ClusterCommand::Rbac {
-        user,
-        service_account,
-        name,
-    } = command
-    {
-        return rbac(
-            connection.output,
-            name,
-            user.as_deref(),
-            service_account.as_deref(),
-        );
-    }
-    let api = Api::new(connection)?;
     match command {
+        // Offline: no server, no token.
+        ClusterCommand::Rbac {
+            user,
+            service_account,
+            name,
+        } => {
+            return rbac(
+                connection.output,
+                name,
+                user.as_deref(),
+                service_account.as_deref(),
+            )
+        }
         ClusterCommand::Add { name, kubeconfig } => {
+            let api = Api::new(connection)?;
             let text = read_text(kubeconfig).map_err(Failure)?;
             let answer = api.send(
                 api.request(Method::PUT, &format!("/v1/clusters/{name}"))
@@ -176,6 +176,7 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
             println!("cluster {name} saved");
         }
         ClusterCommand::Attach { boundary, cluster } => {
+            let api = Api::new(connection)?;
             let answer = api.send(api.request(
                 Method::PUT,
                 &format!("/v1/boundaries/{boundary}/clusters/{cluster}"),
@@ -183,7 +184,6 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
             let _: ClusterView = answer.decode()?;
             println!("cluster {cluster} attached to boundary {boundary}");
         }
-        ClusterCommand::Rbac { .. } => {}
     }
     Ok(())
 }

@@ -9,8 +9,6 @@
 //! exempt only their own identity (the admin), so they would refuse this service account's
 //! namespace labels, as they should.
 
-use std::time::{Duration, Instant};
-
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
@@ -24,7 +22,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::serve::Stack;
-use crate::support::on_both_versions;
+use crate::support::{eventually, on_both_versions, ACTIVATION_TIMEOUT};
 
 on_both_versions!(palisade_works_with_its_cluster_role_and_nothing_more);
 
@@ -48,21 +46,6 @@ fn forbidden<T: std::fmt::Debug>(what: &str, result: Result<T, kube::Error>) {
     match result {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{what}: {status:?}"),
         other => panic!("{what} must be forbidden, got {other:?}"),
-    }
-}
-
-async fn wait_until<F, Fut>(what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let started = Instant::now();
-    while !done().await {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "{what}: not within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -235,9 +218,18 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
             None,
         )
         .await;
-    wait_until("the policy's objects removed", || async {
-        policies.get_opt(&object).await.unwrap().is_none()
-    })
+    eventually(
+        "the policy's objects removed",
+        ACTIVATION_TIMEOUT,
+        || async {
+            policies
+                .get_opt(&object)
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        },
+    )
     .await;
 
     // Releasing namespaces, then deleting the cluster, which removes the guard.

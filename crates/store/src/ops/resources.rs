@@ -119,24 +119,26 @@ pub(crate) async fn create<C: Conn>(
 }
 
 pub(crate) async fn get<C: Conn>(c: &mut C, key: &ResourceKey) -> Result<ResourceRecord> {
-    let args = [
-        Text(&key.boundary),
-        Text(&key.resource_type),
-        Text(&key.name),
-    ];
-    find(c, SELECT, &args, resource).await
+    get_with(c, key, SELECT).await
 }
 
 /// As [`get`], locking the row until the transaction ends (`Conn::LOCK_ROW`), so that a
 /// concurrent edit of the same resource waits and then reads this one's result.
 async fn get_for_update<C: Conn>(c: &mut C, key: &ResourceKey) -> Result<ResourceRecord> {
+    get_with(c, key, &format!("{SELECT}{}", C::LOCK_ROW)).await
+}
+
+async fn get_with<C: Conn>(
+    c: &mut C,
+    key: &ResourceKey,
+    statement: &str,
+) -> Result<ResourceRecord> {
     let args = [
         Text(&key.boundary),
         Text(&key.resource_type),
         Text(&key.name),
     ];
-    let statement = format!("{SELECT}{}", C::LOCK_ROW);
-    find(c, &statement, &args, resource).await
+    find(c, statement, &args, resource).await
 }
 
 /// Ordered by (type, name). See `parse_continue_token` for the token.
