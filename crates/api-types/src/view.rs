@@ -396,6 +396,148 @@ pub struct NamespaceList {
     pub continue_token: Option<String>,
 }
 
+/// One object a policy rejects, with where it comes from (SPEC 3; preview and audit).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Finding {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// The object's owners, from its controller up to the top-level workload
+    /// (Pod → ReplicaSet → Deployment); empty for an object nobody owns.
+    pub owners: Vec<FindingOwner>,
+    /// The top of the owner chain (the object itself when it has no owner).
+    pub workload: FindingWorkload,
+    /// `RequiredLabels`, `AllowedRegistries` or `DisallowLatestTag`.
+    pub rule: String,
+    /// The exact message the API server gives after `denied request: `.
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FindingOwner {
+    pub kind: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FindingWorkload {
+    pub kind: String,
+    pub name: String,
+    /// Its current replicas (`status`, else `spec`): what a denial of its pods puts at risk.
+    pub replicas: u64,
+}
+
+/// What previewing a policy found in one cluster of its scope.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterPreview {
+    pub cluster: String,
+    /// Why the cluster could not be read; absent when it was. A cluster that cannot be read is
+    /// reported, never left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The boundary's namespaces in the cluster (labelled `palisade.dev/boundary`).
+    pub namespaces: Vec<String>,
+    /// Checked objects read (Pods, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs,
+    /// CronJobs; terminating ones excluded).
+    pub checked: u64,
+    /// Objects the previewed version would deny (enforce mode).
+    pub denied: Vec<Finding>,
+    /// Objects the previewed version would warn about (audit mode: it denies nothing).
+    pub warned: Vec<Finding>,
+    /// Objects the saved version denies and the previewed one would allow.
+    pub loosened: Vec<Finding>,
+    /// Time spent listing (the API server's share).
+    pub list_ms: u64,
+    /// Time spent evaluating (palisade's share).
+    pub evaluate_ms: u64,
+}
+
+/// A platform resource whose plan the previewed version disallows: it keeps running
+/// (grandfathered) but could not be created or moved to that plan again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GrandfatheredResource {
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    pub name: String,
+    /// The plans of it the version disallows (a container instance has one per component).
+    pub plans: Vec<String>,
+    /// The 422 message a create with that plan would get.
+    pub message: String,
+}
+
+/// Counts over every cluster of the preview.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PreviewSummary {
+    /// Objects that would be denied.
+    pub objects: u64,
+    /// Distinct top-level workloads among them.
+    pub workloads: u64,
+    /// The sum of those workloads' current replicas.
+    pub replicas_at_risk: u64,
+    /// Objects that would be warned about (audit mode).
+    pub warned: u64,
+    /// Objects the saved version denies that this one would allow.
+    pub loosened: u64,
+    /// Platform resources whose plan this version disallows.
+    pub resources_grandfathered: u64,
+    /// Clusters in scope that could not be read.
+    pub clusters_unreadable: u64,
+}
+
+/// The answer of `POST /v1/boundaries/{b}/policies/{p}/preview`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Preview {
+    pub boundary: String,
+    pub policy: String,
+    /// `enforce` or `audit`: the previewed version's mode.
+    pub mode: String,
+    /// Whether a saved version exists (and `loosened` compares with it).
+    pub saved: bool,
+    pub summary: PreviewSummary,
+    /// One entry per attached cluster in the previewed version's scope, by name.
+    pub clusters: Vec<ClusterPreview>,
+    pub grandfathered: Vec<GrandfatheredResource>,
+}
+
+/// What the last audit of a policy found in one cluster.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterReport {
+    pub cluster: String,
+    /// When the audit read the cluster; absent until the first audit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taken_at: Option<String>,
+    /// Whether the report is of the policy's current version (`false`: an audit of the new
+    /// version is under way).
+    pub current: bool,
+    /// Why the audit could not read the cluster; absent when it could.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub checked: u64,
+    /// How many objects violate the policy.
+    pub violations: u64,
+    pub findings: Vec<Finding>,
+}
+
+/// The answer of `GET /v1/boundaries/{b}/policies/{p}/report`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PolicyReport {
+    pub boundary: String,
+    pub policy: String,
+    /// `enforce` or `audit`.
+    pub mode: String,
+    /// One entry per attached cluster in the policy's scope, by name.
+    pub clusters: Vec<ClusterReport>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

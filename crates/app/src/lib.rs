@@ -19,6 +19,7 @@ pub mod paging;
 pub mod plans;
 pub mod policies;
 pub mod ports;
+pub mod preview;
 pub mod resources;
 pub mod sealing;
 pub mod tokens;

@@ -55,7 +55,7 @@ pub fn view(record: PolicyRecord, warnings: Option<Vec<String>>) -> PolicyView {
     }
 }
 
-fn policy_not_found(boundary: &str, name: &str) -> AppError {
+pub(crate) fn policy_not_found(boundary: &str, name: &str) -> AppError {
     AppError::NotFound(format!(
         "policy '{name}' not found in boundary '{boundary}'"
     ))
@@ -219,6 +219,28 @@ impl App {
             .collect())
     }
 
+    /// Reads and validates a policy spec (a request body): 400 naming the field.
+    pub(crate) fn validate_spec(
+        &self,
+        policy_name: Name,
+        spec_json: &[u8],
+    ) -> AppResult<(Policy, Vec<SaveWarning>)> {
+        // One JSON value, no key twice: what is validated is what is saved.
+        palisade_api_types::json::parse_value(spec_json)?;
+        let spec = PolicySpec::from_json(spec_json).map_err(|e| {
+            if e.pointer.is_empty() {
+                AppError::InvalidRequest(format!(
+                    "the body is not a valid policy spec: {}",
+                    e.message
+                ))
+            } else {
+                AppError::InvalidRequest(e.to_string())
+            }
+        })?;
+        spec.validate(policy_name, &self.catalog)
+            .map_err(|e| AppError::InvalidRequest(e.to_string()))
+    }
+
     /// Validates and saves the spec of policy `name` (boundary-admin or admin): 400 naming the
     /// field, 412 on a stale etag or an existing policy with `create_only`. Answers the saved
     /// policy with its save warnings.
@@ -232,21 +254,7 @@ impl App {
         access.caller().require_boundary_admin()?;
         let boundary = access.boundary();
         let policy_name = crate::path_name("policy", name)?;
-        // One JSON value, no key twice: what is validated is what is saved.
-        palisade_api_types::json::parse_value(spec_json)?;
-        let spec = PolicySpec::from_json(spec_json).map_err(|e| {
-            if e.pointer.is_empty() {
-                AppError::InvalidRequest(format!(
-                    "the body is not a valid policy spec: {}",
-                    e.message
-                ))
-            } else {
-                AppError::InvalidRequest(e.to_string())
-            }
-        })?;
-        let (policy, own_warnings) = spec
-            .validate(policy_name, &self.catalog)
-            .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
+        let (policy, own_warnings) = self.validate_spec(policy_name, spec_json)?;
         let mut after = self.other_policies(boundary, name).await?;
         let others = after.len();
         after.push(policy.clone());

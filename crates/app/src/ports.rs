@@ -2,6 +2,8 @@
 //! The Kubernetes adapter (`palisade-reconciler`) implements [`Clusters`]; the binary injects
 //! it with [`crate::App::with_clusters`].
 
+use std::time::Duration;
+
 use palisade_policy::Name;
 
 /// What labelling a namespace for a boundary did.
@@ -72,7 +74,31 @@ pub trait Clusters: Send + Sync + std::fmt::Debug {
         kubeconfig: &str,
         installation: &str,
     ) -> Result<Vec<String>, ClusterError>;
+
+    /// Reads every checked object (SPEC 3.1 kinds) in the namespaces labelled for `boundary`,
+    /// `page_size` at a time, handing each page to `visit` before the next is read.
+    async fn scan(
+        &self,
+        kubeconfig: &str,
+        boundary: &Name,
+        page_size: u32,
+        visit: Visit<'_>,
+    ) -> Result<ScanInfo, ClusterError>;
 }
+
+/// What reading a boundary's objects in a cluster found and took.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanInfo {
+    /// The boundary's namespaces in the cluster (labelled for it), by name.
+    pub namespaces: Vec<String>,
+    /// Objects read.
+    pub listed: u64,
+    /// Time spent waiting for the API server.
+    pub list_time: Duration,
+}
+
+/// A visitor of listed objects, one page at a time.
+pub type Visit<'a> = &'a mut (dyn FnMut(&[serde_json::Value]) + Send);
 
 /// No cluster adapter: every operation is refused with the reason.
 #[derive(Debug)]
@@ -110,6 +136,16 @@ impl Clusters for NoClusters {
         _kubeconfig: &str,
         _installation: &str,
     ) -> Result<Vec<String>, ClusterError> {
+        Err(ClusterError::Failed(NO_ADAPTER.into()))
+    }
+
+    async fn scan(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        _page_size: u32,
+        _visit: Visit<'_>,
+    ) -> Result<ScanInfo, ClusterError> {
         Err(ClusterError::Failed(NO_ADAPTER.into()))
     }
 }

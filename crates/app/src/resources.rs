@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use palisade_api_types::resource::{merge_patch, Resource};
 use palisade_api_types::view::{Picker, PickerPlan, ResourceList, ResourceView};
 use palisade_policy::compute_plan::{decide, picker_options, plan_checks, PlanCheck, Plans};
-use palisade_policy::{Name, Policy, ResourceType};
+use palisade_policy::{Name, PlanName, Policy, ResourceType};
 use palisade_store::{Edit, NewResource, ResourceKey, ResourceQuery, ResourceRecord, StoreError};
 use tokio::time::Instant;
 
@@ -57,6 +57,19 @@ fn stored_resource(record: &ResourceRecord) -> AppResult<Resource> {
             record.boundary, record.resource_type, record.name
         ))
     })
+}
+
+/// The plans a stored resource runs on (one per component of a container instance); none
+/// when its body cannot be read.
+pub(crate) fn plans_of(record: &ResourceRecord) -> Vec<PlanName> {
+    let Ok(resource) = stored_resource(record) else {
+        return Vec::new();
+    };
+    match resource.plans() {
+        Plans::Single(plan) => vec![plan],
+        Plans::Components(list) => list.into_iter().map(|(_, plan)| plan).collect(),
+        Plans::None => Vec::new(),
+    }
 }
 
 /// A resource body as stored; a body that cannot be written is an error, never `""`.
@@ -409,16 +422,8 @@ impl App {
         if !ty.is_plan_checked() {
             return Vec::new();
         }
-        let Ok(resource) = stored_resource(record) else {
-            return Vec::new();
-        };
-        let plans = match resource.plans() {
-            Plans::Single(plan) => vec![plan],
-            Plans::Components(list) => list.into_iter().map(|(_, plan)| plan).collect(),
-            Plans::None => Vec::new(),
-        };
         let mut names = BTreeSet::new();
-        for plan in plans {
+        for plan in plans_of(record) {
             if let Ok(decision) = decide(policies, &self.catalog, ty, &plan) {
                 names.extend(decision.denied_by.iter().map(Name::to_string));
             }

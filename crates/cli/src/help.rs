@@ -96,7 +96,7 @@ Examples:
   # Every *.yaml and *.yml file in a directory, all or nothing
   palisade apply -f policies/
 
-  # Show what would change, write nothing
+  # Show what would change and what each policy would deny in the clusters; write nothing
   palisade apply -f policies/ --dry-run
 
   # From standard input: a policy read back from the server applies unchanged
@@ -104,6 +104,23 @@ Examples:
 
 Prints one line per policy: `boundarypolicy shop/size-limits created` (configured, unchanged),
 and the save warnings on standard error.";
+
+pub const PREVIEW: &str = "\
+Examples:
+  # What a new or changed policy would deny among what the boundary already runs
+  palisade preview -f no-latest.yaml
+
+  # As JSON, for a script ({\"items\": [one preview per document]})
+  palisade preview -f policies/ -o json
+
+Prints one summary line per policy, then one line per finding:
+  preview shop/no-latest (enforce): 2 denied (1 workloads, 2 replicas at risk), 0 warned, 0 loosened, 0 resources grandfathered; clusters read: prod-1
+  denied prod-1 team-a/Deployment/web (2 replicas): Policy 'no-latest' (DisallowLatestTag) denied image nginx:latest: it is tagged latest or carries no tag.
+  denied prod-1 team-a/Pod/web-5d9c-x2 (Deployment/web, 2 replicas): Policy 'no-latest' ...
+(`warned` in audit mode; `loosened` for what the saved version denies and this one allows;
+`grandfathered TYPE/NAME (PLANS)` for resources whose plan it disallows; `unreadable CLUSTER`).
+Exit 0 when nothing would be denied, 1 when something would, 2 when the preview could not be
+made.";
 
 pub const GET: &str = "\
 Examples:
@@ -151,6 +168,19 @@ Examples:
 
 With -o yaml or -o json the output is the document (apiVersion, kind, metadata, spec), not the
 API's body.";
+
+pub const GET_REPORT: &str = "\
+Examples:
+  # What the last audit found for a policy, per cluster, then each object
+  palisade get report shop/no-latest
+
+  # The API's body, for a script
+  palisade get report shop/no-latest -o json
+
+After the table, one line per violating object:
+  prod-1 team-a/Pod/web-5d9c-x2 (Deployment/web, 2 replicas): Policy 'no-latest' ...
+Clusters that serve openreports.io/v1alpha1 also hold the results as Report objects, one per
+namespace and policy (`kubectl get reports -A`).";
 
 pub const GET_RESOURCES: &str = "\
 Examples:
@@ -310,8 +340,10 @@ Examples:
   palisade cluster rbac --service-account platform/palisade | kubectl apply -f -
 
 The role grants get, list, create, patch and delete on ValidatingAdmissionPolicies and
-their bindings; get, create and patch on namespaces; create on pods (server-side dry-runs only, to
-confirm enforcement); create on selfsubjectreviews. Nothing on Secrets.";
+their bindings; get, list, create and patch on namespaces; create on pods (server-side dry-runs
+only, to confirm enforcement); list on pods, deployments, replicasets, statefulsets, daemonsets,
+jobs and cronjobs (previews and audits); list, create, patch and delete on openreports.io
+reports (the audit's reports); create on selfsubjectreviews. Nothing on Secrets.";
 
 pub const CLUSTER_ATTACH: &str = "\
 Examples:

@@ -60,6 +60,15 @@ enum Command {
     /// named are left alone (no pruning).
     #[command(after_help = help::APPLY)]
     Apply(client::ApplyArgs),
+    /// Show what policies would deny among what already runs, before applying them.
+    ///
+    /// Preview BoundaryPolicy documents against the boundary's clusters without saving
+    /// anything: every object in the boundary's namespaces each policy would deny (with its
+    /// workload and replicas), what the saved version denies and this one would allow, and the
+    /// platform resources whose plan it would disallow. Exit 0 when nothing would be denied,
+    /// 1 when something would, 2 when the preview could not be made.
+    #[command(after_help = help::PREVIEW)]
+    Preview(client::PreviewArgs),
     /// Show objects: boundaries, clusters, policies, policy, resources, namespaces, tokens,
     /// plans.
     #[command(after_help = help::GET)]
@@ -173,7 +182,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Apply(args) => finish(client::apply(&args)),
+        Command::Apply(args) => match client::apply(&args) {
+            Ok(Some(verdict)) => verdict.exit_code(),
+            Ok(None) => ExitCode::SUCCESS,
+            Err(client::Failure(message)) => {
+                eprintln!("error: {message}");
+                // With --dry-run, 1 means "would deny"; a failure is 2 (as for check).
+                if args.dry_run {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::FAILURE
+                }
+            }
+        },
+        Command::Preview(args) => client::preview(&args),
         Command::Get { kind, connection } => finish(client::get(&connection, &kind)),
         Command::Delete { kind, connection } => finish(client::delete(&connection, &kind)),
         Command::Resource {
@@ -245,8 +267,8 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 12 commands, check plan, 8 under get, 6 under delete, and resource,
+        // palisade, its 13 commands, check plan, 9 under get, 6 under delete, and resource,
         // token, boundary, namespace and cluster (add, attach, rbac) subcommands.
-        assert_eq!(seen, 1 + 12 + 1 + 8 + 6 + 2 + 3 + 1 + 2 + 3);
+        assert_eq!(seen, 1 + 13 + 1 + 9 + 6 + 2 + 3 + 1 + 2 + 3);
     }
 }

@@ -37,10 +37,37 @@ pub struct ServeArgs {
     /// Fill an empty store with a demo boundary, policies and resources.
     #[arg(long)]
     demo: bool,
+    /// How often the audit re-reads each boundary's objects in each cluster when nothing
+    /// changed (it also runs after every policy change): a number with s, m or h, at least
+    /// 10s.
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_interval)]
+    audit_interval: std::time::Duration,
     /// Serve the API and portal only; install nothing in clusters (another replica's
     /// reconciler does, or nobody: policy statuses then stay `pending`).
     #[arg(long)]
     no_reconciler: bool,
+}
+
+/// `90s`, `10m`, `1h`: at least 10 seconds.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let usage = || format!("'{text}' is not a duration like 30s, 10m or 1h");
+    let split = text.len().saturating_sub(1);
+    let (number, unit) = (
+        text.get(..split).unwrap_or(""),
+        text.get(split..).unwrap_or(""),
+    );
+    let number: u64 = number.parse().map_err(|_| usage())?;
+    let seconds = match unit {
+        "s" => Some(number),
+        "m" => number.checked_mul(60),
+        "h" => number.checked_mul(3600),
+        _ => None,
+    }
+    .ok_or_else(usage)?;
+    if seconds < 10 {
+        return Err(format!("'{text}' is shorter than 10s"));
+    }
+    Ok(std::time::Duration::from_secs(seconds))
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -144,7 +171,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             std::sync::Arc::new(catalog.clone()),
             unseal,
             installation,
-            palisade_reconciler::Settings::default(),
+            palisade_reconciler::Settings {
+                audit_interval: args.audit_interval,
+                ..palisade_reconciler::Settings::default()
+            },
         );
         Some(tokio::spawn(controller.run(async move {
             tokio::select! {
@@ -191,5 +221,37 @@ fn redact(url: &str) -> String {
             }
         }
         _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_interval;
+    use std::time::Duration;
+
+    #[test]
+    fn audit_intervals_read_like_durations() {
+        assert_eq!(parse_interval("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_interval("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_interval("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(
+            parse_interval("5s"),
+            Err("'5s' is shorter than 10s".to_owned())
+        );
+        for bad in [
+            "",
+            "m",
+            "10",
+            "ten m",
+            "10d",
+            "-1m",
+            "99999999999999999999h",
+        ] {
+            assert_eq!(
+                parse_interval(bad),
+                Err(format!("'{bad}' is not a duration like 30s, 10m or 1h")),
+                "{bad}"
+            );
+        }
     }
 }

@@ -269,6 +269,13 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
             "validatingadmissionpolicybindings",
             "namespaces",
             "pods",
+            "deployments",
+            "replicasets",
+            "statefulsets",
+            "daemonsets",
+            "jobs",
+            "cronjobs",
+            "reports",
             "selfsubjectreviews"
         ]
     );

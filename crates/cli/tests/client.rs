@@ -358,6 +358,52 @@ fn the_readme_local_cluster_flow_ends_in_a_denied_create() {
         "trusted.yaml",
         "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: trusted, boundary: shop}\nspec:\n  rules:\n    - allowedRegistries: {registries: [ghcr.io/acme]}\n    - disallowLatestTag: {}\n",
     );
+    // A Deployment that already runs and that the policy would break.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = plane.client().await;
+        let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+            kube::Api::namespaced(client, &namespace);
+        let deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": "nginx:latest"}]}}},
+        }))
+        .unwrap();
+        deployments
+            .create(&kube::api::PostParams::default(), &deployment)
+            .await
+            .unwrap();
+    });
+    let message = "Policy 'trusted' (AllowedRegistries) denied image nginx:latest: it is not under ghcr.io/acme.";
+    // The dry run shows it, its replicas and the exact message, and exits 1; nothing is saved.
+    let out = palisade(
+        &server.url,
+        t,
+        &["apply", "-f", policy.to_str().unwrap(), "--dry-run"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "boundarypolicy shop/trusted created (dry run)\n\
+             preview shop/trusted (enforce): 1 denied (1 workloads, 2 replicas at risk), 0 warned, 0 loosened, 0 resources grandfathered; clusters read: local\n\
+             denied local {namespace}/Deployment/web (2 replicas): {message}\n"
+        )
+    );
+    let out = palisade(
+        &server.url,
+        t,
+        &["preview", "-f", policy.to_str().unwrap(), "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let previews: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        previews["items"][0]["clusters"][0]["denied"][0]["message"],
+        message
+    );
+    assert_eq!(previews["items"][0]["saved"], false);
     assert_eq!(
         run(&["apply", "-f", policy.to_str().unwrap()]),
         "boundarypolicy shop/trusted created\n"
@@ -371,6 +417,20 @@ fn the_readme_local_cluster_flow_ends_in_a_denied_create() {
         assert!(Instant::now() < deadline, "never enforced:\n{table}");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The audit finds the same Deployment.
+    let finding =
+        format!("local {namespace}/Deployment/web (Deployment/web, 2 replicas): {message}\n");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let report = run(&["get", "report", "shop/trusted"]);
+        if report.contains("current") {
+            assert!(report.ends_with(&finding), "{report}");
+            assert!(report.contains("\nlocal     1         1"), "{report}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never audited:\n{report}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let clusters = run(&["get", "clusters"]);
     assert!(
         clusters.contains("local   v1.37.2      enforced          -"),
@@ -378,7 +438,6 @@ fn the_readme_local_cluster_flow_ends_in_a_denied_create() {
     );
 
     // The API server itself refuses the Pod, with the policy's message.
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     let answer = runtime.block_on(async {
         let client = plane.client().await;
         let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
@@ -573,7 +632,10 @@ fn apply_takes_several_files_and_standard_input_once() {
     );
     assert_eq!(
         text(&out.stdout),
-        "boundarypolicy shop/no-latest created (dry run)\nboundarypolicy shop/trusted created (dry run)\n",
+        "boundarypolicy shop/no-latest created (dry run)\n\
+         boundarypolicy shop/trusted created (dry run)\n\
+         preview shop/no-latest (enforce): 0 denied (0 workloads, 0 replicas at risk), 0 warned, 0 loosened, 0 resources grandfathered; clusters read: none\n\
+         preview shop/trusted (audit): 0 denied (0 workloads, 0 replicas at risk), 0 warned, 0 loosened, 0 resources grandfathered; clusters read: none\n",
         "{}",
         text(&out.stderr)
     );

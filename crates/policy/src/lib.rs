@@ -15,6 +15,7 @@ pub mod name;
 pub mod plan;
 pub mod policy;
 pub mod resource_type;
+pub mod scan;
 
 pub use admission::{AdmissionObject, AdmissionRequest, AdmissionVerdict, Denial, Operation};
 pub use catalog::{Catalog, CatalogPlan};

@@ -92,13 +92,13 @@ fn conflict(error: &kube::Error) -> bool {
 }
 
 /// The label selector of one installation's objects in one boundary.
-fn boundary_selector(installation: &str, boundary: &Name) -> String {
+pub(crate) fn boundary_selector(installation: &str, boundary: &Name) -> String {
     format!(
         "{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation},{BOUNDARY_LABEL}={boundary}"
     )
 }
 
-fn is_ours(meta: &ObjectMeta, installation: &str, boundary: &Name) -> bool {
+pub(crate) fn is_ours(meta: &ObjectMeta, installation: &str, boundary: &Name) -> bool {
     let Some(labels) = &meta.labels else {
         return false;
     };
@@ -110,7 +110,7 @@ fn is_ours(meta: &ObjectMeta, installation: &str, boundary: &Name) -> bool {
 
 /// Deletes `meta`'s object (exactly that one: its uid is a precondition). Gone already, or
 /// replaced meanwhile, is fine.
-async fn delete_exact<K>(api: &Api<K>, meta: &ObjectMeta) -> Result<bool>
+pub(crate) async fn delete_exact<K>(api: &Api<K>, meta: &ObjectMeta) -> Result<bool>
 where
     K: Resource + Clone + DeserializeOwned + fmt::Debug,
     <K as Resource>::DynamicType: Default,
@@ -434,12 +434,14 @@ impl ClusterClient {
     }
 
     /// Removes everything this installation put in the cluster: every boundary's policy
-    /// objects (bindings first), then the boundary-label guard. Returns the names deleted.
+    /// objects (bindings first), then the boundary-label guard, and the audit's reports.
+    /// Returns the names of the policy objects deleted.
     /// A cluster that does not serve the ValidatingAdmissionPolicy API holds nothing of
     /// palisade's (nothing is written to a cluster that cannot enforce): nothing to remove.
     pub async fn remove_installation(&self, installation: &str) -> Result<Vec<String>> {
         check_installation(installation)?;
         let mut deleted = Vec::new();
+        self.remove_reports(installation).await?;
         if !self.serves_admission_policies().await? {
             return Ok(deleted);
         }
@@ -677,6 +679,21 @@ impl ClusterClient {
     /// A server-side dry-run (`dryRun=All`) create of `object` (any kind the server serves)
     /// into `namespace` (ignored for cluster-scoped kinds). Refusals are answers, not errors.
     pub async fn dry_run_create(&self, namespace: &str, object: &Value) -> Result<AdmissionAnswer> {
+        self.send_create(namespace, object, true).await
+    }
+
+    /// Creates `object` for real, like [`ClusterClient::dry_run_create`] (refusals are
+    /// answers, not errors).
+    pub async fn create(&self, namespace: &str, object: &Value) -> Result<AdmissionAnswer> {
+        self.send_create(namespace, object, false).await
+    }
+
+    async fn send_create(
+        &self,
+        namespace: &str,
+        object: &Value,
+        dry_run: bool,
+    ) -> Result<AdmissionAnswer> {
         let field = |name: &str| {
             object
                 .get(name)
@@ -701,7 +718,7 @@ impl ClusterClient {
             format!("{base}/{plural}")
         };
         let params = PostParams {
-            dry_run: true,
+            dry_run,
             field_manager: None,
         };
         let body = serde_json::to_vec(&object).map_err(ReconcileError::Json)?;

@@ -34,6 +34,7 @@ use palisade_store::{
     StoreError,
 };
 
+use crate::audit::{self, AuditJob, Audits};
 use crate::metrics::{self, Outcome};
 use crate::probe::{Admission, EnforcementProbe};
 use crate::{ClusterClient, ReconcileError};
@@ -56,6 +57,11 @@ pub struct Settings {
     /// On shutdown, how long the pass in progress may go on finishing its cluster writes
     /// before the rest of it is abandoned.
     pub shutdown_grace: Duration,
+    /// The audit of a boundary in a cluster runs after every change of its policies or
+    /// namespaces there, and at least this often (default 10 minutes).
+    pub audit_interval: Duration,
+    /// How long one audit may read a cluster.
+    pub audit_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -67,6 +73,8 @@ impl Default for Settings {
             max_backoff: Duration::from_secs(60),
             lease_retry: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
+            audit_interval: Duration::from_secs(600),
+            audit_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -198,6 +206,8 @@ struct ClusterPass {
     enforced: bool,
     /// Every status write of the part succeeded.
     recorded: bool,
+    /// Audits that came due, to be started once the part is done.
+    audits: Vec<AuditJob>,
 }
 
 /// One cluster's part of a pass, as its task reports it.
@@ -225,6 +235,7 @@ pub struct Controller {
     connections: Mutex<HashMap<String, Connection>>,
     /// When a (cluster, boundary, policy, etag) was first seen applied but not enforcing.
     unconfirmed: Mutex<HashMap<(String, String, String, String), Instant>>,
+    audits: Audits,
 }
 
 impl fmt::Debug for Controller {
@@ -254,6 +265,7 @@ impl Controller {
             settings,
             connections: Mutex::new(HashMap::new()),
             unconfirmed: Mutex::new(HashMap::new()),
+            audits: Audits::default(),
         })
     }
 
@@ -348,7 +360,7 @@ impl Controller {
                 if report.unconfirmed > 0 {
                     RECHECK
                 } else {
-                    self.settings.resync
+                    self.settings.resync.min(self.settings.audit_interval)
                 }
             } else {
                 let next = backoff
@@ -434,6 +446,20 @@ impl Controller {
                     }
                     match done.result {
                         Ok(pass) => {
+                            for job in pass.audits {
+                                let this = Arc::clone(self);
+                                tokio::spawn(async move {
+                                    let timeout = this.settings.audit_timeout;
+                                    audit::run(
+                                        &this.audits,
+                                        &this.store,
+                                        &this.installation,
+                                        job,
+                                        timeout,
+                                    )
+                                    .await;
+                                });
+                            }
                             report.unconfirmed += pass.unconfirmed;
                             report.reconciled.insert(done.name);
                         }
@@ -616,6 +642,7 @@ impl Controller {
                 unconfirmed: 0,
                 enforced: false,
                 recorded,
+                audits: Vec::new(),
             });
         }
 
@@ -626,6 +653,7 @@ impl Controller {
             .map_err(ControllerError::Guard)?;
 
         let mut attached_names = BTreeSet::new();
+        let mut audits = Vec::new();
         for boundary in &attached {
             attached_names.insert(boundary.name.to_string());
             let probe_namespace = boundary
@@ -679,6 +707,7 @@ impl Controller {
             metrics::removed(&cluster.name, removed.len());
             self.write_statuses(&cluster.name, boundary, statuses)
                 .await?;
+            audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
         }
         // Boundaries detached from this cluster, or deleted: their objects go.
         let installed = client.installed_boundaries(&self.installation).await?;
@@ -694,13 +723,57 @@ impl Controller {
                     error,
                 })?;
             metrics::removed(&cluster.name, removed.len());
+            if client.serves_reports().await.unwrap_or(false) {
+                client
+                    .sync_reports(&self.installation, &boundary, &[])
+                    .await
+                    .map_err(|error| ControllerError::RemoveBoundary {
+                        boundary: stale.clone(),
+                        error,
+                    })?;
+            }
         }
         let recorded = self.clear_error(&cluster.name).await;
         Ok(ClusterPass {
             unconfirmed,
             enforced: true,
             recorded,
+            audits,
         })
+    }
+
+    /// The boundary's audit in the cluster when it is due (no other runs until it ends; a
+    /// change seen meanwhile is queued behind it).
+    fn audit_due(
+        &self,
+        client: &ClusterClient,
+        cluster: &str,
+        cluster_name: &Name,
+        boundary: &BoundaryState,
+    ) -> Option<AuditJob> {
+        let policies: Vec<(String, Policy)> = wanted(boundary, cluster_name)
+            .filter_map(|(record, decoded)| {
+                decoded
+                    .as_ref()
+                    .ok()
+                    .map(|policy| (record.etag.clone(), policy.clone()))
+            })
+            .collect();
+        let namespaces: Vec<&str> = boundary
+            .namespaces
+            .iter()
+            .filter(|n| n.cluster == cluster)
+            .map(|n| n.name.as_str())
+            .collect();
+        let fingerprint = audit::fingerprint(&policies, &namespaces);
+        let job = AuditJob {
+            cluster: cluster.to_owned(),
+            client: client.clone(),
+            boundary: boundary.name.clone(),
+            policies,
+        };
+        self.audits
+            .offer(job, fingerprint, self.settings.audit_interval)
     }
 
     /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago

@@ -8,6 +8,7 @@
 //! this crate only talks to API servers.
 
 pub mod answer;
+mod audit;
 pub mod cause;
 pub mod cluster;
 pub mod controller;
@@ -16,6 +17,8 @@ pub mod metrics;
 pub mod port;
 pub mod probe;
 pub mod rbac;
+pub mod reports;
+pub mod scan;
 pub mod violating;
 
 pub use answer::AdmissionAnswer;

@@ -2,7 +2,7 @@
 //! ask of a cluster themselves (namespaces, removing an installation, the loader's own check
 //! of a kubeconfig). The binary injects [`KubeClusters`] into the application.
 
-use palisade_app::ports::{ClusterError, Clusters, LabelOutcome as Outcome};
+use palisade_app::ports::{ClusterError, Clusters, LabelOutcome as Outcome, ScanInfo, Visit};
 use palisade_policy::Name;
 
 use crate::{ClusterClient, LabelOutcome, ReconcileError};
@@ -79,5 +79,24 @@ impl Clusters for KubeClusters {
             .remove_installation(installation)
             .await
             .map_err(failed)
+    }
+
+    async fn scan(
+        &self,
+        kubeconfig: &str,
+        boundary: &Name,
+        page_size: u32,
+        visit: Visit<'_>,
+    ) -> Result<ScanInfo, ClusterError> {
+        let scanned = client(kubeconfig)
+            .await?
+            .scan_boundary(boundary, page_size, visit)
+            .await
+            .map_err(failed)?;
+        Ok(ScanInfo {
+            namespaces: scanned.namespaces,
+            listed: scanned.listed,
+            list_time: scanned.list_time,
+        })
     }
 }

@@ -73,8 +73,22 @@ pub fn rules() -> Vec<PolicyRule> {
             ],
             &["get", "list", "create", "patch", "delete"],
         ),
-        rule("", &["namespaces"], &["get", "create", "patch"]),
-        rule("", &["pods"], &["create"]),
+        rule("", &["namespaces"], &["get", "list", "create", "patch"]),
+        // `create`: the server-side dry-runs that confirm enforcement (nothing is stored);
+        // `list`: previews and audits read what runs in the boundary's namespaces.
+        rule("", &["pods"], &["create", "list"]),
+        rule(
+            "apps",
+            &["deployments", "replicasets", "statefulsets", "daemonsets"],
+            &["list"],
+        ),
+        rule("batch", &["jobs", "cronjobs"], &["list"]),
+        // The audit's OpenReports, where the cluster serves them.
+        rule(
+            "openreports.io",
+            &["reports"],
+            &["list", "create", "patch", "delete"],
+        ),
         rule(
             "authentication.k8s.io",
             &["selfsubjectreviews"],

@@ -60,7 +60,7 @@ impl Modify for BearerAuth {
     paths(
         boundaries::create, boundaries::list, boundaries::get_one, boundaries::delete,
         policies::list, policies::get_one, policies::put, policies::delete, policies::history,
-        policies::apply,
+        policies::apply, policies::preview, policies::report,
         resources::create, resources::list, resources::get_one, resources::patch,
         resources::delete, resources::plans,
         tokens::create, tokens::list, tokens::delete,

@@ -37,9 +37,9 @@ use async_trait::async_trait;
 pub use error::{DatabaseError, DatabaseErrorKind, MigrationError, Result, StoreError, Veto};
 pub use lease::Lease;
 pub use records::{
-    BoundaryRecord, ChangeRecord, ClusterRecord, Edit, Editor, Guard, NamespaceRecord, NewResource,
-    Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey,
-    ResourceQuery, ResourceRecord, TokenRecord, WriteAction,
+    AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, Edit, Editor, Guard, NamespaceRecord,
+    NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite,
+    ResourceKey, ResourceQuery, ResourceRecord, TokenRecord, WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -188,6 +188,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<()>;
     /// The boundary's policy statuses, by policy and cluster.
     async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>>;
+    /// Replaces the audit reports of the boundary's policies in the cluster.
+    async fn replace_audit_reports(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        reports: Vec<AuditRecord>,
+    ) -> Result<()>;
+    /// The audit reports of one policy, by cluster.
+    async fn audit_reports(&self, boundary: &str, policy: &str) -> Result<Vec<AuditRecord>>;
     /// A counter bumped after every committed change the reconciler must act on (policies,
     /// clusters, attachments, namespaces, boundary deletions) and whenever changes may have
     /// been missed (PostgreSQL: the LISTEN connection was re-established). SQLite: an

@@ -198,3 +198,19 @@ pub struct PolicyStatusRecord {
     pub status: String,
     pub updated_at: String,
 }
+
+/// What the last audit of a policy found in a cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub boundary: String,
+    pub policy: String,
+    pub cluster: String,
+    pub policy_etag: String,
+    pub taken_at: String,
+    /// Why the cluster could not be read; the counts are then 0.
+    pub error: Option<String>,
+    pub checked: i64,
+    pub violations: i64,
+    /// The findings as the JSON list the API answers (the store does not read it).
+    pub findings_json: String,
+}

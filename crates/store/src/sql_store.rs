@@ -12,11 +12,12 @@ use tokio::sync::{watch, MutexGuard};
 
 use crate::error::db;
 use crate::ops::{
-    boundaries, changes, clusters, namespaces, policies, resources, settings, statuses, tokens,
+    audits, boundaries, changes, clusters, namespaces, policies, resources, settings, statuses,
+    tokens,
 };
 use crate::sql::{by, remaining, Conn, DbResult};
 use crate::{
-    BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor, Guard, Lease,
+    AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor, Guard, Lease,
     NamespaceRecord, NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord,
     PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError,
     TokenRecord, WriteAction,
@@ -444,6 +445,21 @@ impl<B: SqlBackend> Store for SqlStore<B> {
 
     async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
         statuses::of_boundary(&mut *self.read().await?, boundary).await
+    }
+
+    async fn replace_audit_reports(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        reports: Vec<AuditRecord>,
+    ) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = audits::replace(tx.conn(), cluster, boundary, &reports).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn audit_reports(&self, boundary: &str, policy: &str) -> Result<Vec<AuditRecord>> {
+        audits::of_policy(&mut *self.read().await?, boundary, policy).await
     }
 
     // ---- the reconciler's wake-ups and lease ----

@@ -6,8 +6,8 @@ use clap::Args;
 use palisade_api_types::view::ApplyResults;
 use reqwest::Method;
 
-use super::{print_body, print_warnings, Api, Connection, Failure, Format, Outcome};
-use crate::input::{read_text, yaml_files};
+use super::preview::{documents, preview_body, preview_documents, read_files, verdict_of, Verdict};
+use super::{print_body, print_warnings, Api, Connection, Failure, Format};
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
@@ -20,26 +20,27 @@ pub struct ApplyArgs {
         required = true
     )]
     pub files: Vec<PathBuf>,
-    /// Validate and show what would change; write nothing.
+    /// Validate, show what would change and preview what each policy would deny in the
+    /// clusters; write nothing. Exit 0 when nothing would be denied, 1 when something would,
+    /// 2 when the preview could not be made.
     #[arg(long)]
     pub dry_run: bool,
     #[command(flatten)]
     pub connection: Connection,
 }
 
-pub fn apply(args: &ApplyArgs) -> Outcome {
+/// `palisade apply`; with `--dry-run`, also the previews (see [`super::preview`]).
+pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     let connection = &args.connection;
     let dry_run = args.dry_run;
     let api = Api::new(connection)?;
+    let texts = read_files(&args.files)?;
     let mut text = String::new();
-    for file in &args.files {
-        for path in yaml_files(file).map_err(Failure)? {
-            let content = read_text(&path).map_err(Failure)?;
-            if !text.is_empty() {
-                text.push_str("\n---\n");
-            }
-            text.push_str(&content);
+    for (_, content) in &texts {
+        if !text.is_empty() {
+            text.push_str("\n---\n");
         }
+        text.push_str(content);
     }
     let path = if dry_run {
         "/v1/apply?dry_run=true"
@@ -53,8 +54,23 @@ pub fn apply(args: &ApplyArgs) -> Outcome {
     )?;
     let applied: ApplyResults = answer.decode()?;
     print_warnings(&answer.warnings);
+    if dry_run && connection.output != Format::Table {
+        // One body: what would change and what each policy would deny.
+        let documents = documents(&texts)?;
+        let mut previews = Vec::new();
+        for (_, document) in &documents {
+            previews.push(preview_body(&api, document)?);
+        }
+        let verdict = verdict_of(&previews)?;
+        print_body(
+            connection.output,
+            &serde_json::json!({"results": answer.body["results"], "previews": previews}),
+        )?;
+        return Ok(Some(verdict));
+    }
     if connection.output != Format::Table {
-        return print_body(connection.output, &answer.body);
+        print_body(connection.output, &answer.body)?;
+        return Ok(None);
     }
     let suffix = if dry_run { " (dry run)" } else { "" };
     for result in applied.results {
@@ -64,5 +80,9 @@ pub fn apply(args: &ApplyArgs) -> Outcome {
             eprintln!("warning: {subject}: {warning}");
         }
     }
-    Ok(())
+    if !dry_run {
+        return Ok(None);
+    }
+    let documents = documents(&texts)?;
+    Ok(Some(preview_documents(&api, Format::Table, &documents)?))
 }

@@ -6,7 +6,8 @@ use clap::Subcommand;
 use palisade_api_types::document::{ModeDoc, PolicyMetadata, RuleDoc, API_VERSION, KIND};
 use palisade_api_types::resource::Resource;
 use palisade_api_types::view::{
-    BoundaryList, ClusterList, NamespaceList, Picker, PolicyList, PolicyView, ResourceList,
+    BoundaryList, ClusterList, NamespaceList, Picker, PolicyList, PolicyReport, PolicyView,
+    ResourceList,
 };
 use palisade_api_types::{PolicyDocument, PolicySpec};
 use palisade_policy::RuleKind;
@@ -41,6 +42,18 @@ pub enum Kind {
     #[command(after_help = help::GET_POLICY)]
     Policy {
         /// The boundary and the policy, e.g. shop/size-limits.
+        #[arg(value_name = "BOUNDARY/NAME")]
+        target: String,
+    },
+    /// Show what the audit last found for a policy: a line per cluster, then the objects.
+    ///
+    /// Show the last audit of a policy: per cluster in its scope, when it was taken, how many
+    /// objects were checked and how many violate the policy, then one line per violating
+    /// object with its workload, replicas and the exact message. The audit runs after every
+    /// policy change and every 10 minutes (`palisade serve --audit-interval`).
+    #[command(after_help = help::GET_REPORT)]
+    Report {
+        /// The boundary and the policy, e.g. shop/no-latest.
         #[arg(value_name = "BOUNDARY/NAME")]
         target: String,
     },
@@ -247,6 +260,58 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                     "{}",
                     serde_yaml_ng::to_string(&policy.document()).unwrap_or_default()
                 ),
+            }
+        }
+        Kind::Report { target } => {
+            let p = split_target(target, 2, "BOUNDARY/NAME")?;
+            let answer = api.get(&format!(
+                "/v1/boundaries/{}/policies/{}/report",
+                encode(p[0]),
+                encode(p[1])
+            ))?;
+            let report: PolicyReport = answer.decode()?;
+            if format != Format::Table {
+                return print_body(format, &answer.body);
+            }
+            let rows = report
+                .clusters
+                .iter()
+                .map(|c| {
+                    let state = match (&c.error, &c.taken_at) {
+                        (Some(error), _) => format!("error: {error}"),
+                        (None, None) => "not audited yet".to_owned(),
+                        (None, Some(_)) if !c.current => {
+                            "audit of the new version pending".to_owned()
+                        }
+                        (None, Some(_)) => "current".to_owned(),
+                    };
+                    vec![
+                        c.cluster.clone(),
+                        c.checked.to_string(),
+                        c.violations.to_string(),
+                        cell(c.taken_at.as_deref()),
+                        state,
+                    ]
+                })
+                .collect();
+            print_table(
+                &["CLUSTER", "CHECKED", "VIOLATIONS", "TAKEN", "STATE"],
+                rows,
+            );
+            for cluster in &report.clusters {
+                for f in &cluster.findings {
+                    println!(
+                        "{} {}/{}/{} ({}/{}, {} replicas): {}",
+                        cluster.cluster,
+                        f.namespace,
+                        f.kind,
+                        f.name,
+                        f.workload.kind,
+                        f.workload.name,
+                        f.workload.replicas,
+                        f.message
+                    );
+                }
             }
         }
         Kind::Namespaces { boundary } => {

@@ -6,6 +6,7 @@ mod admin;
 mod apply;
 mod delete;
 mod get;
+mod preview;
 mod resource;
 mod token;
 mod version;
@@ -14,6 +15,7 @@ pub use admin::{boundary, cluster, namespace, BoundaryCommand, ClusterCommand, N
 pub use apply::{apply, ApplyArgs};
 pub use delete::{delete, DeleteKind};
 pub use get::{get, Kind};
+pub use preview::{preview, PreviewArgs};
 pub use resource::{resource, ResourceCommand};
 pub use token::{token, TokenCommand};
 pub use version::{version, VersionArgs};

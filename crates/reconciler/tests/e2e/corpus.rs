@@ -21,7 +21,7 @@ use crate::support::{barrier, connect, name, on_both_versions, INSTALLATION};
 on_both_versions!(corpus_replays_on_a_real_api_server);
 
 /// Warnings of palisade's policies (Kubernetes' text of a `Warn` action).
-fn policy_warnings(answer: &AdmissionAnswer) -> Vec<String> {
+pub(crate) fn policy_warnings(answer: &AdmissionAnswer) -> Vec<String> {
     answer
         .warnings
         .iter()
@@ -37,7 +37,7 @@ struct PolicySet {
     policies: Vec<Policy>,
 }
 
-fn policy_set_key(case: &AdmissionCase) -> String {
+pub(crate) fn policy_set_key(case: &AdmissionCase) -> String {
     serde_json::to_string(&case.policies).unwrap()
 }
 

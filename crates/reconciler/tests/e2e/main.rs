@@ -14,11 +14,13 @@
 
 mod support;
 
+mod audit;
 mod causes;
 mod corpus;
 mod generated;
 mod guard;
 mod lifecycle;
+mod preview;
 mod probe;
 mod rbac;
 mod reconcile;

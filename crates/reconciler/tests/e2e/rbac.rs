@@ -112,7 +112,7 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
         "system:serviceaccount:palisade-system:palisade"
     );
 
-    // Nothing beyond the role: no Secrets, no ConfigMaps, no Pods to read.
+    // Nothing beyond the role: no Secrets, no ConfigMaps, no Pod to read or delete.
     let client = restricted.client().clone();
     forbidden(
         "list secrets",
@@ -133,9 +133,15 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
             .await,
     );
     forbidden(
-        "list pods",
-        Api::<Pod>::all(client.clone())
-            .list(&ListParams::default())
+        "get a pod",
+        Api::<Pod>::namespaced(client.clone(), "default")
+            .get("anything")
+            .await,
+    );
+    forbidden(
+        "delete a pod",
+        Api::<Pod>::namespaced(client.clone(), "default")
+            .delete("anything", &Default::default())
             .await,
     );
 
@@ -207,6 +213,22 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
     );
     let clusters = stack.ok("GET", "/v1/clusters/c1", None).await;
     assert_eq!(clusters["last_error"], json!(null), "{clusters}");
+    // A preview reads the boundary's objects with the role's `list` verbs.
+    let preview = stack
+        .ok(
+            "POST",
+            &format!("/v1/boundaries/{boundary}/policies/no-latest/preview"),
+            None,
+        )
+        .await;
+    assert_eq!(preview["clusters"][0]["error"], json!(null), "{preview}");
+    assert_eq!(
+        preview["clusters"][0]["namespaces"],
+        json!([created.clone(), legacy.clone()]
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()),
+        "{preview}"
+    );
 
     // Removing the policy removes its objects (list and delete).
     let policies = Api::<ValidatingAdmissionPolicy>::all(admin.clone());

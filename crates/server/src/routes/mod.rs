@@ -41,6 +41,14 @@ pub fn router() -> Router<AppState> {
             "/v1/boundaries/{boundary}/policies/{policy}/history",
             get(policies::history),
         )
+        .route(
+            "/v1/boundaries/{boundary}/policies/{policy}/preview",
+            axum::routing::post(policies::preview),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/policies/{policy}/report",
+            get(policies::report),
+        )
         .route("/v1/apply", axum::routing::post(policies::apply))
         .route(
             "/v1/boundaries/{boundary}/resources",

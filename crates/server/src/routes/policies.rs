@@ -5,7 +5,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
-use palisade_api_types::view::{ApplyResults, History, PolicyList, PolicyView};
+use palisade_api_types::view::{
+    ApplyResults, History, PolicyList, PolicyReport, PolicyView, Preview,
+};
 use palisade_app::policies::SaveCondition;
 use palisade_app::policies::WriteAction;
 use palisade_app::{AppError, Caller};
@@ -130,6 +132,44 @@ pub async fn history(
     Ok(Json(
         state.policy_history(&access, &name, &params.page()).await?,
     ))
+}
+
+#[utoipa::path(post, path = "/v1/boundaries/{boundary}/policies/{policy}/preview", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path)),
+    request_body(content = Option<Object>,
+        description = "a policy document's spec to preview; empty: the saved version"),
+    responses((status = 200, body = Preview), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error), (status = 403, body = crate::openapi::Error),
+        (status = 404, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error),
+        (status = 415, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn preview(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+    body: Body,
+) -> ApiResult<Json<Preview>> {
+    let access = open(&state, &caller, &boundary).await?;
+    caller.require_boundary_admin()?;
+    palisade_app::path_name("policy", &name)?;
+    body.require_json(&[])?;
+    Ok(Json(
+        state.preview_policy(&access, &name, &body.bytes).await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies/{policy}/report", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path)),
+    responses((status = 200, body = PolicyReport), (status = 401, body = crate::openapi::Error),
+        (status = 404, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn report(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+) -> ApiResult<Json<PolicyReport>> {
+    let access = open(&state, &caller, &boundary).await?;
+    Ok(Json(state.policy_report(&access, &name).await?))
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]

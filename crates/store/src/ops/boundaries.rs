@@ -15,6 +15,7 @@ const HAS_POLICIES: &str = "SELECT EXISTS (SELECT 1 FROM policies WHERE boundary
 const HAS_NAMESPACES: &str =
     "SELECT EXISTS (SELECT 1 FROM namespaces WHERE boundary = $1) AS found";
 const DELETE_STATUSES: &str = "DELETE FROM policy_status WHERE boundary = $1";
+const DELETE_REPORTS: &str = "DELETE FROM audit_report WHERE boundary = $1";
 const DELETE_ATTACHMENTS: &str = "DELETE FROM boundary_clusters WHERE boundary = $1";
 /// A boundary's tokens go with it: a boundary created later under the same name must not
 /// inherit them.
@@ -72,7 +73,13 @@ pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
             return Err(StoreError::Conflict(refusal.into()));
         }
     }
-    for statement in [DELETE_STATUSES, DELETE_ATTACHMENTS, DELETE_TOKENS, DELETE] {
+    for statement in [
+        DELETE_STATUSES,
+        DELETE_REPORTS,
+        DELETE_ATTACHMENTS,
+        DELETE_TOKENS,
+        DELETE,
+    ] {
         c.execute(statement, &[Text(name)]).await?;
     }
     Ok(())

@@ -32,6 +32,8 @@ const UPDATE_STATUS: &str = "UPDATE clusters \
 const UPDATE_ERROR: &str = "UPDATE clusters SET last_error = $2 WHERE name = $1";
 const DELETE_NAMESPACES: &str = "DELETE FROM namespaces WHERE cluster = $1";
 const DELETE_STATUSES: &str = "DELETE FROM policy_status WHERE cluster = $1";
+const DELETE_REPORTS: &str = "DELETE FROM audit_report WHERE cluster = $1";
+const DELETE_REPORTS_OF: &str = "DELETE FROM audit_report WHERE cluster = $1 AND boundary = $2";
 const DELETE_ATTACHMENTS: &str = "DELETE FROM boundary_clusters WHERE cluster = $1";
 const DELETE: &str = "DELETE FROM clusters WHERE name = $1";
 const ATTACH: &str = "INSERT INTO boundary_clusters \
@@ -71,10 +73,15 @@ pub(crate) async fn list<C: Conn>(c: &mut C) -> Result<Vec<ClusterRecord>> {
     Ok(c.fetch_all(SELECT_ALL, &[], cluster).await?)
 }
 
-/// Forgets the cluster's namespaces and statuses, detaches it from every boundary, then
+/// Forgets the cluster's namespaces, statuses and audit reports, detaches it from every boundary, then
 /// deletes it.
 pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
-    for statement in [DELETE_NAMESPACES, DELETE_STATUSES, DELETE_ATTACHMENTS] {
+    for statement in [
+        DELETE_NAMESPACES,
+        DELETE_STATUSES,
+        DELETE_REPORTS,
+        DELETE_ATTACHMENTS,
+    ] {
         c.execute(statement, &[Text(name)]).await?;
     }
     touched(c.execute(DELETE, &[Text(name)]).await?)
@@ -123,7 +130,7 @@ pub(crate) async fn attach<C: Conn>(c: &mut C, boundary: &str, cluster: &str) ->
 
 /// `NotFound` when the cluster is not attached to the boundary; `Conflict` while the
 /// boundary has namespaces in it (they would keep its label and lose its policies). The
-/// boundary's statuses in the cluster go with the attachment.
+/// boundary's statuses and audit reports in the cluster go with the attachment.
 pub(crate) async fn detach<C: Conn>(c: &mut C, boundary: &str, cluster: &str) -> Result<()> {
     if exists(c, HAS_NAMESPACES_OF, &[Text(boundary), Text(cluster)]).await? {
         return Err(StoreError::Conflict(format!(
@@ -131,6 +138,8 @@ pub(crate) async fn detach<C: Conn>(c: &mut C, boundary: &str, cluster: &str) ->
         )));
     }
     statuses::delete_of(c, cluster, boundary).await?;
+    c.execute(DELETE_REPORTS_OF, &[Text(cluster), Text(boundary)])
+        .await?;
     touched(c.execute(DETACH, &[Text(boundary), Text(cluster)]).await?)
 }
 

@@ -13,8 +13,10 @@
 //! | `clusters` | clusters, their status and their attachment to boundaries |
 //! | `namespaces` | namespaces labelled for a boundary |
 //! | `statuses` | policies' install status per cluster |
+//! | `audits` | the audit's reports per policy and cluster |
 //! | `settings` | installation-wide settings (the installation id) |
 
+pub(crate) mod audits;
 pub(crate) mod boundaries;
 pub(crate) mod changes;
 pub(crate) mod clusters;

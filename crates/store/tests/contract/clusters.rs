@@ -223,3 +223,62 @@ pub async fn policy_statuses(db: TestDb) {
     store.delete_cluster("c1").await.unwrap();
     assert!(store.policy_statuses("b").await.unwrap().is_empty());
 }
+
+pub async fn audit_reports(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let report = |policy: &str, cluster: &str, violations: i64| palisade_store::AuditRecord {
+        boundary: "b".into(),
+        policy: policy.into(),
+        cluster: cluster.into(),
+        policy_etag: "e1".into(),
+        taken_at: palisade_store::now(),
+        error: (cluster == "c2").then(|| "connection refused".to_owned()),
+        checked: 10,
+        violations,
+        findings_json: format!("[{violations}]"),
+    };
+    store
+        .replace_audit_reports("c1", "b", vec![report("p", "c1", 2), report("q", "c1", 0)])
+        .await
+        .unwrap();
+    store
+        .replace_audit_reports("c2", "b", vec![report("p", "c2", 0)])
+        .await
+        .unwrap();
+    let read = store.audit_reports("b", "p").await.unwrap();
+    assert_eq!(
+        read,
+        vec![report_at(&read[0], "c1", 2), report_at(&read[1], "c2", 0)]
+    );
+    assert_eq!(read[1].error.as_deref(), Some("connection refused"));
+    // Replacing one cluster's reports leaves the other's and drops what is not repeated.
+    store
+        .replace_audit_reports("c1", "b", vec![report("q", "c1", 1)])
+        .await
+        .unwrap();
+    let clusters: Vec<String> = store
+        .audit_reports("b", "p")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.cluster)
+        .collect();
+    assert_eq!(clusters, ["c2"]);
+    assert_eq!(
+        store.audit_reports("b", "q").await.unwrap()[0].violations,
+        1
+    );
+}
+
+/// `record` with its cluster and count checked, the rest as read.
+fn report_at(
+    record: &palisade_store::AuditRecord,
+    cluster: &str,
+    violations: i64,
+) -> palisade_store::AuditRecord {
+    assert_eq!(record.cluster, cluster);
+    assert_eq!(record.violations, violations);
+    assert_eq!(record.findings_json, format!("[{violations}]"));
+    record.clone()
+}

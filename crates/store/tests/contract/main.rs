@@ -26,7 +26,7 @@ use palisade_testkit::postgres::test_database_url;
 use backends::{reconnects_to_existing_data, reports_its_backend};
 use boundaries::{boundaries, deleting_a_boundary_takes_its_attachments_and_tokens};
 use changes::changes_share_one_sequence;
-use clusters::{clusters_and_attachments, namespaces, policy_statuses};
+use clusters::{audit_reports, clusters_and_attachments, namespaces, policy_statuses};
 use guarded_writes::{
     a_deadline_passed_before_the_commit_writes_nothing, concurrent_creates_of_one_name_conflict,
     concurrent_edits_of_one_resource_lose_nothing, guarded_creates_race_policy_changes,
@@ -118,6 +118,7 @@ contract!(
     installation_id_is_made_once,
     namespaces,
     policy_statuses,
+    audit_reports,
     changes_wake_subscribers,
     one_lease_per_installation,
     a_deadline_passed_before_the_commit_writes_nothing,

@@ -1,0 +1,367 @@
+//! What a policy version would do before it is saved (preview), and what the audit found after
+//! (report). Both judge the objects already stored in the boundary's namespaces with the Rust
+//! evaluator (`palisade_policy::scan`), the one `palisade check` uses; the objects are read
+//! page by page through the clusters port, so memory holds one page and the findings.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use palisade_api_types::view::{
+    ClusterPreview, ClusterReport, Finding, FindingOwner, FindingWorkload, GrandfatheredResource,
+    PolicyReport, Preview, PreviewSummary,
+};
+use palisade_policy::compute_plan::decide;
+use palisade_policy::scan::{Scan, Violation};
+use palisade_policy::{Mode, Name, Policy, ResourceType};
+use palisade_store::{ClusterRecord, ResourceQuery, StoreError};
+
+use crate::caller::Access;
+use crate::error::{AppError, AppResult};
+use crate::policies::policy_not_found;
+use crate::resources::plans_of;
+use crate::App;
+
+/// Objects per list call.
+pub const PAGE_SIZE: u32 = 500;
+/// How long reading one cluster may take before the preview reports it unreadable.
+pub const CLUSTER_READ_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A violation as the API shows it.
+pub fn finding(violation: &Violation) -> Finding {
+    Finding {
+        kind: violation.object.kind.clone(),
+        namespace: violation.object.namespace.clone(),
+        name: violation.object.name.clone(),
+        owners: violation
+            .owners
+            .iter()
+            .map(|o| FindingOwner {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+            })
+            .collect(),
+        workload: FindingWorkload {
+            kind: violation.workload.kind.clone(),
+            name: violation.workload.name.clone(),
+            replicas: violation.workload.replicas,
+        },
+        rule: violation.rule.as_str().to_owned(),
+        message: violation.message.clone(),
+    }
+}
+
+/// Distinct top-level workloads among `findings` and the sum of their replicas.
+pub fn at_risk(findings: &[Finding]) -> (u64, u64) {
+    let mut seen = BTreeSet::new();
+    let mut replicas = 0;
+    for finding in findings {
+        let key = (
+            finding.namespace.as_str(),
+            finding.workload.kind.as_str(),
+            finding.workload.name.as_str(),
+        );
+        if seen.insert(key) {
+            replicas += finding.workload.replicas;
+        }
+    }
+    (seen.len() as u64, replicas)
+}
+
+fn key(finding: &Finding) -> (&str, &str, &str) {
+    (&finding.namespace, &finding.kind, &finding.name)
+}
+
+fn in_scope(policy: Option<&Policy>, cluster: &Name) -> bool {
+    policy.is_some_and(|p| p.has_admission_rules() && p.scope().includes(cluster))
+}
+
+impl App {
+    /// Previews `spec_json` (or, when it is empty, the saved version) of policy `name`
+    /// against what the boundary runs (boundary-admin or admin): what it would deny or warn
+    /// about in every cluster of its scope, what it would allow that the saved version
+    /// denies, and the platform resources whose plan it would disallow. Nothing is written.
+    pub async fn preview_policy(
+        &self,
+        access: &Access,
+        name: &str,
+        spec_json: &[u8],
+    ) -> AppResult<Preview> {
+        access.caller().require_boundary_admin()?;
+        let boundary = access.boundary();
+        let policy_name = crate::path_name("policy", name)?;
+        let saved_record = match self.store.get_policy(boundary, name).await {
+            Ok(record) => Some(record),
+            Err(StoreError::NotFound) => None,
+            Err(other) => return Err(AppError::from_store(other, "policy")),
+        };
+        let saved = match &saved_record {
+            Some(record) => Some(self.policy_cache().decode(record, &self.catalog)?),
+            None => None,
+        };
+        let new = if spec_json.iter().all(u8::is_ascii_whitespace) {
+            saved
+                .clone()
+                .ok_or_else(|| policy_not_found(boundary, name))?
+        } else {
+            self.validate_spec(policy_name, spec_json)?.0
+        };
+        let boundary_name = crate::path_name("boundary", boundary)?;
+        let clusters = self
+            .store
+            .boundary_clusters(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut cluster_names = Vec::new();
+        for record in clusters {
+            let Ok(cluster) = Name::parse(&record.name) else {
+                continue;
+            };
+            let new_here = in_scope(Some(&new), &cluster);
+            let saved_here = in_scope(saved.as_ref(), &cluster);
+            if !new_here && !saved_here {
+                continue;
+            }
+            cluster_names.push(record.name.clone());
+            let app = self.clone();
+            let boundary = boundary_name.clone();
+            let new = new_here.then(|| new.clone());
+            let saved = saved.clone().filter(|_| saved_here);
+            tasks.spawn(async move {
+                app.preview_cluster(&record, &boundary, new.as_ref(), saved.as_ref())
+                    .await
+            });
+        }
+        let mut previews = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok(preview) => previews.push(preview),
+                Err(error) => return Err(AppError::Internal(format!("preview task: {error}"))),
+            }
+        }
+        previews.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+        let grandfathered = self.grandfathered_by(boundary, &new).await?;
+        let mut summary = PreviewSummary {
+            resources_grandfathered: grandfathered.len() as u64,
+            ..PreviewSummary::default()
+        };
+        for preview in &previews {
+            summary.objects += preview.denied.len() as u64;
+            summary.warned += preview.warned.len() as u64;
+            summary.loosened += preview.loosened.len() as u64;
+            if preview.error.is_some() {
+                summary.clusters_unreadable += 1;
+            }
+            // Each cluster's workloads are its own (a Deployment of one name in two
+            // clusters is two workloads).
+            let (workloads, replicas) = at_risk(&preview.denied);
+            summary.workloads += workloads;
+            summary.replicas_at_risk += replicas;
+        }
+        Ok(Preview {
+            boundary: boundary.to_owned(),
+            policy: name.to_owned(),
+            mode: new.mode().as_str().to_owned(),
+            saved: saved_record.is_some(),
+            summary,
+            clusters: previews,
+            grandfathered,
+        })
+    }
+
+    /// One cluster's part of a preview; a cluster that cannot be read says why.
+    async fn preview_cluster(
+        &self,
+        record: &ClusterRecord,
+        boundary: &Name,
+        new: Option<&Policy>,
+        saved: Option<&Policy>,
+    ) -> ClusterPreview {
+        let mut preview = ClusterPreview {
+            cluster: record.name.clone(),
+            ..ClusterPreview::default()
+        };
+        let kubeconfig = match self.kubeconfig_of(record) {
+            Ok(kubeconfig) => kubeconfig,
+            Err(error) => {
+                preview.error = Some(error.to_string());
+                return preview;
+            }
+        };
+        let judged: Vec<&Policy> = new.into_iter().chain(saved).collect();
+        let mut scan = Scan::new(judged);
+        let mut evaluating = Duration::ZERO;
+        let mut visit = |page: &[serde_json::Value]| {
+            let started = Instant::now();
+            for object in page {
+                scan.observe(object);
+            }
+            evaluating += started.elapsed();
+        };
+        let read = tokio::time::timeout(
+            CLUSTER_READ_TIMEOUT,
+            self.clusters
+                .scan(&kubeconfig, boundary, PAGE_SIZE, &mut visit),
+        )
+        .await;
+        let info = match read {
+            Ok(Ok(info)) => info,
+            Ok(Err(error)) => {
+                preview.error = Some(error.to_string());
+                return preview;
+            }
+            Err(_) => {
+                preview.error = Some(format!(
+                    "reading the cluster took longer than {} s",
+                    CLUSTER_READ_TIMEOUT.as_secs()
+                ));
+                return preview;
+            }
+        };
+        let started = Instant::now();
+        let mut findings = scan.finish().into_iter();
+        let new_findings = new.map(|_| findings.next().unwrap_or_default());
+        let saved_findings = saved.map(|_| findings.next().unwrap_or_default());
+        preview.namespaces = info.namespaces;
+        preview.checked = new_findings
+            .as_ref()
+            .or(saved_findings.as_ref())
+            .map_or(0, |f| f.checked_total());
+        if let (Some(policy), Some(found)) = (new, &new_findings) {
+            let list: Vec<Finding> = found.violations.iter().map(finding).collect();
+            match policy.mode() {
+                Mode::Enforce => preview.denied = list,
+                Mode::Audit => preview.warned = list,
+            }
+        }
+        if let (Some(policy), Some(found)) = (saved, &saved_findings) {
+            if policy.mode() == Mode::Enforce {
+                let still: BTreeSet<(&str, &str, &str)> = preview.denied.iter().map(key).collect();
+                preview.loosened = found
+                    .violations
+                    .iter()
+                    .map(finding)
+                    .filter(|f| !still.contains(&key(f)))
+                    .collect();
+            }
+        }
+        evaluating += started.elapsed();
+        preview.list_ms = info.list_time.as_millis() as u64;
+        preview.evaluate_ms = evaluating.as_millis() as u64;
+        preview
+    }
+
+    /// The boundary's resources whose plan `policy` alone disallows (enforce mode only).
+    async fn grandfathered_by(
+        &self,
+        boundary: &str,
+        policy: &Policy,
+    ) -> AppResult<Vec<GrandfatheredResource>> {
+        if policy.mode() != Mode::Enforce || policy.plan_entries().is_none() {
+            return Ok(Vec::new());
+        }
+        let only = std::slice::from_ref(policy);
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let query = ResourceQuery {
+                resource_type: None,
+                limit: 500,
+                after: after.clone(),
+            };
+            let page = self
+                .store
+                .list_resources(boundary, &query)
+                .await
+                .map_err(|e| AppError::from_store(e, "resource"))?;
+            for record in page.items {
+                let Ok(ty) = ResourceType::parse(&record.resource_type) else {
+                    continue;
+                };
+                let mut plans = Vec::new();
+                let mut message = None;
+                for plan in plans_of(&record) {
+                    if let Ok(decision) = decide(only, &self.catalog, ty, &plan) {
+                        if !decision.allowed {
+                            message = message.or_else(|| decision.message());
+                            plans.push(plan.to_string());
+                        }
+                    }
+                }
+                if let Some(message) = message {
+                    out.push(GrandfatheredResource {
+                        resource_type: record.resource_type,
+                        name: record.name,
+                        plans,
+                        message,
+                    });
+                }
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// What the last audit of policy `name` found in each cluster of its scope (any caller
+    /// who sees the boundary).
+    pub async fn policy_report(&self, access: &Access, name: &str) -> AppResult<PolicyReport> {
+        let boundary = access.boundary();
+        let record = self
+            .store
+            .get_policy(boundary, name)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => policy_not_found(boundary, name),
+                other => AppError::from_store(other, "policy"),
+            })?;
+        let policy = self.policy_cache().decode(&record, &self.catalog)?;
+        let clusters = self
+            .store
+            .boundary_clusters(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let audits = self
+            .store
+            .audit_reports(boundary, name)
+            .await
+            .map_err(|e| AppError::from_store(e, "policy"))?;
+        let mut reports = Vec::new();
+        for cluster in clusters {
+            let Ok(cluster_name) = Name::parse(&cluster.name) else {
+                continue;
+            };
+            if !in_scope(Some(&policy), &cluster_name) {
+                continue;
+            }
+            let mut report = ClusterReport {
+                cluster: cluster.name.clone(),
+                taken_at: None,
+                current: false,
+                error: None,
+                checked: 0,
+                violations: 0,
+                findings: Vec::new(),
+            };
+            if let Some(audit) = audits.iter().find(|a| a.cluster == cluster.name) {
+                report.taken_at = Some(audit.taken_at.clone());
+                report.current = audit.policy_etag == record.etag;
+                report.error = audit.error.clone();
+                report.checked = audit.checked.max(0) as u64;
+                report.violations = audit.violations.max(0) as u64;
+                report.findings = serde_json::from_str(&audit.findings_json).map_err(|e| {
+                    AppError::Internal(format!("stored audit report cannot be decoded: {e}"))
+                })?;
+            }
+            reports.push(report);
+        }
+        Ok(PolicyReport {
+            boundary: boundary.to_owned(),
+            policy: name.to_owned(),
+            mode: policy.mode().as_str().to_owned(),
+            clusters: reports,
+        })
+    }
+}

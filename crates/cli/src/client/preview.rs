@@ -1,0 +1,232 @@
+//! `palisade preview -f FILE` and the preview `palisade apply --dry-run` prints: for every
+//! BoundaryPolicy document, `POST /v1/boundaries/{b}/policies/{p}/preview` with its spec.
+//!
+//! Exit code: 0 when no document would deny anything, 1 when one would, 2 when a preview could
+//! not be made (bad input, an unreachable server, a cluster that could not be read).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use palisade_api_types::view::{Finding, Preview};
+use palisade_api_types::PolicyDocument;
+use reqwest::Method;
+use serde_json::Value;
+
+use super::{Api, Connection, Failure, Format};
+use crate::input::{read_text, shown, yaml_files};
+
+#[derive(Debug, Args)]
+pub struct PreviewArgs {
+    /// A file of BoundaryPolicy documents (several may be separated by `---`), a directory
+    /// whose *.yaml/*.yml files are all read, or `-` for standard input. Repeatable.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE|DIR|-",
+        required = true
+    )]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub connection: Connection,
+}
+
+/// What the previews found, for the exit code.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    pub denied: u64,
+    pub unreadable: Vec<String>,
+}
+
+impl Verdict {
+    pub fn exit_code(&self) -> ExitCode {
+        if !self.unreadable.is_empty() {
+            eprintln!(
+                "error: the preview is incomplete: {} could not be read",
+                self.unreadable.join(", ")
+            );
+            ExitCode::from(2)
+        } else if self.denied > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Every file `files` name (directories expanded), read once: (name as shown, content).
+pub fn read_files(files: &[PathBuf]) -> Result<Vec<(String, String)>, Failure> {
+    let mut out = Vec::new();
+    for file in files {
+        for path in yaml_files(file).map_err(Failure)? {
+            let content = read_text(&path).map_err(Failure)?;
+            out.push((shown(&path), content));
+        }
+    }
+    Ok(out)
+}
+
+/// The documents of the files read, each with where it came from (`file:index`).
+pub fn documents(texts: &[(String, String)]) -> Result<Vec<(String, PolicyDocument)>, Failure> {
+    let mut out = Vec::new();
+    for (name, content) in texts {
+        for (index, document) in palisade_api_types::yaml::documents(content) {
+            let at = format!("{name}:{index}");
+            let document: PolicyDocument = document.map_err(|e| Failure(format!("{at}: {e}")))?;
+            out.push((at, document));
+        }
+    }
+    if out.is_empty() {
+        return Err(Failure("no BoundaryPolicy document was given".into()));
+    }
+    Ok(out)
+}
+
+/// The preview of one document, as the API answered it.
+pub(super) fn preview_body(api: &Api<'_>, document: &PolicyDocument) -> Result<Value, Failure> {
+    let path = format!(
+        "/v1/boundaries/{}/policies/{}/preview",
+        document.metadata.boundary, document.metadata.name
+    );
+    let spec = serde_json::to_vec(&document.spec)
+        .map_err(|e| Failure(format!("cannot encode the spec: {e}")))?;
+    let answer = api.send(
+        api.request(Method::POST, &path)
+            .header("content-type", "application/json")
+            .body(spec),
+    )?;
+    // Checked here, so that what is printed can be read.
+    answer.decode::<Preview>()?;
+    Ok(answer.body)
+}
+
+/// What the previews say, for the exit code.
+pub fn verdict_of(bodies: &[Value]) -> Result<Verdict, Failure> {
+    let mut verdict = Verdict::default();
+    for body in bodies {
+        let preview: Preview = super::decode_at("the preview", "", body)?;
+        verdict.denied += preview.summary.objects;
+        verdict.unreadable.extend(
+            preview
+                .clusters
+                .iter()
+                .filter(|c| c.error.is_some())
+                .map(|c| format!("cluster {}", c.cluster)),
+        );
+    }
+    Ok(verdict)
+}
+
+/// Previews every document; prints the previews (a table, or `{"items": [...]}`).
+pub(super) fn preview_documents(
+    api: &Api<'_>,
+    format: Format,
+    documents: &[(String, PolicyDocument)],
+) -> Result<Verdict, Failure> {
+    let mut bodies = Vec::new();
+    for (_, document) in documents {
+        let body = preview_body(api, document)?;
+        if format == Format::Table {
+            let preview: Preview = super::decode_at("the preview", "", &body)?;
+            print_preview(&preview);
+        }
+        bodies.push(body);
+    }
+    if format != Format::Table {
+        super::print_body(
+            format,
+            &serde_json::json!({ "items": Value::Array(bodies.clone()) }),
+        )?;
+    }
+    verdict_of(&bodies)
+}
+
+fn workload(finding: &Finding) -> String {
+    let replicas = match finding.workload.replicas {
+        1 => "1 replica".to_owned(),
+        n => format!("{n} replicas"),
+    };
+    if finding.owners.is_empty() {
+        replicas
+    } else {
+        format!(
+            "{}/{}, {replicas}",
+            finding.workload.kind, finding.workload.name
+        )
+    }
+}
+
+fn print_findings(label: &str, cluster: &str, findings: &[Finding]) {
+    for f in findings {
+        println!(
+            "{label} {cluster} {}/{}/{} ({}): {}",
+            f.namespace,
+            f.kind,
+            f.name,
+            workload(f),
+            f.message
+        );
+    }
+}
+
+/// The table form: a summary line, then one line per finding.
+pub fn print_preview(preview: &Preview) {
+    let s = &preview.summary;
+    let read: Vec<&str> = preview
+        .clusters
+        .iter()
+        .filter(|c| c.error.is_none())
+        .map(|c| c.cluster.as_str())
+        .collect();
+    let read = if read.is_empty() {
+        "none".to_owned()
+    } else {
+        read.join(", ")
+    };
+    println!(
+        "preview {}/{} ({}): {} denied ({} workloads, {} replicas at risk), {} warned, {} loosened, {} resources grandfathered; clusters read: {read}",
+        preview.boundary,
+        preview.policy,
+        preview.mode,
+        s.objects,
+        s.workloads,
+        s.replicas_at_risk,
+        s.warned,
+        s.loosened,
+        s.resources_grandfathered,
+    );
+    for cluster in &preview.clusters {
+        if let Some(error) = &cluster.error {
+            println!("unreadable {}: {error}", cluster.cluster);
+            continue;
+        }
+        print_findings("denied", &cluster.cluster, &cluster.denied);
+        print_findings("warned", &cluster.cluster, &cluster.warned);
+        print_findings("loosened", &cluster.cluster, &cluster.loosened);
+    }
+    for resource in &preview.grandfathered {
+        println!(
+            "grandfathered {}/{} ({}): {}",
+            resource.resource_type,
+            resource.name,
+            resource.plans.join(", "),
+            resource.message
+        );
+    }
+}
+
+/// `palisade preview -f FILE`.
+pub fn preview(args: &PreviewArgs) -> ExitCode {
+    let run = || -> Result<Verdict, Failure> {
+        let api = Api::new(&args.connection)?;
+        let documents = documents(&read_files(&args.files)?)?;
+        preview_documents(&api, args.connection.output, &documents)
+    };
+    match run() {
+        Ok(verdict) => verdict.exit_code(),
+        Err(Failure(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! Judging objects already stored in a cluster (SPEC 3, issue "preview"): what a policy would
+//! say about each checked object if it were created now, and which workload each belongs to.
+//!
+//! A [`Scan`] is fed the listed objects one at a time, in any order (pages of any size), and
+//! keeps only what it needs to answer: the violations found, and for every controller it saw
+//! (everything checked but Pods) its kind, name, owner and replicas, so that a Pod's owner chain
+//! (Pod → ReplicaSet → Deployment) can be resolved at the end. Memory grows with the number of
+//! violations and controllers, never with the number of Pods that comply.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use crate::admission::{first_violation, AdmissionObject};
+use crate::policy::{Policy, RuleKind};
+
+/// How far an owner chain is followed (Pod → ReplicaSet → Deployment needs 2; a CronJob's Pod
+/// needs 3). A cycle in malformed owner references stops here.
+const MAX_CHAIN: usize = 8;
+
+/// An object named by kind, namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectRef {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// A link of an owner chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub kind: String,
+    pub name: String,
+}
+
+/// The top of an owner chain (the object itself when it has no owner) and its current
+/// replicas: what is at risk when its pods are denied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workload {
+    pub kind: String,
+    pub name: String,
+    pub replicas: u64,
+}
+
+/// One object a policy's rules reject, with the exact message the API server would give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub object: ObjectRef,
+    pub api_version: String,
+    /// The object's `metadata.uid` (empty when it has none).
+    pub uid: String,
+    /// Owners from the object's controller up to the top-level workload.
+    pub owners: Vec<Owner>,
+    pub workload: Workload,
+    pub rule: RuleKind,
+    pub message: String,
+}
+
+/// What a scan found for one policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// Violations in the order of (namespace, kind, name).
+    pub violations: Vec<Violation>,
+    /// Checked objects per namespace (violating or not; exempt terminating objects excluded).
+    pub checked: BTreeMap<String, u64>,
+}
+
+impl Findings {
+    /// Distinct top-level workloads among the violations, and the sum of their replicas.
+    pub fn workloads_at_risk(&self) -> (u64, u64) {
+        let mut seen = BTreeSet::new();
+        let mut replicas = 0;
+        for violation in &self.violations {
+            let key = (
+                violation.object.namespace.as_str(),
+                violation.workload.kind.as_str(),
+                violation.workload.name.as_str(),
+            );
+            if seen.insert(key) {
+                replicas += violation.workload.replicas;
+            }
+        }
+        (seen.len() as u64, replicas)
+    }
+
+    /// Checked objects in all namespaces.
+    pub fn checked_total(&self) -> u64 {
+        self.checked.values().sum()
+    }
+}
+
+#[derive(Debug)]
+struct Controller {
+    kind: String,
+    name: String,
+    owner: Option<OwnerLink>,
+    replicas: u64,
+}
+
+#[derive(Clone, Debug)]
+struct OwnerLink {
+    uid: String,
+    kind: String,
+    name: String,
+}
+
+#[derive(Debug)]
+struct Found {
+    object: ObjectRef,
+    api_version: String,
+    uid: String,
+    owner: Option<OwnerLink>,
+    replicas: u64,
+    rule: RuleKind,
+    message: String,
+}
+
+/// A scan of listed objects against several policies at once (one listing serves them all).
+#[derive(Debug)]
+pub struct Scan<'p> {
+    policies: Vec<&'p Policy>,
+    controllers: HashMap<String, Controller>,
+    found: Vec<Vec<Found>>,
+    checked: BTreeMap<String, u64>,
+    unreadable: u64,
+}
+
+impl<'p> Scan<'p> {
+    pub fn new(policies: Vec<&'p Policy>) -> Self {
+        let found = policies.iter().map(|_| Vec::new()).collect();
+        Scan {
+            policies,
+            controllers: HashMap::new(),
+            found,
+            checked: BTreeMap::new(),
+            unreadable: 0,
+        }
+    }
+
+    /// Objects the rules could not read (they are counted, not judged; the API server would
+    /// not have stored them).
+    pub fn unreadable(&self) -> u64 {
+        self.unreadable
+    }
+
+    /// Judges one listed object (as the API server returns it: `apiVersion` and `kind` set).
+    pub fn observe(&mut self, object: &Value) {
+        let Ok(admission) = AdmissionObject::from_json(object) else {
+            self.unreadable += 1;
+            return;
+        };
+        if !admission.is_checked() {
+            return;
+        }
+        let namespace = admission.namespace.clone().unwrap_or_default();
+        let name = admission.name.clone().unwrap_or_default();
+        let owner = controller_of(object);
+        let replicas = replicas_of(&admission.kind, object);
+        let uid = object
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if admission.kind != "Pod" && !uid.is_empty() {
+            self.controllers.insert(
+                uid.to_owned(),
+                Controller {
+                    kind: admission.kind.clone(),
+                    name: name.clone(),
+                    owner: owner.clone(),
+                    replicas,
+                },
+            );
+        }
+        if admission.terminating {
+            return;
+        }
+        *self.checked.entry(namespace.clone()).or_default() += 1;
+        for (index, policy) in self.policies.iter().enumerate() {
+            if let Some(denial) = first_violation(policy, &admission) {
+                self.found[index].push(Found {
+                    object: ObjectRef {
+                        kind: admission.kind.clone(),
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                    },
+                    api_version: admission.api_version.clone(),
+                    uid: uid.to_owned(),
+                    owner: owner.clone(),
+                    replicas,
+                    rule: denial.rule,
+                    message: denial.message,
+                });
+            }
+        }
+    }
+
+    /// The findings per policy, in the order the policies were given.
+    pub fn finish(self) -> Vec<Findings> {
+        let Scan {
+            controllers,
+            found,
+            checked,
+            ..
+        } = self;
+        found
+            .into_iter()
+            .map(|list| {
+                let mut violations: Vec<Violation> = list
+                    .into_iter()
+                    .map(|found| resolve(&controllers, found))
+                    .collect();
+                violations.sort_by(|a, b| {
+                    (&a.object.namespace, &a.object.kind, &a.object.name).cmp(&(
+                        &b.object.namespace,
+                        &b.object.kind,
+                        &b.object.name,
+                    ))
+                });
+                Findings {
+                    violations,
+                    checked: checked.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+fn resolve(controllers: &HashMap<String, Controller>, found: Found) -> Violation {
+    let mut owners = Vec::new();
+    let mut workload = Workload {
+        kind: found.object.kind.clone(),
+        name: found.object.name.clone(),
+        replicas: found.replicas,
+    };
+    let mut next = found.owner;
+    while let Some(link) = next.take() {
+        if owners.len() >= MAX_CHAIN {
+            break;
+        }
+        owners.push(Owner {
+            kind: link.kind.clone(),
+            name: link.name.clone(),
+        });
+        match controllers.get(&link.uid) {
+            Some(controller) => {
+                workload = Workload {
+                    kind: controller.kind.clone(),
+                    name: controller.name.clone(),
+                    replicas: controller.replicas,
+                };
+                next = controller.owner.clone();
+            }
+            // An owner of a kind that is not checked (a custom controller): the chain ends
+            // with it; what is at risk is what this object counts.
+            None => {
+                workload = Workload {
+                    kind: link.kind,
+                    name: link.name,
+                    replicas: workload.replicas,
+                };
+            }
+        }
+    }
+    Violation {
+        object: found.object,
+        api_version: found.api_version,
+        uid: found.uid,
+        owners,
+        workload,
+        rule: found.rule,
+        message: found.message,
+    }
+}
+
+/// The controlling owner reference (`controller: true`), if any.
+fn controller_of(object: &Value) -> Option<OwnerLink> {
+    let references = object.pointer("/metadata/ownerReferences")?.as_array()?;
+    references
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|r| {
+            Some(OwnerLink {
+                uid: r.get("uid")?.as_str()?.to_owned(),
+                kind: r.get("kind")?.as_str()?.to_owned(),
+                name: r.get("name")?.as_str()?.to_owned(),
+            })
+        })
+}
+
+fn count(object: &Value, pointer: &str) -> Option<u64> {
+    object.pointer(pointer).and_then(Value::as_u64)
+}
+
+/// The replicas an object runs now: what the cluster reports in `status`, else what it asks
+/// for in `spec` (no controller has reported yet), else Kubernetes' default.
+pub fn replicas_of(kind: &str, object: &Value) -> u64 {
+    match kind {
+        "Pod" => match object.pointer("/status/phase").and_then(Value::as_str) {
+            Some("Succeeded" | "Failed") => 0,
+            _ => 1,
+        },
+        "Deployment" | "ReplicaSet" | "StatefulSet" => count(object, "/status/replicas")
+            .or_else(|| count(object, "/spec/replicas"))
+            .unwrap_or(1),
+        "DaemonSet" => count(object, "/status/currentNumberScheduled").unwrap_or(0),
+        "Job" => count(object, "/status/active").unwrap_or(0),
+        "CronJob" => object
+            .pointer("/status/active")
+            .and_then(Value::as_array)
+            .map_or(0, |active| active.len() as u64),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Mode, Rule, Scope};
+    use crate::Name;
+    use serde_json::json;
+
+    fn no_latest(name: &str) -> Policy {
+        Policy::new(
+            Name::parse(name).unwrap(),
+            Mode::Enforce,
+            Scope::AllClusters,
+            vec![Rule::DisallowLatestTag],
+        )
+        .unwrap()
+    }
+
+    fn meta(name: &str, uid: &str, owner: Option<(&str, &str, &str)>) -> Value {
+        let mut meta = json!({"name": name, "namespace": "team-a", "uid": uid});
+        if let Some((kind, owner_name, owner_uid)) = owner {
+            meta["ownerReferences"] = json!([
+                {"apiVersion": "apps/v1", "kind": kind, "name": owner_name, "uid": owner_uid,
+                 "controller": true}
+            ]);
+        }
+        meta
+    }
+
+    fn template(image: &str) -> Value {
+        json!({"spec": {"containers": [{"name": "c", "image": image}]}})
+    }
+
+    #[test]
+    fn a_pod_is_traced_to_its_deployment_whatever_the_listing_order() {
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": meta("web", "d1", None),
+            "spec": {"replicas": 3, "template": template("nginx")},
+            "status": {"replicas": 2}});
+        let replica_set = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": meta("web-5d", "r1", Some(("Deployment", "web", "d1"))),
+            "spec": {"replicas": 3, "template": template("nginx")}});
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": meta("web-5d-x", "p1", Some(("ReplicaSet", "web-5d", "r1"))),
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        let policy = no_latest("no-latest");
+        for order in [
+            [&pod, &replica_set, &deployment],
+            [&deployment, &replica_set, &pod],
+        ] {
+            let mut scan = Scan::new(vec![&policy]);
+            for object in order {
+                scan.observe(object);
+            }
+            let findings = scan.finish().remove(0);
+            assert_eq!(findings.violations.len(), 3);
+            let pod = &findings.violations[1];
+            assert_eq!(pod.object.kind, "Pod");
+            assert_eq!(
+                pod.owners,
+                vec![
+                    Owner {
+                        kind: "ReplicaSet".into(),
+                        name: "web-5d".into()
+                    },
+                    Owner {
+                        kind: "Deployment".into(),
+                        name: "web".into()
+                    }
+                ]
+            );
+            assert_eq!(
+                pod.workload,
+                Workload {
+                    kind: "Deployment".into(),
+                    name: "web".into(),
+                    replicas: 2
+                }
+            );
+            assert_eq!(
+                pod.message,
+                "Policy 'no-latest' (DisallowLatestTag) denied image nginx: it is tagged latest or carries no tag."
+            );
+            assert_eq!(findings.workloads_at_risk(), (1, 2));
+            assert_eq!(findings.checked_total(), 3);
+        }
+    }
+
+    #[test]
+    fn terminating_and_unchecked_objects_are_not_judged() {
+        let policy = no_latest("no-latest");
+        let mut scan = Scan::new(vec![&policy]);
+        scan.observe(&json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "a", "namespace": "n", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}));
+        scan.observe(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "b", "namespace": "n"}}));
+        scan.observe(&json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "c", "namespace": "n", "labels": {"x": 1}}}));
+        assert_eq!(scan.unreadable(), 1);
+        let findings = scan.finish().remove(0);
+        assert!(findings.violations.is_empty());
+        assert_eq!(findings.checked_total(), 0);
+    }
+
+    #[test]
+    fn an_owner_of_an_unchecked_kind_ends_the_chain() {
+        let policy = no_latest("no-latest");
+        let mut scan = Scan::new(vec![&policy]);
+        scan.observe(&json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": meta("db-0", "p", Some(("Cluster", "db", "x"))),
+            "spec": {"containers": [{"name": "c", "image": "pg"}]}}));
+        let violation = scan.finish().remove(0).violations.remove(0);
+        assert_eq!(
+            violation.workload,
+            Workload {
+                kind: "Cluster".into(),
+                name: "db".into(),
+                replicas: 1
+            }
+        );
+    }
+
+    #[test]
+    fn replicas_come_from_status_then_spec() {
+        let cases = [
+            ("Deployment", json!({"spec": {"replicas": 4}}), 4),
+            (
+                "Deployment",
+                json!({"spec": {"replicas": 4}, "status": {"replicas": 3}}),
+                3,
+            ),
+            ("StatefulSet", json!({}), 1),
+            (
+                "DaemonSet",
+                json!({"status": {"currentNumberScheduled": 5}}),
+                5,
+            ),
+            ("Job", json!({"status": {"active": 2}}), 2),
+            ("CronJob", json!({"status": {"active": [{}, {}]}}), 2),
+            ("Pod", json!({"status": {"phase": "Succeeded"}}), 0),
+            ("Pod", json!({"status": {"phase": "Running"}}), 1),
+        ];
+        for (kind, object, want) in cases {
+            assert_eq!(replicas_of(kind, &object), want, "{kind} {object}");
+        }
+    }
+}
