@@ -2,6 +2,7 @@
 // and Debian's headless Chromium through playwright-core (which downloads no browser).
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,8 +47,11 @@ async function waitForHealthy(url, child, log) {
   throw new Error(`palisade serve did not become healthy in 30 s:\n${log()}`);
 }
 
-/** A running server on a fresh, seeded data directory, and an admin token. */
-export async function startServer() {
+/**
+ * A running server on a fresh, seeded data directory, and an admin token. With
+ * `{ reconciler: true }` it also runs its reconciler (and audit), as `palisade serve` does.
+ */
+export async function startServer({ reconciler = false } = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'palisade-portal-'));
   const binary = path.join(root, 'target', 'debug', 'palisade');
   const seed = path.join(root, 'target', 'debug', 'examples', 'browser_seed');
@@ -55,7 +59,9 @@ export async function startServer() {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let output = '';
-  const child = spawn(binary, ['serve', '--demo', '--no-reconciler', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+  const args = ['serve', '--demo', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir];
+  if (!reconciler) args.push('--no-reconciler');
+  const child = spawn(binary, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RUST_LOG: 'warn' },
   });
@@ -108,4 +114,47 @@ export async function newPage(browser, server, token = server.admin) {
 export async function screenshot(page, name) {
   fs.mkdirSync(screenshots, { recursive: true });
   await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: true });
+}
+
+/**
+ * A real control plane (testenv/start.sh: etcd and kube-apiserver built from their Go modules,
+ * cached), stopped with `stop()`; `create(path, object)` POSTs an object as the cluster's admin.
+ */
+export async function startControlPlane(version = '1.37') {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'palisade-k8s-'));
+  execFileSync('bash', [path.join(root, 'testenv', 'start.sh'), version, dir], {
+    stdio: 'pipe',
+    env: { ...process.env, PALISADE_TESTENV_PARENT_PID: String(process.pid) },
+  });
+  const env = Object.fromEntries(
+    fs.readFileSync(path.join(dir, 'env'), 'utf8').split('\n')
+      .map((line) => line.replace(/^export /, '').match(/^([A-Z_]+)=["']?([^"']*)["']?$/))
+      .filter(Boolean)
+      .map((m) => [m[1], m[2]]),
+  );
+  const pki = (name) => fs.readFileSync(path.join(dir, 'pki', name));
+  const tls = { ca: pki('ca.crt'), cert: pki('admin.crt'), key: pki('admin.key') };
+  return {
+    kubeconfig: fs.readFileSync(path.join(dir, 'kubeconfig'), 'utf8'),
+    create(apiPath, object) {
+      const url = new URL(apiPath, env.APISERVER_URL);
+      const body = JSON.stringify(object);
+      return new Promise((resolve, reject) => {
+        const request = https.request(url, {
+          method: 'POST', ...tls,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        }, (response) => {
+          let text = '';
+          response.on('data', (d) => { text += d; });
+          response.on('end', () => resolve({ status: response.statusCode, body: JSON.parse(text) }));
+        });
+        request.on('error', reject);
+        request.end(body);
+      });
+    },
+    stop() {
+      execFileSync('bash', [path.join(root, 'testenv', 'stop.sh'), dir], { stdio: 'pipe' });
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -4,6 +4,7 @@
 //! back to the form field it names. Deleting asks for confirmation first.
 
 mod form;
+mod preview;
 mod render;
 mod yaml;
 
@@ -11,7 +12,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::html;
-use palisade_api_types::view::PolicyView;
+use palisade_api_types::view::{PolicyReport, PolicyView, Preview};
 use palisade_api_types::PolicySpec;
 use palisade_app::caller::Access;
 use palisade_app::policies::SaveCondition;
@@ -83,8 +84,14 @@ pub async fn new_form(
         attached,
         outcome: Outcome::default(),
         extra_label_rows: 0,
+        report: None,
     };
     html_response(StatusCode::OK, render_editor(&ctx, &session, &page))
+}
+
+/// The policy's last audit, when it can be read (the page shows without it otherwise).
+async fn report_of(state: &App, access: &Access, name: &str) -> Option<PolicyReport> {
+    state.policy_report(access, name).await.ok()
 }
 
 pub async fn edit_form(
@@ -102,10 +109,11 @@ pub async fn edit_form(
         let (access, attached) = editor_access(&state, &session, &boundary).await?;
         let record = state.get_policy(&access, &name).await?;
         let spec = spec_of_record(&record)?;
-        Ok::<_, AppError>((attached, record, spec))
+        let report = report_of(&state, &access, &name).await;
+        Ok::<_, AppError>((attached, record, spec, report))
     }
     .await;
-    let (attached, record, spec) = match loaded {
+    let (attached, record, spec, report) = match loaded {
         Ok(l) => l,
         Err(e) => return error_response(&ctx, Some(&session), &e),
     };
@@ -116,6 +124,7 @@ pub async fn edit_form(
         attached,
         outcome: Outcome::default(),
         extra_label_rows: 0,
+        report,
     };
     html_response(StatusCode::OK, render_editor(&ctx, &session, &page))
 }
@@ -138,6 +147,14 @@ pub async fn edit_submit(
     form: FormData,
 ) -> Response {
     submit(state, boundary, Some(name), headers, uri, form).await
+}
+
+/// What a submission came to.
+enum Attempt {
+    Saved(PolicyView, palisade_app::policies::WriteAction, Vec<String>),
+    /// Previewed and not saved; `true`: a save that must be confirmed (workloads at risk).
+    Held(Preview, bool),
+    Failed(StatusCode, Vec<FieldError>),
 }
 
 async fn submit(
@@ -189,52 +206,81 @@ async fn submit(
             let bytes = serde_json::to_vec(&built.spec).unwrap_or_default();
             Ok((typed_name.clone(), bytes, Some(built)))
         };
+        let action = data.get("action").to_owned();
         let attempt = match prepared {
-            Err(e) => Err((StatusCode::BAD_REQUEST, vec![e])),
+            Err(e) => Attempt::Failed(StatusCode::BAD_REQUEST, vec![e]),
             Ok((name, bytes, built)) => {
                 let taken = existing.is_none()
                     && !name.is_empty()
                     && state.get_policy(&access, &name).await.is_ok();
                 if taken {
-                    Err((StatusCode::CONFLICT, vec![FieldError {
+                    Attempt::Failed(StatusCode::CONFLICT, vec![FieldError {
                         field: if yaml_view { Field::Yaml } else { Field::Name },
                         message: format!(
                             "/path/policy: policy '{name}' already exists in boundary '{boundary}'; edit it instead"
                         ),
                         line: None,
-                    }]))
+                    }])
                 } else {
-                    let if_match = existing
-                        .is_some()
-                        .then(|| data.get("etag").to_owned())
-                        .filter(|e| !e.is_empty());
-                    let condition = SaveCondition {
-                        if_match,
-                        create_only: false,
+                    // A preview first: asked for, or before a save that was not confirmed.
+                    let previewed = if action == "save-confirmed" {
+                        None
+                    } else {
+                        Some(state.preview_policy(&access, &name, &bytes).await)
                     };
-                    match state.save_policy(&access, &name, &bytes, condition).await {
-                        Ok(saved) => {
-                            let mut view = saved.view;
-                            let warnings = view.warnings.take().unwrap_or_default();
-                            Ok((view, saved.action, warnings))
+                    match previewed {
+                        Some(Ok(preview)) if action == "preview" => Attempt::Held(preview, false),
+                        Some(Ok(preview)) if preview.summary.replicas_at_risk > 0 => {
+                            Attempt::Held(preview, true)
                         }
-                        Err(error) => Err((
+                        Some(Err(error)) if action == "preview" => Attempt::Failed(
                             crate::layout::status_of(&error),
                             vec![save_error(&error, built.as_ref(), yaml_view)],
-                        )),
+                        ),
+                        // Nothing at risk, or no preview could be made: the save itself
+                        // says what is wrong, if anything.
+                        _ => {
+                            let if_match = existing
+                                .is_some()
+                                .then(|| data.get("etag").to_owned())
+                                .filter(|e| !e.is_empty());
+                            let condition = SaveCondition {
+                                if_match,
+                                create_only: false,
+                            };
+                            match state.save_policy(&access, &name, &bytes, condition).await {
+                                Ok(saved) => {
+                                    let mut view = saved.view;
+                                    let warnings = view.warnings.take().unwrap_or_default();
+                                    Attempt::Saved(view, saved.action, warnings)
+                                }
+                                Err(error) => Attempt::Failed(
+                                    crate::layout::status_of(&error),
+                                    vec![save_error(&error, built.as_ref(), yaml_view)],
+                                ),
+                            }
+                        }
                     }
                 }
             }
         };
         match attempt {
-            Ok((record, written, warnings)) => {
+            Attempt::Saved(record, written, warnings) => {
                 if let Ok(spec) = spec_of_record(&record) {
                     editor = EditorForm::from_spec(&record.name, &spec);
                 }
                 existing = Some(record);
                 outcome.saved = Some((written, warnings));
             }
-            Err((error_status, errors)) => {
+            Attempt::Held(preview, confirm) => {
+                // Nothing saved: the form (or the YAML) keeps what was typed.
+                if yaml_view {
+                    outcome.yaml_text = Some(data.get("yaml").to_owned());
+                }
+                outcome.preview = Some(preview);
+                outcome.confirm = confirm.then_some(yaml_view);
+            }
+            Attempt::Failed(error_status, errors) => {
                 status = error_status;
                 if yaml_view {
                     outcome.yaml_text = Some(data.get("yaml").to_owned());
@@ -251,6 +297,10 @@ async fn submit(
             }
         }
     }
+    let report = match &existing {
+        Some(record) => report_of(&state, &access, &record.name).await,
+        None => None,
+    };
     let page = EditorPage {
         boundary: &boundary,
         existing: existing.as_ref(),
@@ -258,6 +308,7 @@ async fn submit(
         attached,
         outcome,
         extra_label_rows,
+        report,
     };
     html_response(status, render_editor(&ctx, &session, &page))
 }

@@ -2,9 +2,10 @@
 //! to its field.
 
 use maud::{html, Markup};
-use palisade_api_types::view::PolicyView;
+use palisade_api_types::view::{PolicyReport, PolicyView, Preview};
 
 use super::form::{EditorForm, Field, FieldError, Kind};
+use super::preview::{confirm_label, render_confirmation, render_preview, render_report};
 use super::yaml::document_yaml;
 use crate::layout::{alert, csrf_field, page, Ctx};
 use crate::session::Session;
@@ -16,6 +17,11 @@ pub(super) struct Outcome {
     pub(super) saved: Option<(palisade_app::policies::WriteAction, Vec<String>)>,
     /// The YAML text to show instead of the form's document (after a YAML-view error).
     pub(super) yaml_text: Option<String>,
+    /// What the policy as typed would deny (a preview, or a save held for confirmation).
+    pub(super) preview: Option<Preview>,
+    /// A save held for confirmation: `Some(true)` from the YAML view, `Some(false)` from the
+    /// form.
+    pub(super) confirm: Option<bool>,
 }
 
 pub(super) struct EditorPage<'a> {
@@ -26,6 +32,8 @@ pub(super) struct EditorPage<'a> {
     pub(super) attached: Vec<String>,
     pub(super) outcome: Outcome,
     pub(super) extra_label_rows: usize,
+    /// The stored policy's last audit.
+    pub(super) report: Option<PolicyReport>,
 }
 
 fn action_of(boundary: &str, existing: Option<&PolicyView>) -> String {
@@ -133,6 +141,9 @@ pub(super) fn render_editor(ctx: &Ctx, session: &Session, p: &EditorPage<'_>) ->
                 }
             }))
         }
+        @if let (Some(preview), Some(_)) = (&p.outcome.preview, p.outcome.confirm) {
+            (render_confirmation(ctx, preview))
+        }
         (field_errors(ctx, errors, &Field::General))
         div class="editor" {
         section class="card" aria-labelledby="form-heading" {
@@ -201,6 +212,10 @@ pub(super) fn render_editor(ctx: &Ctx, session: &Session, p: &EditorPage<'_>) ->
                 }
                 div class="buttons" {
                     button type="submit" name="action" value="save" class="primary" { (ctx.t("Save")) }
+                    button type="submit" name="action" value="preview" { (ctx.t("Preview")) }
+                    @if let (Some(preview), Some(false)) = (&p.outcome.preview, p.outcome.confirm) {
+                        button type="submit" name="action" value="save-confirmed" class="danger" id="save-anyway" { (confirm_label(ctx, preview)) }
+                    }
                     @if let Some(record) = p.existing {
                         a class="button danger" href={ "/boundaries/" (b) "/policies/" (record.name) "/delete" } { (ctx.t("Delete…")) }
                     }
@@ -220,9 +235,21 @@ pub(super) fn render_editor(ctx: &Ctx, session: &Session, p: &EditorPage<'_>) ->
                     (field_errors(ctx, errors, &Field::Yaml))
                     p class="hint" { (ctx.t("The portal saves the spec. Labels and annotations are kept as stored; change them with palisade apply.")) }
                 }
-                button type="submit" name="action" value="save" class="primary" { (ctx.t("Save YAML")) }
+                div class="buttons" {
+                    button type="submit" name="action" value="save" class="primary" { (ctx.t("Save YAML")) }
+                    button type="submit" name="action" value="preview" { (ctx.t("Preview YAML")) }
+                    @if let (Some(preview), Some(true)) = (&p.outcome.preview, p.outcome.confirm) {
+                        button type="submit" name="action" value="save-confirmed" class="danger" id="save-anyway" { (confirm_label(ctx, preview)) }
+                    }
+                }
             }
         }
+        }
+        @if let Some(preview) = &p.outcome.preview {
+            (render_preview(ctx, preview))
+        }
+        @if let Some(report) = &p.report {
+            (render_report(ctx, report))
         }
     };
     page(ctx, Some(session), &title, body)
