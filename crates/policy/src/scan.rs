@@ -458,4 +458,82 @@ mod tests {
             assert_eq!(replicas_of(kind, &object), want, "{kind} {object}");
         }
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A Deployment → ReplicaSet → Pods family: `images[i]` per object.
+        fn family(index: usize, images: &[bool]) -> Vec<Value> {
+            let image = |i: usize| {
+                if images.get(i).copied().unwrap_or(false) {
+                    "nginx:latest"
+                } else {
+                    "ghcr.io/acme/a:1"
+                }
+            };
+            let (d, r) = (format!("d{index}"), format!("r{index}"));
+            let mut out = vec![
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": meta(&d, &d, None), "spec": {"replicas": 3, "template": template(image(0))}}),
+                json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "metadata": meta(&r, &r, Some(("Deployment", &d, &d))),
+                    "spec": {"template": template(image(1))}}),
+            ];
+            for pod in 0..images.len().saturating_sub(2) {
+                let name = format!("p{index}-{pod}");
+                out.push(json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": meta(&name, &name, Some(("ReplicaSet", &r, &r))),
+                    "spec": {"containers": [{"name": "c", "image": image(pod + 2)}]}}));
+            }
+            out
+        }
+
+        proptest! {
+            /// Whatever the order objects are listed in, a scan finds the same violations,
+            /// each with the evaluator's message, and traces every Pod to its Deployment.
+            #[test]
+            fn findings_do_not_depend_on_the_listing_order(
+                families in proptest::collection::vec(proptest::collection::vec(any::<bool>(), 2..6), 1..5),
+                seed in any::<u64>(),
+            ) {
+                let policy = no_latest("no-latest");
+                let objects: Vec<Value> = families
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, images)| family(i, images))
+                    .collect();
+                let mut shuffled = objects.clone();
+                // A deterministic shuffle from the seed.
+                let mut state = seed | 1;
+                for i in (1..shuffled.len()).rev() {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    shuffled.swap(i, (state % (i as u64 + 1)) as usize);
+                }
+                let run = |list: &[Value]| {
+                    let mut scan = Scan::new(vec![&policy]);
+                    for object in list {
+                        scan.observe(object);
+                    }
+                    scan.finish().remove(0)
+                };
+                let (first, second) = (run(&objects), run(&shuffled));
+                prop_assert_eq!(&first, &second);
+                let expected = objects
+                    .iter()
+                    .filter(|o| first_violation(&policy, &AdmissionObject::from_json(o).unwrap()).is_some())
+                    .count();
+                prop_assert_eq!(first.violations.len(), expected);
+                for violation in &first.violations {
+                    if violation.object.kind == "Pod" {
+                        prop_assert_eq!(violation.owners.len(), 2);
+                        prop_assert_eq!(&violation.workload.kind, "Deployment");
+                        prop_assert_eq!(violation.workload.replicas, 3);
+                    }
+                }
+            }
+        }
+    }
 }
