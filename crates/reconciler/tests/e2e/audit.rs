@@ -22,9 +22,37 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 const MESSAGE: &str =
     "Policy 'no-latest' (DisallowLatestTag) denied image nginx:latest: it is tagged latest or carries no tag.";
 
-/// A CustomResourceDefinition of OpenReports' `Report` (the fields palisade writes are kept
-/// whatever their schema).
+/// A CustomResourceDefinition of OpenReports' `Report` (openreports.io/v1alpha1), written
+/// from its published API: a structural schema, so a field palisade misnames is pruned by the
+/// API server and a wrong type or result value is refused.
 fn reports_crd() -> Value {
+    let string = json!({"type": "string"});
+    let integer = json!({"type": "integer"});
+    let result = json!({"type": "string", "enum": ["pass", "fail", "warn", "error", "skip"]});
+    let reference = json!({"type": "object", "properties": {
+        "apiVersion": string, "kind": string, "namespace": string, "name": string,
+        "uid": string, "resourceVersion": string, "fieldPath": string}});
+    let results = json!({"type": "array", "items": {
+        "type": "object", "required": ["policy"], "properties": {
+            "source": string, "policy": string, "rule": string,
+            "category": string, "message": string, "result": result,
+            "scored": {"type": "boolean"},
+            "severity": {"type": "string",
+                         "enum": ["critical", "high", "low", "medium", "info"]},
+            "timestamp": {"type": "object", "required": ["nanos", "seconds"],
+                "properties": {"seconds": integer, "nanos": integer}},
+            "resources": {"type": "array", "items": reference},
+            "properties": {"type": "object", "additionalProperties": string}}}});
+    let configuration = json!({"type": "object", "required": ["limits"], "properties": {
+        "limits": {"type": "object", "properties": {
+            "maxResults": integer,
+            "statusFilter": {"type": "array", "items": result}}}}});
+    let summary = json!({"type": "object", "properties": {
+        "pass": integer, "fail": integer, "warn": integer, "error": integer, "skip": integer}});
+    let schema = json!({"type": "object", "properties": {
+        "apiVersion": string, "kind": string, "metadata": {"type": "object"},
+        "source": string, "scope": reference, "configuration": configuration,
+        "summary": summary, "results": results}});
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -34,11 +62,8 @@ fn reports_crd() -> Value {
             "scope": "Namespaced",
             "names": {"kind": "Report", "listKind": "ReportList", "plural": "reports",
                       "singular": "report"},
-            "versions": [{
-                "name": "v1alpha1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {
-                    "type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-            }],
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                          "schema": {"openAPIV3Schema": schema}}],
         },
     })
 }
@@ -220,8 +245,12 @@ async fn preview_then_audit_then_reports(version: &str) {
         assert_eq!(result["result"], "fail");
         assert_eq!(result["message"], MESSAGE);
     }
-    assert_eq!(results[1]["resources"][0]["name"], "web-1-a");
+    assert_eq!(results[1]["resources"][0]["name"], "web-1-a", "{written}");
+    assert_eq!(results[1]["resources"][0]["kind"], "Pod");
     assert_eq!(results[1]["properties"]["workload"], "Deployment/web");
+    assert_eq!(results[1]["properties"]["replicas"], "2");
+    assert!(results[1]["timestamp"]["seconds"].as_i64().unwrap() > 0);
+    assert_eq!(written["configuration"]["limits"]["maxResults"], 1000);
 
     // A loosening: in audit mode the same rule denies nothing.
     let loosening = stack
