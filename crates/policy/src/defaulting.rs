@@ -18,6 +18,7 @@
 //! The apps/v1 kinds do not default labels (extensions/v1beta1 did), nor do Pod and CronJob.
 //! A real API server replays the corpus cases of `testdata/admission/defaulting.yaml`.
 
+use crate::admission::at;
 use serde_json::{Map, Value};
 
 /// Where a Job's own labels are.
@@ -60,22 +61,19 @@ pub fn label_source(object: &Value) -> LabelSource {
     if !is_batch_job(object) {
         return own;
     }
-    let own_is_empty = match object.pointer(OWN_LABELS) {
+    let own_is_empty = match at(object, OWN_LABELS) {
         None | Some(Value::Null) => true,
         Some(Value::Object(map)) => map.is_empty(),
         Some(_) => false,
     };
-    let template_has_labels = !matches!(
-        object.pointer(JOB_TEMPLATE_LABELS),
-        None | Some(Value::Null)
-    );
+    let template_has_labels = !matches!(at(object, JOB_TEMPLATE_LABELS), None | Some(Value::Null));
     if !(own_is_empty && template_has_labels) {
         return own;
     }
-    let manual_selector = object.pointer("/spec/manualSelector") == Some(&Value::Bool(true));
+    let manual_selector = at(object, "/spec/manualSelector") == Some(&Value::Bool(true));
     let mut generated = Vec::new();
     if !manual_selector {
-        let name = match object.pointer("/metadata/name").and_then(Value::as_str) {
+        let name = match at(object, "/metadata/name").and_then(Value::as_str) {
             Some(name) if !name.is_empty() => name.to_owned(),
             _ => GENERATED_NAME.to_owned(),
         };

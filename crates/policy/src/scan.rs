@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use crate::admission::{first_violation, AdmissionObject};
+use crate::admission::{at, first_violation, AdmissionObject};
 use crate::policy::{Policy, RuleKind};
 
 /// How far an owner chain is followed (Pod → ReplicaSet → Deployment needs 2; a CronJob's Pod
@@ -157,7 +157,8 @@ impl<'p> Scan<'p> {
         let owner = controller_of(object);
         let replicas = replicas_of(&admission.kind, object);
         let uid = object
-            .pointer("/metadata/uid")
+            .get("metadata")
+            .and_then(|m| m.get("uid"))
             .and_then(Value::as_str)
             .unwrap_or_default();
         if admission.kind != "Pod" && !uid.is_empty() {
@@ -274,7 +275,7 @@ fn resolve(controllers: &HashMap<String, Controller>, found: Found) -> Violation
 
 /// The controlling owner reference (`controller: true`), if any.
 fn controller_of(object: &Value) -> Option<OwnerLink> {
-    let references = object.pointer("/metadata/ownerReferences")?.as_array()?;
+    let references = at(object, "/metadata/ownerReferences")?.as_array()?;
     references
         .iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
@@ -288,14 +289,14 @@ fn controller_of(object: &Value) -> Option<OwnerLink> {
 }
 
 fn count(object: &Value, pointer: &str) -> Option<u64> {
-    object.pointer(pointer).and_then(Value::as_u64)
+    at(object, pointer).and_then(Value::as_u64)
 }
 
 /// The replicas an object runs now: what the cluster reports in `status`, else what it asks
 /// for in `spec` (no controller has reported yet), else Kubernetes' default.
 pub fn replicas_of(kind: &str, object: &Value) -> u64 {
     match kind {
-        "Pod" => match object.pointer("/status/phase").and_then(Value::as_str) {
+        "Pod" => match at(object, "/status/phase").and_then(Value::as_str) {
             Some("Succeeded" | "Failed") => 0,
             _ => 1,
         },
@@ -304,8 +305,7 @@ pub fn replicas_of(kind: &str, object: &Value) -> u64 {
             .unwrap_or(1),
         "DaemonSet" => count(object, "/status/currentNumberScheduled").unwrap_or(0),
         "Job" => count(object, "/status/active").unwrap_or(0),
-        "CronJob" => object
-            .pointer("/status/active")
+        "CronJob" => at(object, "/status/active")
             .and_then(Value::as_array)
             .map_or(0, |active| active.len() as u64),
         _ => 0,

@@ -23,6 +23,7 @@ mod lifecycle;
 mod preview;
 mod probe;
 mod rbac;
+mod rbac_verbs;
 mod reconcile;
 mod serve;
 mod workloads;

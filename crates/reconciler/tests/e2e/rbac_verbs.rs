@@ -1,0 +1,283 @@
+//! Every verb of the ClusterRole `palisade cluster rbac` prints is needed: for each (resource,
+//! verb) of the role, the operation of palisade that uses it succeeds with the whole role and
+//! is refused with 403 by the API server under the same role without that one verb. (The other
+//! test, `rbac.rs`, shows that the role is enough.)
+//!
+//! A private 1.37 control plane that serves OpenReports reports, without the bootstrap binding
+//! that grants every authenticated user `create` on SelfSubjectReviews (`system:basic-user`;
+//! a hardened cluster may lack it, and then the role's own rule is what palisade relies on); the
+//! identities are users the admin impersonates, each bound to its own role.
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::PostParams;
+use kube::Api;
+use palisade_policy::Name;
+use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, rules, Grantee};
+use palisade_reconciler::reports::{render_report, NamespaceAudit};
+use palisade_reconciler::ClusterClient;
+use palisade_testkit::control_plane::{temp_namespace, unique_name, ControlPlane, Options};
+use serde_json::json;
+
+use crate::audit::serve_reports;
+use crate::support::{eventually, policy};
+
+const INSTALLATION: &str = "rbacverbs";
+/// The installation whose guard the `get` case installs and removes.
+const GUARD_INSTALLATION: &str = "rbacverbsguard";
+
+/// Runs the operation that uses `verb` on `resource`, as `cluster`; `admin` prepares what it
+/// needs. The error's text when it fails.
+async fn exercise(
+    plane: &ControlPlane,
+    admin: &ClusterClient,
+    cluster: &ClusterClient,
+    resource: &str,
+    verb: &str,
+) -> Result<(), String> {
+    let text = |e: palisade_reconciler::ReconcileError| e.to_string();
+    let boundary = Name::parse(&unique_name("b")).unwrap();
+    let probe = policy("probe", json!({"rules": [{"disallowLatestTag": {}}]}));
+    let client = plane.client().await;
+    match (resource, verb) {
+        ("validatingadmissionpolicies" | "validatingadmissionpolicybindings", verb) => match verb {
+            "get" => {
+                // Removing an installation reads its guard by name. The guard is removed again
+                // (it would refuse the other identities' namespace labels) and its end awaited.
+                admin
+                    .install_boundary_label_guard(GUARD_INSTALLATION, "admin")
+                    .await
+                    .map_err(text)?;
+                let result = cluster
+                    .remove_installation(GUARD_INSTALLATION)
+                    .await
+                    .map(|_| ())
+                    .map_err(text);
+                admin
+                    .remove_installation(GUARD_INSTALLATION)
+                    .await
+                    .map_err(text)?;
+                let full = ClusterClient::from_client(
+                    plane.impersonating_client("palisade-full", &[]).await,
+                );
+                let labelled = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "guard-gone", "labels": {"palisade.dev/boundary": "x"}}});
+                eventually(
+                    "the guard gone",
+                    std::time::Duration::from_secs(30),
+                    || async {
+                        full.dry_run_create("", &labelled)
+                            .await
+                            .ok()
+                            .filter(|a| a.admitted())
+                    },
+                )
+                .await;
+                result
+            }
+            "list" => cluster
+                .installed_boundaries(INSTALLATION)
+                .await
+                .map(|_| ())
+                .map_err(text),
+            "create" => cluster
+                .apply_policy(INSTALLATION, &boundary, &probe)
+                .await
+                .map_err(text),
+            "patch" => {
+                admin
+                    .apply_policy(INSTALLATION, &boundary, &probe)
+                    .await
+                    .map_err(text)?;
+                cluster
+                    .apply_policy(INSTALLATION, &boundary, &probe)
+                    .await
+                    .map_err(text)
+            }
+            "delete" => {
+                admin
+                    .apply_policy(INSTALLATION, &boundary, &probe)
+                    .await
+                    .map_err(text)?;
+                cluster
+                    .delete_policy(INSTALLATION, &boundary, probe.name())
+                    .await
+                    .map(|_| ())
+                    .map_err(text)
+            }
+            other => panic!("no operation for verb {other}"),
+        },
+        ("namespaces", "get") => {
+            let existing = temp_namespace(&client, Some(boundary.as_str())).await;
+            cluster
+                .label_namespace(&boundary, &existing, false)
+                .await
+                .map(|_| ())
+                .map_err(text)
+        }
+        ("namespaces", "list") => cluster
+            .boundary_namespaces(&boundary)
+            .await
+            .map(|_| ())
+            .map_err(text),
+        ("namespaces", "create") => cluster
+            .label_namespace(&boundary, &unique_name("new"), false)
+            .await
+            .map(|_| ())
+            .map_err(text),
+        ("namespaces", "patch") => {
+            let existing = temp_namespace(&client, None).await;
+            cluster
+                .label_namespace(&boundary, &existing, true)
+                .await
+                .map(|_| ())
+                .map_err(text)
+        }
+        ("pods", "create") => {
+            let namespace = temp_namespace(&client, None).await;
+            let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/a:1"}]}});
+            let answer = cluster
+                .dry_run_create(&namespace, &pod)
+                .await
+                .map_err(text)?;
+            if answer.admitted() {
+                Ok(())
+            } else {
+                Err(format!("{} {:?}", answer.code, answer.message))
+            }
+        }
+        (
+            "pods" | "deployments" | "replicasets" | "statefulsets" | "daemonsets" | "jobs"
+            | "cronjobs",
+            "list",
+        ) => {
+            temp_namespace(&client, Some(boundary.as_str())).await;
+            cluster
+                .scan_boundary(&boundary, 100, &mut |_| {})
+                .await
+                .map(|_| ())
+                .map_err(text)
+        }
+        ("reports", verb) => {
+            let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
+            let audit = NamespaceAudit {
+                namespace: &namespace,
+                checked: 0,
+                violations: Vec::new(),
+            };
+            let report = render_report(INSTALLATION, &boundary, &probe, &audit, 1);
+            match verb {
+                // Listing is how stale reports are found.
+                "list" => cluster
+                    .sync_reports(INSTALLATION, &boundary, &[])
+                    .await
+                    .map(|_| ())
+                    .map_err(text),
+                "create" => cluster
+                    .sync_reports(INSTALLATION, &boundary, &[report])
+                    .await
+                    .map(|_| ())
+                    .map_err(text),
+                "patch" | "delete" => {
+                    admin
+                        .sync_reports(INSTALLATION, &boundary, std::slice::from_ref(&report))
+                        .await
+                        .map_err(text)?;
+                    let keep = if verb == "patch" {
+                        vec![report]
+                    } else {
+                        Vec::new()
+                    };
+                    cluster
+                        .sync_reports(INSTALLATION, &boundary, &keep)
+                        .await
+                        .map(|_| ())
+                        .map_err(text)
+                }
+                other => panic!("no operation for verb {other}"),
+            }
+        }
+        ("selfsubjectreviews", "create") => cluster.whoami().await.map(|_| ()).map_err(text),
+        (resource, verb) => panic!("no operation for {verb} on {resource}"),
+    }
+}
+
+/// A user bound to `role`, and palisade's client acting as that user.
+async fn identity(plane: &ControlPlane, role: ClusterRole) -> ClusterClient {
+    let admin = plane.client().await;
+    let name = role.metadata.name.clone().unwrap();
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let grantee = Grantee::User(name.clone());
+    Api::<ClusterRoleBinding>::all(admin)
+        .create(
+            &PostParams::default(),
+            &cluster_role_binding(&name, &grantee),
+        )
+        .await
+        .unwrap();
+    ClusterClient::from_client(plane.impersonating_client(&name, &[]).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_verb_of_the_role_is_needed() {
+    let plane =
+        tokio::task::spawn_blocking(|| ControlPlane::start_with("1.37", &Options::default()))
+            .await
+            .unwrap();
+    let admin = serve_reports(&plane).await;
+    // Kubernetes' bootstrap policy lets every authenticated user create SelfSubjectReviews
+    // (`system:basic-user`); a hardened cluster may not. Without that binding the role's own
+    // rule is what lets palisade learn its identity.
+    Api::<ClusterRoleBinding>::all(plane.client().await)
+        .delete("system:basic-user", &Default::default())
+        .await
+        .unwrap();
+    let full = identity(&plane, cluster_role("palisade-full")).await;
+    let mut checked = 0;
+    for (index, rule) in rules().iter().enumerate() {
+        for verb in &rule.verbs {
+            let mut without = cluster_role(&format!("palisade-without-{index}-{verb}"));
+            let role_rules = without.rules.as_mut().unwrap();
+            role_rules[index].verbs.retain(|v| v != verb);
+            // A rule without verbs is invalid: it goes.
+            role_rules.retain(|r| !r.verbs.is_empty());
+            let lacking = identity(&plane, without).await;
+            for resource in rule.resources.clone().unwrap_or_default() {
+                exercise(&plane, &admin, &full, &resource, verb)
+                    .await
+                    .unwrap_or_else(|e| panic!("{verb} {resource} with the whole role: {e}"));
+                // RBAC takes a moment to see a new binding: wait until the identity can do
+                // something else its role allows.
+                eventually(
+                    &format!("the role without {verb} {resource} active"),
+                    std::time::Duration::from_secs(30),
+                    || async {
+                        let allowed = if resource == "namespaces" && verb == "list" {
+                            lacking.installed_boundaries(INSTALLATION).await.map(|_| ())
+                        } else {
+                            lacking
+                                .boundary_namespaces(&Name::parse("none").unwrap())
+                                .await
+                                .map(|_| ())
+                        };
+                        allowed.ok()
+                    },
+                )
+                .await;
+                let error = exercise(&plane, &admin, &lacking, &resource, verb)
+                    .await
+                    .err()
+                    .unwrap_or_else(|| panic!("{verb} {resource} succeeded without the verb"));
+                assert!(
+                    error.contains("403"),
+                    "{verb} {resource} without the verb: {error}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    eprintln!("rbac: {checked} (resource, verb) pairs of the role, each needed");
+}
