@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds the test control plane binaries pinned in versions.env into the cache dir:
-#   ${PALISADE_CACHE_DIR:-~/.cache/palisade}/k8s/<version>/bin/{kube-apiserver,kube-controller-manager}
+#   ${PALISADE_CACHE_DIR:-~/.cache/palisade}/k8s/<version>/bin/{kube-apiserver,kube-controller-manager,kube-scheduler}
 #   ${PALISADE_CACHE_DIR:-~/.cache/palisade}/etcd/<version>/bin/etcd
 # A binary already present is skipped; each is written to a temporary name and
 # renamed, so an interrupted build is simply redone. Go's module and build caches
 # live under the same cache dir (go/mod, go/build).
 #
 #   ${PALISADE_CACHE_DIR:-~/.cache/palisade}/helm/<version>/bin/helm   (the chart's tests)
-# Usage: build.sh [all | old | new | <k8s-version> | helm]...   (default: all)
-#   e.g. build.sh 1.37      -> kube-apiserver, kube-controller-manager, etcd of 1.37
+#   ${PALISADE_CACHE_DIR:-~/.cache/palisade}/kwok/<version>/bin/kwok   (start.sh START_WORKLOADS=1)
+#   ${PALISADE_CACHE_DIR:-~/.cache/palisade}/kwok/<version>/stages.yaml   (its --config)
+# Usage: build.sh [all | old | new | <k8s-version> | helm | kwok]...   (default: all)
+#   e.g. build.sh 1.37      -> kube-apiserver, kube-controller-manager, kube-scheduler, etcd of 1.37
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 testenv_go_env
@@ -88,13 +90,40 @@ build_helm() {
     "-s -w -X helm.sh/helm/v4/internal/version.version=v${HELM_VERSION}"
 }
 
+build_kwok() {
+  local moddir stages dir f
+  moddir="$(kwok_module_dir)"
+  build_one "${moddir}" "sigs.k8s.io/kwok/cmd/kwok" "$(kwok_bin_dir)/kwok" "" \
+    "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v${KWOK_VERSION}"
+  # The kwok binary has no Stages built in (without any it exits: "no stages found"). These
+  # are the ones kwokctl puts in its --config (pkg/kwokctl/runtime/cluster.go,
+  # getDefaultNodeStages with a node lease, getDefaultPodStages), copied from the module.
+  stages="$(kwok_stages_file)"
+  if [[ -f "${stages}" ]]; then
+    echo "== ${stages}: present, skipped"
+    return
+  fi
+  dir="$(cd "${moddir}" && "${NICE[@]}" go mod download sigs.k8s.io/kwok \
+    && go list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  TMP_OUT="${stages}.tmp.$$"
+  for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+    pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    echo "---"
+    cat "${dir}/kustomize/stage/${f}.yaml"
+  done > "${TMP_OUT}"
+  mv -f "${TMP_OUT}" "${stages}"
+  TMP_OUT=""
+  echo "== wrote ${stages} from ${dir}/kustomize/stage"
+}
+
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(all)
 total_start=$(date +%s)
 for t in "${targets[@]}"; do
   case "${t}" in
-    all) build_k8s "${K8S_NEW_VERSION}"; build_k8s "${K8S_OLD_VERSION}"; build_helm ;;
+    all) build_k8s "${K8S_NEW_VERSION}"; build_k8s "${K8S_OLD_VERSION}"; build_helm; build_kwok ;;
     helm) build_helm ;;
+    kwok) build_kwok ;;
     *)
       v="$(resolve_k8s_version "${t}")"
       if [[ -z "${v}" ]]; then echo "unknown version '${t}' (pinned: ${K8S_OLD_VERSION} ${K8S_NEW_VERSION})" >&2; exit 2; fi

@@ -62,3 +62,8 @@ etcd_bin_dir() { echo "${PALISADE_CACHE_DIR}/etcd/$1/bin"; }
 
 helm_module_dir() { echo "${TESTENV_DIR}/helm-$(major_minor_of "${HELM_VERSION}")"; }
 helm_bin_dir() { echo "${PALISADE_CACHE_DIR}/helm/${HELM_VERSION}/bin"; }
+
+kwok_module_dir() { echo "${TESTENV_DIR}/kwok-$(major_minor_of "${KWOK_VERSION}")"; }
+kwok_bin_dir() { echo "${PALISADE_CACHE_DIR}/kwok/${KWOK_VERSION}/bin"; }
+# kwok's --config: the Stages that make fake Nodes Ready and their Pods Running (build.sh kwok).
+kwok_stages_file() { echo "${PALISADE_CACHE_DIR}/kwok/${KWOK_VERSION}/stages.yaml"; }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Starts a Kubernetes control plane on loopback from the binaries build.sh made:
 # etcd (--unsafe-no-fsync), kube-apiserver (client-certificate auth, Node,RBAC) and,
-# with START_KCM=1 (newest version only), kube-controller-manager.
+# with START_KCM=1 (newest version only), kube-controller-manager. With START_WORKLOADS=1
+# (newest version only; implies START_KCM=1) also kube-scheduler and kwok, which simulates
+# WORKLOAD_NODES fake Nodes: Pods are scheduled onto them and become Running without any
+# container runtime.
 #
 # Usage: start.sh <k8s-version> <workdir>
 #   <k8s-version>: 1.30, 1.37, a full pinned version (1.30.14), "old" or "new".
@@ -10,8 +13,13 @@
 #   env                   shell-sourceable: APISERVER_URL, APISERVER_PORT, ETCD_URL, K8S_VERSION, ...
 #   pki/                  ca.{crt,key}, apiserver.{crt,key}, admin.{crt,key}, sa.{key,pub}, ...
 #   *.pid, logs/*.log     one per process; stop.sh <workdir> stops them
+#   kwok/                 kwok's work dir (KWOK_WORKDIR), so that no ~/.kwok/kwok.yaml is read
 # Environment:
 #   START_KCM=1                    also start kube-controller-manager
+#   START_WORKLOADS=1              also start kube-scheduler and kwok, and create WORKLOAD_NODES
+#                                  fake Nodes kwok-node-0, ... (annotated kwok.x-k8s.io/node=fake,
+#                                  untainted); waits until they are Ready and schedulable
+#   WORKLOAD_NODES=2               how many fake Nodes, with START_WORKLOADS=1
 #   APISERVER_EXTRA_ARGS="..."     extra kube-apiserver flags (word-split)
 #   PALISADE_TESTENV_PARENT_PID=N  stop everything when process N exits (test harnesses)
 #   READY_TIMEOUT=120              seconds to wait for each component
@@ -32,15 +40,33 @@ KBIN="$(k8s_bin_dir "${VERSION}")"
 ETCD_BIN="$(etcd_bin_dir "${ETCD_VERSION}")/etcd"
 READY_TIMEOUT="${READY_TIMEOUT:-120}"
 START_KCM="${START_KCM:-0}"
+START_WORKLOADS="${START_WORKLOADS:-0}"
+WORKLOAD_NODES="${WORKLOAD_NODES:-2}"
+KWOK_BIN="$(kwok_bin_dir)/kwok"
+KWOK_STAGES="$(kwok_stages_file)"
+if [[ "${START_WORKLOADS}" == 1 ]]; then
+  # Without kube-controller-manager no ReplicaSet makes Pods and no Node loses its not-ready taint.
+  START_KCM=1
+fi
 
 for b in "${ETCD_BIN}" "${KBIN}/kube-apiserver"; do
   [[ -x "${b}" ]] || { echo "missing ${b}: run testenv/build.sh ${VERSION}" >&2; exit 1; }
 done
+if [[ "${START_WORKLOADS}" == 1 ]]; then
+  if [[ ! -x "${KBIN}/kube-scheduler" ]]; then
+    echo "START_WORKLOADS=1 but ${KBIN}/kube-scheduler is missing (built for ${K8S_NEW_VERSION} only)" >&2
+    exit 1
+  fi
+  if [[ ! -x "${KWOK_BIN}" || ! -f "${KWOK_STAGES}" ]]; then
+    echo "START_WORKLOADS=1 but ${KWOK_BIN} or ${KWOK_STAGES} is missing: run testenv/build.sh kwok" >&2
+    exit 1
+  fi
+fi
 if [[ "${START_KCM}" == 1 && ! -x "${KBIN}/kube-controller-manager" ]]; then
   echo "START_KCM=1 but ${KBIN}/kube-controller-manager is missing (built for ${K8S_NEW_VERSION} only)" >&2
   exit 1
 fi
-for p in etcd kube-apiserver kube-controller-manager; do
+for p in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
   if [[ -f "${WORKDIR}/${p}.pid" ]] && kill -0 "$(cat "${WORKDIR}/${p}.pid")" 2>/dev/null; then
     echo "${p} already running in ${WORKDIR} (pid $(cat "${WORKDIR}/${p}.pid")); run stop.sh first" >&2
     exit 1
@@ -71,6 +97,8 @@ ETCD_PORT="$(free_port)"; USED_PORTS+="${ETCD_PORT} "
 ETCD_PEER_PORT="$(free_port)"; USED_PORTS+="${ETCD_PEER_PORT} "
 APISERVER_PORT="$(free_port)"; USED_PORTS+="${APISERVER_PORT} "
 KCM_PORT="$(free_port)"; USED_PORTS+="${KCM_PORT} "
+SCHEDULER_PORT="$(free_port)"; USED_PORTS+="${SCHEDULER_PORT} "
+KWOK_PORT="$(free_port)"; USED_PORTS+="${KWOK_PORT} "
 
 # ---- certificates (openssl) ------------------------------------------------------
 gen_ca() { # name cn
@@ -101,6 +129,7 @@ if [[ ! -f "${PKI}/ca.crt" ]]; then
     DNS:kubernetes.default DNS:kubernetes.default.svc DNS:kubernetes.default.svc.cluster.local
   gen_cert ca admin "/O=system:masters/CN=admin" clientAuth
   gen_cert ca kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+  gen_cert ca kube-scheduler "/CN=system:kube-scheduler" clientAuth
   # Front proxy (aggregation layer): without it the apiserver publishes no
   # requestheader CA and every delegating component (kube-controller-manager) logs errors.
   gen_ca front-proxy-ca palisade-testenv-front-proxy-ca
@@ -234,6 +263,67 @@ if [[ "${START_KCM}" == 1 ]]; then
   wait_for kube-controller-manager bash -c "[[ \"\$(curl -ksS --max-time 2 'https://127.0.0.1:${KCM_PORT}/healthz')\" == ok ]]"
 fi
 
+# ---- kube-scheduler and kwok with fake Nodes (optional) ---------------------------------
+FAKE_NODES=()
+if [[ "${START_WORKLOADS}" == 1 ]]; then
+  write_kubeconfig "${WORKDIR}/kube-scheduler.kubeconfig" kube-scheduler
+  start_proc kube-scheduler "${KBIN}/kube-scheduler" \
+    --kubeconfig="${WORKDIR}/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig="${WORKDIR}/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig="${WORKDIR}/kube-scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 \
+    --secure-port="${SCHEDULER_PORT}" \
+    --cert-dir="${PKI}/scheduler" \
+    --leader-elect=false
+  # kwok's flags as kwokctl passes them (pkg/kwokctl/components/kwok_controller.go), with
+  # kwokctl's default lease of 40s: kwok renews each fake Node's Lease, so the node lifecycle
+  # controller keeps it Ready. Its HTTP(S) server (healthz) is on loopback only; Pod IPs come
+  # from --cidr, away from the service range 10.0.0.0/24 (kwok's default --cidr).
+  mkdir -p "${WORKDIR}/kwok"
+  start_proc kwok env KWOK_WORKDIR="${WORKDIR}/kwok" "${KWOK_BIN}" \
+    --kubeconfig="${WORKDIR}/kubeconfig" \
+    --config="${KWOK_STAGES}" \
+    --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-lease-duration-seconds=40 \
+    --cidr=10.244.0.0/16 \
+    --server-address="127.0.0.1:${KWOK_PORT}"
+  wait_for kube-scheduler bash -c "[[ \"\$(curl -ksS --max-time 2 'https://127.0.0.1:${SCHEDULER_PORT}/healthz')\" == ok ]]"
+  wait_for kwok bash -c "[[ \"\$(curl -sS --max-time 2 'http://127.0.0.1:${KWOK_PORT}/healthz')\" == ok ]]"
+
+  # Fake Nodes as in kwok's example (site/static/examples/node.yaml) without a status: kwok's
+  # node-initialize Stage fills it in. Not tainted, so that Pods need no toleration: no real
+  # Node exists here for the taint to keep them off.
+  for i in $(seq 0 $(( WORKLOAD_NODES - 1 ))); do
+    node="kwok-node-${i}"
+    FAKE_NODES+=("${node}")
+    # Present already when the workdir is started again (etcd's data stays).
+    "${CURL[@]}" "${APISERVER_URL}/api/v1/nodes/${node}" > /dev/null 2>&1 && continue
+    "${CURL[@]}" -X POST -H "Content-Type: application/json" "${APISERVER_URL}/api/v1/nodes" \
+      -d @- > /dev/null <<NODE || fail "cannot create Node ${node}" kwok
+{"apiVersion": "v1", "kind": "Node",
+ "metadata": {"name": "${node}",
+   "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
+   "labels": {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+     "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": "${node}", "kubernetes.io/os": "linux",
+     "kubernetes.io/role": "agent", "node-role.kubernetes.io/agent": "", "type": "kwok"}}}
+NODE
+  done
+  # Ready (kwok's node-initialize Stage) and schedulable: kube-controller-manager lifts the
+  # not-ready taint that admission put on each new Node. With pretty=false (curl gets indented
+  # JSON otherwise) the API server writes compact JSON, a condition's fields in the order
+  # type, status, ...
+  node_ready() { # name
+    local node
+    node="$("${CURL[@]}" "${APISERVER_URL}/api/v1/nodes/$1?pretty=false")" || return 1
+    [[ "${node}" == *'{"type":"Ready","status":"True"'* && "${node}" != *node.kubernetes.io/not-ready* ]]
+  }
+  for node in "${FAKE_NODES[@]}"; do
+    wait_for kwok node_ready "${node}"
+  done
+  echo "kube-scheduler, kwok ${KWOK_VERSION} and ${#FAKE_NODES[@]} Ready fake Nodes after $(( $(date +%s) - t0 ))s"
+fi
+
 cat > "${WORKDIR}/env" <<ENV
 K8S_VERSION=${VERSION}
 ETCD_VERSION=${ETCD_VERSION}
@@ -242,6 +332,9 @@ APISERVER_PORT=${APISERVER_PORT}
 ETCD_URL=${ETCD_URL}
 KUBECONFIG=${WORKDIR}/kubeconfig
 KCM_PORT=$([[ "${START_KCM}" == 1 ]] && echo "${KCM_PORT}")
+SCHEDULER_PORT=$([[ "${START_WORKLOADS}" == 1 ]] && echo "${SCHEDULER_PORT}")
+KWOK_PORT=$([[ "${START_WORKLOADS}" == 1 ]] && echo "${KWOK_PORT}")
+FAKE_NODES=$(IFS=,; echo "${FAKE_NODES[*]}")
 ENV
 
 if [[ -n "${PALISADE_TESTENV_PARENT_PID:-}" ]]; then

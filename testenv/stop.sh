@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stops what start.sh started in <workdir>: kube-controller-manager, kube-apiserver,
-# etcd (in that order). Data and certificates stay; delete <workdir> to reset.
+# Stops what start.sh started in <workdir>: kwok, kube-scheduler, kube-controller-manager,
+# kube-apiserver, etcd (in that order). Data and certificates stay; delete <workdir> to reset.
 # Usage: stop.sh <workdir>
 set -euo pipefail
 if [[ $# -ne 1 ]]; then echo "usage: $0 <workdir>" >&2; exit 2; fi
@@ -26,6 +26,8 @@ stop_pid_file() { # name
   rm -f "${f}"
 }
 
+stop_pid_file kwok kwok
+stop_pid_file kube-scheduler kube-scheduler
 stop_pid_file kube-controller-manager kube-controller-manager
 stop_pid_file kube-apiserver kube-apiserver
 stop_pid_file etcd etcd

@@ -1,5 +1,6 @@
 //! Dev-only: a real Kubernetes control plane (etcd + kube-apiserver, optionally
-//! kube-controller-manager) for end-to-end tests, started with `testenv/start.sh`.
+//! kube-controller-manager, kube-scheduler and kwok with fake nodes) for end-to-end tests,
+//! started with `testenv/start.sh`.
 //!
 //! The binaries come from `testenv/build.sh` (cached under `~/.cache/palisade`); when they are
 //! missing they are built first, and when they cannot be built the test FAILS: these tests
@@ -35,6 +36,10 @@ const WORKDIR_PREFIX: &str = "palisade-cp-";
 pub struct Options {
     /// Also start kube-controller-manager (`START_KCM=1`; the newest version only).
     pub controller_manager: bool,
+    /// Also start kube-scheduler and kwok with fake nodes (`START_WORKLOADS=1`), so that Pods
+    /// are scheduled and become `Running` without a container runtime; the newest version
+    /// only; implies the controller manager.
+    pub workloads: bool,
     /// Extra kube-apiserver flags (`APISERVER_EXTRA_ARGS`).
     pub apiserver_args: Vec<String>,
 }
@@ -102,47 +107,87 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Builds the binaries of `version` with `testenv/build.sh` unless they are all present.
-/// Panics when they cannot be built.
-pub fn ensure_binaries(version: &str, controller_manager: bool) {
+/// A binary, or kwok's stages file, as `testenv/build.sh` leaves it.
+fn is_built(path: &Path) -> bool {
+    if path.extension().is_some_and(|ext| ext == "yaml") {
+        path.is_file()
+    } else {
+        is_executable(path)
+    }
+}
+
+/// Builds what `options` needs of `version` with `testenv/build.sh` (`build.sh <version>`,
+/// and `build.sh kwok` for [`Options::workloads`]) unless it is all present. Panics when it
+/// cannot be built.
+pub fn ensure_binaries(version: &str, options: &Options) {
     let (version, etcd) = resolve_version(version);
     let cache = crate::cache_dir();
+    // (build.sh target, file it builds)
     let mut needed = vec![
-        cache.join(format!("k8s/{version}/bin/kube-apiserver")),
-        cache.join(format!("etcd/{etcd}/bin/etcd")),
+        (
+            version.clone(),
+            cache.join(format!("k8s/{version}/bin/kube-apiserver")),
+        ),
+        (version.clone(), cache.join(format!("etcd/{etcd}/bin/etcd"))),
     ];
-    if controller_manager {
-        needed.push(cache.join(format!("k8s/{version}/bin/kube-controller-manager")));
+    if options.controller_manager || options.workloads {
+        needed.push((
+            version.clone(),
+            cache.join(format!("k8s/{version}/bin/kube-controller-manager")),
+        ));
     }
-    let missing: Vec<String> = needed
-        .iter()
-        .filter(|p| !is_executable(p))
-        .map(|p| p.display().to_string())
-        .collect();
-    if missing.is_empty() {
-        return;
+    if options.workloads {
+        needed.push((
+            version.clone(),
+            cache.join(format!("k8s/{version}/bin/kube-scheduler")),
+        ));
+        let kwok = pinned_versions()
+            .get("KWOK_VERSION")
+            .cloned()
+            .unwrap_or_else(|| panic!("testenv/versions.env pins no KWOK_VERSION"));
+        needed.push((
+            "kwok".to_owned(),
+            cache.join(format!("kwok/{kwok}/bin/kwok")),
+        ));
+        needed.push((
+            "kwok".to_owned(),
+            cache.join(format!("kwok/{kwok}/stages.yaml")),
+        ));
     }
-    eprintln!(
-        "control plane {version}: missing {}; running testenv/build.sh {version} (this takes a while)",
-        missing.join(", ")
-    );
-    let started = Instant::now();
-    build(
-        &version,
-        "the control plane binaries cannot be built, so the end-to-end tests cannot run",
-    );
-    eprintln!(
-        "control plane {version}: built in {:.0?}",
-        started.elapsed()
-    );
-    let still_missing: Vec<String> = needed
-        .iter()
-        .filter(|p| !is_executable(p))
-        .map(|p| p.display().to_string())
-        .collect();
+    let missing = |needed: &[(String, PathBuf)]| -> Vec<(String, String)> {
+        needed
+            .iter()
+            .filter(|(_, path)| !is_built(path))
+            .map(|(target, path)| (target.clone(), path.display().to_string()))
+            .collect()
+    };
+    let first = missing(&needed);
+    let mut targets: Vec<&str> = first.iter().map(|(target, _)| target.as_str()).collect();
+    targets.dedup();
+    for target in targets {
+        let files: Vec<&str> = first
+            .iter()
+            .filter(|(t, _)| t == target)
+            .map(|(_, path)| path.as_str())
+            .collect();
+        eprintln!(
+            "control plane {version}: missing {}; running testenv/build.sh {target} (this takes a while)",
+            files.join(", ")
+        );
+        let started = Instant::now();
+        build(
+            target,
+            "the control plane binaries cannot be built, so the end-to-end tests cannot run",
+        );
+        eprintln!(
+            "control plane {version}: testenv/build.sh {target} done in {:.0?}",
+            started.elapsed()
+        );
+    }
+    let still_missing: Vec<String> = missing(&needed).into_iter().map(|(_, path)| path).collect();
     if !still_missing.is_empty() {
         panic!(
-            "testenv/build.sh {version} succeeded but {} are still missing",
+            "testenv/build.sh succeeded but {} are still missing",
             still_missing.join(", ")
         );
     }
@@ -240,7 +285,7 @@ impl ControlPlane {
     /// Starts a private control plane with `options`.
     pub fn start_with(version: &str, options: &Options) -> ControlPlane {
         let (full_version, _) = resolve_version(version);
-        ensure_binaries(&full_version, options.controller_manager);
+        ensure_binaries(&full_version, options);
         static CLEANED: OnceLock<()> = OnceLock::new();
         CLEANED.get_or_init(remove_stale_workdirs);
 
@@ -267,6 +312,7 @@ impl ControlPlane {
                     "START_KCM",
                     if options.controller_manager { "1" } else { "0" },
                 )
+                .env("START_WORKLOADS", if options.workloads { "1" } else { "0" })
                 .env("APISERVER_EXTRA_ARGS", options.apiserver_args.join(" "))
                 .output()
                 .unwrap_or_else(|e| panic!("cannot run testenv/start.sh: {e}"));

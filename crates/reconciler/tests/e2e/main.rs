@@ -19,6 +19,7 @@ mod causes;
 mod corpus;
 mod generated;
 mod guard;
+mod kwok;
 mod lifecycle;
 mod preview;
 mod probe;

@@ -24,6 +24,7 @@ async fn probe_reports_enforced(version: &str) {
 async fn probe_reports_a_server_without_the_api_on_1_37() {
     let options = Options {
         controller_manager: false,
+        workloads: false,
         apiserver_args: vec![
             "--runtime-config=admissionregistration.k8s.io/v1/validatingadmissionpolicies=false,admissionregistration.k8s.io/v1/validatingadmissionpolicybindings=false".to_owned(),
             "--disable-admission-plugins=ValidatingAdmissionPolicy".to_owned(),

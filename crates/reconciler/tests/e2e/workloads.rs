@@ -21,6 +21,7 @@ async fn scaled_up_pods_of_an_older_deployment_are_denied_on_1_37() {
     let started = Instant::now();
     let options = Options {
         controller_manager: true,
+        workloads: false,
         apiserver_args: Vec::new(),
     };
     let plane = tokio::task::spawn_blocking(move || ControlPlane::start_with("1.37", &options))
