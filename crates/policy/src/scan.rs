@@ -152,42 +152,47 @@ impl<'p> Scan<'p> {
         if !admission.is_checked() {
             return;
         }
-        let namespace = admission.namespace.clone().unwrap_or_default();
-        let name = admission.name.clone().unwrap_or_default();
-        let owner = controller_of(object);
-        let replicas = replicas_of(&admission.kind, object);
+        let namespace = admission.namespace.as_deref().unwrap_or_default();
+        let name = admission.name.as_deref().unwrap_or_default();
         let uid = object
             .get("metadata")
             .and_then(|m| m.get("uid"))
             .and_then(Value::as_str)
             .unwrap_or_default();
+        // Owner and replicas are read only for what needs them (controllers and violations):
+        // most Pods comply, and a preview reads many of them.
         if admission.kind != "Pod" && !uid.is_empty() {
             self.controllers.insert(
                 uid.to_owned(),
                 Controller {
                     kind: admission.kind.clone(),
-                    name: name.clone(),
-                    owner: owner.clone(),
-                    replicas,
+                    name: name.to_owned(),
+                    owner: controller_of(object),
+                    replicas: replicas_of(&admission.kind, object),
                 },
             );
         }
         if admission.terminating {
             return;
         }
-        *self.checked.entry(namespace.clone()).or_default() += 1;
+        match self.checked.get_mut(namespace) {
+            Some(count) => *count += 1,
+            None => {
+                self.checked.insert(namespace.to_owned(), 1);
+            }
+        }
         for (index, policy) in self.policies.iter().enumerate() {
             if let Some(denial) = first_violation(policy, &admission) {
                 self.found[index].push(Found {
                     object: ObjectRef {
                         kind: admission.kind.clone(),
-                        namespace: namespace.clone(),
-                        name: name.clone(),
+                        namespace: namespace.to_owned(),
+                        name: name.to_owned(),
                     },
                     api_version: admission.api_version.clone(),
                     uid: uid.to_owned(),
-                    owner: owner.clone(),
-                    replicas,
+                    owner: controller_of(object),
+                    replicas: replicas_of(&admission.kind, object),
                     rule: denial.rule,
                     message: denial.message,
                 });
