@@ -273,3 +273,138 @@ async fn rendered_objects_are_accepted_by_kubernetes_1_30() {
 async fn rendered_objects_are_accepted_by_kubernetes_1_37() {
     accepted_by_the_api_server("1.37").await;
 }
+
+/// `helm install` of the chart with its default values into a control plane that runs
+/// workloads (kube-controller-manager, kube-scheduler, kwok's fake nodes): the Deployment's
+/// pods are scheduled and become Running, and `helm status` says deployed. The pods do not run
+/// palisade here (kwok runs no container): the image itself is proven apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_install_runs_the_pods_on_kubernetes_1_37() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+    use kube::api::{ListParams, PostParams};
+
+    let started = std::time::Instant::now();
+    let options = control_plane::Options {
+        workloads: true,
+        ..control_plane::Options::default()
+    };
+    let plane = tokio::task::spawn_blocking(move || {
+        control_plane::ControlPlane::start_with("1.37", &options)
+    })
+    .await
+    .unwrap();
+    let client = plane.client().await;
+    let namespace = "platform";
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    // The two Secrets the chart's defaults name, as the README's install section makes them.
+    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
+    for (name, key, value) in [
+        (
+            "palisade-database",
+            "url",
+            "postgres://palisade:secret@postgres.platform:5432/palisade",
+        ),
+        (
+            "palisade-encryption-key",
+            "key",
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        ),
+    ] {
+        let secret = serde_json::json!({"metadata": {"name": name}, "stringData": {key: value}});
+        secrets
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(secret).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let kubeconfig = plane.kubeconfig_path().display().to_string();
+    let chart = chart();
+    let installed = helm(&[
+        "install",
+        "palisade",
+        &chart,
+        "--namespace",
+        namespace,
+        "--kubeconfig",
+        &kubeconfig,
+    ]);
+    assert!(
+        installed.status.success(),
+        "helm install: {}{}",
+        text(&installed.stdout),
+        text(&installed.stderr)
+    );
+    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace);
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    let deadline = started + std::time::Duration::from_secs(180);
+    let running = loop {
+        let deployment = deployments.get("palisade").await.unwrap();
+        let available = deployment
+            .status
+            .as_ref()
+            .and_then(|s| s.available_replicas)
+            .unwrap_or(0);
+        let running: Vec<Pod> = pods
+            .list(&ListParams::default().labels("app.kubernetes.io/instance=palisade"))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|p| {
+                p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                    && p.spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_deref())
+                        .is_some()
+            })
+            .collect();
+        if available == 2 && running.len() == 2 {
+            break running;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after 180 s: {available} available, {} Running",
+            running.len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    for pod in &running {
+        let spec = pod.spec.as_ref().unwrap();
+        let container = &spec.containers[0];
+        assert_eq!(
+            container.args.as_ref().unwrap()[0],
+            "serve",
+            "{container:?}"
+        );
+        assert_eq!(
+            spec.security_context.as_ref().unwrap().run_as_user,
+            Some(65532)
+        );
+    }
+    let status = helm(&[
+        "status",
+        "palisade",
+        "--namespace",
+        namespace,
+        "--kubeconfig",
+        &kubeconfig,
+    ]);
+    assert!(
+        text(&status.stdout).contains("STATUS: deployed"),
+        "{}",
+        text(&status.stdout)
+    );
+    eprintln!(
+        "helm install: 2 pods Running on fake nodes {:.1} s after the control plane started to start",
+        started.elapsed().as_secs_f64()
+    );
+}
