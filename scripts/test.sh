@@ -5,7 +5,8 @@
 # workspace on that server (a PostgreSQL test fails, never skips; without the URL the test
 # kit would start a server of its own), then the
 # schema-driven API check (schemathesis against /openapi.json), then the portal's browser
-# tests in Debian's headless Chromium (installed when absent).
+# tests in Debian's headless Chromium (installed when absent), then the container image built
+# and run from its own root filesystem (scripts/image-test.sh).
 # Needs root for the package install and to run PostgreSQL as its own user.
 # Every stage has a time limit, so a stuck step fails with its name instead of hanging CI.
 set -euo pipefail
@@ -37,3 +38,5 @@ source "${pg_env}"
 stage 40m "cargo test" cargo test --workspace --locked
 stage 10m "schemathesis" bash scripts/schemathesis.sh
 stage 15m "portal browser tests" bash scripts/portal-tests.sh
+# The container image (a debug build in CI: the same steps as a release image, faster).
+stage 25m "container image" env PROFILE="${IMAGE_PROFILE:-dev}" bash scripts/image-test.sh
