@@ -1,0 +1,282 @@
+//! Admission cost as tenants share a cluster (issue: scale, item 1), by the API server's own
+//! metrics: for 0, 1, 10, 100 and 300 boundaries with 3 policies each (one `requiredLabels`,
+//! one `allowedRegistries`, one `disallowLatestTag`, as palisade renders them: one
+//! ValidatingAdmissionPolicy and one binding per policy), `PODS` compliant Pods (default 300)
+//! are created one after the other in a namespace of the first boundary (with 0 boundaries, in
+//! an unlabelled namespace), and the API server's `/metrics` is read before and after:
+//!
+//! - `apiserver_admission_step_admission_duration_seconds{type="validate",operation="CREATE",
+//!   rejected="false"}` (sum / count of the run's delta): the validating admission step per
+//!   create, which is where ValidatingAdmissionPolicies are matched and evaluated;
+//! - the client's p50 per create, and the API server's resident memory (`VmRSS`) after the run.
+//!
+//! (`apiserver_validating_admission_policy_check_duration_seconds` is not used: in 1.30 and
+//! 1.37 the dispatcher observes an admitted request only when its evaluation failed
+//! (`dispatcher.go`: `ActionAdmit` with `EvalError`), so compliant creates leave it at zero.)
+//!
+//! Boundaries are added to the same control plane step by step (0 → 1 → 10 → 100 → 300), each
+//! step waiting until its last policy is active (a dry-run it denies). One private control plane
+//! per version asked for.
+//!
+//! `cargo bench -p palisade-reconciler --bench tenants -- VERSION...` (e.g. `1.30 1.37`)
+//! (environment: `PODS`, `STEPS`, e.g. `STEPS=0,1,10`).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark fails loudly"
+)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::Api;
+use palisade_policy::Name;
+use palisade_reconciler::ClusterClient;
+use palisade_testkit::bench::{args_or_usage, env_number};
+use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
+use serde_json::json;
+
+const INSTALLATION: &str = "benchtenants";
+
+/// The three policies of every boundary.
+fn policies() -> Vec<palisade_policy::Policy> {
+    [
+        (
+            "owner",
+            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
+        ),
+        (
+            "trusted",
+            json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme"]}}]}),
+        ),
+        ("no-latest", json!({"rules": [{"disallowLatestTag": {}}]})),
+    ]
+    .into_iter()
+    .map(|(name, spec)| palisade_testkit::corpus::policy(name, "bench", spec))
+    .collect()
+}
+
+/// The Prometheus text's samples: `name{labels}` → value (histogram `_sum`/`_count` lines).
+async fn metrics(client: &kube::Client) -> BTreeMap<String, f64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(request).await.unwrap();
+
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (key, value) = l.rsplit_once(' ')?;
+            Some((key.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The sum over the samples named `name` whose labels hold every `(label, value)`.
+fn total(samples: &BTreeMap<String, f64>, name: &str, labels: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|(key, _)| {
+            key.split_once('{')
+                .map_or(key.as_str() == name, |(n, rest)| {
+                    n == name
+                        && labels
+                            .iter()
+                            .all(|(l, v)| rest.contains(&format!("{l}=\"{v}\"")))
+                })
+        })
+        .map(|(_, v)| v)
+        .sum()
+}
+
+fn rss_mib(plane: &ControlPlane) -> f64 {
+    let pid = std::fs::read_to_string(plane.workdir().join("kube-apiserver.pid")).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kib / 1024.0
+}
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"team": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:1.0"}]},
+    }))
+    .unwrap()
+}
+
+/// Installs the 3 policies of `count` more boundaries (a namespace each), and waits until the
+/// last one denies.
+async fn add_boundaries(
+    cluster: &ClusterClient,
+    client: &kube::Client,
+    from: usize,
+    count: usize,
+) -> Vec<String> {
+    let mut namespaces = Vec::new();
+    let latest = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe",
+        "labels": {"team": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:latest"}]}});
+    for index in from..from + count {
+        let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
+        let namespace = temp_namespace(client, Some(boundary.as_str())).await;
+        for policy in policies() {
+            cluster
+                .apply_policy(INSTALLATION, &boundary, &policy)
+                .await
+                .unwrap();
+        }
+        namespaces.push(namespace);
+    }
+    if let Some(last) = namespaces.last() {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while cluster
+            .dry_run_create(last, &latest)
+            .await
+            .unwrap()
+            .admitted()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the last boundary's policies never acted"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    namespaces
+}
+
+struct Step {
+    boundaries: usize,
+    validate_ms: f64,
+    client_p50_ms: f64,
+    rss_mib: f64,
+}
+
+async fn measure(
+    plane: &ControlPlane,
+    client: &kube::Client,
+    namespace: &str,
+    boundaries: usize,
+    pods: usize,
+) -> Step {
+    let api = Api::<Pod>::namespaced(client.clone(), namespace);
+    // Warm-up, not counted.
+    for i in 0..20 {
+        api.create(&PostParams::default(), &pod(&format!("w-{boundaries}-{i}")))
+            .await
+            .unwrap();
+    }
+    let before = metrics(client).await;
+    let mut latencies = Vec::new();
+    for i in 0..pods {
+        let started = Instant::now();
+        api.create(&PostParams::default(), &pod(&format!("p-{boundaries}-{i}")))
+            .await
+            .unwrap();
+        latencies.push(started.elapsed());
+    }
+    let after = metrics(client).await;
+    latencies.sort();
+    let step = "apiserver_admission_step_admission_duration_seconds";
+    let labels = [
+        ("type", "validate"),
+        ("operation", "CREATE"),
+        ("rejected", "false"),
+    ];
+    let delta = |name: &str, labels: &[(&str, &str)]| {
+        total(&after, name, labels) - total(&before, name, labels)
+    };
+    let validate_sum = delta(&format!("{step}_sum"), &labels);
+    let validate_count = delta(&format!("{step}_count"), &labels);
+    api.delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+        .unwrap();
+    Step {
+        boundaries,
+        validate_ms: validate_sum / validate_count.max(1.0) * 1000.0,
+        client_p50_ms: latencies[latencies.len() / 2].as_secs_f64() * 1000.0,
+        rss_mib: rss_mib(plane),
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let Some(versions) = args_or_usage(
+        "tenants",
+        "Kubernetes versions (private control planes, minutes each)",
+        "cargo bench -p palisade-reconciler --bench tenants -- 1.30 1.37",
+    ) else {
+        return;
+    };
+    let pods = env_number("PODS", 300);
+    let steps: Vec<usize> = std::env::var("STEPS")
+        .unwrap_or_else(|_| "0,1,10,100,300".into())
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .expect("STEPS: numbers separated by commas")
+        })
+        .collect();
+    for version in versions {
+        let wanted = version.clone();
+        let plane = tokio::task::spawn_blocking(move || ControlPlane::start(&wanted))
+            .await
+            .unwrap();
+        let client = plane.client().await;
+        let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+            .await
+            .unwrap();
+        let unlabelled = temp_namespace(&client, None).await;
+        let mut namespaces: Vec<String> = Vec::new();
+        let mut results = Vec::new();
+        for &boundaries in &steps {
+            let started = Instant::now();
+            let added = add_boundaries(
+                &cluster,
+                &client,
+                namespaces.len(),
+                boundaries - namespaces.len(),
+            )
+            .await;
+            namespaces.extend(added);
+            let installed = started.elapsed();
+            let namespace = namespaces.first().unwrap_or(&unlabelled).clone();
+            let step = measure(&plane, &client, &namespace, boundaries, pods).await;
+            eprintln!(
+                "tenants {version}: {boundaries} boundaries ({} policy objects) installed and active in {:.1} s; \
+                 validate step {:.3} ms per create; client p50 {:.2} ms; API server RSS {:.0} MiB",
+                boundaries * 6,
+                installed.as_secs_f64(),
+                step.validate_ms,
+                step.client_p50_ms,
+                step.rss_mib
+            );
+            results.push(step);
+        }
+        let base = results
+            .iter()
+            .find(|s| s.boundaries == 1)
+            .map_or(f64::NAN, |s| s.validate_ms);
+        println!("Kubernetes {} ({pods} creates per step)", plane.version());
+        println!("| boundaries × 3 policies | validate step per create | ratio to 1 boundary | client p50 | API server RSS |");
+        println!("|---|---|---|---|---|");
+        for s in &results {
+            println!(
+                "| {} | {:.3} ms | {:.2}× | {:.2} ms | {:.0} MiB |",
+                s.boundaries,
+                s.validate_ms,
+                s.validate_ms / base,
+                s.client_p50_ms,
+                s.rss_mib
+            );
+        }
+    }
+}
