@@ -192,16 +192,24 @@ impl App {
 
     /// One policy with its status.
     pub async fn get_policy(&self, access: &Access, name: &str) -> AppResult<PolicyView> {
+        let record = self.stored_policy(access, name).await?;
+        self.with_status(record, None).await
+    }
+
+    /// The stored record of policy `name` of the caller's boundary; 404 naming it.
+    pub(crate) async fn stored_policy(
+        &self,
+        access: &Access,
+        name: &str,
+    ) -> AppResult<PolicyRecord> {
         let boundary = access.boundary();
-        let record = self
-            .store
+        self.store
             .get_policy(boundary, name)
             .await
             .map_err(|e| match e {
                 StoreError::NotFound => policy_not_found(boundary, name),
                 other => AppError::from_store(other, "policy"),
-            })?;
-        self.with_status(record, None).await
+            })
     }
 
     /// The boundary's other stored policies that can be decoded (for save warnings). A

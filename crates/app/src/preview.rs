@@ -50,23 +50,6 @@ pub fn finding(violation: &Violation) -> Finding {
     }
 }
 
-/// Distinct top-level workloads among `findings` and the sum of their replicas.
-pub fn at_risk(findings: &[Finding]) -> (u64, u64) {
-    let mut seen = BTreeSet::new();
-    let mut replicas = 0;
-    for finding in findings {
-        let key = (
-            finding.namespace.as_str(),
-            finding.workload.kind.as_str(),
-            finding.workload.name.as_str(),
-        );
-        if seen.insert(key) {
-            replicas += finding.workload.replicas;
-        }
-    }
-    (seen.len() as u64, replicas)
-}
-
 fn key(finding: &Finding) -> (&str, &str, &str) {
     (&finding.namespace, &finding.kind, &finding.name)
 }
@@ -139,13 +122,13 @@ impl App {
                 Err(error) => return Err(AppError::Internal(format!("preview task: {error}"))),
             }
         }
-        previews.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+        previews.sort_by(|(a, _), (b, _)| a.cluster.cmp(&b.cluster));
         let grandfathered = self.grandfathered_by(boundary, &new).await?;
         let mut summary = PreviewSummary {
             resources_grandfathered: grandfathered.len() as u64,
             ..PreviewSummary::default()
         };
-        for preview in &previews {
+        for (preview, at_risk) in &previews {
             summary.objects += preview.denied.len() as u64;
             summary.warned += preview.warned.len() as u64;
             summary.loosened += preview.loosened.len() as u64;
@@ -154,9 +137,8 @@ impl App {
             }
             // Each cluster's workloads are its own (a Deployment of one name in two
             // clusters is two workloads).
-            let (workloads, replicas) = at_risk(&preview.denied);
-            summary.workloads += workloads;
-            summary.replicas_at_risk += replicas;
+            summary.workloads += at_risk.0;
+            summary.replicas_at_risk += at_risk.1;
         }
         Ok(Preview {
             boundary: boundary.to_owned(),
@@ -164,19 +146,20 @@ impl App {
             mode: new.mode().as_str().to_owned(),
             saved: saved_record.is_some(),
             summary,
-            clusters: previews,
+            clusters: previews.into_iter().map(|(preview, _)| preview).collect(),
             grandfathered,
         })
     }
 
-    /// One cluster's part of a preview; a cluster that cannot be read says why.
+    /// One cluster's part of a preview, with its workloads and replicas at risk (by the
+    /// core's count); a cluster that cannot be read says why.
     async fn preview_cluster(
         &self,
         record: &ClusterRecord,
         boundary: &Name,
         new: Option<&Policy>,
         saved: Option<&Policy>,
-    ) -> ClusterPreview {
+    ) -> (ClusterPreview, (u64, u64)) {
         let mut preview = ClusterPreview {
             cluster: record.name.clone(),
             ..ClusterPreview::default()
@@ -185,7 +168,7 @@ impl App {
             Ok(kubeconfig) => kubeconfig,
             Err(error) => {
                 preview.error = Some(error.to_string());
-                return preview;
+                return (preview, (0, 0));
             }
         };
         let judged: Vec<&Policy> = new.into_iter().chain(saved).collect();
@@ -208,14 +191,14 @@ impl App {
             Ok(Ok(info)) => info,
             Ok(Err(error)) => {
                 preview.error = Some(error.to_string());
-                return preview;
+                return (preview, (0, 0));
             }
             Err(_) => {
                 preview.error = Some(format!(
                     "reading the cluster took longer than {} s",
                     CLUSTER_READ_TIMEOUT.as_secs()
                 ));
-                return preview;
+                return (preview, (0, 0));
             }
         };
         let started = Instant::now();
@@ -227,10 +210,14 @@ impl App {
             .as_ref()
             .or(saved_findings.as_ref())
             .map_or(0, |f| f.checked_total());
+        let mut at_risk = (0, 0);
         if let (Some(policy), Some(found)) = (new, &new_findings) {
             let list: Vec<Finding> = found.violations.iter().map(finding).collect();
             match policy.mode() {
-                Mode::Enforce => preview.denied = list,
+                Mode::Enforce => {
+                    preview.denied = list;
+                    at_risk = found.workloads_at_risk();
+                }
                 Mode::Audit => preview.warned = list,
             }
         }
@@ -248,7 +235,7 @@ impl App {
         evaluating += started.elapsed();
         preview.list_ms = info.list_time.as_millis() as u64;
         preview.evaluate_ms = evaluating.as_millis() as u64;
-        preview
+        (preview, at_risk)
     }
 
     /// The boundary's resources whose plan `policy` alone disallows (enforce mode only).
@@ -309,14 +296,7 @@ impl App {
     /// who sees the boundary).
     pub async fn policy_report(&self, access: &Access, name: &str) -> AppResult<PolicyReport> {
         let boundary = access.boundary();
-        let record = self
-            .store
-            .get_policy(boundary, name)
-            .await
-            .map_err(|e| match e {
-                StoreError::NotFound => policy_not_found(boundary, name),
-                other => AppError::from_store(other, "policy"),
-            })?;
+        let record = self.stored_policy(access, name).await?;
         let policy = self.policy_cache().decode(&record, &self.catalog)?;
         let clusters = self
             .store
