@@ -1,25 +1,18 @@
 //! `palisade apply -f`: BoundaryPolicy documents to `POST /v1/apply`, all or nothing.
 
-use std::path::PathBuf;
-
 use clap::Args;
 use palisade_api_types::view::ApplyResults;
 use reqwest::Method;
 
-use super::preview::{documents, preview_body, preview_documents, read_files, verdict_of, Verdict};
+use super::preview::{
+    documents, preview_body, preview_documents, read_files, verdict_of, PolicyFiles, Verdict,
+};
 use super::{print_body, print_warnings, Api, Connection, Failure, Format};
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
-    /// A file of BoundaryPolicy documents (several may be separated by `---`), a directory
-    /// whose *.yaml/*.yml files are all read, or `-` for standard input. Repeatable.
-    #[arg(
-        short = 'f',
-        long = "filename",
-        value_name = "FILE|DIR|-",
-        required = true
-    )]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: PolicyFiles,
     /// Validate, show what would change and preview what each policy would deny in the
     /// clusters; write nothing. Exit 0 when nothing would be denied, 1 when something would,
     /// 2 when the preview could not be made.
@@ -34,7 +27,7 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     let connection = &args.connection;
     let dry_run = args.dry_run;
     let api = Api::new(connection)?;
-    let texts = read_files(&args.files)?;
+    let texts = read_files(&args.files.files)?;
     let mut text = String::new();
     for (_, content) in &texts {
         if !text.is_empty() {

@@ -16,8 +16,9 @@ use serde_json::Value;
 use super::{Api, Connection, Failure, Format};
 use crate::input::{read_text, shown, yaml_files};
 
+/// `-f FILE|DIR|-`, repeatable: the BoundaryPolicy documents of `apply` and `preview`.
 #[derive(Debug, Args)]
-pub struct PreviewArgs {
+pub struct PolicyFiles {
     /// A file of BoundaryPolicy documents (several may be separated by `---`), a directory
     /// whose *.yaml/*.yml files are all read, or `-` for standard input. Repeatable.
     #[arg(
@@ -27,6 +28,12 @@ pub struct PreviewArgs {
         required = true
     )]
     pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PreviewArgs {
+    #[command(flatten)]
+    pub files: PolicyFiles,
     #[command(flatten)]
     pub connection: Connection,
 }
@@ -219,7 +226,7 @@ pub fn print_preview(preview: &Preview) {
 pub fn preview(args: &PreviewArgs) -> ExitCode {
     let run = || -> Result<Verdict, Failure> {
         let api = Api::new(&args.connection)?;
-        let documents = documents(&read_files(&args.files)?)?;
+        let documents = documents(&read_files(&args.files.files)?)?;
         preview_documents(&api, args.connection.output, &documents)
     };
     match run() {
