@@ -33,7 +33,17 @@ pub struct Resource {
     pub cluster: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// Functions and static web apps: the id of code uploaded for the build
+    /// (`POST /v1/boundaries/{b}/uploads`), instead of a git `source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload: Option<String>,
+    /// Workloads: how many pods run it (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
 }
+
+/// The most replicas a workload may ask for.
+pub const MAX_REPLICAS: u32 = 1000;
 
 /// One container-instance component: its own plan and image.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,11 +64,36 @@ fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
 /// The fields each type accepts besides `type` and `name`.
 fn allowed_fields(ty: ResourceType) -> &'static [&'static str] {
     match ty {
-        ResourceType::App | ResourceType::Function => {
-            &["plan", "image", "source", "labels", "cluster", "namespace"]
+        ResourceType::App => &[
+            "plan",
+            "image",
+            "source",
+            "labels",
+            "cluster",
+            "namespace",
+            "replicas",
+        ],
+        ResourceType::Function => &[
+            "plan",
+            "image",
+            "source",
+            "upload",
+            "labels",
+            "cluster",
+            "namespace",
+            "replicas",
+        ],
+        ResourceType::ContainerInstance => {
+            &["components", "labels", "cluster", "namespace", "replicas"]
         }
-        ResourceType::ContainerInstance => &["components", "labels", "cluster", "namespace"],
-        ResourceType::StaticWebApp => &["source", "labels", "cluster", "namespace"],
+        ResourceType::StaticWebApp => &[
+            "source",
+            "upload",
+            "labels",
+            "cluster",
+            "namespace",
+            "replicas",
+        ],
         ResourceType::Postgresql
         | ResourceType::Sqlserver
         | ResourceType::Qdrant
@@ -176,6 +211,8 @@ impl Resource {
             labels: None,
             cluster: string_field(object, "cluster")?,
             namespace: string_field(object, "namespace")?,
+            upload: string_field(object, "upload")?,
+            replicas: replicas(object.get("replicas"))?,
         };
         if allowed.contains(&"plan") {
             let plan =
@@ -192,13 +229,40 @@ impl Resource {
         if let Some(source) = &resource.source {
             validate_source(source).map_err(|e| error("/source", e))?;
         }
-        if matches!(ty, ResourceType::App | ResourceType::Function)
-            && resource.image.is_some() == resource.source.is_some()
-        {
-            return Err(error(
-                "/image",
-                format!("a {ty} runs from exactly one of image or source"),
-            ));
+        if let Some(upload) = &resource.upload {
+            if !is_upload_id(upload) {
+                return Err(error(
+                    "/upload",
+                    "must be the id of an upload (as POST .../uploads answered it)",
+                ));
+            }
+        }
+        let runs_from = [
+            resource.image.is_some(),
+            resource.source.is_some(),
+            resource.upload.is_some(),
+        ];
+        let given = runs_from.iter().filter(|given| **given).count();
+        match ty {
+            ResourceType::App if given != 1 => {
+                return Err(error(
+                    "/image",
+                    format!("a {ty} runs from exactly one of image or source"),
+                ));
+            }
+            ResourceType::Function if given != 1 => {
+                return Err(error(
+                    "/image",
+                    format!("a {ty} runs from exactly one of image, source or upload"),
+                ));
+            }
+            ResourceType::StaticWebApp if given > 1 => {
+                return Err(error(
+                    "/upload",
+                    format!("a {ty} is built from one of source or upload, not both"),
+                ));
+            }
+            _ => {}
         }
         for key in ["cluster", "namespace"] {
             if let Some(text) = object.get(key).and_then(Value::as_str) {
@@ -252,6 +316,32 @@ impl Resource {
             Some(Ok(plan)) => Plans::Single(plan),
             _ => Plans::None,
         }
+    }
+}
+
+/// An upload id as the application makes them: `u-` and 20 lowercase hex digits.
+pub fn is_upload_id(text: &str) -> bool {
+    text.strip_prefix("u-").is_some_and(|hex| {
+        hex.len() == 20 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+fn replicas(value: Option<&Value>) -> Result<Option<u32>, DocumentError> {
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    match value.as_u64() {
+        Some(n) if n <= u64::from(MAX_REPLICAS) => Ok(u32::try_from(n).ok()),
+        _ => Err(error(
+            "/replicas",
+            format!(
+                "must be a whole number from 0 to {MAX_REPLICAS}, got {}",
+                match value {
+                    Value::Number(n) => n.to_string(),
+                    other => json_kind(other).to_owned(),
+                }
+            ),
+        )),
     }
 }
 

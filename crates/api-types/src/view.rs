@@ -234,9 +234,24 @@ pub struct ResourceView {
     pub etag: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Workloads (SPEC 5): what the cluster says about it, e.g. `deploying`, `running`,
+    /// `rejected: <message>`, `degraded: 2/3 replicas; pods rejected: <message>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
     /// Only in `?grandfathered=true` lists: the policies that now disallow its plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub denied_by: Option<Vec<String>>,
+}
+
+/// Code uploaded for a build: what a resource's `upload` names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UploadView {
+    pub id: String,
+    /// Hex SHA-256 of the content.
+    pub sha256: String,
+    /// Bytes.
+    pub size: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

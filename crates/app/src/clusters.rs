@@ -133,6 +133,7 @@ impl App {
     ) -> AppResult<()> {
         caller.require_admin()?;
         let record = self.find_cluster(cluster).await?;
+        self.refuse_with_workloads(cluster, None).await?;
         let installation = self.installation().await?;
         let removed = match self.kubeconfig_of(&record) {
             Ok(kubeconfig) => self
@@ -216,6 +217,7 @@ impl App {
     pub async fn detach_cluster(&self, access: &Access, cluster: &str) -> AppResult<()> {
         access.caller().require_admin()?;
         let boundary = access.boundary();
+        self.refuse_with_workloads(cluster, Some(boundary)).await?;
         self.store
             .detach_cluster(boundary, cluster)
             .await
@@ -225,5 +227,35 @@ impl App {
                 )),
                 other => AppError::from_store(other, "cluster"),
             })
+    }
+}
+
+impl App {
+    /// 409 while workloads (of `boundary`, or of any boundary) run in the cluster: their
+    /// objects there would be left behind or taken away without anyone asking.
+    async fn refuse_with_workloads(&self, cluster: &str, boundary: Option<&str>) -> AppResult<()> {
+        let placed: Vec<String> = self
+            .store
+            .resources_in_cluster(cluster)
+            .await
+            .map_err(|e| AppError::from_store(e, "cluster"))?
+            .into_iter()
+            .filter(|r| boundary.is_none_or(|b| r.boundary == b))
+            .map(|r| format!("{}/{}/{}", r.boundary, r.resource_type, r.name))
+            .collect();
+        if placed.is_empty() {
+            return Ok(());
+        }
+        let shown: Vec<&str> = placed.iter().take(5).map(String::as_str).collect();
+        let more = if placed.len() > shown.len() {
+            format!(" and {} more", placed.len() - shown.len())
+        } else {
+            String::new()
+        };
+        Err(AppError::Conflict(format!(
+            "cluster '{cluster}' runs {} workload(s): {}{more}; delete them or move them to another cluster first",
+            placed.len(),
+            shown.join(", ")
+        )))
     }
 }

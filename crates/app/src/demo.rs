@@ -73,6 +73,7 @@ pub async fn load(store: &dyn Store, catalog: &Catalog) -> Result<bool, DemoErro
             name: resource.name.clone(),
             body_json: serde_json::to_string(&resource)
                 .map_err(|e| DemoError::Invalid(e.to_string()))?,
+            cluster: None,
         })
     };
     // Created before size-limits, so it keeps a plan that policy now disallows.

@@ -23,6 +23,7 @@ pub mod preview;
 pub mod resources;
 pub mod sealing;
 pub mod tokens;
+pub mod workloads;
 
 use std::sync::Arc;
 use std::time::Duration;

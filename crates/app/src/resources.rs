@@ -20,6 +20,7 @@ use crate::paging::PageRequest;
 use crate::plans::{
     count_decision, function_warning, outcome_of, plan_guard, FUNCTION_UNREAD_WARNING,
 };
+use crate::workloads::{is_workload, place, Placements};
 use crate::App;
 
 /// A resource as written, with the `Warning` texts of the write (audit policies, functions).
@@ -40,13 +41,32 @@ pub struct ResourceFilter {
 
 /// The resource as the API shows it.
 pub fn view(record: ResourceRecord, denied_by: Option<Vec<String>>) -> ResourceView {
+    let status = status_of(&record);
     ResourceView {
         body: serde_json::from_str(&record.body_json).unwrap_or(serde_json::Value::Null),
         boundary: record.boundary,
         etag: record.etag,
         created_at: record.created_at,
         updated_at: record.updated_at,
+        status,
         denied_by,
+    }
+}
+
+/// A workload's status: what its cluster said, `deploying` until the reconciler has acted,
+/// and for a workload with nowhere to run, why. Other types have none.
+fn status_of(record: &ResourceRecord) -> Option<String> {
+    if let Some(status) = &record.status {
+        return Some(status.clone());
+    }
+    let workload = ResourceType::parse(&record.resource_type).is_ok_and(is_workload);
+    match (&record.cluster, workload) {
+        (Some(_), _) => Some("deploying".to_owned()),
+        (None, true) => Some(format!(
+            "not deployed: no cluster and namespace of boundary '{}' to run it in",
+            record.boundary
+        )),
+        (None, false) => None,
     }
 }
 
@@ -152,8 +172,17 @@ impl App {
         deadline: Instant,
     ) -> AppResult<Written> {
         let boundary = access.boundary();
-        let (resource, ty) = Resource::from_value(value, &self.catalog, None)
+        let (mut resource, ty) = Resource::from_value(value, &self.catalog, None)
             .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
+        let cluster = if is_workload(ty) {
+            let placements = self.placements(boundary).await?;
+            if let Some(upload) = &resource.upload {
+                self.check_upload(boundary, upload).await?;
+            }
+            place(&mut resource, ty, boundary, &placements)?
+        } else {
+            None
+        };
         let checks = plan_checks(None, &resource.plans());
         let guard = (ty.is_plan_checked() && !checks.is_empty()).then(|| {
             plan_guard(
@@ -169,6 +198,7 @@ impl App {
             resource_type: ty.as_str().to_owned(),
             name: resource.name.clone(),
             body_json: body_json(&resource)?,
+            cluster: cluster.clone(),
         };
         let result = self
             .store
@@ -197,6 +227,9 @@ impl App {
         }
         if ty == ResourceType::Function {
             warnings.extend(self.function_warnings(boundary, &checks).await);
+            if let (Some(cluster), Some(_)) = (&cluster, &resource.upload) {
+                warnings.extend(self.latest_builder_warnings(boundary, cluster).await);
+            }
         }
         Ok(Written {
             view: view(record, None),
@@ -223,6 +256,17 @@ impl App {
             )));
         }
         let plan_path = moves_a_plan(&patch);
+        let workload = ResourceType::parse(resource_type).is_ok_and(is_workload);
+        let placements = if workload {
+            if let Some(upload) = patch.get("upload").and_then(serde_json::Value::as_str) {
+                self.check_upload(&key.boundary, upload).await?;
+            }
+            self.placements(&key.boundary).await?
+        } else {
+            Placements::default()
+        };
+        let patch_sets_upload = patch.get("upload").is_some_and(|u| !u.is_null());
+        let boundary = key.boundary.clone();
         let catalog = self.catalog.clone();
         let cache = self.policies_arc();
         let function_checks = Arc::new(Mutex::new(Vec::new()));
@@ -250,8 +294,9 @@ impl App {
                     )));
                 }
             }
-            let (new, ty) = Resource::from_value(&merged, &catalog, Some(&old))
+            let (mut new, ty) = Resource::from_value(&merged, &catalog, Some(&old))
                 .map_err(|e| veto(AppError::InvalidRequest(e.to_string())))?;
+            let cluster = place(&mut new, ty, &boundary, &placements).map_err(veto)?;
             let checks = plan_checks(Some(&old.plans()), &new.plans());
             let guard = if ty.is_plan_checked() && !checks.is_empty() {
                 guarded.store(true, Ordering::Relaxed);
@@ -267,6 +312,7 @@ impl App {
             Ok(Edit {
                 body_json: body_json(&new).map_err(veto)?,
                 guard,
+                cluster,
             })
         });
         let result = self
@@ -299,6 +345,11 @@ impl App {
             .map(|c| c.clone())
             .unwrap_or_default();
         warnings.extend(self.function_warnings(&key.boundary, &checks).await);
+        if key.resource_type == ResourceType::Function.as_str() && patch_sets_upload {
+            if let Some(cluster) = &record.cluster {
+                warnings.extend(self.latest_builder_warnings(&key.boundary, cluster).await);
+            }
+        }
         Ok(Written {
             view: view(record, None),
             warnings,

@@ -147,3 +147,22 @@ fn the_wire_contract_depends_on_the_core_only() {
         Vec::<String>::new()
     );
 }
+
+/// The workload renderer is pure like the policy core it builds on: no I/O crate, no async
+/// runtime, no client; it renders JSON that the Kubernetes adapter sends.
+#[test]
+fn the_workload_renderer_is_pure() {
+    let crates = tree("palisade-workload");
+    let palisade: Vec<&String> = crates
+        .iter()
+        .filter(|c| c.starts_with("palisade-") && c.as_str() != "palisade-workload")
+        .collect();
+    assert_eq!(palisade, vec!["palisade-policy"]);
+    let mut forbidden: Vec<&str> = HTTP.to_vec();
+    forbidden.extend(KUBERNETES);
+    forbidden.extend(["tokio", "sqlx", "reqwest"]);
+    assert_eq!(
+        intruders("palisade-workload", &forbidden),
+        Vec::<String>::new()
+    );
+}

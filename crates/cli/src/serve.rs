@@ -42,10 +42,36 @@ pub struct ServeArgs {
     /// 10s.
     #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_interval)]
     audit_interval: std::time::Duration,
+    /// Builder and file-server images for platform workloads (YAML: appBuilder,
+    /// functionBuilder, staticWebAppBuilder, functionUploadBuilder, fileServer, buildRegistry,
+    /// staticWebAppCpu, staticWebAppMemoryMib). Default: the built-in configuration.
+    #[arg(long, value_name = "FILE")]
+    workload_config: Option<PathBuf>,
+    /// The URL at which build Jobs in the clusters reach this palisade, to fetch uploaded
+    /// code (e.g. https://palisade.example.com). Without it, uploads are not built.
+    #[arg(long, env = "PALISADE_PUBLIC_URL", value_name = "URL", value_parser = parse_public_url)]
+    public_url: Option<String>,
     /// Serve the API and portal only; install nothing in clusters (another replica's
     /// reconciler does, or nobody: policy statuses then stay `pending`).
     #[arg(long)]
     no_reconciler: bool,
+}
+
+/// An `http://` or `https://` URL without query or fragment.
+fn parse_public_url(text: &str) -> Result<String, String> {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+        .ok_or_else(|| format!("'{text}' must start with https:// or http://"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("'{text}' names no host"));
+    }
+    if text.contains(['?', '#']) || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "'{text}' must not have a query, a fragment or white space"
+        ));
+    }
+    Ok(text.trim_end_matches('/').to_owned())
 }
 
 /// `90s`, `10m`, `1h`: at least 10 seconds.
@@ -91,6 +117,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read the catalog file {}", path.display()))?;
             palisade_api_types::catalog_file::parse(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+    };
+    let workload_config = match &args.workload_config {
+        None => palisade_workload::WorkloadConfig::builtin(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| {
+                format!("cannot read the workload configuration {}", path.display())
+            })?;
+            palisade_workload::WorkloadConfig::from_yaml(&text)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
         }
     };
@@ -164,6 +200,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let plain = key.open(sealed).map_err(|e| e.to_string())?;
             String::from_utf8(plain).map_err(|e| e.to_string())
         });
+        let fetch = args.public_url.clone().map(|public_url| {
+            let key = sealing.clone();
+            let mint: palisade_reconciler::workloads::FetchMinter =
+                std::sync::Arc::new(move |boundary: &str, id: &str| {
+                    let token = palisade_app::workloads::fetch_token(&key, boundary, id)
+                        .map_err(|e| e.to_string())?;
+                    Ok(palisade_workload::Fetch {
+                        url: palisade_app::workloads::fetch_url(&public_url, boundary, id),
+                        token,
+                    })
+                });
+            mint
+        });
         // The recorder behind `/metrics` first, so that the first pass is counted too.
         palisade_server::metrics::Metrics::global();
         let controller = palisade_reconciler::Controller::new(
@@ -173,6 +222,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             installation,
             palisade_reconciler::Settings {
                 audit_interval: args.audit_interval,
+                workloads: palisade_reconciler::workloads::Workloads {
+                    config: workload_config,
+                    fetch,
+                },
                 ..palisade_reconciler::Settings::default()
             },
         );

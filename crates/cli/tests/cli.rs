@@ -275,6 +275,11 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
             "daemonsets",
             "jobs",
             "cronjobs",
+            "deployments",
+            "deployments/scale",
+            "replicasets",
+            "jobs",
+            "events",
             "reports",
             "selfsubjectreviews"
         ]

@@ -695,3 +695,149 @@ fn version_prints_the_client_and_the_server() {
         (Some(0), client.clone())
     );
 }
+
+/// The README's workloads section: a control plane where workloads run (scheduler and kwok),
+/// `palisade serve` with its reconciler; an app on a `latest` image in a boundary that forbids
+/// it is rejected, with the policy's message on `palisade get resources`; fixed, it runs. A
+/// function from an uploaded directory is warned about before its build is denied.
+#[test]
+fn the_readme_workloads_flow_rejects_latest_then_runs() {
+    let options = palisade_testkit::control_plane::Options {
+        workloads: true,
+        ..Default::default()
+    };
+    let plane = palisade_testkit::control_plane::ControlPlane::start_with("1.37", &options);
+    let server = serve(&["--public-url", "http://palisade.invalid:8080"]);
+    let t = Some(server.token.as_str());
+    let run = |args: &[&str]| {
+        let out = palisade(&server.url, t, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    run(&["boundary", "create", "shop"]);
+    let kubeconfig = plane.kubeconfig_path();
+    run(&[
+        "cluster",
+        "add",
+        "local",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ]);
+    run(&["cluster", "attach", "shop", "local"]);
+    run(&["namespace", "create", "shop/web", "--cluster", "local"]);
+    let policy = write(
+        &server.dir,
+        "trusted.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: trusted, boundary: shop}\nspec:\n  rules:\n    - allowedRegistries: {registries: [ghcr.io/acme, ghcr.io/palisade-dev]}\n    - disallowLatestTag: {}\n",
+    );
+    run(&["apply", "-f", policy.to_str().unwrap()]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !run(&["get", "policies", "shop"]).contains("local: enforced") {
+        assert!(Instant::now() < deadline, "the policy was never enforced");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status_of = |name: &str, done: &dyn Fn(&str) -> bool| -> (String, String) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let table = run(&["get", "resources", "shop"]);
+            let row = table
+                .lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(name))
+                .unwrap_or("")
+                .to_owned();
+            let status = row.split_whitespace().skip(4).collect::<Vec<_>>().join(" ");
+            if done(&status) {
+                return (table, status);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} never got there:\n{table}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+
+    assert_eq!(
+        run(&[
+            "resource",
+            "create",
+            "shop",
+            "--type",
+            "app",
+            "--name",
+            "web",
+            "--plan",
+            "small",
+            "--image",
+            "ghcr.io/acme/web:latest",
+        ]),
+        "resource shop/app/web created (plan small)\n\
+         placed in local/web; follow it with: palisade get resources shop\n"
+    );
+    let (table, status) = status_of("web", &|s| s.starts_with("rejected"));
+    assert_eq!(
+        status,
+        "rejected: Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/web:latest: it is tagged latest or carries no tag."
+    );
+    assert!(
+        table.lines().next().unwrap().trim_end().ends_with("STATUS"),
+        "{table}"
+    );
+    assert_eq!(
+        run(&[
+            "resource",
+            "update",
+            "shop/app/web",
+            "--image",
+            "ghcr.io/acme/web:1.4",
+            "--replicas",
+            "2"
+        ]),
+        "resource shop/app/web updated (plan small)\n\
+         placed in local/web; follow it with: palisade get resources shop\n"
+    );
+    let (_, status) = status_of("web", &|s| s == "running");
+    assert_eq!(status, "running");
+
+    // A function from an uploaded directory: the warning comes with the create.
+    let code = tempfile::tempdir().unwrap();
+    std::fs::write(
+        code.path().join("handler.py"),
+        "def handler(e):\n    return 1\n",
+    )
+    .unwrap();
+    std::fs::create_dir(code.path().join("lib")).unwrap();
+    std::fs::write(code.path().join("lib/util.py"), "X = 1\n").unwrap();
+    let out = palisade(
+        &server.url,
+        t,
+        &[
+            "resource",
+            "create",
+            "shop",
+            "--type",
+            "function",
+            "--name",
+            "hook",
+            "--plan",
+            "small",
+            "--upload",
+            code.path().to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "warning: Policy 'trusted' (DisallowLatestTag) denies builds of uploaded code: the function builder is referenced by the tag latest\n"
+    );
+    let (_, status) = status_of("hook", &|s| s.starts_with("build"));
+    assert_eq!(
+        status,
+        "build rejected: Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/palisade-dev/function-builder:latest: it is tagged latest or carries no tag."
+    );
+    // Deleting them removes their Deployments; the cluster can then go.
+    run(&["delete", "resource", "shop/app/web"]);
+    run(&["delete", "resource", "shop/function/hook"]);
+    let out = palisade(&server.url, t, &["get", "resources", "shop"]);
+    assert!(!text(&out.stdout).contains("web"), "{}", text(&out.stdout));
+}

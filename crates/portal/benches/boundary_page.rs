@@ -100,6 +100,7 @@ async fn fixture() -> Fixture {
                     resource_type: ty,
                     name: body["name"].as_str().unwrap().to_owned(),
                     body_json: body.to_string(),
+                    cluster: None,
                 },
                 None,
                 None,

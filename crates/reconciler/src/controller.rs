@@ -37,6 +37,8 @@ use palisade_store::{
 use crate::audit::{self, AuditJob, Audits};
 use crate::metrics::{self, Outcome};
 use crate::probe::{Admission, EnforcementProbe};
+use crate::statuses::StatusWatch;
+use crate::workloads::{self, Target, Workloads};
 use crate::{ClusterClient, ReconcileError};
 
 /// Turns a cluster's sealed kubeconfig back into its text.
@@ -62,6 +64,8 @@ pub struct Settings {
     pub audit_interval: Duration,
     /// How long one audit may read a cluster.
     pub audit_timeout: Duration,
+    /// The workload half (SPEC 5): builder and file-server images, how builds fetch uploads.
+    pub workloads: Workloads,
 }
 
 impl Default for Settings {
@@ -75,6 +79,7 @@ impl Default for Settings {
             shutdown_grace: Duration::from_secs(10),
             audit_interval: Duration::from_secs(600),
             audit_timeout: Duration::from_secs(300),
+            workloads: Workloads::default(),
         }
     }
 }
@@ -102,6 +107,10 @@ pub enum ControllerError {
     Statuses(StoreError),
     #[error("cannot install the boundary-label guard: {0}")]
     Guard(ReconcileError),
+    #[error("cannot deploy workloads: {0}")]
+    Workloads(ReconcileError),
+    #[error("cannot read the workloads: {0}")]
+    ReadWorkloads(StoreError),
     #[error("cannot remove objects of deleted policies: {0}")]
     RemovePolicies(ReconcileError),
     #[error("cannot remove objects of boundary '{boundary}': {error}")]
@@ -236,6 +245,10 @@ pub struct Controller {
     /// When a (cluster, boundary, policy, etag) was first seen applied but not enforcing.
     unconfirmed: Mutex<HashMap<(String, String, String, String), Instant>>,
     audits: Audits,
+    /// The status watch of each cluster with workloads, with the credentials it was made from.
+    watches: Mutex<HashMap<String, (Vec<u8>, StatusWatch)>>,
+    /// Notified by a status watch when a build finished: the next pass deploys it.
+    builds_done: Arc<tokio::sync::Notify>,
 }
 
 impl fmt::Debug for Controller {
@@ -266,6 +279,8 @@ impl Controller {
             connections: Mutex::new(HashMap::new()),
             unconfirmed: Mutex::new(HashMap::new()),
             audits: Audits::default(),
+            watches: Mutex::new(HashMap::new()),
+            builds_done: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
@@ -323,6 +338,10 @@ impl Controller {
             metrics::active(true);
             let end = self.lead(&lease, &mut changes, shutdown.as_mut()).await;
             metrics::active(false);
+            // Only the active replica writes workloads' statuses.
+            if let Ok(mut watches) = self.watches.lock() {
+                watches.clear();
+            }
             drop(lease);
             match end {
                 LeadEnd::Shutdown => {
@@ -384,6 +403,7 @@ impl Controller {
                     }
                 }
                 () = tokio::time::sleep(wait) => {}
+                () = self.builds_done.notified() => {}
             }
             let held = tokio::select! {
                 () = &mut shutdown => return LeadEnd::Shutdown,
@@ -637,6 +657,11 @@ impl Controller {
                 self.write_statuses(&cluster.name, boundary, statuses)
                     .await?;
             }
+            let reason = format!(
+                "cluster '{}' cannot enforce admission rules: {reason}",
+                cluster.name
+            );
+            self.not_deployed(&cluster.name, &reason).await?;
             let recorded = self.clear_error(&cluster.name).await;
             return Ok(ClusterPass {
                 unconfirmed: 0,
@@ -709,6 +734,8 @@ impl Controller {
                 .await?;
             audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
         }
+        self.deploy_workloads(&connection, &cluster.name, &attached)
+            .await?;
         // Boundaries detached from this cluster, or deleted: their objects go.
         let installed = client.installed_boundaries(&self.installation).await?;
         for stale in installed.difference(&attached_names) {
@@ -740,6 +767,94 @@ impl Controller {
             recorded,
             audits,
         })
+    }
+
+    /// Applies the workloads placed in the cluster (SPEC 5) and hands their outcomes to the
+    /// cluster's status watch (started here, and stopped when no workload is left).
+    async fn deploy_workloads(
+        &self,
+        connection: &Connection,
+        cluster: &str,
+        attached: &[&BoundaryState],
+    ) -> Result<(), ControllerError> {
+        let records = self
+            .store
+            .resources_in_cluster(cluster)
+            .await
+            .map_err(ControllerError::ReadWorkloads)?;
+        let namespaces: BTreeMap<String, Vec<NamespaceRecord>> = attached
+            .iter()
+            .map(|b| {
+                let in_cluster = b
+                    .namespaces
+                    .iter()
+                    .filter(|n| n.cluster == cluster)
+                    .cloned()
+                    .collect();
+                (b.name.to_string(), in_cluster)
+            })
+            .collect();
+        let targets = workloads::sync(
+            &connection.client,
+            &self.installation,
+            &records,
+            &namespaces,
+            &self.catalog,
+            &self.settings.workloads,
+        )
+        .await
+        .map_err(ControllerError::Workloads)?;
+        self.follow_statuses(cluster, connection, targets);
+        Ok(())
+    }
+
+    fn follow_statuses(&self, cluster: &str, connection: &Connection, targets: Vec<Target>) {
+        let Ok(mut watches) = self.watches.lock() else {
+            return;
+        };
+        if targets.is_empty() {
+            watches.remove(cluster);
+            return;
+        }
+        if let Some((sealed, watch)) = watches.get(cluster) {
+            if *sealed == connection.sealed && watch.is_running() {
+                watch.update(targets);
+                return;
+            }
+        }
+        let watch = StatusWatch::start(
+            connection.client.client().clone(),
+            &self.installation,
+            self.store.clone(),
+            targets,
+            self.builds_done.clone(),
+        );
+        watches.insert(cluster.to_owned(), (connection.sealed.clone(), watch));
+    }
+
+    /// Every workload placed in a cluster that nothing is written to says why.
+    async fn not_deployed(&self, cluster: &str, reason: &str) -> Result<(), ControllerError> {
+        let records = self
+            .store
+            .resources_in_cluster(cluster)
+            .await
+            .map_err(ControllerError::ReadWorkloads)?;
+        if let Ok(mut watches) = self.watches.lock() {
+            watches.remove(cluster);
+        }
+        let status = format!("not deployed: {reason}");
+        for record in records {
+            let key = palisade_store::ResourceKey {
+                boundary: record.boundary,
+                resource_type: record.resource_type,
+                name: record.name,
+            };
+            self.store
+                .set_resource_status(&key, &status)
+                .await
+                .map_err(ControllerError::Statuses)?;
+        }
+        Ok(())
     }
 
     /// The boundary's audit in the cluster when it is due (no other runs until it ends; a

@@ -19,7 +19,9 @@ pub mod probe;
 pub mod rbac;
 pub mod reports;
 pub mod scan;
+pub mod statuses;
 pub mod violating;
+pub mod workloads;
 
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome};
@@ -54,6 +56,9 @@ pub enum ReconcileError {
     Json(serde_json::Error),
     #[error("unexpected answer: {0}")]
     Unexpected(String),
+    /// A create the API server refused other than by an admission rule (e.g. 403).
+    #[error("the API server answered {code}: {message}")]
+    Refused { code: u16, message: String },
 }
 
 impl From<kube::Error> for ReconcileError {

@@ -83,6 +83,17 @@ pub fn rules() -> Vec<PolicyRule> {
             &["list"],
         ),
         rule("batch", &["jobs", "cronjobs"], &["list"]),
+        // Platform workloads (SPEC 5): their Deployments and build Jobs, applied, scaled and
+        // deleted (only this installation's, by label), and followed by watches.
+        rule(
+            "apps",
+            &["deployments"],
+            &["get", "create", "patch", "delete", "watch"],
+        ),
+        rule("apps", &["deployments/scale"], &["patch"]),
+        rule("apps", &["replicasets"], &["watch"]),
+        rule("batch", &["jobs"], &["get", "create", "delete", "watch"]),
+        rule("", &["events"], &["list", "watch"]),
         // The audit's OpenReports, where the cluster serves them.
         rule(
             "openreports.io",

@@ -8,28 +8,33 @@ use palisade_app::{caller_from_token, AppError, Caller};
 use crate::error::ApiError;
 use crate::AppState;
 
+/// The token of `Authorization: Bearer <token>` (401 without one).
+pub fn bearer(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+    let header = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .ok_or_else(|| {
+            AppError::Unauthorized("missing Authorization: Bearer <token> header".into())
+        })?;
+    // The scheme is case-insensitive (RFC 9110 11.1).
+    let token = header
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            AppError::Unauthorized("the Authorization header must be 'Bearer <token>'".into())
+        })?;
+    Ok(token)
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .ok_or_else(|| {
-                AppError::Unauthorized("missing Authorization: Bearer <token> header".into())
-            })?;
-        // The scheme is case-insensitive (RFC 9110 11.1).
-        let token = header
-            .to_str()
-            .ok()
-            .map(str::trim)
-            .and_then(|h| h.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                AppError::Unauthorized("the Authorization header must be 'Bearer <token>'".into())
-            })?;
+        let token = bearer(&parts.headers)?;
         // The token lookup counts against the request's store bound (SPEC 2.4): on a plan
         // path the whole answer, not each step, is bounded by `policy_timeout`.
         let deadline =

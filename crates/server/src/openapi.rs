@@ -7,7 +7,7 @@ use serde::Serialize;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use crate::routes::{boundaries, clusters, meta, namespaces, policies, resources, tokens};
+use crate::routes::{boundaries, clusters, meta, namespaces, policies, resources, tokens, uploads};
 
 /// `{"error": {"code", "message"}}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -62,7 +62,7 @@ impl Modify for BearerAuth {
         policies::list, policies::get_one, policies::put, policies::delete, policies::history,
         policies::apply, policies::preview, policies::report,
         resources::create, resources::list, resources::get_one, resources::patch,
-        resources::delete, resources::plans,
+        resources::delete, resources::plans, uploads::create, uploads::content,
         tokens::create, tokens::list, tokens::delete,
         clusters::put, clusters::list, clusters::get_one, clusters::delete,
         clusters::list_attached, clusters::attach, clusters::detach,

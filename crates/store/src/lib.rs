@@ -39,7 +39,7 @@ pub use lease::Lease;
 pub use records::{
     AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, Edit, Editor, Guard, NamespaceRecord,
     NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite,
-    ResourceKey, ResourceQuery, ResourceRecord, TokenRecord, WriteAction,
+    ResourceKey, ResourceQuery, ResourceRecord, TokenRecord, UploadRecord, WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -125,6 +125,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)>;
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()>;
+    /// Every workload placed in `cluster`, of every boundary (the reconciler's read).
+    async fn resources_in_cluster(&self, cluster: &str) -> Result<Vec<ResourceRecord>>;
+    /// Sets what the cluster says about a resource (written by the reconciler only; neither
+    /// its etag nor its history changes). A resource that is gone is left alone. Answers
+    /// whether the status changed.
+    async fn set_resource_status(&self, key: &ResourceKey, status: &str) -> Result<bool>;
+
+    // ---- uploaded code ----
+    /// Stores an upload (`Conflict` if its id is taken; `NotFound` without the boundary).
+    async fn put_upload(&self, upload: UploadRecord) -> Result<()>;
+    async fn get_upload(&self, boundary: &str, id: &str) -> Result<UploadRecord>;
 
     // ---- committed history (all boundaries share one sequence) ----
     async fn list_changes(&self, boundary: &str) -> Result<Vec<ChangeRecord>>;

@@ -85,6 +85,11 @@ pub struct ResourceRecord {
     pub etag: String,
     pub created_at: String,
     pub updated_at: String,
+    /// The cluster a workload is placed in (SPEC 5); `None` for the other types.
+    pub cluster: Option<String>,
+    /// What that cluster last said about it (`deploying`, `running`, `rejected: ...`), written
+    /// by the reconciler; `None` until it has acted.
+    pub status: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -93,12 +98,29 @@ pub struct NewResource {
     pub resource_type: String,
     pub name: String,
     pub body_json: String,
+    /// The cluster a workload is placed in: a write that has one (before or after) wakes the
+    /// reconciler.
+    pub cluster: Option<String>,
 }
 
 /// The result of an `Editor`: the resource's new body and, for a plan move, the check.
 pub struct Edit {
     pub body_json: String,
     pub guard: Option<Guard>,
+    /// The cluster the edited workload is placed in (see `NewResource::cluster`).
+    pub cluster: Option<String>,
+}
+
+/// Code uploaded for a build, as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UploadRecord {
+    pub boundary: String,
+    /// Opaque, made by the application.
+    pub id: String,
+    /// Hex SHA-256 of `content`.
+    pub sha256: String,
+    pub content: Vec<u8>,
+    pub created_at: String,
 }
 
 impl std::fmt::Debug for Edit {
@@ -106,12 +128,13 @@ impl std::fmt::Debug for Edit {
         f.debug_struct("Edit")
             .field("body_json", &self.body_json)
             .field("guarded", &self.guard.is_some())
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
 
 /// The identity of a resource inside a boundary.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ResourceKey {
     pub boundary: String,
     pub resource_type: String,

@@ -13,14 +13,14 @@ use tokio::sync::{watch, MutexGuard};
 use crate::error::db;
 use crate::ops::{
     audits, boundaries, changes, clusters, namespaces, policies, resources, settings, statuses,
-    tokens,
+    tokens, uploads,
 };
 use crate::sql::{by, remaining, Conn, DbResult};
 use crate::{
     AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor, Guard, Lease,
     NamespaceRecord, NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord,
     PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError,
-    TokenRecord, WriteAction,
+    TokenRecord, UploadRecord, WriteAction,
 };
 
 /// What differs between SQLite and PostgreSQL below the operations: how a write transaction
@@ -76,11 +76,21 @@ pub struct SqlStore<B: SqlBackend> {
 }
 
 /// Whether a committed write wakes the reconciler: it does for the changes it acts on
-/// (policies, clusters, attachments, namespaces, boundary deletions), not for the others.
+/// (policies, clusters, attachments, namespaces, boundary deletions, workloads placed in a
+/// cluster), not for the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Wake {
     Reconciler,
     Nobody,
+}
+
+/// A resource write wakes the reconciler when the resource is a workload placed in a cluster:
+/// the cluster must be told.
+fn wake_for(record: Option<&ResourceRecord>) -> Wake {
+    match record {
+        Some(record) if record.cluster.is_some() => Wake::Reconciler,
+        _ => Wake::Nobody,
+    }
 }
 
 /// An open write transaction on a pooled connection of its own, with the backend's writer
@@ -243,7 +253,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     ) -> Result<(ResourceRecord, Vec<String>)> {
         let mut tx = self.begin(deadline).await?;
         let result = by(deadline, resources::create(tx.conn(), resource, guard)).await;
-        tx.finish(result, Wake::Nobody).await
+        let wake = wake_for(result.as_ref().ok().map(|(record, _)| record));
+        tx.finish(result, wake).await
     }
 
     async fn update_resource(
@@ -259,13 +270,35 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             resources::update(tx.conn(), key, if_match, editor),
         )
         .await;
-        tx.finish(result, Wake::Nobody).await
+        let wake = wake_for(result.as_ref().ok().map(|(record, _)| record));
+        tx.finish(result, wake).await
     }
 
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()> {
         let mut tx = self.begin(None).await?;
         let result = resources::delete(tx.conn(), key, if_match).await;
+        let wake = wake_for(result.as_ref().ok());
+        tx.finish(result, wake).await.map(|_| ())
+    }
+
+    async fn resources_in_cluster(&self, cluster: &str) -> Result<Vec<ResourceRecord>> {
+        resources::in_cluster(&mut *self.read().await?, cluster).await
+    }
+
+    async fn set_resource_status(&self, key: &ResourceKey, status: &str) -> Result<bool> {
+        let mut tx = self.begin(None).await?;
+        let result = resources::set_status(tx.conn(), key, status).await;
         tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn put_upload(&self, upload: UploadRecord) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = uploads::put(tx.conn(), &upload).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn get_upload(&self, boundary: &str, id: &str) -> Result<UploadRecord> {
+        uploads::get(&mut *self.read().await?, boundary, id).await
     }
 
     async fn create_token(&self, token: TokenRecord) -> Result<()> {

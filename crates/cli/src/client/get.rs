@@ -359,6 +359,7 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
             if *grandfathered {
                 headers.push("DISALLOWED BY");
             }
+            headers.push("STATUS");
             let rows = list
                 .items
                 .iter()
@@ -375,6 +376,7 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                             view.denied_by.as_ref().map(|p| p.join(",")).as_deref(),
                         ));
                     }
+                    row.push(cell(view.status.as_deref()));
                     row
                 })
                 .collect();

@@ -43,6 +43,14 @@ pub struct ResourceFields {
     /// the boundary's default when omitted).
     #[arg(long, value_name = "NAMESPACE")]
     namespace: Option<String>,
+    /// How many pods run the workload (default 1). A change of replicas alone scales the
+    /// workload without re-checking it.
+    #[arg(long, value_name = "N")]
+    replicas: Option<u32>,
+    /// Code to build instead of --image or --source (function, static_web_app): a directory
+    /// (sent as a .tar.gz) or one file, at most 8 MiB.
+    #[arg(long, value_name = "DIR|FILE")]
+    upload: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,6 +113,9 @@ fn resource_body(fields: &ResourceFields) -> Result<serde_json::Map<String, Valu
         }
         body.insert("labels".into(), json!(labels));
     }
+    if let Some(replicas) = fields.replicas {
+        body.insert("replicas".into(), json!(replicas));
+    }
     if !fields.components.is_empty() {
         let mut components = Vec::new();
         for component in &fields.components {
@@ -121,6 +132,53 @@ fn resource_body(fields: &ResourceFields) -> Result<serde_json::Map<String, Valu
     Ok(body)
 }
 
+/// The bytes of `--upload`: a file as it is, a directory as a .tar.gz of its files (sorted,
+/// without owners or times, so the same tree always gives the same archive).
+fn upload_bytes(path: &std::path::Path) -> Result<Vec<u8>, Failure> {
+    let failed = |e: std::io::Error| Failure(format!("--upload {}: {e}", path.display()));
+    let metadata = std::fs::metadata(path).map_err(failed)?;
+    if !metadata.is_dir() {
+        return std::fs::read(path).map_err(failed);
+    }
+    let mut files = Vec::new();
+    let mut pending = vec![path.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(failed)? {
+            let entry = entry.map_err(failed)?;
+            let kind = entry.file_type().map_err(failed)?;
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut archive = tar::Builder::new(encoder);
+    archive.mode(tar::HeaderMode::Deterministic);
+    for file in &files {
+        let name = file.strip_prefix(path).unwrap_or(file);
+        archive.append_path_with_name(file, name).map_err(failed)?;
+    }
+    archive
+        .into_inner()
+        .and_then(flate2::write::GzEncoder::finish)
+        .map_err(failed)
+}
+
+/// Uploads `path` to the boundary; answers the upload's id.
+fn upload(api: &Api, boundary: &str, path: &std::path::Path) -> Result<String, Failure> {
+    let bytes = upload_bytes(path)?;
+    let answer = api.send(
+        api.request(Method::POST, &format!("/v1/boundaries/{boundary}/uploads"))
+            .header("content-type", "application/octet-stream")
+            .body(bytes),
+    )?;
+    let view: palisade_api_types::view::UploadView = answer.decode()?;
+    Ok(view.id)
+}
+
 fn print_resource(connection: &Connection, answer: &Answer, verb: &str) -> Outcome {
     let view: ResourceView = answer.decode()?;
     let resource: Resource = decode_at(&answer.request, "", &view.body)?;
@@ -135,6 +193,12 @@ fn print_resource(connection: &Connection, answer: &Answer, verb: &str) -> Outco
         resource.name,
         plans_of(&resource)
     );
+    if let (Some(cluster), Some(namespace)) = (&resource.cluster, &resource.namespace) {
+        println!(
+            "placed in {cluster}/{namespace}; follow it with: palisade get resources {}",
+            view.boundary
+        );
+    }
     Ok(())
 }
 
@@ -148,6 +212,12 @@ pub fn resource(connection: &Connection, command: &ResourceCommand) -> Outcome {
             fields,
         } => {
             let mut body = resource_body(fields)?;
+            if let Some(path) = &fields.upload {
+                body.insert(
+                    "upload".into(),
+                    Value::String(upload(&api, boundary, path)?),
+                );
+            }
             body.insert("type".into(), Value::String(resource_type.clone()));
             body.insert("name".into(), Value::String(name.clone()));
             let answer = api.send(
@@ -161,10 +231,13 @@ pub fn resource(connection: &Connection, command: &ResourceCommand) -> Outcome {
         }
         ResourceCommand::Update { target, fields } => {
             let p = resource_target(target)?;
-            let body = resource_body(fields)?;
+            let mut body = resource_body(fields)?;
+            if let Some(path) = &fields.upload {
+                body.insert("upload".into(), Value::String(upload(&api, p[0], path)?));
+            }
             if body.is_empty() {
                 return Err(Failure(
-                    "nothing to update: give --plan, --image, --source, --label, --component, --cluster or --namespace"
+                    "nothing to update: give --plan, --image, --source, --upload, --label, --component, --cluster, --namespace or --replicas"
                         .into(),
                 ));
             }

@@ -21,6 +21,7 @@ mod generated;
 mod guard;
 mod kwok;
 mod lifecycle;
+mod platform;
 mod preview;
 mod probe;
 mod rbac;

@@ -10,7 +10,9 @@
 //! namespace labels, as they should.
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{ListParams, PostParams};
@@ -229,6 +231,74 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
             .collect::<std::collections::BTreeSet<_>>()),
         "{preview}"
     );
+
+    // Platform workloads through the same identity: an app's Deployment applied, then scaled
+    // through `scale`; a git build's Job created; both deleted with their resources.
+    let resources = format!("/v1/boundaries/{boundary}/resources");
+    stack
+        .ok(
+            "POST",
+            &resources,
+            Some(json!({"type": "app", "name": "web", "plan": "small",
+                        "image": "ghcr.io/acme/web:1.0", "namespace": created})),
+        )
+        .await;
+    stack
+        .ok(
+            "POST",
+            &resources,
+            Some(json!({"type": "app", "name": "site", "plan": "small",
+                        "source": "https://git.acme.internal/site.git", "namespace": created})),
+        )
+        .await;
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), &created);
+    let jobs = Api::<Job>::namespaced(admin.clone(), &created);
+    let built = ListParams::default().labels("palisade.dev/resource=site");
+    eventually(
+        "the app's Deployment and the build's Job",
+        ACTIVATION_TIMEOUT,
+        || async {
+            let deployed = deployments.get_opt("app-web").await.unwrap().is_some();
+            let building = !jobs.list(&built).await.unwrap().items.is_empty();
+            (deployed && building).then_some(())
+        },
+    )
+    .await;
+    stack
+        .ok(
+            "PATCH",
+            &format!("{resources}/app/web"),
+            Some(json!({"replicas": 2})),
+        )
+        .await;
+    eventually("the app scaled to 2", ACTIVATION_TIMEOUT, || async {
+        let replicas = deployments
+            .get("app-web")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas;
+        (replicas == Some(2)).then_some(())
+    })
+    .await;
+    let clusters = stack.ok("GET", "/v1/clusters/c1", None).await;
+    assert_eq!(clusters["last_error"], json!(null), "{clusters}");
+    for path in ["app/web", "app/site"] {
+        stack
+            .ok("DELETE", &format!("{resources}/{path}"), None)
+            .await;
+    }
+    eventually(
+        "the workloads' objects deleted",
+        ACTIVATION_TIMEOUT,
+        || async {
+            let deployed = deployments.get_opt("app-web").await.unwrap().is_some();
+            let building = !jobs.list(&built).await.unwrap().items.is_empty();
+            (!deployed && !building).then_some(())
+        },
+    )
+    .await;
 
     // Removing the policy removes its objects (list and delete).
     let policies = Api::<ValidatingAdmissionPolicy>::all(admin.clone());

@@ -14,9 +14,13 @@ use kube::Api;
 use palisade_policy::Name;
 use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, rules, Grantee};
 use palisade_reconciler::reports::{render_report, NamespaceAudit};
+use palisade_reconciler::statuses::StatusWatch;
+use palisade_reconciler::workloads::{self, Workloads};
 use palisade_reconciler::ClusterClient;
+use palisade_store::{NamespaceRecord, ResourceRecord};
 use palisade_testkit::control_plane::{temp_namespace, unique_name, ControlPlane, Options};
 use serde_json::json;
+use std::collections::BTreeMap;
 
 use crate::audit::serve_reports;
 use crate::support::{eventually, policy};
@@ -198,6 +202,111 @@ async fn exercise(
             }
         }
         ("selfsubjectreviews", "create") => cluster.whoami().await.map(|_| ()).map_err(text),
+        ("deployments" | "replicasets" | "jobs" | "events", "watch") | ("events", "list") => {
+            // The status watch of platform workloads: every kind read once, or a failure.
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sqlite://{}", dir.path().join("p.db").display());
+            let store = palisade_store::connect(&url).await.unwrap();
+            let watch = StatusWatch::start(
+                cluster.client().clone(),
+                INSTALLATION,
+                store,
+                Vec::new(),
+                std::sync::Arc::new(tokio::sync::Notify::new()),
+            );
+            // Ready means every kind was listed; its watch starts right after, so a missing
+            // `watch` shows as a failure within moments of that.
+            let started = std::time::Instant::now();
+            let mut ready_at = None;
+            loop {
+                if let Some(error) = watch.error().filter(|e| e.contains("403")) {
+                    return Err(error);
+                }
+                if watch.is_ready() {
+                    let since = *ready_at.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() > std::time::Duration::from_secs(2) {
+                        return Ok(());
+                    }
+                }
+                assert!(
+                    started.elapsed() < std::time::Duration::from_secs(30),
+                    "the status watch neither read everything nor failed"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+        ("deployments" | "deployments/scale" | "jobs", verb) => {
+            let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
+            let namespaces = BTreeMap::from([(
+                boundary.to_string(),
+                vec![NamespaceRecord {
+                    cluster: "c".into(),
+                    name: namespace.clone(),
+                    boundary: boundary.to_string(),
+                    created_at: String::new(),
+                }],
+            )]);
+            let catalog = palisade_policy::Catalog::builtin();
+            let settings = Workloads::default();
+            let built = resource == "jobs";
+            let app = |replicas: u32| {
+                let mut body = json!({"type": "app", "name": "web", "plan": "small",
+                    "namespace": namespace, "cluster": "c", "replicas": replicas});
+                if built {
+                    body["source"] = json!("https://git.acme.internal/web.git");
+                } else {
+                    body["image"] = json!("ghcr.io/acme/web:1");
+                }
+                ResourceRecord {
+                    boundary: boundary.to_string(),
+                    resource_type: "app".into(),
+                    name: "web".into(),
+                    body_json: body.to_string(),
+                    etag: String::new(),
+                    created_at: String::new(),
+                    updated_at: String::new(),
+                    cluster: Some("c".into()),
+                    status: None,
+                }
+            };
+            let sync = |who: &ClusterClient, records: Vec<ResourceRecord>| {
+                let who = who.clone();
+                let namespaces = namespaces.clone();
+                let catalog = catalog.clone();
+                let settings = settings.clone();
+                async move {
+                    workloads::sync(
+                        &who,
+                        INSTALLATION,
+                        &records,
+                        &namespaces,
+                        &catalog,
+                        &settings,
+                    )
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+                }
+            };
+            match verb {
+                // A first apply reads the object, then creates it (a Job with `create`, a
+                // Deployment by server-side apply, which is `patch`).
+                "get" | "create" | "patch" if resource != "deployments/scale" => {
+                    sync(cluster, vec![app(1)]).await
+                }
+                // A change of replicas alone is a patch of `scale`.
+                "patch" => {
+                    sync(admin, vec![app(1)]).await?;
+                    sync(cluster, vec![app(2)]).await
+                }
+                // The objects of a resource that is gone are deleted.
+                "delete" => {
+                    sync(admin, vec![app(1)]).await?;
+                    sync(cluster, Vec::new()).await
+                }
+                other => panic!("no operation for verb {other} on {resource}"),
+            }
+        }
         (resource, verb) => panic!("no operation for {verb} on {resource}"),
     }
 }

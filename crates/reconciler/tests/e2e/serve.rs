@@ -71,14 +71,16 @@ impl Stack {
             .installation_id(&format!("e2e{}", unique_name("i").replace('-', "")))
             .await
             .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let public_url = format!("http://{address}");
         let mut tasks = vec![tokio::spawn(
-            controller(&store, &key, &installation).run(std::future::pending()),
+            controller_with(&store, &key, &installation, Some(&public_url))
+                .run(std::future::pending()),
         )];
         let application = palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone())
             .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters));
         let state = palisade_server::AppState::of(application);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
         let app = palisade_server::app(state);
         tasks.push(tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
@@ -199,16 +201,46 @@ impl Stack {
 
 /// The reconcile loop `palisade serve` would run on `store`.
 pub fn controller(store: &SharedStore, key: &SealingKey, installation: &str) -> Arc<Controller> {
-    let key = key.clone();
+    controller_with(store, key, installation, None)
+}
+
+/// As [`controller`], with build Jobs fetching uploads from `public_url` (`--public-url`).
+pub fn controller_with(
+    store: &SharedStore,
+    key: &SealingKey,
+    installation: &str,
+    public_url: Option<&str>,
+) -> Arc<Controller> {
+    let opener = key.clone();
     let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
-        String::from_utf8(key.open(sealed).map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+        String::from_utf8(opener.open(sealed).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())
+    });
+    let fetch = public_url.map(|public_url| {
+        let key = key.clone();
+        let public_url = public_url.to_owned();
+        let mint: palisade_reconciler::workloads::FetchMinter =
+            Arc::new(move |boundary: &str, id: &str| {
+                Ok(palisade_workload::Fetch {
+                    url: palisade_app::workloads::fetch_url(&public_url, boundary, id),
+                    token: palisade_app::workloads::fetch_token(&key, boundary, id)
+                        .map_err(|e| e.to_string())?,
+                })
+            });
+        mint
     });
     Controller::new(
         store.clone(),
         Arc::new(Catalog::builtin()),
         unseal,
         installation.to_owned(),
-        Settings::default(),
+        Settings {
+            workloads: palisade_reconciler::workloads::Workloads {
+                config: palisade_workload::WorkloadConfig::builtin(),
+                fetch,
+            },
+            ..Settings::default()
+        },
     )
 }
 

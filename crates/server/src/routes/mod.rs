@@ -9,6 +9,7 @@ pub mod namespaces;
 pub mod policies;
 pub mod resources;
 pub mod tokens;
+pub mod uploads;
 
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::routing::{get, put};
@@ -61,6 +62,16 @@ pub fn router() -> Router<AppState> {
                 .delete(resources::delete),
         )
         .route("/v1/boundaries/{boundary}/plans", get(resources::plans))
+        .route(
+            "/v1/boundaries/{boundary}/uploads",
+            axum::routing::post(uploads::create).layer(axum::extract::DefaultBodyLimit::max(
+                palisade_app::workloads::MAX_UPLOAD_BYTES,
+            )),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/uploads/{id}/content",
+            get(uploads::content),
+        )
         .route("/v1/tokens", get(tokens::list).post(tokens::create))
         .route("/v1/tokens/{id}", axum::routing::delete(tokens::delete))
         .route("/v1/clusters", get(clusters::list))

@@ -20,6 +20,7 @@ const DELETE_ATTACHMENTS: &str = "DELETE FROM boundary_clusters WHERE boundary =
 /// A boundary's tokens go with it: a boundary created later under the same name must not
 /// inherit them.
 const DELETE_TOKENS: &str = "DELETE FROM tokens WHERE boundary = $1";
+const DELETE_UPLOADS: &str = "DELETE FROM uploads WHERE boundary = $1";
 const DELETE: &str = "DELETE FROM boundaries WHERE name = $1";
 
 fn boundary(row: &dyn Fields) -> sqlx::Result<BoundaryRecord> {
@@ -59,7 +60,7 @@ pub(crate) async fn list<C: Conn>(c: &mut C) -> Result<Vec<BoundaryRecord>> {
 }
 
 /// Refused while the boundary holds resources, policies or namespaces. Its statuses, cluster
-/// attachments and tokens go with it; its history (`policy_history`, `changes`) stays, as
+/// attachments, tokens and uploads go with it; its history (`policy_history`, `changes`) stays, as
 /// the audit trail.
 pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
     lock(c, name).await?;
@@ -78,6 +79,7 @@ pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
         DELETE_REPORTS,
         DELETE_ATTACHMENTS,
         DELETE_TOKENS,
+        DELETE_UPLOADS,
         DELETE,
     ] {
         c.execute(statement, &[Text(name)]).await?;

@@ -15,6 +15,7 @@
 //! | `statuses` | policies' install status per cluster |
 //! | `audits` | the audit's reports per policy and cluster |
 //! | `settings` | installation-wide settings (the installation id) |
+//! | `uploads` | code uploaded for builds |
 
 pub(crate) mod audits;
 pub(crate) mod boundaries;
@@ -26,6 +27,7 @@ pub(crate) mod resources;
 pub(crate) mod settings;
 pub(crate) mod statuses;
 pub(crate) mod tokens;
+pub(crate) mod uploads;
 
 use crate::sql::{Arg, Conn, DbResult, Decoder, Fields};
 use crate::{Result, StoreError};

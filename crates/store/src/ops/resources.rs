@@ -16,13 +16,13 @@ use crate::{
 };
 
 const SELECT: &str =
-    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at \
-     FROM resources WHERE boundary = $1 AND resource_type = $2 AND name = $3";
+    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
+     status FROM resources WHERE boundary = $1 AND resource_type = $2 AND name = $3";
 /// `$2`: type filter or NULL; `$3`/`$4`: the last item of the previous page or NULL;
 /// `$5`: how many rows to read.
 const SELECT_PAGE: &str =
-    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at \
-     FROM resources \
+    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
+     status FROM resources \
      WHERE boundary = $1 \
        AND ($2 IS NULL OR resource_type = $2) \
        AND ($3 IS NULL OR (resource_type, name) > ($3, $4)) \
@@ -30,11 +30,19 @@ const SELECT_PAGE: &str =
 const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM resources \
      WHERE boundary = $1 AND resource_type = $2 AND name = $3) AS found";
 const INSERT: &str = "INSERT INTO resources \
-     (boundary, resource_type, name, body_json, etag, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $6)";
+     (boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster) \
+     VALUES ($1, $2, $3, $4, $5, $6, $6, $7)";
 const UPDATE: &str = "UPDATE resources \
-     SET body_json = $4, etag = $5, updated_at = $6 \
+     SET body_json = $4, etag = $5, updated_at = $6, cluster = $7 \
      WHERE boundary = $1 AND resource_type = $2 AND name = $3";
+/// The workloads placed in a cluster, every boundary's.
+const SELECT_IN_CLUSTER: &str =
+    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
+     status FROM resources WHERE cluster = $1 ORDER BY boundary, resource_type, name";
+/// Only when it differs: an unchanged status writes nothing.
+const SET_STATUS: &str = "UPDATE resources SET status = $4, status_at = $5 \
+     WHERE boundary = $1 AND resource_type = $2 AND name = $3 \
+       AND (status IS NULL OR status <> $4)";
 const DELETE: &str =
     "DELETE FROM resources WHERE boundary = $1 AND resource_type = $2 AND name = $3";
 
@@ -47,6 +55,8 @@ fn resource(row: &dyn Fields) -> sqlx::Result<ResourceRecord> {
         etag: row.text("etag")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
+        cluster: row.opt_text("cluster")?,
+        status: row.opt_text("status")?,
     })
 }
 
@@ -83,6 +93,7 @@ pub(crate) async fn create<C: Conn>(
         resource_type,
         name,
         body_json,
+        cluster,
     } = resource;
     let subject = subject(&resource_type, &name);
     boundaries::lock_shared(c, &boundary).await?;
@@ -99,7 +110,15 @@ pub(crate) async fn create<C: Conn>(
     let [b, t, n] = key;
     c.execute(
         INSERT,
-        &[b, t, n, Text(&body_json), Text(&etag), Text(&now)],
+        &[
+            b,
+            t,
+            n,
+            Text(&body_json),
+            Text(&etag),
+            Text(&now),
+            OptText(cluster.as_deref()),
+        ],
     )
     .await
     .map_err(|e| on_insert(e, &format!("resource {subject}")))?;
@@ -114,6 +133,8 @@ pub(crate) async fn create<C: Conn>(
         etag,
         created_at: now.clone(),
         updated_at: now,
+        cluster,
+        status: None,
     };
     Ok((record, warnings))
 }
@@ -200,9 +221,13 @@ pub(crate) async fn update<C: Conn>(
     boundaries::lock_shared(c, &key.boundary).await?;
     let current = get_for_update(c, key).await?;
     check_if_match(if_match, &current.etag)?;
-    let Edit { body_json, guard } = editor(&current).map_err(StoreError::Vetoed)?;
+    let Edit {
+        body_json,
+        guard,
+        cluster,
+    } = editor(&current).map_err(StoreError::Vetoed)?;
     let warnings = run_guard(c, &key.boundary, guard).await?;
-    if body_json == current.body_json {
+    if body_json == current.body_json && cluster == current.cluster {
         return Ok((current, warnings));
     }
 
@@ -215,6 +240,7 @@ pub(crate) async fn update<C: Conn>(
         Text(&body_json),
         Text(&etag),
         Text(&now),
+        OptText(cluster.as_deref()),
     ];
     c.execute(UPDATE, &args).await?;
     let subject = subject(&key.resource_type, &key.name);
@@ -224,16 +250,18 @@ pub(crate) async fn update<C: Conn>(
         body_json,
         etag,
         updated_at: now,
+        cluster,
         ..current
     };
     Ok((record, warnings))
 }
 
+/// Deletes the resource; answers what it was.
 pub(crate) async fn delete<C: Conn>(
     c: &mut C,
     key: &ResourceKey,
     if_match: Option<&str>,
-) -> Result<()> {
+) -> Result<ResourceRecord> {
     boundaries::lock_shared(c, &key.boundary).await?;
     let current = get_for_update(c, key).await?;
     check_if_match(if_match, &current.etag)?;
@@ -245,5 +273,29 @@ pub(crate) async fn delete<C: Conn>(
     c.execute(DELETE, &args).await?;
     let subject = subject(&key.resource_type, &key.name);
     let kind = changes::RESOURCE_DELETE;
-    changes::append(c, &key.boundary, kind, &subject, None, &crate::now()).await
+    changes::append(c, &key.boundary, kind, &subject, None, &crate::now()).await?;
+    Ok(current)
+}
+
+/// Every workload placed in `cluster`.
+pub(crate) async fn in_cluster<C: Conn>(c: &mut C, cluster: &str) -> Result<Vec<ResourceRecord>> {
+    Ok(c.fetch_all(SELECT_IN_CLUSTER, &[Text(cluster)], resource)
+        .await?)
+}
+
+/// Sets a resource's status; a resource that is gone, or whose status is already this,
+/// is left alone. Answers whether anything was written.
+pub(crate) async fn set_status<C: Conn>(
+    c: &mut C,
+    key: &ResourceKey,
+    status: &str,
+) -> Result<bool> {
+    let args = [
+        Text(&key.boundary),
+        Text(&key.resource_type),
+        Text(&key.name),
+        Text(status),
+        Text(&crate::now()),
+    ];
+    Ok(c.execute(SET_STATUS, &args).await? > 0)
 }

@@ -39,7 +39,8 @@ use reconciler::{
 };
 use resources::{
     create_resource_checks_before_the_guard, create_resource_with_guards, delete_resource,
-    pagination, unchanged_body_writes_nothing, update_resource,
+    pagination, placed_workloads_statuses_and_uploads, unchanged_body_writes_nothing,
+    update_resource,
 };
 use tokens::{bootstrap_admin_token, bootstrap_admin_token_concurrently, tokens};
 
@@ -109,6 +110,7 @@ contract!(
     unchanged_body_writes_nothing,
     delete_resource,
     pagination,
+    placed_workloads_statuses_and_uploads,
     changes_share_one_sequence,
     tokens,
     bootstrap_admin_token,

@@ -142,6 +142,7 @@ pub async fn update_resource(db: TestDb) {
         Ok(Edit {
             body_json: r#"{"plan":"medium"}"#.into(),
             guard: Some(guard),
+            cluster: None,
         })
     });
     let (updated, warnings) = store
@@ -164,6 +165,7 @@ pub async fn update_resource(db: TestDb) {
         Ok(Edit {
             body_json: "{}".into(),
             guard: None,
+            cluster: None,
         })
     });
     assert_precondition_failed(
@@ -363,4 +365,98 @@ pub async fn pagination(db: TestDb) {
             .await,
     );
     assert_not_found(store.list_resources("nope", &page(None, 2, None)).await);
+}
+
+/// Workloads placed in a cluster (SPEC 5): read by cluster, their writes wake the reconciler
+/// (others do not), the reconciler's status changes neither etag nor history, and uploads are
+/// kept per boundary.
+pub async fn placed_workloads_statuses_and_uploads(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.create_boundary("c", None).await.unwrap();
+    let mut changes = store.subscribe().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    changes.borrow_and_update();
+
+    // A database (no cluster) wakes nobody.
+    store
+        .create_resource(new_resource("b", "postgresql", "db", "{}"), None, None)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    if store.backend() == "sqlite" {
+        assert!(!changes.has_changed().unwrap());
+    }
+    changes.borrow_and_update();
+
+    let placed = |boundary: &str, name: &str| NewResource {
+        cluster: Some("k1".into()),
+        ..new_resource(boundary, "app", name, r#"{"image":"x:1"}"#)
+    };
+    let (record, _) = store
+        .create_resource(placed("b", "web"), None, None)
+        .await
+        .unwrap();
+    assert_eq!(record.cluster.as_deref(), Some("k1"));
+    assert_eq!(record.status, None);
+    tokio::time::timeout(std::time::Duration::from_secs(10), changes.changed())
+        .await
+        .expect("a placed workload wakes the reconciler")
+        .unwrap();
+    store
+        .create_resource(placed("c", "api"), None, None)
+        .await
+        .unwrap();
+    let in_k1: Vec<(String, String)> = store
+        .resources_in_cluster("k1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.boundary, r.name))
+        .collect();
+    assert_eq!(
+        in_k1,
+        [
+            ("b".to_owned(), "web".to_owned()),
+            ("c".into(), "api".into())
+        ]
+    );
+    assert!(store.resources_in_cluster("k2").await.unwrap().is_empty());
+
+    let web = key("b", "app", "web");
+    assert!(store.set_resource_status(&web, "deploying").await.unwrap());
+    assert!(!store.set_resource_status(&web, "deploying").await.unwrap());
+    assert!(store.set_resource_status(&web, "running").await.unwrap());
+    let read = store.get_resource(&web).await.unwrap();
+    assert_eq!(read.status.as_deref(), Some("running"));
+    assert_eq!(read.etag, record.etag);
+    assert_eq!(read.updated_at, record.updated_at);
+    // A resource that is gone is left alone.
+    assert!(!store
+        .set_resource_status(&key("b", "app", "gone"), "running")
+        .await
+        .unwrap());
+
+    let upload = UploadRecord {
+        boundary: "b".into(),
+        id: "u1".into(),
+        sha256: "ab".into(),
+        content: vec![0, 1, 2, 255],
+        created_at: "2026-12-04T00:00:00Z".into(),
+    };
+    store.put_upload(upload.clone()).await.unwrap();
+    assert_eq!(store.get_upload("b", "u1").await.unwrap(), upload);
+    assert_not_found(store.get_upload("c", "u1").await);
+    assert!(matches!(
+        store.put_upload(upload.clone()).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_not_found(
+        store
+            .put_upload(UploadRecord {
+                boundary: "nope".into(),
+                ..upload
+            })
+            .await,
+    );
 }

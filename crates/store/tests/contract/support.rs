@@ -8,7 +8,8 @@ pub use std::time::Duration;
 
 pub use palisade_store::{
     etag_of, ChangeRecord, Edit, Editor, Guard, NewResource, PolicyRecord, PolicyWrite,
-    ResourceKey, ResourceQuery, ResourceRecord, StoreError, TokenRecord, Veto, WriteAction,
+    ResourceKey, ResourceQuery, ResourceRecord, StoreError, TokenRecord, UploadRecord, Veto,
+    WriteAction,
 };
 pub use palisade_testkit::postgres::TempPostgres;
 
@@ -40,6 +41,7 @@ pub fn new_resource(boundary: &str, resource_type: &str, name: &str, body: &str)
         resource_type: resource_type.into(),
         name: name.into(),
         body_json: body.into(),
+        cluster: None,
     }
 }
 
@@ -98,6 +100,7 @@ pub fn editor(body: &str, guard: Option<Guard>) -> Editor {
         Ok(Edit {
             body_json: body,
             guard,
+            cluster: None,
         })
     })
 }

@@ -1,0 +1,473 @@
+//! Platform workloads (SPEC 5), the application's part: where a workload resource runs
+//! (`cluster` and `namespace`, checked against the boundary's attachments and namespaces),
+//! the code uploaded for builds and the short-lived token a build Job fetches it with, and
+//! the warning given before a build of uploaded function code is denied.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use palisade_api_types::resource::Resource;
+use palisade_api_types::view::UploadView;
+use palisade_policy::policy::{Mode, Rule};
+use palisade_policy::{Name, Policy, ResourceType};
+use palisade_store::{NamespaceRecord, StoreError, UploadRecord};
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+use crate::caller::Access;
+use crate::error::{boundary_not_found, AppError, AppResult};
+use crate::sealing::SealingKey;
+use crate::App;
+
+/// The largest upload accepted (an archive or a single file).
+pub const MAX_UPLOAD_BYTES: usize = 8 * 1024 * 1024;
+
+/// How long a build Job's fetch token is good for.
+pub const FETCH_TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// The types that run as workloads in a cluster (SPEC 5). Databases, caches and vector
+/// stores are managed services with no workload in the namespaces.
+pub fn is_workload(ty: ResourceType) -> bool {
+    matches!(
+        ty,
+        ResourceType::App
+            | ResourceType::Function
+            | ResourceType::StaticWebApp
+            | ResourceType::ContainerInstance
+    )
+}
+
+/// The warning of SPEC 5 for a function built from uploaded code where `policy` applies.
+pub fn latest_builder_warning(policy: &str) -> String {
+    format!(
+        "Policy '{policy}' (DisallowLatestTag) denies builds of uploaded code: the function \
+         builder is referenced by the tag latest"
+    )
+}
+
+/// Where a boundary's workloads can run: its attached clusters and its namespaces.
+#[derive(Clone, Debug, Default)]
+pub struct Placements {
+    pub clusters: Vec<String>,
+    pub namespaces: Vec<NamespaceRecord>,
+}
+
+fn listing(names: &[&str]) -> String {
+    names.join(", ")
+}
+
+/// Places a workload: a given `cluster` must be attached to the boundary and a given
+/// `namespace` must be one of the boundary's namespaces in that cluster (400 naming the field
+/// otherwise). Left out, each defaults to the boundary's only one; with several to choose
+/// from it is required. A workload with nowhere to run (no attached cluster, or no namespace
+/// in the only one) stays unplaced: it is kept and runs nowhere until it is placed. Other
+/// types are left alone. Answers the cluster it is placed in.
+pub fn place(
+    resource: &mut Resource,
+    ty: ResourceType,
+    boundary: &str,
+    placements: &Placements,
+) -> AppResult<Option<String>> {
+    if !is_workload(ty) {
+        return Ok(None);
+    }
+    let attached: Vec<&str> = placements.clusters.iter().map(String::as_str).collect();
+    let (cluster, chosen) = match resource.cluster.as_deref() {
+        Some(cluster) if attached.contains(&cluster) => (cluster.to_owned(), true),
+        Some(cluster) => {
+            return Err(AppError::invalid(
+                "/cluster",
+                if attached.is_empty() {
+                    format!("cluster '{cluster}' is not attached to boundary '{boundary}', which has no attached cluster")
+                } else {
+                    format!(
+                        "cluster '{cluster}' is not attached to boundary '{boundary}'; its clusters are {}",
+                        listing(&attached)
+                    )
+                },
+            ))
+        }
+        None => match attached.as_slice() {
+            [] if resource.namespace.is_some() => {
+                return Err(AppError::invalid(
+                    "/namespace",
+                    format!("boundary '{boundary}' has no attached cluster to hold it"),
+                ))
+            }
+            [] => return Ok(None),
+            [only] => ((*only).to_owned(), false),
+            many => {
+                return Err(AppError::invalid(
+                    "/cluster",
+                    format!(
+                        "is required: boundary '{boundary}' has {} attached clusters ({})",
+                        many.len(),
+                        listing(many)
+                    ),
+                ))
+            }
+        },
+    };
+    let mut in_cluster: Vec<&str> = placements
+        .namespaces
+        .iter()
+        .filter(|ns| ns.cluster == cluster)
+        .map(|ns| ns.name.as_str())
+        .collect();
+    in_cluster.sort_unstable();
+    let namespace = match resource.namespace.as_deref() {
+        Some(namespace) if in_cluster.contains(&namespace) => namespace.to_owned(),
+        Some(namespace) => {
+            return Err(AppError::invalid(
+                "/namespace",
+                if in_cluster.is_empty() {
+                    format!("namespace '{namespace}' in cluster '{cluster}' does not belong to boundary '{boundary}', which has no namespace there")
+                } else {
+                    format!(
+                        "namespace '{namespace}' in cluster '{cluster}' does not belong to boundary '{boundary}'; its namespaces there are {}",
+                        listing(&in_cluster)
+                    )
+                },
+            ))
+        }
+        None => match in_cluster.as_slice() {
+            [] if !chosen => {
+                resource.cluster = None;
+                return Ok(None);
+            }
+            [] => {
+                return Err(AppError::invalid(
+                    "/namespace",
+                    format!(
+                        "is required: boundary '{boundary}' has no namespace in cluster '{cluster}'; create one first"
+                    ),
+                ))
+            }
+            [only] => (*only).to_owned(),
+            many => {
+                return Err(AppError::invalid(
+                    "/namespace",
+                    format!(
+                        "is required: boundary '{boundary}' has {} namespaces in cluster '{cluster}' ({})",
+                        many.len(),
+                        listing(many)
+                    ),
+                ))
+            }
+        },
+    };
+    resource.cluster = Some(cluster.clone());
+    resource.namespace = Some(namespace);
+    Ok(Some(cluster))
+}
+
+/// What a fetch token says, before its expiry: the upload it opens.
+fn token_prefix(boundary: &str, id: &str) -> String {
+    format!("palisade-fetch/v1/{boundary}/{id}/")
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A token that opens the upload `id` of `boundary`, and nothing else, for
+/// [`FETCH_TOKEN_TTL`]: the text `palisade-fetch/v1/<boundary>/<id>/<expiry>` sealed with the
+/// installation's key, so that only this installation can make or read one.
+pub fn fetch_token(key: &SealingKey, boundary: &str, id: &str) -> AppResult<String> {
+    let expires = unix_now() + FETCH_TOKEN_TTL.as_secs();
+    let sealed = key
+        .seal(format!("{}{expires}", token_prefix(boundary, id)).as_bytes())
+        .map_err(|e| AppError::Internal(e.to_string()))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed))
+}
+
+/// Where a build Job fetches the upload `id` of `boundary`, palisade being reachable from the
+/// cluster at `public_url`.
+pub fn fetch_url(public_url: &str, boundary: &str, id: &str) -> String {
+    format!(
+        "{}/v1/boundaries/{boundary}/uploads/{id}/content",
+        public_url.trim_end_matches('/')
+    )
+}
+
+impl App {
+    /// Where the boundary's workloads can run.
+    pub async fn placements(&self, boundary: &str) -> AppResult<Placements> {
+        let (clusters, namespaces) = tokio::join!(
+            self.store.boundary_clusters(boundary),
+            self.store.list_namespaces(boundary)
+        );
+        let clusters = clusters.map_err(|e| AppError::from_store(e, "boundary"))?;
+        let namespaces = namespaces.map_err(|e| AppError::from_store(e, "boundary"))?;
+        Ok(Placements {
+            clusters: clusters.into_iter().map(|c| c.name).collect(),
+            namespaces,
+        })
+    }
+
+    /// 400 unless `upload` names an upload of the boundary.
+    pub(crate) async fn check_upload(&self, boundary: &str, upload: &str) -> AppResult<()> {
+        match self.store.get_upload(boundary, upload).await {
+            Ok(_) => Ok(()),
+            Err(StoreError::NotFound) => Err(AppError::invalid(
+                "/upload",
+                format!("no upload '{upload}' in boundary '{boundary}'"),
+            )),
+            Err(other) => Err(AppError::from_store(other, "upload")),
+        }
+    }
+
+    /// The enforce-mode DisallowLatestTag policies that apply to `cluster`: a build of
+    /// uploaded function code there is denied, and these warnings say so before it happens.
+    /// Policies that cannot be read give no warning (the create itself does not depend on
+    /// them).
+    pub async fn latest_builder_warnings(&self, boundary: &str, cluster: &str) -> Vec<String> {
+        let Ok(cluster) = Name::parse(cluster) else {
+            return Vec::new();
+        };
+        let Ok(policies) = self.read_policies(boundary).await else {
+            return Vec::new();
+        };
+        latest_builder_policies(&policies, &cluster)
+            .into_iter()
+            .map(|name| latest_builder_warning(&name))
+            .collect()
+    }
+
+    /// The warnings an upload form for a function shows before anything is built: the
+    /// enforce-mode DisallowLatestTag policies that apply to any cluster the boundary's
+    /// functions can be placed in (each named once).
+    pub async fn upload_form_warnings(&self, access: &Access) -> AppResult<Vec<String>> {
+        let boundary = access.boundary();
+        let placements = self.placements(boundary).await?;
+        let policies = self.read_policies(boundary).await?;
+        let mut names: Vec<String> = Vec::new();
+        for cluster in &placements.clusters {
+            let Ok(cluster) = Name::parse(cluster) else {
+                continue;
+            };
+            for name in latest_builder_policies(&policies, &cluster) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        Ok(names.iter().map(|n| latest_builder_warning(n)).collect())
+    }
+
+    /// Stores code uploaded for a build (an archive or a single file) and answers its id.
+    pub async fn create_upload(&self, access: &Access, content: Vec<u8>) -> AppResult<UploadView> {
+        let boundary = access.boundary();
+        if content.is_empty() {
+            return Err(AppError::invalid("", "the upload is empty"));
+        }
+        if content.len() > MAX_UPLOAD_BYTES {
+            return Err(AppError::LimitExceeded(format!(
+                "an upload may be at most {MAX_UPLOAD_BYTES} bytes, got {}",
+                content.len()
+            )));
+        }
+        let mut id = [0u8; 10];
+        rand::thread_rng().fill_bytes(&mut id);
+        let id = format!("u-{}", hex::encode(id));
+        let sha256 = hex::encode(Sha256::digest(&content));
+        let size = content.len() as u64;
+        let record = UploadRecord {
+            boundary: boundary.to_owned(),
+            id: id.clone(),
+            sha256: sha256.clone(),
+            content,
+            created_at: palisade_store::now(),
+        };
+        self.store.put_upload(record).await.map_err(|e| match e {
+            StoreError::NotFound => boundary_not_found(boundary),
+            other => AppError::from_store(other, "upload"),
+        })?;
+        Ok(UploadView { id, sha256, size })
+    }
+
+    /// A token that opens one upload, and nothing else, for [`FETCH_TOKEN_TTL`].
+    pub fn fetch_token(&self, boundary: &str, id: &str) -> AppResult<String> {
+        fetch_token(&self.sealing, boundary, id)
+    }
+
+    /// The content of an upload, for a build Job holding a fetch token of that upload. Any
+    /// other token, an expired one, or one of another upload is 401 (the same answer for
+    /// each, so a token reveals nothing about other uploads).
+    pub async fn fetch_upload(
+        &self,
+        boundary: &str,
+        id: &str,
+        token: Option<&str>,
+    ) -> AppResult<UploadRecord> {
+        let refused =
+            || AppError::Unauthorized("a valid fetch token of this upload is required".into());
+        let token = token.ok_or_else(refused)?;
+        let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token)
+            .map_err(|_| refused())?;
+        let text = self.sealing.open(&sealed).map_err(|_| refused())?;
+        let text = String::from_utf8(text).map_err(|_| refused())?;
+        let expires = text
+            .strip_prefix(&token_prefix(boundary, id))
+            .and_then(|rest| rest.parse::<u64>().ok())
+            .ok_or_else(refused)?;
+        if expires < unix_now() {
+            return Err(refused());
+        }
+        self.store
+            .get_upload(boundary, id)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => refused(),
+                other => AppError::from_store(other, "upload"),
+            })
+    }
+}
+
+/// The names of the enforce-mode policies with a DisallowLatestTag rule whose scope
+/// includes `cluster`.
+pub fn latest_builder_policies(policies: &[Policy], cluster: &Name) -> Vec<String> {
+    policies
+        .iter()
+        .filter(|p| p.mode() == Mode::Enforce && p.scope().includes(cluster))
+        .filter(|p| {
+            p.rules()
+                .iter()
+                .any(|r| matches!(r, Rule::DisallowLatestTag))
+        })
+        .map(|p| p.name().to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn ns(cluster: &str, name: &str) -> NamespaceRecord {
+        NamespaceRecord {
+            cluster: cluster.into(),
+            name: name.into(),
+            boundary: "shop".into(),
+            created_at: String::new(),
+        }
+    }
+
+    fn app(cluster: Option<&str>, namespace: Option<&str>) -> Resource {
+        Resource {
+            resource_type: "app".into(),
+            name: "web".into(),
+            plan: Some("small".into()),
+            components: None,
+            image: Some("ghcr.io/acme/web:1".into()),
+            source: None,
+            labels: None,
+            cluster: cluster.map(Into::into),
+            namespace: namespace.map(Into::into),
+            upload: None,
+            replicas: None,
+        }
+    }
+
+    fn placements(clusters: &[&str], namespaces: &[(&str, &str)]) -> Placements {
+        Placements {
+            clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
+            namespaces: namespaces.iter().map(|(c, n)| ns(c, n)).collect(),
+        }
+    }
+
+    fn placed(
+        cluster: Option<&str>,
+        namespace: Option<&str>,
+        where_: &Placements,
+    ) -> Result<(Option<String>, Option<String>), String> {
+        let mut resource = app(cluster, namespace);
+        place(&mut resource, ResourceType::App, "shop", where_)
+            .map(|_| (resource.cluster, resource.namespace))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn placement_table() {
+        let one = placements(&["k1"], &[("k1", "web")]);
+        let two = placements(&["k1", "k2"], &[("k1", "web"), ("k1", "api"), ("k2", "x")]);
+        let bare = placements(&["k1"], &[]);
+        let none = placements(&[], &[]);
+        let some = |c: &str, n: &str| Ok((Some(c.to_owned()), Some(n.to_owned())));
+        type Case<'a> = (
+            &'a str,
+            Option<&'a str>,
+            Option<&'a str>,
+            &'a Placements,
+            Result<(Option<String>, Option<String>), String>,
+        );
+        let cases: Vec<Case> = vec![
+            ("defaults to the only ones", None, None, &one, some("k1", "web")),
+            ("given and valid", Some("k1"), Some("api"), &two, some("k1", "api")),
+            ("only namespace of the given cluster", Some("k2"), None, &two, some("k2", "x")),
+            ("nowhere to run: unplaced", None, None, &none, Ok((None, None))),
+            ("no namespace in the only cluster: unplaced", None, None, &bare, Ok((None, None))),
+            (
+                "cluster not attached",
+                Some("k9"),
+                None,
+                &two,
+                Err("/cluster: cluster 'k9' is not attached to boundary 'shop'; its clusters are k1, k2".into()),
+            ),
+            (
+                "several clusters",
+                None,
+                None,
+                &two,
+                Err("/cluster: is required: boundary 'shop' has 2 attached clusters (k1, k2)".into()),
+            ),
+            (
+                "several namespaces",
+                Some("k1"),
+                None,
+                &two,
+                Err("/namespace: is required: boundary 'shop' has 2 namespaces in cluster 'k1' (api, web)".into()),
+            ),
+            (
+                "namespace of another cluster",
+                Some("k2"),
+                Some("web"),
+                &two,
+                Err("/namespace: namespace 'web' in cluster 'k2' does not belong to boundary 'shop'; its namespaces there are x".into()),
+            ),
+            (
+                "given cluster without namespaces",
+                Some("k1"),
+                None,
+                &bare,
+                Err("/namespace: is required: boundary 'shop' has no namespace in cluster 'k1'; create one first".into()),
+            ),
+            (
+                "namespace without any cluster",
+                None,
+                Some("web"),
+                &none,
+                Err("/namespace: boundary 'shop' has no attached cluster to hold it".into()),
+            ),
+        ];
+        for (what, cluster, namespace, where_, expected) in cases {
+            assert_eq!(placed(cluster, namespace, where_), expected, "{what}");
+        }
+    }
+
+    #[test]
+    fn databases_are_never_placed() {
+        let mut db = app(None, None);
+        db.resource_type = "postgresql".into();
+        let where_ = placements(&["k1"], &[("k1", "web")]);
+        assert_eq!(
+            place(&mut db, ResourceType::Postgresql, "shop", &where_).unwrap(),
+            None
+        );
+        assert_eq!(db.cluster, None);
+    }
+}
