@@ -27,15 +27,11 @@
     reason = "a benchmark fails loudly"
 )]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use palisade_policy::Catalog;
-use palisade_reconciler::{ClusterClient, Controller, Settings, Unseal};
-use palisade_server::SealingKey;
+use palisade_reconciler::{ClusterClient, Settings};
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::ControlPlane;
-use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 const BOUNDARY: &str = "bench";
@@ -44,94 +40,11 @@ const NAMESPACE: &str = "bench-probe";
 const POLL: Duration = Duration::from_millis(20);
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The API and the reconcile loop on one SQLite store, as `palisade serve` runs them.
-struct Stack {
-    url: String,
-    token: String,
-    http: reqwest::Client,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
+#[path = "support/stack.rs"]
+mod stack;
+use stack::Stack;
 
 impl Stack {
-    async fn start() -> Stack {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
-        let store = palisade_store::connect(&url).await.unwrap();
-        palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
-            .await
-            .unwrap();
-        let token = std::fs::read_to_string(dir.path().join("admin.token"))
-            .unwrap()
-            .trim()
-            .to_owned();
-        let key = SealingKey::random();
-        let installation = store.installation_id("benchpropagation").await.unwrap();
-        let unseal_key = key.clone();
-        let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
-            String::from_utf8(unseal_key.open(sealed).map_err(|e| e.to_string())?)
-                .map_err(|e| e.to_string())
-        });
-        let controller = Controller::new(
-            store.clone(),
-            Arc::new(Catalog::builtin()),
-            unseal,
-            installation,
-            Settings::default(),
-        );
-        let mut tasks = vec![tokio::spawn(controller.run(std::future::pending()))];
-        let state = palisade_server::AppState::new(store, Catalog::builtin(), key);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let app = palisade_server::app(state);
-        tasks.push(tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        }));
-        Stack {
-            url: format!("http://{address}"),
-            token,
-            http: reqwest::Client::new(),
-            tasks,
-            _dir: dir,
-        }
-    }
-
-    /// Sends a request; the status and the JSON body (`Null` when empty).
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let bytes = response.bytes().await.unwrap();
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
-        };
-        (status, body)
-    }
-
-    async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let (status, body) = self.call(method, path, body).await;
-        assert!(status.is_success(), "{method} {path}: {status} {body}");
-        body
-    }
-
     /// Waits until the API reports the policy `enforced` in every cluster.
     async fn wait_enforced(&self, clusters: usize) {
         let started = Instant::now();
@@ -297,7 +210,7 @@ async fn main() {
             .unwrap();
         planes.push(plane);
     }
-    let stack = Stack::start().await;
+    let stack = Stack::start(Settings::default()).await;
     stack
         .ok("POST", "/v1/boundaries", Some(json!({"name": BOUNDARY})))
         .await;

@@ -200,6 +200,27 @@ async fn a_denied_image_is_rejected_and_a_fixed_one_runs() {
     assert_eq!(limits["cpu"].0, "500m");
     // As the API server writes quantities back (1024Mi is 1Gi).
     assert_eq!(limits["memory"].0, "1Gi");
+    // A plan move the API refuses changes nothing in the cluster.
+    f.stack
+        .put_policy(
+            &f.boundary,
+            "sizes",
+            json!({"rules": [{"allowedComputePlans": {"plans": ["small"]}}]}),
+        )
+        .await;
+    let (status, body) = f
+        .stack
+        .call(
+            "PATCH",
+            &format!("{}/app/web", f.resources()),
+            Some(json!({"plan": "large"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = f.deployments().get("app-web").await.unwrap();
+    assert_eq!(after.metadata.generation, deployment.metadata.generation);
+    assert_eq!(f.wait("app/web", |s| s == "running").await.0, "running");
     eprintln!(
         "app web: POST to rejected {} ms; fixed to running {} ms",
         rejected_after.as_millis(),
@@ -243,7 +264,11 @@ async fn scaling_under_a_newer_policy_keeps_the_old_pods_and_denies_new_ones() {
         .delete(&victim, &DeleteParams::default().grace_period(0))
         .await
         .unwrap();
-    let (status, _) = f.wait("app/api", |s| s.starts_with("degraded: 1/3")).await;
+    let (status, seen_after) = f.wait("app/api", |s| s.starts_with("degraded: 1/3")).await;
+    eprintln!(
+        "app api: a pod deleted to its status saying 1/3: {} ms (polled every 50 ms)",
+        seen_after.as_millis()
+    );
     assert_eq!(
         status,
         format!("degraded: 1/3 replicas; pods rejected: {message}")

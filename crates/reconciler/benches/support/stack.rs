@@ -1,0 +1,99 @@
+//! The API and the reconcile loop on one SQLite store, in this process, as `palisade serve`
+//! runs them: shared by the benchmarks that measure what a user sees through the API.
+
+use std::sync::Arc;
+
+use palisade_policy::Catalog;
+use palisade_reconciler::{Controller, Settings, Unseal};
+use palisade_server::SealingKey;
+use reqwest::StatusCode;
+use serde_json::Value;
+
+/// The API and the reconcile loop on one SQLite store, as `palisade serve` runs them.
+pub struct Stack {
+    pub url: String,
+    pub token: String,
+    http: reqwest::Client,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Stack {
+    pub async fn start(settings: Settings) -> Stack {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+        let store = palisade_store::connect(&url).await.unwrap();
+        palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
+            .await
+            .unwrap();
+        let token = std::fs::read_to_string(dir.path().join("admin.token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        let key = SealingKey::random();
+        let installation = store.installation_id("bench").await.unwrap();
+        let unseal_key = key.clone();
+        let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
+            String::from_utf8(unseal_key.open(sealed).map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())
+        });
+        let controller = Controller::new(
+            store.clone(),
+            Arc::new(Catalog::builtin()),
+            unseal,
+            installation,
+            settings,
+        );
+        let mut tasks = vec![tokio::spawn(controller.run(std::future::pending()))];
+        let state = palisade_server::AppState::new(store, Catalog::builtin(), key);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let app = palisade_server::app(state);
+        tasks.push(tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        }));
+        Stack {
+            url: format!("http://{address}"),
+            token,
+            http: reqwest::Client::new(),
+            tasks,
+            _dir: dir,
+        }
+    }
+
+    /// Sends a request; the status and the JSON body (`Null` when empty).
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let bytes = response.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        (status, body)
+    }
+
+    pub async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let (status, body) = self.call(method, path, body).await;
+        assert!(status.is_success(), "{method} {path}: {status} {body}");
+        body
+    }
+}
