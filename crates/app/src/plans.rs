@@ -4,11 +4,11 @@
 //! (SPEC 2.2-2.4). Also the decoded-policy cache and the `Warning` texts of plan paths.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use palisade_api_types::error::compute_plan_not_allowed;
 use palisade_api_types::PolicySpec;
-use palisade_policy::compute_plan::{decide, PlanCheck};
+use palisade_policy::compute_plan::{decide, CompiledPlans, PlanCheck, PlanDecision};
 use palisade_policy::{Catalog, Name, Policy, ResourceType};
 use palisade_store::{Guard, PolicyRecord};
 
@@ -21,6 +21,18 @@ use crate::error::AppError;
 #[derive(Debug, Default)]
 pub struct PolicyCache {
     entries: Mutex<HashMap<(String, String, String), Policy>>,
+    /// Per boundary, its policies' compute-plan decisions made once (issue 14, item 5), with
+    /// the (name, exact spec text) of the policies they were made from: a create compares
+    /// those texts and looks its plan up, instead of decoding and deciding.
+    compiled: Mutex<HashMap<String, CompiledEntry>>,
+    /// The decisions of a boundary without policies (every plan allowed).
+    empty: OnceLock<Arc<CompiledPlans>>,
+}
+
+#[derive(Debug)]
+struct CompiledEntry {
+    made_from: Vec<(String, String)>,
+    plans: Arc<CompiledPlans>,
 }
 
 /// How many decoded policies a [`PolicyCache`] keeps at most.
@@ -58,6 +70,56 @@ impl PolicyCache {
             entries.insert(key, policy.clone());
         }
         Ok(policy)
+    }
+
+    /// The compute-plan decisions of the boundary whose stored policies are `records` (all of
+    /// one boundary), made once per version of its policies. A policy that cannot be decoded
+    /// is `PolicyUnavailable`, as for [`PolicyCache::decode_all`].
+    pub fn compiled(
+        &self,
+        records: &[PolicyRecord],
+        catalog: &Catalog,
+    ) -> Result<Arc<CompiledPlans>, AppError> {
+        let Some(first) = records.first() else {
+            return Ok(self
+                .empty
+                .get_or_init(|| Arc::new(CompiledPlans::new(&[], catalog)))
+                .clone());
+        };
+        let same = |entry: &CompiledEntry| {
+            entry.made_from.len() == records.len()
+                && entry
+                    .made_from
+                    .iter()
+                    .zip(records)
+                    .all(|((name, spec), r)| *name == r.name && *spec == r.spec_json)
+        };
+        if let Some(plans) = self.compiled.lock().ok().and_then(|map| {
+            map.get(&first.boundary)
+                .filter(|e| same(e))
+                .map(|e| e.plans.clone())
+        }) {
+            return Ok(plans);
+        }
+        let policies = self.decode_all(records, catalog)?;
+        let plans = Arc::new(CompiledPlans::new(&policies, catalog));
+        if let Ok(mut map) = self.compiled.lock() {
+            if map.len() >= POLICY_CACHE_LIMIT {
+                map.clear();
+            }
+            let made_from = records
+                .iter()
+                .map(|r| (r.name.clone(), r.spec_json.clone()))
+                .collect();
+            map.insert(
+                first.boundary.clone(),
+                CompiledEntry {
+                    made_from,
+                    plans: plans.clone(),
+                },
+            );
+        }
+        Ok(plans)
     }
 
     /// How many decoded policies are kept now.
@@ -111,6 +173,40 @@ pub fn check_plans(
     Ok(warnings)
 }
 
+/// [`check_plans`] on decisions made beforehand: the same answers, looked up.
+pub fn check_compiled(
+    compiled: &CompiledPlans,
+    catalog: &Catalog,
+    ty: ResourceType,
+    checks: &[PlanCheck],
+) -> Result<Vec<String>, AppError> {
+    let mut warnings = Vec::new();
+    for check in checks {
+        let decision: &PlanDecision = match compiled.decide(ty, &check.plan) {
+            Some(decision) => decision,
+            // Not in the catalog: `decide` says why (before any policy is looked at).
+            None => {
+                return Err(match decide(&[], catalog, ty, &check.plan) {
+                    Err(e) => AppError::invalid("/plan", e),
+                    Ok(_) => AppError::Internal(format!(
+                        "plan '{}' of {ty} has no compiled decision",
+                        check.plan
+                    )),
+                })
+            }
+        };
+        warnings.extend(decision.audit_warnings.iter().cloned());
+        if !decision.allowed {
+            let component = check.component.as_ref().map(Name::as_str);
+            return Err(AppError::PlanNotAllowed(
+                Box::new(compute_plan_not_allowed(decision, component)),
+                warnings,
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
 /// The guard the store runs for a create or plan move of a checked type.
 pub fn plan_guard(
     cache: Arc<PolicyCache>,
@@ -119,8 +215,8 @@ pub fn plan_guard(
     checks: Vec<PlanCheck>,
 ) -> Guard {
     Box::new(move |records: &[PolicyRecord]| {
-        let policies = cache.decode_all(records, &catalog).map_err(boxed)?;
-        check_plans(&policies, &catalog, ty, &checks).map_err(boxed)
+        let compiled = cache.compiled(records, &catalog).map_err(boxed)?;
+        check_compiled(&compiled, &catalog, ty, &checks).map_err(boxed)
     })
 }
 

@@ -175,6 +175,48 @@ pub fn decide(
     })
 }
 
+/// Every decision of SPEC 2.3 for one set of policies, made once (when the policies change):
+/// deciding is then a lookup among a type's catalog plans, whatever the number of policies.
+/// [`CompiledPlans::decide`] answers exactly what [`decide`] answers for the same policies and
+/// catalog (a property test holds them equal).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledPlans {
+    /// Per type, in `ResourceType::ALL` order: each catalog plan and its decision.
+    by_type: Vec<Vec<(PlanName, PlanDecision)>>,
+}
+
+impl CompiledPlans {
+    /// Decides every plan of every type of `catalog` under `policies`.
+    pub fn new(policies: &[Policy], catalog: &Catalog) -> Self {
+        let by_type = ResourceType::ALL
+            .iter()
+            .map(|&ty| {
+                catalog
+                    .plans(ty)
+                    .iter()
+                    .filter_map(|plan| {
+                        decide(policies, catalog, ty, &plan.name)
+                            .ok()
+                            .map(|decision| (plan.name.clone(), decision))
+                    })
+                    .collect()
+            })
+            .collect();
+        CompiledPlans { by_type }
+    }
+
+    /// The decision for `plan` of `ty`; `None` when the catalog has no such plan (then
+    /// [`decide`] says why).
+    pub fn decide(&self, ty: ResourceType, plan: &PlanName) -> Option<&PlanDecision> {
+        let index = ResourceType::ALL.iter().position(|&t| t == ty)?;
+        self.by_type
+            .get(index)?
+            .iter()
+            .find(|(name, _)| name == plan)
+            .map(|(_, decision)| decision)
+    }
+}
+
 /// One option of the plan picker (SPEC 2.5).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PickerOption<'c> {
@@ -441,5 +483,56 @@ mod tests {
         )
         .is_empty());
         assert_eq!(plan_checks(None, &Plans::Single(plan("large"))).len(), 1);
+    }
+
+    mod compiled {
+        use super::*;
+        use proptest::prelude::*;
+
+        const ENTRIES: [&str; 9] = [
+            "small",
+            "medium",
+            "large",
+            "xlarge",
+            "huge",
+            "valkey/small",
+            "postgresql/large",
+            "container_instance/medium",
+            "function/small",
+        ];
+
+        fn policies() -> impl Strategy<Value = Vec<Policy>> {
+            proptest::collection::vec(
+                (
+                    proptest::bool::ANY,
+                    proptest::sample::subsequence(ENTRIES.to_vec(), 1..ENTRIES.len()),
+                ),
+                0..8,
+            )
+            .prop_map(|list| {
+                list.into_iter()
+                    .enumerate()
+                    .map(|(i, (audit, entries))| {
+                        let mode = if audit { Mode::Audit } else { Mode::Enforce };
+                        policy(&format!("p{i}"), mode, &entries)
+                    })
+                    .collect()
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn a_compiled_decision_is_the_decision(policies in policies()) {
+                let catalog = Catalog::builtin();
+                let compiled = CompiledPlans::new(&policies, &catalog);
+                for ty in ResourceType::ALL {
+                    for plan in catalog.plans(ty) {
+                        let expected = decide(&policies, &catalog, ty, &plan.name).unwrap();
+                        prop_assert_eq!(compiled.decide(ty, &plan.name), Some(&expected));
+                    }
+                    prop_assert_eq!(compiled.decide(ty, &PlanName::parse("nope").unwrap()), None);
+                }
+            }
+        }
     }
 }

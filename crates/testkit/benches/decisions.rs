@@ -1,5 +1,6 @@
 //! Side-by-side benchmarks (figures in docs/benchmarks.md):
-//! - the compute-plan decision with 1, 10 and 100 applied policies, against the same decision
+//! - the compute-plan decision with 1, 10 and 100 applied policies, made on the spot and
+//!   looked up among decisions made beforehand (`CompiledPlans`), against the same decision
 //!   written as Cedar policies and evaluated by `cedar-policy`;
 //! - admission evaluation of a Deployment with 5 containers under 3 policies, against the
 //!   `cel` crate evaluating the rendered CEL on the same object.
@@ -85,6 +86,20 @@ fn plan_decisions(c: &mut Criterion) {
                         black_box(&plan),
                     )
                     .unwrap()
+                })
+            },
+        );
+        // The decision made beforehand (when the policies change), as a create looks it up.
+        let compiled = compute_plan::CompiledPlans::new(&policies, &catalog);
+        group.bench_with_input(
+            BenchmarkId::new("palisade_compiled", count),
+            &compiled,
+            |b, compiled| {
+                b.iter(|| {
+                    compiled
+                        .decide(ResourceType::App, black_box(&plan))
+                        .unwrap()
+                        .allowed
                 })
             },
         );
