@@ -54,14 +54,27 @@ impl YamlError {
 /// Reads every document of a YAML stream as `T`. Empty documents (`---` alone, comments) are
 /// skipped. Each document keeps its 0-based index in the stream.
 pub fn documents<T: DeserializeOwned>(text: &str) -> Vec<(usize, Result<T, YamlError>)> {
-    let mut out = Vec::new();
-    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+    each_document(text).collect()
+}
+
+/// [`documents`], one at a time: a document is parsed when it is asked for, so that a caller
+/// that handles each before the next holds one document, not the stream.
+pub fn each_document<T: DeserializeOwned>(
+    text: &str,
+) -> impl Iterator<Item = (usize, Result<T, YamlError>)> + '_ {
+    let mut stream = serde_yaml_ng::Deserializer::from_str(text).enumerate();
+    let mut ended = false;
+    std::iter::from_fn(move || loop {
+        if ended {
+            return None;
+        }
+        let (index, document) = stream.next()?;
         let value: Result<serde_yaml_ng::Value, _> = serde::Deserialize::deserialize(document);
         match value {
             Ok(serde_yaml_ng::Value::Null) => continue,
             Ok(value) => {
                 if let Some((pointer, tag)) = custom_tag(&value, String::new()) {
-                    out.push((
+                    return Some((
                         index,
                         Err(YamlError {
                             line: None,
@@ -73,7 +86,6 @@ pub fn documents<T: DeserializeOwned>(text: &str) -> Vec<(usize, Result<T, YamlE
                             ),
                         }),
                     ));
-                    continue;
                 }
                 let mut track = serde_path_to_error::Track::new();
                 let typed =
@@ -87,16 +99,15 @@ pub fn documents<T: DeserializeOwned>(text: &str) -> Vec<(usize, Result<T, YamlE
                                 pointer: Some(pointer),
                             }
                         });
-                out.push((index, typed));
+                return Some((index, typed));
             }
             Err(error) => {
-                out.push((index, Err(YamlError::from_yaml(&error, None))));
                 // A syntax error ends the stream: the parser cannot resynchronise.
-                break;
+                ended = true;
+                return Some((index, Err(YamlError::from_yaml(&error, None))));
             }
         }
-    }
-    out
+    })
 }
 
 /// The first node (depth first, in document order) that carries a tag the reader did not

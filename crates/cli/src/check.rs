@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
-use palisade_api_types::yaml::documents;
+use palisade_api_types::yaml::{documents, each_document};
 use palisade_api_types::PolicyDocument;
 use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest};
 use palisade_policy::{compute_plan, Catalog, Name, PlanName, Policy, ResourceType};
@@ -246,7 +246,7 @@ fn check_manifests(
                     continue;
                 }
             };
-            for (index, document) in documents::<serde_json::Value>(&text) {
+            for (index, document) in each_document::<serde_json::Value>(&text) {
                 let value = match document {
                     Ok(value) => value,
                     Err(e) => {
