@@ -49,9 +49,11 @@ async function waitForHealthy(url, child, log) {
 
 /**
  * A running server on a fresh, seeded data directory, and an admin token. With
- * `{ reconciler: true }` it also runs its reconciler (and audit), as `palisade serve` does.
+ * `{ reconciler: true }` it also runs its reconciler (and audit), as `palisade serve` does;
+ * with `{ publicUrl: true }` it says its own URL is where build Jobs fetch uploaded code
+ * (`--public-url`), so that uploads are built.
  */
-export async function startServer({ reconciler = false } = {}) {
+export async function startServer({ reconciler = false, publicUrl = false } = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'palisade-portal-'));
   const binary = path.join(root, 'target', 'debug', 'palisade');
   const seed = path.join(root, 'target', 'debug', 'examples', 'browser_seed');
@@ -61,6 +63,7 @@ export async function startServer({ reconciler = false } = {}) {
   let output = '';
   const args = ['serve', '--demo', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir];
   if (!reconciler) args.push('--no-reconciler');
+  if (publicUrl) args.push('--public-url', url);
   const child = spawn(binary, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RUST_LOG: 'warn' },

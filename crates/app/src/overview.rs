@@ -81,6 +81,8 @@ pub struct ResourceRow {
     pub name: String,
     /// `medium`, or `worker: small, sidecar: small` for container instances; "" without plans.
     pub plans: String,
+    /// Workloads: what the cluster says (as the API's `status`); `None` for other types.
+    pub status: Option<String>,
 }
 
 impl ResourceRow {
@@ -106,6 +108,7 @@ impl ResourceRow {
             resource_type: record.resource_type.clone(),
             name: record.name.clone(),
             plans,
+            status: crate::resources::status_of(record),
         }
     }
 }

@@ -55,7 +55,7 @@ pub fn view(record: ResourceRecord, denied_by: Option<Vec<String>>) -> ResourceV
 
 /// A workload's status: what its cluster said, `deploying` until the reconciler has acted,
 /// and for a workload with nowhere to run, why. Other types have none.
-fn status_of(record: &ResourceRecord) -> Option<String> {
+pub(crate) fn status_of(record: &ResourceRecord) -> Option<String> {
     if let Some(status) = &record.status {
         return Some(status.clone());
     }
@@ -63,7 +63,7 @@ fn status_of(record: &ResourceRecord) -> Option<String> {
     match (&record.cluster, workload) {
         (Some(_), _) => Some("deploying".to_owned()),
         (None, true) => Some(format!(
-            "not deployed: no cluster and namespace of boundary '{}' to run it in",
+            "not deployed: no cluster given, and boundary '{}' has no single attached cluster and namespace to run it in",
             record.boundary
         )),
         (None, false) => None,

@@ -22,6 +22,13 @@ use crate::App;
 /// The largest upload accepted (an archive or a single file).
 pub const MAX_UPLOAD_BYTES: usize = 8 * 1024 * 1024;
 
+/// The refusal of an upload over [`MAX_UPLOAD_BYTES`] (the API's 413 and the portal's).
+pub fn upload_too_large() -> AppError {
+    AppError::LimitExceeded(format!(
+        "an upload may be at most {MAX_UPLOAD_BYTES} bytes (8 MiB)"
+    ))
+}
+
 /// How long a build Job's fetch token is good for.
 pub const FETCH_TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
 
@@ -58,10 +65,12 @@ fn listing(names: &[&str]) -> String {
 
 /// Places a workload: a given `cluster` must be attached to the boundary and a given
 /// `namespace` must be one of the boundary's namespaces in that cluster (400 naming the field
-/// otherwise). Left out, each defaults to the boundary's only one; with several to choose
-/// from it is required. A workload with nowhere to run (no attached cluster, or no namespace
-/// in the only one) stays unplaced: it is kept and runs nowhere until it is placed. Other
-/// types are left alone. Answers the cluster it is placed in.
+/// otherwise). Left out, the cluster is the boundary's only attached one, or the only one in
+/// which the boundary has the given namespace; the namespace is the boundary's only one in
+/// that cluster. A workload that cannot be placed that way (no attached cluster, several to
+/// choose from, no namespace or several) is kept unplaced: it runs nowhere, and its status
+/// says why, until a `PATCH` places it. Only a placement that was asked for and cannot be made
+/// is refused. Other types are left alone. Answers the cluster it is placed in.
 pub fn place(
     resource: &mut Resource,
     ty: ResourceType,
@@ -72,9 +81,24 @@ pub fn place(
         return Ok(None);
     }
     let attached: Vec<&str> = placements.clusters.iter().map(String::as_str).collect();
-    let (cluster, chosen) = match resource.cluster.as_deref() {
-        Some(cluster) if attached.contains(&cluster) => (cluster.to_owned(), true),
-        Some(cluster) => {
+    let namespaces_in = |cluster: &str| -> Vec<&str> {
+        let mut names: Vec<&str> = placements
+            .namespaces
+            .iter()
+            .filter(|ns| ns.cluster == cluster)
+            .map(|ns| ns.name.as_str())
+            .collect();
+        names.sort_unstable();
+        names
+    };
+    let unplaced = |resource: &mut Resource| {
+        resource.cluster = None;
+        resource.namespace = None;
+        Ok(None)
+    };
+    let (cluster, chosen) = match (resource.cluster.as_deref(), resource.namespace.as_deref()) {
+        (Some(cluster), _) if attached.contains(&cluster) => (cluster.to_owned(), true),
+        (Some(cluster), _) => {
             return Err(AppError::invalid(
                 "/cluster",
                 if attached.is_empty() {
@@ -87,34 +111,41 @@ pub fn place(
                 },
             ))
         }
-        None => match attached.as_slice() {
-            [] if resource.namespace.is_some() => {
-                return Err(AppError::invalid(
-                    "/namespace",
-                    format!("boundary '{boundary}' has no attached cluster to hold it"),
-                ))
+        // A namespace without a cluster: the attached cluster(s) where the boundary has it.
+        (None, Some(namespace)) => {
+            let holding: Vec<&str> = attached
+                .iter()
+                .copied()
+                .filter(|c| namespaces_in(c).contains(&namespace))
+                .collect();
+            match holding.as_slice() {
+                [only] => ((*only).to_owned(), true),
+                [] => {
+                    return Err(AppError::invalid(
+                        "/namespace",
+                        format!(
+                            "boundary '{boundary}' has no namespace '{namespace}' in an attached cluster"
+                        ),
+                    ))
+                }
+                many => {
+                    return Err(AppError::invalid(
+                        "/cluster",
+                        format!(
+                            "is required: boundary '{boundary}' has namespace '{namespace}' in {} clusters ({})",
+                            many.len(),
+                            listing(many)
+                        ),
+                    ))
+                }
             }
-            [] => return Ok(None),
+        }
+        (None, None) => match attached.as_slice() {
             [only] => ((*only).to_owned(), false),
-            many => {
-                return Err(AppError::invalid(
-                    "/cluster",
-                    format!(
-                        "is required: boundary '{boundary}' has {} attached clusters ({})",
-                        many.len(),
-                        listing(many)
-                    ),
-                ))
-            }
+            _ => return unplaced(resource),
         },
     };
-    let mut in_cluster: Vec<&str> = placements
-        .namespaces
-        .iter()
-        .filter(|ns| ns.cluster == cluster)
-        .map(|ns| ns.name.as_str())
-        .collect();
-    in_cluster.sort_unstable();
+    let in_cluster = namespaces_in(&cluster);
     let namespace = match resource.namespace.as_deref() {
         Some(namespace) if in_cluster.contains(&namespace) => namespace.to_owned(),
         Some(namespace) => {
@@ -131,10 +162,8 @@ pub fn place(
             ))
         }
         None => match in_cluster.as_slice() {
-            [] if !chosen => {
-                resource.cluster = None;
-                return Ok(None);
-            }
+            [only] => (*only).to_owned(),
+            _ if !chosen => return unplaced(resource),
             [] => {
                 return Err(AppError::invalid(
                     "/namespace",
@@ -143,7 +172,6 @@ pub fn place(
                     ),
                 ))
             }
-            [only] => (*only).to_owned(),
             many => {
                 return Err(AppError::invalid(
                     "/namespace",
@@ -261,13 +289,10 @@ impl App {
     pub async fn create_upload(&self, access: &Access, content: Vec<u8>) -> AppResult<UploadView> {
         let boundary = access.boundary();
         if content.is_empty() {
-            return Err(AppError::invalid("", "the upload is empty"));
+            return Err(AppError::InvalidRequest("the upload is empty".into()));
         }
         if content.len() > MAX_UPLOAD_BYTES {
-            return Err(AppError::LimitExceeded(format!(
-                "an upload may be at most {MAX_UPLOAD_BYTES} bytes, got {}",
-                content.len()
-            )));
+            return Err(upload_too_large());
         }
         let mut id = [0u8; 10];
         rand::thread_rng().fill_bytes(&mut id);
@@ -397,6 +422,7 @@ mod tests {
         let two = placements(&["k1", "k2"], &[("k1", "web"), ("k1", "api"), ("k2", "x")]);
         let bare = placements(&["k1"], &[]);
         let none = placements(&[], &[]);
+        let crowded = placements(&["k1"], &[("k1", "a"), ("k1", "b")]);
         let some = |c: &str, n: &str| Ok((Some(c.to_owned()), Some(n.to_owned())));
         type Case<'a> = (
             &'a str,
@@ -418,12 +444,14 @@ mod tests {
                 &two,
                 Err("/cluster: cluster 'k9' is not attached to boundary 'shop'; its clusters are k1, k2".into()),
             ),
+            ("several clusters: unplaced", None, None, &two, Ok((None, None))),
+            ("the cluster of a given namespace", None, Some("x"), &two, some("k2", "x")),
             (
-                "several clusters",
+                "a namespace in no attached cluster",
                 None,
-                None,
+                Some("nope"),
                 &two,
-                Err("/cluster: is required: boundary 'shop' has 2 attached clusters (k1, k2)".into()),
+                Err("/namespace: boundary 'shop' has no namespace 'nope' in an attached cluster".into()),
             ),
             (
                 "several namespaces",
@@ -451,7 +479,14 @@ mod tests {
                 None,
                 Some("web"),
                 &none,
-                Err("/namespace: boundary 'shop' has no attached cluster to hold it".into()),
+                Err("/namespace: boundary 'shop' has no namespace 'web' in an attached cluster".into()),
+            ),
+            (
+                "several namespaces in the only cluster: unplaced",
+                None,
+                None,
+                &crowded,
+                Ok((None, None)),
             ),
         ];
         for (what, cluster, namespace, where_, expected) in cases {

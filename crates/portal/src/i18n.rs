@@ -222,6 +222,20 @@ fn swedish(english: &str) -> Option<&'static str> {
         "palisade has not reached this cluster yet" => "palisade har inte nått det här klustret än",
         "unknown" => "okänd",
         "— choose a plan —" => "— välj en plan —",
+        "Status" => "Status",
+        "Function from uploaded code" => "Funktion från uppladdad kod",
+        "Static web app from uploaded code" => "Statisk webbapp från uppladdad kod",
+        "Create from uploaded code" => "Skapa från uppladdad kod",
+        "Only functions and static web apps can be created from uploaded code." => "Bara funktioner och statiska webbappar kan skapas från uppladdad kod.",
+        "A policy of this boundary denies builds of uploaded function code, so the function will not be deployed:" => "En policy i den här boundaryn nekar byggen av uppladdad funktionskod, så funktionen kommer inte att driftsättas:",
+        "The policies cannot be read now, so this page cannot say whether they deny the build." => "Policyerna kan inte läsas nu, så sidan kan inte säga om de nekar bygget.",
+        "Code" => "Kod",
+        "Uploaded code" => "Uppladdad kod",
+        "The code uploaded before is kept; choose a file only to replace it." => "Koden som laddades upp tidigare behålls; välj en fil bara om den ska ersättas.",
+        "An archive (.tar.gz) of a directory, or a single file; at most 8 MiB." => "Ett arkiv (.tar.gz) av en katalog, eller en enda fil; högst 8 MiB.",
+        "Replicas (optional)" => "Repliker (valfritt)",
+        "The form could not be read whole: the browser stopped sending it. Nothing was changed." => "Formuläret kunde inte läsas helt: webbläsaren slutade skicka det. Inget ändrades.",
+        "How many pods run it; 1 when left empty." => "Hur många poddar som kör den; 1 om fältet lämnas tomt.",
         _ => return None,
     })
 }
@@ -247,6 +261,7 @@ mod tests {
             include_str!("pages/resource_form/picker.rs"),
             include_str!("pages/resource_form/render.rs"),
             include_str!("pages/resource_form/typed.rs"),
+            include_str!("pages/resource_form/upload.rs"),
             include_str!("pages/sign_in.rs"),
         ];
         let mut missing = Vec::new();

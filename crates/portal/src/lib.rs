@@ -57,6 +57,15 @@ where
             get(pages::resource_form::form).post(pages::resource_form::submit),
         )
         .route(
+            "/boundaries/{boundary}/uploads/new",
+            get(pages::resource_form::upload_form)
+                .post(pages::resource_form::upload_submit)
+                // The file: the application's limit, and room for the form's other fields.
+                .layer(axum::extract::DefaultBodyLimit::max(
+                    palisade_app::workloads::MAX_UPLOAD_BYTES + 64 * 1024,
+                )),
+        )
+        .route(
             "/boundaries/{boundary}/resources/{resource_type}/{name}/edit",
             get(pages::resource_form::edit_form).post(pages::resource_form::edit_submit),
         )

@@ -1041,3 +1041,581 @@ async fn editing_a_grandfathered_resource_keeps_its_plan_and_checks_a_move() {
         .await;
     assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
 }
+
+const NO_LATEST_WARNING: &str = "Policy 'no-latest' (DisallowLatestTag) denies builds of uploaded code: the function builder is referenced by the tag latest";
+
+/// Boundary `other` of the demo with cluster `k1` attached (namespace `web`) and an enforce
+/// DisallowLatestTag policy `no-latest`.
+async fn with_cluster_and_no_latest(portal: &Portal) {
+    let store = portal.state.store.clone();
+    store.put_cluster("k1", b"sealed").await.unwrap();
+    store.attach_cluster("other", "k1").await.unwrap();
+    store.put_namespace("other", "k1", "web").await.unwrap();
+    let (status, body) = portal
+        .api(
+            Method::PUT,
+            "/v1/boundaries/other/policies/no-latest",
+            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        )
+        .await;
+    assert!(status.is_success(), "{status} {body}");
+}
+
+#[tokio::test]
+async fn the_boundary_page_shows_each_workload_status() {
+    let portal = Portal::demo().await;
+    let store = portal.state.store.clone();
+    store.put_cluster("k1", b"sealed").await.unwrap();
+    store.attach_cluster("shop", "k1").await.unwrap();
+    let rejected = "rejected: Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/api:latest: it is tagged latest or carries no tag.";
+    for (name, status) in [
+        ("api", Some(rejected)),
+        ("site", Some("running")),
+        ("new", None),
+    ] {
+        let body = json!({"type": "app", "name": name, "plan": "small",
+            "image": "ghcr.io/acme/api:latest", "cluster": "k1", "namespace": "web"});
+        store
+            .create_resource(
+                palisade_store::NewResource {
+                    boundary: "shop".into(),
+                    resource_type: "app".into(),
+                    name: name.into(),
+                    body_json: body.to_string(),
+                    cluster: Some("k1".into()),
+                },
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        if let Some(status) = status {
+            let key = palisade_store::ResourceKey {
+                boundary: "shop".into(),
+                resource_type: "app".into(),
+                name: name.into(),
+            };
+            assert!(store.set_resource_status(&key, status).await.unwrap());
+        }
+    }
+    let developer = portal.token("developer", Some("shop")).await;
+    for token in [portal.admin.clone(), developer] {
+        let browser = portal.sign_in(&token).await;
+        let page = portal.get("/boundaries/shop", &browser).await;
+        assert_eq!(page.status, StatusCode::OK);
+        let html = page.text();
+        assert!(html.contains(r#"<th scope="col">Status</th>"#), "{html}");
+        let row = element(
+            &html,
+            r#"id="resources""#,
+            r#"<tr data-resource="app/api">"#,
+            "</tr>",
+        );
+        assert!(row.ends_with(&format!(
+            r#"<td>small</td><td class="resource-status"><span class="status bad" lang="en">{rejected}</span></td></tr>"#
+        )), "{row}");
+        let row = element(
+            &html,
+            r#"id="resources""#,
+            r#"<tr data-resource="app/site">"#,
+            "</tr>",
+        );
+        assert!(
+            row.contains(r#"<span class="status ok" lang="en">running</span>"#),
+            "{row}"
+        );
+        // Placed, not yet acted on by the reconciler.
+        let row = element(
+            &html,
+            r#"id="resources""#,
+            r#"<tr data-resource="app/new">"#,
+            "</tr>",
+        );
+        assert!(
+            row.contains(r#"<span class="status unknown" lang="en">deploying</span>"#),
+            "{row}"
+        );
+        // A workload with nowhere to run says why; a database has no status.
+        let row = element(
+            &html,
+            r#"id="resources""#,
+            r#"<tr data-resource="app/web">"#,
+            "</tr>",
+        );
+        assert!(row.contains(r#"<span class="status bad" lang="en">not deployed: no cluster given, and boundary 'shop' has no single attached cluster and namespace to run it in</span>"#), "{row}");
+        let row = element(
+            &html,
+            r#"id="resources""#,
+            r#"<tr data-resource="postgresql/orders-db">"#,
+            "</tr>",
+        );
+        assert!(
+            row.contains(r#"<td class="resource-status"><span class="muted">–</span></td>"#),
+            "{row}"
+        );
+        // The upload pages are one click away.
+        assert!(html.contains(r#"href="/boundaries/shop/uploads/new?type=function""#));
+        assert!(html.contains(r#"href="/boundaries/shop/uploads/new?type=static_web_app""#));
+    }
+    let swedish = portal
+        .sign_in(&portal.admin)
+        .await
+        .with_cookie("lang", "sv");
+    let html = portal.get("/boundaries/shop", &swedish).await.text();
+    assert!(html.contains("Funktion från uppladdad kod"), "{html}");
+    assert!(html.contains(rejected), "statuses stay English");
+}
+
+#[tokio::test]
+async fn resource_forms_send_replicas_and_show_the_api_400_at_the_field() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let form = portal
+        .get("/boundaries/shop/resources/new?type=app", &browser)
+        .await;
+    assert!(
+        form.body
+            .contains(r#"<input type="number" id="replicas" name="replicas""#),
+        "{}",
+        form.body
+    );
+    let databases = portal
+        .get("/boundaries/shop/resources/new?type=postgresql", &browser)
+        .await;
+    assert!(!databases.body.contains(r#"id="replicas""#));
+    // The function and static web app forms link to their upload pages.
+    let function = portal
+        .get("/boundaries/shop/resources/new?type=function", &browser)
+        .await;
+    assert!(function
+        .body
+        .contains(r#"href="/boundaries/shop/uploads/new?type=function""#));
+
+    for (typed, message) in [
+        (
+            "-1",
+            "/replicas: must be a whole number from 0 to 1000, got -1",
+        ),
+        (
+            "5000",
+            "/replicas: must be a whole number from 0 to 1000, got 5000",
+        ),
+        (
+            "1.5",
+            "/replicas: must be a whole number from 0 to 1000, got 1.5",
+        ),
+    ] {
+        let answer = portal
+            .post(
+                "/boundaries/shop/resources/new?type=app",
+                &browser,
+                &[
+                    ("csrf", &browser.csrf),
+                    ("name", "scaled"),
+                    ("plan", "small"),
+                    ("image", "ghcr.io/acme/web:1.0"),
+                    ("replicas", typed),
+                ],
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{typed}");
+        let html = answer.text();
+        assert!(
+            html.contains(&format!(
+                r#"<div class="field-error" id="error-replicas"><p lang="en">{message}</p></div>"#
+            )),
+            "{html}"
+        );
+        assert!(
+            html.contains(&format!(r#"value="{typed}""#)),
+            "kept: {html}"
+        );
+        assert!(html.contains(r#"aria-describedby="error-replicas""#));
+    }
+    let created = portal
+        .post(
+            "/boundaries/shop/resources/new?type=app",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("name", "scaled"),
+                ("plan", "small"),
+                ("image", "ghcr.io/acme/web:1.0"),
+                ("replicas", "3"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let (_, stored) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/resources/app/scaled",
+            None,
+        )
+        .await;
+    assert_eq!(stored["replicas"], json!(3));
+    // The edit form shows it; emptying the field removes it (the default, 1).
+    let path = "/boundaries/shop/resources/app/scaled/edit";
+    let edit = portal.get(path, &browser).await;
+    assert!(
+        edit.body.contains(r#"name="replicas" value="3""#),
+        "{}",
+        edit.body
+    );
+    let saved = portal
+        .post(
+            path,
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("plan", "small"),
+                ("image", "ghcr.io/acme/web:1.0"),
+                ("replicas", ""),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text());
+    let (_, stored) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/resources/app/scaled",
+            None,
+        )
+        .await;
+    assert!(stored.get("replicas").is_none(), "{stored}");
+}
+
+#[tokio::test]
+async fn the_upload_form_warns_before_a_build_a_policy_denies() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    // No cluster attached: nothing to warn about.
+    let quiet = portal
+        .get("/boundaries/other/uploads/new?type=function", &browser)
+        .await;
+    assert_eq!(quiet.status, StatusCode::OK);
+    assert!(!quiet.body.contains("upload-warnings"));
+    with_cluster_and_no_latest(&portal).await;
+    let form = portal
+        .get("/boundaries/other/uploads/new?type=function", &browser)
+        .await;
+    assert_eq!(form.status, StatusCode::OK);
+    let html = form.text();
+    let notice = element(
+        &html,
+        "<main",
+        r#"<div class="notice warning" role="status" id="upload-warnings">"#,
+        "</div>",
+    );
+    assert!(
+        notice.contains(&format!(r#"<li lang="en">{NO_LATEST_WARNING}</li>"#)),
+        "{notice}"
+    );
+    assert_eq!(notice.matches("<li").count(), 1, "{notice}");
+    assert!(html.contains(r#"enctype="multipart/form-data""#));
+    assert!(html.contains(r#"<input type="file" id="file" name="file""#));
+    assert!(
+        html.contains(r#"id="plan-small""#),
+        "the function plans: {html}"
+    );
+    // Static web apps have no builder of that kind, and no plan.
+    let site = portal
+        .get(
+            "/boundaries/other/uploads/new?type=static_web_app",
+            &browser,
+        )
+        .await;
+    assert_eq!(site.status, StatusCode::OK);
+    assert!(!site.body.contains("upload-warnings"));
+    assert!(!site.body.contains("plan-picker"));
+    // Other types cannot be built from uploads.
+    let app = portal
+        .get("/boundaries/other/uploads/new?type=app", &browser)
+        .await;
+    assert_eq!(app.status, StatusCode::BAD_REQUEST);
+    // Swedish around the warning; the warning itself stays English.
+    let swedish = portal
+        .get(
+            "/boundaries/other/uploads/new?type=function",
+            &browser.clone().with_cookie("lang", "sv"),
+        )
+        .await
+        .text();
+    assert!(swedish.contains("Funktion från uppladdad kod"));
+    assert!(swedish.contains(NO_LATEST_WARNING));
+    // Another boundary's page is not shown.
+    let developer = portal.token("developer", Some("shop")).await;
+    let developer = portal.sign_in(&developer).await;
+    assert_eq!(
+        portal
+            .get("/boundaries/other/uploads/new?type=function", &developer)
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn an_upload_without_the_session_csrf_token_is_refused() {
+    let portal = Portal::demo().await;
+    with_cluster_and_no_latest(&portal).await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let other = portal.sign_in(&portal.admin).await;
+    let path = "/boundaries/other/uploads/new?type=function";
+    for csrf in [None, Some(""), Some("forged"), Some(other.csrf.as_str())] {
+        let mut parts: Vec<(&str, Option<&str>, &[u8])> = Vec::new();
+        if let Some(csrf) = csrf {
+            parts.push(("csrf", None, csrf.as_bytes()));
+        }
+        parts.push(("name", None, b"hook"));
+        parts.push(("plan", None, b"small"));
+        parts.push(("file", Some("hook.js"), b"export default () => 'hi';"));
+        let answer = portal.post_multipart(path, &browser, &parts).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "csrf {csrf:?}");
+        assert!(answer.text().contains("CSRF check failed"));
+    }
+    // Not multipart at all: no token can be read from it.
+    let answer = portal
+        .post(path, &browser, &[("csrf", &browser.csrf), ("name", "hook")])
+        .await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN);
+    let (status, _) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/other/resources/function/hook",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing was created");
+    // Without a session: to sign-in.
+    let answer = portal
+        .post_multipart(path, &Browser::anonymous(), &[("name", None, b"hook")])
+        .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn an_upload_creates_the_code_and_the_function_with_its_warning() {
+    let portal = Portal::demo().await;
+    with_cluster_and_no_latest(&portal).await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let path = "/boundaries/other/uploads/new?type=function";
+    let code: &[u8] = b"export default () => 'hi';\n";
+
+    // Nothing chosen: the application's 400, at the file.
+    let empty = portal
+        .post_multipart(
+            path,
+            &browser,
+            &[
+                ("csrf", None, browser.csrf.as_bytes()),
+                ("name", None, b"hook"),
+                ("plan", None, b"small"),
+                ("file", Some(""), b""),
+            ],
+        )
+        .await;
+    assert_eq!(empty.status, StatusCode::BAD_REQUEST);
+    assert!(
+        empty.text().contains(
+            r#"<div class="field-error" id="error-file"><p lang="en">the upload is empty</p></div>"#
+        ),
+        "{}",
+        empty.text()
+    );
+    assert!(empty.text().contains(NO_LATEST_WARNING), "the notice stays");
+
+    // A create the API refuses: its 400 at the field, and the upload is kept for the retry.
+    let refused = portal
+        .post_multipart(
+            path,
+            &browser,
+            &[
+                ("csrf", None, browser.csrf.as_bytes()),
+                ("name", None, b"hook"),
+                ("plan", None, b"small"),
+                ("replicas", None, b"5000"),
+                ("file", Some("hook.js"), code),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    let html = refused.text();
+    assert!(html.contains(r#"<div class="field-error" id="error-replicas"><p lang="en">/replicas: must be a whole number from 0 to 1000, got 5000</p></div>"#), "{html}");
+    let marker = r#"<input type="hidden" name="upload" value=""#;
+    let start = html.find(marker).expect("the upload is kept") + marker.len();
+    let kept = html[start..start + html[start..].find('"').unwrap()].to_owned();
+    assert!(kept.starts_with("u-"), "{kept}");
+
+    // The retry without a file uses the kept upload.
+    let created = portal
+        .post_multipart(
+            path,
+            &browser,
+            &[
+                ("csrf", None, browser.csrf.as_bytes()),
+                ("upload", None, kept.as_bytes()),
+                ("name", None, b"hook"),
+                ("plan", None, b"small"),
+                ("replicas", None, b"2"),
+                ("file", Some(""), b""),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let html = created.text();
+    assert!(
+        html.contains(
+            r#"<p id="created">Created <code>function</code> <strong>hook</strong>.</p>"#
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(r#"<li lang="en">{NO_LATEST_WARNING}</li>"#)),
+        "{html}"
+    );
+    let (status, stored) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/other/resources/function/hook",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(stored["upload"], json!(kept));
+    assert_eq!(stored["plan"], "small");
+    assert_eq!(stored["replicas"], json!(2));
+    assert_eq!(stored["cluster"], "k1");
+    assert_eq!(stored["namespace"], "web");
+    let upload = portal.state.store.get_upload("other", &kept).await.unwrap();
+    assert_eq!(upload.content, code);
+
+    // A file chosen with everything else right: a new upload and a static web app.
+    let site = portal
+        .post_multipart(
+            "/boundaries/other/uploads/new?type=static_web_app",
+            &browser,
+            &[
+                ("csrf", None, browser.csrf.as_bytes()),
+                ("name", None, b"docs"),
+                ("cluster", None, b"k1"),
+                ("namespace", None, b"web"),
+                ("file", Some("index.html"), b"<h1>docs</h1>"),
+            ],
+        )
+        .await;
+    assert_eq!(site.status, StatusCode::CREATED, "{}", site.text());
+    assert!(
+        !site.text().contains(NO_LATEST_WARNING),
+        "only function builds are denied"
+    );
+    let (_, stored) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/other/resources/static_web_app/docs",
+            None,
+        )
+        .await;
+    let id = stored["upload"].as_str().unwrap();
+    assert_ne!(id, kept);
+    assert_eq!(
+        portal
+            .state
+            .store
+            .get_upload("other", id)
+            .await
+            .unwrap()
+            .content,
+        b"<h1>docs</h1>"
+    );
+    // A taken name is the API's 409 at the name.
+    let taken = portal
+        .post_multipart(
+            path,
+            &browser,
+            &[
+                ("csrf", None, browser.csrf.as_bytes()),
+                ("name", None, b"hook"),
+                ("plan", None, b"small"),
+                ("file", Some("hook.js"), code),
+            ],
+        )
+        .await;
+    assert_eq!(taken.status, StatusCode::CONFLICT);
+    assert!(taken.body.contains(r#"id="error-name""#), "{}", taken.body);
+}
+
+#[tokio::test]
+async fn an_upload_over_the_limit_is_the_api_413_at_the_file() {
+    let portal = Portal::demo().await;
+    with_cluster_and_no_latest(&portal).await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let path = "/boundaries/other/uploads/new?type=function";
+    let max = palisade_app::workloads::MAX_UPLOAD_BYTES;
+    // One byte over: the application's own answer.
+    let over = vec![b'x'; max + 1];
+    let answer = portal
+        .post_multipart(
+            path,
+            &browser,
+            &[
+                ("csrf", None, browser.csrf.as_bytes()),
+                ("name", None, b"big"),
+                ("file", Some("big.bin"), &over),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(answer.text().contains(&format!(
+        r#"<div class="field-error" id="error-file"><p lang="en">an upload may be at most {max} bytes (8 MiB)</p></div>"#
+    )), "{}", answer.text());
+    // Far over: the body is cut where it is read, and the form says so the same way. The
+    // reader takes in whatever has arrived before it hands out the first field, so the cut
+    // may come before the token (or any field) was read: the form is only shown again.
+    let far = vec![b'x'; max + 256 * 1024];
+    for parts in [
+        [
+            ("csrf", None, browser.csrf.as_bytes()),
+            ("name", None, b"big".as_slice()),
+            ("file", Some("big.bin"), far.as_slice()),
+        ],
+        [
+            ("name", None, b"big".as_slice()),
+            ("file", Some("big.bin"), far.as_slice()),
+            ("csrf", None, b"forged".as_slice()),
+        ],
+    ] {
+        let answer = portal.post_multipart(path, &browser, &parts).await;
+        assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(answer.text().contains(&format!(
+            r#"<div class="field-error" id="error-file"><p lang="en">an upload may be at most {max} bytes (8 MiB)</p></div>"#
+        )), "{}", answer.text());
+    }
+    // A form that ends before its end: shown again, nothing stored.
+    let cut = format!(
+        "--b\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{}\r\n--b\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nbig\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\nabc",
+        browser.csrf
+    );
+    let answer = portal
+        .post_body(
+            path,
+            &browser,
+            "multipart/form-data; boundary=b",
+            cut.into_bytes(),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text());
+    assert!(answer.text().contains("The form could not be read whole"));
+    assert!(
+        answer.text().contains(r#"value="big""#),
+        "what was typed is kept"
+    );
+    let (status, _) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/other/resources/function/big",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

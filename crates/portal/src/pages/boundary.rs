@@ -133,6 +133,8 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
         @if let Some(notice) = &data.notice { (alert("success", html! { p { (notice) } })) }
         nav class="actions" aria-label=(ctx.t("Actions")) {
             a class="button" href={ "/boundaries/" (b) "/resources/new" } { (ctx.t("Create a resource")) }
+            a class="button" href={ "/boundaries/" (b) "/uploads/new?type=function" } { (ctx.t("Function from uploaded code")) }
+            a class="button" href={ "/boundaries/" (b) "/uploads/new?type=static_web_app" } { (ctx.t("Static web app from uploaded code")) }
             @if can_edit {
                 a class="button" href={ "/boundaries/" (b) "/policies/new" } { (ctx.t("New policy")) }
             }
@@ -352,13 +354,17 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
                         th scope="col" { (ctx.t("Type")) }
                         th scope="col" { (ctx.t("Name")) }
                         th scope="col" { (ctx.t("Plan")) }
+                        th scope="col" { (ctx.t("Status")) }
                     } }
                     tbody {
                         @for r in &data.resources {
-                            tr {
+                            tr data-resource={ (r.resource_type) "/" (r.name) } {
                                 td { code { (r.resource_type) } }
                                 td { a href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) "/edit" } { (r.name) } }
                                 td { (r.plans) }
+                                td class="resource-status" {
+                                    (workload_status(r.status.as_ref()))
+                                }
                             }
                         }
                     }
@@ -376,6 +382,29 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
             }
         }
     }
+}
+
+/// A workload's status as the API says it, in English, marked by kind in text and class:
+/// `running` is fine, a refusal or a failure is an error; none is a dash.
+fn workload_status(status: Option<&String>) -> Markup {
+    let Some(status) = status else {
+        return html! { span class="muted" { "–" } };
+    };
+    const BAD: [&str; 5] = [
+        "rejected:",
+        "degraded:",
+        "build rejected:",
+        "build failed:",
+        "not deployed:",
+    ];
+    let class = if status == "running" {
+        "status ok"
+    } else if BAD.iter().any(|prefix| status.starts_with(prefix)) {
+        "status bad"
+    } else {
+        "status unknown"
+    };
+    html! { span class=(class) lang="en" { (status) } }
 }
 
 fn grandfathered_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {

@@ -214,6 +214,77 @@ impl Portal {
             .await
     }
 
+    /// A `multipart/form-data` POST as a browser sends one: text fields, and file fields as
+    /// `(name, Some(file name), bytes)`.
+    pub async fn post_multipart(
+        &self,
+        path: &str,
+        browser: &Browser,
+        parts: &[(&str, Option<&str>, &[u8])],
+    ) -> Page {
+        let boundary = "----palisadeTestBoundary7MA4YWxkTrZu0gW";
+        let mut body: Vec<u8> = Vec::new();
+        for (name, file, content) in parts {
+            body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            match file {
+                Some(file) => body.extend_from_slice(
+                    format!(
+                        "Content-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                    )
+                    .as_bytes(),
+                ),
+                None => body.extend_from_slice(
+                    format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+                ),
+            }
+            body.extend_from_slice(content);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        self.post_body(
+            path,
+            browser,
+            &format!("multipart/form-data; boundary={boundary}"),
+            body,
+        )
+        .await
+    }
+
+    /// A POST of `body` as `content_type`, sent in 64 KiB pieces.
+    pub async fn post_body(
+        &self,
+        path: &str,
+        browser: &Browser,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Page {
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::CONTENT_TYPE, content_type);
+        if !browser.cookies.is_empty() {
+            request = request.header(header::COOKIE, browser.cookie_header());
+        }
+        // In pieces, as a network delivers it.
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+            body.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+        let body = Body::from_stream(futures::stream::iter(chunks));
+        let response = self
+            .router
+            .clone()
+            .oneshot(request.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        Page {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    }
+
     /// Signs in with `token` as a browser would: the sign-in page's cookie and CSRF field,
     /// then the form.
     pub async fn sign_in(&self, token: &str) -> Browser {

@@ -30,10 +30,7 @@ pub async fn create(
     let access = open(&state, &caller, &boundary).await?;
     let bytes = body.map_err(|rejection| {
         ApiError::App(if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            palisade_app::AppError::LimitExceeded(format!(
-                "an upload may be at most {} bytes (8 MiB)",
-                palisade_app::workloads::MAX_UPLOAD_BYTES
-            ))
+            palisade_app::workloads::upload_too_large()
         } else {
             palisade_app::AppError::InvalidRequest(
                 "the upload could not be read whole: the client stopped sending it".into(),

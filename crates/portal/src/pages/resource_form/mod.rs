@@ -7,6 +7,7 @@
 mod picker;
 mod render;
 mod typed;
+mod upload;
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
@@ -19,6 +20,7 @@ use serde_json::Value;
 use self::picker::picker_for;
 use self::render::{done_page, render_form, type_chooser, Existing, FormPage, Outcome};
 use self::typed::{field_of, Field, Typed};
+pub use self::upload::{upload_form, upload_submit};
 use super::{query_param, require_form_session, require_session};
 use crate::form::FormData;
 use crate::layout::{error_response, html_response, Ctx};
@@ -177,27 +179,41 @@ async fn failed(
     component_rows: &[usize],
 ) -> Response {
     let status = crate::layout::status_of(&error);
-    match &error {
+    if let Err(other) = place_error(&mut page.outcome, error, component_rows) {
+        return error_response(ctx, Some(session), &other);
+    }
+    page.picker = picker_for(state, &session.caller, page.boundary, page.ty).await;
+    with_retry(html_response(status, render_form(ctx, session, &page)))
+}
+
+/// Puts a failed write's error on its form: a 400 at the field its pointer names (or above
+/// the form), a 409 at the name, a 422, 412 or 503 above the form with the API's code and
+/// exact message. Any other error is answered by its own page (`Err`).
+fn place_error(
+    outcome: &mut Outcome,
+    error: AppError,
+    component_rows: &[usize],
+) -> Result<(), AppError> {
+    match error {
         AppError::PlanNotAllowed(..)
         | AppError::PolicyUnavailable(_)
         | AppError::Unavailable(_)
         | AppError::PreconditionFailed => {
-            page.outcome.plan_error = Some(error);
+            outcome.plan_error = Some(error);
         }
         AppError::InvalidRequest(message) => {
             let field = match message.split_once(": ") {
                 Some((pointer, _)) if pointer.starts_with('/') => field_of(pointer, component_rows),
                 _ => Field::General,
             };
-            page.outcome.field_error = Some((field, message.clone()));
+            outcome.field_error = Some((field, message));
         }
         AppError::Conflict(message) => {
-            page.outcome.field_error = Some((Field::Name, message.clone()));
+            outcome.field_error = Some((Field::Name, message));
         }
-        other => return error_response(ctx, Some(session), other),
+        other => return Err(other),
     }
-    page.picker = picker_for(state, &session.caller, page.boundary, page.ty).await;
-    with_retry(html_response(status, render_form(ctx, session, &page)))
+    Ok(())
 }
 
 /// Reads a stored resource the caller may see: its type and what the edit form needs.

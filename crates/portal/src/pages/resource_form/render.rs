@@ -23,7 +23,7 @@ pub(super) struct Outcome {
     pub(super) plan_error: Option<AppError>,
 }
 
-fn type_name(ctx: &Ctx, ty: ResourceType) -> &'static str {
+pub(super) fn type_name(ctx: &Ctx, ty: ResourceType) -> &'static str {
     ctx.t(match ty {
         ResourceType::App => "App",
         ResourceType::ContainerInstance => "Container instance",
@@ -36,7 +36,7 @@ fn type_name(ctx: &Ctx, ty: ResourceType) -> &'static str {
     })
 }
 
-fn error_box(field: &Field, outcome: &Outcome, id: &str) -> Markup {
+pub(super) fn error_box(field: &Field, outcome: &Outcome, id: &str) -> Markup {
     html! {
         @if let Some((f, message)) = &outcome.field_error {
             @if f == field {
@@ -46,7 +46,7 @@ fn error_box(field: &Field, outcome: &Outcome, id: &str) -> Markup {
     }
 }
 
-fn describedby(field: &Field, outcome: &Outcome, id: &str) -> Option<String> {
+pub(super) fn describedby(field: &Field, outcome: &Outcome, id: &str) -> Option<String> {
     outcome
         .field_error
         .as_ref()
@@ -54,7 +54,7 @@ fn describedby(field: &Field, outcome: &Outcome, id: &str) -> Option<String> {
         .map(|_| format!("error-{id}"))
 }
 
-fn text_field(
+pub(super) fn text_field(
     ctx: &Ctx,
     field: Field,
     id: &str,
@@ -70,6 +70,37 @@ fn text_field(
                 aria-describedby=[describedby(&field, outcome, id)];
             @if let Some(hint) = hint { p class="hint" { (ctx.t(hint)) } }
             (error_box(&field, outcome, id))
+        }
+    }
+}
+
+/// A 422, 412 or 503 above a form: the API's code and exact message.
+pub(super) fn api_error(ctx: &Ctx, error: &AppError) -> Markup {
+    alert(
+        "error",
+        html! {
+            p id="api-error" {
+                code { (error.code_text()) } " "
+                span lang="en" class="api-message" { (error.body().error.message) }
+            }
+            @if crate::layout::status_of(error) == StatusCode::SERVICE_UNAVAILABLE {
+                p { (ctx.t("Nothing was changed. Please try again in a few seconds.")) }
+            }
+        },
+    )
+}
+
+/// How many pods run a workload: optional, a whole number (the API says which).
+pub(super) fn replicas_field(ctx: &Ctx, value: &str, outcome: &Outcome) -> Markup {
+    let field = Field::Replicas;
+    html! {
+        div class="field" {
+            label for="replicas" { (ctx.t("Replicas (optional)")) }
+            input type="number" id="replicas" name="replicas" value=(value) min="0" max="1000"
+                step="1" inputmode="numeric" autocomplete="off"
+                aria-describedby=[describedby(&field, outcome, "replicas")];
+            p class="hint" { (ctx.t("How many pods run it; 1 when left empty.")) }
+            (error_box(&field, outcome, "replicas"))
         }
     }
 }
@@ -162,18 +193,19 @@ pub(super) fn render_form(ctx: &Ctx, session: &Session, p: &FormPage<'_>) -> Mar
             p class="hint" { (ctx.t("Only a move to another plan is checked against the policies; other changes succeed even on a plan that a policy now disallows.")) }
         }
         @if let Some(error) = &outcome.plan_error {
-            (alert("error", html! {
-                p id="api-error" {
-                    code { (error.code_text()) } " "
-                    span lang="en" class="api-message" { (error.body().error.message) }
-                }
-                @if crate::layout::status_of(error) == StatusCode::SERVICE_UNAVAILABLE {
-                    p { (ctx.t("Nothing was changed. Please try again in a few seconds.")) }
-                }
-            }))
+            (api_error(ctx, error))
         }
-        @if let Some((Field::General, message)) = &outcome.field_error {
-            (alert("error", html! { p lang="en" { (message) } }))
+        @if let Some((field, message)) = &outcome.field_error {
+            @if *field == Field::General || (*field == Field::Upload && typed.upload.is_empty()) {
+                (alert("error", html! { p lang="en" { (message) } }))
+            }
+        }
+        @if !editing && super::upload::from_upload(ty) {
+            p id="upload-link" {
+                a href={ "/boundaries/" (b) "/uploads/new?type=" (ty.as_str()) } {
+                    (super::upload::upload_link_text(ctx, ty))
+                }
+            }
         }
         form method="post" action=(action) id="resource-form" novalidate {
             button type="submit" name="action" value="create" class="visually-hidden" tabindex="-1" aria-hidden="true" { (submit_text) }
@@ -217,8 +249,17 @@ pub(super) fn render_form(ctx: &Ctx, session: &Session, p: &FormPage<'_>) -> Mar
                 p class="hint" { (ctx.t("Static web apps have no plan.")) }
                 (text_field(ctx, Field::Source, "source", "Source (git URL)", &typed.source, outcome, None))
             }
+            @if !typed.upload.is_empty() {
+                div class="field" {
+                    label for="upload" { (ctx.t("Uploaded code")) }
+                    input type="text" id="upload" value=(typed.upload) readonly
+                        aria-describedby=[describedby(&Field::Upload, outcome, "upload")];
+                    (error_box(&Field::Upload, outcome, "upload"))
+                }
+            }
             @if is_workload(ty) {
                 (labels_table(ctx, p))
+                (replicas_field(ctx, &typed.replicas, outcome))
                 (text_field(ctx, Field::Cluster, "cluster", "Cluster (optional)", &typed.cluster, outcome, None))
                 (text_field(ctx, Field::Namespace, "namespace", "Namespace (optional)", &typed.namespace, outcome, None))
             }

@@ -17,6 +17,9 @@ pub(super) enum Field {
     Component(usize),
     Cluster,
     Namespace,
+    Replicas,
+    /// The uploaded code (`upload`, or the file of the upload form).
+    Upload,
     General,
 }
 
@@ -31,6 +34,10 @@ pub(super) struct Typed {
     pub(super) components: Vec<(String, String, String)>,
     pub(super) cluster: String,
     pub(super) namespace: String,
+    /// As typed; sent as a JSON number when it reads as one (the API judges its range).
+    pub(super) replicas: String,
+    /// A stored resource's uploaded code (shown, never sent by the form).
+    pub(super) upload: String,
 }
 
 impl Typed {
@@ -63,6 +70,8 @@ impl Typed {
                 .collect(),
             cluster: form.get("cluster").trim().to_owned(),
             namespace: form.get("namespace").trim().to_owned(),
+            replicas: form.get("replicas").trim().to_owned(),
+            upload: String::new(),
         }
     }
 
@@ -104,6 +113,11 @@ impl Typed {
             components,
             cluster: text("cluster"),
             namespace: text("namespace"),
+            replicas: match body.get("replicas") {
+                Some(Value::Number(n)) => n.to_string(),
+                _ => String::new(),
+            },
+            upload: text("upload"),
         }
     }
 
@@ -124,6 +138,7 @@ impl Typed {
             "source",
             "cluster",
             "namespace",
+            "replicas",
         ] {
             match (wanted.remove(key), stored.get(key)) {
                 (Some(new), Some(old)) if new == *old => {}
@@ -207,6 +222,9 @@ impl Typed {
             if !self.namespace.is_empty() {
                 body["namespace"] = json!(self.namespace);
             }
+            if let Some(replicas) = replicas_value(&self.replicas) {
+                body["replicas"] = replicas;
+            }
         }
         (body, rows)
     }
@@ -223,6 +241,20 @@ pub(super) fn is_workload(ty: ResourceType) -> bool {
     )
 }
 
+/// The `replicas` of a request body: nothing when left empty, a JSON number when the text
+/// reads as one (`3`, `-1`, `1.5`), the text itself otherwise; the API answers anything but a
+/// whole number in its range with a 400 at `/replicas`.
+pub(super) fn replicas_value(text: &str) -> Option<Value> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    Some(match serde_json::from_str::<serde_json::Number>(text) {
+        Ok(number) => Value::Number(number),
+        Err(_) => json!(text),
+    })
+}
+
 pub(super) fn field_of(pointer: &str, component_rows: &[usize]) -> Field {
     let segments: Vec<&str> = pointer.split('/').skip(1).collect();
     match segments.as_slice() {
@@ -233,11 +265,65 @@ pub(super) fn field_of(pointer: &str, component_rows: &[usize]) -> Field {
         ["labels", ..] => Field::Labels,
         ["cluster", ..] => Field::Cluster,
         ["namespace", ..] => Field::Namespace,
+        ["replicas", ..] => Field::Replicas,
+        ["upload", ..] => Field::Upload,
         ["components", index, ..] => match index.parse::<usize>() {
             Ok(i) => Field::Component(component_rows.get(i).copied().unwrap_or(i)),
             Err(_) => Field::Component(0),
         },
         ["components"] => Field::Component(0),
         _ => Field::General,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_go_as_numbers_when_they_read_as_one() {
+        assert_eq!(replicas_value(""), None);
+        assert_eq!(replicas_value("  "), None);
+        assert_eq!(replicas_value("3"), Some(json!(3)));
+        assert_eq!(replicas_value(" 0 "), Some(json!(0)));
+        assert_eq!(replicas_value("-1"), Some(json!(-1)));
+        assert_eq!(replicas_value("1.5"), Some(json!(1.5)));
+        // Not a number: sent as typed, for the API to say what it expects.
+        assert_eq!(replicas_value("three"), Some(json!("three")));
+    }
+
+    #[test]
+    fn replicas_and_upload_errors_belong_to_their_fields() {
+        assert_eq!(field_of("/replicas", &[]), Field::Replicas);
+        assert_eq!(field_of("/upload", &[]), Field::Upload);
+        assert_eq!(field_of("/cluster", &[]), Field::Cluster);
+    }
+
+    #[test]
+    fn a_workload_body_carries_replicas_and_a_database_none() {
+        let typed = Typed {
+            name: "web".into(),
+            plan: "small".into(),
+            image: "ghcr.io/acme/web:1.0".into(),
+            replicas: "2".into(),
+            ..Typed::default()
+        };
+        assert_eq!(typed.body(ResourceType::App).0["replicas"], json!(2));
+        assert!(typed
+            .body(ResourceType::Postgresql)
+            .0
+            .get("replicas")
+            .is_none());
+        // Emptied in an edit form: removed by the patch.
+        let stored = json!({"type": "app", "name": "web", "plan": "small",
+            "image": "ghcr.io/acme/web:1.0", "replicas": 2});
+        let emptied = Typed {
+            replicas: String::new(),
+            ..typed
+        };
+        assert_eq!(
+            emptied.patch(ResourceType::App, &stored).0,
+            json!({"replicas": null})
+        );
     }
 }
