@@ -118,9 +118,11 @@ pub fn place(
                 .copied()
                 .filter(|c| namespaces_in(c).contains(&namespace))
                 .collect();
-            match holding.as_slice() {
-                [only] => ((*only).to_owned(), true),
-                [] => {
+            match (holding.as_slice(), attached.as_slice()) {
+                ([only], _) => ((*only).to_owned(), true),
+                // One cluster: the error below names its namespaces.
+                ([], [only]) => ((*only).to_owned(), true),
+                ([], _) => {
                     return Err(AppError::invalid(
                         "/namespace",
                         format!(
@@ -128,7 +130,7 @@ pub fn place(
                         ),
                     ))
                 }
-                many => {
+                (many, _) => {
                     return Err(AppError::invalid(
                         "/cluster",
                         format!(
@@ -221,18 +223,28 @@ pub fn fetch_url(public_url: &str, boundary: &str, id: &str) -> String {
 }
 
 impl App {
-    /// Where the boundary's workloads can run.
+    /// Where the boundary's workloads can run (one read).
     pub async fn placements(&self, boundary: &str) -> AppResult<Placements> {
-        let (clusters, namespaces) = tokio::join!(
-            self.store.boundary_clusters(boundary),
-            self.store.list_namespaces(boundary)
-        );
-        let clusters = clusters.map_err(|e| AppError::from_store(e, "boundary"))?;
-        let namespaces = namespaces.map_err(|e| AppError::from_store(e, "boundary"))?;
-        Ok(Placements {
-            clusters: clusters.into_iter().map(|c| c.name).collect(),
-            namespaces,
-        })
+        let rows = self
+            .store
+            .placements(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let mut placements = Placements::default();
+        for (cluster, namespace) in rows {
+            if placements.clusters.last() != Some(&cluster) {
+                placements.clusters.push(cluster.clone());
+            }
+            if let Some(name) = namespace {
+                placements.namespaces.push(NamespaceRecord {
+                    cluster,
+                    name,
+                    boundary: boundary.to_owned(),
+                    created_at: String::new(),
+                });
+            }
+        }
+        Ok(placements)
     }
 
     /// 400 unless `upload` names an upload of the boundary.

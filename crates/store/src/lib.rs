@@ -125,6 +125,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)>;
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()>;
+    /// Where the boundary's workloads can run, in one read: each attached cluster with each of
+    /// the boundary's namespaces in it (`None` when it has none there). Empty for a boundary
+    /// that does not exist.
+    async fn placements(&self, boundary: &str) -> Result<Vec<(String, Option<String>)>>;
     /// Every workload placed in `cluster`, of every boundary (the reconciler's read).
     async fn resources_in_cluster(&self, cluster: &str) -> Result<Vec<ResourceRecord>>;
     /// Sets what the cluster says about a resource (written by the reconciler only; neither

@@ -281,6 +281,10 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, wake).await.map(|_| ())
     }
 
+    async fn placements(&self, boundary: &str) -> Result<Vec<(String, Option<String>)>> {
+        clusters::placements(&mut *self.read().await?, boundary).await
+    }
+
     async fn resources_in_cluster(&self, cluster: &str) -> Result<Vec<ResourceRecord>> {
         resources::in_cluster(&mut *self.read().await?, cluster).await
     }

@@ -53,7 +53,9 @@ impl Stack {
             settings,
         );
         let mut tasks = vec![tokio::spawn(controller.run(std::future::pending()))];
-        let state = palisade_server::AppState::new(store, Catalog::builtin(), key);
+        let application = palisade_app::App::new(store, Catalog::builtin(), key)
+            .with_clusters(Arc::new(palisade_reconciler::KubeClusters));
+        let state = palisade_server::AppState::of(application);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let app = palisade_server::app(state);

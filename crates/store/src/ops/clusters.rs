@@ -144,6 +144,25 @@ pub(crate) async fn detach<C: Conn>(c: &mut C, boundary: &str, cluster: &str) ->
 }
 
 /// Clusters attached to the boundary, by name; `NotFound` when the boundary is unknown.
+/// Each attached cluster with each of the boundary's namespaces in it (`None`: none there),
+/// in one statement: where the boundary's workloads can run. An unknown boundary has none.
+const SELECT_PLACEMENTS: &str = "SELECT bc.cluster AS cluster, n.name AS namespace \
+     FROM boundary_clusters bc \
+     LEFT JOIN namespaces n ON n.boundary = bc.boundary AND n.cluster = bc.cluster \
+     WHERE bc.boundary = $1 ORDER BY bc.cluster, n.name";
+
+fn placement(row: &dyn Fields) -> sqlx::Result<(String, Option<String>)> {
+    Ok((row.text("cluster")?, row.opt_text("namespace")?))
+}
+
+pub(crate) async fn placements<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+) -> Result<Vec<(String, Option<String>)>> {
+    Ok(c.fetch_all(SELECT_PLACEMENTS, &[Text(boundary)], placement)
+        .await?)
+}
+
 pub(crate) async fn of_boundary<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ClusterRecord>> {
     boundaries::get(c, boundary).await?;
     Ok(c.fetch_all(SELECT_OF_BOUNDARY, &[Text(boundary)], cluster)

@@ -423,6 +423,27 @@ pub async fn placed_workloads_statuses_and_uploads(db: TestDb) {
     );
     assert!(store.resources_in_cluster("k2").await.unwrap().is_empty());
 
+    // Where workloads can run: attached clusters, each with the boundary's namespaces in it.
+    assert!(store.placements("b").await.unwrap().is_empty());
+    for cluster in ["k1", "k2", "k3"] {
+        store.put_cluster(cluster, b"sealed").await.unwrap();
+    }
+    store.attach_cluster("b", "k2").await.unwrap();
+    store.attach_cluster("b", "k1").await.unwrap();
+    store.put_namespace("b", "k1", "web").await.unwrap();
+    store.put_namespace("b", "k1", "api").await.unwrap();
+    store.attach_cluster("c", "k3").await.unwrap();
+    store.put_namespace("c", "k3", "other").await.unwrap();
+    assert_eq!(
+        store.placements("b").await.unwrap(),
+        [
+            ("k1".to_owned(), Some("api".to_owned())),
+            ("k1".into(), Some("web".into())),
+            ("k2".into(), None),
+        ]
+    );
+    assert!(store.placements("nope").await.unwrap().is_empty());
+
     let web = key("b", "app", "web");
     assert!(store.set_resource_status(&web, "deploying").await.unwrap());
     assert!(!store.set_resource_status(&web, "deploying").await.unwrap());
