@@ -217,6 +217,9 @@ struct ClusterPass {
     recorded: bool,
     /// Audits that came due, to be started once the part is done.
     audits: Vec<AuditJob>,
+    /// The workloads could not all be deployed (the cluster's last error says why); the
+    /// policies' part is unaffected, and the pass is retried with backoff.
+    workloads_failed: Option<String>,
 }
 
 /// One cluster's part of a pass, as its task reports it.
@@ -481,6 +484,9 @@ impl Controller {
                                 });
                             }
                             report.unconfirmed += pass.unconfirmed;
+                            if let Some(error) = pass.workloads_failed {
+                                report.failed.insert(done.name.clone(), error);
+                            }
                             report.reconciled.insert(done.name);
                         }
                         Err(error) => {
@@ -668,6 +674,7 @@ impl Controller {
                 enforced: false,
                 recorded,
                 audits: Vec::new(),
+                workloads_failed: None,
             });
         }
 
@@ -734,8 +741,11 @@ impl Controller {
                 .await?;
             audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
         }
-        self.deploy_workloads(&connection, &cluster.name, &attached)
-            .await?;
+        // A failure here (e.g. a role without the workloads' verbs) is the cluster's error,
+        // not the policies': they are installed and confirmed above.
+        let workloads = self
+            .deploy_workloads(&connection, &cluster.name, &attached)
+            .await;
         // Boundaries detached from this cluster, or deleted: their objects go.
         let installed = client.installed_boundaries(&self.installation).await?;
         for stale in installed.difference(&attached_names) {
@@ -760,12 +770,28 @@ impl Controller {
                     })?;
             }
         }
-        let recorded = self.clear_error(&cluster.name).await;
+        let (recorded, workloads_failed) = match workloads {
+            Ok(()) => (self.clear_error(&cluster.name).await, None),
+            Err(error) => {
+                let text = error.to_string();
+                tracing::warn!(cluster = %cluster.name, error = %text, "workloads not deployed");
+                let result = self
+                    .store
+                    .set_cluster_error(&cluster.name, Some(&text))
+                    .await
+                    .map_err(ControllerError::ClusterStatus);
+                (
+                    self.recorded(&cluster.name, "the cluster's last error", result),
+                    Some(text),
+                )
+            }
+        };
         Ok(ClusterPass {
             unconfirmed,
             enforced: true,
             recorded,
             audits,
+            workloads_failed,
         })
     }
 
