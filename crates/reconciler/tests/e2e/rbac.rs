@@ -15,9 +15,9 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::Api;
-use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, Grantee, DEFAULT_NAME};
+use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, rules, Grantee, DEFAULT_NAME};
 use palisade_reconciler::ClusterClient;
 use palisade_testkit::control_plane::{unique_name, ControlPlane};
 use reqwest::StatusCode;
@@ -232,9 +232,79 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
         "{preview}"
     );
 
+    // A role without the workloads' verbs (as in a cluster whose role predates them): the
+    // cluster's last error says why, the policy stays enforced, and once the role is whole
+    // again the workload is deployed and the error clears.
+    let resources = format!("/v1/boundaries/{boundary}/resources");
+    let roles = Api::<ClusterRole>::all(admin.clone());
+    let names = |r: &k8s_openapi::api::rbac::v1::PolicyRule, resource: &str| {
+        r.resources
+            .as_ref()
+            .is_some_and(|list| list.iter().any(|x| x == resource))
+    };
+    // The rules added for workloads: `deployments/scale`, and Deployments with `create`.
+    let for_workloads = |r: &k8s_openapi::api::rbac::v1::PolicyRule| {
+        names(r, "deployments/scale")
+            || (names(r, "deployments") && r.verbs.iter().any(|v| v == "create"))
+    };
+    let without_workloads: Vec<_> = rules().into_iter().filter(|r| !for_workloads(r)).collect();
+    roles
+        .patch(
+            DEFAULT_NAME,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"rules": without_workloads})),
+        )
+        .await
+        .unwrap();
+    stack
+        .ok(
+            "POST",
+            &resources,
+            Some(json!({"type": "app", "name": "early", "plan": "small",
+                        "image": "ghcr.io/acme/web:1.0", "namespace": created})),
+        )
+        .await;
+    let (error, _) = eventually("the cluster saying why", ACTIVATION_TIMEOUT, || async {
+        let cluster = stack.ok("GET", "/v1/clusters/c1", None).await;
+        cluster["last_error"]
+            .as_str()
+            .filter(|e| e.starts_with("cannot deploy workloads: ") && e.contains("403"))
+            .map(str::to_owned)
+    })
+    .await;
+    assert!(error.contains("deployments"), "{error}");
+    assert_eq!(
+        stack
+            .policy_status(&boundary, "no-latest", "c1")
+            .await
+            .as_deref(),
+        Some("enforced")
+    );
+    roles
+        .patch(
+            DEFAULT_NAME,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"rules": rules()})),
+        )
+        .await
+        .unwrap();
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), &created);
+    eventually(
+        "deployed once the role is whole",
+        ACTIVATION_TIMEOUT,
+        || async {
+            let cluster = stack.ok("GET", "/v1/clusters/c1", None).await;
+            let deployed = deployments.get_opt("app-early").await.unwrap().is_some();
+            (deployed && cluster["last_error"].is_null()).then_some(())
+        },
+    )
+    .await;
+    stack
+        .ok("DELETE", &format!("{resources}/app/early"), None)
+        .await;
+
     // Platform workloads through the same identity: an app's Deployment applied, then scaled
     // through `scale`; a git build's Job created; both deleted with their resources.
-    let resources = format!("/v1/boundaries/{boundary}/resources");
     stack
         .ok(
             "POST",
@@ -251,7 +321,6 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
                         "source": "https://git.acme.internal/site.git", "namespace": created})),
         )
         .await;
-    let deployments = Api::<Deployment>::namespaced(admin.clone(), &created);
     let jobs = Api::<Job>::namespaced(admin.clone(), &created);
     let built = ListParams::default().labels("palisade.dev/resource=site");
     eventually(
