@@ -149,31 +149,9 @@ fn decode_uncached(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, A
     Ok(policy)
 }
 
-/// The audit warnings and, on denial, the 422 for `checks` of a resource of type `ty`.
-/// Functions are decided too (for their warning); callers enforce only checked types.
-pub fn check_plans(
-    policies: &[Policy],
-    catalog: &Catalog,
-    ty: ResourceType,
-    checks: &[PlanCheck],
-) -> Result<Vec<String>, AppError> {
-    let mut warnings = Vec::new();
-    for check in checks {
-        let decision = decide(policies, catalog, ty, &check.plan)
-            .map_err(|e| AppError::invalid("/plan", e))?;
-        warnings.extend(decision.audit_warnings.iter().cloned());
-        if !decision.allowed {
-            let component = check.component.as_ref().map(Name::as_str);
-            return Err(AppError::PlanNotAllowed(
-                Box::new(compute_plan_not_allowed(&decision, component)),
-                warnings,
-            ));
-        }
-    }
-    Ok(warnings)
-}
-
-/// [`check_plans`] on decisions made beforehand: the same answers, looked up.
+/// The audit warnings and, on denial, the 422 for `checks` of a resource of type `ty`, from
+/// decisions made beforehand. Functions are decided too (for their warning); callers enforce
+/// only checked types.
 pub fn check_compiled(
     compiled: &CompiledPlans,
     catalog: &Catalog,

@@ -21,7 +21,7 @@ use kube::{Api, Client, ResourceExt};
 use palisade_store::{ResourceKey, SharedStore};
 use tokio::sync::Notify;
 
-use crate::workloads::{denial, Outcome, Target};
+use crate::workloads::{denial, job_condition, Outcome, Target};
 
 /// How long a burst of events is gathered before statuses are computed again.
 const SETTLE: Duration = Duration::from_millis(50);
@@ -291,12 +291,8 @@ fn build_finished(target: &Target, seen: &Seen) -> bool {
         .job
         .as_deref()
         .and_then(|name| find(&seen.jobs, &target.namespace, name))
-        .and_then(|job| job.status.clone())
-        .and_then(|s| s.conditions)
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+        .is_some_and(|job| {
+            job_condition(&job, "Complete").is_some() || job_condition(&job, "Failed").is_some()
         })
 }
 
@@ -315,26 +311,10 @@ fn status_of(target: &Target, seen: &Seen) -> String {
             let Some(job) = job else {
                 return "deploying".to_owned();
             };
-            let conditions = job
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.clone())
-                .unwrap_or_default();
-            if let Some(failed) = conditions
-                .iter()
-                .find(|c| c.type_ == "Failed" && c.status == "True")
-            {
-                let why = failed
-                    .message
-                    .clone()
-                    .or_else(|| failed.reason.clone())
-                    .unwrap_or_default();
+            if let Some(why) = job_condition(&job, "Failed") {
                 return format!("build failed: {why}");
             }
-            if conditions
-                .iter()
-                .any(|c| c.type_ == "Complete" && c.status == "True")
-            {
+            if job_condition(&job, "Complete").is_some() {
                 return "deploying".to_owned();
             }
             match job.uid().and_then(|uid| failed_create(&seen.events, &uid)) {

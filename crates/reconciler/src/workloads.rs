@@ -22,7 +22,6 @@ use palisade_vap::render::FIELD_MANAGER;
 use palisade_workload::{self as render, Container, Fetch, Kind, Source, Workload, WorkloadConfig};
 use serde_json::Value;
 
-use crate::cause::describe;
 use crate::{ClusterClient, ReconcileError};
 
 /// Mints how a build Job fetches an upload: `(boundary, upload id)` → its URL and a
@@ -171,7 +170,7 @@ pub fn denial(message: &str) -> Option<&str> {
 }
 
 /// Whether a Job's condition of `kind` is `True`, with its message.
-fn job_condition(job: &Job, kind: &str) -> Option<String> {
+pub(crate) fn job_condition(job: &Job, kind: &str) -> Option<String> {
     job.status
         .as_ref()?
         .conditions
@@ -454,9 +453,4 @@ async fn collect_garbage(
         }
     }
     Ok(())
-}
-
-/// A kube error in words, for an outcome.
-pub fn in_words(error: &kube::Error) -> String {
-    describe(error)
 }
