@@ -342,8 +342,13 @@ Examples:
 The role grants get, list, create, patch and delete on ValidatingAdmissionPolicies and
 their bindings; get, list, create and patch on namespaces; create on pods (server-side dry-runs
 only, to confirm enforcement); list on pods, deployments, replicasets, statefulsets, daemonsets,
-jobs and cronjobs (previews and audits); list, create, patch and delete on openreports.io
-reports (the audit's reports); create on selfsubjectreviews. Nothing on Secrets.";
+jobs and cronjobs (previews and audits); for platform workloads, get, create, patch, delete
+and watch on deployments, patch on deployments/scale, get, create, delete and watch on jobs,
+watch on replicasets, list and watch on events; for the shared admission layout
+(serve --admission-layout shared), create and patch on the one custom resource definition
+boundarypolicies.palisade.dev and get, list, create, patch and delete on its BoundaryPolicy
+objects; list, create, patch and delete on openreports.io reports (the audit's reports);
+create on selfsubjectreviews. Nothing on Secrets.";
 
 pub const CLUSTER_ATTACH: &str = "\
 Examples:

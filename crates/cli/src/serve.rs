@@ -55,6 +55,16 @@ pub struct ServeArgs {
     /// reconciler does, or nobody: policy statuses then stay `pending`).
     #[arg(long)]
     no_reconciler: bool,
+    /// How policies become admission objects in the clusters: `per-policy` (one
+    /// ValidatingAdmissionPolicy and binding per policy and boundary) or `shared` (one policy
+    /// and two bindings per installation, each policy's rules in a BoundaryPolicy object in
+    /// its boundary's namespaces; admission cost does not grow with tenants).
+    #[arg(long, default_value = "per-policy", value_name = "LAYOUT", value_parser = parse_layout)]
+    admission_layout: palisade_reconciler::Layout,
+}
+
+fn parse_layout(text: &str) -> Result<palisade_reconciler::Layout, String> {
+    text.parse()
 }
 
 /// An `http://` or `https://` URL without query or fragment.
@@ -226,6 +236,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     config: workload_config,
                     fetch,
                 },
+                layout: args.admission_layout,
                 ..palisade_reconciler::Settings::default()
             },
         );

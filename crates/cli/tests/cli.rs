@@ -268,6 +268,8 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
             "validatingadmissionpolicies",
             "validatingadmissionpolicybindings",
             "namespaces",
+            "customresourcedefinitions",
+            "boundarypolicies",
             "pods",
             "deployments",
             "replicasets",

@@ -80,3 +80,16 @@ fn a_bad_workload_config_or_public_url_stops_serve_naming_the_field() {
     );
     assert!(!created);
 }
+
+#[test]
+fn an_unknown_admission_layout_stops_serve_naming_the_flag() {
+    let (code, stderr, created) = serve(&["--admission-layout", "flat"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "invalid value 'flat' for '--admission-layout <LAYOUT>': unknown admission layout 'flat': expected per-policy or shared"
+        ),
+        "{stderr}"
+    );
+    assert!(!created);
+}

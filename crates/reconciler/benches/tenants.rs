@@ -19,7 +19,9 @@
 //! per version asked for.
 //!
 //! `cargo bench -p palisade-reconciler --bench tenants -- VERSION...` (e.g. `1.30 1.37`)
-//! (environment: `PODS`, `STEPS`, e.g. `STEPS=0,1,10`).
+//! (environment: `PODS`, `STEPS`, e.g. `STEPS=0,1,10`; `LAYOUT=shared` for the shared layout:
+//! one policy and two bindings per installation, each policy's rules in a `BoundaryPolicy` in
+//! its boundary's namespace).
 
 #![allow(
     clippy::unwrap_used,
@@ -35,7 +37,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
 use palisade_policy::Name;
-use palisade_reconciler::ClusterClient;
+use palisade_reconciler::{ClusterClient, Layout};
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
 use serde_json::json;
@@ -225,6 +227,10 @@ async fn main() {
                 .expect("STEPS: numbers separated by commas")
         })
         .collect();
+    let layout: Layout = std::env::var("LAYOUT")
+        .unwrap_or_else(|_| "per-policy".into())
+        .parse()
+        .expect("LAYOUT");
     for version in versions {
         let wanted = version.clone();
         let plane = tokio::task::spawn_blocking(move || ControlPlane::start(&wanted))
@@ -233,7 +239,8 @@ async fn main() {
         let client = plane.client().await;
         let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
             .await
-            .unwrap();
+            .unwrap()
+            .with_layout(layout);
         let unlabelled = temp_namespace(&client, None).await;
         let mut namespaces: Vec<String> = Vec::new();
         let mut results = Vec::new();
@@ -251,9 +258,13 @@ async fn main() {
             let namespace = namespaces.first().unwrap_or(&unlabelled).clone();
             let step = measure(&plane, &client, &namespace, boundaries, pods).await;
             eprintln!(
-                "tenants {version}: {boundaries} boundaries ({} policy objects) installed and active in {:.1} s; \
+                "tenants {version} ({} layout): {boundaries} boundaries ({} objects) installed and active in {:.1} s; \
                  validate step {:.3} ms per create; client p50 {:.2} ms; API server RSS {:.0} MiB",
-                boundaries * 6,
+                layout.as_str(),
+                match layout {
+                    Layout::PerPolicy => boundaries * 6,
+                    Layout::Shared => 3 + boundaries * 3,
+                },
                 installed.as_secs_f64(),
                 step.validate_ms,
                 step.client_p50_ms,
@@ -265,7 +276,11 @@ async fn main() {
             .iter()
             .find(|s| s.boundaries == 1)
             .map_or(f64::NAN, |s| s.validate_ms);
-        println!("Kubernetes {} ({pods} creates per step)", plane.version());
+        println!(
+            "Kubernetes {} ({} layout, {pods} creates per step)",
+            plane.version(),
+            layout.as_str()
+        );
         println!("| boundaries × 3 policies | validate step per create | ratio to 1 boundary | client p50 | API server RSS |");
         println!("|---|---|---|---|---|");
         for s in &results {

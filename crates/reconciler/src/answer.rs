@@ -37,7 +37,12 @@ impl AdmissionAnswer {
 
     /// The message a `Warn` action of policy `vap` (binding of the same name) would add.
     pub fn has_policy_warning(&self, vap: &str, message: &str) -> bool {
-        let wanted = policy_warning(vap, vap, message);
+        self.has_warning(vap, vap, message)
+    }
+
+    /// Whether the answer carries the `Warn` text of `vap` with `binding` and `message`.
+    pub fn has_warning(&self, vap: &str, binding: &str, message: &str) -> bool {
+        let wanted = policy_warning(vap, binding, message);
         self.warnings.contains(&wanted)
     }
 }

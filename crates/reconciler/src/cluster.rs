@@ -2,7 +2,7 @@
 //! renders, with server-side apply and one field manager, and deletes only objects that carry
 //! palisade's labels for the caller's installation and boundary.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +22,8 @@ use palisade_vap::render::{
     object_name, render, Rendered, BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL,
     MANAGED_BY_LABEL, POLICY_LABEL,
 };
+use palisade_vap::shared::{shared_binding_name, shared_policy_name};
+use palisade_vap::Layout;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -59,6 +61,10 @@ pub struct ClusterClient {
     client: Client,
     /// Discovery of one group-version at a time, for dry-run creates of any kind.
     resources: Arc<Mutex<HashMap<String, Vec<APIResource>>>>,
+    /// How policies become objects in this cluster.
+    layout: Layout,
+    /// Installations whose shared objects this client applied (shared layout).
+    shared: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl fmt::Debug for ClusterClient {
@@ -195,6 +201,36 @@ impl ClusterClient {
         ClusterClient {
             client,
             resources: Arc::default(),
+            layout: Layout::default(),
+            shared: Arc::default(),
+        }
+    }
+
+    /// This client with policies written in `layout`.
+    pub fn with_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub(crate) fn shared_installed(&self, installation: &str) -> bool {
+        self.shared
+            .lock()
+            .is_ok_and(|set| set.contains(installation))
+    }
+
+    pub(crate) fn mark_shared_installed(&self, installation: &str) {
+        if let Ok(mut set) = self.shared.lock() {
+            set.insert(installation.to_owned());
+        }
+    }
+
+    pub(crate) fn forget_shared(&self, installation: &str) {
+        if let Ok(mut set) = self.shared.lock() {
+            set.remove(installation);
         }
     }
 
@@ -320,6 +356,9 @@ impl ClusterClient {
         policy: &Policy,
     ) -> Result<()> {
         check_installation(installation)?;
+        if self.layout == Layout::Shared {
+            return self.apply_parameters(installation, boundary, policy).await;
+        }
         match render(boundary, policy, installation) {
             Some(rendered) => {
                 self.refuse_other_installation(&rendered, installation)
@@ -342,6 +381,8 @@ impl ClusterClient {
         policy: &Name,
     ) -> Result<()> {
         check_installation(installation)?;
+        self.delete_parameters(installation, boundary, policy)
+            .await?;
         let name = object_name(boundary, policy);
         delete_if_ours(
             &self.cluster_api::<ValidatingAdmissionPolicyBinding>(),
@@ -361,7 +402,8 @@ impl ClusterClient {
     }
 
     /// Deletes this installation's objects of `boundary` whose policy is not in `keep`
-    /// (bindings first), selected by labels; returns the names deleted.
+    /// (bindings first), selected by labels; returns the names deleted. Objects of the layout
+    /// not in use (left by an earlier one) all go.
     pub async fn garbage_collect(
         &self,
         installation: &str,
@@ -369,6 +411,13 @@ impl ClusterClient {
         keep: &[Name],
     ) -> Result<Vec<String>> {
         check_installation(installation)?;
+        let (keep, keep_parameters) = match self.layout {
+            Layout::PerPolicy => (keep, &[][..]),
+            Layout::Shared => (&[][..], keep),
+        };
+        let mut deleted = self
+            .collect_parameters(installation, boundary, keep_parameters)
+            .await?;
         let params = ListParams::default().labels(&boundary_selector(installation, boundary));
         let stale = |meta: &ObjectMeta| {
             // The selector already holds; checked again in case a server ignored it.
@@ -379,7 +428,6 @@ impl ClusterClient {
                     .and_then(|l| l.get(POLICY_LABEL))
                     .is_some_and(|p| keep.iter().any(|k| k.as_str() == p))
         };
-        let mut deleted = Vec::new();
         let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
         for binding in bindings.list(&params).await?.items {
             if stale(&binding.metadata) && delete_exact(&bindings, &binding.metadata).await? {
@@ -430,6 +478,7 @@ impl ClusterClient {
         {
             boundaries.extend(boundary_of(&policy.metadata));
         }
+        boundaries.extend(self.parameter_boundaries(installation).await?);
         Ok(boundaries)
     }
 
@@ -451,6 +500,7 @@ impl ClusterClient {
             };
             deleted.extend(self.garbage_collect(installation, &boundary, &[]).await?);
         }
+        deleted.extend(self.remove_shared(installation).await?);
         let name = palisade_vap::guard_name(installation);
         let is_guard = |meta: &ObjectMeta| {
             meta.labels.as_ref().is_some_and(|l| {
@@ -529,16 +579,36 @@ impl ClusterClient {
         check_installation(installation)?;
         let (pod, message) = violating_pod_among(policy, others)
             .ok_or_else(|| ReconcileError::NoAdmissionRules(policy.name().to_string()))?;
-        let name = object_name(boundary, policy.name());
-        let installed = self
-            .cluster_api::<ValidatingAdmissionPolicy>()
-            .get_opt(&name)
-            .await?;
-        if !installed.is_some_and(|p| is_ours(&p.metadata, installation, boundary)) {
-            return Ok(EnforcementProbe::NotEnforced(format!(
-                "palisade's ValidatingAdmissionPolicy '{name}' is not installed"
-            )));
-        }
+        let (name, binding) = match self.layout {
+            Layout::PerPolicy => {
+                let name = object_name(boundary, policy.name());
+                let installed = self
+                    .cluster_api::<ValidatingAdmissionPolicy>()
+                    .get_opt(&name)
+                    .await?;
+                if !installed.is_some_and(|p| is_ours(&p.metadata, installation, boundary)) {
+                    return Ok(EnforcementProbe::NotEnforced(format!(
+                        "palisade's ValidatingAdmissionPolicy '{name}' is not installed"
+                    )));
+                }
+                (name.clone(), name)
+            }
+            Layout::Shared => {
+                if !self
+                    .parameters_present(installation, boundary, policy.name(), namespace)
+                    .await?
+                {
+                    return Ok(EnforcementProbe::NotEnforced(format!(
+                        "palisade's parameters of policy '{}' are not in namespace '{namespace}'",
+                        policy.name()
+                    )));
+                }
+                (
+                    shared_policy_name(installation),
+                    shared_binding_name(installation, policy.mode()),
+                )
+            }
+        };
         let answer = self.dry_run_create(namespace, &pod).await?;
         Ok(match policy.mode() {
             Mode::Enforce if answer.admitted() => {
@@ -550,7 +620,7 @@ impl ClusterClient {
             {
                 EnforcementProbe::Enforced
             }
-            Mode::Audit if answer.admitted() && answer.has_policy_warning(&name, &message) => {
+            Mode::Audit if answer.admitted() && answer.has_warning(&name, &binding, &message) => {
                 EnforcementProbe::Enforced
             }
             Mode::Audit if answer.admitted() => {

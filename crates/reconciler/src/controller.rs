@@ -40,6 +40,7 @@ use crate::probe::{Admission, EnforcementProbe};
 use crate::statuses::StatusWatch;
 use crate::workloads::{self, Target, Workloads};
 use crate::{ClusterClient, ReconcileError};
+use palisade_vap::Layout;
 
 /// Turns a cluster's sealed kubeconfig back into its text.
 pub type Unseal = Arc<dyn Fn(&[u8]) -> Result<String, String> + Send + Sync>;
@@ -66,6 +67,8 @@ pub struct Settings {
     pub audit_timeout: Duration,
     /// The workload half (SPEC 5): builder and file-server images, how builds fetch uploads.
     pub workloads: Workloads,
+    /// How policies become admission objects in the clusters (`--admission-layout`).
+    pub layout: Layout,
 }
 
 impl Default for Settings {
@@ -80,6 +83,7 @@ impl Default for Settings {
             audit_interval: Duration::from_secs(600),
             audit_timeout: Duration::from_secs(300),
             workloads: Workloads::default(),
+            layout: Layout::default(),
         }
     }
 }
@@ -107,6 +111,8 @@ pub enum ControllerError {
     Statuses(StoreError),
     #[error("cannot install the boundary-label guard: {0}")]
     Guard(ReconcileError),
+    #[error("cannot install the shared admission policy: {0}")]
+    Shared(ReconcileError),
     #[error("cannot deploy workloads: {0}")]
     Workloads(ReconcileError),
     #[error("cannot read the workloads: {0}")]
@@ -521,6 +527,22 @@ impl Controller {
             Ok(result) => result,
             Err(_) => Err(ControllerError::Timeout(self.settings.cluster_timeout)),
         };
+        // A cluster deleted while its pass ran: what the pass wrote after the deletion's
+        // sweeps (the guard, policies) would stay in a cluster nobody reconciles any more.
+        if matches!(
+            self.store.get_cluster(&cluster.name).await,
+            Err(StoreError::NotFound)
+        ) {
+            if let Ok(connection) = self.connect(cluster).await {
+                if let Err(error) = connection
+                    .client
+                    .remove_installation(&self.installation)
+                    .await
+                {
+                    tracing::warn!(cluster = %cluster.name, %error, "objects of a cluster deleted during its pass not removed");
+                }
+            }
+        }
         let outcome = match &result {
             Ok(pass) if pass.enforced => Outcome::Ok,
             Ok(_) => Outcome::NotEnforced,
@@ -592,7 +614,9 @@ impl Controller {
         }
         let kubeconfig =
             (self.unseal)(&cluster.kubeconfig_sealed).map_err(ControllerError::Credentials)?;
-        let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
+        let client = ClusterClient::from_kubeconfig(&kubeconfig)
+            .await?
+            .with_layout(self.settings.layout);
         let connection = Connection {
             sealed: cluster.kubeconfig_sealed.clone(),
             client,
@@ -683,6 +707,13 @@ impl Controller {
             .install_boundary_label_guard(&self.installation, &identity)
             .await
             .map_err(ControllerError::Guard)?;
+        if self.settings.layout == Layout::Shared {
+            // Every pass: objects changed or deleted by others come back.
+            client
+                .install_shared(&self.installation)
+                .await
+                .map_err(ControllerError::Shared)?;
+        }
 
         let mut attached_names = BTreeSet::new();
         let mut audits = Vec::new();

@@ -19,6 +19,7 @@ pub mod probe;
 pub mod rbac;
 pub mod reports;
 pub mod scan;
+mod shared;
 pub mod statuses;
 pub mod violating;
 pub mod workloads;
@@ -26,6 +27,7 @@ pub mod workloads;
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome};
 pub use controller::{Controller, ControllerError, PassReport, Settings, Unseal};
+pub use palisade_vap::Layout;
 pub use port::KubeClusters;
 pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};
 

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use palisade_vap::shared::{PARAMS_CRD, PARAMS_GROUP, PARAMS_PLURAL};
 
 /// The default name of the role and its binding.
 pub const DEFAULT_NAME: &str = "palisade";
@@ -74,6 +75,20 @@ pub fn rules() -> Vec<PolicyRule> {
             &["get", "list", "create", "patch", "delete"],
         ),
         rule("", &["namespaces"], &["get", "list", "create", "patch"]),
+        // The shared layout: the parameters' definition (this one only) and the parameters.
+        PolicyRule {
+            resource_names: Some(vec![PARAMS_CRD.to_owned()]),
+            ..rule(
+                "apiextensions.k8s.io",
+                &["customresourcedefinitions"],
+                &["create", "patch"],
+            )
+        },
+        rule(
+            PARAMS_GROUP,
+            &[PARAMS_PLURAL],
+            &["get", "list", "create", "patch", "delete"],
+        ),
         // `create`: the server-side dry-runs that confirm enforcement (nothing is stored);
         // `list`: previews and audits read what runs in the boundary's namespaces.
         rule("", &["pods"], &["create", "list"]),

@@ -20,10 +20,10 @@ pub const MATCH_CONDITIONS: [(&str, &str); 2] = [
 ];
 
 /// The pod spec, wherever the kind keeps it.
-const POD_SPEC: &str = "request.kind.kind == 'Pod' ? object.spec : (request.kind.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec)";
+pub(crate) const POD_SPEC: &str = "request.kind.kind == 'Pod' ? object.spec : (request.kind.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec)";
 
 /// Images of containers, then init containers; a container without an image counts as `''`.
-const IMAGES: &str = "(has(variables.podSpec.containers) ? variables.podSpec.containers.map(c, has(c.image) ? c.image : '') : []) + (has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, has(c.image) ? c.image : '') : [])";
+pub(crate) const IMAGES: &str = "(has(variables.podSpec.containers) ? variables.podSpec.containers.map(c, has(c.image) ? c.image : '') : []) + (has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, has(c.image) ? c.image : '') : [])";
 
 /// The CEL of one policy: variables, the validation expression, its message expression and
 /// static message.
@@ -106,7 +106,8 @@ fn under_any(var: &str, prefixes: &[RegistryPrefix]) -> String {
     format!("({})", alternatives.join(" || "))
 }
 
-const NOT_LATEST: &str = "(i.contains('@') || (i.matches(':[^:/]+$') && !i.matches(':latest$')))";
+pub(crate) const NOT_LATEST: &str =
+    "(i.contains('@') || (i.matches(':[^:/]+$') && !i.matches(':latest$')))";
 
 fn rule_ok(rule: &Rule) -> Option<String> {
     match rule {

@@ -46,6 +46,36 @@ fn strings(items: &[&str]) -> Option<Vec<String>> {
     Some(items.iter().map(|s| (*s).to_owned()).collect())
 }
 
+/// The rules matching the kinds palisade checks (SPEC 3.1), one per API group.
+pub(crate) fn resource_rules() -> Vec<NamedRuleWithOperations> {
+    let mut by_group: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (group, resource) in cel::matched_resources() {
+        by_group.entry(group).or_default().push(resource);
+    }
+    by_group
+        .into_iter()
+        .map(|(group, resources)| NamedRuleWithOperations {
+            api_groups: strings(&[group]),
+            api_versions: strings(&["*"]),
+            operations: strings(&["CREATE", "UPDATE"]),
+            resources: Some(resources.into_iter().map(str::to_owned).collect()),
+            scope: Some("Namespaced".to_owned()),
+            ..NamedRuleWithOperations::default()
+        })
+        .collect()
+}
+
+/// The exemptions of SPEC 3.1 as match conditions.
+pub(crate) fn match_conditions() -> Vec<MatchCondition> {
+    MATCH_CONDITIONS
+        .iter()
+        .map(|(name, expression)| MatchCondition {
+            name: (*name).to_owned(),
+            expression: (*expression).to_owned(),
+        })
+        .collect()
+}
+
 /// Renders `policy` of `boundary` for installation `installation`; `None` when the policy has
 /// no admission rules (nothing is installed for it).
 pub fn render(boundary: &Name, policy: &Policy, installation: &str) -> Option<Rendered> {
@@ -56,21 +86,6 @@ pub fn render(boundary: &Name, policy: &Policy, installation: &str) -> Option<Re
         labels: Some(labels(installation, boundary, policy.name())),
         ..ObjectMeta::default()
     };
-    let mut by_group: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (group, resource) in cel::matched_resources() {
-        by_group.entry(group).or_default().push(resource);
-    }
-    let resource_rules = by_group
-        .into_iter()
-        .map(|(group, resources)| NamedRuleWithOperations {
-            api_groups: strings(&[group]),
-            api_versions: strings(&["*"]),
-            operations: strings(&["CREATE", "UPDATE"]),
-            resources: Some(resources.into_iter().map(str::to_owned).collect()),
-            scope: Some("Namespaced".to_owned()),
-            ..NamedRuleWithOperations::default()
-        })
-        .collect();
     let PolicyCel {
         variables,
         expression,
@@ -83,18 +98,10 @@ pub fn render(boundary: &Name, policy: &Policy, installation: &str) -> Option<Re
             failure_policy: Some("Fail".to_owned()),
             match_constraints: Some(MatchResources {
                 match_policy: Some("Equivalent".to_owned()),
-                resource_rules: Some(resource_rules),
+                resource_rules: Some(resource_rules()),
                 ..MatchResources::default()
             }),
-            match_conditions: Some(
-                MATCH_CONDITIONS
-                    .iter()
-                    .map(|(name, expression)| MatchCondition {
-                        name: (*name).to_owned(),
-                        expression: (*expression).to_owned(),
-                    })
-                    .collect(),
-            ),
+            match_conditions: Some(match_conditions()),
             variables: Some(
                 variables
                     .into_iter()

@@ -79,3 +79,36 @@ fn boundary_label_guard_policy_and_binding() {
     insta::assert_yaml_snapshot!("guard_policy", objects.policy);
     insta::assert_yaml_snapshot!("guard_binding", objects.binding);
 }
+
+/// The shared layout: the installation's one policy and two bindings, and the parameters of
+/// one policy in one namespace of its boundary (messages made in Rust, carried as text).
+#[test]
+fn shared_layout_objects_and_parameters() {
+    let objects = palisade_vap::shared_objects("3f2a9c1e");
+    assert_eq!(
+        objects.policy.metadata.name.as_deref(),
+        Some("3f2a9c1e.policies.palisade.dev")
+    );
+    insta::assert_yaml_snapshot!("shared_policy", objects.policy);
+    insta::assert_yaml_snapshot!("shared_enforce_binding", objects.enforce);
+    insta::assert_yaml_snapshot!("shared_audit_binding", objects.audit);
+    let valid = PolicyDocument::from_json(DOCUMENT.as_bytes())
+        .unwrap()
+        .validate(&Catalog::builtin())
+        .unwrap();
+    let parameters =
+        palisade_vap::parameters(&valid.boundary, &valid.policy, "3f2a9c1e", "shop-web").unwrap();
+    insta::assert_yaml_snapshot!("shared_parameters", parameters);
+    // A policy of compute plans only has no parameters.
+    let plans_only = r#"{"apiVersion": "palisade.dev/v1", "kind": "BoundaryPolicy",
+      "metadata": {"name": "sizes", "boundary": "shop"},
+      "spec": {"rules": [{"allowedComputePlans": {"plans": ["small"]}}]}}"#;
+    let valid = PolicyDocument::from_json(plans_only.as_bytes())
+        .unwrap()
+        .validate(&Catalog::builtin())
+        .unwrap();
+    assert_eq!(
+        palisade_vap::parameters(&valid.boundary, &valid.policy, "3f2a9c1e", "shop-web"),
+        None
+    );
+}

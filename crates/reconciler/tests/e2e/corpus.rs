@@ -14,11 +14,17 @@ use palisade_testkit::control_plane::temp_namespace;
 use palisade_testkit::corpus::{
     policies_of, AdmissionCase, AdmissionHarness, Finding, Reports, Verdict,
 };
-use palisade_vap::object_name;
+use palisade_vap::shared::{shared_binding_name, shared_policy_name};
+use palisade_vap::{object_name, Layout};
 
-use crate::support::{barrier, connect, name, on_both_versions, INSTALLATION};
+use crate::support::{barrier_in, connect, name, on_both_versions, INSTALLATION};
 
 on_both_versions!(corpus_replays_on_a_real_api_server);
+on_both_versions!(corpus_replays_in_the_shared_layout);
+
+/// The installation of the shared layout's replay (its own, so that no other test's removal of
+/// an installation touches it).
+const SHARED_INSTALLATION: &str = "e2e-shared";
 
 /// Warnings of palisade's policies (Kubernetes' text of a `Warn` action).
 pub(crate) fn policy_warnings(answer: &AdmissionAnswer) -> Vec<String> {
@@ -46,6 +52,7 @@ pub(crate) fn policy_set_key(case: &AdmissionCase) -> String {
 /// unlabelled namespace, or when a refusal is not a palisade denial.
 async fn api_server_verdict(
     cluster: &ClusterClient,
+    installation: &str,
     set: &PolicySet,
     unlabelled: &str,
     case: &AdmissionCase,
@@ -63,7 +70,6 @@ async fn api_server_verdict(
             "not simply admitted in an unlabelled namespace: {outside:?}"
         ));
     }
-    let vap = |policy: &Policy| object_name(&set.boundary, policy.name());
     let mut verdict = Verdict {
         admitted: answer.admitted(),
         ..Verdict::default()
@@ -71,7 +77,12 @@ async fn api_server_verdict(
     if !answer.admitted() {
         let invalid = answer.code == 422 && answer.reason.as_deref() == Some("Invalid");
         let denial = answer.denying_policy().and_then(|denying| {
-            let policy = set.policies.iter().find(|p| vap(p) == denying)?;
+            let message = answer.denial_message()?;
+            // The shared policy is every policy's: the message names which one.
+            let policy = set.policies.iter().find(|p| {
+                names(cluster, installation, set, p).0 == denying
+                    && message.starts_with(&format!("Policy '{}' (", p.name()))
+            })?;
             Some(Finding {
                 policy: policy.name().to_string(),
                 rule: None,
@@ -85,8 +96,11 @@ async fn api_server_verdict(
     }
     for warning in policy_warnings(&answer) {
         let found = set.policies.iter().find_map(|policy| {
-            let vap = vap(policy);
-            let message = warning.strip_prefix(&policy_warning(&vap, &vap, ""))?;
+            let (vap, binding) = names(cluster, installation, set, policy);
+            let message = warning.strip_prefix(&policy_warning(&vap, &binding, ""))?;
+            if !message.starts_with(&format!("Policy '{}' (", policy.name())) {
+                return None;
+            }
             Some(Finding {
                 policy: policy.name().to_string(),
                 rule: None,
@@ -102,9 +116,38 @@ async fn api_server_verdict(
     Ok(verdict)
 }
 
+/// The names of the policy object and binding that judge `policy` in the client's layout.
+fn names(
+    cluster: &ClusterClient,
+    installation: &str,
+    set: &PolicySet,
+    policy: &Policy,
+) -> (String, String) {
+    match cluster.layout() {
+        Layout::PerPolicy => {
+            let name = object_name(&set.boundary, policy.name());
+            (name.clone(), name)
+        }
+        Layout::Shared => (
+            shared_policy_name(installation),
+            shared_binding_name(installation, policy.mode()),
+        ),
+    }
+}
+
 async fn corpus_replays_on_a_real_api_server(version: &str) {
+    replay(version, INSTALLATION, Layout::PerPolicy).await;
+}
+
+/// The same cases with one shared policy and two bindings, each policy's rules in parameters.
+async fn corpus_replays_in_the_shared_layout(version: &str) {
+    replay(version, SHARED_INSTALLATION, Layout::Shared).await;
+}
+
+async fn replay(version: &str, installation: &str, layout: Layout) {
     let started = Instant::now();
     let (plane, cluster) = connect(version).await;
+    let cluster = cluster.with_layout(layout);
     let connected = started.elapsed();
     let client = plane.client().await;
 
@@ -119,12 +162,12 @@ async fn corpus_replays_on_a_real_api_server(version: &str) {
         if sets.contains_key(&key) {
             continue;
         }
-        let boundary = name(&format!("corpus-{}", sets.len()));
+        let boundary = name(&format!("corpus-{}-{}", layout.as_str(), sets.len()));
         let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
         let policies = policies_of(&case.name, &case.policies).unwrap();
         for policy in &policies {
             cluster
-                .apply_policy(INSTALLATION, &boundary, policy)
+                .apply_policy(installation, &boundary, policy)
                 .await
                 .unwrap();
         }
@@ -136,21 +179,22 @@ async fn corpus_replays_on_a_real_api_server(version: &str) {
         sets.insert(key, set);
     }
     let applied = started.elapsed();
-    let activation = barrier(&cluster, plane).await;
+    let activation = barrier_in(&cluster, plane, installation).await;
     let active = started.elapsed();
 
     let (cluster, sets, unlabelled) = (&cluster, &sets, unlabelled.as_str());
     let report = harness
         .run_async(|case| async move {
             let set = &sets[&policy_set_key(&case)];
-            api_server_verdict(cluster, set, unlabelled, &case).await
+            api_server_verdict(cluster, installation, set, unlabelled, &case).await
         })
         .await;
     eprintln!(
-        "corpus on Kubernetes {}: {} live cases in {} policy sets; {} denied with the exact message, \
+        "corpus on Kubernetes {} ({} layout): {} live cases in {} policy sets; {} denied with the exact message, \
          {} admitted ({} with the exact audit warnings), each also admitted in an unlabelled namespace. \
          Control plane ready after {:.1} s, policies applied after {:.1} s, active {:.1} s later, replayed in {:.1} s; {:.1} s in all",
         plane.version(),
+        layout.as_str(),
         report.cases,
         sets.len(),
         report.denied,

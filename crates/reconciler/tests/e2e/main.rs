@@ -28,4 +28,5 @@ mod rbac;
 mod rbac_verbs;
 mod reconcile;
 mod serve;
+mod shared;
 mod workloads;

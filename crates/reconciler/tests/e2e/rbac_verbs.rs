@@ -9,6 +9,7 @@
 //! identities are users the admin impersonates, each bound to its own role.
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::PostParams;
 use kube::Api;
 use palisade_policy::Name;
@@ -16,9 +17,10 @@ use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, rules, Grant
 use palisade_reconciler::reports::{render_report, NamespaceAudit};
 use palisade_reconciler::statuses::StatusWatch;
 use palisade_reconciler::workloads::{self, Workloads};
-use palisade_reconciler::ClusterClient;
+use palisade_reconciler::{ClusterClient, Layout};
 use palisade_store::{NamespaceRecord, ResourceRecord};
 use palisade_testkit::control_plane::{temp_namespace, unique_name, ControlPlane, Options};
+use palisade_vap::shared::PARAMS_CRD;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -201,6 +203,55 @@ async fn exercise(
                 other => panic!("no operation for verb {other}"),
             }
         }
+        ("customresourcedefinitions", verb) => {
+            // `create`: palisade creates the parameters' definition (and re-applies it until it
+            // is established); `patch`: it re-applies the one that is there.
+            if verb == "patch" {
+                shared(admin)
+                    .install_shared(INSTALLATION)
+                    .await
+                    .map_err(text)?;
+            } else {
+                remove_definition(&client).await;
+            }
+            shared(cluster)
+                .install_shared(INSTALLATION)
+                .await
+                .map_err(text)
+        }
+        ("boundarypolicies", verb) => {
+            let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
+            let (admin, cluster) = (shared(admin), shared(cluster));
+            if verb != "create" && verb != "list" {
+                admin
+                    .apply_policy(INSTALLATION, &boundary, &probe)
+                    .await
+                    .map_err(text)?;
+            }
+            match verb {
+                // A first apply creates the policy's parameters, a later one patches them.
+                "create" | "patch" => cluster
+                    .apply_policy(INSTALLATION, &boundary, &probe)
+                    .await
+                    .map_err(text),
+                // The enforcement probe reads them.
+                "get" => cluster
+                    .probe_enforcement(INSTALLATION, &boundary, &probe, &namespace)
+                    .await
+                    .map(|_| ())
+                    .map_err(text),
+                "list" => cluster
+                    .installed_boundaries(INSTALLATION)
+                    .await
+                    .map(|_| ())
+                    .map_err(text),
+                "delete" => cluster
+                    .delete_policy(INSTALLATION, &boundary, probe.name())
+                    .await
+                    .map_err(text),
+                other => panic!("no operation for verb {other}"),
+            }
+        }
         ("selfsubjectreviews", "create") => cluster.whoami().await.map(|_| ()).map_err(text),
         ("deployments" | "replicasets" | "jobs" | "events", "watch") | ("events", "list") => {
             // The status watch of platform workloads: every kind read once, or a failure.
@@ -309,6 +360,30 @@ async fn exercise(
         }
         (resource, verb) => panic!("no operation for {verb} on {resource}"),
     }
+}
+
+/// `client` writing the shared layout.
+fn shared(client: &ClusterClient) -> ClusterClient {
+    client.clone().with_layout(Layout::Shared)
+}
+
+/// Deletes the parameters' definition and waits until it is gone.
+async fn remove_definition(client: &kube::Client) {
+    let definitions = Api::<CustomResourceDefinition>::all(client.clone());
+    let _ = definitions.delete(PARAMS_CRD, &Default::default()).await;
+    eventually(
+        "the parameters' definition gone",
+        std::time::Duration::from_secs(60),
+        || async {
+            definitions
+                .get_opt(PARAMS_CRD)
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
 }
 
 /// A user bound to `role`, and palisade's client acting as that user.

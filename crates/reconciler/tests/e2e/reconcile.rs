@@ -18,7 +18,7 @@ use palisade_testkit::control_plane::unique_name;
 use sqlx::Connection;
 use tokio::task::JoinHandle;
 
-use crate::support::{eventually, plane};
+use crate::support::{eventually, plane, ACTIVATION_TIMEOUT};
 
 /// The value of the series `name{labels}` on `/metrics` (0 when absent).
 fn metric(name: &str, labels: &[(&str, &str)]) -> f64 {
@@ -432,4 +432,79 @@ async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
         .await
         .unwrap();
     cluster.remove_installation(&installation).await.unwrap();
+}
+
+/// `--admission-layout shared`: the controller installs the shared objects and the policy's
+/// parameters, confirms enforcement (status `enforced`), and removes the parameters when the
+/// policy goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller() {
+    let plane = plane("1.37").await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let boundary = unique_name("shop");
+    let store = store_with_policy(&url, &boundary).await;
+    let key = SealingKey::random();
+    let cluster_name = unique_name("c");
+    add_cluster(
+        &store,
+        &key,
+        &cluster_name,
+        plane.kubeconfig_yaml(),
+        &boundary,
+    )
+    .await;
+    let client = plane.client().await;
+    let namespace = palisade_testkit::control_plane::temp_namespace(&client, Some(&boundary)).await;
+    store
+        .put_namespace(&boundary, &cluster_name, &namespace)
+        .await
+        .unwrap();
+    let installation = installation();
+    let settings = Settings {
+        layout: palisade_reconciler::Layout::Shared,
+        ..Settings::default()
+    };
+    let controller = controller(&store, &key, &installation, settings);
+    eventually(
+        "the policy enforced in the shared layout",
+        ACTIVATION_TIMEOUT,
+        || async {
+            controller.reconcile_all().await;
+            (status_of(&store, &boundary, &cluster_name).await.as_deref() == Some("enforced"))
+                .then_some(())
+        },
+    )
+    .await;
+    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+        .await
+        .unwrap();
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+        "spec": {"containers": [{"name": "c", "image": "nginx:latest"}]}});
+    let answer = cluster.dry_run_create(&namespace, &pod).await.unwrap();
+    assert_eq!(
+        answer.denying_policy(),
+        Some(format!("{installation}.policies.palisade.dev").as_str())
+    );
+    let boundary_name = palisade_policy::Name::parse(&boundary).unwrap();
+    assert!(cluster
+        .installed_boundaries(&installation)
+        .await
+        .unwrap()
+        .contains(&boundary));
+
+    store
+        .delete_policy(&boundary, "no-latest", None, "test")
+        .await
+        .unwrap();
+    controller.reconcile_all().await;
+    let shared = cluster
+        .clone()
+        .with_layout(palisade_reconciler::Layout::Shared);
+    assert!(!shared
+        .installed_boundaries(&installation)
+        .await
+        .unwrap()
+        .contains(boundary_name.as_str()));
+    shared.remove_installation(&installation).await.unwrap();
 }

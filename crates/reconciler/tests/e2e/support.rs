@@ -90,10 +90,21 @@ pub async fn wait_enforced(
     policy: &Policy,
     namespace: &str,
 ) -> Duration {
+    wait_enforced_in(cluster, INSTALLATION, boundary, policy, namespace).await
+}
+
+/// [`wait_enforced`] for the objects of `installation`.
+pub async fn wait_enforced_in(
+    cluster: &ClusterClient,
+    installation: &str,
+    boundary: &Name,
+    policy: &Policy,
+    namespace: &str,
+) -> Duration {
     let what = format!("policy {} enforced in {namespace}", policy.name());
     eventually(&what, ACTIVATION_TIMEOUT, || async {
         let probe = cluster
-            .probe_enforcement(INSTALLATION, boundary, policy, namespace)
+            .probe_enforcement(installation, boundary, policy, namespace)
             .await
             .unwrap();
         (probe == EnforcementProbe::Enforced).then_some(())
@@ -107,17 +118,26 @@ pub async fn wait_enforced(
 /// policy applied last (in a boundary of its own) denies, all earlier ones act too. This is
 /// needed where several policies share a boundary, so no single probe can name one of them.
 pub async fn barrier(cluster: &ClusterClient, plane: &ControlPlane) -> Duration {
+    barrier_in(cluster, plane, INSTALLATION).await
+}
+
+/// [`barrier`] for the objects of `installation` (in the client's layout).
+pub async fn barrier_in(
+    cluster: &ClusterClient,
+    plane: &ControlPlane,
+    installation: &str,
+) -> Duration {
     let boundary = unique_boundary("barrier");
     let client = plane.client().await;
     let namespace = control_plane::temp_namespace(&client, Some(boundary.as_str())).await;
     let probe = policy("barrier", json!({"rules": [{"disallowLatestTag": {}}]}));
     cluster
-        .apply_policy(INSTALLATION, &boundary, &probe)
+        .apply_policy(installation, &boundary, &probe)
         .await
         .unwrap();
-    let took = wait_enforced(cluster, &boundary, &probe, &namespace).await;
+    let took = wait_enforced_in(cluster, installation, &boundary, &probe, &namespace).await;
     cluster
-        .delete_policy(INSTALLATION, &boundary, probe.name())
+        .delete_policy(installation, &boundary, probe.name())
         .await
         .unwrap();
     took

@@ -1,0 +1,322 @@
+//! The shared layout in a cluster (`palisade_vap::shared`): the parameters' custom resource
+//! definition, the installation's one policy and two bindings, and each policy's parameter
+//! objects in the namespaces of its boundary.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::Api;
+use palisade_policy::{Mode, Name, Policy};
+use palisade_vap::render::{
+    BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL,
+};
+use palisade_vap::shared::{
+    parameters, parameters_definition, parameters_name, shared_binding_name, shared_objects,
+    shared_policy_name, PARAMS_CRD, PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION,
+};
+use palisade_vap::Layout;
+
+use crate::cluster::{boundary_selector, delete_exact, is_ours, ClusterClient};
+use crate::{ReconcileError, Result};
+
+/// How long a new parameters definition may take to be established.
+const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
+fn forbidden(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 403)
+}
+
+fn params_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(PARAMS_GROUP, PARAMS_VERSION, PARAMS_KIND),
+        PARAMS_PLURAL,
+    )
+}
+
+/// The installation's shared objects, with no boundary label (the guard's rule).
+fn is_installations(meta: &ObjectMeta, installation: &str) -> bool {
+    meta.labels.as_ref().is_some_and(|l| {
+        l.get(MANAGED_BY_LABEL).is_some_and(|v| v == "palisade")
+            && l.get(INSTALLATION_LABEL).is_some_and(|v| v == installation)
+            && !l.contains_key(BOUNDARY_LABEL)
+    })
+}
+
+fn established(definition: &CustomResourceDefinition) -> bool {
+    definition
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        })
+}
+
+impl ClusterClient {
+    /// A list of parameters that fails this way finds none: the definition is not installed,
+    /// or (per-policy layout) the role predates the shared layout, so palisade cannot have
+    /// written any.
+    fn none_to_read(&self, error: &kube::Error) -> bool {
+        not_found(error) || (self.layout() == Layout::PerPolicy && forbidden(error))
+    }
+
+    fn params_api(&self) -> Api<DynamicObject> {
+        Api::all_with(self.client().clone(), &params_resource())
+    }
+
+    fn params_in(&self, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client().clone(), namespace, &params_resource())
+    }
+
+    /// Server-side applies the parameters' definition (waiting until it is established), then
+    /// the installation's shared policy and its two bindings. Applying what is already there
+    /// changes nothing.
+    pub async fn install_shared(&self, installation: &str) -> Result<()> {
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let definitions = Api::<CustomResourceDefinition>::all(self.client().clone());
+        let deadline = Instant::now() + ESTABLISH_TIMEOUT;
+        // Re-applying is how a new definition is read back until established (an unchanged
+        // apply writes nothing), so the role needs no `get` on it.
+        loop {
+            let current = definitions
+                .patch(PARAMS_CRD, &params, &Patch::Apply(&parameters_definition()))
+                .await?;
+            if established(&current) {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(ReconcileError::Unexpected(format!(
+                    "the custom resource definition {PARAMS_CRD} was not established within {} s",
+                    ESTABLISH_TIMEOUT.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let objects = shared_objects(installation);
+        let policies = Api::<ValidatingAdmissionPolicy>::all(self.client().clone());
+        let name = shared_policy_name(installation);
+        policies
+            .patch(&name, &params, &Patch::Apply(&objects.policy))
+            .await?;
+        let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(self.client().clone());
+        for binding in [&objects.enforce, &objects.audit] {
+            let name = binding.metadata.name.clone().unwrap_or_default();
+            bindings
+                .patch(&name, &params, &Patch::Apply(binding))
+                .await?;
+        }
+        self.mark_shared_installed(installation);
+        Ok(())
+    }
+
+    /// Writes `policy`'s parameter object into every namespace of `boundary` (the shared
+    /// objects first, once per client); a policy without admission rules has its parameters
+    /// removed.
+    pub(crate) async fn apply_parameters(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+    ) -> Result<()> {
+        if !self.shared_installed(installation) {
+            self.install_shared(installation).await?;
+        }
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let name = parameters_name(installation, policy.name());
+        for namespace in self.boundary_namespaces(boundary).await? {
+            let Some(object) = parameters(boundary, policy, installation, &namespace) else {
+                return self
+                    .delete_parameters(installation, boundary, policy.name())
+                    .await;
+            };
+            self.params_in(&namespace)
+                .patch(&name, &params, &Patch::Apply(&object))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// This installation's parameter objects of `boundary` (all namespaces); none when the
+    /// definition is not installed.
+    async fn boundary_parameters(
+        &self,
+        installation: &str,
+        boundary: &Name,
+    ) -> Result<Vec<DynamicObject>> {
+        let selector = boundary_selector(installation, boundary);
+        match self
+            .params_api()
+            .list(&ListParams::default().labels(&selector))
+            .await
+        {
+            Ok(list) => Ok(list
+                .items
+                .into_iter()
+                .filter(|o| is_ours(&o.metadata, installation, boundary))
+                .collect()),
+            Err(e) if self.none_to_read(&e) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn delete_parameter(&self, object: &DynamicObject) -> Result<bool> {
+        let (Some(namespace), Some(name)) = (&object.metadata.namespace, &object.metadata.name)
+        else {
+            return Ok(false);
+        };
+        let params = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: object.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match self.params_in(namespace).delete(name, &params).await {
+            Ok(_) => {
+                tracing::info!(kind = PARAMS_KIND, namespace, name, "deleted");
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes `policy`'s parameter objects of `boundary`, in every namespace.
+    pub(crate) async fn delete_parameters(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Name,
+    ) -> Result<()> {
+        for object in self.boundary_parameters(installation, boundary).await? {
+            let of_policy = object
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(POLICY_LABEL))
+                .is_some_and(|p| p == policy.as_str());
+            if of_policy {
+                self.delete_parameter(&object).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes `boundary`'s parameter objects whose policy is not in `keep`, or whose namespace
+    /// is no longer the boundary's; returns `<namespace>/<name>` of each deleted.
+    pub(crate) async fn collect_parameters(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        keep: &[Name],
+    ) -> Result<Vec<String>> {
+        let objects = self.boundary_parameters(installation, boundary).await?;
+        if objects.is_empty() {
+            return Ok(Vec::new());
+        }
+        let namespaces = self.boundary_namespaces(boundary).await?;
+        let mut deleted = Vec::new();
+        for object in objects {
+            let kept = object
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(POLICY_LABEL))
+                .is_some_and(|p| keep.iter().any(|k| k.as_str() == p));
+            let in_boundary = object
+                .metadata
+                .namespace
+                .as_ref()
+                .is_some_and(|n| namespaces.contains(n));
+            if !(kept && in_boundary) && self.delete_parameter(&object).await? {
+                deleted.push(format!(
+                    "{}/{}",
+                    object.metadata.namespace.unwrap_or_default(),
+                    object.metadata.name.unwrap_or_default()
+                ));
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// The boundaries this installation has parameter objects of.
+    pub(crate) async fn parameter_boundaries(
+        &self,
+        installation: &str,
+    ) -> Result<BTreeSet<String>> {
+        let selector = format!("{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation}");
+        match self
+            .params_api()
+            .list(&ListParams::default().labels(&selector))
+            .await
+        {
+            Ok(list) => Ok(list
+                .items
+                .into_iter()
+                .filter_map(|o| o.metadata.labels.and_then(|mut l| l.remove(BOUNDARY_LABEL)))
+                .collect()),
+            Err(e) if self.none_to_read(&e) => Ok(BTreeSet::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes the installation's shared bindings and policy (bindings first); the parameters'
+    /// definition stays, as other installations may share it. Returns the names deleted.
+    pub(crate) async fn remove_shared(&self, installation: &str) -> Result<Vec<String>> {
+        let mut deleted = Vec::new();
+        let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(self.client().clone());
+        for mode in [Mode::Enforce, Mode::Audit] {
+            let name = shared_binding_name(installation, mode);
+            if let Some(binding) = bindings.get_opt(&name).await? {
+                if is_installations(&binding.metadata, installation)
+                    && delete_exact(&bindings, &binding.metadata).await?
+                {
+                    deleted.push(name);
+                }
+            }
+        }
+        let policies = Api::<ValidatingAdmissionPolicy>::all(self.client().clone());
+        let name = shared_policy_name(installation);
+        if let Some(policy) = policies.get_opt(&name).await? {
+            if is_installations(&policy.metadata, installation)
+                && delete_exact(&policies, &policy.metadata).await?
+            {
+                deleted.push(name);
+            }
+        }
+        self.forget_shared(installation);
+        Ok(deleted)
+    }
+
+    /// Whether `policy`'s parameter object of this installation and boundary is in `namespace`.
+    pub(crate) async fn parameters_present(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Name,
+        namespace: &str,
+    ) -> Result<bool> {
+        match self
+            .params_in(namespace)
+            .get_opt(&parameters_name(installation, policy))
+            .await
+        {
+            Ok(found) => Ok(found.is_some_and(|o| is_ours(&o.metadata, installation, boundary))),
+            Err(e) if not_found(&e) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
