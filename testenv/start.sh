@@ -169,6 +169,8 @@ KC
 # ---- process helpers --------------------------------------------------------------
 start_proc() { # name binary args...
   local name="$1"; shift
+  # The command line, so that restart-apiserver.sh can start the same process again.
+  printf '%q ' "$@" > "${WORKDIR}/${name}.cmd"
   setsid "$@" > "${LOGS}/${name}.log" 2>&1 < /dev/null &
   echo $! > "${WORKDIR}/${name}.pid"
 }

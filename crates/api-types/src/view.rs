@@ -367,6 +367,12 @@ pub struct ClusterView {
     /// after a success. palisade retries with backoff.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// How many times palisade saw an API server of the cluster that had started since it
+    /// first looked (a restart, or an instance added): each recompiles every admission policy.
+    pub api_server_restarts: u64,
+    /// When palisade saw the last of them (RFC 3339); absent if never.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_server_restarted_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

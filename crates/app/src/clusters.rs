@@ -24,6 +24,8 @@ pub fn view(record: ClusterRecord) -> ClusterView {
             },
         },
         last_error: record.last_error,
+        api_server_restarts: u64::try_from(record.apiserver_restarts).unwrap_or(0),
+        api_server_restarted_at: record.apiserver_restarted_at,
         created_at: record.created_at,
         updated_at: record.updated_at,
     }

@@ -348,7 +348,8 @@ watch on replicasets, list and watch on events; for the shared admission layout
 (serve --admission-layout shared), create and patch on the one custom resource definition
 boundarypolicies.palisade.dev and get, list, create, patch and delete on its BoundaryPolicy
 objects; list, create, patch and delete on openreports.io reports (the audit's reports);
-create on selfsubjectreviews. Nothing on Secrets.";
+create on selfsubjectreviews; get on /metrics (the API server's start time, to notice
+restarts). Nothing on Secrets.";
 
 pub const CLUSTER_ATTACH: &str = "\
 Examples:

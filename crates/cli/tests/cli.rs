@@ -259,7 +259,12 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
     let rules = documents[0]["rules"].as_array().unwrap();
     let resources: Vec<&str> = rules
         .iter()
-        .flat_map(|r| r["resources"].as_array().unwrap())
+        .flat_map(|r| {
+            r["resources"]
+                .as_array()
+                .or_else(|| r["nonResourceURLs"].as_array())
+                .unwrap()
+        })
         .map(|r| r.as_str().unwrap())
         .collect();
     assert_eq!(
@@ -283,7 +288,8 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
             "jobs",
             "events",
             "reports",
-            "selfsubjectreviews"
+            "selfsubjectreviews",
+            "/metrics"
         ]
     );
     assert_eq!(documents[1]["kind"], "ClusterRoleBinding");

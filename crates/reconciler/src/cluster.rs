@@ -551,6 +551,23 @@ impl ClusterClient {
         Ok(true)
     }
 
+    /// When the API server answering this client started (seconds since the epoch), from its
+    /// `/metrics` (`process_start_time_seconds`).
+    pub async fn apiserver_started_at(&self) -> Result<f64> {
+        let request = http::Request::get(crate::rbac::METRICS_PATH)
+            .body(Vec::new())
+            .map_err(|e| ReconcileError::Unexpected(e.to_string()))?;
+        let text = self.client.request_text(request).await?;
+        text.lines()
+            .find_map(|line| line.strip_prefix("process_start_time_seconds "))
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .ok_or_else(|| {
+                ReconcileError::Unexpected(
+                    "the API server's /metrics has no process_start_time_seconds".to_owned(),
+                )
+            })
+    }
+
     /// Confirms enforcement: a server-side dry-run create of a Pod violating `policy` into
     /// `namespace` (a namespace of the boundary). Enforce mode: `Enforced` when denied with
     /// the policy's message; audit mode: when admitted with its warning.

@@ -69,6 +69,9 @@ pub struct Settings {
     pub workloads: Workloads,
     /// How policies become admission objects in the clusters (`--admission-layout`).
     pub layout: Layout,
+    /// How often a cluster's API server start time is read (from its `/metrics`, about 1 MB)
+    /// to notice restarts.
+    pub apiserver_check_interval: Duration,
 }
 
 impl Default for Settings {
@@ -84,6 +87,7 @@ impl Default for Settings {
             audit_timeout: Duration::from_secs(300),
             workloads: Workloads::default(),
             layout: Layout::default(),
+            apiserver_check_interval: Duration::from_secs(60),
         }
     }
 }
@@ -204,6 +208,14 @@ struct BoundaryState {
     namespaces: Vec<NamespaceRecord>,
 }
 
+/// A cluster's API server start times (milliseconds since the epoch) palisade has seen.
+struct ApiServersSeen {
+    /// Wall-clock time (seconds since the epoch) of palisade's first look.
+    first_look: f64,
+    starts: BTreeSet<u64>,
+    read_at: Instant,
+}
+
 /// A connection kept between passes, replaced when the credentials change.
 #[derive(Clone)]
 struct Connection {
@@ -251,6 +263,8 @@ pub struct Controller {
     installation: String,
     settings: Settings,
     connections: Mutex<HashMap<String, Connection>>,
+    /// Per cluster: the API server start times seen, and when palisade first and last looked.
+    apiservers: Mutex<HashMap<String, ApiServersSeen>>,
     /// When a (cluster, boundary, policy, etag) was first seen applied but not enforcing.
     unconfirmed: Mutex<HashMap<(String, String, String, String), Instant>>,
     audits: Audits,
@@ -286,6 +300,7 @@ impl Controller {
             installation,
             settings,
             connections: Mutex::new(HashMap::new()),
+            apiservers: Mutex::new(HashMap::new()),
             unconfirmed: Mutex::new(HashMap::new()),
             audits: Audits::default(),
             watches: Mutex::new(HashMap::new()),
@@ -628,6 +643,61 @@ impl Controller {
         Ok(connection)
     }
 
+    /// Reads (at most every `apiserver_check_interval`) when the cluster's API server started;
+    /// one that started after palisade first looked, and was not seen before, is a restart (or
+    /// an instance added): counted on the cluster (`api_server_restarts`) and on `/metrics`.
+    /// Behind a load balancer each read may reach another instance; instances that started
+    /// before the first look are never counted. A cluster whose role lacks `get` on `/metrics`
+    /// is simply not watched for restarts.
+    async fn notice_restarts(&self, cluster: &str, client: &ClusterClient) {
+        let due = self.apiservers.lock().is_ok_and(|seen| {
+            seen.get(cluster)
+                .is_none_or(|s| s.read_at.elapsed() >= self.settings.apiserver_check_interval)
+        });
+        if !due {
+            return;
+        }
+        let started = match client.apiserver_started_at().await {
+            Ok(started) => started,
+            Err(error) => {
+                tracing::debug!(cluster, %error, "the API server's start time was not read");
+                return;
+            }
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let restarted = match self.apiservers.lock() {
+            Ok(mut seen) => {
+                let seen = seen
+                    .entry(cluster.to_owned())
+                    .or_insert_with(|| ApiServersSeen {
+                        first_look: now,
+                        starts: BTreeSet::new(),
+                        read_at: Instant::now(),
+                    });
+                seen.read_at = Instant::now();
+                let key = (started * 1000.0).round() as u64;
+                seen.starts.insert(key) && started > seen.first_look
+            }
+            Err(_) => false,
+        };
+        if restarted {
+            tracing::warn!(
+                cluster,
+                started_at = started,
+                "an API server of the cluster restarted (or was added): it compiles every admission policy again"
+            );
+            metrics::apiserver_restarted(cluster);
+            let result = self
+                .store
+                .add_apiserver_restarts(cluster, 1)
+                .await
+                .map_err(ControllerError::ClusterStatus);
+            self.recorded(cluster, "an API server restart", result);
+        }
+    }
+
     /// Learns (once per connection) the user palisade acts as in the cluster.
     async fn identity(
         &self,
@@ -658,6 +728,7 @@ impl Controller {
         let client = connection.client.clone();
         let cluster_name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
         let probe = client.probe().await?;
+        self.notice_restarts(&cluster.name, &client).await;
         let (enforced, reason) = match &probe.admission {
             Admission::Enforced => (true, None),
             Admission::NotEnforced(reason) => (false, Some(reason.as_str())),

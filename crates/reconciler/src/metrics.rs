@@ -18,6 +18,9 @@ pub const POLICIES_APPLIED: &str = "palisade_reconcile_policies_applied_total";
 pub const POLICIES_REMOVED: &str = "palisade_reconcile_policies_removed_total";
 /// Counter: passes that could not start because the store could not be read.
 pub const STORE_READ_FAILURES: &str = "palisade_reconcile_store_read_failures_total";
+/// Counter `{cluster}`: API servers seen that started after palisade first looked at the
+/// cluster (a restart, or an instance added); each recompiles every admission policy.
+pub const APISERVER_RESTARTS: &str = "palisade_cluster_apiserver_restarts_total";
 /// Gauge: 1 while this replica holds the lease and runs passes, 0 otherwise.
 pub const ACTIVE: &str = "palisade_reconcile_active";
 
@@ -53,6 +56,10 @@ pub fn describe() {
     );
     ::metrics::describe_counter!(POLICIES_APPLIED, "Policies applied to a cluster");
     ::metrics::describe_counter!(
+        APISERVER_RESTARTS,
+        "API servers of a cluster seen to have started after palisade first looked (restarts)"
+    );
+    ::metrics::describe_counter!(
         POLICIES_REMOVED,
         "Policies whose objects were removed from a cluster"
     );
@@ -86,6 +93,10 @@ pub(crate) fn removed(cluster: &str, policies: usize) {
         ::metrics::counter!(POLICIES_REMOVED, "cluster" => cluster.to_owned())
             .increment(policies as u64);
     }
+}
+
+pub(crate) fn apiserver_restarted(cluster: &str) {
+    ::metrics::counter!(APISERVER_RESTARTS, "cluster" => cluster.to_owned()).increment(1);
 }
 
 pub(crate) fn store_read_failed() {

@@ -23,6 +23,9 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use palisade_vap::shared::{PARAMS_CRD, PARAMS_GROUP, PARAMS_PLURAL};
 
+/// The API server's metrics, read for its start time.
+pub const METRICS_PATH: &str = "/metrics";
+
 /// The default name of the role and its binding.
 pub const DEFAULT_NAME: &str = "palisade";
 
@@ -120,6 +123,13 @@ pub fn rules() -> Vec<PolicyRule> {
             &["selfsubjectreviews"],
             &["create"],
         ),
+        // The API server's start time (`process_start_time_seconds`): a restart recompiles
+        // every admission policy, and palisade reports it.
+        PolicyRule {
+            non_resource_urls: Some(vec![METRICS_PATH.to_owned()]),
+            verbs: vec!["get".to_owned()],
+            ..PolicyRule::default()
+        },
     ]
 }
 

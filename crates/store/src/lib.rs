@@ -168,6 +168,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         admission_enforced: Option<bool>,
         admission_reason: Option<&str>,
     ) -> Result<()>;
+    /// Counts `count` more API server starts noticed in the cluster, the last one now.
+    async fn add_apiserver_restarts(&self, name: &str, count: i64) -> Result<()>;
     /// `true` when newly attached. `NotFound` when the boundary or the cluster is unknown.
     async fn attach_cluster(&self, boundary: &str, cluster: &str) -> Result<bool>;
     async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()>;

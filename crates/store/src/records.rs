@@ -196,6 +196,9 @@ pub struct ClusterRecord {
     pub admission_reason: Option<String>,
     /// Why the reconciler's last attempt at this cluster failed (`None` after a success).
     pub last_error: Option<String>,
+    /// API server starts the reconciler noticed, and when it saw the last.
+    pub apiserver_restarts: i64,
+    pub apiserver_restarted_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

@@ -329,6 +329,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, Wake::Reconciler).await
     }
 
+    async fn add_apiserver_restarts(&self, name: &str, count: i64) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::add_restarts(tx.conn(), name, count).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
     async fn set_cluster_status(
         &self,
         name: &str,

@@ -418,6 +418,21 @@ impl ControlPlane {
             .unwrap_or_else(|e| panic!("cannot build a client for the control plane: {e}"))
     }
 
+    /// Restarts its kube-apiserver (`testenv/restart-apiserver.sh`): the same command line, a
+    /// new process; returns when it is ready again.
+    pub fn restart_apiserver(&self) {
+        let output = Command::new("bash")
+            .arg(testenv_dir().join("restart-apiserver.sh"))
+            .arg(&self.workdir)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run testenv/restart-apiserver.sh: {e}"));
+        assert!(
+            output.status.success(),
+            "testenv/restart-apiserver.sh failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
     /// Stops the control plane now (also done on drop).
     pub fn stop(&mut self) {
         if let Some(dir) = self.dir.take() {

@@ -252,6 +252,12 @@ async fn exercise(
                 other => panic!("no operation for verb {other}"),
             }
         }
+        // Restarts are noticed by the API server's start time on its metrics.
+        ("/metrics", "get") => cluster
+            .apiserver_started_at()
+            .await
+            .map(|_| ())
+            .map_err(text),
         ("selfsubjectreviews", "create") => cluster.whoami().await.map(|_| ()).map_err(text),
         ("deployments" | "replicasets" | "jobs" | "events", "watch") | ("events", "list") => {
             // The status watch of platform workloads: every kind read once, or a failure.
@@ -429,7 +435,12 @@ async fn every_verb_of_the_role_is_needed() {
             // A rule without verbs is invalid: it goes.
             role_rules.retain(|r| !r.verbs.is_empty());
             let lacking = identity(&plane, without).await;
-            for resource in rule.resources.clone().unwrap_or_default() {
+            let targets = rule
+                .resources
+                .clone()
+                .or_else(|| rule.non_resource_urls.clone())
+                .unwrap_or_default();
+            for resource in targets {
                 exercise(&plane, &admin, &full, &resource, verb)
                     .await
                     .unwrap_or_else(|e| panic!("{verb} {resource} with the whole role: {e}"));

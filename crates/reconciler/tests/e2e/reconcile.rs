@@ -508,3 +508,55 @@ async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller(
         .contains(boundary_name.as_str()));
     shared.remove_installation(&installation).await.unwrap();
 }
+
+/// A restarted API server is noticed (its start time on `/metrics` is new): the cluster counts
+/// it (`api_server_restarts`, when) and so does `/metrics`; passes without a restart count
+/// nothing. A private control plane, since its API server is restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
+    let plane = tokio::task::spawn_blocking(|| {
+        palisade_testkit::control_plane::ControlPlane::start("1.37")
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let boundary = unique_name("shop");
+    let store = store_with_policy(&url, &boundary).await;
+    let key = SealingKey::random();
+    let name = unique_name("restarts");
+    add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
+    let settings = Settings {
+        apiserver_check_interval: Duration::ZERO,
+        ..Settings::default()
+    };
+    let controller = controller(&store, &key, &installation(), settings);
+    Metrics::global();
+    let restarts = "palisade_cluster_apiserver_restarts_total";
+
+    let report = controller.reconcile_all().await;
+    assert!(report.reconciled.contains(&name), "{report:?}");
+    controller.reconcile_all().await;
+    let record = store.get_cluster(&name).await.unwrap();
+    assert_eq!(record.apiserver_restarts, 0);
+    assert_eq!(record.apiserver_restarted_at, None);
+
+    let plane = tokio::task::spawn_blocking(move || {
+        plane.restart_apiserver();
+        plane
+    })
+    .await
+    .unwrap();
+    eventually("the restart counted", ACTIVATION_TIMEOUT, || async {
+        controller.reconcile_all().await;
+        let record = store.get_cluster(&name).await.unwrap();
+        (record.apiserver_restarts == 1).then_some(record)
+    })
+    .await;
+    controller.reconcile_all().await;
+    let record = store.get_cluster(&name).await.unwrap();
+    assert_eq!(record.apiserver_restarts, 1);
+    assert!(record.apiserver_restarted_at.is_some());
+    assert_eq!(metric(restarts, &[("cluster", &name)]), 1.0);
+    drop(plane);
+}

@@ -3,19 +3,19 @@
 
 use super::{boundaries, exists, find, on_insert, statuses, touched};
 use crate::sql::{
-    Arg::{Bytes, OptBool, OptText, Text},
+    Arg::{Bytes, Int, OptBool, OptText, Text},
     Conn, Fields,
 };
 use crate::{ClusterRecord, Result, StoreError};
 
 const SELECT: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, admission_enforced, \
-     admission_reason, last_error, created_at, updated_at \
+     admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, created_at, updated_at \
      FROM clusters WHERE name = $1";
 const SELECT_ALL: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
-     admission_enforced, admission_reason, last_error, created_at, updated_at \
+     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, created_at, updated_at \
      FROM clusters ORDER BY name";
 const SELECT_OF_BOUNDARY: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
-     admission_enforced, admission_reason, last_error, created_at, updated_at \
+     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, created_at, updated_at \
      FROM clusters \
      WHERE name IN (SELECT cluster FROM boundary_clusters WHERE boundary = $1) \
      ORDER BY name";
@@ -30,6 +30,8 @@ const UPDATE_STATUS: &str = "UPDATE clusters \
      SET kubernetes_version = $2, admission_enforced = $3, admission_reason = $4, updated_at = $5 \
      WHERE name = $1";
 const UPDATE_ERROR: &str = "UPDATE clusters SET last_error = $2 WHERE name = $1";
+const ADD_RESTARTS: &str = "UPDATE clusters \
+     SET apiserver_restarts = apiserver_restarts + $2, apiserver_restarted_at = $3 WHERE name = $1";
 const DELETE_NAMESPACES: &str = "DELETE FROM namespaces WHERE cluster = $1";
 const DELETE_STATUSES: &str = "DELETE FROM policy_status WHERE cluster = $1";
 const DELETE_REPORTS: &str = "DELETE FROM audit_report WHERE cluster = $1";
@@ -50,6 +52,8 @@ fn cluster(row: &dyn Fields) -> sqlx::Result<ClusterRecord> {
         admission_enforced: row.opt_bool("admission_enforced")?,
         admission_reason: row.opt_text("admission_reason")?,
         last_error: row.opt_text("last_error")?,
+        apiserver_restarts: row.int("apiserver_restarts")?,
+        apiserver_restarted_at: row.opt_text("apiserver_restarted_at")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })
@@ -108,6 +112,14 @@ pub(crate) async fn set_status<C: Conn>(
 pub(crate) async fn set_error<C: Conn>(c: &mut C, name: &str, error: Option<&str>) -> Result<()> {
     touched(
         c.execute(UPDATE_ERROR, &[Text(name), OptText(error)])
+            .await?,
+    )
+}
+
+/// Counts `count` more API server starts in the cluster, the last one seen now.
+pub(crate) async fn add_restarts<C: Conn>(c: &mut C, name: &str, count: i64) -> Result<()> {
+    touched(
+        c.execute(ADD_RESTARTS, &[Text(name), Int(count), Text(&crate::now())])
             .await?,
     )
 }
