@@ -196,6 +196,21 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
 }
 
 #[test]
+fn the_shared_admission_layout_is_passed_to_serve() {
+    let objects = render(&["--set", "reconciler.admissionLayout=shared"]);
+    let args = &find(&objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert_eq!(
+        args,
+        &serde_json::json!([
+            "serve",
+            "--listen=0.0.0.0:8080",
+            "--data-dir=/var/lib/palisade",
+            "--admission-layout=shared"
+        ])
+    );
+}
+
+#[test]
 fn bad_values_fail_at_install_naming_the_key() {
     for (set, names) in [
         ("database.existingSecret=", "database.existingSecret"),
@@ -208,6 +223,10 @@ fn bad_values_fail_at_install_naming_the_key() {
         ("service.port=70000", "service.port"),
         ("image.digest=latest", "image.digest"),
         ("replicas=2", "replicas"),
+        (
+            "reconciler.admissionLayout=flat",
+            "reconciler.admissionLayout",
+        ),
     ] {
         let out = helm(&[
             "template",
