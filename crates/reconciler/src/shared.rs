@@ -149,27 +149,33 @@ impl ClusterClient {
         Ok(())
     }
 
-    /// This installation's parameter objects of `boundary` (all namespaces); none when the
-    /// definition is not installed.
+    /// The parameter objects `selector` picks, in every namespace; none when the definition
+    /// is not installed (or, per-policy layout, cannot be read).
+    async fn list_parameters(&self, selector: &str) -> Result<Vec<DynamicObject>> {
+        match self
+            .params_api()
+            .list(&ListParams::default().labels(selector))
+            .await
+        {
+            Ok(list) => Ok(list.items),
+            Err(e) if self.none_to_read(&e) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// This installation's parameter objects of `boundary` (all namespaces).
     async fn boundary_parameters(
         &self,
         installation: &str,
         boundary: &Name,
     ) -> Result<Vec<DynamicObject>> {
-        let selector = boundary_selector(installation, boundary);
-        match self
-            .params_api()
-            .list(&ListParams::default().labels(&selector))
-            .await
-        {
-            Ok(list) => Ok(list
-                .items
-                .into_iter()
-                .filter(|o| is_ours(&o.metadata, installation, boundary))
-                .collect()),
-            Err(e) if self.none_to_read(&e) => Ok(Vec::new()),
-            Err(e) => Err(e.into()),
-        }
+        let objects = self
+            .list_parameters(&boundary_selector(installation, boundary))
+            .await?;
+        Ok(objects
+            .into_iter()
+            .filter(|o| is_ours(&o.metadata, installation, boundary))
+            .collect())
     }
 
     async fn delete_parameter(&self, object: &DynamicObject) -> Result<bool> {
@@ -258,19 +264,12 @@ impl ClusterClient {
         installation: &str,
     ) -> Result<BTreeSet<String>> {
         let selector = format!("{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation}");
-        match self
-            .params_api()
-            .list(&ListParams::default().labels(&selector))
-            .await
-        {
-            Ok(list) => Ok(list
-                .items
-                .into_iter()
-                .filter_map(|o| o.metadata.labels.and_then(|mut l| l.remove(BOUNDARY_LABEL)))
-                .collect()),
-            Err(e) if self.none_to_read(&e) => Ok(BTreeSet::new()),
-            Err(e) => Err(e.into()),
-        }
+        Ok(self
+            .list_parameters(&selector)
+            .await?
+            .into_iter()
+            .filter_map(|o| o.metadata.labels.and_then(|mut l| l.remove(BOUNDARY_LABEL)))
+            .collect())
     }
 
     /// Deletes the installation's shared bindings and policy (bindings first); the parameters'
