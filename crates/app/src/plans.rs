@@ -10,7 +10,7 @@ use palisade_api_types::error::compute_plan_not_allowed;
 use palisade_api_types::PolicySpec;
 use palisade_policy::compute_plan::{decide, CompiledPlans, PlanCheck, PlanDecision};
 use palisade_policy::{Catalog, Name, Policy, ResourceType};
-use palisade_store::{Guard, PolicyRecord};
+use palisade_store::{Check, Guard, PoliciesVersion, PolicyRecord, Veto};
 
 use crate::error::AppError;
 
@@ -32,6 +32,9 @@ pub struct PolicyCache {
 #[derive(Debug)]
 struct CompiledEntry {
     made_from: Vec<(String, String)>,
+    /// The boundary's policies' version when they were read, if known: a write that reads
+    /// the same version reuses these decisions without reading the policies.
+    version: Option<PoliciesVersion>,
     plans: Arc<CompiledPlans>,
 }
 
@@ -80,12 +83,31 @@ impl PolicyCache {
         records: &[PolicyRecord],
         catalog: &Catalog,
     ) -> Result<Arc<CompiledPlans>, AppError> {
-        let Some(first) = records.first() else {
-            return Ok(self
-                .empty
-                .get_or_init(|| Arc::new(CompiledPlans::new(&[], catalog)))
-                .clone());
-        };
+        match records.first() {
+            Some(first) => self.compiled_at(&first.boundary, None, records, catalog),
+            None => Ok(self.empty(catalog)),
+        }
+    }
+
+    /// The decisions made for `boundary` when its policies' version was `version`, if the
+    /// last ones made for it were made then (`None` otherwise: read the policies and call
+    /// [`PolicyCache::compiled_at`]).
+    pub fn known(&self, boundary: &str, version: PoliciesVersion) -> Option<Arc<CompiledPlans>> {
+        let map = self.compiled.lock().ok()?;
+        map.get(boundary)
+            .filter(|entry| entry.version == Some(version))
+            .map(|entry| entry.plans.clone())
+    }
+
+    /// As [`PolicyCache::compiled`] for `boundary`, whose stored policies at `version` (if
+    /// known) are `records`; remembered with that version for [`PolicyCache::known`].
+    pub fn compiled_at(
+        &self,
+        boundary: &str,
+        version: Option<PoliciesVersion>,
+        records: &[PolicyRecord],
+        catalog: &Catalog,
+    ) -> Result<Arc<CompiledPlans>, AppError> {
         let same = |entry: &CompiledEntry| {
             entry.made_from.len() == records.len()
                 && entry
@@ -94,15 +116,22 @@ impl PolicyCache {
                     .zip(records)
                     .all(|((name, spec), r)| *name == r.name && *spec == r.spec_json)
         };
-        if let Some(plans) = self.compiled.lock().ok().and_then(|map| {
-            map.get(&first.boundary)
-                .filter(|e| same(e))
-                .map(|e| e.plans.clone())
-        }) {
+        let hit = self.compiled.lock().ok().and_then(|mut map| {
+            let entry = map.get_mut(boundary).filter(|e| same(e))?;
+            if version.is_some() {
+                entry.version = version;
+            }
+            Some(entry.plans.clone())
+        });
+        if let Some(plans) = hit {
             return Ok(plans);
         }
-        let policies = self.decode_all(records, catalog)?;
-        let plans = Arc::new(CompiledPlans::new(&policies, catalog));
+        let plans = if records.is_empty() {
+            self.empty(catalog)
+        } else {
+            let policies = self.decode_all(records, catalog)?;
+            Arc::new(CompiledPlans::new(&policies, catalog))
+        };
         if let Ok(mut map) = self.compiled.lock() {
             if map.len() >= POLICY_CACHE_LIMIT {
                 map.clear();
@@ -112,14 +141,21 @@ impl PolicyCache {
                 .map(|r| (r.name.clone(), r.spec_json.clone()))
                 .collect();
             map.insert(
-                first.boundary.clone(),
+                boundary.to_owned(),
                 CompiledEntry {
                     made_from,
+                    version,
                     plans: plans.clone(),
                 },
             );
         }
         Ok(plans)
+    }
+
+    fn empty(&self, catalog: &Catalog) -> Arc<CompiledPlans> {
+        self.empty
+            .get_or_init(|| Arc::new(CompiledPlans::new(&[], catalog)))
+            .clone()
     }
 
     /// How many decoded policies are kept now.
@@ -192,10 +228,41 @@ pub fn plan_guard(
     ty: ResourceType,
     checks: Vec<PlanCheck>,
 ) -> Guard {
-    Box::new(move |records: &[PolicyRecord]| {
-        let compiled = cache.compiled(records, &catalog).map_err(boxed)?;
-        check_compiled(&compiled, &catalog, ty, &checks).map_err(boxed)
+    Box::new(PlanGuard {
+        cache,
+        catalog,
+        ty,
+        checks,
     })
+}
+
+/// [`plan_guard`]: looks the plans up in the decisions made at the boundary's policies'
+/// version, making them first when that version has not been seen.
+struct PlanGuard {
+    cache: Arc<PolicyCache>,
+    catalog: Arc<Catalog>,
+    ty: ResourceType,
+    checks: Vec<PlanCheck>,
+}
+
+impl Check for PlanGuard {
+    fn known(&self, boundary: &str, version: PoliciesVersion) -> Option<Result<Vec<String>, Veto>> {
+        let compiled = self.cache.known(boundary, version)?;
+        Some(check_compiled(&compiled, &self.catalog, self.ty, &self.checks).map_err(boxed))
+    }
+
+    fn check(
+        self: Box<Self>,
+        boundary: &str,
+        version: PoliciesVersion,
+        policies: &[PolicyRecord],
+    ) -> Result<Vec<String>, Veto> {
+        let compiled = self
+            .cache
+            .compiled_at(boundary, Some(version), policies, &self.catalog)
+            .map_err(boxed)?;
+        check_compiled(&compiled, &self.catalog, self.ty, &self.checks).map_err(boxed)
+    }
 }
 
 fn boxed(error: AppError) -> palisade_store::Veto {

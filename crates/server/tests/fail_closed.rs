@@ -75,6 +75,12 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
         .execute(&mut side)
         .await
         .unwrap();
+    // The policies changed before they became unreadable (as the database's trigger counts a
+    // policy write): the decisions palisade made from them before no longer apply.
+    sqlx::query("UPDATE boundaries SET policies_version = policies_version + 1")
+        .execute(&mut side)
+        .await
+        .unwrap();
     let create = json!({"type": "app", "name": "web", "plan": "small", "image": "i"});
     assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
     assert_unavailable(
@@ -132,6 +138,34 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
         )
         .await;
     assert_eq!(answer.status, StatusCode::OK);
+}
+
+/// A create checked against policies that have not changed since palisade last read them
+/// (the same `policies_version`) is decided from what it read then: it needs no read, so an
+/// unreadable policy table does not stop it; the plan picker, which reads, answers 503.
+#[tokio::test]
+async fn unchanged_policies_are_not_read_again() {
+    let app = setup().await;
+    let mut side = side_connection(&app).await;
+    sqlx::query("ALTER TABLE policies RENAME TO policies_unreadable")
+        .execute(&mut side)
+        .await
+        .unwrap();
+    let allowed = json!({"type": "app", "name": "web", "plan": "small", "image": "i"});
+    let answer = app.create("shop", &app.admin, allowed).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    let denied = json!({"type": "app", "name": "big", "plan": "large", "image": "i"});
+    let answer = app.create("shop", &app.admin, denied).await;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{answer:?}"
+    );
+    assert_eq!(answer.body["error"]["denied_by"], json!(["size-limits"]));
+    assert_unavailable(
+        &app.admin(Method::GET, "/v1/boundaries/shop/plans?type=app", None)
+            .await,
+    );
 }
 
 #[tokio::test]

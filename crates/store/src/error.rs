@@ -121,6 +121,15 @@ impl DatabaseError {
         }
     }
 
+    /// A failure of palisade's own around the database, in its words.
+    pub(crate) fn other(message: impl Into<String>) -> Self {
+        DatabaseError {
+            kind: DatabaseErrorKind::Other,
+            code: None,
+            message: message.into(),
+        }
+    }
+
     /// A failed file operation on the database's side (SQLite: its file or directory).
     pub(crate) fn io(error: std::io::Error) -> Self {
         Self::from_sqlx(sqlx::Error::Io(error))

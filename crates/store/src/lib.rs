@@ -21,6 +21,7 @@
 //! policy), on top of `sql` (the connection calls both databases share).
 
 mod error;
+mod group_commit;
 mod lease;
 mod ops;
 pub mod postgres;
@@ -37,9 +38,10 @@ use async_trait::async_trait;
 pub use error::{DatabaseError, DatabaseErrorKind, MigrationError, Result, StoreError, Veto};
 pub use lease::Lease;
 pub use records::{
-    AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, Edit, Editor, Guard, NamespaceRecord,
-    NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord, PolicyWrite,
-    ResourceKey, ResourceQuery, ResourceRecord, TokenRecord, UploadRecord, WriteAction,
+    AuditRecord, BoundaryRecord, ChangeRecord, Check, ClusterRecord, Edit, Editor, Guard,
+    NamespaceRecord, NewResource, Page, PoliciesVersion, PolicyHistoryEntry, PolicyRecord,
+    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, TokenRecord,
+    UploadRecord, WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.

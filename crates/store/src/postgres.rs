@@ -28,7 +28,7 @@ impl_conn!(
     lock_boundary: "SELECT name FROM boundaries WHERE name = $1 FOR UPDATE",
     // Resource writes: against policy changes, not against each other (the unique index
     // decides between two creates of one name, a row lock between two edits of one resource).
-    lock_boundary_shared: "SELECT name FROM boundaries WHERE name = $1 FOR SHARE",
+    share: " FOR SHARE",
     lock_row: " FOR UPDATE",
     // Held until the transaction ends; the key is "palisade" in ASCII.
     lock_database: Some("SELECT pg_advisory_xact_lock(8097872805151990885)"),

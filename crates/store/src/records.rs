@@ -3,9 +3,53 @@
 
 use crate::Veto;
 
-/// A check run inside a write's transaction with every policy of the boundary, as stored.
+/// A check run inside a write's transaction against every policy of the boundary, as stored.
 /// `Ok` carries warnings to hand back to the caller (e.g. audit-mode would-be denials).
-pub type Guard = Box<dyn FnOnce(&[PolicyRecord]) -> Result<Vec<String>, Veto> + Send>;
+pub type Guard = Box<dyn Check>;
+
+/// What a [`Guard`] does. The store reads the boundary's [`PoliciesVersion`] with its lock and
+/// first asks [`Check::known`]; only when that has no answer does it read the policies and
+/// call [`Check::check`]. A closure over the policies is a `Check` that never knows ahead.
+pub trait Check: Send {
+    /// The answer for the policies the boundary had when its version was `version`, if this
+    /// check has seen them before (it then must not need them again).
+    fn known(
+        &self,
+        _boundary: &str,
+        _version: PoliciesVersion,
+    ) -> Option<Result<Vec<String>, Veto>> {
+        None
+    }
+
+    /// The answer for `policies`, every policy of `boundary` as stored at `version`.
+    fn check(
+        self: Box<Self>,
+        boundary: &str,
+        version: PoliciesVersion,
+        policies: &[PolicyRecord],
+    ) -> Result<Vec<String>, Veto>;
+}
+
+impl<F> Check for F
+where
+    F: FnOnce(&[PolicyRecord]) -> Result<Vec<String>, Veto> + Send,
+{
+    fn check(
+        self: Box<Self>,
+        _boundary: &str,
+        _version: PoliciesVersion,
+        policies: &[PolicyRecord],
+    ) -> Result<Vec<String>, Veto> {
+        (*self)(policies)
+    }
+}
+
+/// A number the database changes with every write to a boundary's policies (a trigger on the
+/// policies table, so a row written by any means changes it too). Two reads of one boundary
+/// that see the same version saw the same policies; a boundary created anew under an old name
+/// starts at a random number, so it does not meet the numbers of the one before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoliciesVersion(pub i64);
 
 /// Computes the new state of a resource from its current state, inside the transaction.
 /// `Edit::guard` is `Some` when the change moves a plan and must be checked.

@@ -37,10 +37,10 @@ pub trait Conn: Send {
     /// transaction ends: PostgreSQL locks its row (`FOR UPDATE`); SQLite's `BEGIN IMMEDIATE`
     /// already holds the database's write lock.
     const LOCK_BOUNDARY: &'static str;
-    /// The same read taking the boundary's row in a SHARED lock (PostgreSQL `FOR SHARE`):
-    /// resource writes hold it, so they serialise against policy changes (which hold the
-    /// exclusive lock) but not against each other. SQLite: the plain read.
-    const LOCK_BOUNDARY_SHARED: &'static str;
+    /// What a `SELECT` of a boundary appends to take its row in a SHARED lock (PostgreSQL
+    /// ` FOR SHARE`): resource writes hold it, so they serialise against policy changes
+    /// (which hold the exclusive lock) but not against each other. SQLite: nothing.
+    const SHARE: &'static str;
     /// What a `SELECT` of one row appends to lock that row until the transaction ends
     /// (PostgreSQL ` FOR UPDATE`; SQLite: nothing, its write lock covers the database).
     const LOCK_ROW: &'static str;
@@ -73,12 +73,12 @@ pub trait Conn: Send {
 /// Implements `Conn` for a backend's connection type, with its locking statements.
 macro_rules! impl_conn {
     ($conn:ty, $row:ty, $db:ty, lock_boundary: $lock_boundary:expr,
-     lock_boundary_shared: $lock_boundary_shared:expr, lock_row: $lock_row:expr,
+     share: $share:expr, lock_row: $lock_row:expr,
      lock_database: $lock_database:expr $(,)?) => {
         #[async_trait::async_trait]
         impl $crate::sql::Conn for $conn {
             const LOCK_BOUNDARY: &'static str = $lock_boundary;
-            const LOCK_BOUNDARY_SHARED: &'static str = $lock_boundary_shared;
+            const SHARE: &'static str = $share;
             const LOCK_ROW: &'static str = $lock_row;
             const LOCK_DATABASE: Option<&'static str> = $lock_database;
 

@@ -8,9 +8,10 @@ use std::time::Instant;
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::Pool;
-use tokio::sync::{watch, MutexGuard};
+use tokio::sync::watch;
 
 use crate::error::db;
+use crate::group_commit::Op;
 use crate::ops::{
     audits, boundaries, changes, clusters, namespaces, policies, resources, settings, statuses,
     tokens, uploads,
@@ -37,8 +38,21 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + Sized + 'static {
 
     /// This process's writers take turns here, if the backend wants them to (SQLite); held
     /// until the transaction ends.
-    async fn take_turn(&self) -> Option<MutexGuard<'_, ()>> {
+    async fn take_turn(&self) -> Option<Box<dyn Send + '_>> {
         None
+    }
+
+    /// Runs `op`, a resource write, grouped with others into one commit (SQLite, see
+    /// `group_commit`), answering once that commit has ended; `Err(op)` hands it back to run
+    /// in a transaction of its own. `wakes` says whether a committed result wakes the
+    /// reconciler.
+    async fn grouped<T: Send + 'static>(
+        &self,
+        _deadline: Option<Instant>,
+        op: Op<Self::Conn, T>,
+        _wakes: for<'v> fn(&'v T) -> bool,
+    ) -> std::result::Result<Result<T>, Op<Self::Conn, T>> {
+        Err(op)
     }
 
     /// Begins a write transaction on `conn`, waiting for the database only until `deadline`
@@ -86,11 +100,8 @@ enum Wake {
 
 /// A resource write wakes the reconciler when the resource is a workload placed in a cluster:
 /// the cluster must be told.
-fn wake_for(record: Option<&ResourceRecord>) -> Wake {
-    match record {
-        Some(record) if record.cluster.is_some() => Wake::Reconciler,
-        _ => Wake::Nobody,
-    }
+fn wakes(record: &ResourceRecord) -> bool {
+    record.cluster.is_some()
 }
 
 /// An open write transaction on a pooled connection of its own, with the backend's writer
@@ -103,7 +114,7 @@ struct Write<'s, B: SqlBackend> {
     backend: &'s B,
     conn: PoolConnection<B::Db>,
     deadline: Option<Instant>,
-    _turn: Option<MutexGuard<'s, ()>>,
+    _turn: Option<Box<dyn Send + 's>>,
     ended: bool,
 }
 
@@ -131,6 +142,27 @@ impl<B: SqlBackend> SqlStore<B> {
         };
         self.backend.begin(&mut write.conn, deadline).await?;
         Ok(write)
+    }
+
+    /// A resource write: grouped with others if the backend groups them, else in a
+    /// transaction of its own, run by `deadline` (see `Write::finish`).
+    async fn write_resource<T: Send + 'static>(
+        &self,
+        deadline: Option<Instant>,
+        op: Op<B::Conn, T>,
+        wakes: for<'v> fn(&'v T) -> bool,
+    ) -> Result<T> {
+        let op = match self.backend.grouped(deadline, op, wakes).await {
+            Ok(result) => return result,
+            Err(op) => op,
+        };
+        let mut tx = self.begin(deadline).await?;
+        let result = by(deadline, op(tx.conn())).await;
+        let wake = match &result {
+            Ok(value) if wakes(value) => Wake::Reconciler,
+            _ => Wake::Nobody,
+        };
+        tx.finish(result, wake).await
     }
 }
 
@@ -251,10 +283,9 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         guard: Option<Guard>,
         deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)> {
-        let mut tx = self.begin(deadline).await?;
-        let result = by(deadline, resources::create(tx.conn(), resource, guard)).await;
-        let wake = wake_for(result.as_ref().ok().map(|(record, _)| record));
-        tx.finish(result, wake).await
+        let op: Op<B::Conn, _> = Box::new(move |c| Box::pin(resources::create(c, resource, guard)));
+        self.write_resource(deadline, op, |(record, _)| wakes(record))
+            .await
     }
 
     async fn update_resource(
@@ -264,21 +295,20 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         editor: Editor,
         deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)> {
-        let mut tx = self.begin(deadline).await?;
-        let result = by(
-            deadline,
-            resources::update(tx.conn(), key, if_match, editor),
-        )
-        .await;
-        let wake = wake_for(result.as_ref().ok().map(|(record, _)| record));
-        tx.finish(result, wake).await
+        let (key, if_match) = (key.clone(), if_match.map(str::to_owned));
+        let op: Op<B::Conn, _> = Box::new(move |c| {
+            Box::pin(async move { resources::update(c, &key, if_match.as_deref(), editor).await })
+        });
+        self.write_resource(deadline, op, |(record, _)| wakes(record))
+            .await
     }
 
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()> {
-        let mut tx = self.begin(None).await?;
-        let result = resources::delete(tx.conn(), key, if_match).await;
-        let wake = wake_for(result.as_ref().ok());
-        tx.finish(result, wake).await.map(|_| ())
+        let (key, if_match) = (key.clone(), if_match.map(str::to_owned));
+        let op: Op<B::Conn, _> = Box::new(move |c| {
+            Box::pin(async move { resources::delete(c, &key, if_match.as_deref()).await })
+        });
+        self.write_resource(None, op, wakes).await.map(|_| ())
     }
 
     async fn placements(&self, boundary: &str) -> Result<Vec<(String, Option<String>)>> {

@@ -8,17 +8,20 @@
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use sqlx::sqlite::{
     Sqlite, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions,
     SqliteRow, SqliteSynchronous,
 };
 use sqlx::Pool;
-use tokio::sync::{watch, Mutex, MutexGuard};
+use tokio::sync::watch;
 
 use crate::error::{db, migrate};
+use crate::group_commit::{GroupCommit, Op};
 use crate::sql::{impl_conn, remaining, Conn};
 use crate::sql_store::{SqlBackend, SqlStore};
 use crate::{DatabaseError, Lease, Result, StoreError};
@@ -31,7 +34,7 @@ impl_conn!(
     Sqlite,
     // `BEGIN IMMEDIATE` already holds the database's write lock: reading the row is enough.
     lock_boundary: "SELECT name FROM boundaries WHERE name = $1",
-    lock_boundary_shared: "SELECT name FROM boundaries WHERE name = $1",
+    share: "",
     lock_row: "",
     lock_database: None,
 );
@@ -42,12 +45,12 @@ pub type SqliteStore = SqlStore<SqliteBackend>;
 /// What is SQLite's own in `SqliteStore`.
 #[derive(Debug)]
 pub struct SqliteBackend {
-    /// This process's writers take turns here (first come, first served) before
-    /// `BEGIN IMMEDIATE`, so they queue fairly instead of polling SQLite's lock; the busy
-    /// timeout then only covers other processes using the same file.
-    writer: Mutex<()>,
-    /// Bumped after each committed change the reconciler acts on (`Store::subscribe`).
-    changes: watch::Sender<u64>,
+    /// The one writer: this process's writes take turns there (first come, first served)
+    /// before `BEGIN IMMEDIATE`, so they queue fairly instead of polling SQLite's lock (the
+    /// busy timeout then only covers other processes using the same file), and resource
+    /// writes that queue together share a commit (see `group_commit`). It also wakes the
+    /// reconciler after each committed change it acts on (`Store::subscribe`).
+    group: Arc<GroupCommit>,
 }
 
 impl SqliteStore {
@@ -94,8 +97,7 @@ impl SqliteStore {
         // Closing the lock file releases the lock.
         drop(migration_lock);
         let backend = SqliteBackend {
-            writer: Mutex::new(()),
-            changes: watch::Sender::new(0),
+            group: GroupCommit::new(pool.clone(), begin_immediate),
         };
         Ok(SqlStore::new(pool, backend))
     }
@@ -107,17 +109,48 @@ impl SqlBackend for SqliteBackend {
     type Db = Sqlite;
     type Conn = SqliteConnection;
 
-    async fn take_turn(&self) -> Option<MutexGuard<'_, ()>> {
-        Some(self.writer.lock().await)
+    async fn take_turn(&self) -> Option<Box<dyn Send + '_>> {
+        Some(Box::new(self.group.take_turn().await))
     }
 
-    /// `BEGIN IMMEDIATE`. With a deadline, another process's write lock is waited for only
-    /// until then: SQLite's busy handler is given the time left (and the usual 5 s again once
-    /// the transaction has begun), so a deadline never leaves a connection blocked in a busy
-    /// wait behind a cancelled request; a lock still held at the deadline is `Timeout`. A
-    /// failed begin closes its connection (see `Write`), so no connection goes back to the
-    /// pool with a shortened busy timeout.
+    async fn grouped<T: Send + 'static>(
+        &self,
+        deadline: Option<Instant>,
+        op: Op<SqliteConnection, T>,
+        wakes: for<'v> fn(&'v T) -> bool,
+    ) -> std::result::Result<Result<T>, Op<SqliteConnection, T>> {
+        Ok(self.group.write(deadline, op, wakes).await)
+    }
+
     async fn begin(&self, conn: &mut SqliteConnection, deadline: Option<Instant>) -> Result<()> {
+        begin_immediate(conn, deadline).await
+    }
+
+    fn wake_after_commit(&self) {
+        self.group.wake();
+    }
+
+    async fn subscribe(&self, _pool: &Pool<Sqlite>) -> Result<watch::Receiver<u64>> {
+        Ok(self.group.subscribe())
+    }
+
+    /// One process owns a SQLite file: its reconciler always leads.
+    async fn try_lease(&self, _pool: &Pool<Sqlite>, _installation: &str) -> Result<Option<Lease>> {
+        Ok(Some(Lease::local()))
+    }
+}
+
+/// `BEGIN IMMEDIATE`. With a deadline, another process's write lock is waited for only until
+/// then: SQLite's busy handler is given the time left (and the usual 5 s again once the
+/// transaction has begun), so a deadline never leaves a connection blocked in a busy wait
+/// behind a cancelled request; a lock still held at the deadline is `Timeout`. A failed begin
+/// closes its connection (see `Write` and `Group`), so no connection goes back to the pool
+/// with a shortened busy timeout.
+pub(crate) fn begin_immediate(
+    conn: &mut SqliteConnection,
+    deadline: Option<Instant>,
+) -> BoxFuture<'_, Result<()>> {
+    Box::pin(async move {
         let Some(deadline) = deadline else {
             return Ok(conn.run("BEGIN IMMEDIATE").await?);
         };
@@ -128,20 +161,7 @@ impl SqlBackend for SqliteBackend {
             Err(error) if is_busy(&error) => Err(StoreError::Timeout),
             Err(error) => Err(error.into()),
         }
-    }
-
-    fn wake_after_commit(&self) {
-        self.changes.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    async fn subscribe(&self, _pool: &Pool<Sqlite>) -> Result<watch::Receiver<u64>> {
-        Ok(self.changes.subscribe())
-    }
-
-    /// One process owns a SQLite file: its reconciler always leads.
-    async fn try_lease(&self, _pool: &Pool<Sqlite>, _installation: &str) -> Result<Option<Lease>> {
-        Ok(Some(Lease::local()))
-    }
+    })
 }
 
 async fn set_busy_timeout(

@@ -2,12 +2,13 @@
 
 use super::{exists, find, name, on_insert};
 use crate::sql::{
-    Arg::{OptText, Text},
+    Arg::{Int, OptText, Text},
     Conn, Fields,
 };
-use crate::{BoundaryRecord, Result, StoreError};
+use crate::{BoundaryRecord, PoliciesVersion, Result, StoreError};
 
-const INSERT: &str = "INSERT INTO boundaries (name, display_name, created_at) VALUES ($1, $2, $3)";
+const INSERT: &str = "INSERT INTO boundaries (name, display_name, created_at, policies_version) \
+     VALUES ($1, $2, $3, $4)";
 const SELECT: &str = "SELECT name, display_name, created_at FROM boundaries WHERE name = $1";
 const SELECT_ALL: &str = "SELECT name, display_name, created_at FROM boundaries ORDER BY name";
 const HAS_RESOURCES: &str = "SELECT EXISTS (SELECT 1 FROM resources WHERE boundary = $1) AS found";
@@ -37,9 +38,17 @@ pub(crate) async fn create<C: Conn>(
     display_name: Option<&str>,
 ) -> Result<BoundaryRecord> {
     let created_at = crate::now();
+    // Random, below 2^53: far from overflowing however often its policies change, and unlike
+    // the numbers of an earlier boundary of the same name (see `PoliciesVersion`).
+    let first_version = (rand::random::<u64>() >> 11) as i64;
     c.execute(
         INSERT,
-        &[Text(name), OptText(display_name), Text(&created_at)],
+        &[
+            Text(name),
+            OptText(display_name),
+            Text(&created_at),
+            Int(first_version),
+        ],
     )
     .await
     .map_err(|e| on_insert(e, &format!("boundary {name}")))?;
@@ -94,10 +103,18 @@ pub(crate) async fn lock<C: Conn>(c: &mut C, boundary: &str) -> Result<()> {
     lock_with(c, C::LOCK_BOUNDARY, boundary).await
 }
 
-/// As [`lock`], in a shared lock (`Conn::LOCK_BOUNDARY_SHARED`): resource writes hold it, so
-/// they wait for a policy change of the boundary (and it for them) but not for each other.
-pub(crate) async fn lock_shared<C: Conn>(c: &mut C, boundary: &str) -> Result<()> {
-    lock_with(c, C::LOCK_BOUNDARY_SHARED, boundary).await
+/// As [`lock`], in a shared lock (`Conn::SHARE`): resource writes hold it, so they wait for
+/// a policy change of the boundary (and it for them) but not for each other. Answers the
+/// boundary's policies' version.
+pub(crate) async fn lock_shared<C: Conn>(c: &mut C, boundary: &str) -> Result<PoliciesVersion> {
+    let statement = format!("{LOCK_SHARED}{}", C::SHARE);
+    find(c, &statement, &[Text(boundary)], version).await
+}
+
+const LOCK_SHARED: &str = "SELECT policies_version FROM boundaries WHERE name = $1";
+
+fn version(row: &dyn Fields) -> sqlx::Result<PoliciesVersion> {
+    Ok(PoliciesVersion(row.int("policies_version")?))
 }
 
 async fn lock_with<C: Conn>(c: &mut C, statement: &str, boundary: &str) -> Result<()> {

@@ -5,14 +5,14 @@
 //! wait for each other: two creates of one name are decided by the unique index (409), two
 //! edits of one resource by the lock on its row (the second reads what the first wrote).
 
-use super::{boundaries, changes, check_if_match, exists, find, on_insert};
+use super::{boundaries, changes, check_if_match, find, on_insert};
 use crate::sql::{
-    Arg::{Int, OptText, Text},
+    Arg::{self, Int, OptText, Text},
     Conn, Fields,
 };
 use crate::{
-    Edit, Editor, Guard, NewResource, Page, ResourceKey, ResourceQuery, ResourceRecord, Result,
-    StoreError,
+    Edit, Editor, Guard, NewResource, Page, PoliciesVersion, ResourceKey, ResourceQuery,
+    ResourceRecord, Result, StoreError,
 };
 
 const SELECT: &str =
@@ -27,8 +27,10 @@ const SELECT_PAGE: &str =
        AND ($2 IS NULL OR resource_type = $2) \
        AND ($3 IS NULL OR (resource_type, name) > ($3, $4)) \
      ORDER BY resource_type, name LIMIT $5";
-const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM resources \
-     WHERE boundary = $1 AND resource_type = $2 AND name = $3) AS found";
+/// Followed by `Conn::SHARE`.
+const LOCK_FOR_CREATE: &str = "SELECT policies_version, EXISTS (SELECT 1 FROM resources \
+     WHERE boundary = $1 AND resource_type = $2 AND name = $3) AS found \
+     FROM boundaries WHERE name = $1";
 const INSERT: &str = "INSERT INTO resources \
      (boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster) \
      VALUES ($1, $2, $3, $4, $5, $6, $6, $7)";
@@ -65,20 +67,43 @@ fn subject(resource_type: &str, name: &str) -> String {
     format!("{resource_type}/{name}")
 }
 
-/// Runs `guard` on every policy of the boundary, as stored. A failed read is
-/// `PolicyUnavailable`, a refusal `Vetoed`; either way the caller writes nothing.
+/// Runs `guard` against the boundary's policies as stored at `version`: from what the guard
+/// already knows of that version when it can, else on every policy, read now. A failed read
+/// is `PolicyUnavailable`, a refusal `Vetoed`; either way the caller writes nothing.
 async fn run_guard<C: Conn>(
     c: &mut C,
     boundary: &str,
+    version: PoliciesVersion,
     guard: Option<Guard>,
 ) -> Result<Vec<String>> {
     let Some(guard) = guard else {
         return Ok(Vec::new());
     };
+    if let Some(answer) = guard.known(boundary, version) {
+        return answer.map_err(StoreError::Vetoed);
+    }
     let policies = super::policies::read_all(c, boundary)
         .await
         .map_err(StoreError::PolicyUnavailable)?;
-    guard(&policies).map_err(StoreError::Vetoed)
+    guard
+        .check(boundary, version, &policies)
+        .map_err(StoreError::Vetoed)
+}
+
+/// The boundary in a shared lock, its policies' version and whether the name is taken, in one
+/// read; `NotFound` when the boundary is not there.
+async fn lock_for_create<C: Conn>(
+    c: &mut C,
+    key: &[Arg<'_>; 3],
+) -> Result<(PoliciesVersion, bool)> {
+    let statement = format!("{LOCK_FOR_CREATE}{}", C::SHARE);
+    find(c, &statement, key, |row| {
+        Ok((
+            PoliciesVersion(row.int("policies_version")?),
+            row.flag("found")?,
+        ))
+    })
+    .await
 }
 
 /// Checks in order: boundary exists, name free, then the guard; then writes the row and a
@@ -96,14 +121,14 @@ pub(crate) async fn create<C: Conn>(
         cluster,
     } = resource;
     let subject = subject(&resource_type, &name);
-    boundaries::lock_shared(c, &boundary).await?;
     let key = [Text(&boundary), Text(&resource_type), Text(&name)];
-    if exists(c, EXISTS, &key).await? {
+    let (version, taken) = lock_for_create(c, &key).await?;
+    if taken {
         return Err(StoreError::Conflict(format!(
             "resource {subject} already exists"
         )));
     }
-    let warnings = run_guard(c, &boundary, guard).await?;
+    let warnings = run_guard(c, &boundary, version, guard).await?;
 
     let now = crate::now();
     let etag = crate::etag_of(&[&body_json]);
@@ -218,7 +243,7 @@ pub(crate) async fn update<C: Conn>(
     if_match: Option<&str>,
     editor: Editor,
 ) -> Result<(ResourceRecord, Vec<String>)> {
-    boundaries::lock_shared(c, &key.boundary).await?;
+    let version = boundaries::lock_shared(c, &key.boundary).await?;
     let current = get_for_update(c, key).await?;
     check_if_match(if_match, &current.etag)?;
     let Edit {
@@ -226,7 +251,7 @@ pub(crate) async fn update<C: Conn>(
         guard,
         cluster,
     } = editor(&current).map_err(StoreError::Vetoed)?;
-    let warnings = run_guard(c, &key.boundary, guard).await?;
+    let warnings = run_guard(c, &key.boundary, version, guard).await?;
     if body_json == current.body_json && cluster == current.cluster {
         return Ok((current, warnings));
     }

@@ -38,6 +38,7 @@ use reconciler::{
     changes_wake_subscribers, installation_id_is_made_once, one_lease_per_installation,
 };
 use resources::{
+    a_boundary_made_again_starts_at_another_version, a_guard_reads_the_policies_once_per_version,
     create_resource_checks_before_the_guard, create_resource_with_guards, delete_resource,
     pagination, placed_workloads_statuses_and_uploads, unchanged_body_writes_nothing,
     update_resource,
@@ -105,6 +106,8 @@ contract!(
     apply_policies_is_all_or_nothing,
     apply_policies_in_order,
     create_resource_with_guards,
+    a_guard_reads_the_policies_once_per_version,
+    a_boundary_made_again_starts_at_another_version,
     create_resource_checks_before_the_guard,
     update_resource,
     unchanged_body_writes_nothing,

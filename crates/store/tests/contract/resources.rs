@@ -481,3 +481,177 @@ pub async fn placed_workloads_statuses_and_uploads(db: TestDb) {
             .await,
     );
 }
+
+/// A guard that keeps what it saw per policies' version, as the application's plan guard
+/// does: the store asks it first and reads the policies only for a version it has not seen.
+struct Memo {
+    seen: Arc<Mutex<HashMap<i64, Vec<String>>>>,
+    reads: Arc<AtomicUsize>,
+}
+
+impl Check for Memo {
+    fn known(
+        &self,
+        _boundary: &str,
+        version: PoliciesVersion,
+    ) -> Option<Result<Vec<String>, Veto>> {
+        let seen = self.seen.lock().unwrap();
+        seen.get(&version.0).map(|names| Ok(names.clone()))
+    }
+
+    fn check(
+        self: Box<Self>,
+        _boundary: &str,
+        version: PoliciesVersion,
+        policies: &[PolicyRecord],
+    ) -> Result<Vec<String>, Veto> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let names: Vec<String> = policies
+            .iter()
+            .map(|p| format!("{}={}", p.name, p.spec_json))
+            .collect();
+        self.seen.lock().unwrap().insert(version.0, names.clone());
+        Ok(names)
+    }
+}
+
+/// The policies' version changes with every write to them, by the store or behind its back,
+/// and not otherwise; a guard that knows a version is not handed the policies again.
+pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let reads = Arc::new(AtomicUsize::new(0));
+    let n = AtomicUsize::new(0);
+    // Creates one resource under the memo guard: what the guard answered, and how many times
+    // it has been handed the policies so far.
+    let create = || async {
+        let name = format!("r{}", n.fetch_add(1, Ordering::SeqCst));
+        let guard = Memo {
+            seen: seen.clone(),
+            reads: reads.clone(),
+        };
+        let (_, answer) = store
+            .create_resource(
+                new_resource("b", "db", &name, "{}"),
+                Some(Box::new(guard)),
+                None,
+            )
+            .await
+            .unwrap();
+        (answer, reads.load(Ordering::SeqCst))
+    };
+
+    assert_eq!(create().await, (vec![], 1));
+    assert_eq!(
+        create().await,
+        (vec![], 1),
+        "the same version is not read again"
+    );
+    store
+        .put_policy(policy_write("b", "p1", r#"{"v":1}"#), "a")
+        .await
+        .unwrap();
+    assert_eq!(create().await, (vec![r#"p1={"v":1}"#.to_owned()], 2));
+    assert_eq!(create().await, (vec![r#"p1={"v":1}"#.to_owned()], 2));
+    // Resource writes and other boundaries' policies leave the version alone.
+    store.create_boundary("other", None).await.unwrap();
+    store
+        .put_policy(policy_write("other", "p1", "{}"), "a")
+        .await
+        .unwrap();
+    assert_eq!(create().await.1, 2);
+    store
+        .put_policy(policy_write("b", "p1", r#"{"v":2}"#), "a")
+        .await
+        .unwrap();
+    assert_eq!(create().await, (vec![r#"p1={"v":2}"#.to_owned()], 3));
+
+    // A row changed behind the store's back changes the version too (a database trigger).
+    behind_the_back(
+        &db.url,
+        r#"UPDATE policies SET spec_json = '{"v":3}' WHERE boundary = 'b' AND name = 'p1'"#,
+    )
+    .await;
+    assert_eq!(create().await, (vec![r#"p1={"v":3}"#.to_owned()], 4));
+
+    store.delete_policy("b", "p1", None, "a").await.unwrap();
+    assert_eq!(create().await, (vec![], 5));
+
+    // A plan move is guarded the same way.
+    let moved = store
+        .update_resource(
+            &key("b", "db", "r0"),
+            None,
+            Box::new({
+                let guard = Memo {
+                    seen: seen.clone(),
+                    reads: reads.clone(),
+                };
+                move |_: &ResourceRecord| {
+                    Ok(Edit {
+                        body_json: r#"{"plan":"large"}"#.into(),
+                        guard: Some(Box::new(guard)),
+                        cluster: None,
+                    })
+                }
+            }),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(moved.1, Vec::<String>::new());
+    assert_eq!(reads.load(Ordering::SeqCst), 5);
+}
+
+/// Runs one statement on the database directly, as an operator's script would.
+async fn behind_the_back(url: &str, statement: &str) {
+    if url.starts_with("postgres") {
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(url)
+            .await
+            .unwrap();
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    } else {
+        let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(url)
+            .await
+            .unwrap();
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+}
+
+/// A boundary deleted and created again under its name does not start at the version its
+/// predecessor reached.
+pub async fn a_boundary_made_again_starts_at_another_version(db: TestDb) {
+    let store = db.connect().await;
+    let mut versions = std::collections::HashSet::new();
+    for _ in 0..5 {
+        store.create_boundary("b", None).await.unwrap();
+        let version = Arc::new(Mutex::new(None));
+        let guard: Guard = Box::new(Peek(version.clone()));
+        store
+            .create_resource(new_resource("b", "db", "r", "{}"), Some(guard), None)
+            .await
+            .unwrap();
+        store
+            .delete_resource(&key("b", "db", "r"), None)
+            .await
+            .unwrap();
+        store.delete_boundary("b").await.unwrap();
+        let seen = version.lock().unwrap().take().unwrap();
+        assert!(versions.insert(seen), "version {seen} seen twice");
+    }
+}
+
+struct Peek(Arc<Mutex<Option<i64>>>);
+
+impl Check for Peek {
+    fn check(
+        self: Box<Self>,
+        _boundary: &str,
+        version: PoliciesVersion,
+        _policies: &[PolicyRecord],
+    ) -> Result<Vec<String>, Veto> {
+        *self.0.lock().unwrap() = Some(version.0);
+        Ok(Vec::new())
+    }
+}
