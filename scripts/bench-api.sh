@@ -7,6 +7,10 @@
 #    (latency from the moment each request was due);
 #  - the plan picker (GET .../plans?type=app, 20 policies) with oha (crates.io, installed into
 #    the cache dir), closed loop, 16 connections.
+#  - with CAPACITY=1, the sustainable create rate of one boundary (20 policies; closed loop,
+#    WORKERS workers, default 32) beside the store's own limit: plain INSERT + COMMIT of a
+#    resource row into the same table at the same durability (SQLite:
+#    scripts/bench-sqlite-commits.py, one writer; PostgreSQL: pgbench with WORKERS clients).
 # Prints one line of figures per run. Needs PALISADE_TEST_POSTGRES_URL for the PostgreSQL runs
 # (eval "$(bash scripts/ci-postgres.sh)").
 set -euo pipefail
@@ -79,6 +83,34 @@ pg_database() { # name -> url
   psql -q "${base}" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" > /dev/null 2>&1
   echo "${base%/*}/$1"
 }
+
+capacity_run() { # label database-url
+  start "$2"
+  setup 20
+  echo "$1: $("${LOAD[@]}" "${URL}/v1/boundaries/bench/resources" "${TOKEN}" "max:${WORKERS:-32}" "${DURATION}")"
+  stop
+}
+
+if [[ -n "${CAPACITY:-}" ]]; then
+  echo "machine: $(nproc) cores; closed loop, ${WORKERS:-32} workers, ${DURATION} s"
+  if [[ -z "${ONLY_POSTGRES:-}" ]]; then
+    capacity_run "capacity, SQLite, 20 policies" ""
+    echo "store limit, SQLite: $(python3 scripts/bench-sqlite-commits.py "${DURATION}" | tail -1)"
+  fi
+  if [[ -n "${PALISADE_TEST_POSTGRES_URL:-}" ]]; then
+    db="$(pg_database palisade_capacity)"
+    capacity_run "capacity, PostgreSQL, 20 policies" "${db}"
+    psql -q "${db}" -c "CREATE SEQUENCE bench_names" > /dev/null
+    cat > "${WORK}/insert.sql" <<'SQL'
+INSERT INTO resources (boundary, resource_type, name, body_json, etag, created_at, updated_at)
+VALUES ('bench', 'app', 'p-' || nextval('bench_names'),
+  '{"type":"app","name":"p","plan":"small","image":"ghcr.io/acme/x:1","labels":{}}',
+  'e', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z');
+SQL
+    echo "store limit, PostgreSQL (INSERT + COMMIT, ${WORKERS:-32} clients): $(pgbench -n -c "${WORKERS:-32}" -j 2 -T "${DURATION}" -f "${WORK}/insert.sql" "${db}" 2>/dev/null | grep -E '^tps')"
+  fi
+  exit 0
+fi
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); ${RATE} req/s for ${DURATION} s"
 if [[ -z "${ONLY_POSTGRES:-}" ]]; then

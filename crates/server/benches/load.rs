@@ -3,7 +3,9 @@
 //! due (so a slow server cannot hide queueing: no coordinated omission).
 //!
 //! `cargo bench -p palisade-server --bench load -- URL TOKEN RATE SECONDS`; without arguments
-//! (a plain `cargo bench`) it only says what it needs.
+//! (a plain `cargo bench`) it only says what it needs. `RATE` `max:N` runs closed loop instead:
+//! N workers each sending its next create when the last is answered, which measures the
+//! sustainable create rate.
 
 use std::time::{Duration, Instant};
 
@@ -21,11 +23,14 @@ async fn main() -> anyhow::Result<()> {
     let [url, token, rate, seconds] = args.as_slice() else {
         anyhow::bail!("usage: load URL TOKEN RATE SECONDS");
     };
-    let rate: u64 = rate.parse()?;
     let seconds: u64 = seconds.parse()?;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(256)
         .build()?;
+    if let Some(workers) = rate.strip_prefix("max:") {
+        return closed_loop(client, url, token, workers.parse()?, seconds).await;
+    }
+    let rate: u64 = rate.parse()?;
     let total = rate * seconds;
     let interval = Duration::from_nanos(1_000_000_000 / rate);
     let start = Instant::now();
@@ -35,18 +40,7 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep_until(due.into()).await;
         let (client, url, token) = (client.clone(), url.clone(), token.clone());
         tasks.push(tokio::spawn(async move {
-            let body = format!(
-                r#"{{"type": "app", "name": "a-{i}", "plan": "small", "image": "ghcr.io/acme/x:1"}}"#
-            );
-            let status = client
-                .post(&url)
-                .bearer_auth(&token)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await
-                .map(|r| r.status().as_u16())
-                .unwrap_or(0);
+            let status = create(&client, &url, &token, &format!("a-{i}")).await;
             (status, due.elapsed())
         }));
     }
@@ -65,6 +59,69 @@ async fn main() -> anyhow::Result<()> {
         ms(histogram.value_at_quantile(0.5)),
         ms(histogram.value_at_quantile(0.99)),
         ms(histogram.max()),
+    );
+    Ok(())
+}
+
+/// Creates the app `name`; the answer's status (0: no answer).
+async fn create(client: &reqwest::Client, url: &str, token: &str, name: &str) -> u16 {
+    let body = format!(
+        r#"{{"type": "app", "name": "{name}", "plan": "small", "image": "ghcr.io/acme/x:1"}}"#
+    );
+    client
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .map(|r| r.status().as_u16())
+        .unwrap_or(0)
+}
+
+/// `workers` loops, each creating one app after another for `seconds`: the rate the server
+/// sustains, and the latency at that rate.
+async fn closed_loop(
+    client: reqwest::Client,
+    url: &str,
+    token: &str,
+    workers: usize,
+    seconds: u64,
+) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let end = start + Duration::from_secs(seconds);
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        let (client, url, token) = (client.clone(), url.to_owned(), token.to_owned());
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let mut i = 0u64;
+            while Instant::now() < end {
+                let sent = Instant::now();
+                let status = create(&client, &url, &token, &format!("w{w}-{i}")).await;
+                seen.push((status, sent.elapsed()));
+                i += 1;
+            }
+            seen
+        }));
+    }
+    let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let mut statuses = std::collections::BTreeMap::new();
+    let mut created = 0u64;
+    for task in tasks {
+        for (status, latency) in task.await? {
+            *statuses.entry(status).or_insert(0u64) += 1;
+            created += u64::from(status == 201);
+            histogram.record(latency.as_micros().max(1) as u64)?;
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let ms = |us: u64| us as f64 / 1000.0;
+    println!(
+        "closed loop, {workers} workers: {created} created in {elapsed:.1} s ({:.0} creates/s), p50 {:.2} ms, p99 {:.2} ms, status {statuses:?}",
+        created as f64 / elapsed,
+        ms(histogram.value_at_quantile(0.5)),
+        ms(histogram.value_at_quantile(0.99)),
     );
     Ok(())
 }

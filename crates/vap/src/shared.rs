@@ -158,9 +158,13 @@ pub fn shared_objects(installation: &str) -> SharedObjects {
                 api_version: Some(format!("{PARAMS_GROUP}/{PARAMS_VERSION}")),
                 kind: Some(PARAMS_KIND.to_owned()),
             }),
+            // The bindings' namespaces, here too: while the API server cannot resolve the
+            // parameters' kind (the definition deleted, or not yet discovered), the policy
+            // fails closed on what it matches, and this keeps that to boundaries' namespaces.
             match_constraints: Some(MatchResources {
                 match_policy: Some("Equivalent".to_owned()),
                 resource_rules: Some(resource_rules()),
+                namespace_selector: Some(boundary_namespaces()),
                 ..MatchResources::default()
             }),
             match_conditions: Some(match_conditions()),
@@ -206,14 +210,7 @@ pub fn shared_objects(installation: &str) -> SharedObjects {
                 ..ParamRef::default()
             }),
             match_resources: Some(MatchResources {
-                namespace_selector: Some(LabelSelector {
-                    match_expressions: Some(vec![LabelSelectorRequirement {
-                        key: BOUNDARY_LABEL.to_owned(),
-                        operator: "Exists".to_owned(),
-                        values: None,
-                    }]),
-                    ..LabelSelector::default()
-                }),
+                namespace_selector: Some(boundary_namespaces()),
                 ..MatchResources::default()
             }),
         }),
@@ -222,6 +219,18 @@ pub fn shared_objects(installation: &str) -> SharedObjects {
         enforce: binding(Mode::Enforce, &["Deny"]),
         audit: binding(Mode::Audit, &["Warn", "Audit"]),
         policy,
+    }
+}
+
+/// Namespaces labelled for some boundary.
+fn boundary_namespaces() -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: BOUNDARY_LABEL.to_owned(),
+            operator: "Exists".to_owned(),
+            values: None,
+        }]),
+        ..LabelSelector::default()
     }
 }
 
