@@ -84,10 +84,31 @@ pg_database() { # name -> url
   echo "${base%/*}/$1"
 }
 
+# CPU ticks (1/100 s) used so far: by a process, by the PostgreSQL server (postmaster, its live
+# backends and those it has reaped), by the whole machine (busy time).
+ticks_of() { local f; read -r -a f < "/proc/$1/stat"; echo $(( f[13] + f[14] )); }
+postgres_ticks() {
+  local pm t c g
+  pm="$(ps -eo pid=,ppid=,comm= | awk '$2 == 1 && $3 == "postgres" {print $1; exit}')"
+  [[ -n "${pm}" ]] || { echo 0; return; }
+  read -r -a g < "/proc/${pm}/stat"
+  t=$(( g[13] + g[14] + g[15] + g[16] ))
+  for c in $(pgrep -P "${pm}"); do
+    read -r -a g < "/proc/${c}/stat" 2>/dev/null || continue
+    t=$(( t + g[13] + g[14] ))
+  done
+  echo "${t}"
+}
+busy_ticks() { awk '/^cpu /{print $2+$3+$4+$6+$7+$8}' /proc/stat; }
+
 capacity_run() { # label database-url
   start "$2"
   setup 20
-  echo "$1: $("${LOAD[@]}" "${URL}/v1/boundaries/bench/resources" "${TOKEN}" "max:${WORKERS:-32}" "${DURATION}")"
+  local s0 p0 b0 out
+  s0="$(ticks_of "${SERVER}")"; p0="$(postgres_ticks)"; b0="$(busy_ticks)"
+  out="$("${LOAD[@]}" "${URL}/v1/boundaries/bench/resources" "${TOKEN}" "max:${WORKERS:-32}" "${DURATION}")"
+  echo "$1: ${out}"
+  echo "  CPU ticks: machine busy $(( $(busy_ticks) - b0 )), palisade $(( $(ticks_of "${SERVER}") - s0 )), postgres $(( $(postgres_ticks) - p0 ))"
   stop
 }
 
@@ -107,7 +128,9 @@ VALUES ('bench', 'app', 'p-' || nextval('bench_names'),
   '{"type":"app","name":"p","plan":"small","image":"ghcr.io/acme/x:1","labels":{}}',
   'e', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z');
 SQL
+    p0="$(postgres_ticks)"; b0="$(busy_ticks)"
     echo "store limit, PostgreSQL (INSERT + COMMIT, ${WORKERS:-32} clients): $(pgbench -n -c "${WORKERS:-32}" -j 2 -T "${DURATION}" -f "${WORK}/insert.sql" "${db}" 2>/dev/null | grep -E '^tps')"
+    echo "  CPU ticks: machine busy $(( $(busy_ticks) - b0 )), postgres $(( $(postgres_ticks) - p0 ))"
   fi
   exit 0
 fi

@@ -44,23 +44,55 @@ async fn main() -> anyhow::Result<()> {
             (status, due.elapsed())
         }));
     }
-    let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let mut statuses = std::collections::BTreeMap::new();
+    let mut answers = Answers::new()?;
     for task in tasks {
         let (status, latency) = task.await?;
-        *statuses.entry(status).or_insert(0u64) += 1;
-        histogram.record(latency.as_micros().max(1) as u64)?;
+        answers.record(status, latency)?;
     }
     let elapsed = start.elapsed().as_secs_f64();
-    let ms = |us: u64| us as f64 / 1000.0;
     println!(
-        "{total} requests in {elapsed:.1} s ({:.0} req/s), p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, status {statuses:?}",
+        "{total} requests in {elapsed:.1} s ({:.0} req/s), {answers}",
         total as f64 / elapsed,
-        ms(histogram.value_at_quantile(0.5)),
-        ms(histogram.value_at_quantile(0.99)),
-        ms(histogram.max()),
     );
     Ok(())
+}
+
+/// Latencies and statuses of the answers.
+struct Answers {
+    histogram: Histogram<u64>,
+    statuses: std::collections::BTreeMap<u16, u64>,
+}
+
+impl Answers {
+    fn new() -> anyhow::Result<Self> {
+        Ok(Answers {
+            histogram: Histogram::new_with_bounds(1, 60_000_000, 3)?,
+            statuses: Default::default(),
+        })
+    }
+
+    fn record(&mut self, status: u16, latency: Duration) -> anyhow::Result<()> {
+        *self.statuses.entry(status).or_insert(0) += 1;
+        Ok(self.histogram.record(latency.as_micros().max(1) as u64)?)
+    }
+
+    fn count(&self, status: u16) -> u64 {
+        self.statuses.get(&status).copied().unwrap_or(0)
+    }
+}
+
+impl std::fmt::Display for Answers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |us: u64| us as f64 / 1000.0;
+        write!(
+            f,
+            "p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, status {:?}",
+            ms(self.histogram.value_at_quantile(0.5)),
+            ms(self.histogram.value_at_quantile(0.99)),
+            ms(self.histogram.max()),
+            self.statuses,
+        )
+    }
 }
 
 /// Creates the app `name`; the answer's status (0: no answer).
@@ -105,23 +137,17 @@ async fn closed_loop(
             seen
         }));
     }
-    let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let mut statuses = std::collections::BTreeMap::new();
-    let mut created = 0u64;
+    let mut answers = Answers::new()?;
     for task in tasks {
         for (status, latency) in task.await? {
-            *statuses.entry(status).or_insert(0u64) += 1;
-            created += u64::from(status == 201);
-            histogram.record(latency.as_micros().max(1) as u64)?;
+            answers.record(status, latency)?;
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
-    let ms = |us: u64| us as f64 / 1000.0;
+    let created = answers.count(201);
     println!(
-        "closed loop, {workers} workers: {created} created in {elapsed:.1} s ({:.0} creates/s), p50 {:.2} ms, p99 {:.2} ms, status {statuses:?}",
+        "closed loop, {workers} workers: {created} created in {elapsed:.1} s ({:.0} creates/s), {answers}",
         created as f64 / elapsed,
-        ms(histogram.value_at_quantile(0.5)),
-        ms(histogram.value_at_quantile(0.99)),
     );
     Ok(())
 }

@@ -51,6 +51,16 @@ async fn side_connection(app: &TestApp) -> sqlx::SqliteConnection {
         .unwrap()
 }
 
+/// Makes the policy table unreadable (renamed) through a side connection, which it answers.
+async fn hide_policies(app: &TestApp) -> sqlx::SqliteConnection {
+    let mut side = side_connection(app).await;
+    sqlx::query("ALTER TABLE policies RENAME TO policies_unreadable")
+        .execute(&mut side)
+        .await
+        .unwrap();
+    side
+}
+
 async fn setup() -> TestApp {
     let app = TestApp::sqlite().await;
     app.boundary("shop").await;
@@ -70,11 +80,7 @@ async fn setup() -> TestApp {
 #[tokio::test]
 async fn an_unreadable_policy_table_refuses_creates_and_moves() {
     let app = setup().await;
-    let mut side = side_connection(&app).await;
-    sqlx::query("ALTER TABLE policies RENAME TO policies_unreadable")
-        .execute(&mut side)
-        .await
-        .unwrap();
+    let mut side = hide_policies(&app).await;
     // The policies changed before they became unreadable (as the database's trigger counts a
     // policy write): the decisions palisade made from them before no longer apply.
     sqlx::query("UPDATE boundaries SET policies_version = policies_version + 1")
@@ -146,11 +152,7 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
 #[tokio::test]
 async fn unchanged_policies_are_not_read_again() {
     let app = setup().await;
-    let mut side = side_connection(&app).await;
-    sqlx::query("ALTER TABLE policies RENAME TO policies_unreadable")
-        .execute(&mut side)
-        .await
-        .unwrap();
+    let _side = hide_policies(&app).await;
     let allowed = json!({"type": "app", "name": "web", "plan": "small", "image": "i"});
     let answer = app.create("shop", &app.admin, allowed).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
