@@ -21,7 +21,10 @@
 //! `cargo bench -p palisade-reconciler --bench tenants -- VERSION...` (e.g. `1.30 1.37`)
 //! (environment: `PODS`, `STEPS`, e.g. `STEPS=0,1,10`; `LAYOUT=shared` for the shared layout:
 //! one policy and two bindings per installation, each policy's rules in a `BoundaryPolicy` in
-//! its boundary's namespace).
+//! its boundary's namespace; `FLOOR=1` for the floor: instead of palisade's policies, 3 minimal
+//! ValidatingAdmissionPolicies per boundary, each one comparison (`object.metadata.name !=
+//! 'probe'`) bound to the boundary's namespaces like palisade's, which is what any 3 policy
+//! objects cost the API server on this machine).
 
 #![allow(
     clippy::unwrap_used,
@@ -154,6 +157,67 @@ async fn add_boundaries(
     namespaces
 }
 
+/// As [`add_boundaries`], with 3 minimal policies per boundary (`FLOOR=1`).
+async fn add_floor_boundaries(client: &kube::Client, from: usize, count: usize) -> Vec<String> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    let policies = Api::<ValidatingAdmissionPolicy>::all(client.clone());
+    let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone());
+    let mut namespaces = Vec::new();
+    for index in from..from + count {
+        let boundary = format!("tenant-{index}");
+        let namespace = temp_namespace(client, Some(&boundary)).await;
+        for slot in 0..3 {
+            let name = format!("floor-{index}-{slot}");
+            let policy = serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}]},
+                    "validations": [{"expression": "object.metadata.name != 'probe'"}],
+                },
+            }))
+            .unwrap();
+            policies
+                .create(&PostParams::default(), &policy)
+                .await
+                .unwrap();
+            let binding = serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "spec": {
+                    "policyName": name,
+                    "validationActions": ["Deny"],
+                    "matchResources": {"namespaceSelector": {"matchLabels": {"palisade.dev/boundary": boundary}}},
+                },
+            }))
+            .unwrap();
+            bindings
+                .create(&PostParams::default(), &binding)
+                .await
+                .unwrap();
+        }
+        namespaces.push(namespace);
+    }
+    if let Some(last) = namespaces.last() {
+        let probe: Pod = serde_json::from_value(json!({"metadata": {"name": "probe"},
+            "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:1.0"}]}}))
+        .unwrap();
+        let api = Api::<Pod>::namespaced(client.clone(), last);
+        let dry = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while api.create(&dry, &probe).await.is_ok() {
+            assert!(Instant::now() < deadline, "the floor policies never acted");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    namespaces
+}
+
 struct Step {
     boundaries: usize,
     validate_ms: f64,
@@ -231,6 +295,8 @@ async fn main() {
         .unwrap_or_else(|_| "per-policy".into())
         .parse()
         .expect("LAYOUT");
+    let floor = std::env::var("FLOOR").is_ok_and(|v| v == "1");
+    let what = if floor { "floor" } else { layout.as_str() };
     for version in versions {
         let wanted = version.clone();
         let plane = tokio::task::spawn_blocking(move || ControlPlane::start(&wanted))
@@ -246,13 +312,12 @@ async fn main() {
         let mut results = Vec::new();
         for &boundaries in &steps {
             let started = Instant::now();
-            let added = add_boundaries(
-                &cluster,
-                &client,
-                namespaces.len(),
-                boundaries - namespaces.len(),
-            )
-            .await;
+            let (from, count) = (namespaces.len(), boundaries - namespaces.len());
+            let added = if floor {
+                add_floor_boundaries(&client, from, count).await
+            } else {
+                add_boundaries(&cluster, &client, from, count).await
+            };
             namespaces.extend(added);
             let installed = started.elapsed();
             let namespace = namespaces.first().unwrap_or(&unlabelled).clone();
@@ -260,7 +325,7 @@ async fn main() {
             eprintln!(
                 "tenants {version} ({} layout): {boundaries} boundaries ({} objects) installed and active in {:.1} s; \
                  validate step {:.3} ms per create; client p50 {:.2} ms; API server RSS {:.0} MiB",
-                layout.as_str(),
+                what,
                 match layout {
                     Layout::PerPolicy => boundaries * 6,
                     Layout::Shared => 3 + boundaries * 3,
@@ -279,7 +344,7 @@ async fn main() {
         println!(
             "Kubernetes {} ({} layout, {pods} creates per step)",
             plane.version(),
-            layout.as_str()
+            what
         );
         println!("| boundaries × 3 policies | validate step per create | ratio to 1 boundary | client p50 | API server RSS |");
         println!("|---|---|---|---|---|");
