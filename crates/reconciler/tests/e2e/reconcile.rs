@@ -91,6 +91,16 @@ fn pointed_at(kubeconfig: &str, server: &str) -> String {
 }
 
 /// A store on `url` with boundary `boundary` holding policy `no-latest`.
+/// A store on a SQLite file in a temporary directory (kept while the directory is), with a
+/// boundary named `shop-...` holding the policy `no-latest`.
+async fn sqlite_store_with_policy() -> (tempfile::TempDir, String, SharedStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let boundary = unique_name("shop");
+    let store = store_with_policy(&url, &boundary).await;
+    (dir, boundary, store)
+}
+
 async fn store_with_policy(url: &str, boundary: &str) -> SharedStore {
     let store = palisade_store::connect(url).await.unwrap();
     store.create_boundary(boundary, None).await.unwrap();
@@ -139,10 +149,7 @@ async fn status_of(store: &SharedStore, boundary: &str, cluster: &str) -> Option
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_is_counted_per_cluster_on_metrics() {
     let plane = plane("1.37").await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("p.db").display());
-    let boundary = unique_name("shop");
-    let store = store_with_policy(&url, &boundary).await;
+    let (_dir, boundary, store) = sqlite_store_with_policy().await;
     let key = SealingKey::random();
     let good = unique_name("good");
     let dead = unique_name("dead");
@@ -440,10 +447,7 @@ async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller() {
     let plane = plane("1.37").await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("p.db").display());
-    let boundary = unique_name("shop");
-    let store = store_with_policy(&url, &boundary).await;
+    let (_dir, boundary, store) = sqlite_store_with_policy().await;
     let key = SealingKey::random();
     let cluster_name = unique_name("c");
     add_cluster(
@@ -519,10 +523,7 @@ async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
     })
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("p.db").display());
-    let boundary = unique_name("shop");
-    let store = store_with_policy(&url, &boundary).await;
+    let (_dir, boundary, store) = sqlite_store_with_policy().await;
     let key = SealingKey::random();
     let name = unique_name("restarts");
     add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;

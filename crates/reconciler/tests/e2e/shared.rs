@@ -66,6 +66,18 @@ async fn parameters(
         .collect()
 }
 
+/// The names of the objects `params` selects.
+async fn names<K>(api: &Api<K>, params: &ListParams) -> Vec<String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let list = api.list(params).await.unwrap();
+    list.items
+        .into_iter()
+        .filter_map(|o| o.meta().name.clone())
+        .collect()
+}
+
 async fn resource_version<K>(api: &Api<K>, name: &str) -> Option<String>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -103,31 +115,12 @@ async fn the_shared_layout_installs_confirms_changes_and_collects(version: &str)
     let policies = Api::<ValidatingAdmissionPolicy>::all(client.clone());
     let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone());
     let ours = ListParams::default().labels(&format!("palisade.dev/installation={INSTALLATION}"));
-    let names = |list: Vec<String>| list;
     assert_eq!(
-        names(
-            policies
-                .list(&ours)
-                .await
-                .unwrap()
-                .items
-                .into_iter()
-                .filter_map(|p| p.metadata.name)
-                .collect()
-        ),
+        names(&policies, &ours).await,
         vec![shared_policy_name(INSTALLATION)]
     );
     assert_eq!(
-        names(
-            bindings
-                .list(&ours)
-                .await
-                .unwrap()
-                .items
-                .into_iter()
-                .filter_map(|b| b.metadata.name)
-                .collect()
-        ),
+        names(&bindings, &ours).await,
         vec![
             format!("{INSTALLATION}.audit.palisade.dev"),
             format!("{INSTALLATION}.enforce.palisade.dev"),
