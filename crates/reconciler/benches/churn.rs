@@ -34,11 +34,15 @@ use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::{Api, Resource};
 use palisade_policy::Name;
-use palisade_reconciler::{ClusterClient, Layout};
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
 use palisade_vap::shared::{PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION};
 use serde_json::json;
+
+#[path = "support/plane.rs"]
+mod plane;
+
+use plane::{layout_from_env, private_plane};
 
 const INSTALLATION: &str = "benchchurn";
 
@@ -159,24 +163,13 @@ async fn main() {
     ) else {
         return;
     };
-    let layout: Layout = std::env::var("LAYOUT")
-        .unwrap_or_else(|_| "per-policy".into())
-        .parse()
-        .expect("LAYOUT");
+    let layout = layout_from_env();
     let changes = env_number("CHANGES", 10_000);
     let rate = env_number("RATE", 100);
     let boundaries = env_number("BOUNDARIES", 50);
     let mut rows = Vec::new();
     for version in versions {
-        let wanted = version.clone();
-        let plane = tokio::task::spawn_blocking(move || ControlPlane::start(&wanted))
-            .await
-            .unwrap();
-        let client = plane.client().await;
-        let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-            .await
-            .unwrap()
-            .with_layout(layout);
+        let (plane, client, cluster) = private_plane(&version, layout).await;
         let mut names = Vec::new();
         let mut first_namespace = None;
         for index in 0..boundaries {

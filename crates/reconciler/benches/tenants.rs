@@ -45,6 +45,11 @@ use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
 use serde_json::json;
 
+#[path = "support/plane.rs"]
+mod plane;
+
+use plane::{layout_from_env, private_plane};
+
 const INSTALLATION: &str = "benchtenants";
 
 /// The three policies of every boundary.
@@ -291,22 +296,11 @@ async fn main() {
                 .expect("STEPS: numbers separated by commas")
         })
         .collect();
-    let layout: Layout = std::env::var("LAYOUT")
-        .unwrap_or_else(|_| "per-policy".into())
-        .parse()
-        .expect("LAYOUT");
+    let layout = layout_from_env();
     let floor = std::env::var("FLOOR").is_ok_and(|v| v == "1");
     let what = if floor { "floor" } else { layout.as_str() };
     for version in versions {
-        let wanted = version.clone();
-        let plane = tokio::task::spawn_blocking(move || ControlPlane::start(&wanted))
-            .await
-            .unwrap();
-        let client = plane.client().await;
-        let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-            .await
-            .unwrap()
-            .with_layout(layout);
+        let (plane, client, cluster) = private_plane(&version, layout).await;
         let unlabelled = temp_namespace(&client, None).await;
         let mut namespaces: Vec<String> = Vec::new();
         let mut results = Vec::new();
