@@ -21,7 +21,7 @@ if [[ -n "${BENCH_TOOLS_P:-}" ]]; then export GOFLAGS="${GOFLAGS} -p=${BENCH_TOO
 
 MODDIR="${ROOT}/testenv/bench-tools"
 OUT_DIR="${PALISADE_CACHE_DIR}/bench-tools"
-NICE=(nice -n "${BENCH_TOOLS_NICE:-10}")
+TESTENV_NICE="${BENCH_TOOLS_NICE:-10}"
 TMP_OUT=""
 trap '[[ -n "${TMP_OUT}" ]] && rm -f "${TMP_OUT}"' EXIT
 
@@ -30,30 +30,9 @@ module_version() {
   (cd "${MODDIR}" && go list -mod=readonly -m -f '{{.Version}}' "$1")
 }
 
-# build_one <package> <output path> <ldflags>
-build_one() {
-  local pkg="$1" out="$2" ldflags="$3" start
-  if [[ -x "${out}" ]]; then
-    echo "== ${out}: present, skipped"
-    return
-  fi
-  mkdir -p "$(dirname "${out}")"
-  TMP_OUT="${out}.tmp.$$"
-  echo "== building ${pkg} -> ${out}"
-  start=$(date +%s)
-  (
-    cd "${MODDIR}"
-    # Fetch first so the timing below can be split into download vs. compile.
-    "${NICE[@]}" go mod download
-    echo "   modules ready after $(( $(date +%s) - start ))s"
-    # CGO_ENABLED=0 and these ldflags as upstream's Makefiles build the release binaries.
-    CGO_ENABLED=0 "${NICE[@]}" go build -mod=readonly -trimpath \
-      -ldflags "${ldflags}" -o "${TMP_OUT}" "${pkg}"
-  )
-  mv -f "${TMP_OUT}" "${out}"
-  TMP_OUT=""
-  echo "== built ${out} in $(( $(date +%s) - start ))s wall clock"
-}
+# build_one <package> <output path> <ldflags>: testenv_build_one in the wrapper module,
+# CGO_ENABLED=0 and upstream's ldflags, as upstream's Makefiles build the release binaries.
+build_one() { testenv_build_one "${MODDIR}" "$1" "$2" "" "$3"; }
 
 build_kyverno() {
   local v

@@ -15,34 +15,10 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 testenv_go_env
 
-NICE=(nice -n 19)
+TESTENV_NICE=19
 TMP_OUT=""
 trap '[[ -n "${TMP_OUT}" ]] && rm -f "${TMP_OUT}"' EXIT
 
-# build_one <module dir> <package> <output path> <tags> <ldflags>
-build_one() {
-  local moddir="$1" pkg="$2" out="$3" tags="$4" ldflags="$5" start end
-  if [[ -x "${out}" ]]; then
-    echo "== ${out}: present, skipped"
-    return
-  fi
-  mkdir -p "$(dirname "${out}")"
-  TMP_OUT="${out}.tmp.$$"
-  echo "== building ${pkg} -> ${out}"
-  start=$(date +%s)
-  (
-    cd "${moddir}"
-    # Fetch first so the timing below can be split into download vs. compile.
-    "${NICE[@]}" go mod download
-    echo "   modules ready after $(( $(date +%s) - start ))s"
-    CGO_ENABLED=0 "${NICE[@]}" go build -mod=readonly -trimpath \
-      -tags "${tags}" -ldflags "${ldflags}" -o "${TMP_OUT}" "${pkg}"
-  )
-  mv -f "${TMP_OUT}" "${out}"
-  TMP_OUT=""
-  end=$(date +%s)
-  echo "== built ${out} in $(( end - start ))s wall clock"
-}
 
 # ldflags that upstream's hack/lib/version.sh sets, so /version reports the release.
 k8s_ldflags() {
@@ -68,7 +44,7 @@ build_k8s() {
   ldflags="$(k8s_ldflags "${version}" "${moddir}")"
   # Tags as upstream's hack/lib/golang.sh uses for release (non-debug) builds.
   for c in $(components_for "${version}"); do
-    build_one "${moddir}" "k8s.io/kubernetes/cmd/${c}" "${bindir}/${c}" \
+    testenv_build_one "${moddir}" "k8s.io/kubernetes/cmd/${c}" "${bindir}/${c}" \
       "selinux,notest,grpcnotrace" "${ldflags}"
     # Build etcd right after the first (longest) binary of the newest version.
     if [[ "${c}" == kube-apiserver ]]; then build_etcd "$(etcd_version_for "${version}")"; fi
@@ -82,18 +58,18 @@ build_etcd() {
     3.5.*) pkg="." ;;                        # our main.go calling etcdmain.Main
     *) pkg="go.etcd.io/etcd/server/v3" ;;    # upstream server/main.go
   esac
-  build_one "${moddir}" "${pkg}" "$(etcd_bin_dir "${version}")/etcd" "" "-s -w"
+  testenv_build_one "${moddir}" "${pkg}" "$(etcd_bin_dir "${version}")/etcd" "" "-s -w"
 }
 
 build_helm() {
-  build_one "$(helm_module_dir)" "helm.sh/helm/v4/cmd/helm" "$(helm_bin_dir)/helm" "" \
+  testenv_build_one "$(helm_module_dir)" "helm.sh/helm/v4/cmd/helm" "$(helm_bin_dir)/helm" "" \
     "-s -w -X helm.sh/helm/v4/internal/version.version=v${HELM_VERSION}"
 }
 
 build_kwok() {
   local moddir stages dir f
   moddir="$(kwok_module_dir)"
-  build_one "${moddir}" "sigs.k8s.io/kwok/cmd/kwok" "$(kwok_bin_dir)/kwok" "" \
+  testenv_build_one "${moddir}" "sigs.k8s.io/kwok/cmd/kwok" "$(kwok_bin_dir)/kwok" "" \
     "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v${KWOK_VERSION}"
   # The kwok binary has no Stages built in (without any it exits: "no stages found"). These
   # are the ones kwokctl puts in its --config (pkg/kwokctl/runtime/cluster.go,
@@ -103,7 +79,7 @@ build_kwok() {
     echo "== ${stages}: present, skipped"
     return
   fi
-  dir="$(cd "${moddir}" && "${NICE[@]}" go mod download sigs.k8s.io/kwok \
+  dir="$(cd "${moddir}" && nice -n "${TESTENV_NICE}" go mod download sigs.k8s.io/kwok \
     && go list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
   TMP_OUT="${stages}.tmp.$$"
   for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \

@@ -67,3 +67,32 @@ kwok_module_dir() { echo "${TESTENV_DIR}/kwok-$(major_minor_of "${KWOK_VERSION}"
 kwok_bin_dir() { echo "${PALISADE_CACHE_DIR}/kwok/${KWOK_VERSION}/bin"; }
 # kwok's --config: the Stages that make fake Nodes Ready and their Pods Running (build.sh kwok).
 kwok_stages_file() { echo "${PALISADE_CACHE_DIR}/kwok/${KWOK_VERSION}/stages.yaml"; }
+
+# testenv_build_one <module dir> <package> <output path> <tags> <ldflags>
+# Builds a Go package of the module in <module dir> (modules through the proxy, the caches of
+# testenv_go_env) into <output path>, unless a binary is already there: at nice level
+# TESTENV_NICE (default 19), static (CGO_ENABLED=0), to a temporary name (TMP_OUT, which the
+# calling script removes on exit) that is renamed once complete.
+testenv_build_one() {
+  local moddir="$1" pkg="$2" out="$3" tags="$4" ldflags="$5" start end
+  if [[ -x "${out}" ]]; then
+    echo "== ${out}: present, skipped"
+    return
+  fi
+  mkdir -p "$(dirname "${out}")"
+  TMP_OUT="${out}.tmp.$$"
+  echo "== building ${pkg} -> ${out}"
+  start=$(date +%s)
+  (
+    cd "${moddir}"
+    # Fetch first so the timing below can be split into download vs. compile.
+    nice -n "${TESTENV_NICE:-19}" go mod download
+    echo "   modules ready after $(( $(date +%s) - start ))s"
+    CGO_ENABLED=0 nice -n "${TESTENV_NICE:-19}" go build -mod=readonly -trimpath \
+      -tags "${tags}" -ldflags "${ldflags}" -o "${TMP_OUT}" "${pkg}"
+  )
+  mv -f "${TMP_OUT}" "${out}"
+  TMP_OUT=""
+  end=$(date +%s)
+  echo "== built ${out} in $(( end - start ))s wall clock"
+}
