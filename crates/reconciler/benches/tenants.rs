@@ -25,6 +25,14 @@
 //! ValidatingAdmissionPolicies per boundary, each one comparison (`object.metadata.name !=
 //! 'probe'`) bound to the boundary's namespaces like palisade's, which is what any 3 policy
 //! objects cost the API server on this machine).
+//!
+//! `PAIRED=ROUNDS` instead measures, in one control plane per version, what 3 policies add to a
+//! create, with the machine's drift paired out: one boundary with palisade's 3 policies, one
+//! with the 3 minimal policies of `FLOOR=1`, and a namespace of no boundary; then `ROUNDS`
+//! rounds of `PODS` creates in each of the three namespaces in turn, `/metrics` read around
+//! each block. Reported: per round, each block's validate step minus the same round's block in
+//! the namespace of no boundary (where the 6 bindings' namespace selectors are checked and do
+//! not match); the median and range over the rounds.
 
 #![allow(
     clippy::unwrap_used,
@@ -277,6 +285,84 @@ async fn measure(
     }
 }
 
+/// The validate step per create (ms) of `pods` creates in `namespace`, from `/metrics`.
+async fn validate_step(client: &kube::Client, namespace: &str, prefix: &str, pods: usize) -> f64 {
+    let api = Api::<Pod>::namespaced(client.clone(), namespace);
+    let before = metrics(client).await;
+    for i in 0..pods {
+        api.create(&PostParams::default(), &pod(&format!("{prefix}-{i}")))
+            .await
+            .unwrap();
+    }
+    let after = metrics(client).await;
+    let step = "apiserver_admission_step_admission_duration_seconds";
+    let labels = [
+        ("type", "validate"),
+        ("operation", "CREATE"),
+        ("rejected", "false"),
+    ];
+    let delta = |name: &str| total(&after, name, &labels) - total(&before, name, &labels);
+    delta(&format!("{step}_sum")) / delta(&format!("{step}_count")).max(1.0) * 1000.0
+}
+
+/// The median and range of `values`.
+fn median_range(mut values: Vec<f64>) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    };
+    (median, values[0], values[n - 1])
+}
+
+/// `PAIRED=ROUNDS`: palisade's 3 policies and the 3 minimal ones against no policy, block by
+/// block in one control plane (see the module's documentation).
+async fn paired(version: &str, rounds: usize, pods: usize) {
+    let (plane, client, cluster) = private_plane(version, Layout::PerPolicy).await;
+    let none = temp_namespace(&client, None).await;
+    let palisade = add_boundaries(&cluster, &client, 0, 1).await.remove(0);
+    let floor = add_floor_boundaries(&client, 1, 1).await.remove(0);
+    let blocks = [("none", &none), ("palisade", &palisade), ("floor", &floor)];
+    for (name, namespace) in blocks {
+        validate_step(&client, namespace, &format!("warm-{name}"), 50).await;
+    }
+    let mut steps: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for round in 0..rounds {
+        for (name, namespace) in blocks {
+            let ms = validate_step(&client, namespace, &format!("r{round}-{name}"), pods).await;
+            steps.entry(name).or_default().push(ms);
+        }
+        for (_, namespace) in blocks {
+            Api::<Pod>::namespaced(client.clone(), namespace)
+                .delete_collection(&DeleteParams::default(), &ListParams::default())
+                .await
+                .unwrap();
+        }
+        eprintln!(
+            "paired {version} round {round}: none {:.3} ms, palisade {:.3} ms, floor {:.3} ms",
+            steps["none"][round], steps["palisade"][round], steps["floor"][round]
+        );
+    }
+    println!(
+        "Kubernetes {}: validate step per create, {rounds} rounds of {pods} creates per namespace",
+        plane.version()
+    );
+    println!("| namespace | validate step (median, range) | added to no policy, paired by round (median, range) |");
+    println!("|---|---|---|");
+    for (name, _) in blocks {
+        let (m, lo, hi) = median_range(steps[name].clone());
+        let added: Vec<f64> = steps[name]
+            .iter()
+            .zip(&steps["none"])
+            .map(|(with, without)| with - without)
+            .collect();
+        let (am, alo, ahi) = median_range(added);
+        println!("| {name} | {m:.3} ms ({lo:.3}–{hi:.3}) | {am:.3} ms ({alo:.3}–{ahi:.3}) |");
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let Some(versions) = args_or_usage(
@@ -287,6 +373,13 @@ async fn main() {
         return;
     };
     let pods = env_number("PODS", 300);
+    let rounds = env_number("PAIRED", 0);
+    if rounds > 0 {
+        for version in versions {
+            paired(&version, rounds, pods).await;
+        }
+        return;
+    }
     let steps: Vec<usize> = std::env::var("STEPS")
         .unwrap_or_else(|_| "0,1,10,100,300".into())
         .split(',')
