@@ -109,6 +109,18 @@ fn total(samples: &BTreeMap<String, f64>, name: &str, labels: &[(&str, &str)]) -
         .sum()
 }
 
+/// The validating admission step per compliant create (ms) between two reads of `/metrics`.
+fn validate_ms(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> f64 {
+    let step = "apiserver_admission_step_admission_duration_seconds";
+    let labels = [
+        ("type", "validate"),
+        ("operation", "CREATE"),
+        ("rejected", "false"),
+    ];
+    let delta = |name: &str| total(after, name, &labels) - total(before, name, &labels);
+    delta(&format!("{step}_sum")) / delta(&format!("{step}_count")).max(1.0) * 1000.0
+}
+
 fn rss_mib(plane: &ControlPlane) -> f64 {
     let pid = std::fs::read_to_string(plane.workdir().join("kube-apiserver.pid")).unwrap();
     let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap();
@@ -263,23 +275,12 @@ async fn measure(
     }
     let after = metrics(client).await;
     latencies.sort();
-    let step = "apiserver_admission_step_admission_duration_seconds";
-    let labels = [
-        ("type", "validate"),
-        ("operation", "CREATE"),
-        ("rejected", "false"),
-    ];
-    let delta = |name: &str, labels: &[(&str, &str)]| {
-        total(&after, name, labels) - total(&before, name, labels)
-    };
-    let validate_sum = delta(&format!("{step}_sum"), &labels);
-    let validate_count = delta(&format!("{step}_count"), &labels);
     api.delete_collection(&DeleteParams::default(), &ListParams::default())
         .await
         .unwrap();
     Step {
         boundaries,
-        validate_ms: validate_sum / validate_count.max(1.0) * 1000.0,
+        validate_ms: validate_ms(&before, &after),
         client_p50_ms: latencies[latencies.len() / 2].as_secs_f64() * 1000.0,
         rss_mib: rss_mib(plane),
     }
@@ -295,14 +296,7 @@ async fn validate_step(client: &kube::Client, namespace: &str, prefix: &str, pod
             .unwrap();
     }
     let after = metrics(client).await;
-    let step = "apiserver_admission_step_admission_duration_seconds";
-    let labels = [
-        ("type", "validate"),
-        ("operation", "CREATE"),
-        ("rejected", "false"),
-    ];
-    let delta = |name: &str| total(&after, name, &labels) - total(&before, name, &labels);
-    delta(&format!("{step}_sum")) / delta(&format!("{step}_count")).max(1.0) * 1000.0
+    validate_ms(&before, &after)
 }
 
 /// The median and range of `values`.

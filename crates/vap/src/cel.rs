@@ -131,28 +131,31 @@ fn container_ok(ok: &str) -> String {
     format!("has(c.image) && {ok}")
 }
 
+/// `each` of the pod spec's container lists (`variables.podSpec.containers`, then
+/// `variables.podSpec.initContainers`), joined by `join`.
+fn per_container_list(join: &str, each: impl Fn(&str) -> String) -> String {
+    ["containers", "initContainers"]
+        .map(|list| each(&format!("variables.podSpec.{list}")))
+        .join(join)
+}
+
 /// Whether every container and init container passes the image test `ok`. Read from the pod
 /// spec directly: building a list of image strings first costs each evaluation more.
 fn every_container(ok: &str) -> String {
-    let all = |list: &str| {
-        format!(
-            "(!has(variables.podSpec.{list}) || variables.podSpec.{list}.all(c, {}))",
-            container_ok(ok)
-        )
-    };
-    format!("{} && {}", all("containers"), all("initContainers"))
+    per_container_list(" && ", |list| {
+        format!("(!has({list}) || {list}.all(c, {}))", container_ok(ok))
+    })
 }
 
 /// The containers, then the init containers, that fail the image test `ok`: empty when the
 /// rule holds; else its message names the first one's image.
 fn failing_containers(ok: &str) -> String {
-    let failing = |list: &str| {
+    per_container_list(" + ", |list| {
         format!(
-            "(has(variables.podSpec.{list}) ? variables.podSpec.{list}.filter(c, !({})) : [])",
+            "(has({list}) ? {list}.filter(c, !({})) : [])",
             container_ok(ok)
         )
-    };
-    format!("{} + {}", failing("containers"), failing("initContainers"))
+    })
 }
 
 fn rule_ok(rule: &Rule) -> Option<String> {
