@@ -8,9 +8,11 @@
 //! a hardened cluster may lack it, and then the role's own rule is what palisade relies on); the
 //! identities are users the admin impersonates, each bound to its own role.
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::PostParams;
+use kube::api::{ListParams, PostParams};
 use kube::Api;
 use palisade_policy::Name;
 use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, rules, Grantee};
@@ -345,6 +347,36 @@ async fn exercise(
                     .map_err(|e| e.to_string())
                 }
             };
+            // The admin's apply must leave the object in the namespace: refused by admission
+            // (e.g. while the shared policy's parameter kind is re-created) it would leave
+            // nothing for `cluster` to patch or delete, and that would pass for nothing.
+            let placed = || async {
+                eventually(
+                    &format!("the admin's {resource} in {namespace}"),
+                    std::time::Duration::from_secs(30),
+                    || async {
+                        sync(admin, vec![app(1)]).await.ok()?;
+                        let params = ListParams::default();
+                        let count = if built {
+                            Api::<Job>::namespaced(client.clone(), &namespace)
+                                .list(&params)
+                                .await
+                                .ok()?
+                                .items
+                                .len()
+                        } else {
+                            Api::<Deployment>::namespaced(client.clone(), &namespace)
+                                .list(&params)
+                                .await
+                                .ok()?
+                                .items
+                                .len()
+                        };
+                        (count > 0).then_some(())
+                    },
+                )
+                .await;
+            };
             match verb {
                 // A first apply reads the object, then creates it (a Job with `create`, a
                 // Deployment by server-side apply, which is `patch`).
@@ -353,12 +385,12 @@ async fn exercise(
                 }
                 // A change of replicas alone is a patch of `scale`.
                 "patch" => {
-                    sync(admin, vec![app(1)]).await?;
+                    placed().await;
                     sync(cluster, vec![app(2)]).await
                 }
                 // The objects of a resource that is gone are deleted.
                 "delete" => {
-                    sync(admin, vec![app(1)]).await?;
+                    placed().await;
                     sync(cluster, Vec::new()).await
                 }
                 other => panic!("no operation for verb {other} on {resource}"),
