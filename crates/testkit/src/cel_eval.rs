@@ -1,17 +1,19 @@
 //! Runs a policy's rendered CEL on the `cel` crate the way the API server runs a
-//! ValidatingAdmissionPolicy: variables, then the validation (whose first term is SPEC 3.1's
-//! exemptions) and, when it fails, the message expression, post-processed as Kubernetes does.
+//! ValidatingAdmissionPolicy: match conditions, then variables, then the validation and, when
+//! it fails, the message expression, post-processed as Kubernetes does.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use cel::objects::{Key, Map, Value};
 use cel::{Context, Program};
-use palisade_vap::PolicyCel;
+use palisade_vap::{PolicyCel, MATCH_CONDITIONS};
 
 /// What one policy's CEL decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CelOutcome {
+    /// A match condition was false: the policy does not apply.
+    NotMatched,
     Admitted,
     Denied(String),
 }
@@ -33,6 +35,7 @@ fn err(stage: &str, message: impl ToString) -> CelError {
 
 /// A compiled policy: programs parsed once, evaluated many times.
 pub struct CompiledPolicy {
+    match_conditions: Vec<Program>,
     variables: Vec<(String, Program)>,
     expression: Program,
     message_expression: Program,
@@ -54,6 +57,10 @@ fn compile(stage: &str, source: &str) -> Result<Program, CelError> {
 impl CompiledPolicy {
     pub fn new(cel: &PolicyCel) -> Result<Self, CelError> {
         Ok(CompiledPolicy {
+            match_conditions: MATCH_CONDITIONS
+                .iter()
+                .map(|(name, expr)| compile(name, expr))
+                .collect::<Result<_, _>>()?,
             variables: cel
                 .variables
                 .iter()
@@ -70,6 +77,19 @@ impl CompiledPolicy {
         let mut context = Context::default();
         context.add_variable_from_value("object", object.clone());
         context.add_variable_from_value("request", request.clone());
+        for (index, condition) in self.match_conditions.iter().enumerate() {
+            match condition.execute(&context) {
+                Ok(Value::Bool(true)) => {}
+                Ok(Value::Bool(false)) => return Ok(CelOutcome::NotMatched),
+                Ok(other) => {
+                    return Err(err(
+                        MATCH_CONDITIONS[index].0,
+                        format!("not a bool: {other:?}"),
+                    ))
+                }
+                Err(e) => return Err(err(MATCH_CONDITIONS[index].0, e)),
+            }
+        }
         let mut variables: HashMap<Key, Value> = HashMap::new();
         for (name, program) in &self.variables {
             let mut scope = Context::default();

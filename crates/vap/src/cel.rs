@@ -10,24 +10,19 @@ use palisade_policy::label::LabelRequirement;
 use palisade_policy::message::{self, MAX_MESSAGE_BYTES};
 use palisade_policy::{Name, Policy, Rule, RuleKind};
 
-/// SPEC 3.1's exemptions: true for a request no policy judges (a terminating object; an
-/// update by the controller manager or a kube-system service account). Every validation starts
-/// with `EXEMPT ||`: CEL's `||` is true when one side is, so nothing after it runs or fails
-/// for an exempt request. (As the validation's first term rather than as `matchConditions`:
-/// the API server evaluates match conditions in an evaluation of their own, which cost each
-/// policy about a sixth of its admission time; docs/decisions.md.)
-pub const EXEMPT: &str = "has(object.metadata.deletionTimestamp) || (request.operation == 'UPDATE' && (request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')))";
-
-/// `expression`, passed by exempt requests.
-pub(crate) fn unless_exempt(expression: &str) -> String {
-    format!("{EXEMPT} || ({expression})")
-}
+/// The match conditions of SPEC 3.1's exemptions: `(name, expression)`.
+pub const MATCH_CONDITIONS: [(&str, &str); 2] = [
+    ("exempt-terminating-objects", "!has(object.metadata.deletionTimestamp)"),
+    (
+        "exempt-controller-updates",
+        "request.operation != 'UPDATE' || !(request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:'))",
+    ),
+];
 
 /// The pod spec, wherever the kind keeps it.
 pub(crate) const POD_SPEC: &str = "request.kind.kind == 'Pod' ? object.spec : (request.kind.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec)";
 
-/// Images of containers, then init containers; a container without an image counts as `''`
-/// (the shared layout's rules read it).
+/// Images of containers, then init containers; a container without an image counts as `''`.
 pub(crate) const IMAGES: &str = "(has(variables.podSpec.containers) ? variables.podSpec.containers.map(c, has(c.image) ? c.image : '') : []) + (has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, has(c.image) ? c.image : '') : [])";
 
 /// The CEL of one policy: variables, the validation expression, its message expression and
@@ -111,52 +106,8 @@ fn under_any(var: &str, prefixes: &[RegistryPrefix]) -> String {
     format!("({})", alternatives.join(" || "))
 }
 
-/// Whether image `var` carries a digest, or a tag other than `latest`.
-pub(crate) fn not_latest(var: &str) -> String {
-    format!("({var}.contains('@') || ({var}.matches(':[^:/]+$') && !{var}.matches(':latest$')))")
-}
-
-/// The test of an image rule on one image string `var`; `None` for other rules.
-fn image_ok(rule: &Rule, var: &str) -> Option<String> {
-    match rule {
-        Rule::AllowedRegistries(prefixes) => Some(under_any(var, prefixes)),
-        Rule::DisallowLatestTag => Some(not_latest(var)),
-        Rule::AllowedComputePlans(_) | Rule::RequiredLabels(_) => None,
-    }
-}
-
-/// Whether container `c` passes the image test `ok` (on `c.image`). A container without an
-/// image fails, as the image `''` would: no registry prefix is empty and `''` has no tag.
-fn container_ok(ok: &str) -> String {
-    format!("has(c.image) && {ok}")
-}
-
-/// `each` of the pod spec's container lists (`variables.podSpec.containers`, then
-/// `variables.podSpec.initContainers`), joined by `join`.
-fn per_container_list(join: &str, each: impl Fn(&str) -> String) -> String {
-    ["containers", "initContainers"]
-        .map(|list| each(&format!("variables.podSpec.{list}")))
-        .join(join)
-}
-
-/// Whether every container and init container passes the image test `ok`. Read from the pod
-/// spec directly: building a list of image strings first costs each evaluation more.
-fn every_container(ok: &str) -> String {
-    per_container_list(" && ", |list| {
-        format!("(!has({list}) || {list}.all(c, {}))", container_ok(ok))
-    })
-}
-
-/// The containers, then the init containers, that fail the image test `ok`: empty when the
-/// rule holds; else its message names the first one's image.
-fn failing_containers(ok: &str) -> String {
-    per_container_list(" + ", |list| {
-        format!(
-            "(has({list}) ? {list}.filter(c, !({})) : [])",
-            container_ok(ok)
-        )
-    })
-}
+pub(crate) const NOT_LATEST: &str =
+    "(i.contains('@') || (i.matches(':[^:/]+$') && !i.matches(':latest$')))";
 
 fn rule_ok(rule: &Rule) -> Option<String> {
     match rule {
@@ -164,16 +115,16 @@ fn rule_ok(rule: &Rule) -> Option<String> {
         Rule::RequiredLabels(labels) => {
             Some(labels.iter().map(label_ok).collect::<Vec<_>>().join(" && "))
         }
-        Rule::AllowedRegistries(_) | Rule::DisallowLatestTag => {
-            image_ok(rule, "c.image").map(|ok| every_container(&ok))
-        }
+        Rule::AllowedRegistries(prefixes) => Some(format!(
+            "variables.images.all(i, {})",
+            under_any("i", prefixes)
+        )),
+        Rule::DisallowLatestTag => Some(format!("variables.images.all(i, {NOT_LATEST})")),
     }
 }
 
-/// The raw (not yet post-processed) message of a violated rule. An image rule's names
-/// the image of `bad[0]`, the first failing container (bound in `PolicyCel::of`).
+/// The raw (not yet post-processed) message of a violated rule.
 fn rule_raw_message(policy: &Name, rule: &Rule) -> String {
-    let first_bad_image = "(has(bad[0].image) ? bad[0].image : '')";
     match rule {
         Rule::AllowedComputePlans(_) => literal(""),
         Rule::RequiredLabels(labels) => {
@@ -197,12 +148,21 @@ fn rule_raw_message(policy: &Name, rule: &Rule) -> String {
                     .collect::<Vec<_>>(),
             );
             let (head, tail) = full.split_once('\u{0}').unwrap_or((&full, ""));
-            format!("{} + {first_bad_image} + {}", literal(head), literal(tail))
+            format!(
+                "{} + variables.images.filter(i, !{})[0] + {}",
+                literal(head),
+                under_any("i", prefixes),
+                literal(tail)
+            )
         }
         Rule::DisallowLatestTag => {
             let full = message::image_latest(policy, "\u{0}");
             let (head, tail) = full.split_once('\u{0}').unwrap_or((&full, ""));
-            format!("{} + {first_bad_image} + {}", literal(head), literal(tail))
+            format!(
+                "{} + variables.images.filter(i, !{NOT_LATEST})[0] + {}",
+                literal(head),
+                literal(tail)
+            )
         }
     }
 }
@@ -250,39 +210,23 @@ impl PolicyCel {
         if rules.is_empty() {
             return None;
         }
-        let expression = unless_exempt(
-            &rules
-                .iter()
-                .map(|(_, ok)| format!("({ok})"))
-                .collect::<Vec<_>>()
-                .join(" && "),
-        );
-        // The message of the first violated rule, or "" (the API server evaluates the message
-        // expression of a passing validation too, so it stays as cheap as the validation).
+        let expression = rules
+            .iter()
+            .map(|(_, ok)| format!("({ok})"))
+            .collect::<Vec<_>>()
+            .join(" && ");
         let mut message_expression = literal("");
         for (rule, ok) in rules.iter().rev() {
-            let message = rule_message(policy.name(), rule);
-            message_expression = match image_ok(rule, "c.image") {
-                // One pass finds the failing containers: empty means the rule holds.
-                Some(image_ok) => format!(
-                    "[{}].map(bad, size(bad) == 0 ? ({message_expression}) : {message})[0]",
-                    failing_containers(&image_ok)
-                ),
-                None => format!("!({ok}) ? {message} : ({message_expression})"),
-            };
+            message_expression = format!(
+                "!({ok}) ? {} : ({message_expression})",
+                rule_message(policy.name(), rule)
+            );
         }
-        // Only a policy with image rules reads the pod spec: variables cost each evaluation
-        // even when unused.
-        let variables = if rules
-            .iter()
-            .any(|(rule, _)| image_ok(rule, "c.image").is_some())
-        {
-            vec![("podSpec".into(), POD_SPEC.into())]
-        } else {
-            Vec::new()
-        };
         Some(PolicyCel {
-            variables,
+            variables: vec![
+                ("podSpec".into(), POD_SPEC.into()),
+                ("images".into(), IMAGES.into()),
+            ],
             expression,
             message_expression,
             message: static_message(policy),

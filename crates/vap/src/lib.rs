@@ -10,7 +10,7 @@ pub mod guard;
 pub mod render;
 pub mod shared;
 
-pub use cel::{PolicyCel, EXEMPT};
+pub use cel::{PolicyCel, MATCH_CONDITIONS};
 pub use guard::{boundary_label_guard, guard_message, guard_name};
 pub use render::{object_name, render, Rendered, FIELD_MANAGER};
 pub use shared::{parameters, parameters_definition, shared_objects, Layout, SharedObjects};

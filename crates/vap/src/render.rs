@@ -3,14 +3,14 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
+    MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
     ValidatingAdmissionPolicySpec, Validation, Variable,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use palisade_policy::{Mode, Name, Policy};
 
-use crate::cel::{self, PolicyCel};
+use crate::cel::{self, PolicyCel, MATCH_CONDITIONS};
 
 /// The server-side-apply field manager of every object palisade writes.
 pub const FIELD_MANAGER: &str = "palisade";
@@ -65,6 +65,17 @@ pub(crate) fn resource_rules() -> Vec<NamedRuleWithOperations> {
         .collect()
 }
 
+/// The exemptions of SPEC 3.1 as match conditions.
+pub(crate) fn match_conditions() -> Vec<MatchCondition> {
+    MATCH_CONDITIONS
+        .iter()
+        .map(|(name, expression)| MatchCondition {
+            name: (*name).to_owned(),
+            expression: (*expression).to_owned(),
+        })
+        .collect()
+}
+
 /// Renders `policy` of `boundary` for installation `installation`; `None` when the policy has
 /// no admission rules (nothing is installed for it).
 pub fn render(boundary: &Name, policy: &Policy, installation: &str) -> Option<Rendered> {
@@ -90,14 +101,13 @@ pub fn render(boundary: &Name, policy: &Policy, installation: &str) -> Option<Re
                 resource_rules: Some(resource_rules()),
                 ..MatchResources::default()
             }),
-            // SPEC 3.1's exemptions are the validation's first term (cel::EXEMPT).
-            match_conditions: None,
-            variables: (!variables.is_empty()).then(|| {
+            match_conditions: Some(match_conditions()),
+            variables: Some(
                 variables
                     .into_iter()
                     .map(|(name, expression)| Variable { name, expression })
-                    .collect()
-            }),
+                    .collect(),
+            ),
             validations: Some(vec![Validation {
                 expression,
                 message: Some(message),

@@ -28,8 +28,10 @@ use palisade_policy::message::{self, MAX_MESSAGE_BYTES};
 use palisade_policy::{Mode, Name, Policy, Rule, RuleKind};
 use serde_json::{json, Value};
 
-use crate::cel::{not_latest, unless_exempt, IMAGES, POD_SPEC};
-use crate::render::{labels, resource_rules, BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL};
+use crate::cel::{IMAGES, NOT_LATEST, POD_SPEC};
+use crate::render::{
+    labels, match_conditions, resource_rules, BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL,
+};
 
 /// The parameters' API group, version, kind and resource.
 pub const PARAMS_GROUP: &str = "palisade.dev";
@@ -118,18 +120,16 @@ const LABEL_OK: &str = "(has(object.metadata.labels) && l.key in object.metadata
 const REGISTRY_OK: &str = "r.registries.exists(p, i == p || i.startsWith(p + '/'))";
 
 fn rule_ok() -> String {
-    let not_latest = not_latest("i");
     format!(
-        "(r.kind == 'RequiredLabels' ? r.labels.all(l, {LABEL_OK}) : (r.kind == 'AllowedRegistries' ? variables.images.all(i, {REGISTRY_OK}) : (r.kind == 'DisallowLatestTag' ? variables.images.all(i, {not_latest}) : false)))"
+        "(r.kind == 'RequiredLabels' ? r.labels.all(l, {LABEL_OK}) : (r.kind == 'AllowedRegistries' ? variables.images.all(i, {REGISTRY_OK}) : (r.kind == 'DisallowLatestTag' ? variables.images.all(i, {NOT_LATEST}) : false)))"
     )
 }
 
 /// The raw message of the first failed rule `r`: the first failed label's, or the rule's
 /// head + the first failing image + its tail.
 fn raw_message() -> String {
-    let not_latest = not_latest("i");
     format!(
-        "[variables.failed[0]].map(r, r.kind == 'RequiredLabels' ? [r.labels.filter(l, !{LABEL_OK})[0]].map(l, has(l.value) ? l.head + (has(object.metadata.labels) && l.key in object.metadata.labels ? (object.metadata.labels[l.key] == '' ? '\"\"' : object.metadata.labels[l.key]) : '<unset>') : l.missing)[0] : r.head + variables.images.filter(i, !(r.kind == 'AllowedRegistries' ? {REGISTRY_OK} : {not_latest}))[0] + r.tail)[0]"
+        "[variables.failed[0]].map(r, r.kind == 'RequiredLabels' ? [r.labels.filter(l, !{LABEL_OK})[0]].map(l, has(l.value) ? l.head + (has(object.metadata.labels) && l.key in object.metadata.labels ? (object.metadata.labels[l.key] == '' ? '\"\"' : object.metadata.labels[l.key]) : '<unset>') : l.missing)[0] : r.head + variables.images.filter(i, !(r.kind == 'AllowedRegistries' ? {REGISTRY_OK} : {NOT_LATEST}))[0] + r.tail)[0]"
     )
 }
 
@@ -167,8 +167,7 @@ pub fn shared_objects(installation: &str) -> SharedObjects {
                 namespace_selector: Some(boundary_namespaces()),
                 ..MatchResources::default()
             }),
-            // SPEC 3.1's exemptions are the validation's first term (cel::EXEMPT).
-            match_conditions: None,
+            match_conditions: Some(match_conditions()),
             variables: Some(
                 variables
                     .into_iter()
@@ -179,7 +178,7 @@ pub fn shared_objects(installation: &str) -> SharedObjects {
                     .collect(),
             ),
             validations: Some(vec![Validation {
-                expression: unless_exempt("size(variables.failed) == 0"),
+                expression: "size(variables.failed) == 0".to_owned(),
                 // Parameters are untyped when the policy is compiled: `string(...)` makes the
                 // message a string for the type check.
                 message_expression: Some(format!(
