@@ -99,6 +99,13 @@ impl PolicyCache {
             .map(|entry| entry.plans.clone())
     }
 
+    /// The version of `boundary`'s policies the last decisions made for it were made at, if
+    /// known.
+    pub fn latest(&self, boundary: &str) -> Option<PoliciesVersion> {
+        let map = self.compiled.lock().ok()?;
+        map.get(boundary).and_then(|entry| entry.version)
+    }
+
     /// As [`PolicyCache::compiled`] for `boundary`, whose stored policies at `version` (if
     /// known) are `records`; remembered with that version for [`PolicyCache::known`].
     pub fn compiled_at(
@@ -249,6 +256,10 @@ impl Check for PlanGuard {
     fn known(&self, boundary: &str, version: PoliciesVersion) -> Option<Result<Vec<String>, Veto>> {
         let compiled = self.cache.known(boundary, version)?;
         Some(check_compiled(&compiled, &self.catalog, self.ty, &self.checks).map_err(boxed))
+    }
+
+    fn latest(&self, boundary: &str) -> Option<PoliciesVersion> {
+        self.cache.latest(boundary)
     }
 
     fn check(

@@ -94,6 +94,8 @@ impl SqlBackend for PostgresBackend {
         .await
     }
 
+    const ONE_STATEMENT_CREATE: Option<&'static str> = Some(CHANNEL);
+
     fn gave_up_waiting(error: &DatabaseError) -> bool {
         error.code() == Some(LOCK_NOT_AVAILABLE)
     }

@@ -21,6 +21,13 @@ pub trait Check: Send {
         None
     }
 
+    /// The version of `boundary`'s policies this check last saw, if any: a store that can
+    /// write only if the boundary is still at that version (PostgreSQL's one-statement
+    /// create) asks [`Check::known`] for it first and, when that allows, skips the read.
+    fn latest(&self, _boundary: &str) -> Option<PoliciesVersion> {
+        None
+    }
+
     /// The answer for `policies`, every policy of `boundary` as stored at `version`.
     fn check(
         self: Box<Self>,

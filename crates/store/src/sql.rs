@@ -23,6 +23,7 @@ pub enum Arg<'a> {
     Text(&'a str),
     OptText(Option<&'a str>),
     Int(i64),
+    OptInt(Option<i64>),
     Bytes(&'a [u8]),
     OptBool(Option<bool>),
 }
@@ -144,6 +145,9 @@ macro_rules! impl_conn {
             fn int(&self, column: &str) -> sqlx::Result<i64> {
                 sqlx::Row::try_get(self, column)
             }
+            fn opt_int(&self, column: &str) -> sqlx::Result<Option<i64>> {
+                sqlx::Row::try_get(self, column)
+            }
             fn bytes(&self, column: &str) -> sqlx::Result<Vec<u8>> {
                 sqlx::Row::try_get(self, column)
             }
@@ -168,6 +172,7 @@ where
     &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     Option<bool>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
@@ -177,6 +182,7 @@ where
             Arg::Text(value) => query.bind(value),
             Arg::OptText(value) => query.bind(value),
             Arg::Int(value) => query.bind(value),
+            Arg::OptInt(value) => query.bind(value),
             Arg::Bytes(value) => query.bind(value),
             Arg::OptBool(value) => query.bind(value),
         };
@@ -189,6 +195,7 @@ pub trait Fields {
     fn text(&self, column: &str) -> sqlx::Result<String>;
     fn opt_text(&self, column: &str) -> sqlx::Result<Option<String>>;
     fn int(&self, column: &str) -> sqlx::Result<i64>;
+    fn opt_int(&self, column: &str) -> sqlx::Result<Option<i64>>;
     fn bytes(&self, column: &str) -> sqlx::Result<Vec<u8>>;
     fn opt_bool(&self, column: &str) -> sqlx::Result<Option<bool>>;
     fn flag(&self, column: &str) -> sqlx::Result<bool>;

@@ -75,6 +75,11 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + Sized + 'static {
     /// (SQLite's channel).
     fn wake_after_commit(&self) {}
 
+    /// Whether a resource create may run as one statement (`resources::create_in_one_statement`,
+    /// PostgreSQL), and the channel that statement notifies to wake the reconciler. `None`:
+    /// every create runs in a transaction (or a group commit).
+    const ONE_STATEMENT_CREATE: Option<&'static str> = None;
+
     /// `Store::subscribe`.
     async fn subscribe(&self, pool: &Pool<Self::Db>) -> Result<watch::Receiver<u64>>;
 
@@ -142,6 +147,18 @@ impl<B: SqlBackend> SqlStore<B> {
         };
         self.backend.begin(&mut write.conn, deadline).await?;
         Ok(write)
+    }
+
+    /// `Store::create_resource` as a resource write (see `write_resource`).
+    async fn create_in_transaction(
+        &self,
+        resource: NewResource,
+        guard: Option<Guard>,
+        deadline: Option<Instant>,
+    ) -> Result<(ResourceRecord, Vec<String>)> {
+        let op: Op<B::Conn, _> = Box::new(move |c| Box::pin(resources::create(c, resource, guard)));
+        self.write_resource(deadline, op, |(record, _)| wakes(record))
+            .await
     }
 
     /// A resource write: grouped with others if the backend groups them, else in a
@@ -283,9 +300,40 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         guard: Option<Guard>,
         deadline: Option<Instant>,
     ) -> Result<(ResourceRecord, Vec<String>)> {
-        let op: Op<B::Conn, _> = Box::new(move |c| Box::pin(resources::create(c, resource, guard)));
-        self.write_resource(deadline, op, |(record, _)| wakes(record))
-            .await
+        let Some(channel) = B::ONE_STATEMENT_CREATE else {
+            return self.create_in_transaction(resource, guard, deadline).await;
+        };
+        // The version the guard last saw, when it allowed there: the create then runs as one
+        // statement that writes only if the boundary is still at that version.
+        let allowed_at = match &guard {
+            None => Some((None, Vec::new())),
+            Some(guard) => guard.latest(&resource.boundary).and_then(|version| {
+                match guard.known(&resource.boundary, version) {
+                    Some(Ok(warnings)) => Some((Some(version), warnings)),
+                    _ => None,
+                }
+            }),
+        };
+        let Some((version, warnings)) = allowed_at else {
+            return self.create_in_transaction(resource, guard, deadline).await;
+        };
+        if let Some(deadline) = deadline {
+            remaining(deadline)?;
+        }
+        let mut conn = by(deadline, self.read()).await?;
+        let outcome =
+            resources::create_in_one_statement(&mut *conn, &resource, version, deadline, channel)
+                .await;
+        // Back to the pool before a fallback takes one of its own.
+        drop(conn);
+        match outcome {
+            Ok(Some(record)) => Ok((record, warnings)),
+            Ok(None) => self.create_in_transaction(resource, guard, deadline).await,
+            Err(StoreError::Database(error)) if B::gave_up_waiting(&error) => {
+                Err(StoreError::Timeout)
+            }
+            Err(other) => Err(other),
+        }
     }
 
     async fn update_resource(

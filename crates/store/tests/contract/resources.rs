@@ -484,9 +484,12 @@ pub async fn placed_workloads_statuses_and_uploads(db: TestDb) {
 
 /// A guard that keeps what it saw per policies' version, as the application's plan guard
 /// does: the store asks it first and reads the policies only for a version it has not seen.
+/// Like the plan guard it tells the last version it saw (`Check::latest`), so on PostgreSQL
+/// a create at that version runs as one statement, and one at any other version must not.
 struct Memo {
     seen: Arc<Mutex<HashMap<i64, Vec<String>>>>,
     reads: Arc<AtomicUsize>,
+    last: Arc<Mutex<Option<i64>>>,
 }
 
 impl Check for Memo {
@@ -497,6 +500,10 @@ impl Check for Memo {
     ) -> Option<Result<Vec<String>, Veto>> {
         let seen = self.seen.lock().unwrap();
         seen.get(&version.0).map(|names| Ok(names.clone()))
+    }
+
+    fn latest(&self, _boundary: &str) -> Option<PoliciesVersion> {
+        (*self.last.lock().unwrap()).map(PoliciesVersion)
     }
 
     fn check(
@@ -511,6 +518,7 @@ impl Check for Memo {
             .map(|p| format!("{}={}", p.name, p.spec_json))
             .collect();
         self.seen.lock().unwrap().insert(version.0, names.clone());
+        *self.last.lock().unwrap() = Some(version.0);
         Ok(names)
     }
 }
@@ -522,19 +530,21 @@ pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
     store.create_boundary("b", None).await.unwrap();
     let seen = Arc::new(Mutex::new(HashMap::new()));
     let reads = Arc::new(AtomicUsize::new(0));
+    let last = Arc::new(Mutex::new(None));
     let n = AtomicUsize::new(0);
+    let memo = || Memo {
+        seen: seen.clone(),
+        reads: reads.clone(),
+        last: last.clone(),
+    };
     // Creates one resource under the memo guard: what the guard answered, and how many times
     // it has been handed the policies so far.
     let create = || async {
         let name = format!("r{}", n.fetch_add(1, Ordering::SeqCst));
-        let guard = Memo {
-            seen: seen.clone(),
-            reads: reads.clone(),
-        };
         let (_, answer) = store
             .create_resource(
                 new_resource("b", "db", &name, "{}"),
-                Some(Box::new(guard)),
+                Some(Box::new(memo())),
                 None,
             )
             .await
@@ -584,10 +594,7 @@ pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
             &key("b", "db", "r0"),
             None,
             Box::new({
-                let guard = Memo {
-                    seen: seen.clone(),
-                    reads: reads.clone(),
-                };
+                let guard = memo();
                 move |_: &ResourceRecord| {
                     Ok(Edit {
                         body_json: r#"{"plan":"large"}"#.into(),
@@ -601,6 +608,28 @@ pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(moved.1, Vec::<String>::new());
+    assert_eq!(reads.load(Ordering::SeqCst), 5);
+
+    // At a version the guard knows, a taken name is still a conflict and an unknown boundary
+    // still not found, and neither writes a change.
+    let changes = store.list_changes("b").await.unwrap().len();
+    let taken = store
+        .create_resource(
+            new_resource("b", "db", "r0", "{}"),
+            Some(Box::new(memo())),
+            None,
+        )
+        .await;
+    assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
+    let missing = store
+        .create_resource(
+            new_resource("nope", "db", "r0", "{}"),
+            Some(Box::new(memo())),
+            None,
+        )
+        .await;
+    assert_not_found(missing);
+    assert_eq!(store.list_changes("b").await.unwrap().len(), changes);
     assert_eq!(reads.load(Ordering::SeqCst), 5);
 }
 
