@@ -32,7 +32,10 @@
 //! rounds of `PODS` creates in each of the three namespaces in turn, `/metrics` read around
 //! each block. Reported: per round, each block's validate step minus the same round's block in
 //! the namespace of no boundary (where the 6 bindings' namespace selectors are checked and do
-//! not match); the median and range over the rounds.
+//! not match); the median and range over the rounds. With `MERGED=1`, a fourth namespace, of a
+//! boundary whose 3 policies are one ValidatingAdmissionPolicy (palisade's 3 merged: their
+//! validations in order, shared variables and match conditions once) and one binding: what one
+//! policy object per boundary would cost (not a layout palisade installs).
 
 #![allow(
     clippy::unwrap_used,
@@ -243,6 +246,83 @@ async fn add_floor_boundaries(client: &kube::Client, from: usize, count: usize) 
     namespaces
 }
 
+/// `MERGED=1` with `PAIRED`: the ValidatingAdmissionPolicies palisade installed for
+/// `template` merged into one (their validations in order, their variables, match conditions
+/// and match constraints once, which must agree) with one binding, for boundary
+/// `tenant-{index}` and a namespace of it: what one policy object per boundary would cost.
+async fn add_merged_boundary(client: &kube::Client, template: &str, index: usize) -> String {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    let policies = Api::<ValidatingAdmissionPolicy>::all(client.clone());
+    let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone());
+    let selector = format!("palisade.dev/boundary={template}");
+    let installed = policies
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(installed.len(), 3, "palisade's 3 policies of {template}");
+    let specs: Vec<serde_json::Value> = installed
+        .iter()
+        .map(|p| serde_json::to_value(p.spec.as_ref().unwrap()).unwrap())
+        .collect();
+    let mut merged = specs[0].clone();
+    let mut validations = Vec::new();
+    let mut variables: Vec<serde_json::Value> = Vec::new();
+    for spec in &specs {
+        for key in ["matchConditions", "matchConstraints", "failurePolicy"] {
+            assert_eq!(spec[key], specs[0][key], "the policies differ in {key}");
+        }
+        validations.extend(spec["validations"].as_array().cloned().unwrap_or_default());
+        for variable in spec["variables"].as_array().cloned().unwrap_or_default() {
+            match variables.iter().find(|v| v["name"] == variable["name"]) {
+                Some(known) => assert_eq!(*known, variable, "two variables of one name differ"),
+                None => variables.push(variable),
+            }
+        }
+    }
+    merged["validations"] = json!(validations);
+    merged["variables"] = json!(variables);
+    let boundary = format!("tenant-{index}");
+    let name = format!("merged-{index}");
+    let namespace = temp_namespace(client, Some(&boundary)).await;
+    let policy =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": merged})).unwrap();
+    policies
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    let binding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {"palisade.dev/boundary": boundary}}},
+        },
+    }))
+    .unwrap();
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let latest: Pod = serde_json::from_value(json!({"metadata": {"name": "probe",
+        "labels": {"team": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:latest"}]}}))
+    .unwrap();
+    let api = Api::<Pod>::namespaced(client.clone(), &namespace);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while api.create(&dry, &latest).await.is_ok() {
+        assert!(Instant::now() < deadline, "the merged policy never acted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    namespace
+}
+
 struct Step {
     boundaries: usize,
     validate_ms: f64,
@@ -318,26 +398,35 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
     let none = temp_namespace(&client, None).await;
     let palisade = add_boundaries(&cluster, &client, 0, 1).await.remove(0);
     let floor = add_floor_boundaries(&client, 1, 1).await.remove(0);
-    let blocks = [("none", &none), ("palisade", &palisade), ("floor", &floor)];
-    for (name, namespace) in blocks {
+    let mut blocks = vec![("none", &none), ("palisade", &palisade), ("floor", &floor)];
+    let merged = if std::env::var("MERGED").is_ok_and(|v| v == "1") {
+        add_merged_boundary(&client, "tenant-0", 2).await
+    } else {
+        String::new()
+    };
+    if !merged.is_empty() {
+        blocks.push(("merged", &merged));
+    }
+    for &(name, namespace) in &blocks {
         validate_step(&client, namespace, &format!("warm-{name}"), 50).await;
     }
     let mut steps: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for round in 0..rounds {
-        for (name, namespace) in blocks {
+        for &(name, namespace) in &blocks {
             let ms = validate_step(&client, namespace, &format!("r{round}-{name}"), pods).await;
             steps.entry(name).or_default().push(ms);
         }
-        for (_, namespace) in blocks {
+        for &(_, namespace) in &blocks {
             Api::<Pod>::namespaced(client.clone(), namespace)
                 .delete_collection(&DeleteParams::default(), &ListParams::default())
                 .await
                 .unwrap();
         }
-        eprintln!(
-            "paired {version} round {round}: none {:.3} ms, palisade {:.3} ms, floor {:.3} ms",
-            steps["none"][round], steps["palisade"][round], steps["floor"][round]
-        );
+        let line: Vec<String> = blocks
+            .iter()
+            .map(|(name, _)| format!("{name} {:.3} ms", steps[name][round]))
+            .collect();
+        eprintln!("paired {version} round {round}: {}", line.join(", "));
     }
     println!(
         "Kubernetes {}: validate step per create, {rounds} rounds of {pods} creates per namespace",
@@ -345,7 +434,7 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
     );
     println!("| namespace | validate step (median, range) | added to no policy, paired by round (median, range) |");
     println!("|---|---|---|");
-    for (name, _) in blocks {
+    for &(name, _) in &blocks {
         let (m, lo, hi) = median_range(steps[name].clone());
         let added: Vec<f64> = steps[name]
             .iter()
