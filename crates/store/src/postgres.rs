@@ -4,7 +4,9 @@
 //! guarded creates and plan moves) in a shared lock (`FOR SHARE`), so a check and its write
 //! cannot interleave with a policy change of that boundary while creates of one boundary run
 //! side by side. A change's `seq` follows commit order relative to every policy change of its
-//! boundary (two resource writes of one boundary may commit in either order). Committed changes wake every replica's
+//! boundary (two resource writes of one boundary may commit in either order). A create whose
+//! guard already allowed it at the boundary's policies' version is one statement, its own
+//! transaction, under the same shared lock (`resources::create_in_one_statement`). Committed changes wake every replica's
 //! reconciler through LISTEN/NOTIFY; an advisory lock elects the one that runs.
 
 use std::time::{Duration, Instant};
