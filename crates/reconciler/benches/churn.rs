@@ -13,7 +13,10 @@
 //!   creates alongside: how many, how many failed other than by a denial, and their p50/p99.
 //!
 //! `cargo bench -p palisade-reconciler --bench churn --profile dev -- VERSION...` (e.g. `1.30 1.37`;
-//! environment: `LAYOUT=per-policy|shared`, `CHANGES`, `RATE`, `BOUNDARIES`).
+//! environment: `LAYOUT=per-policy|shared`, `CHANGES`, `RATE`, `BOUNDARIES`; `MERGED=1`: each
+//! boundary's 3 policies as ONE ValidatingAdmissionPolicy and binding, merged from palisade's
+//! per-policy objects (`support/merged.rs`; not a layout palisade installs), each change
+//! re-applying the boundary's merged object).
 
 #![allow(
     clippy::unwrap_used,
@@ -39,6 +42,8 @@ use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
 use palisade_vap::shared::{PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION};
 use serde_json::json;
 
+#[path = "support/merged.rs"]
+mod merged;
 #[path = "support/plane.rs"]
 mod plane;
 
@@ -167,6 +172,8 @@ async fn main() {
     let changes = env_number("CHANGES", 10_000);
     let rate = env_number("RATE", 100);
     let boundaries = env_number("BOUNDARIES", 50);
+    let merged = std::env::var("MERGED").is_ok_and(|v| v == "1");
+    let label = if merged { "merged" } else { layout.as_str() };
     let mut rows = Vec::new();
     for version in versions {
         let (plane, client, cluster) = private_plane(&version, layout).await;
@@ -176,11 +183,16 @@ async fn main() {
             let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
             let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
             first_namespace.get_or_insert(namespace);
-            for p in fixed_policies().into_iter().chain([trusted(0)]) {
-                cluster
-                    .apply_policy(INSTALLATION, &boundary, &p)
-                    .await
-                    .unwrap();
+            if merged {
+                let policies: Vec<_> = fixed_policies().into_iter().chain([trusted(0)]).collect();
+                merged::apply_merged(&client, INSTALLATION, &boundary, &policies).await;
+            } else {
+                for p in fixed_policies().into_iter().chain([trusted(0)]) {
+                    cluster
+                        .apply_policy(INSTALLATION, &boundary, &p)
+                        .await
+                        .unwrap();
+                }
             }
             names.push(boundary);
         }
@@ -230,11 +242,26 @@ async fn main() {
             ticker.tick().await;
             let boundary = &names[change % names.len()];
             let version = change / names.len() + 1;
-            if cluster
-                .apply_policy(INSTALLATION, boundary, &trusted(version))
+            let applied = if merged {
+                let policies: Vec<_> = fixed_policies()
+                    .into_iter()
+                    .chain([trusted(version)])
+                    .collect();
+                let client = client.clone();
+                let boundary = boundary.clone();
+                // A panic (the API server gone) is a failed change, as an error is below.
+                tokio::spawn(async move {
+                    merged::apply_merged(&client, INSTALLATION, &boundary, &policies).await;
+                })
                 .await
-                .is_err()
-            {
+                .is_ok()
+            } else {
+                cluster
+                    .apply_policy(INSTALLATION, boundary, &trusted(version))
+                    .await
+                    .is_ok()
+            };
+            if !applied {
                 failed_changes += 1;
                 first_failure.get_or_insert(change);
             }
@@ -260,7 +287,7 @@ async fn main() {
         let row = format!(
             "| {} | {} | {} | {changes} in {:.1} s ({:.0}/s), {failed_changes} failed | {} | {} | {:.3} | {:.3} | {} ({create_failures} failed) | {:.2} ms | {:.2} ms |",
             plane.version(),
-            layout.as_str(),
+            label,
             boundaries,
             took.as_secs_f64(),
             changes as f64 / took.as_secs_f64(),

@@ -56,6 +56,8 @@ use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
 use serde_json::json;
 
+#[path = "support/merged.rs"]
+mod merged;
 #[path = "support/plane.rs"]
 mod plane;
 
@@ -246,66 +248,13 @@ async fn add_floor_boundaries(client: &kube::Client, from: usize, count: usize) 
     namespaces
 }
 
-/// `MERGED=1` with `PAIRED`: the ValidatingAdmissionPolicies palisade installed for
-/// `template` merged into one (their validations in order, their variables, match conditions
-/// and match constraints once, which must agree) with one binding, for boundary
-/// `tenant-{index}` and a namespace of it: what one policy object per boundary would cost.
-async fn add_merged_boundary(client: &kube::Client, template: &str, index: usize) -> String {
-    use k8s_openapi::api::admissionregistration::v1::{
-        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-    };
-    let policies = Api::<ValidatingAdmissionPolicy>::all(client.clone());
-    let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone());
-    let selector = format!("palisade.dev/boundary={template}");
-    let installed = policies
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .unwrap()
-        .items;
-    assert_eq!(installed.len(), 3, "palisade's 3 policies of {template}");
-    let specs: Vec<serde_json::Value> = installed
-        .iter()
-        .map(|p| serde_json::to_value(p.spec.as_ref().unwrap()).unwrap())
-        .collect();
-    let mut merged = specs[0].clone();
-    let mut validations = Vec::new();
-    let mut variables: Vec<serde_json::Value> = Vec::new();
-    for spec in &specs {
-        for key in ["matchConditions", "matchConstraints", "failurePolicy"] {
-            assert_eq!(spec[key], specs[0][key], "the policies differ in {key}");
-        }
-        validations.extend(spec["validations"].as_array().cloned().unwrap_or_default());
-        for variable in spec["variables"].as_array().cloned().unwrap_or_default() {
-            match variables.iter().find(|v| v["name"] == variable["name"]) {
-                Some(known) => assert_eq!(*known, variable, "two variables of one name differ"),
-                None => variables.push(variable),
-            }
-        }
-    }
-    merged["validations"] = json!(validations);
-    merged["variables"] = json!(variables);
-    let boundary = format!("tenant-{index}");
-    let name = format!("merged-{index}");
-    let namespace = temp_namespace(client, Some(&boundary)).await;
-    let policy =
-        serde_json::from_value(json!({"metadata": {"name": name}, "spec": merged})).unwrap();
-    policies
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
-    let binding = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "policyName": name,
-            "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": {"matchLabels": {"palisade.dev/boundary": boundary}}},
-        },
-    }))
-    .unwrap();
-    bindings
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
+/// `MERGED=1` with `PAIRED`: palisade's 3 policies of the bench as one ValidatingAdmissionPolicy
+/// and one binding (`support/merged.rs`) for boundary `tenant-{index}`, and a namespace of it:
+/// what one policy object per boundary would cost.
+async fn add_merged_boundary(client: &kube::Client, index: usize) -> String {
+    let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
+    let namespace = temp_namespace(client, Some(boundary.as_str())).await;
+    merged::apply_merged(client, INSTALLATION, &boundary, &policies()).await;
     let latest: Pod = serde_json::from_value(json!({"metadata": {"name": "probe",
         "labels": {"team": "web"}},
         "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:latest"}]}}))
@@ -400,7 +349,7 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
     let floor = add_floor_boundaries(&client, 1, 1).await.remove(0);
     let mut blocks = vec![("none", &none), ("palisade", &palisade), ("floor", &floor)];
     let merged = if std::env::var("MERGED").is_ok_and(|v| v == "1") {
-        add_merged_boundary(&client, "tenant-0", 2).await
+        add_merged_boundary(&client, 2).await
     } else {
         String::new()
     };
