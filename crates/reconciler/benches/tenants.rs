@@ -231,21 +231,32 @@ async fn add_floor_boundaries(client: &kube::Client, from: usize, count: usize) 
         namespaces.push(namespace);
     }
     if let Some(last) = namespaces.last() {
-        let probe: Pod = serde_json::from_value(json!({"metadata": {"name": "probe"},
-            "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:1.0"}]}}))
-        .unwrap();
-        let api = Api::<Pod>::namespaced(client.clone(), last);
-        let dry = PostParams {
-            dry_run: true,
-            ..PostParams::default()
-        };
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while api.create(&dry, &probe).await.is_ok() {
-            assert!(Instant::now() < deadline, "the floor policies never acted");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let probe = json!({"metadata": {"name": "probe"},
+            "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:1.0"}]}});
+        until_refused(client, last, probe, "the floor policies").await;
     }
     namespaces
+}
+
+/// Dry-run creates the `probe` Pod in `namespace` until it is refused (the policies meant to
+/// refuse it are active); panics after 120 s, naming `what` never acted.
+async fn until_refused(
+    client: &kube::Client,
+    namespace: &str,
+    probe: serde_json::Value,
+    what: &str,
+) {
+    let probe: Pod = serde_json::from_value(probe).unwrap();
+    let api = Api::<Pod>::namespaced(client.clone(), namespace);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while api.create(&dry, &probe).await.is_ok() {
+        assert!(Instant::now() < deadline, "{what} never acted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// `MERGED=1` with `PAIRED`: palisade's 3 policies of the bench as one ValidatingAdmissionPolicy
@@ -255,20 +266,9 @@ async fn add_merged_boundary(client: &kube::Client, index: usize) -> String {
     let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
     let namespace = temp_namespace(client, Some(boundary.as_str())).await;
     merged::apply_merged(client, INSTALLATION, &boundary, &policies()).await;
-    let latest: Pod = serde_json::from_value(json!({"metadata": {"name": "probe",
-        "labels": {"team": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:latest"}]}}))
-    .unwrap();
-    let api = Api::<Pod>::namespaced(client.clone(), &namespace);
-    let dry = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while api.create(&dry, &latest).await.is_ok() {
-        assert!(Instant::now() < deadline, "the merged policy never acted");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let latest = json!({"metadata": {"name": "probe", "labels": {"team": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:latest"}]}});
+    until_refused(client, &namespace, latest, "the merged policy").await;
     namespace
 }
 

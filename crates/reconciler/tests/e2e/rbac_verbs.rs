@@ -356,21 +356,10 @@ async fn exercise(
                     std::time::Duration::from_secs(30),
                     || async {
                         sync(admin, vec![app(1)]).await.ok()?;
-                        let params = ListParams::default();
                         let count = if built {
-                            Api::<Job>::namespaced(client.clone(), &namespace)
-                                .list(&params)
-                                .await
-                                .ok()?
-                                .items
-                                .len()
+                            listed::<Job>(&client, &namespace).await?
                         } else {
-                            Api::<Deployment>::namespaced(client.clone(), &namespace)
-                                .list(&params)
-                                .await
-                                .ok()?
-                                .items
-                                .len()
+                            listed::<Deployment>(&client, &namespace).await?
                         };
                         (count > 0).then_some(())
                     },
@@ -507,4 +496,17 @@ async fn every_verb_of_the_role_is_needed() {
         }
     }
     eprintln!("rbac: {checked} (resource, verb) pairs of the role, each needed");
+}
+
+/// How many objects of kind `K` are in `namespace`; `None` when the list fails.
+async fn listed<K>(client: &kube::Client, namespace: &str) -> Option<usize>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api = Api::<K>::namespaced(client.clone(), namespace);
+    Some(api.list(&ListParams::default()).await.ok()?.items.len())
 }

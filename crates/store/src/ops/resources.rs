@@ -39,7 +39,8 @@ const INSERT: &str = "INSERT INTO resources \
 /// lock is taken on the joined row, so after `lt` ran); the row and its change are written
 /// only when the boundary is at the policies' version `$8` the guard allowed at (any, when
 /// NULL) and the name is free. `$11`: the channel that wakes every replica's reconciler,
-/// notified only when a workload placed in a cluster (`$7`) was written.
+/// notified only when a workload placed in a cluster (`$7`) was written. `woke` is read by
+/// no one: a `WITH` query that only reads runs only if referenced, so it keeps `w` running.
 const CREATE_IN_ONE_STATEMENT: &str = "WITH \
      lt AS MATERIALIZED (SELECT set_config('lock_timeout', $9, true) AS v), \
      b AS (SELECT boundaries.policies_version FROM boundaries, lt \
@@ -133,25 +134,22 @@ pub(crate) async fn create<C: Conn>(
     resource: NewResource,
     guard: Option<Guard>,
 ) -> Result<(ResourceRecord, Vec<String>)> {
-    let NewResource {
-        boundary,
-        resource_type,
-        name,
-        body_json,
-        cluster,
-    } = resource;
-    let subject = subject(&resource_type, &name);
-    let key = [Text(&boundary), Text(&resource_type), Text(&name)];
+    let subject = subject(&resource.resource_type, &resource.name);
+    let key = [
+        Text(&resource.boundary),
+        Text(&resource.resource_type),
+        Text(&resource.name),
+    ];
     let (version, taken) = lock_for_create(c, &key).await?;
     if taken {
         return Err(StoreError::Conflict(format!(
             "resource {subject} already exists"
         )));
     }
-    let warnings = run_guard(c, &boundary, version, guard).await?;
+    let warnings = run_guard(c, &resource.boundary, version, guard).await?;
 
     let now = crate::now();
-    let etag = crate::etag_of(&[&body_json]);
+    let etag = crate::etag_of(&[&resource.body_json]);
     let [b, t, n] = key;
     c.execute(
         INSERT,
@@ -159,18 +157,30 @@ pub(crate) async fn create<C: Conn>(
             b,
             t,
             n,
-            Text(&body_json),
+            Text(&resource.body_json),
             Text(&etag),
             Text(&now),
-            OptText(cluster.as_deref()),
+            OptText(resource.cluster.as_deref()),
         ],
     )
     .await
     .map_err(|e| on_insert(e, &format!("resource {subject}")))?;
     let kind = changes::RESOURCE_CREATE;
-    changes::append(c, &boundary, kind, &subject, Some(&body_json), &now).await?;
+    let body = Some(resource.body_json.as_str());
+    changes::append(c, &resource.boundary, kind, &subject, body, &now).await?;
+    Ok((created(resource, etag, now), warnings))
+}
 
-    let record = ResourceRecord {
+/// The record of `resource` as a create wrote it, with its etag and creation time.
+fn created(resource: NewResource, etag: String, now: String) -> ResourceRecord {
+    let NewResource {
+        boundary,
+        resource_type,
+        name,
+        body_json,
+        cluster,
+    } = resource;
+    ResourceRecord {
         boundary,
         resource_type,
         name,
@@ -180,8 +190,7 @@ pub(crate) async fn create<C: Conn>(
         updated_at: now,
         cluster,
         status: None,
-    };
-    Ok((record, warnings))
+    }
 }
 
 /// A create as one statement in a transaction of its own (PostgreSQL, see
@@ -236,17 +245,7 @@ pub(crate) async fn create_in_one_statement<C: Conn>(
         return Err(StoreError::NotFound);
     };
     if inserted > 0 {
-        return Ok(Some(ResourceRecord {
-            boundary: boundary.clone(),
-            resource_type: resource_type.clone(),
-            name: name.clone(),
-            body_json: body_json.clone(),
-            etag,
-            created_at: now.clone(),
-            updated_at: now,
-            cluster: cluster.clone(),
-            status: None,
-        }));
+        return Ok(Some(created(resource.clone(), etag, now)));
     }
     match version {
         Some(expected) if expected.0 != found => Ok(None),
