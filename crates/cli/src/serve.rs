@@ -58,7 +58,9 @@ pub struct ServeArgs {
     /// How policies become admission objects in the clusters: `per-policy` (one
     /// ValidatingAdmissionPolicy and binding per policy and boundary) or `shared` (one policy
     /// and two bindings per installation, each policy's rules in a BoundaryPolicy object in
-    /// its boundary's namespaces; admission cost does not grow with tenants).
+    /// its boundary's namespaces; admission cost does not grow with tenants) or `per-boundary`
+    /// (one policy and binding per boundary and mode, at most 5 policies each; the cheapest
+    /// per request with few tenants).
     #[arg(long, default_value = "per-policy", value_name = "LAYOUT", value_parser = parse_layout)]
     admission_layout: palisade_reconciler::Layout,
 }

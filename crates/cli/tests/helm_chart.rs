@@ -196,18 +196,21 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
 }
 
 #[test]
-fn the_shared_admission_layout_is_passed_to_serve() {
-    let objects = render(&["--set", "reconciler.admissionLayout=shared"]);
-    let args = &find(&objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"];
-    assert_eq!(
-        args,
-        &serde_json::json!([
-            "serve",
-            "--listen=0.0.0.0:8080",
-            "--data-dir=/var/lib/palisade",
-            "--admission-layout=shared"
-        ])
-    );
+fn a_chosen_admission_layout_is_passed_to_serve() {
+    for layout in ["shared", "per-boundary"] {
+        let objects = render(&["--set", &format!("reconciler.admissionLayout={layout}")]);
+        let args =
+            &find(&objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"];
+        assert_eq!(
+            args,
+            &serde_json::json!([
+                "serve",
+                "--listen=0.0.0.0:8080",
+                "--data-dir=/var/lib/palisade",
+                format!("--admission-layout={layout}")
+            ])
+        );
+    }
 }
 
 #[test]

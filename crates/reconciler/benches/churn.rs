@@ -13,10 +13,8 @@
 //!   creates alongside: how many, how many failed other than by a denial, and their p50/p99.
 //!
 //! `cargo bench -p palisade-reconciler --bench churn --profile dev -- VERSION...` (e.g. `1.30 1.37`;
-//! environment: `LAYOUT=per-policy|shared`, `CHANGES`, `RATE`, `BOUNDARIES`; `MERGED=1`: each
-//! boundary's 3 policies as ONE ValidatingAdmissionPolicy and binding, merged from palisade's
-//! per-policy objects (`support/merged.rs`; not a layout palisade installs), each change
-//! re-applying the boundary's merged object).
+//! environment: `LAYOUT=per-policy|shared|per-boundary`, `CHANGES`, `RATE`, `BOUNDARIES`; in the
+//! per-boundary layout each change re-applies the boundary's one object holding its 3 policies).
 
 #![allow(
     clippy::unwrap_used,
@@ -37,13 +35,12 @@ use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::{Api, Resource};
 use palisade_policy::Name;
+use palisade_reconciler::Layout;
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
 use palisade_vap::shared::{PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION};
 use serde_json::json;
 
-#[path = "support/merged.rs"]
-mod merged;
 #[path = "support/plane.rs"]
 mod plane;
 
@@ -172,8 +169,7 @@ async fn main() {
     let changes = env_number("CHANGES", 10_000);
     let rate = env_number("RATE", 100);
     let boundaries = env_number("BOUNDARIES", 50);
-    let merged = std::env::var("MERGED").is_ok_and(|v| v == "1");
-    let label = if merged { "merged" } else { layout.as_str() };
+    let label = layout.as_str();
     let mut rows = Vec::new();
     for version in versions {
         let (plane, client, cluster) = private_plane(&version, layout).await;
@@ -183,17 +179,11 @@ async fn main() {
             let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
             let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
             first_namespace.get_or_insert(namespace);
-            if merged {
-                let policies: Vec<_> = fixed_policies().into_iter().chain([trusted(0)]).collect();
-                merged::apply_merged(&client, INSTALLATION, &boundary, &policies).await;
-            } else {
-                for p in fixed_policies().into_iter().chain([trusted(0)]) {
-                    cluster
-                        .apply_policy(INSTALLATION, &boundary, &p)
-                        .await
-                        .unwrap();
-                }
-            }
+            let policies: Vec<_> = fixed_policies().into_iter().chain([trusted(0)]).collect();
+            cluster
+                .apply_boundary(INSTALLATION, &boundary, &policies)
+                .await
+                .unwrap();
             names.push(boundary);
         }
         let namespace = first_namespace.unwrap();
@@ -242,25 +232,18 @@ async fn main() {
             ticker.tick().await;
             let boundary = &names[change % names.len()];
             let version = change / names.len() + 1;
-            let applied = if merged {
-                let policies: Vec<_> = fixed_policies()
+            let policies: Vec<_> = if layout == Layout::PerBoundary {
+                fixed_policies()
                     .into_iter()
                     .chain([trusted(version)])
-                    .collect();
-                let client = client.clone();
-                let boundary = boundary.clone();
-                // A panic (the API server gone) is a failed change, as an error is below.
-                tokio::spawn(async move {
-                    merged::apply_merged(&client, INSTALLATION, &boundary, &policies).await;
-                })
-                .await
-                .is_ok()
+                    .collect()
             } else {
-                cluster
-                    .apply_policy(INSTALLATION, boundary, &trusted(version))
-                    .await
-                    .is_ok()
+                vec![trusted(version)]
             };
+            let applied = cluster
+                .apply_boundary(INSTALLATION, boundary, &policies)
+                .await
+                .is_ok();
             if !applied {
                 failed_changes += 1;
                 first_failure.get_or_insert(change);

@@ -21,7 +21,7 @@
 //! `cargo bench -p palisade-reconciler --bench tenants -- VERSION...` (e.g. `1.30 1.37`)
 //! (environment: `PODS`, `STEPS`, e.g. `STEPS=0,1,10`; `LAYOUT=shared` for the shared layout:
 //! one policy and two bindings per installation, each policy's rules in a `BoundaryPolicy` in
-//! its boundary's namespace; `FLOOR=1` for the floor: instead of palisade's policies, 3 minimal
+//! its boundary's namespace; `LAYOUT=per-boundary`: one policy and binding per boundary; `FLOOR=1` for the floor: instead of palisade's policies, 3 minimal
 //! ValidatingAdmissionPolicies per boundary, each one comparison (`object.metadata.name !=
 //! 'probe'`) bound to the boundary's namespaces like palisade's, which is what any 3 policy
 //! objects cost the API server on this machine).
@@ -32,10 +32,9 @@
 //! rounds of `PODS` creates in each of the three namespaces in turn, `/metrics` read around
 //! each block. Reported: per round, each block's validate step minus the same round's block in
 //! the namespace of no boundary (where the 6 bindings' namespace selectors are checked and do
-//! not match); the median and range over the rounds. With `MERGED=1`, a fourth namespace, of a
-//! boundary whose 3 policies are one ValidatingAdmissionPolicy (palisade's 3 merged: their
-//! validations in order, shared variables and match conditions once) and one binding: what one
-//! policy object per boundary would cost (not a layout palisade installs).
+//! not match); the median and range over the rounds. A fourth namespace is of a boundary whose
+//! 3 policies are in palisade's per-boundary layout (`--admission-layout per-boundary`: one
+//! ValidatingAdmissionPolicy and one binding holding the 3 validations).
 
 #![allow(
     clippy::unwrap_used,
@@ -56,8 +55,6 @@ use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
 use serde_json::json;
 
-#[path = "support/merged.rs"]
-mod merged;
 #[path = "support/plane.rs"]
 mod plane;
 
@@ -161,12 +158,10 @@ async fn add_boundaries(
     for index in from..from + count {
         let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
         let namespace = temp_namespace(client, Some(boundary.as_str())).await;
-        for policy in policies() {
-            cluster
-                .apply_policy(INSTALLATION, &boundary, &policy)
-                .await
-                .unwrap();
-        }
+        cluster
+            .apply_boundary(INSTALLATION, &boundary, &policies())
+            .await
+            .unwrap();
         namespaces.push(namespace);
     }
     if let Some(last) = namespaces.last() {
@@ -259,19 +254,6 @@ async fn until_refused(
     }
 }
 
-/// `MERGED=1` with `PAIRED`: palisade's 3 policies of the bench as one ValidatingAdmissionPolicy
-/// and one binding (`support/merged.rs`) for boundary `tenant-{index}`, and a namespace of it:
-/// what one policy object per boundary would cost.
-async fn add_merged_boundary(client: &kube::Client, index: usize) -> String {
-    let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
-    let namespace = temp_namespace(client, Some(boundary.as_str())).await;
-    merged::apply_merged(client, INSTALLATION, &boundary, &policies()).await;
-    let latest = json!({"metadata": {"name": "probe", "labels": {"team": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:latest"}]}});
-    until_refused(client, &namespace, latest, "the merged policy").await;
-    namespace
-}
-
 struct Step {
     boundaries: usize,
     validate_ms: f64,
@@ -348,14 +330,9 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
     let palisade = add_boundaries(&cluster, &client, 0, 1).await.remove(0);
     let floor = add_floor_boundaries(&client, 1, 1).await.remove(0);
     let mut blocks = vec![("none", &none), ("palisade", &palisade), ("floor", &floor)];
-    let merged = if std::env::var("MERGED").is_ok_and(|v| v == "1") {
-        add_merged_boundary(&client, 2).await
-    } else {
-        String::new()
-    };
-    if !merged.is_empty() {
-        blocks.push(("merged", &merged));
-    }
+    let per_boundary = cluster.clone().with_layout(Layout::PerBoundary);
+    let per_boundary = add_boundaries(&per_boundary, &client, 2, 1).await.remove(0);
+    blocks.push(("per-boundary", &per_boundary));
     for &(name, namespace) in &blocks {
         validate_step(&client, namespace, &format!("warm-{name}"), 50).await;
     }
@@ -448,6 +425,7 @@ async fn main() {
                 match layout {
                     Layout::PerPolicy => boundaries * 6,
                     Layout::Shared => 3 + boundaries * 3,
+                    Layout::PerBoundary => boundaries * 2,
                 },
                 installed.as_secs_f64(),
                 step.validate_ms,

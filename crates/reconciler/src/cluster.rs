@@ -18,6 +18,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Precon
 use kube::config::KubeConfigOptions;
 use kube::{Api, Client, Resource};
 use palisade_policy::{LabelValue, Mode, Name, Policy};
+use palisade_vap::per_boundary::held_policies;
 use palisade_vap::render::{
     object_name, render, Rendered, BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL,
     MANAGED_BY_LABEL, POLICY_LABEL,
@@ -30,6 +31,7 @@ use serde_json::{json, Value};
 use crate::answer::{parse_warning_header, AdmissionAnswer};
 use crate::cause::{describe, transport};
 use crate::kubeconfig::read as read_kubeconfig;
+use crate::per_boundary::is_per_boundary;
 use crate::probe::{
     parse_minor, too_old, Admission, ClusterProbe, EnforcementProbe, ADMITTED_VIOLATING,
     NOT_SERVED, NOT_WARNED, PROBE_REFUSED,
@@ -65,6 +67,8 @@ pub struct ClusterClient {
     layout: Layout,
     /// Installations whose shared objects this client applied (shared layout).
     shared: Arc<Mutex<BTreeSet<String>>>,
+    /// Installations whose shared objects this client removed (the other layouts).
+    unshared: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl fmt::Debug for ClusterClient {
@@ -203,6 +207,7 @@ impl ClusterClient {
             resources: Arc::default(),
             layout: Layout::default(),
             shared: Arc::default(),
+            unshared: Arc::default(),
         }
     }
 
@@ -228,6 +233,24 @@ impl ClusterClient {
         }
     }
 
+    /// Removes the installation's shared policy and bindings once per client (in a layout
+    /// other than shared, after a switch from it); later calls do nothing.
+    pub async fn remove_shared_once(&self, installation: &str) -> Result<()> {
+        check_installation(installation)?;
+        let done = self
+            .unshared
+            .lock()
+            .is_ok_and(|set| set.contains(installation));
+        if done || self.layout == Layout::Shared {
+            return Ok(());
+        }
+        self.remove_shared(installation).await?;
+        if let Ok(mut set) = self.unshared.lock() {
+            set.insert(installation.to_owned());
+        }
+        Ok(())
+    }
+
     pub(crate) fn forget_shared(&self, installation: &str) {
         if let Ok(mut set) = self.shared.lock() {
             set.remove(installation);
@@ -238,7 +261,7 @@ impl ClusterClient {
         &self.client
     }
 
-    fn cluster_api<K>(&self) -> Api<K>
+    pub(crate) fn cluster_api<K>(&self) -> Api<K>
     where
         K: Resource<Scope = ClusterResourceScope>,
         <K as Resource>::DynamicType: Default,
@@ -296,7 +319,7 @@ impl ClusterClient {
             })
     }
 
-    async fn apply_rendered(&self, rendered: &Rendered) -> Result<()> {
+    pub(crate) async fn apply_rendered(&self, rendered: &Rendered) -> Result<()> {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let name = rendered.policy.metadata.name.clone().unwrap_or_default();
         self.cluster_api::<ValidatingAdmissionPolicy>()
@@ -310,7 +333,7 @@ impl ClusterClient {
     }
 
     /// Objects of the same name labelled for another installation are never taken over.
-    async fn refuse_other_installation(
+    pub(crate) async fn refuse_other_installation(
         &self,
         rendered: &Rendered,
         installation: &str,
@@ -356,8 +379,12 @@ impl ClusterClient {
         policy: &Policy,
     ) -> Result<()> {
         check_installation(installation)?;
-        if self.layout == Layout::Shared {
-            return self.apply_parameters(installation, boundary, policy).await;
+        match self.layout {
+            Layout::Shared => return self.apply_parameters(installation, boundary, policy).await,
+            Layout::PerBoundary => {
+                return Err(ReconcileError::WholeBoundary(policy.name().to_string()))
+            }
+            Layout::PerPolicy => {}
         }
         match render(boundary, policy, installation) {
             Some(rendered) => {
@@ -372,8 +399,33 @@ impl ClusterClient {
         }
     }
 
+    /// Writes the admission objects of `boundary`'s `policies` in this cluster (in the order
+    /// given). Per policy or shared: each policy as [`Self::apply_policy`] does. Per boundary:
+    /// the boundary's objects, one per mode and 5 policies, written together; per-boundary
+    /// objects of the boundary that no longer hold anything are deleted. Other objects of the
+    /// boundary (policies not given, the other layouts') are left to [`Self::garbage_collect`].
+    pub async fn apply_boundary(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policies: &[Policy],
+    ) -> Result<()> {
+        check_installation(installation)?;
+        if self.layout == Layout::PerBoundary {
+            self.apply_boundary_objects(installation, boundary, policies)
+                .await?;
+            return Ok(());
+        }
+        for policy in policies {
+            self.apply_policy(installation, boundary, policy).await?;
+        }
+        Ok(())
+    }
+
     /// Deletes a policy's objects, binding first. Only objects labelled as palisade's, of this
-    /// installation and boundary, are deleted; absent objects are fine.
+    /// installation and boundary, are deleted; absent objects are fine. In the per-boundary
+    /// layout, an object that also holds other policies stays until the boundary is applied
+    /// again without this one.
     pub async fn delete_policy(
         &self,
         installation: &str,
@@ -381,6 +433,10 @@ impl ClusterClient {
         policy: &Name,
     ) -> Result<()> {
         check_installation(installation)?;
+        if self.layout == Layout::PerBoundary {
+            self.delete_held_only(installation, boundary, policy)
+                .await?;
+        }
         self.delete_parameters(installation, boundary, policy)
             .await?;
         let name = object_name(boundary, policy);
@@ -402,8 +458,9 @@ impl ClusterClient {
     }
 
     /// Deletes this installation's objects of `boundary` whose policy is not in `keep`
-    /// (bindings first), selected by labels; returns the names deleted. Objects of the layout
-    /// not in use (left by an earlier one) all go.
+    /// (bindings first), selected by labels; returns the names deleted. A per-boundary object
+    /// goes when one of the policies it holds is not in `keep`. Objects of the layouts not in
+    /// use (left by an earlier one) all go.
     pub async fn garbage_collect(
         &self,
         installation: &str,
@@ -412,21 +469,32 @@ impl ClusterClient {
     ) -> Result<Vec<String>> {
         check_installation(installation)?;
         let (keep, keep_parameters) = match self.layout {
-            Layout::PerPolicy => (keep, &[][..]),
+            Layout::PerPolicy | Layout::PerBoundary => (keep, &[][..]),
             Layout::Shared => (&[][..], keep),
         };
+        let layout = self.layout;
         let mut deleted = self
             .collect_parameters(installation, boundary, keep_parameters)
             .await?;
         let params = ListParams::default().labels(&boundary_selector(installation, boundary));
+        let kept = |policy: &str| keep.iter().any(|k| k.as_str() == policy);
         let stale = |meta: &ObjectMeta| {
             // The selector already holds; checked again in case a server ignored it.
-            is_ours(meta, installation, boundary)
-                && !meta
+            if !is_ours(meta, installation, boundary) {
+                return false;
+            }
+            if is_per_boundary(meta) {
+                let held = held_policies(meta.annotations.as_ref());
+                return layout != Layout::PerBoundary
+                    || held.is_empty()
+                    || !held.iter().all(|p| kept(p));
+            }
+            layout != Layout::PerPolicy
+                || !meta
                     .labels
                     .as_ref()
                     .and_then(|l| l.get(POLICY_LABEL))
-                    .is_some_and(|p| keep.iter().any(|k| k.as_str() == p))
+                    .is_some_and(|p| kept(p))
         };
         let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
         for binding in bindings.list(&params).await?.items {
@@ -624,6 +692,20 @@ impl ClusterClient {
                     shared_policy_name(installation),
                     shared_binding_name(installation, policy.mode()),
                 )
+            }
+            Layout::PerBoundary => {
+                match self
+                    .object_holding(installation, boundary, policy.name())
+                    .await?
+                {
+                    Some(name) => (name.clone(), name),
+                    None => {
+                        return Ok(EnforcementProbe::NotEnforced(format!(
+                            "no ValidatingAdmissionPolicy of palisade's holding policy '{}' is installed",
+                            policy.name()
+                        )))
+                    }
+                }
             }
         };
         let answer = self.dry_run_create(namespace, &pod).await?;

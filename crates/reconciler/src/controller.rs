@@ -117,6 +117,8 @@ pub enum ControllerError {
     Guard(ReconcileError),
     #[error("cannot install the shared admission policy: {0}")]
     Shared(ReconcileError),
+    #[error("cannot remove the shared admission policy of the earlier layout: {0}")]
+    RemoveShared(ReconcileError),
     #[error("cannot deploy workloads: {0}")]
     Workloads(ReconcileError),
     #[error("cannot read the workloads: {0}")]
@@ -800,6 +802,9 @@ impl Controller {
             let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
                 .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
                 .collect();
+            let together = self
+                .apply_together(&client, boundary, &cluster_name, &in_cluster)
+                .await;
             for (record, decoded) in wanted(boundary, &cluster_name) {
                 let status = match decoded {
                     Err(reason) => status_error(&reason.to_string()),
@@ -813,6 +818,7 @@ impl Controller {
                                 policy,
                                 &in_cluster,
                                 probe_namespace.as_deref(),
+                                together.as_ref(),
                             )
                             .await;
                         let key = (
@@ -842,6 +848,14 @@ impl Controller {
             self.write_statuses(&cluster.name, boundary, statuses)
                 .await?;
             audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
+        }
+        if self.settings.layout != Layout::Shared {
+            // Left by the shared layout before a switch: inert once the boundaries' parameters
+            // are gone (above), but every request would still pay for looking them up.
+            client
+                .remove_shared_once(&self.installation)
+                .await
+                .map_err(ControllerError::RemoveShared)?;
         }
         // A failure here (e.g. a role without the workloads' verbs) is the cluster's error,
         // not the policies': they are installed and confirmed above.
@@ -1047,7 +1061,38 @@ impl Controller {
         }
     }
 
-    /// Applies one policy and reads back what it enforces.
+    /// In the per-boundary layout, writes the boundary's policies in the cluster together
+    /// (`None` in the other layouts: each policy is applied by [`Self::install`]). A boundary
+    /// with a policy that cannot be decoded is not written: its objects hold that policy's
+    /// rules with the others', and writing without them would drop them.
+    async fn apply_together(
+        &self,
+        client: &ClusterClient,
+        boundary: &BoundaryState,
+        cluster: &Name,
+        in_cluster: &[Policy],
+    ) -> Option<Result<(), String>> {
+        if self.settings.layout != Layout::PerBoundary {
+            return None;
+        }
+        if let Some((record, _)) = wanted(boundary, cluster).find(|(_, d)| d.is_err()) {
+            return Some(Err(format!(
+                "not applied: policy '{}' of the boundary cannot be decoded, and the boundary's \
+                 admission objects hold its rules with this policy's; they are left as they were",
+                record.name
+            )));
+        }
+        Some(
+            client
+                .apply_boundary(&self.installation, &boundary.name, in_cluster)
+                .await
+                .map_err(|error| error.to_string()),
+        )
+    }
+
+    /// Applies one policy (unless the boundary's policies were applied `together`) and reads
+    /// back what it enforces.
+    #[allow(clippy::too_many_arguments)]
     async fn install(
         &self,
         client: &ClusterClient,
@@ -1056,12 +1101,17 @@ impl Controller {
         policy: &Policy,
         others: &[Policy],
         probe_namespace: Option<&str>,
+        together: Option<&Result<(), String>>,
     ) -> String {
-        if let Err(error) = client
-            .apply_policy(&self.installation, boundary, policy)
-            .await
-        {
-            return status_error(&error.to_string());
+        let applied = match together {
+            Some(result) => result.clone(),
+            None => client
+                .apply_policy(&self.installation, boundary, policy)
+                .await
+                .map_err(|error| error.to_string()),
+        };
+        if let Err(error) = applied {
+            return status_error(&error);
         }
         metrics::applied(cluster);
         let Some(namespace) = probe_namespace else {

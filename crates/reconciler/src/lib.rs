@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod controller;
 pub mod kubeconfig;
 pub mod metrics;
+mod per_boundary;
 pub mod port;
 pub mod probe;
 pub mod rbac;
@@ -46,6 +47,9 @@ pub enum ReconcileError {
     InvalidInstallation(String),
     #[error("policy '{0}' has no admission rules: nothing is installed, nothing can be probed")]
     NoAdmissionRules(String),
+    /// `apply_policy` in the per-boundary layout, whose objects hold several policies.
+    #[error("the per-boundary layout writes a boundary's policies together: apply the boundary, not policy '{0}' alone")]
+    WholeBoundary(String),
     #[error("{name} belongs to palisade installation '{installation}'; it is left alone")]
     OtherInstallation { name: String, installation: String },
     #[error("the namespace is labelled for boundary '{0}'")]

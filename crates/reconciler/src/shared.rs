@@ -67,10 +67,10 @@ fn established(definition: &CustomResourceDefinition) -> bool {
 
 impl ClusterClient {
     /// A list of parameters that fails this way finds none: the definition is not installed,
-    /// or (per-policy layout) the role predates the shared layout, so palisade cannot have
+    /// or (another layout) the role predates the shared layout, so palisade cannot have
     /// written any.
     fn none_to_read(&self, error: &kube::Error) -> bool {
-        not_found(error) || (self.layout() == Layout::PerPolicy && forbidden(error))
+        not_found(error) || (self.layout() != Layout::Shared && forbidden(error))
     }
 
     fn params_api(&self) -> Api<DynamicObject> {

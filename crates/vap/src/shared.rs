@@ -56,6 +56,9 @@ pub enum Layout {
     /// One policy and two bindings per installation, and a parameter object per policy in
     /// each namespace of its boundary.
     Shared,
+    /// One `ValidatingAdmissionPolicy` and one binding per boundary and mode, holding at most
+    /// 5 policies' validations ([`crate::per_boundary`]).
+    PerBoundary,
 }
 
 impl Layout {
@@ -63,6 +66,7 @@ impl Layout {
         match self {
             Layout::PerPolicy => "per-policy",
             Layout::Shared => "shared",
+            Layout::PerBoundary => "per-boundary",
         }
     }
 }
@@ -74,8 +78,9 @@ impl std::str::FromStr for Layout {
         match text {
             "per-policy" => Ok(Layout::PerPolicy),
             "shared" => Ok(Layout::Shared),
+            "per-boundary" => Ok(Layout::PerBoundary),
             other => Err(format!(
-                "unknown admission layout '{other}': expected per-policy or shared"
+                "unknown admission layout '{other}': expected per-policy, shared or per-boundary"
             )),
         }
     }

@@ -4,12 +4,12 @@
 use palisade_reconciler::{ClusterClient, Layout};
 use palisade_testkit::control_plane::ControlPlane;
 
-/// `LAYOUT` (`per-policy`, the default, or `shared`).
+/// `LAYOUT` (`per-policy`, the default, `shared` or `per-boundary`).
 pub fn layout_from_env() -> Layout {
     std::env::var("LAYOUT")
         .unwrap_or_else(|_| "per-policy".into())
         .parse()
-        .expect("LAYOUT: per-policy or shared")
+        .expect("LAYOUT: per-policy, shared or per-boundary")
 }
 
 /// A private control plane of `version`, an admin client and a `ClusterClient` rendering in

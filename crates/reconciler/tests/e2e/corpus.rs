@@ -14,6 +14,7 @@ use palisade_testkit::control_plane::temp_namespace;
 use palisade_testkit::corpus::{
     policies_of, AdmissionCase, AdmissionHarness, Finding, Reports, Verdict,
 };
+use palisade_vap::per_boundary::object_holding;
 use palisade_vap::shared::{shared_binding_name, shared_policy_name};
 use palisade_vap::{object_name, Layout};
 
@@ -21,10 +22,13 @@ use crate::support::{barrier_in, connect, name, on_both_versions, INSTALLATION};
 
 on_both_versions!(corpus_replays_on_a_real_api_server);
 on_both_versions!(corpus_replays_in_the_shared_layout);
+on_both_versions!(corpus_replays_in_the_per_boundary_layout);
 
 /// The installation of the shared layout's replay (its own, so that no other test's removal of
 /// an installation touches it).
 const SHARED_INSTALLATION: &str = "e2e-shared";
+/// The installation of the per-boundary layout's replay.
+const PER_BOUNDARY_INSTALLATION: &str = "e2e-per-boundary";
 
 /// Warnings of palisade's policies (Kubernetes' text of a `Warn` action).
 pub(crate) fn policy_warnings(answer: &AdmissionAnswer) -> Vec<String> {
@@ -132,6 +136,11 @@ fn names(
             shared_policy_name(installation),
             shared_binding_name(installation, policy.mode()),
         ),
+        Layout::PerBoundary => {
+            let name =
+                object_holding(&set.boundary, &set.policies, policy.name()).unwrap_or_default();
+            (name.clone(), name)
+        }
     }
 }
 
@@ -142,6 +151,11 @@ async fn corpus_replays_on_a_real_api_server(version: &str) {
 /// The same cases with one shared policy and two bindings, each policy's rules in parameters.
 async fn corpus_replays_in_the_shared_layout(version: &str) {
     replay(version, SHARED_INSTALLATION, Layout::Shared).await;
+}
+
+/// The same cases with one policy object and binding per boundary and mode.
+async fn corpus_replays_in_the_per_boundary_layout(version: &str) {
+    replay(version, PER_BOUNDARY_INSTALLATION, Layout::PerBoundary).await;
 }
 
 async fn replay(version: &str, installation: &str, layout: Layout) {
@@ -165,12 +179,10 @@ async fn replay(version: &str, installation: &str, layout: Layout) {
         let boundary = name(&format!("corpus-{}-{}", layout.as_str(), sets.len()));
         let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
         let policies = policies_of(&case.name, &case.policies).unwrap();
-        for policy in &policies {
-            cluster
-                .apply_policy(installation, &boundary, policy)
-                .await
-                .unwrap();
-        }
+        cluster
+            .apply_boundary(installation, &boundary, &policies)
+            .await
+            .unwrap();
         let set = PolicySet {
             boundary,
             namespace,

@@ -21,6 +21,7 @@ mod generated;
 mod guard;
 mod kwok;
 mod lifecycle;
+mod per_boundary;
 mod platform;
 mod preview;
 mod probe;

@@ -104,21 +104,55 @@ async fn sqlite_store_with_policy() -> (tempfile::TempDir, String, SharedStore) 
 async fn store_with_policy(url: &str, boundary: &str) -> SharedStore {
     let store = palisade_store::connect(url).await.unwrap();
     store.create_boundary(boundary, None).await.unwrap();
+    put_policy(
+        &store,
+        boundary,
+        "no-latest",
+        r#"{"rules":[{"disallowLatestTag":{}}]}"#,
+    )
+    .await;
     store
-        .put_policy(
-            PolicyWrite {
-                boundary: boundary.into(),
-                name: "no-latest".into(),
-                spec_json: r#"{"rules":[{"disallowLatestTag":{}}]}"#.into(),
-                metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
-                if_match: None,
-                create_only: false,
-            },
-            "test",
-        )
+}
+
+/// A boundary holding `no-latest` in a SQLite store, attached to a new cluster record of
+/// `plane`, with a namespace of it registered, and a fresh installation id.
+struct Attached {
+    _dir: tempfile::TempDir,
+    boundary: String,
+    store: SharedStore,
+    key: SealingKey,
+    cluster_name: String,
+    namespace: String,
+    installation: String,
+}
+
+async fn attached(plane: &palisade_testkit::control_plane::ControlPlane) -> Attached {
+    let (dir, boundary, store) = sqlite_store_with_policy().await;
+    let key = SealingKey::random();
+    let cluster_name = unique_name("c");
+    add_cluster(
+        &store,
+        &key,
+        &cluster_name,
+        plane.kubeconfig_yaml(),
+        &boundary,
+    )
+    .await;
+    let client = plane.client().await;
+    let namespace = palisade_testkit::control_plane::temp_namespace(&client, Some(&boundary)).await;
+    store
+        .put_namespace(&boundary, &cluster_name, &namespace)
         .await
         .unwrap();
-    store
+    Attached {
+        _dir: dir,
+        boundary,
+        store,
+        key,
+        cluster_name,
+        namespace,
+        installation: installation(),
+    }
 }
 
 async fn add_cluster(
@@ -447,24 +481,15 @@ async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller() {
     let plane = plane("1.37").await;
-    let (_dir, boundary, store) = sqlite_store_with_policy().await;
-    let key = SealingKey::random();
-    let cluster_name = unique_name("c");
-    add_cluster(
-        &store,
-        &key,
-        &cluster_name,
-        plane.kubeconfig_yaml(),
-        &boundary,
-    )
-    .await;
-    let client = plane.client().await;
-    let namespace = palisade_testkit::control_plane::temp_namespace(&client, Some(&boundary)).await;
-    store
-        .put_namespace(&boundary, &cluster_name, &namespace)
-        .await
-        .unwrap();
-    let installation = installation();
+    let Attached {
+        _dir,
+        boundary,
+        store,
+        key,
+        cluster_name,
+        namespace,
+        installation,
+    } = attached(plane).await;
     let settings = Settings {
         layout: palisade_reconciler::Layout::Shared,
         ..Settings::default()
@@ -560,4 +585,184 @@ async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
     assert!(record.apiserver_restarted_at.is_some());
     assert_eq!(metric(restarts, &[("cluster", &name)]), 1.0);
     drop(plane);
+}
+
+async fn put_policy(store: &SharedStore, boundary: &str, name: &str, spec: &str) {
+    store
+        .put_policy(
+            PolicyWrite {
+                boundary: boundary.into(),
+                name: name.into(),
+                spec_json: spec.into(),
+                metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
+                if_match: None,
+                create_only: false,
+            },
+            "test",
+        )
+        .await
+        .unwrap();
+}
+
+/// name → status of the boundary's policies in `cluster`.
+async fn statuses(store: &SharedStore, boundary: &str, cluster: &str) -> BTreeMap<String, String> {
+    store
+        .policy_statuses(boundary)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.cluster == cluster)
+        .map(|s| (s.policy, s.status))
+        .collect()
+}
+
+/// `--admission-layout per-boundary`: the controller writes a boundary's policies of one mode
+/// into one object, confirms each policy (status `enforced`), leaves the objects as they were
+/// while one of the boundary's policies cannot be decoded (its rules would be dropped), and
+/// removes the objects when the policies go; the shared layout's policy left from before a
+/// switch goes too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_controller() {
+    let plane = plane("1.37").await;
+    let Attached {
+        _dir,
+        boundary,
+        store,
+        key,
+        cluster_name,
+        namespace,
+        installation,
+    } = attached(plane).await;
+    put_policy(
+        &store,
+        &boundary,
+        "team-label",
+        r#"{"rules":[{"requiredLabels":{"labels":[{"key":"team"}]}}]}"#,
+    )
+    .await;
+    put_policy(
+        &store,
+        &boundary,
+        "watch",
+        r#"{"mode":"audit","rules":[{"allowedRegistries":{"registries":["ghcr.io/acme"]}}]}"#,
+    )
+    .await;
+    let client = plane.client().await;
+    let settings = Settings {
+        layout: palisade_reconciler::Layout::PerBoundary,
+        ..Settings::default()
+    };
+    // Left by the shared layout before a switch: removed after the boundaries are written.
+    let shared = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+        .await
+        .unwrap()
+        .with_layout(palisade_reconciler::Layout::Shared);
+    shared.install_shared(&installation).await.unwrap();
+    let controller = controller(&store, &key, &installation, settings);
+    let all_enforced = |names: &'static [&'static str]| {
+        let store = store.clone();
+        let boundary = boundary.clone();
+        let cluster_name = cluster_name.clone();
+        let controller = controller.clone();
+        async move {
+            eventually(
+                "every policy enforced in the per-boundary layout",
+                ACTIVATION_TIMEOUT,
+                || async {
+                    controller.reconcile_all().await;
+                    let found = statuses(&store, &boundary, &cluster_name).await;
+                    let expected: BTreeMap<String, String> = names
+                        .iter()
+                        .map(|n| ((*n).to_owned(), "enforced".to_owned()))
+                        .collect();
+                    (found == expected).then_some(())
+                },
+            )
+            .await;
+        }
+    };
+    all_enforced(&["no-latest", "team-label", "watch"]).await;
+    let boundary_name = palisade_policy::Name::parse(&boundary).unwrap();
+    let enforce =
+        palisade_vap::boundary_object_name(&boundary_name, palisade_policy::Mode::Enforce, 1);
+    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+        .await
+        .unwrap()
+        .with_layout(palisade_reconciler::Layout::PerBoundary);
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "labels": {"team": "a"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx:latest"}]}});
+    let answer = cluster.dry_run_create(&namespace, &pod).await.unwrap();
+    assert_eq!(answer.denying_policy(), Some(enforce.as_str()));
+    let vaps =
+        kube::Api::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>::all(
+            client.clone(),
+        );
+    let version = |vap: Option<
+        k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
+    >| { vap.and_then(|v| v.metadata.resource_version) };
+    let before = version(vaps.get_opt(&enforce).await.unwrap());
+    assert!(vaps
+        .get_opt(&format!("{installation}.policies.palisade.dev"))
+        .await
+        .unwrap()
+        .is_none());
+
+    // A policy that cannot be decoded: the boundary's objects stay as they were (team-label's
+    // change waits), and every policy's status says why.
+    put_policy(&store, &boundary, "broken", r#"{"rules":[{"bogus":{}}]}"#).await;
+    put_policy(
+        &store,
+        &boundary,
+        "team-label",
+        r#"{"rules":[{"requiredLabels":{"labels":[{"key":"owner"}]}}]}"#,
+    )
+    .await;
+    controller.reconcile_all().await;
+    let found = statuses(&store, &boundary, &cluster_name).await;
+    assert!(found["broken"].starts_with("error: "), "{found:?}");
+    for policy in ["no-latest", "team-label", "watch"] {
+        assert!(
+            found[policy].starts_with(
+                "error: not applied: policy 'broken' of the boundary cannot be decoded"
+            ),
+            "{policy}: {found:?}"
+        );
+    }
+    assert_eq!(version(vaps.get_opt(&enforce).await.unwrap()), before);
+    let answer = cluster
+        .dry_run_create(
+            &namespace,
+            &serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web"},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.denial_message(),
+        Some("Policy 'team-label' (RequiredLabels) requires the label team.")
+    );
+
+    // Mended: the objects follow the policies again.
+    store
+        .delete_policy(&boundary, "broken", None, "test")
+        .await
+        .unwrap();
+    all_enforced(&["no-latest", "team-label", "watch"]).await;
+    assert_ne!(version(vaps.get_opt(&enforce).await.unwrap()), before);
+
+    for policy in ["no-latest", "team-label", "watch"] {
+        store
+            .delete_policy(&boundary, policy, None, "test")
+            .await
+            .unwrap();
+    }
+    controller.reconcile_all().await;
+    assert!(!cluster
+        .installed_boundaries(&installation)
+        .await
+        .unwrap()
+        .contains(boundary_name.as_str()));
+    cluster.remove_installation(&installation).await.unwrap();
 }

@@ -132,12 +132,12 @@ pub async fn barrier_in(
     let namespace = control_plane::temp_namespace(&client, Some(boundary.as_str())).await;
     let probe = policy("barrier", json!({"rules": [{"disallowLatestTag": {}}]}));
     cluster
-        .apply_policy(installation, &boundary, &probe)
+        .apply_boundary(installation, &boundary, std::slice::from_ref(&probe))
         .await
         .unwrap();
     let took = wait_enforced_in(cluster, installation, &boundary, &probe, &namespace).await;
     cluster
-        .delete_policy(installation, &boundary, probe.name())
+        .garbage_collect(installation, &boundary, &[])
         .await
         .unwrap();
     took
