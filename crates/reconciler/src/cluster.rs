@@ -412,9 +412,9 @@ impl ClusterClient {
     ) -> Result<()> {
         check_installation(installation)?;
         if self.layout == Layout::PerBoundary {
-            self.apply_boundary_objects(installation, boundary, policies)
-                .await?;
-            return Ok(());
+            return self
+                .apply_boundary_objects(installation, boundary, policies)
+                .await;
         }
         for policy in policies {
             self.apply_policy(installation, boundary, policy).await?;

@@ -43,7 +43,7 @@ impl ClusterClient {
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
-    ) -> Result<Vec<String>> {
+    ) -> Result<()> {
         let objects = render_boundary(boundary, policies, installation);
         for object in &objects {
             self.refuse_other_installation(&object.rendered, installation)
@@ -69,13 +69,13 @@ impl ClusterClient {
     }
 
     /// Deletes this installation's per-boundary objects of `boundary` for which `doomed` holds,
-    /// bindings first; returns the names of the policy objects deleted.
+    /// bindings first.
     async fn delete_per_boundary(
         &self,
         installation: &str,
         boundary: &Name,
         doomed: impl Fn(&ObjectMeta) -> bool,
-    ) -> Result<Vec<String>> {
+    ) -> Result<()> {
         let params = selector(installation, boundary);
         let chosen = |meta: &ObjectMeta| {
             is_ours(meta, installation, boundary) && is_per_boundary(meta) && doomed(meta)
@@ -86,14 +86,13 @@ impl ClusterClient {
                 delete_exact(&bindings, &binding.metadata).await?;
             }
         }
-        let mut deleted = Vec::new();
         let vaps = self.cluster_api::<ValidatingAdmissionPolicy>();
         for vap in vaps.list(&params).await?.items {
-            if chosen(&vap.metadata) && delete_exact(&vaps, &vap.metadata).await? {
-                deleted.push(vap.metadata.name.unwrap_or_default());
+            if chosen(&vap.metadata) {
+                delete_exact(&vaps, &vap.metadata).await?;
             }
         }
-        Ok(deleted)
+        Ok(())
     }
 
     /// The name of this installation's per-boundary object of `boundary` that holds `policy`
@@ -133,7 +132,6 @@ impl ClusterClient {
         self.delete_per_boundary(installation, boundary, |meta| {
             held_policies(meta.annotations.as_ref()) == [policy.to_string()]
         })
-        .await?;
-        Ok(())
+        .await
     }
 }

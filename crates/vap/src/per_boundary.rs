@@ -21,7 +21,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use palisade_policy::{Mode, Name, Policy};
 
-use crate::render::{render, Rendered, BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL};
+use crate::render::{labels, render, Rendered, POLICY_LABEL};
 use crate::shared::MODE_LABEL;
 
 /// The most policies one object holds (the API server's per-object cost budget).
@@ -40,7 +40,6 @@ pub fn boundary_object_name(boundary: &Name, mode: Mode, n: usize) -> String {
 /// One policy object of a boundary and the policies it holds, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BoundaryObjects {
-    pub mode: Mode,
     pub policies: Vec<Name>,
     pub rendered: Rendered,
 }
@@ -92,14 +91,13 @@ fn merge(
 ) -> BoundaryObjects {
     let names: Vec<Name> = chunk.iter().map(|(n, _)| n.clone()).collect();
     let list = names.iter().map(Name::as_str).collect::<Vec<_>>().join(",");
+    // The per-policy labels, with the mode instead of a policy.
+    let mut object_labels = labels(installation, boundary, &names[0]);
+    object_labels.remove(POLICY_LABEL);
+    object_labels.insert(MODE_LABEL.to_owned(), mode.as_str().to_owned());
     let metadata = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         name: Some(name.to_owned()),
-        labels: Some(BTreeMap::from([
-            (MANAGED_BY_LABEL.to_owned(), "palisade".to_owned()),
-            (INSTALLATION_LABEL.to_owned(), installation.to_owned()),
-            (BOUNDARY_LABEL.to_owned(), boundary.to_string()),
-            (MODE_LABEL.to_owned(), mode.as_str().to_owned()),
-        ])),
+        labels: Some(object_labels),
         annotations: Some(BTreeMap::from([(POLICIES_ANNOTATION.to_owned(), list)])),
         ..Default::default()
     };
@@ -124,7 +122,6 @@ fn merge(
     let mut binding_spec = chunk[0].1.binding.spec.clone().unwrap_or_default();
     binding_spec.policy_name = Some(name.to_owned());
     BoundaryObjects {
-        mode,
         policies: names,
         rendered: Rendered {
             policy: ValidatingAdmissionPolicy {
@@ -143,14 +140,8 @@ fn merge(
 /// The name of the object that holds `policy` when `policies` are rendered with
 /// [`render_boundary`]; `None` when it holds no admission rules or is not among them.
 pub fn object_holding(boundary: &Name, policies: &[Policy], policy: &Name) -> Option<String> {
-    let mode = policies.iter().find(|p| p.name() == policy)?.mode();
-    let index = policies
-        .iter()
-        .filter(|p| p.mode() == mode && p.has_admission_rules())
-        .position(|p| p.name() == policy)?;
-    Some(boundary_object_name(
-        boundary,
-        mode,
-        index / POLICIES_PER_OBJECT + 1,
-    ))
+    render_boundary(boundary, policies, "")
+        .into_iter()
+        .find(|object| object.policies.contains(policy))
+        .and_then(|object| object.rendered.policy.metadata.name)
 }
