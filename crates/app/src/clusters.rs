@@ -1,7 +1,7 @@
 //! Clusters (platform-level, admin only) and their attachment to boundaries. Credentials are
 //! checked by the one set of kubeconfig rules, stored sealed, and never returned.
 
-use palisade_api_types::view::{Admission, ClusterList, ClusterView};
+use palisade_api_types::view::{Admission, ClusterList, ClusterView, Repair};
 use palisade_store::{ClusterRecord, StoreError};
 
 use crate::caller::{Access, Caller};
@@ -26,6 +26,11 @@ pub fn view(record: ClusterRecord) -> ClusterView {
         last_error: record.last_error,
         api_server_restarts: u64::try_from(record.apiserver_restarts).unwrap_or(0),
         api_server_restarted_at: record.apiserver_restarted_at,
+        repairs: u64::try_from(record.repairs).unwrap_or(0),
+        last_repair: record
+            .last_repair
+            .zip(record.last_repair_at)
+            .map(|(message, at)| Repair { message, at }),
         created_at: record.created_at,
         updated_at: record.updated_at,
     }
@@ -135,7 +140,8 @@ impl App {
     ) -> AppResult<()> {
         caller.require_admin()?;
         let record = self.find_cluster(cluster).await?;
-        self.refuse_with_workloads(cluster, None).await?;
+        self.refuse_with_workloads(cluster, Placed::InCluster)
+            .await?;
         let installation = self.installation().await?;
         let removed = match self.kubeconfig_of(&record) {
             Ok(kubeconfig) => self
@@ -219,7 +225,8 @@ impl App {
     pub async fn detach_cluster(&self, access: &Access, cluster: &str) -> AppResult<()> {
         access.caller().require_admin()?;
         let boundary = access.boundary();
-        self.refuse_with_workloads(cluster, Some(boundary)).await?;
+        self.refuse_with_workloads(cluster, Placed::OfBoundary(boundary))
+            .await?;
         self.store
             .detach_cluster(boundary, cluster)
             .await
@@ -232,31 +239,75 @@ impl App {
     }
 }
 
+/// Where the workloads a refusal looks for are placed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Placed<'a> {
+    /// Anywhere in the cluster.
+    InCluster,
+    /// In the cluster, of this boundary.
+    OfBoundary(&'a str),
+    /// In this namespace of the cluster, of this boundary.
+    InNamespace {
+        boundary: &'a str,
+        namespace: &'a str,
+    },
+}
+
+impl Placed<'_> {
+    fn holds(&self, record: &palisade_store::ResourceRecord) -> bool {
+        match *self {
+            Placed::InCluster => true,
+            Placed::OfBoundary(boundary) => record.boundary == boundary,
+            Placed::InNamespace {
+                boundary,
+                namespace,
+            } => {
+                record.boundary == boundary
+                    && serde_json::from_str::<serde_json::Value>(&record.body_json)
+                        .ok()
+                        .and_then(|body| body.get("namespace")?.as_str().map(str::to_owned))
+                        .is_some_and(|placed| placed == namespace)
+            }
+        }
+    }
+}
+
 impl App {
-    /// 409 while workloads (of `boundary`, or of any boundary) run in the cluster: their
-    /// objects there would be left behind or taken away without anyone asking.
-    async fn refuse_with_workloads(&self, cluster: &str, boundary: Option<&str>) -> AppResult<()> {
-        let placed: Vec<String> = self
+    /// 409 while workloads (where `placed` says) run in the cluster: their objects there would
+    /// be left behind or taken away without anyone asking.
+    pub(crate) async fn refuse_with_workloads(
+        &self,
+        cluster: &str,
+        placed: Placed<'_>,
+    ) -> AppResult<()> {
+        let found: Vec<String> = self
             .store
             .resources_in_cluster(cluster)
             .await
             .map_err(|e| AppError::from_store(e, "cluster"))?
             .into_iter()
-            .filter(|r| boundary.is_none_or(|b| r.boundary == b))
+            .filter(|r| placed.holds(r))
             .map(|r| format!("{}/{}/{}", r.boundary, r.resource_type, r.name))
             .collect();
-        if placed.is_empty() {
+        if found.is_empty() {
             return Ok(());
         }
-        let shown: Vec<&str> = placed.iter().take(5).map(String::as_str).collect();
-        let more = if placed.len() > shown.len() {
-            format!(" and {} more", placed.len() - shown.len())
+        let shown: Vec<&str> = found.iter().take(5).map(String::as_str).collect();
+        let more = if found.len() > shown.len() {
+            format!(" and {} more", found.len() - shown.len())
         } else {
             String::new()
         };
+        let (place, elsewhere) = match placed {
+            Placed::InNamespace { namespace, .. } => (
+                format!("namespace '{namespace}' in cluster '{cluster}'"),
+                "another namespace",
+            ),
+            _ => (format!("cluster '{cluster}'"), "another cluster"),
+        };
         Err(AppError::Conflict(format!(
-            "cluster '{cluster}' runs {} workload(s): {}{more}; delete them or move them to another cluster first",
-            placed.len(),
+            "{place} runs {} workload(s): {}{more}; delete them or move them to {elsewhere} first",
+            found.len(),
             shown.join(", ")
         )))
     }

@@ -7,6 +7,7 @@ use palisade_api_types::view::{NamespaceList, NamespaceView};
 use palisade_store::{ClusterRecord, NamespaceRecord, StoreError};
 
 use crate::caller::Access;
+use crate::clusters::Placed;
 use crate::error::{AppError, AppResult};
 use crate::paging::PageRequest;
 use crate::ports::ClusterError;
@@ -158,7 +159,8 @@ impl App {
     }
 
     /// Releases the namespace (boundary-admin or admin): its label is removed in the cluster,
-    /// then palisade forgets it.
+    /// then palisade forgets it. 409 while workloads of the boundary are placed there: without
+    /// the namespace they could not be deployed, and their objects would be taken away.
     pub async fn release_namespace(
         &self,
         access: &Access,
@@ -171,6 +173,14 @@ impl App {
             .get_namespace(boundary, cluster, namespace)
             .await
             .map_err(|e| namespace_error(e, boundary, cluster, namespace))?;
+        self.refuse_with_workloads(
+            cluster,
+            Placed::InNamespace {
+                boundary,
+                namespace,
+            },
+        )
+        .await?;
         let record = self.find_cluster(cluster).await?;
         let boundary_name = crate::path_name("boundary", boundary)?;
         let kubeconfig = self.kubeconfig_of(&record)?;

@@ -601,3 +601,52 @@ async fn placement_is_checked_and_defaults_to_the_only_namespace() {
         "{db}"
     );
 }
+
+/// Releasing a namespace where workloads run is refused with the workloads named (as deleting
+/// or detaching their cluster is): the release would take their Deployments away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releasing_a_namespace_with_workloads_is_refused_and_they_keep_running() {
+    let f = Fixture::new(&[]).await;
+    for name in ["one", "two"] {
+        f.create(json!({"type": "app", "name": name, "plan": "small",
+                        "image": "ghcr.io/acme/web:1.0"}))
+            .await;
+    }
+    f.wait("app/one", |s| s == "running").await;
+    f.wait("app/two", |s| s == "running").await;
+    let path = format!(
+        "/v1/boundaries/{}/clusters/k1/namespaces/{}",
+        f.boundary, f.namespace
+    );
+    let (status, body) = f.stack.call("DELETE", &path, None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        format!(
+            "namespace '{ns}' in cluster 'k1' runs 2 workload(s): {b}/app/one, {b}/app/two; delete them or move them to another namespace first",
+            ns = f.namespace,
+            b = f.boundary
+        )
+    );
+    // Still the boundary's, still running, after a pass.
+    let (status, _) = f.stack.call("GET", &path, None).await;
+    assert_eq!(status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for name in ["app-one", "app-two"] {
+        assert!(
+            f.deployments().get_opt(name).await.unwrap().is_some(),
+            "{name}"
+        );
+    }
+    f.wait("app/one", |s| s == "running").await;
+    // Without workloads the release goes through.
+    for name in ["one", "two"] {
+        let (status, _) = f
+            .stack
+            .call("DELETE", &format!("{}/app/{name}", f.resources()), None)
+            .await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+    }
+    let (status, body) = f.stack.call("DELETE", &path, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+}
