@@ -346,9 +346,10 @@ def pod_spec_of(obj):
     return (spec.get("template") or {}).get("spec") or {}
 
 
-def images_of(pod_spec):
-    return [c.get("image", "") for c in (pod_spec.get("containers") or [])] + \
-           [c.get("image", "") for c in (pod_spec.get("initContainers") or [])]
+def images_of(pod_spec, kind):
+    """Containers, then init containers, then (a Pod's) ephemeral containers (SPEC 3.2, v3.1)."""
+    lists = ["containers", "initContainers"] + (["ephemeralContainers"] if kind == "Pod" else [])
+    return [c.get("image", "") for field in lists for c in (pod_spec.get(field) or [])]
 
 
 def latest_violation(image):
@@ -419,10 +420,13 @@ def evaluate(policies, obj):
     checked = (group, obj.get("kind")) in CHECKED
     result = {"checked": checked, "admitted": True, "denials": [], "warnings": []}
     meta = obj.get("metadata") or {}
-    if not checked or "deletionTimestamp" in meta:
+    # Every case is a CREATE, which is judged even with a deletionTimestamp (the API server
+    # clears it on create; SPEC 3.1 v3.1 exempts only spec-preserving UPDATEs of terminating
+    # objects).
+    if not checked:
         return result
     obj_labels = admission_labels(group, obj)
-    images = images_of(pod_spec_of(obj))
+    images = images_of(pod_spec_of(obj), obj.get("kind"))
     for policy in sorted(policies, key=lambda p: p["name"]):
         v = first_violation(policy, obj_labels, images)
         if v is None:

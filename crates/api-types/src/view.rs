@@ -373,8 +373,25 @@ pub struct ClusterView {
     /// When palisade saw the last of them (RFC 3339); absent if never.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_server_restarted_at: Option<String>,
+    /// How many times palisade found something it owns in the cluster changed by someone else
+    /// (e.g. a namespace's boundary label removed) and put it back.
+    #[serde(default)]
+    pub repairs: u64,
+    /// The last of those repairs; absent if none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_repair: Option<Repair>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// A repair palisade made in a cluster.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Repair {
+    /// What was found and put back, e.g. `namespace web lost its boundary label; restored`.
+    pub message: String,
+    /// When (RFC 3339).
+    pub at: String,
 }
 
 /// A page of clusters (`{"items": [...], "continue": "..."?}`, by name).

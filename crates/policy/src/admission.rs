@@ -68,6 +68,8 @@ pub struct AdmissionObject {
     labels: BTreeMap<String, String>,
     /// Images of `containers`, then of `initContainers`, in order.
     images: Vec<String>,
+    /// Images of a Pod's `ephemeralContainers` (SPEC 3.2, v3.1), in order.
+    ephemeral_images: Vec<String>,
 }
 
 /// The object is not a Kubernetes object the rules can read; `pointer` names the field.
@@ -158,26 +160,21 @@ impl AdmissionObject {
             labels.entry(key.to_owned()).or_insert(value);
         }
         let mut images = Vec::new();
+        let mut ephemeral_images = Vec::new();
         if let Some(location) = pod_spec {
             let spec_pointer: String = location.path().iter().map(|s| format!("/{s}")).collect();
             if let Some(spec) = at(object, &spec_pointer).filter(|v| !v.is_null()) {
                 for list in ["containers", "initContainers"] {
-                    let list_pointer = format!("{spec_pointer}/{list}");
-                    match spec.get(list) {
-                        None | Some(Value::Null) => {}
-                        Some(Value::Array(containers)) => {
-                            for (index, container) in containers.iter().enumerate() {
-                                let image = string_field(container, "/image").map_err(|_| {
-                                    object_error(
-                                        format!("{list_pointer}/{index}/image"),
-                                        "must be a string",
-                                    )
-                                })?;
-                                images.push(image.unwrap_or_default());
-                            }
-                        }
-                        Some(_) => return Err(object_error(list_pointer, "must be a list")),
-                    }
+                    container_images(spec, &spec_pointer, list, &mut images)?;
+                }
+                // Only a Pod runs ephemeral containers (a template cannot hold them).
+                if location == PodSpecLocation::Spec {
+                    container_images(
+                        spec,
+                        &spec_pointer,
+                        "ephemeralContainers",
+                        &mut ephemeral_images,
+                    )?;
                 }
             }
         }
@@ -190,6 +187,7 @@ impl AdmissionObject {
             terminating,
             labels,
             images,
+            ephemeral_images,
         })
     }
 
@@ -197,12 +195,54 @@ impl AdmissionObject {
         self.pod_spec.is_some()
     }
 
+    /// Images of `containers`, then `initContainers`, in order.
     pub fn images(&self) -> impl Iterator<Item = &str> {
         self.images.iter().map(String::as_str)
     }
 
+    /// Images of a Pod's `ephemeralContainers`, in order.
+    pub fn ephemeral_images(&self) -> impl Iterator<Item = &str> {
+        self.ephemeral_images.iter().map(String::as_str)
+    }
+
+    /// The images the image rules judge in `request`: on the `ephemeralcontainers`
+    /// subresource only the ephemeral containers' (the others were judged when the Pod was
+    /// made), otherwise containers, init containers, then ephemeral containers (SPEC 3.2).
+    pub fn judged_images<'a>(
+        &'a self,
+        request: &AdmissionRequest,
+    ) -> Box<dyn Iterator<Item = &'a str> + 'a> {
+        match request.subresource {
+            Subresource::EphemeralContainers => Box::new(self.ephemeral_images()),
+            Subresource::None => Box::new(self.images().chain(self.ephemeral_images())),
+        }
+    }
+
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.get(key).map(String::as_str)
+    }
+}
+
+/// Appends the images of the pod spec's container list `list` (`None`: the list is absent).
+fn container_images(
+    spec: &Value,
+    spec_pointer: &str,
+    list: &str,
+    images: &mut Vec<String>,
+) -> Result<(), ObjectError> {
+    let list_pointer = format!("{spec_pointer}/{list}");
+    match spec.get(list) {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Array(containers)) => {
+            for (index, container) in containers.iter().enumerate() {
+                let image = string_field(container, "/image").map_err(|_| {
+                    object_error(format!("{list_pointer}/{index}/image"), "must be a string")
+                })?;
+                images.push(image.unwrap_or_default());
+            }
+            Ok(())
+        }
+        Some(_) => Err(object_error(list_pointer, "must be a list")),
     }
 }
 
@@ -218,14 +258,33 @@ pub enum Operation {
     Update,
 }
 
+/// The subresource a request is for: the main resource, or a Pod's `ephemeralcontainers`
+/// (`kubectl debug`; SPEC 3.2). Other subresources are not checked (SPEC 3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Subresource {
+    #[default]
+    None,
+    EphemeralContainers,
+}
+
 /// Who sends the request and how. `palisade check` evaluates as a CREATE by a user.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct AdmissionRequest {
     pub operation: Operation,
     pub username: String,
+    pub subresource: Subresource,
+    /// On an UPDATE: the object's `spec` is the same as before (what lets a terminating
+    /// object's update pass, SPEC 3.1 v3.1: removing finalizers, not swapping an image).
+    pub spec_unchanged: bool,
 }
 
 impl AdmissionRequest {
+    /// An UPDATE of a terminating object that leaves its spec unchanged is not checked (SPEC
+    /// 3.1, v3.1); a CREATE always is (the API server clears `deletionTimestamp` on create).
+    pub fn is_exempt_for_terminating(&self, object: &AdmissionObject) -> bool {
+        self.operation == Operation::Update && object.terminating && self.spec_unchanged
+    }
+
     /// UPDATEs by Kubernetes' own controllers are not checked (SPEC 3.1).
     pub fn is_controller_update(&self) -> bool {
         self.operation == Operation::Update
@@ -266,9 +325,21 @@ impl AdmissionVerdict {
 /// The first violation of `policy` by `object`, as the user sees it: rules in order, labels in
 /// the rule's order, images containers first. `None` when the policy admits the object.
 pub fn first_violation(policy: &Policy, object: &AdmissionObject) -> Option<Denial> {
+    first_violation_in(policy, object, &AdmissionRequest::default())
+}
+
+/// [`first_violation`] for `request` (its subresource decides what is judged, SPEC 3.2).
+pub fn first_violation_in(
+    policy: &Policy,
+    object: &AdmissionObject,
+    request: &AdmissionRequest,
+) -> Option<Denial> {
+    let ephemeral = request.subresource == Subresource::EphemeralContainers;
     for rule in policy.rules() {
         let raw = match rule {
             Rule::AllowedComputePlans(_) => None,
+            // Labels are not judged on the ephemeral-containers subresource.
+            Rule::RequiredLabels(_) if ephemeral => None,
             Rule::RequiredLabels(requirements) => requirements.iter().find_map(|requirement| {
                 let found = object.label(requirement.key().as_str());
                 if requirement.is_met_by(found) {
@@ -285,7 +356,7 @@ pub fn first_violation(policy: &Policy, object: &AdmissionObject) -> Option<Deni
                 })
             }),
             Rule::AllowedRegistries(prefixes) => object
-                .images()
+                .judged_images(request)
                 .find(|image| {
                     !prefixes
                         .iter()
@@ -296,7 +367,7 @@ pub fn first_violation(policy: &Policy, object: &AdmissionObject) -> Option<Deni
                     message::image_not_under(policy.name(), image, &names)
                 }),
             Rule::DisallowLatestTag => object
-                .images()
+                .judged_images(request)
                 .find(|image| ImageRef::new(image).is_latest())
                 .map(|image| message::image_latest(policy.name(), image)),
         };
@@ -324,12 +395,12 @@ pub fn evaluate(
         checked: true,
         ..AdmissionVerdict::default()
     };
-    if object.terminating || request.is_controller_update() {
+    if request.is_exempt_for_terminating(object) || request.is_controller_update() {
         verdict.exempt = true;
         return verdict;
     }
     for policy in policies {
-        if let Some(denial) = first_violation(policy, object) {
+        if let Some(denial) = first_violation_in(policy, object, request) {
             match policy.mode() {
                 Mode::Enforce => verdict.denials.push(denial),
                 Mode::Audit => verdict.warnings.push(denial),
@@ -394,6 +465,7 @@ mod tests {
         let update = AdmissionRequest {
             operation: Operation::Update,
             username: "system:kube-controller-manager".into(),
+            ..AdmissionRequest::default()
         };
         assert!(update.is_controller_update());
         let create = AdmissionRequest {
@@ -404,12 +476,121 @@ mod tests {
         let sa = AdmissionRequest {
             operation: Operation::Update,
             username: "system:serviceaccount:kube-system:replicaset-controller".into(),
+            ..AdmissionRequest::default()
         };
         assert!(sa.is_controller_update());
         let user_sa = AdmissionRequest {
             operation: Operation::Update,
             username: "system:serviceaccount:shop:deployer".into(),
+            ..AdmissionRequest::default()
         };
         assert!(!user_sa.is_controller_update());
+    }
+
+    fn policies() -> Vec<Policy> {
+        use crate::image_ref::RegistryPrefix;
+        use crate::label::LabelRequirement;
+        let name = |n: &str| Name::parse(n).unwrap();
+        vec![
+            Policy::new(
+                name("owner-label"),
+                Mode::Enforce,
+                crate::policy::Scope::AllClusters,
+                vec![Rule::RequiredLabels(vec![LabelRequirement::new(
+                    crate::label::LabelKey::parse("team").unwrap(),
+                    None,
+                )])],
+            )
+            .unwrap(),
+            Policy::new(
+                name("trusted"),
+                Mode::Enforce,
+                crate::policy::Scope::AllClusters,
+                vec![
+                    Rule::AllowedRegistries(vec![RegistryPrefix::parse("ghcr.io/acme").unwrap().0]),
+                    Rule::DisallowLatestTag,
+                ],
+            )
+            .unwrap(),
+        ]
+    }
+
+    fn debugged_pod() -> AdmissionObject {
+        AdmissionObject::from_json(&json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ok"},
+            "spec": {
+                "containers": [{"name": "a", "image": "ghcr.io/acme/a:1"}],
+                "ephemeralContainers": [{"name": "debugger", "image": "busybox:latest"}]
+            }
+        }))
+        .unwrap()
+    }
+
+    fn messages(verdict: &AdmissionVerdict) -> Vec<&str> {
+        verdict.denials.iter().map(|d| d.message.as_str()).collect()
+    }
+
+    /// SPEC 3.2 (v3.1): `kubectl debug` is an UPDATE of `pods/ephemeralcontainers`; the image
+    /// rules judge the ephemeral containers only, the label rule does not judge it.
+    #[test]
+    fn ephemeral_containers_are_judged_by_the_image_rules_only() {
+        let request = AdmissionRequest {
+            operation: Operation::Update,
+            username: "mallory".into(),
+            subresource: Subresource::EphemeralContainers,
+            spec_unchanged: false,
+        };
+        let verdict = evaluate(&policies(), &debugged_pod(), &request);
+        assert_eq!(
+            messages(&verdict),
+            ["Policy 'trusted' (AllowedRegistries) denied image busybox:latest: it is not under ghcr.io/acme."]
+        );
+        // A Pod manifest (palisade check: a CREATE) is judged on every list, ephemeral
+        // containers after containers and init containers, and on its labels.
+        let verdict = evaluate(&policies(), &debugged_pod(), &AdmissionRequest::default());
+        assert_eq!(
+            messages(&verdict),
+            [
+                "Policy 'owner-label' (RequiredLabels) requires the label team.",
+                "Policy 'trusted' (AllowedRegistries) denied image busybox:latest: it is not under ghcr.io/acme."
+            ]
+        );
+        assert_eq!(
+            debugged_pod().images().collect::<Vec<_>>(),
+            ["ghcr.io/acme/a:1"]
+        );
+        assert_eq!(
+            debugged_pod().ephemeral_images().collect::<Vec<_>>(),
+            ["busybox:latest"]
+        );
+    }
+
+    /// SPEC 3.1 (v3.1): an UPDATE of a terminating object passes only when it leaves the spec
+    /// unchanged; a CREATE is always judged (the API server clears deletionTimestamp on create).
+    #[test]
+    fn a_terminating_object_passes_only_updates_that_keep_its_spec() {
+        let object = AdmissionObject::from_json(&json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "labels": {"team": "web"},
+                         "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["x/y"]},
+            "spec": {"containers": [{"name": "a", "image": "busybox:latest"}]}
+        }))
+        .unwrap();
+        let update = |spec_unchanged| AdmissionRequest {
+            operation: Operation::Update,
+            username: "mallory".into(),
+            subresource: Subresource::None,
+            spec_unchanged,
+        };
+        let removing_finalizers = evaluate(&policies(), &object, &update(true));
+        assert!(removing_finalizers.exempt && removing_finalizers.admitted());
+        let swapping_the_image = evaluate(&policies(), &object, &update(false));
+        assert!(!swapping_the_image.exempt);
+        assert_eq!(
+            messages(&swapping_the_image),
+            ["Policy 'trusted' (AllowedRegistries) denied image busybox:latest: it is not under ghcr.io/acme."]
+        );
+        let create = evaluate(&policies(), &object, &AdmissionRequest::default());
+        assert!(!create.exempt && !create.admitted());
     }
 }

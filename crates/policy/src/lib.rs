@@ -17,7 +17,9 @@ pub mod policy;
 pub mod resource_type;
 pub mod scan;
 
-pub use admission::{AdmissionObject, AdmissionRequest, AdmissionVerdict, Denial, Operation};
+pub use admission::{
+    AdmissionObject, AdmissionRequest, AdmissionVerdict, Denial, Operation, Subresource,
+};
 pub use catalog::{Catalog, CatalogPlan};
 pub use compute_plan::{PickerOption, PlanDecision, PlanError};
 pub use image_ref::{ImageRef, RegistryPrefix};

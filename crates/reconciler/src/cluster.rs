@@ -57,6 +57,29 @@ pub enum LabelOutcome {
     Unchanged,
 }
 
+/// How a namespace's boundary label was found, when it was not the boundary's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LabelTampering {
+    /// Removed.
+    Removed,
+    /// Set to another boundary's name (the value found).
+    Changed(String),
+}
+
+impl LabelTampering {
+    /// The repair in words, e.g. `namespace web lost its boundary label; restored`.
+    pub fn repair(&self, namespace: &str) -> String {
+        match self {
+            LabelTampering::Removed => {
+                format!("namespace {namespace} lost its boundary label; restored")
+            }
+            LabelTampering::Changed(other) => {
+                format!("namespace {namespace}'s boundary label was changed to '{other}'; restored")
+            }
+        }
+    }
+}
+
 /// A connection to one cluster.
 #[derive(Clone)]
 pub struct ClusterClient {
@@ -86,7 +109,7 @@ fn with_cause(error: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
-fn check_installation(installation: &str) -> Result<()> {
+pub(crate) fn check_installation(installation: &str) -> Result<()> {
     match LabelValue::parse(installation) {
         Ok(_) if !installation.is_empty() => Ok(()),
         _ => Err(ReconcileError::InvalidInstallation(installation.to_owned())),
@@ -617,6 +640,38 @@ impl ClusterClient {
         api.patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
         Ok(true)
+    }
+
+    /// Puts `boundary`'s label back on `namespace` when someone else removed or changed it (the
+    /// store says the namespace is the boundary's; SPEC 3.4: palisade owns that label). Answers
+    /// what it found (`None`: the label is right, or the namespace is gone).
+    pub async fn restore_boundary_label(
+        &self,
+        boundary: &Name,
+        namespace: &str,
+    ) -> Result<Option<LabelTampering>> {
+        let api = self.cluster_api::<Namespace>();
+        let Some(existing) = api.get_opt(namespace).await? else {
+            return Ok(None);
+        };
+        let tampering = match existing
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(BOUNDARY_LABEL))
+        {
+            Some(b) if b == boundary.as_str() => return Ok(None),
+            Some(other) => LabelTampering::Changed(other.clone()),
+            None => LabelTampering::Removed,
+        };
+        // Conditional on what was read: a namespace changed meanwhile is looked at next pass.
+        let patch = json!({"metadata": {
+            "resourceVersion": existing.metadata.resource_version,
+            "labels": {BOUNDARY_LABEL: boundary.as_str()},
+        }});
+        api.patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(Some(tampering))
     }
 
     /// When the API server answering this client started (seconds since the epoch), from its

@@ -119,6 +119,8 @@ pub enum ControllerError {
     Shared(ReconcileError),
     #[error("cannot remove the shared admission policy of the earlier layout: {0}")]
     RemoveShared(ReconcileError),
+    #[error("cannot restore a namespace's boundary label: {0}")]
+    RestoreLabel(ReconcileError),
     #[error("cannot deploy workloads: {0}")]
     Workloads(ReconcileError),
     #[error("cannot read the workloads: {0}")]
@@ -786,7 +788,14 @@ impl Controller {
                 .install_shared(&self.installation)
                 .await
                 .map_err(ControllerError::Shared)?;
+            client
+                .install_parameters_guard(&self.installation, &identity)
+                .await
+                .map_err(ControllerError::Guard)?;
         }
+
+        self.restore_labels(&client, &cluster.name, &attached)
+            .await?;
 
         let mut attached_names = BTreeSet::new();
         let mut audits = Vec::new();
@@ -909,6 +918,39 @@ impl Controller {
             audits,
             workloads_failed,
         })
+    }
+
+    /// Puts each boundary namespace's `palisade.dev/boundary` label back where someone removed
+    /// or changed it (the guard stops everyone but palisade; a cluster admin may still delete
+    /// the guard), before anything is probed: a namespace without its label is judged by none
+    /// of the boundary's policies. Each repair is counted and recorded on the cluster.
+    async fn restore_labels(
+        &self,
+        client: &ClusterClient,
+        cluster: &str,
+        attached: &[&BoundaryState],
+    ) -> Result<(), ControllerError> {
+        for boundary in attached {
+            for namespace in boundary.namespaces.iter().filter(|n| n.cluster == cluster) {
+                let Some(tampering) = client
+                    .restore_boundary_label(&boundary.name, &namespace.name)
+                    .await
+                    .map_err(ControllerError::RestoreLabel)?
+                else {
+                    continue;
+                };
+                let repair = tampering.repair(&namespace.name);
+                tracing::warn!(cluster, boundary = %boundary.name, repair, "boundary label repaired");
+                metrics::repaired(cluster, "namespace_label");
+                let result = self
+                    .store
+                    .record_repair(cluster, &repair)
+                    .await
+                    .map_err(ControllerError::ClusterStatus);
+                self.recorded(cluster, "a repair", result);
+            }
+        }
+        Ok(())
     }
 
     /// Applies the workloads placed in the cluster (SPEC 5) and hands their outcomes to the

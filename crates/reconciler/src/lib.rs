@@ -26,7 +26,7 @@ pub mod violating;
 pub mod workloads;
 
 pub use answer::AdmissionAnswer;
-pub use cluster::{ClusterClient, LabelOutcome};
+pub use cluster::{ClusterClient, LabelOutcome, LabelTampering};
 pub use controller::{Controller, ControllerError, PassReport, Settings, Unseal};
 pub use palisade_vap::Layout;
 pub use port::KubeClusters;

@@ -21,6 +21,9 @@ pub const STORE_READ_FAILURES: &str = "palisade_reconcile_store_read_failures_to
 /// Counter `{cluster}`: API servers seen that started after palisade first looked at the
 /// cluster (a restart, or an instance added); each recompiles every admission policy.
 pub const APISERVER_RESTARTS: &str = "palisade_cluster_apiserver_restarts_total";
+/// Counter `{cluster, kind}`: things palisade owns in a cluster that it found changed by
+/// someone else and put back; `kind` says what (`namespace_label`).
+pub const REPAIRS: &str = "palisade_reconcile_repairs_total";
 /// Gauge: 1 while this replica holds the lease and runs passes, 0 otherwise.
 pub const ACTIVE: &str = "palisade_reconcile_active";
 
@@ -67,6 +70,10 @@ pub fn describe() {
         STORE_READ_FAILURES,
         "Reconcile passes that could not read the store"
     );
+    ::metrics::describe_counter!(
+        REPAIRS,
+        "Objects or labels palisade owns in a cluster, found changed by someone else and put back"
+    );
     ::metrics::describe_gauge!(
         ACTIVE,
         "1 while this replica holds the reconciler lease, 0 otherwise"
@@ -97,6 +104,10 @@ pub(crate) fn removed(cluster: &str, policies: usize) {
 
 pub(crate) fn apiserver_restarted(cluster: &str) {
     ::metrics::counter!(APISERVER_RESTARTS, "cluster" => cluster.to_owned()).increment(1);
+}
+
+pub(crate) fn repaired(cluster: &str, kind: &'static str) {
+    ::metrics::counter!(REPAIRS, "cluster" => cluster.to_owned(), "kind" => kind).increment(1);
 }
 
 pub(crate) fn store_read_failed() {

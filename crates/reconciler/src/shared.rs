@@ -122,6 +122,22 @@ impl ClusterClient {
         Ok(())
     }
 
+    /// Server-side applies the parameters guard (`palisade_vap::parameters_guard`): only
+    /// `palisade_identity` and Kubernetes' controllers may create, change or delete this
+    /// installation's parameter objects.
+    pub async fn install_parameters_guard(
+        &self,
+        installation: &str,
+        palisade_identity: &str,
+    ) -> Result<()> {
+        crate::cluster::check_installation(installation)?;
+        self.apply_rendered(&palisade_vap::parameters_guard(
+            installation,
+            palisade_identity,
+        ))
+        .await
+    }
+
     /// Writes `policy`'s parameter object into every namespace of `boundary` (the shared
     /// objects first, once per client); a policy without admission rules has its parameters
     /// removed.
@@ -287,13 +303,20 @@ impl ClusterClient {
                 }
             }
         }
+        let guard = palisade_vap::parameters_guard_name(installation);
+        if let Some(binding) = bindings.get_opt(&guard).await? {
+            if is_installations(&binding.metadata, installation) {
+                delete_exact(&bindings, &binding.metadata).await?;
+            }
+        }
         let policies = Api::<ValidatingAdmissionPolicy>::all(self.client().clone());
-        let name = shared_policy_name(installation);
-        if let Some(policy) = policies.get_opt(&name).await? {
-            if is_installations(&policy.metadata, installation)
-                && delete_exact(&policies, &policy.metadata).await?
-            {
-                deleted.push(name);
+        for name in [shared_policy_name(installation), guard] {
+            if let Some(policy) = policies.get_opt(&name).await? {
+                if is_installations(&policy.metadata, installation)
+                    && delete_exact(&policies, &policy.metadata).await?
+                {
+                    deleted.push(name);
+                }
             }
         }
         self.forget_shared(installation);

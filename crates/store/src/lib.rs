@@ -172,6 +172,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<()>;
     /// Counts `count` more API server starts noticed in the cluster, the last one now.
     async fn add_apiserver_restarts(&self, name: &str, count: i64) -> Result<()>;
+    /// Counts one more repair in the cluster (something palisade owns, changed by someone else
+    /// and put back); `what` says what, in words, and is kept as the last one.
+    async fn record_repair(&self, name: &str, what: &str) -> Result<()>;
     /// `true` when newly attached. `NotFound` when the boundary or the cluster is unknown.
     async fn attach_cluster(&self, boundary: &str, cluster: &str) -> Result<bool>;
     async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()>;

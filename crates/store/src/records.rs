@@ -250,6 +250,11 @@ pub struct ClusterRecord {
     /// API server starts the reconciler noticed, and when it saw the last.
     pub apiserver_restarts: i64,
     pub apiserver_restarted_at: Option<String>,
+    /// Repairs the reconciler made in the cluster (what palisade owns there, changed by
+    /// someone else and put back), the last one in words, and when.
+    pub repairs: i64,
+    pub last_repair: Option<String>,
+    pub last_repair_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

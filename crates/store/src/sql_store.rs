@@ -413,6 +413,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, Wake::Nobody).await
     }
 
+    async fn record_repair(&self, name: &str, what: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::add_repair(tx.conn(), name, what).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
     async fn set_cluster_status(
         &self,
         name: &str,

@@ -406,6 +406,34 @@ impl ControlPlane {
         .await
     }
 
+    /// A client that authenticates with a bearer `token` only (e.g. a service account's, made
+    /// with the TokenRequest API): its own identity, no impersonation.
+    pub async fn token_client(&self, token: &str) -> kube::Client {
+        let token = token.to_owned();
+        self.client_with(move |config| {
+            config.auth_info = kube::config::AuthInfo {
+                token: Some(token.into()),
+                ..kube::config::AuthInfo::default()
+            };
+        })
+        .await
+    }
+
+    /// A client with a bearer `token` that impersonates `user` (what the token's identity may
+    /// impersonate is up to RBAC).
+    pub async fn token_client_as(&self, token: &str, user: &str) -> kube::Client {
+        let token = token.to_owned();
+        let user = user.to_owned();
+        self.client_with(move |config| {
+            config.auth_info = kube::config::AuthInfo {
+                token: Some(token.into()),
+                impersonate: Some(user),
+                ..kube::config::AuthInfo::default()
+            };
+        })
+        .await
+    }
+
     async fn client_with(&self, adjust: impl FnOnce(&mut kube::Config)) -> kube::Client {
         let kubeconfig = Kubeconfig::from_yaml(&self.kubeconfig_yaml)
             .unwrap_or_else(|e| panic!("start.sh's kubeconfig does not parse: {e}"));

@@ -10,9 +10,14 @@ use palisade_policy::label::LabelRequirement;
 use palisade_policy::message::{self, MAX_MESSAGE_BYTES};
 use palisade_policy::{Name, Policy, Rule, RuleKind};
 
-/// The match conditions of SPEC 3.1's exemptions: `(name, expression)`.
+/// The match conditions of SPEC 3.1's exemptions: `(name, expression)`. A terminating
+/// object's UPDATE passes only while its spec is unchanged (v3.1: removing finalizers passes,
+/// swapping an image does not); a CREATE is always judged.
 pub const MATCH_CONDITIONS: [(&str, &str); 2] = [
-    ("exempt-terminating-objects", "!has(object.metadata.deletionTimestamp)"),
+    (
+        "exempt-terminating-objects",
+        "request.operation != 'UPDATE' || !has(object.metadata.deletionTimestamp) || !has(oldObject.spec) || object.spec != oldObject.spec",
+    ),
     (
         "exempt-controller-updates",
         "request.operation != 'UPDATE' || !(request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:'))",
@@ -22,8 +27,15 @@ pub const MATCH_CONDITIONS: [(&str, &str); 2] = [
 /// The pod spec, wherever the kind keeps it.
 pub(crate) const POD_SPEC: &str = "request.kind.kind == 'Pod' ? object.spec : (request.kind.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec)";
 
-/// Images of containers, then init containers; a container without an image counts as `''`.
-pub(crate) const IMAGES: &str = "(has(variables.podSpec.containers) ? variables.podSpec.containers.map(c, has(c.image) ? c.image : '') : []) + (has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, has(c.image) ? c.image : '') : [])";
+/// Whether the request is for a Pod's `ephemeralcontainers` subresource (`kubectl debug`; the
+/// request leaves `subResource` out for the main resource).
+pub(crate) const EPHEMERAL_REQUEST: &str =
+    "(has(request.subResource) && request.subResource == 'ephemeralcontainers')";
+
+/// The images the image rules judge (SPEC 3.2): on the ephemeral-containers subresource only
+/// the ephemeral containers'; otherwise containers, then init containers, then (a Pod's)
+/// ephemeral containers. A container without an image counts as `''`.
+pub(crate) const IMAGES: &str = "(has(request.subResource) && request.subResource == 'ephemeralcontainers') ? (has(variables.podSpec.ephemeralContainers) ? variables.podSpec.ephemeralContainers.map(c, has(c.image) ? c.image : '') : []) : ((has(variables.podSpec.containers) ? variables.podSpec.containers.map(c, has(c.image) ? c.image : '') : []) + (has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, has(c.image) ? c.image : '') : []) + (request.kind.kind == 'Pod' && has(variables.podSpec.ephemeralContainers) ? variables.podSpec.ephemeralContainers.map(c, has(c.image) ? c.image : '') : []))";
 
 /// The CEL of one policy: variables, the validation expression, its message expression and
 /// static message.
@@ -112,9 +124,11 @@ pub(crate) const NOT_LATEST: &str =
 fn rule_ok(rule: &Rule) -> Option<String> {
     match rule {
         Rule::AllowedComputePlans(_) => None,
-        Rule::RequiredLabels(labels) => {
-            Some(labels.iter().map(label_ok).collect::<Vec<_>>().join(" && "))
-        }
+        // Labels are not judged on the ephemeral-containers subresource (SPEC 3.2).
+        Rule::RequiredLabels(labels) => Some(format!(
+            "{EPHEMERAL_REQUEST} || ({})",
+            labels.iter().map(label_ok).collect::<Vec<_>>().join(" && ")
+        )),
         Rule::AllowedRegistries(prefixes) => Some(format!(
             "variables.images.all(i, {})",
             under_any("i", prefixes)
@@ -244,6 +258,11 @@ pub fn matched_resources() -> impl Iterator<Item = (&'static str, &'static str)>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn images_test_the_subresource_as_the_ephemeral_request_does() {
+        assert!(IMAGES.starts_with(EPHEMERAL_REQUEST));
+    }
 
     #[test]
     fn literals_escape_everything_that_could_end_them() {

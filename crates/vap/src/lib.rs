@@ -13,7 +13,10 @@ pub mod render;
 pub mod shared;
 
 pub use cel::{PolicyCel, MATCH_CONDITIONS};
-pub use guard::{boundary_label_guard, guard_message, guard_name};
+pub use guard::{
+    boundary_label_guard, guard_message, guard_name, parameters_guard, parameters_guard_message,
+    parameters_guard_name,
+};
 pub use per_boundary::{boundary_object_name, render_boundary, BoundaryObjects};
 pub use render::{object_name, render, Rendered, FIELD_MANAGER};
 pub use shared::{parameters, parameters_definition, shared_objects, Layout, SharedObjects};

@@ -20,6 +20,9 @@ pub const INSTALLATION_LABEL: &str = "palisade.dev/installation";
 pub const POLICY_LABEL: &str = "palisade.dev/policy";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 
+/// The subresource through which ephemeral containers are added to a Pod.
+pub const EPHEMERAL_CONTAINERS_RESOURCE: &str = "pods/ephemeralcontainers";
+
 /// A policy's objects, applied policy first, deleted binding first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rendered {
@@ -52,6 +55,11 @@ pub(crate) fn resource_rules() -> Vec<NamedRuleWithOperations> {
     for (group, resource) in cel::matched_resources() {
         by_group.entry(group).or_default().push(resource);
     }
+    // `kubectl debug` adds ephemeral containers through this subresource (SPEC 3.2, v3.1).
+    by_group
+        .entry("")
+        .or_default()
+        .push(EPHEMERAL_CONTAINERS_RESOURCE);
     by_group
         .into_iter()
         .map(|(group, resources)| NamedRuleWithOperations {

@@ -28,7 +28,7 @@ use palisade_policy::message::{self, MAX_MESSAGE_BYTES};
 use palisade_policy::{Mode, Name, Policy, Rule, RuleKind};
 use serde_json::{json, Value};
 
-use crate::cel::{IMAGES, NOT_LATEST, POD_SPEC};
+use crate::cel::{EPHEMERAL_REQUEST, IMAGES, NOT_LATEST, POD_SPEC};
 use crate::render::{
     labels, match_conditions, resource_rules, BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL,
 };
@@ -126,7 +126,7 @@ const REGISTRY_OK: &str = "r.registries.exists(p, i == p || i.startsWith(p + '/'
 
 fn rule_ok() -> String {
     format!(
-        "(r.kind == 'RequiredLabels' ? r.labels.all(l, {LABEL_OK}) : (r.kind == 'AllowedRegistries' ? variables.images.all(i, {REGISTRY_OK}) : (r.kind == 'DisallowLatestTag' ? variables.images.all(i, {NOT_LATEST}) : false)))"
+        "(r.kind == 'RequiredLabels' ? ({EPHEMERAL_REQUEST} || r.labels.all(l, {LABEL_OK})) : (r.kind == 'AllowedRegistries' ? variables.images.all(i, {REGISTRY_OK}) : (r.kind == 'DisallowLatestTag' ? variables.images.all(i, {NOT_LATEST}) : false)))"
     )
 }
 

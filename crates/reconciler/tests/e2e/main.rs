@@ -30,4 +30,5 @@ mod rbac_verbs;
 mod reconcile;
 mod serve;
 mod shared;
+mod tenant;
 mod workloads;

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::PostParams;
 use kube::Api;
 use palisade_policy::Catalog;
-use palisade_reconciler::{Controller, Settings, Unseal};
+use palisade_reconciler::{Controller, Layout, Settings, Unseal};
 use palisade_server::SealingKey;
 use palisade_store::SharedStore;
 use palisade_testkit::control_plane::{unique_name, ControlPlane};
@@ -50,6 +50,19 @@ impl Stack {
 
     /// With `replica_of`, a second replica of that stack: same store, key and admin token.
     pub async fn start_with(database: Option<String>, replica_of: Option<&Stack>) -> Stack {
+        Stack::start_full(database, replica_of, Layout::default()).await
+    }
+
+    /// A stack on SQLite whose reconciler writes policies in `layout`.
+    pub async fn start_in(layout: Layout) -> Stack {
+        Stack::start_full(None, None, layout).await
+    }
+
+    async fn start_full(
+        database: Option<String>,
+        replica_of: Option<&Stack>,
+        layout: Layout,
+    ) -> Stack {
         let dir = tempfile::tempdir().unwrap();
         let url = database
             .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("palisade.db").display()));
@@ -75,7 +88,7 @@ impl Stack {
         let address = listener.local_addr().unwrap();
         let public_url = format!("http://{address}");
         let mut tasks = vec![tokio::spawn(
-            controller_with(&store, &key, &installation, Some(&public_url))
+            controller_in(&store, &key, &installation, Some(&public_url), layout)
                 .run(std::future::pending()),
         )];
         let application = palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone())
@@ -211,6 +224,17 @@ pub fn controller_with(
     installation: &str,
     public_url: Option<&str>,
 ) -> Arc<Controller> {
+    controller_in(store, key, installation, public_url, Layout::default())
+}
+
+/// As [`controller_with`], writing policies in `layout`.
+pub fn controller_in(
+    store: &SharedStore,
+    key: &SealingKey,
+    installation: &str,
+    public_url: Option<&str>,
+    layout: Layout,
+) -> Arc<Controller> {
     let opener = key.clone();
     let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
         String::from_utf8(opener.open(sealed).map_err(|e| e.to_string())?)
@@ -239,6 +263,7 @@ pub fn controller_with(
                 config: palisade_workload::WorkloadConfig::builtin(),
                 fetch,
             },
+            layout,
             ..Settings::default()
         },
     )

@@ -9,13 +9,13 @@ use crate::sql::{
 use crate::{ClusterRecord, Result, StoreError};
 
 const SELECT: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, admission_enforced, \
-     admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, created_at, updated_at \
+     admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, created_at, updated_at \
      FROM clusters WHERE name = $1";
 const SELECT_ALL: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
-     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, created_at, updated_at \
+     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, created_at, updated_at \
      FROM clusters ORDER BY name";
 const SELECT_OF_BOUNDARY: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
-     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, created_at, updated_at \
+     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, created_at, updated_at \
      FROM clusters \
      WHERE name IN (SELECT cluster FROM boundary_clusters WHERE boundary = $1) \
      ORDER BY name";
@@ -32,6 +32,8 @@ const UPDATE_STATUS: &str = "UPDATE clusters \
 const UPDATE_ERROR: &str = "UPDATE clusters SET last_error = $2 WHERE name = $1";
 const ADD_RESTARTS: &str = "UPDATE clusters \
      SET apiserver_restarts = apiserver_restarts + $2, apiserver_restarted_at = $3 WHERE name = $1";
+const ADD_REPAIR: &str = "UPDATE clusters \
+     SET repairs = repairs + 1, last_repair = $2, last_repair_at = $3 WHERE name = $1";
 const DELETE_NAMESPACES: &str = "DELETE FROM namespaces WHERE cluster = $1";
 const DELETE_STATUSES: &str = "DELETE FROM policy_status WHERE cluster = $1";
 const DELETE_REPORTS: &str = "DELETE FROM audit_report WHERE cluster = $1";
@@ -54,6 +56,9 @@ fn cluster(row: &dyn Fields) -> sqlx::Result<ClusterRecord> {
         last_error: row.opt_text("last_error")?,
         apiserver_restarts: row.int("apiserver_restarts")?,
         apiserver_restarted_at: row.opt_text("apiserver_restarted_at")?,
+        repairs: row.int("repairs")?,
+        last_repair: row.opt_text("last_repair")?,
+        last_repair_at: row.opt_text("last_repair_at")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })
@@ -120,6 +125,14 @@ pub(crate) async fn set_error<C: Conn>(c: &mut C, name: &str, error: Option<&str
 pub(crate) async fn add_restarts<C: Conn>(c: &mut C, name: &str, count: i64) -> Result<()> {
     touched(
         c.execute(ADD_RESTARTS, &[Text(name), Int(count), Text(&crate::now())])
+            .await?,
+    )
+}
+
+/// Counts one more repair in the cluster, `what` (in words) the last one, made now.
+pub(crate) async fn add_repair<C: Conn>(c: &mut C, name: &str, what: &str) -> Result<()> {
+    touched(
+        c.execute(ADD_REPAIR, &[Text(name), Text(what), Text(&crate::now())])
             .await?,
     )
 }

@@ -41,6 +41,26 @@ pub async fn clusters_and_attachments(db: TestDb) {
     assert_not_found(store.set_cluster_status("nope", None, None, None).await);
     assert_not_found(store.get_cluster("nope").await);
 
+    // Repairs: counted, the last one kept with its time.
+    assert_eq!(status.repairs, 0);
+    assert_eq!((status.last_repair, status.last_repair_at), (None, None));
+    store
+        .record_repair("kind-1", "namespace web lost its boundary label; restored")
+        .await
+        .unwrap();
+    store
+        .record_repair("kind-1", "namespace api lost its boundary label; restored")
+        .await
+        .unwrap();
+    let repaired = store.get_cluster("kind-1").await.unwrap();
+    assert_eq!(repaired.repairs, 2);
+    assert_eq!(
+        repaired.last_repair.as_deref(),
+        Some("namespace api lost its boundary label; restored")
+    );
+    assert!(repaired.last_repair_at.is_some());
+    assert_not_found(store.record_repair("nope", "x").await);
+
     let names: Vec<String> = store
         .list_clusters()
         .await

@@ -1,0 +1,537 @@
+//! A tenant with every right in its own namespace (a Role of `*` on `*`, as many platforms
+//! grant) tries every way past its boundary's policies that the API server offers, in every
+//! admission layout, on both versions: a violating create, the boundary label through the
+//! namespace and its `status` and `finalize` subresources, the shared layout's parameter
+//! objects, `kubectl debug` (ephemeral containers), an update of a terminating Pod,
+//! impersonation, and palisade's own objects. Each is denied with the exact message, or by
+//! RBAC. The tenant acts with its own credentials (a service account token), not through the
+//! admin's impersonation.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::core::GroupVersionKind;
+use kube::Api;
+use palisade_reconciler::Layout;
+use palisade_testkit::control_plane::{unique_name, ControlPlane};
+use palisade_vap::{guard_message, guard_name, parameters_guard_message, parameters_guard_name};
+use serde_json::{json, Value};
+
+use crate::serve::Stack;
+use crate::support::{on_both_versions, plane};
+
+on_both_versions!(per_policy, per_boundary, shared);
+
+async fn per_policy(version: &str) {
+    a_tenant_does_not_escape_its_boundary(version, Layout::PerPolicy).await;
+}
+
+async fn per_boundary(version: &str) {
+    a_tenant_does_not_escape_its_boundary(version, Layout::PerBoundary).await;
+}
+
+async fn shared(version: &str) {
+    a_tenant_does_not_escape_its_boundary(version, Layout::Shared).await;
+}
+
+const REGISTRY_DENIAL: &str =
+    "Policy 'trusted' (AllowedRegistries) denied image busybox:latest: it is not under ghcr.io/acme.";
+
+/// A boundary with namespace `ns` in the plane (cluster `k1`) and two policies, enforced.
+struct Fixture {
+    stack: Stack,
+    boundary: String,
+    namespace: String,
+}
+
+impl Fixture {
+    async fn new(plane: &ControlPlane, layout: Layout) -> Fixture {
+        let stack = Stack::start_in(layout).await;
+        let boundary = unique_name("tenant");
+        let namespace = unique_name("team");
+        stack
+            .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+            .await;
+        stack
+            .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
+            .await;
+        stack
+            .ok(
+                "PUT",
+                &format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}"),
+                None,
+            )
+            .await;
+        for (name, spec) in [
+            (
+                "owner",
+                json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
+            ),
+            (
+                "trusted",
+                json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme"]}},
+                                  {"disallowLatestTag": {}}]}),
+            ),
+        ] {
+            stack.put_policy(&boundary, name, spec).await;
+            stack
+                .wait_status(&boundary, name, "k1", |s| s == "enforced")
+                .await;
+        }
+        Fixture {
+            stack,
+            boundary,
+            namespace,
+        }
+    }
+}
+
+/// A service account `tenant` in `namespace`, every account there holding `*` on `*` there,
+/// and the tenant's token.
+async fn tenant_token(admin: &kube::Client, namespace: &str) -> String {
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "tenant"}})).unwrap();
+    accounts
+        .create(&PostParams::default(), &account)
+        .await
+        .unwrap();
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "tenant-all"},
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "tenant-all"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant-all"},
+        // Every account of the namespace: the tenant's workloads and tools.
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                      "name": format!("system:serviceaccounts:{namespace}")}],
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: vec![],
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let answer: TokenRequest = accounts
+        .create_subresource("token", "tenant", &PostParams::default(), &request)
+        .await
+        .unwrap();
+    answer.status.unwrap().token
+}
+
+/// The API server's message of a denied request (422 or 403), or a panic naming `what`.
+fn refusal<T: std::fmt::Debug>(what: &str, result: Result<T, kube::Error>) -> (u16, String) {
+    match result {
+        Err(kube::Error::Api(status)) => (status.code, status.message),
+        other => panic!("{what}: must be refused, got {other:?}"),
+    }
+}
+
+/// Asserts a 422 whose message ends with `denied request: <message>`.
+fn assert_denied<T: std::fmt::Debug>(what: &str, result: Result<T, kube::Error>, message: &str) {
+    let (code, text) = refusal(what, result);
+    assert_eq!(code, 422, "{what}: {text}");
+    assert!(
+        text.ends_with(&format!("denied request: {message}")),
+        "{what}: {text}"
+    );
+}
+
+fn pod(name: &str, image: &str, extra: Value) -> Pod {
+    let mut object = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"team": "web"}},
+        "spec": {"containers": [{"name": "c", "image": image}]},
+    });
+    if let (Some(meta), Some(extra)) = (object["metadata"].as_object_mut(), extra.as_object()) {
+        meta.extend(extra.clone());
+    }
+    serde_json::from_value(object).unwrap()
+}
+
+async fn a_tenant_does_not_escape_its_boundary(version: &str, layout: Layout) {
+    let plane = plane(version).await;
+    let admin = plane.client().await;
+    let f = Fixture::new(plane, layout).await;
+    let ns = f.namespace.as_str();
+    let token = tenant_token(&admin, ns).await;
+    let tenant = plane.token_client(&token).await;
+    let identity = format!("system:serviceaccount:{ns}:tenant");
+    let pods: Api<Pod> = Api::namespaced(tenant.clone(), ns);
+
+    // 1. A violating create.
+    assert_denied(
+        "a violating Pod",
+        pods.create(
+            &PostParams::default(),
+            &pod("bad", "busybox:latest", json!({})),
+        )
+        .await,
+        REGISTRY_DENIAL,
+    );
+
+    // 2. The boundary label, every way a namespace's labels change (the tenant's Role covers
+    // its own namespace object).
+    let namespaces: Api<Namespace> = Api::all(tenant.clone());
+    let guard_denial = |what: &str, result: Result<Namespace, kube::Error>| {
+        let (code, text) = refusal(what, result);
+        assert_eq!(code, 422, "{what}: {text}");
+        // Every installation sharing the plane has a guard; any of them may answer.
+        assert!(
+            text.contains(".boundary-label-guard.palisade.dev' with binding ")
+                && text.ends_with(&format!("denied request: {}", guard_message(ns))),
+            "{what}: {text}"
+        );
+    };
+    let removed = json!({"metadata": {"labels": {"palisade.dev/boundary": null}}});
+    let changed = json!({"metadata": {"labels": {"palisade.dev/boundary": "elsewhere"}}});
+    for (what, patch) in [("removed", &removed), ("changed", &changed)] {
+        guard_denial(
+            &format!("label {what} on the namespace"),
+            namespaces
+                .patch(ns, &PatchParams::default(), &Patch::Merge(patch))
+                .await,
+        );
+        guard_denial(
+            &format!("label {what} through namespaces/status"),
+            namespaces
+                .patch_subresource("status", ns, &PatchParams::default(), &Patch::Merge(patch))
+                .await,
+        );
+    }
+    let mut current = namespaces.get(ns).await.unwrap();
+    if let Some(labels) = current.metadata.labels.as_mut() {
+        labels.remove("palisade.dev/boundary");
+    }
+    guard_denial(
+        "label removed through namespaces/finalize",
+        namespaces
+            .replace_subresource("finalize", ns, &PostParams::default(), &current)
+            .await,
+    );
+    let labels = Api::<Namespace>::all(admin.clone())
+        .get(ns)
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap_or_default();
+    assert_eq!(
+        labels.get("palisade.dev/boundary"),
+        Some(&f.boundary),
+        "the label stays"
+    );
+
+    // 3. The shared layout's parameters live in the tenant's namespace.
+    if layout == Layout::Shared {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("palisade.dev", "v1", "BoundaryPolicy"),
+            "boundarypolicies",
+        );
+        let params: Api<DynamicObject> = Api::namespaced_with(tenant.clone(), ns, &resource);
+        let found = params.list(&ListParams::default()).await.unwrap().items;
+        assert_eq!(found.len(), 2, "one parameter object per policy: {found:?}");
+        let guard = parameters_guard_name(&f.stack.installation);
+        let params_denial = |what: &str, name: &str, result: Result<Value, kube::Error>| {
+            let (code, text) = refusal(what, result);
+            assert_eq!(code, 422, "{what}: {text}");
+            assert!(
+                text.ends_with(&format!(
+                    "ValidatingAdmissionPolicy '{guard}' with binding '{guard}' denied request: {}",
+                    parameters_guard_message(name, ns)
+                )),
+                "{what}: {text}"
+            );
+        };
+        for object in &found {
+            let name = object.metadata.name.clone().unwrap();
+            params_denial(
+                "deleting a parameter object",
+                &name,
+                params
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                    .map(|_| Value::Null),
+            );
+            params_denial(
+                "emptying a parameter object's rules",
+                &name,
+                params
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"spec": {"rules": []}})),
+                    )
+                    .await
+                    .map(|_| Value::Null),
+            );
+            params_denial(
+                "taking a parameter object out of the guard by its label",
+                &name,
+                params
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(
+                            json!({"metadata": {"labels": {"palisade.dev/installation": null}}}),
+                        ),
+                    )
+                    .await
+                    .map(|_| Value::Null),
+            );
+        }
+        params_denial(
+            "deleting every parameter object at once",
+            found[0].metadata.name.as_deref().unwrap(),
+            params
+                .delete_collection(&DeleteParams::default(), &ListParams::default())
+                .await
+                .map(|_| Value::Null),
+        );
+        let remaining = Api::<DynamicObject>::namespaced_with(admin.clone(), ns, &resource)
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(remaining.len(), 2, "nothing was deleted");
+    }
+
+    // 4. `kubectl debug`: an ephemeral container with a disallowed image in a compliant Pod.
+    Api::<Pod>::namespaced(admin.clone(), ns)
+        .create(
+            &PostParams::default(),
+            &pod("ok", "ghcr.io/acme/web:1.0", json!({})),
+        )
+        .await
+        .unwrap();
+    let debug = |image: &str| {
+        json!({"spec": {"ephemeralContainers": [
+            {"name": "debugger", "image": image, "targetContainerName": "c"}
+        ]}})
+    };
+    assert_denied(
+        "an ephemeral container on busybox:latest",
+        pods.patch_subresource(
+            "ephemeralcontainers",
+            "ok",
+            &PatchParams::default(),
+            &Patch::Strategic(debug("busybox:latest")),
+        )
+        .await,
+        REGISTRY_DENIAL,
+    );
+    assert_denied(
+        "an ephemeral container under the registry, tagged latest",
+        pods.patch_subresource(
+            "ephemeralcontainers",
+            "ok",
+            &PatchParams::default(),
+            &Patch::Strategic(debug("ghcr.io/acme/debug:latest")),
+        )
+        .await,
+        "Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/debug:latest: it is tagged latest or carries no tag.",
+    );
+    pods.patch_subresource(
+        "ephemeralcontainers",
+        "ok",
+        &PatchParams::default(),
+        &Patch::Strategic(debug("ghcr.io/acme/debug:1.0")),
+    )
+    .await
+    .expect("an allowed debug image is admitted");
+
+    // 5. A terminating Pod (held by a finalizer) whose image is swapped.
+    pods.create(
+        &PostParams::default(),
+        &pod(
+            "held",
+            "ghcr.io/acme/web:1.0",
+            json!({"finalizers": ["example.com/hold"]}),
+        ),
+    )
+    .await
+    .unwrap();
+    pods.delete("held", &DeleteParams::default()).await.unwrap();
+    assert!(pods
+        .get("held")
+        .await
+        .unwrap()
+        .metadata
+        .deletion_timestamp
+        .is_some());
+    assert_denied(
+        "swapping the image of a terminating Pod",
+        pods.patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Strategic(
+                json!({"spec": {"containers": [{"name": "c", "image": "busybox:latest"}]}}),
+            ),
+        )
+        .await,
+        REGISTRY_DENIAL,
+    );
+    pods.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("removing the finalizer of a terminating Pod passes");
+
+    // 6. Impersonation: a service account of its own namespace is judged like the tenant;
+    // Kubernetes' controllers and other namespaces' accounts cannot be impersonated.
+    let builder = format!("system:serviceaccount:{ns}:builder");
+    let as_builder = plane.token_client_as(&token, &builder).await;
+    assert_denied(
+        "a violating Pod as an impersonated account of the namespace",
+        Api::<Pod>::namespaced(as_builder, ns)
+            .create(
+                &PostParams::default(),
+                &pod("bad2", "busybox:latest", json!({})),
+            )
+            .await,
+        REGISTRY_DENIAL,
+    );
+    for user in [
+        "system:kube-controller-manager",
+        "system:serviceaccount:kube-system:replicaset-controller",
+    ] {
+        let client = plane.token_client_as(&token, user).await;
+        let (code, text) = refusal(
+            user,
+            Api::<Pod>::namespaced(client, ns)
+                .create(
+                    &PostParams::default(),
+                    &pod("bad3", "busybox:latest", json!({})),
+                )
+                .await,
+        );
+        assert_eq!(code, 403, "impersonating {user}: {text}");
+        assert!(
+            text.contains(&format!("\"{identity}\" cannot impersonate")),
+            "{text}"
+        );
+    }
+
+    // 7. palisade's own objects are cluster-scoped: the tenant's Role does not reach them.
+    let policies: Api<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy> =
+        Api::all(tenant.clone());
+    let (code, _) = refusal(
+        "listing admission policies",
+        policies.list(&ListParams::default()).await,
+    );
+    assert_eq!(code, 403);
+    let (code, _) = refusal(
+        "deleting the guard",
+        policies
+            .delete(&guard_name(&f.stack.installation), &DeleteParams::default())
+            .await,
+    );
+    assert_eq!(code, 403);
+
+    // Enforcement held throughout.
+    for policy in ["owner", "trusted"] {
+        assert_eq!(
+            f.stack
+                .policy_status(&f.boundary, policy, "k1")
+                .await
+                .as_deref(),
+            Some("enforced")
+        );
+    }
+}
+
+/// Someone who may (a cluster admin who deleted the guard) removes a boundary's label:
+/// palisade's next pass puts it back, counts the repair and shows it on the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_boundary_label_is_restored_and_reported() {
+    // A plane of its own: the guards of other tests' installations would keep the label.
+    let plane = tokio::task::spawn_blocking(|| ControlPlane::start("1.37"))
+        .await
+        .unwrap();
+    let admin = plane.client().await;
+    let f = Fixture::new(&plane, Layout::PerPolicy).await;
+    let ns = f.namespace.as_str();
+    let guard = guard_name(&f.stack.installation);
+    Api::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>::all(
+        admin.clone(),
+    )
+    .delete(&guard, &DeleteParams::default())
+    .await
+    .unwrap();
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    // The API server drops the guard within about a second.
+    let started = Instant::now();
+    loop {
+        let result = namespaces
+            .patch(
+                ns,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"palisade.dev/boundary": null}}})),
+            )
+            .await;
+        if result.is_ok() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{result:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Any change wakes a pass (the periodic one would come within 5 minutes).
+    f.stack
+        .put_policy(
+            &f.boundary,
+            "owner",
+            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}, {"key": "app"}]}}]}),
+        )
+        .await;
+    let started = Instant::now();
+    loop {
+        let labels = namespaces
+            .get(ns)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap_or_default();
+        if labels.get("palisade.dev/boundary") == Some(&f.boundary) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the label never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let cluster = f.stack.ok("GET", "/v1/clusters/k1", None).await;
+    assert_eq!(cluster["repairs"], 1, "{cluster}");
+    assert_eq!(
+        cluster["last_repair"]["message"],
+        format!("namespace {ns} lost its boundary label; restored"),
+        "{cluster}"
+    );
+    // And the guard is back (palisade runs as the plane's admin here, whom it lets through,
+    // so its binding is what shows it).
+    let bindings = Api::<
+        k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    >::all(admin.clone());
+    assert!(bindings.get_opt(&guard).await.unwrap().is_some());
+}
