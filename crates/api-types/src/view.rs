@@ -8,15 +8,20 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// What a policy is in one cluster (SPEC 3.4). On the wire: `pending`, `installed`,
-/// `enforced`, `error: <reason>` or `not enforced: <reason>`.
+/// `enforced`, `active (audit)`, `error: <reason>` or `not enforced: <reason>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InstallStatus {
     /// The reconciler has not recorded the policy's current version in the cluster yet.
     Pending,
     /// Installed, with no namespace of the boundary to confirm enforcement in.
     Installed,
-    /// Installed and confirmed by a server-side dry-run in a namespace of the boundary.
+    /// Installed and confirmed by a server-side dry-run in a namespace of the boundary: the
+    /// violating object was denied with the policy's message.
     Enforced,
+    /// An audit-mode policy, installed and confirmed by a server-side dry-run: the violating
+    /// object was admitted with the policy's warning. It denies nothing, so it is not
+    /// `enforced`.
+    AuditActive,
     /// Installing or confirming failed; palisade retries.
     Error(String),
     /// The cluster cannot enforce it (e.g. too old, or the API is not served).
@@ -39,6 +44,7 @@ impl fmt::Display for InstallStatus {
             InstallStatus::Pending => f.write_str("pending"),
             InstallStatus::Installed => f.write_str("installed"),
             InstallStatus::Enforced => f.write_str("enforced"),
+            InstallStatus::AuditActive => f.write_str("active (audit)"),
             InstallStatus::Error(reason) => write!(f, "error: {reason}"),
             InstallStatus::NotEnforced(reason) => write!(f, "not enforced: {reason}"),
         }
@@ -48,7 +54,7 @@ impl fmt::Display for InstallStatus {
 /// A text that is no install status.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "'{0}' is not an install status (pending, installed, enforced, error: ..., not enforced: ...)"
+    "'{0}' is not an install status (pending, installed, enforced, active (audit), error: ..., not enforced: ...)"
 )]
 pub struct UnknownInstallStatus(pub String);
 
@@ -60,6 +66,7 @@ impl FromStr for InstallStatus {
             "pending" => Ok(InstallStatus::Pending),
             "installed" => Ok(InstallStatus::Installed),
             "enforced" => Ok(InstallStatus::Enforced),
+            "active (audit)" => Ok(InstallStatus::AuditActive),
             _ => {
                 if let Some(reason) = text.strip_prefix("error: ") {
                     Ok(InstallStatus::Error(reason.to_owned()))
@@ -586,6 +593,7 @@ mod tests {
             "pending",
             "installed",
             "enforced",
+            "active (audit)",
             "error: the API server answered 403 Forbidden",
             "not enforced: Kubernetes 1.29 is older than 1.30",
         ] {

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use palisade_api_types::PolicySpec;
 use palisade_policy::name::NameError;
-use palisade_policy::{Catalog, Name, Policy};
+use palisade_policy::{Catalog, Mode, Name, Policy};
 use palisade_store::{
     ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore,
     StoreError,
@@ -1163,7 +1163,11 @@ impl Controller {
             .probe_enforcement_among(&self.installation, boundary, policy, others, namespace)
             .await
         {
-            Ok(EnforcementProbe::Enforced) => InstallStatus::Enforced.to_string(),
+            Ok(EnforcementProbe::Enforced) => match policy.mode() {
+                Mode::Enforce => InstallStatus::Enforced.to_string(),
+                // Confirmed, but it denies nothing: never shown as `enforced`.
+                Mode::Audit => InstallStatus::AuditActive.to_string(),
+            },
             Ok(EnforcementProbe::NotEnforced(reason)) => status_not_enforced(&reason),
             Ok(EnforcementProbe::Inconclusive(reason)) => status_error(&reason),
             Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 404 => {

@@ -281,7 +281,7 @@ fn policies_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
 /// English like the API's, marked by kind in text and class.
 fn install_status(status: &InstallStatus) -> Markup {
     let class = match status {
-        InstallStatus::Enforced => "status ok",
+        InstallStatus::Enforced | InstallStatus::AuditActive => "status ok",
         InstallStatus::Installed | InstallStatus::Pending => "status unknown",
         InstallStatus::Error(_) | InstallStatus::NotEnforced(_) => "status bad",
     };

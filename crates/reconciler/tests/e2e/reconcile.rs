@@ -671,9 +671,17 @@ async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_contr
                 || async {
                     controller.reconcile_all().await;
                     let found = statuses(&store, &boundary, &cluster_name).await;
+                    // `watch` is the audit-mode policy: confirmed, but it denies nothing.
                     let expected: BTreeMap<String, String> = names
                         .iter()
-                        .map(|n| ((*n).to_owned(), "enforced".to_owned()))
+                        .map(|n| {
+                            let status = if *n == "watch" {
+                                "active (audit)"
+                            } else {
+                                "enforced"
+                            };
+                            ((*n).to_owned(), status.to_owned())
+                        })
                         .collect();
                     (found == expected).then_some(())
                 },
