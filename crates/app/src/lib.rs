@@ -51,6 +51,9 @@ pub struct App {
     pub policy_timeout: Duration,
     policies: Arc<plans::PolicyCache>,
     clusters: Arc<dyn ports::Clusters>,
+    /// The builder and file-server images (`--workload-config`), for the warnings about
+    /// images palisade runs for a resource.
+    workload_config: Arc<palisade_workload::WorkloadConfig>,
     /// Turns for CPU-heavy work (parsing and validating an apply), one per core, so that a
     /// burst of large requests queues instead of taking every worker thread.
     heavy_work: Arc<tokio::sync::Semaphore>,
@@ -67,6 +70,7 @@ impl App {
             policy_timeout: POLICY_READ_TIMEOUT,
             policies: Arc::new(plans::PolicyCache::default()),
             clusters: Arc::new(ports::NoClusters),
+            workload_config: Arc::new(palisade_workload::WorkloadConfig::builtin()),
             heavy_work: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
             )),
@@ -76,6 +80,12 @@ impl App {
     /// The same application reaching clusters through `clusters`.
     pub fn with_clusters(mut self, clusters: Arc<dyn ports::Clusters>) -> Self {
         self.clusters = clusters;
+        self
+    }
+
+    /// The same application with the builder and file-server images of `config`.
+    pub fn with_workload_config(mut self, config: palisade_workload::WorkloadConfig) -> Self {
+        self.workload_config = Arc::new(config);
         self
     }
 

@@ -231,6 +231,7 @@ impl App {
                 warnings.extend(self.latest_builder_warnings(boundary, cluster).await);
             }
         }
+        warnings.extend(self.platform_image_warnings(&record).await);
         Ok(Written {
             view: view(record, None),
             warnings,
@@ -350,6 +351,7 @@ impl App {
                 warnings.extend(self.latest_builder_warnings(&key.boundary, cluster).await);
             }
         }
+        warnings.extend(self.platform_image_warnings(&record).await);
         Ok(Written {
             view: view(record, None),
             warnings,

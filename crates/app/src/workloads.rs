@@ -10,7 +10,8 @@ use palisade_api_types::resource::Resource;
 use palisade_api_types::view::UploadView;
 use palisade_policy::policy::{Mode, Rule};
 use palisade_policy::{Name, Policy, ResourceType};
-use palisade_store::{NamespaceRecord, StoreError, UploadRecord};
+use palisade_store::{NamespaceRecord, ResourceRecord, StoreError, UploadRecord};
+use palisade_workload::{Container, Kind, Source, Workload, WorkloadConfig};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
@@ -50,6 +51,107 @@ pub fn latest_builder_warning(policy: &str) -> String {
         "Policy '{policy}' (DisallowLatestTag) denies builds of uploaded code: the function \
          builder is referenced by the tag latest"
     )
+}
+
+/// The renderer's kind of a workload type; `None` for the other types.
+pub fn kind_of(ty: ResourceType) -> Option<Kind> {
+    match ty {
+        ResourceType::App => Some(Kind::App),
+        ResourceType::Function => Some(Kind::Function),
+        ResourceType::StaticWebApp => Some(Kind::StaticWebApp),
+        ResourceType::ContainerInstance => Some(Kind::ContainerInstance),
+        _ => None,
+    }
+}
+
+/// The renderer's input for a stored resource, or why it cannot run.
+pub fn workload_of(
+    record: &ResourceRecord,
+    installation: &str,
+) -> Result<(Workload, String), String> {
+    let resource: Resource = serde_json::from_str(&record.body_json)
+        .map_err(|e| format!("the stored resource cannot be read: {e}"))?;
+    let kind = ResourceType::parse(&record.resource_type)
+        .ok()
+        .and_then(kind_of)
+        .ok_or_else(|| format!("{} is not a workload type", record.resource_type))?;
+    let namespace = resource
+        .namespace
+        .clone()
+        .ok_or_else(|| "it has no namespace".to_owned())?;
+    let source = match (&resource.source, &resource.upload) {
+        (Some(url), _) => Some(Source::Git(url.clone())),
+        // An upload never changes: its id stands for its content.
+        (None, Some(id)) => Some(Source::Upload {
+            id: id.clone(),
+            sha256: id.clone(),
+        }),
+        (None, None) => None,
+    };
+    if kind == Kind::StaticWebApp && source.is_none() {
+        return Err("a static web app needs a source or an upload to serve".to_owned());
+    }
+    let workload = Workload {
+        boundary: record.boundary.clone(),
+        installation: installation.to_owned(),
+        kind,
+        name: record.name.clone(),
+        namespace: namespace.clone(),
+        labels: resource.labels.clone().unwrap_or_default(),
+        replicas: i32::try_from(resource.replicas.unwrap_or(1)).unwrap_or(i32::MAX),
+        plan: resource.plan.clone(),
+        image: resource.image.clone(),
+        source,
+        components: resource
+            .components
+            .iter()
+            .flatten()
+            .map(|c| Container {
+                name: c.name.clone(),
+                image: c.image.clone(),
+                plan: c.plan.clone(),
+            })
+            .collect(),
+    };
+    Ok((workload, namespace))
+}
+
+/// What palisade itself runs for a workload, besides the images its user names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlatformObject {
+    /// The build Job (the builder image).
+    BuildJob,
+    /// The Deployment (the image a build pushes, the file server).
+    Deployment,
+}
+
+/// The images palisade runs for `w` that its user did not name, with the object that runs
+/// each: the builder (build Job), the image a build pushes, and a static web app's file
+/// server (Deployment). An app or function run from its own image, and a container
+/// instance, have none.
+pub fn platform_images(w: &Workload, config: &WorkloadConfig) -> Vec<(PlatformObject, String)> {
+    let mut images = Vec::new();
+    if let Some(builder) = palisade_workload::builder_image(w, config) {
+        images.push((PlatformObject::BuildJob, builder));
+    }
+    if let Some(built) = palisade_workload::built_image(w, config) {
+        images.push((PlatformObject::Deployment, built));
+    }
+    if w.kind == Kind::StaticWebApp {
+        images.push((PlatformObject::Deployment, config.file_server.clone()));
+    }
+    images
+}
+
+/// The warning for an image palisade runs for `resource` (`<type>/<name>`) that a policy
+/// will deny, e.g. `the build Job palisade runs for app/web will be denied: Policy 'trusted'
+/// (AllowedRegistries) denied image ...: it is not under ghcr.io/acme.`
+pub fn platform_image_warning(object: PlatformObject, resource: &str, denial: &str) -> String {
+    let object = match object {
+        PlatformObject::BuildJob => "build Job",
+        PlatformObject::Deployment => "Deployment",
+    };
+    format!("the {object} palisade runs for {resource} will be denied: {denial}")
 }
 
 /// Where a boundary's workloads can run: its attached clusters and its namespaces.
@@ -274,6 +376,49 @@ impl App {
             .into_iter()
             .map(|name| latest_builder_warning(&name))
             .collect()
+    }
+
+    /// Warnings for every enforce-mode policy in scope of `record`'s cluster that will deny an
+    /// image palisade itself runs for it (builder, built image, file server), each with the
+    /// message the cluster will give. A function's upload builder tagged `latest` is left to
+    /// [`latest_builder_warning`]. Policies that cannot be read give no warning (the write does
+    /// not depend on them).
+    pub async fn platform_image_warnings(&self, record: &ResourceRecord) -> Vec<String> {
+        let Some(cluster) = record.cluster.as_deref().and_then(|c| Name::parse(c).ok()) else {
+            return Vec::new();
+        };
+        let Ok((workload, _)) = workload_of(record, "") else {
+            return Vec::new();
+        };
+        let images = platform_images(&workload, &self.workload_config);
+        if images.is_empty() {
+            return Vec::new();
+        }
+        let Ok(policies) = self.read_policies(&record.boundary).await else {
+            return Vec::new();
+        };
+        let from_upload = matches!(workload.source, Some(Source::Upload { .. }));
+        let resource = format!("{}/{}", record.resource_type, record.name);
+        let mut warnings = Vec::new();
+        for policy in policies
+            .iter()
+            .filter(|p| p.mode() == Mode::Enforce && p.scope().includes(&cluster))
+        {
+            for (object, image) in &images {
+                let Some(denial) = palisade_policy::admission::image_denial(policy, image) else {
+                    continue;
+                };
+                let said_already = workload.kind == Kind::Function
+                    && from_upload
+                    && *object == PlatformObject::BuildJob
+                    && denial.rule == palisade_policy::RuleKind::DisallowLatestTag;
+                let warning = platform_image_warning(*object, &resource, &denial.message);
+                if !said_already && !warnings.contains(&warning) {
+                    warnings.push(warning);
+                }
+            }
+        }
+        warnings
     }
 
     /// The warnings an upload form for a function shows before anything is built: the

@@ -235,7 +235,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             palisade_reconciler::Settings {
                 audit_interval: args.audit_interval,
                 workloads: palisade_reconciler::workloads::Workloads {
-                    config: workload_config,
+                    config: workload_config.clone(),
                     fetch,
                 },
                 layout: args.admission_layout,
@@ -251,7 +251,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     // The application, reaching clusters through the Kubernetes adapter.
     let app = palisade_app::App::new(store, catalog, sealing)
-        .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters));
+        .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters))
+        .with_workload_config(workload_config);
     let state = palisade_server::AppState::of(app);
     let served = palisade_server::serve(
         palisade_server::app_with(state, palisade_portal::router()),

@@ -355,21 +355,9 @@ pub fn first_violation_in(
                     ),
                 })
             }),
-            Rule::AllowedRegistries(prefixes) => object
-                .judged_images(request)
-                .find(|image| {
-                    !prefixes
-                        .iter()
-                        .any(|prefix| ImageRef::new(image).is_under(prefix))
-                })
-                .map(|image| {
-                    let names: Vec<&str> = prefixes.iter().map(|p| p.as_str()).collect();
-                    message::image_not_under(policy.name(), image, &names)
-                }),
-            Rule::DisallowLatestTag => object
-                .judged_images(request)
-                .find(|image| ImageRef::new(image).is_latest())
-                .map(|image| message::image_latest(policy.name(), image)),
+            Rule::AllowedRegistries(_) | Rule::DisallowLatestTag => {
+                image_rule_violation(policy.name(), rule, object.judged_images(request))
+            }
         };
         if let Some(raw) = raw {
             return Some(Denial {
@@ -380,6 +368,44 @@ pub fn first_violation_in(
         }
     }
     None
+}
+
+/// The raw message of image rule `rule` for the first of `images` it denies (`None` for the
+/// other rules, or when it denies none).
+fn image_rule_violation<'a>(
+    policy: &Name,
+    rule: &Rule,
+    mut images: impl Iterator<Item = &'a str>,
+) -> Option<String> {
+    match rule {
+        Rule::AllowedRegistries(prefixes) => images
+            .find(|image| {
+                !prefixes
+                    .iter()
+                    .any(|prefix| ImageRef::new(image).is_under(prefix))
+            })
+            .map(|image| {
+                let names: Vec<&str> = prefixes.iter().map(|p| p.as_str()).collect();
+                message::image_not_under(policy, image, &names)
+            }),
+        Rule::DisallowLatestTag => images
+            .find(|image| ImageRef::new(image).is_latest())
+            .map(|image| message::image_latest(policy, image)),
+        Rule::AllowedComputePlans(_) | Rule::RequiredLabels(_) => None,
+    }
+}
+
+/// The first of `policy`'s image rules (in the policy's order) that denies a container
+/// running `image`, with the message the cluster gives: what palisade checks of the images
+/// the platform itself runs (builders, built images, the file server) before it runs them.
+pub fn image_denial(policy: &Policy, image: &str) -> Option<Denial> {
+    policy.rules().iter().find_map(|rule| {
+        image_rule_violation(policy.name(), rule, std::iter::once(image)).map(|raw| Denial {
+            policy: policy.name().clone(),
+            rule: rule.kind(),
+            message: message::finalize(raw, policy.name(), rule.kind()),
+        })
+    })
 }
 
 /// Evaluates every policy of a boundary against an object in one of its namespaces.

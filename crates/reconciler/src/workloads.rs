@@ -15,11 +15,10 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
-use palisade_api_types::resource::Resource;
-use palisade_policy::{Catalog, ResourceType};
+use palisade_policy::Catalog;
 use palisade_store::{NamespaceRecord, ResourceKey, ResourceRecord};
 use palisade_vap::render::FIELD_MANAGER;
-use palisade_workload::{self as render, Container, Fetch, Kind, Source, Workload, WorkloadConfig};
+use palisade_workload::{self as render, Fetch, Source, Workload, WorkloadConfig};
 use serde_json::Value;
 
 use crate::{ClusterClient, ReconcileError};
@@ -100,68 +99,6 @@ impl Target {
     }
 }
 
-fn kind_of(ty: ResourceType) -> Option<Kind> {
-    match ty {
-        ResourceType::App => Some(Kind::App),
-        ResourceType::Function => Some(Kind::Function),
-        ResourceType::StaticWebApp => Some(Kind::StaticWebApp),
-        ResourceType::ContainerInstance => Some(Kind::ContainerInstance),
-        _ => None,
-    }
-}
-
-/// The renderer's input for a stored resource, or why it cannot run.
-pub fn workload_of(
-    record: &ResourceRecord,
-    installation: &str,
-) -> Result<(Workload, String), String> {
-    let resource: Resource = serde_json::from_str(&record.body_json)
-        .map_err(|e| format!("the stored resource cannot be read: {e}"))?;
-    let kind = ResourceType::parse(&record.resource_type)
-        .ok()
-        .and_then(kind_of)
-        .ok_or_else(|| format!("{} is not a workload type", record.resource_type))?;
-    let namespace = resource
-        .namespace
-        .clone()
-        .ok_or_else(|| "it has no namespace".to_owned())?;
-    let source = match (&resource.source, &resource.upload) {
-        (Some(url), _) => Some(Source::Git(url.clone())),
-        // An upload never changes: its id stands for its content.
-        (None, Some(id)) => Some(Source::Upload {
-            id: id.clone(),
-            sha256: id.clone(),
-        }),
-        (None, None) => None,
-    };
-    if kind == Kind::StaticWebApp && source.is_none() {
-        return Err("a static web app needs a source or an upload to serve".to_owned());
-    }
-    let workload = Workload {
-        boundary: record.boundary.clone(),
-        installation: installation.to_owned(),
-        kind,
-        name: record.name.clone(),
-        namespace: namespace.clone(),
-        labels: resource.labels.clone().unwrap_or_default(),
-        replicas: i32::try_from(resource.replicas.unwrap_or(1)).unwrap_or(i32::MAX),
-        plan: resource.plan.clone(),
-        image: resource.image.clone(),
-        source,
-        components: resource
-            .components
-            .iter()
-            .flatten()
-            .map(|c| Container {
-                name: c.name.clone(),
-                image: c.image.clone(),
-                plan: c.plan.clone(),
-            })
-            .collect(),
-    };
-    Ok((workload, namespace))
-}
-
 /// The text after ` denied request: ` of an admission refusal.
 pub fn denial(message: &str) -> Option<&str> {
     message
@@ -204,7 +141,8 @@ pub async fn sync(
             resource_type: record.resource_type.clone(),
             name: record.name.clone(),
         };
-        let (workload, namespace) = match workload_of(record, installation) {
+        let (workload, namespace) = match palisade_app::workloads::workload_of(record, installation)
+        {
             Ok(found) => found,
             Err(reason) => {
                 targets.push(Target::new(
