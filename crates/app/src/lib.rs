@@ -54,6 +54,9 @@ pub struct App {
     /// The builder and file-server images (`--workload-config`), for the warnings about
     /// images palisade runs for a resource.
     workload_config: Arc<palisade_workload::WorkloadConfig>,
+    /// Whether uploaded code is built (`palisade serve` knows a URL build Jobs fetch it from);
+    /// when not, a write that names an upload says so.
+    builds_uploads: bool,
     /// Turns for CPU-heavy work (parsing and validating an apply), one per core, so that a
     /// burst of large requests queues instead of taking every worker thread.
     heavy_work: Arc<tokio::sync::Semaphore>,
@@ -71,6 +74,7 @@ impl App {
             policies: Arc::new(plans::PolicyCache::default()),
             clusters: Arc::new(ports::NoClusters),
             workload_config: Arc::new(palisade_workload::WorkloadConfig::builtin()),
+            builds_uploads: true,
             heavy_work: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
             )),
@@ -86,6 +90,12 @@ impl App {
     /// The same application with the builder and file-server images of `config`.
     pub fn with_workload_config(mut self, config: palisade_workload::WorkloadConfig) -> Self {
         self.workload_config = Arc::new(config);
+        self
+    }
+
+    /// The same application in a process whose uploads are not built (no public URL).
+    pub fn without_upload_builds(mut self) -> Self {
+        self.builds_uploads = false;
         self
     }
 

@@ -116,6 +116,9 @@ pub fn workload_of(
     Ok((workload, namespace))
 }
 
+/// The warning on a write that names an upload in a process that does not build uploads.
+pub const UPLOADS_NOT_BUILT: &str = "uploaded code is not built: palisade serve has no --public-url for build Jobs to fetch it from";
+
 /// What palisade itself runs for a workload, besides the images its user names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PlatformObject {
@@ -390,6 +393,9 @@ impl App {
         let Ok((workload, _)) = workload_of(record, "") else {
             return Vec::new();
         };
+        if matches!(workload.source, Some(Source::Upload { .. })) && !self.builds_uploads {
+            return vec![UPLOADS_NOT_BUILT.to_owned()];
+        }
         let images = platform_images(&workload, &self.workload_config);
         if images.is_empty() {
             return Vec::new();

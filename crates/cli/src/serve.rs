@@ -48,7 +48,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     workload_config: Option<PathBuf>,
     /// The URL at which build Jobs in the clusters reach this palisade, to fetch uploaded
-    /// code (e.g. https://palisade.example.com). Without it, uploads are not built.
+    /// code (e.g. https://palisade.example.com). Default: the --listen address
+    /// (http://127.0.0.1:8080), unless it is 0.0.0.0 or [::], when uploads are not built.
     #[arg(long, env = "PALISADE_PUBLIC_URL", value_name = "URL", value_parser = parse_public_url)]
     public_url: Option<String>,
     /// Serve the API and portal only; install nothing in clusters (another replica's
@@ -67,6 +68,17 @@ pub struct ServeArgs {
 
 fn parse_layout(text: &str) -> Result<palisade_reconciler::Layout, String> {
     text.parse()
+}
+
+/// Without `--public-url`, the address palisade listens on, when it is one a build Job could
+/// be pointed at (`http://127.0.0.1:8080` for the default `--listen`; `https` with TLS); `None`
+/// for an unspecified address (`0.0.0.0`, `[::]`), which names no host.
+fn default_public_url(listen: SocketAddr, tls: bool) -> Option<String> {
+    if listen.ip().is_unspecified() {
+        return None;
+    }
+    let scheme = if tls { "https" } else { "http" };
+    Some(format!("{scheme}://{listen}"))
 }
 
 /// An `http://` or `https://` URL without query or fragment.
@@ -196,6 +208,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!("demo data not loaded: the store already holds boundaries");
         }
     }
+    let public_url = args
+        .public_url
+        .clone()
+        .or_else(|| default_public_url(args.listen, tls.is_some()));
+    match &public_url {
+        Some(url) => tracing::info!(url, "build Jobs fetch uploaded code from here (--public-url)"),
+        None => tracing::warn!(
+            "uploaded code is not built: --listen {} is no address build Jobs can reach; set --public-url",
+            args.listen
+        ),
+    }
     // The reconcile loop stops on Ctrl-C or SIGTERM (with the HTTP server), or when serving
     // ends otherwise (`stop` dropped).
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -212,7 +235,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let plain = key.open(sealed).map_err(|e| e.to_string())?;
             String::from_utf8(plain).map_err(|e| e.to_string())
         });
-        let fetch = args.public_url.clone().map(|public_url| {
+        let fetch = public_url.clone().map(|public_url| {
             let key = sealing.clone();
             let mint: palisade_reconciler::workloads::FetchMinter =
                 std::sync::Arc::new(move |boundary: &str, id: &str| {
@@ -250,9 +273,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         })))
     };
     // The application, reaching clusters through the Kubernetes adapter.
-    let app = palisade_app::App::new(store, catalog, sealing)
+    let mut app = palisade_app::App::new(store, catalog, sealing)
         .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters))
         .with_workload_config(workload_config);
+    if public_url.is_none() {
+        app = app.without_upload_builds();
+    }
     let state = palisade_server::AppState::of(app);
     let served = palisade_server::serve(
         palisade_server::app_with(state, palisade_portal::router()),

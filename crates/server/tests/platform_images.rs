@@ -183,3 +183,36 @@ async fn a_function_from_an_upload_keeps_its_latest_builder_warning_once() {
     );
     assert_eq!(warnings.len(), 3, "{warnings:?}");
 }
+
+/// A process that cannot have uploads fetched (no `--public-url`, listening on `0.0.0.0`) says
+/// so on the write, instead of only `not deployed: ...` later.
+#[tokio::test]
+async fn an_upload_that_will_not_be_built_says_so() {
+    let mut app = placed().await;
+    let state = palisade_server::AppState::of(app.state.app.clone().without_upload_builds());
+    app.router = palisade_server::app(state);
+    let admin = app.admin.clone();
+    let upload = app
+        .raw(
+            Method::POST,
+            "/v1/boundaries/shop/uploads",
+            Some(&admin),
+            Some("<h1>docs</h1>"),
+            Some("application/octet-stream"),
+            &[],
+        )
+        .await;
+    let id = upload.body["id"].as_str().unwrap().to_owned();
+    let answer = app
+        .create(
+            "shop",
+            &admin,
+            json!({"type": "static_web_app", "name": "site", "upload": id}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
+    assert_eq!(
+        answer.warnings(),
+        ["299 palisade \"uploaded code is not built: palisade serve has no --public-url for build Jobs to fetch it from\""]
+    );
+}
