@@ -47,8 +47,12 @@ Examples:
   # Check manifests offline before they reach a cluster
   palisade check -p policies/ manifests/
 
-Client commands read the server from PALISADE_URL (or --url) and the token from PALISADE_TOKEN
-(or --token).";
+  # A server behind HTTPS whose certificate a private CA signed
+  export PALISADE_URL=https://palisade.example.internal PALISADE_CA_FILE=platform-ca.pem
+
+Client commands read the server from PALISADE_URL (or --url), the token from PALISADE_TOKEN
+(or --token), and for https:// a private CA's certificates (PEM) from PALISADE_CA_FILE (or
+--ca-file), trusted besides the built-in and system ones.";
 
 pub const CHECK: &str = "\
 Examples:
@@ -85,6 +89,10 @@ Examples:
 
   # PostgreSQL, which several replicas can share, on every interface
   palisade serve --database postgres://palisade@db/palisade --listen 0.0.0.0:8080
+
+  # HTTPS itself (PEM files); the client commands then take https:// (and --ca-file when a
+  # private CA signed the certificate)
+  palisade serve --tls-cert tls.crt --tls-key tls.key
 
 The first start writes an admin token to <data-dir>/admin.token (mode 0600).";
 

@@ -1,6 +1,7 @@
 //! `palisade serve --tls-cert/--tls-key`: HTTPS with the given identity (checked here with
 //! curl and the certificate as the trust anchor), nothing in plain HTTP on that port, and
-//! files that do not make a TLS identity refused at start-up with the file named.
+//! files that do not make a TLS identity refused at start-up with the file named. The client
+//! commands speak HTTPS to it, trusting a private CA given with `--ca-file`/`PALISADE_CA_FILE`.
 
 #![allow(
     clippy::unwrap_used,
@@ -119,4 +120,196 @@ fn serve_speaks_https_with_the_given_identity_and_refuses_bad_files() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A private CA named `name` and, signed by it, a certificate for `localhost` and its key, as PEM files in
+/// `dir`: (CA certificate, server certificate, server key).
+fn private_ca(dir: &Path, name: &str) -> (String, String, String) {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = rcgen::CertifiedIssuer::self_signed(params, ca_key).unwrap();
+    let server_key = rcgen::KeyPair::generate().unwrap();
+    let server = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&server_key, &ca)
+        .unwrap();
+    let files = [
+        ("ca.crt", ca.pem()),
+        ("server.crt", server.pem()),
+        ("server.key", server_key.serialize_pem()),
+    ];
+    let paths: Vec<String> = files
+        .iter()
+        .map(|(name, pem)| {
+            let path = dir.join(name);
+            std::fs::write(&path, pem).unwrap();
+            path.display().to_string()
+        })
+        .collect();
+    (paths[0].clone(), paths[1].clone(), paths[2].clone())
+}
+
+/// `palisade` with `PALISADE_URL` set and the variables the test sets; none of the caller's.
+fn client(url: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .env("PALISADE_URL", url)
+        .env_remove("PALISADE_TOKEN")
+        .env_remove("PALISADE_CA_FILE");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn the_client_speaks_https_trusting_a_private_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = private_ca(dir.path(), "palisade test CA");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = dir.path().join("data");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--no-reconciler", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--tls-cert", &cert, "--tls-key", &key])
+        .env_remove("PALISADE_DATABASE_URL")
+        .env_remove("PALISADE_ADMIN_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("https://localhost:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !curl(&["--cacert", &ca, &format!("{url}/healthz")]).0
+        || !data.join("admin.token").exists()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no HTTPS answer from palisade serve"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let token = std::fs::read_to_string(data.join("admin.token")).unwrap();
+    let token = token.trim();
+
+    // PALISADE_CA_FILE, then --ca-file: the private CA is trusted.
+    let out = client(
+        &url,
+        &[("PALISADE_TOKEN", token), ("PALISADE_CA_FILE", &ca)],
+        &["boundary", "create", "shop"],
+    );
+    assert_eq!(
+        (out.status.code(), text(&out.stdout)),
+        (Some(0), "boundary shop created\n".to_owned()),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = client(
+        &url,
+        &[("PALISADE_TOKEN", token)],
+        &["get", "boundaries", "--ca-file", &ca, "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["items"][0]["name"], "shop", "{body}");
+    let out = client(&url, &[], &["version", "--ca-file", &ca]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("\nServer Version: "),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // Without the CA the server's certificate is not trusted: one clear line, exit 1.
+    let out = client(&url, &[("PALISADE_TOKEN", token)], &["get", "boundaries"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: cannot reach palisade at {url}: TLS verification failed: the server's \
+             certificate is not signed by a trusted certificate authority (trust its CA with \
+             --ca-file or PALISADE_CA_FILE)\n"
+        )
+    );
+    assert_eq!(text(&out.stdout), "");
+    // Another CA did not sign it either.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (other_ca, _, _) = private_ca(elsewhere.path(), "another CA");
+    let out = client(
+        &url,
+        &[("PALISADE_TOKEN", token)],
+        &["get", "boundaries", "--ca-file", &other_ca],
+    );
+    assert_eq!(
+        (out.status.code(), text(&out.stderr)),
+        (
+            Some(1),
+            format!(
+                "error: cannot reach palisade at {url}: TLS verification failed: the server's \
+                 certificate is not signed by a trusted certificate authority (nor by a CA of \
+                 {other_ca})\n"
+            )
+        )
+    );
+
+    // A CA file that cannot be used: one line naming it, exit 1 (2 for preview, whose
+    // failures are 2), before any request.
+    let missing = dir.path().join("missing.crt").display().to_string();
+    let garbled = dir.path().join("garbled.crt");
+    std::fs::write(
+        &garbled,
+        "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let garbled = garbled.display().to_string();
+    for (ca_file, expected) in [
+        (
+            missing.as_str(),
+            format!("error: {missing}: No such file or directory (os error 2)\n"),
+        ),
+        (
+            key.as_str(),
+            format!(
+                "error: {key}: no certificate in it (the CA's certificates are expected, PEM \
+                 encoded)\n"
+            ),
+        ),
+        (
+            garbled.as_str(),
+            format!("error: {garbled}: not a usable CA certificate (BadEncoding)\n"),
+        ),
+    ] {
+        let out = client(
+            &url,
+            &[("PALISADE_TOKEN", token)],
+            &["get", "boundaries", "--ca-file", ca_file],
+        );
+        assert_eq!(
+            (out.status.code(), text(&out.stderr)),
+            (Some(1), expected.clone())
+        );
+        let out = client(
+            &url,
+            &[("PALISADE_TOKEN", token), ("PALISADE_CA_FILE", ca_file)],
+            &["preview", "-f", "-"],
+        );
+        assert_eq!((out.status.code(), text(&out.stderr)), (Some(2), expected));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

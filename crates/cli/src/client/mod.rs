@@ -21,6 +21,7 @@ pub use token::{token, TokenCommand};
 pub use version::{version, VersionArgs};
 
 use std::fmt::Display;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use palisade_api_types::resource::Resource;
@@ -70,6 +71,16 @@ pub struct Connection {
         help_heading = "Global Options"
     )]
     token: Option<String>,
+    /// A PEM file of CA certificates to trust for an https:// URL, in addition to the
+    /// built-in and system ones (for a server whose certificate a private CA signed).
+    #[arg(
+        long,
+        env = "PALISADE_CA_FILE",
+        value_name = "FILE",
+        global = true,
+        help_heading = "Global Options"
+    )]
+    ca_file: Option<PathBuf>,
     /// Output format.
     #[arg(
         short = 'o',
@@ -100,6 +111,33 @@ fn unreachable_cause(error: &reqwest::Error) -> String {
     }
 }
 
+/// The innermost error of `error`'s source chain, in its own words.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}
+
+/// What `transport` says of a certificate no trusted CA signed (see [`unreachable_cause`]).
+const UNKNOWN_ISSUER: &str = "is not signed by a trusted certificate authority";
+
+/// The CA certificates of `--ca-file`; a file that cannot be read or holds none is an error
+/// naming it.
+fn ca_certificates(path: &Path) -> Result<Vec<reqwest::Certificate>, Failure> {
+    let named = |why: &dyn Display| Failure(format!("{}: {why}", path.display()));
+    let pem = std::fs::read(path).map_err(|e| named(&e))?;
+    let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|_| named(&"not a PEM file of certificates"))?;
+    if certificates.is_empty() {
+        return Err(named(
+            &"no certificate in it (the CA's certificates are expected, PEM encoded)",
+        ));
+    }
+    Ok(certificates)
+}
+
 struct Api<'c> {
     client: Client,
     connection: &'c Connection,
@@ -107,10 +145,28 @@ struct Api<'c> {
 
 impl<'c> Api<'c> {
     fn new(connection: &'c Connection) -> Result<Self, Failure> {
-        let client = Client::builder()
+        let mut builder = Client::builder()
             .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| Failure(format!("cannot set up HTTP: {e}")))?;
+            // The built-in and system roots are read only when they can be needed.
+            .tls_built_in_root_certs(connection.url.starts_with("https:"));
+        if let Some(path) = &connection.ca_file {
+            for certificate in ca_certificates(path)? {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let client = builder.build().map_err(|e| match &connection.ca_file {
+            // The CA file's certificates are parsed here, when the trust store is made.
+            Some(path) => Failure(format!(
+                "{}: not a usable CA certificate ({})",
+                path.display(),
+                // rustls says "peer" of any certificate it cannot parse.
+                innermost(&e).trim_start_matches("invalid peer certificate: ")
+            )),
+            None => Failure(format!(
+                "cannot set up HTTP: {}",
+                palisade_reconciler::cause::transport(&e)
+            )),
+        })?;
         Ok(Api { client, connection })
     }
 
@@ -168,10 +224,15 @@ impl<'c> Api<'c> {
     }
 
     fn unreachable(&self, error: &reqwest::Error) -> Failure {
+        let cause = unreachable_cause(error);
+        let hint = match &self.connection.ca_file {
+            _ if !cause.contains(UNKNOWN_ISSUER) => String::new(),
+            Some(path) => format!(" (nor by a CA of {})", path.display()),
+            None => " (trust its CA with --ca-file or PALISADE_CA_FILE)".to_owned(),
+        };
         Failure(format!(
-            "cannot reach palisade at {}: {}",
-            self.connection.url,
-            unreachable_cause(error)
+            "cannot reach palisade at {}: {cause}{hint}",
+            self.connection.url
         ))
     }
 

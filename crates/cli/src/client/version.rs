@@ -33,6 +33,10 @@ pub struct VersionArgs {
         value_name = "URL"
     )]
     pub url: Option<String>,
+    /// A PEM file of CA certificates to trust for an https:// URL, in addition to the
+    /// built-in and system ones.
+    #[arg(long, env = "PALISADE_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = VersionFormat::Text)]
     pub output: VersionFormat,
@@ -44,10 +48,11 @@ enum ServerVersion {
     Unknown(String),
 }
 
-fn server_version(url: &str) -> Result<ServerVersion, Failure> {
+fn server_version(url: &str, ca_file: Option<&std::path::Path>) -> Result<ServerVersion, Failure> {
     let connection = Connection {
         url: url.to_owned(),
         token: None,
+        ca_file: ca_file.map(std::path::Path::to_path_buf),
         output: Format::Table,
     };
     let api = Api::new(&connection)?;
@@ -66,7 +71,7 @@ pub fn version(args: &VersionArgs) -> Outcome {
     };
     // Asked before anything is printed, so a server that cannot be reached leaves the
     // client's line on standard output and one error line on standard error.
-    let server = url.map(server_version);
+    let server = url.map(|url| server_version(url, args.ca_file.as_deref()));
     let mut document = json!({"clientVersion": CLIENT_VERSION});
     if let Some(Ok(answer)) = &server {
         document["serverVersion"] = match answer {
