@@ -11,7 +11,7 @@ use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest};
 use palisade_policy::{compute_plan, Catalog, Name, PlanName, Policy, ResourceType};
 use serde::Serialize;
 
-use crate::input::{read_text, shown, yaml_files};
+use crate::input::{located, read_text, shown, yaml_files};
 
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]
 pub enum Output {
@@ -84,15 +84,6 @@ fn read(path: &Path) -> Result<String, BadInput> {
     read_text(path).map_err(BadInput)
 }
 
-fn located(file: &Path, error: &palisade_api_types::yaml::YamlError, index: usize) -> String {
-    match (error.line, error.column) {
-        (Some(line), Some(column)) => {
-            format!("{}:{line}:{column}: {}", shown(file), error.message)
-        }
-        _ => format!("{}:{index}: {error}", shown(file)),
-    }
-}
-
 /// Loads every policy; all errors are collected so one run reports them all.
 fn load_policies(paths: &[PathBuf], catalog: &Catalog) -> Result<Vec<Policy>, Vec<String>> {
     let mut errors = Vec::new();
@@ -115,7 +106,7 @@ fn load_policies(paths: &[PathBuf], catalog: &Catalog) -> Result<Vec<Policy>, Ve
             };
             for (index, document) in documents::<PolicyDocument>(&text) {
                 let valid = document
-                    .map_err(|e| located(&file, &e, index))
+                    .map_err(|e| located(&shown(&file), &e, index))
                     .and_then(|d| {
                         d.validate(catalog)
                             .map_err(|e| format!("{}:{index}: {e}", shown(&file)))
@@ -250,7 +241,7 @@ fn check_manifests(
                 let value = match document {
                     Ok(value) => value,
                     Err(e) => {
-                        errors.push(located(&file, &e, index));
+                        errors.push(located(&shown(&file), &e, index));
                         continue;
                     }
                 };

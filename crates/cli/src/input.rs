@@ -19,6 +19,16 @@ pub fn shown(path: &Path) -> String {
     }
 }
 
+/// Where a YAML error is, as `check`, `apply` and `preview` name it: `<file>:<line>:<column>:
+/// <message>` when the parser gave a position (a syntax error), `<file>:<doc>: <pointer>:
+/// <message>` otherwise (`doc`: the document's 0-based index in the file). `file` as [`shown`].
+pub fn located(file: &str, error: &palisade_api_types::yaml::YamlError, index: usize) -> String {
+    match (error.line, error.column) {
+        (Some(line), Some(column)) => format!("{file}:{line}:{column}: {}", error.message),
+        _ => format!("{file}:{index}: {error}"),
+    }
+}
+
 /// The file itself, or every `*.yaml`/`*.yml` file in a directory, sorted (shared by `check`
 /// and `apply`); `-` stays `-`. The error names the path.
 pub fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, String> {

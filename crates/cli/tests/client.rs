@@ -841,3 +841,84 @@ fn the_readme_workloads_flow_rejects_latest_then_runs() {
     let out = palisade(&server.url, t, &["get", "resources", "shop"]);
     assert!(!text(&out.stdout).contains("web"), "{}", text(&out.stdout));
 }
+
+/// `apply -f DIR` (also with --dry-run) and `preview -f DIR` name the file of a broken
+/// document and the line in that file, as `check` does; a document the server refuses is
+/// named by its file and index. Nothing is saved.
+#[test]
+fn apply_and_preview_name_the_file_of_a_broken_document() {
+    let server = serve(&[]);
+    let t = Some(server.token.as_str());
+    palisade(&server.url, t, &["boundary", "create", "shop"]);
+    let dir = tempfile::tempdir().unwrap();
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    std::fs::write(
+        policies.join("a.yaml"),
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: size-limits, boundary: shop}\nspec:\n  rules:\n    - allowedComputePlans: {plans: [small]}\n",
+    )
+    .unwrap();
+    let broken = policies.join("b.yaml");
+    std::fs::write(
+        &broken,
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: trusted, boundary: shop}\nspec:\n  rules:\n    - allowedRegistries: {registries: [ghcr.io/acme]\n",
+    )
+    .unwrap();
+    let manifest = write(
+        &server.dir,
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: web, image: ghcr.io/acme/web:1}]}\n",
+    );
+    let dir_arg = policies.to_str().unwrap();
+    let line = format!(
+        "error: {}: did not find expected ',' or '}}' at line 7 column 1, while parsing a flow mapping\n",
+        broken.display()
+    )
+    .replacen(".yaml:", ".yaml:7:1:", 1);
+    let out = palisade(
+        &server.url,
+        t,
+        &["check", "-p", dir_arg, manifest.to_str().unwrap()],
+    );
+    assert_eq!(
+        (out.status.code(), text(&out.stderr)),
+        (Some(2), line.clone())
+    );
+    for (args, code) in [
+        (vec!["apply", "-f", dir_arg], 1),
+        (vec!["apply", "-f", dir_arg, "--dry-run"], 2),
+        (vec!["preview", "-f", dir_arg], 2),
+    ] {
+        let out = palisade(&server.url, t, &args);
+        assert_eq!(
+            (out.status.code(), text(&out.stderr)),
+            (Some(code), line.clone()),
+            "{args:?}"
+        );
+    }
+
+    // Well-formed, but refused by the server: the file and the document's index in it.
+    std::fs::write(
+        &broken,
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: no-latest, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n---\napiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: trusted, boundary: shop}\nspec:\n  rules:\n    - allowedRegistries: {registries: [Bad Registry]}\n",
+    )
+    .unwrap();
+    let why = "registry prefix 'Bad Registry' must start with a registry host: a name containing '.' or ':', or 'localhost' (e.g. docker.io/library, not library) [invalid_request]";
+    let at = format!(
+        "{}:1: /spec/rules/0/allowedRegistries/registries/0",
+        broken.display()
+    );
+    for (args, code) in [
+        (vec!["apply", "-f", dir_arg], 1),
+        (vec!["preview", "-f", dir_arg], 2),
+    ] {
+        let out = palisade(&server.url, t, &args);
+        assert_eq!(
+            (out.status.code(), text(&out.stderr)),
+            (Some(code), format!("error: {at}: {why}\n")),
+            "{args:?}"
+        );
+    }
+    let out = palisade(&server.url, t, &["get", "policies", "shop", "-o", "json"]);
+    assert_eq!(text(&out.stdout), "{\n  \"items\": []\n}\n");
+}

@@ -28,22 +28,29 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     let dry_run = args.dry_run;
     let api = Api::new(connection)?;
     let texts = read_files(&args.files.files)?;
+    // Read here, so that a document that is not YAML is named by its file and the line in it
+    // (as `check` names it), and sent as read, one after another, so that the server's
+    // pointers (`/<n>/...`: the n-th document of the body) name a file and document too. The
+    // server reads every document as a YAML value first as well: sending the values is sending
+    // what it would have read.
+    let read: Vec<(String, serde_yaml_ng::Value)> = documents(&texts)?;
     let mut text = String::new();
-    for (_, content) in &texts {
-        if !text.is_empty() {
-            text.push_str("\n---\n");
-        }
-        text.push_str(content);
+    for (at, value) in &read {
+        let document = serde_yaml_ng::to_string(value)
+            .map_err(|e| Failure(format!("{at}: cannot encode the document: {e}")))?;
+        text.push_str("---\n");
+        text.push_str(&document);
     }
     let path = if dry_run {
         "/v1/apply?dry_run=true"
     } else {
         "/v1/apply"
     };
-    let answer = api.send(
+    let answer = api.send_relocated(
         api.request(Method::POST, path)
             .header("content-type", "application/yaml")
             .body(text),
+        &|message| relocate(&read, message),
     )?;
     let applied: ApplyResults = answer.decode()?;
     print_warnings(&answer.warnings);
@@ -51,8 +58,8 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
         // One body: what would change and what each policy would deny.
         let documents = documents(&texts)?;
         let mut previews = Vec::new();
-        for (_, document) in &documents {
-            previews.push(preview_body(&api, document)?);
+        for (at, document) in &documents {
+            previews.push(preview_body(&api, at, document)?);
         }
         let verdict = verdict_of(&previews)?;
         print_body(
@@ -78,4 +85,44 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     }
     let documents = documents(&texts)?;
     Ok(Some(preview_documents(&api, Format::Table, &documents)?))
+}
+
+/// The server's `/<n><pointer>: <message>` about the n-th document of the body, said of the
+/// file and document it was read from: `<file>:<doc>: <pointer>: <message>`. None for a message
+/// that names no document.
+fn relocate<T>(read: &[(String, T)], message: &str) -> Option<String> {
+    let rest = message.strip_prefix('/')?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let (at, _) = read.get(rest[..digits].parse::<usize>().ok()?)?;
+    let rest = &rest[digits..];
+    if rest.starts_with('/') {
+        Some(format!("{at}: {rest}"))
+    } else if rest.starts_with(':') {
+        Some(format!("{at}{rest}"))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relocate;
+
+    #[test]
+    fn a_pointer_into_the_body_names_the_file_and_document() {
+        let read = [("a.yaml:0", ()), ("b.yaml:2", ())].map(|(at, v)| (at.to_owned(), v));
+        for (message, expected) in [
+            (
+                "/1/spec/rules: too many",
+                Some("b.yaml:2: /spec/rules: too many"),
+            ),
+            ("/0: not a mapping", Some("a.yaml:0: not a mapping")),
+            ("/2/spec: no such document", None),
+            ("/1x: not a pointer into the body", None),
+            ("the body holds no document", None),
+            ("/12", None),
+        ] {
+            assert_eq!(relocate(&read, message).as_deref(), expected, "{message}");
+        }
+    }
 }

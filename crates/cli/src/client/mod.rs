@@ -182,6 +182,17 @@ impl<'c> Api<'c> {
     /// Sends a request; returns its answer (the JSON body, Null when empty, and the Warning
     /// headers), or the error answer as one line.
     fn send(&self, request: RequestBuilder) -> Result<Answer, Failure> {
+        self.send_relocated(request, &|_| None)
+    }
+
+    /// [`Api::send`], where the message of a 400 `invalid_request` (which starts with the
+    /// field's JSON Pointer in the body) may be said again by `relocate` in terms of what the
+    /// body was made from, e.g. `<file>:<doc>: /spec/rules/0: ...`.
+    fn send_relocated(
+        &self,
+        request: RequestBuilder,
+        relocate: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Answer, Failure> {
         let (client, request) = request.build_split();
         let request = request.map_err(|e| self.unreachable(&e))?;
         let name = format!("{} {}", request.method(), path_of(request.url()));
@@ -204,7 +215,13 @@ impl<'c> Api<'c> {
             };
             return Err(Failure(match serde_json::from_str::<ErrorBody>(&text) {
                 Ok(ErrorBody { error }) => {
-                    format!("{} [{}]{hint}", error.message, code_name(&error.code))
+                    let message = match error.code {
+                        palisade_api_types::ErrorCode::InvalidRequest => {
+                            relocate(&error.message).unwrap_or(error.message)
+                        }
+                        _ => error.message,
+                    };
+                    format!("{message} [{}]{hint}", code_name(&error.code))
                 }
                 // Not palisade's error body (e.g. a proxy's page): the status is all there is.
                 Err(_) => format!("HTTP {status} [unknown]{hint}"),

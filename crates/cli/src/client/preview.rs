@@ -11,10 +11,11 @@ use clap::Args;
 use palisade_api_types::view::{Finding, Preview};
 use palisade_api_types::PolicyDocument;
 use reqwest::Method;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Api, Connection, Failure, Format};
-use crate::input::{read_text, shown, yaml_files};
+use crate::input::{located, read_text, shown, yaml_files};
 
 /// `-f FILE|DIR|-`, repeatable: the BoundaryPolicy documents of `apply` and `preview`.
 #[derive(Debug, Args)]
@@ -73,14 +74,17 @@ pub fn read_files(files: &[PathBuf]) -> Result<Vec<(String, String)>, Failure> {
     Ok(out)
 }
 
-/// The documents of the files read, each with where it came from (`file:index`).
-pub fn documents(texts: &[(String, String)]) -> Result<Vec<(String, PolicyDocument)>, Failure> {
+/// The documents of the files read, each read as `T` (a `PolicyDocument`, or the YAML value
+/// `apply` sends) with where it came from (`file:index`). A document that cannot be read is an
+/// error naming its file and the line in it, as `check` names it.
+pub fn documents<T: DeserializeOwned>(
+    texts: &[(String, String)],
+) -> Result<Vec<(String, T)>, Failure> {
     let mut out = Vec::new();
     for (name, content) in texts {
-        for (index, document) in palisade_api_types::yaml::documents(content) {
-            let at = format!("{name}:{index}");
-            let document: PolicyDocument = document.map_err(|e| Failure(format!("{at}: {e}")))?;
-            out.push((at, document));
+        for (index, document) in palisade_api_types::yaml::each_document::<T>(content) {
+            let document = document.map_err(|e| Failure(located(name, &e, index)))?;
+            out.push((format!("{name}:{index}"), document));
         }
     }
     if out.is_empty() {
@@ -89,18 +93,31 @@ pub fn documents(texts: &[(String, String)]) -> Result<Vec<(String, PolicyDocume
     Ok(out)
 }
 
-/// The preview of one document, as the API answered it.
-pub(super) fn preview_body(api: &Api<'_>, document: &PolicyDocument) -> Result<Value, Failure> {
+/// The preview of one document, found at `at` (`file:index`), as the API answered it. A spec
+/// the server refuses is named by the document's place and its pointer in the document
+/// (`/spec/...`).
+pub(super) fn preview_body(
+    api: &Api<'_>,
+    at: &str,
+    document: &PolicyDocument,
+) -> Result<Value, Failure> {
     let path = format!(
         "/v1/boundaries/{}/policies/{}/preview",
         document.metadata.boundary, document.metadata.name
     );
     let spec = serde_json::to_vec(&document.spec)
         .map_err(|e| Failure(format!("cannot encode the spec: {e}")))?;
-    let answer = api.send(
+    let answer = api.send_relocated(
         api.request(Method::POST, &path)
             .header("content-type", "application/json")
             .body(spec),
+        &|message| {
+            Some(if message.starts_with('/') {
+                format!("{at}: /spec{message}")
+            } else {
+                format!("{at}: {message}")
+            })
+        },
     )?;
     // Checked here, so that what is printed can be read.
     answer.decode::<Preview>()?;
@@ -131,8 +148,8 @@ pub(super) fn preview_documents(
     documents: &[(String, PolicyDocument)],
 ) -> Result<Verdict, Failure> {
     let mut bodies = Vec::new();
-    for (_, document) in documents {
-        let body = preview_body(api, document)?;
+    for (at, document) in documents {
+        let body = preview_body(api, at, document)?;
         if format == Format::Table {
             let preview: Preview = super::decode_at("the preview", "", &body)?;
             print_preview(&preview);
