@@ -217,7 +217,15 @@ Examples:
   palisade delete namespace shop/web --cluster prod-1
   palisade delete cluster prod-1
   palisade delete token 5f0c2d
-  palisade delete boundary shop      # refused (409) while it has resources, policies or namespaces";
+  palisade delete boundary shop      # refused (409) while it has resources, policies or namespaces
+
+  # For a script: what was deleted, as JSON
+  palisade delete policy shop/size-limits -o json
+
+Prints `boundarypolicy shop/size-limits deleted`; with -o json|yaml (the API answers a delete
+with no body) {\"kind\": \"policy\", \"boundary\": \"shop\", \"name\": \"size-limits\", \"action\": \"deleted\"},
+each kind with the names that say what (resource: boundary, type, name; namespace: boundary,
+cluster, name; token: id).";
 
 pub const DELETE_BOUNDARY: &str = "\
 Examples:
@@ -302,7 +310,8 @@ Examples:
 
 pub const TOKEN_REVOKE: &str = "\
 Examples:
-  palisade token revoke 5f0c2d";
+  palisade token revoke 5f0c2d
+  palisade token revoke 5f0c2d -o json   # {\"kind\": \"token\", \"id\": \"5f0c2d\", \"action\": \"deleted\"}";
 
 pub const BOUNDARY: &str = "\
 Examples:
@@ -327,7 +336,10 @@ pub const CLUSTER: &str = "\
 Examples:
   palisade cluster rbac --service-account platform/palisade | kubectl apply -f -
   palisade cluster add prod-1 --kubeconfig prod-1.kubeconfig
-  palisade cluster attach shop prod-1";
+  palisade cluster attach shop prod-1
+
+  # The cluster as the API answers it (name, Kubernetes version, admission)
+  palisade cluster attach shop prod-1 -o json";
 
 pub const CLUSTER_ADD: &str = "\
 Examples:
@@ -362,7 +374,10 @@ restarts). Nothing on Secrets.";
 pub const CLUSTER_ATTACH: &str = "\
 Examples:
   # Policies of shop are then installed in prod-1 (unless their scope leaves it out)
-  palisade cluster attach shop prod-1";
+  palisade cluster attach shop prod-1
+
+  # The cluster as the API answers it (name, Kubernetes version, admission)
+  palisade cluster attach shop prod-1 -o json";
 
 pub const VERSION: &str = "\
 Examples:

@@ -922,3 +922,166 @@ fn apply_and_preview_name_the_file_of_a_broken_document() {
     let out = palisade(&server.url, t, &["get", "policies", "shop", "-o", "json"]);
     assert_eq!(text(&out.stdout), "{\n  \"items\": []\n}\n");
 }
+
+/// Every client command honours `-o json`: the API's body, or for a 204 (a delete, a
+/// revoke) an object naming what was deleted; `-o yaml` is the same as YAML.
+#[test]
+fn every_client_command_honours_output_json() {
+    let plane = palisade_testkit::control_plane::ControlPlane::start("1.37");
+    let server = serve(&[]);
+    let t = Some(server.token.as_str());
+    let output = |args: &[&str], format: &str| -> String {
+        let mut args = args.to_vec();
+        args.extend(["-o", format]);
+        let out = palisade(&server.url, t, &args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let json = |args: &[&str]| -> serde_json::Value {
+        let stdout = output(args, "json");
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}"))
+    };
+    // An existing namespace to adopt.
+    let legacy = palisade_testkit::control_plane::unique_name("legacy");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(plane.client().await);
+        let namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": legacy}})).unwrap();
+        namespaces
+            .create(&kube::api::PostParams::default(), &namespace)
+            .await
+            .unwrap();
+    });
+    let web = palisade_testkit::control_plane::unique_name("web");
+    let kubeconfig = plane.kubeconfig_path();
+    let policy = write(
+        &server.dir,
+        "size-limits.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: size-limits, boundary: shop}\nspec:\n  rules:\n    - allowedComputePlans: {plans: [small, medium]}\n",
+    );
+    let (shop_web, shop_legacy) = (format!("shop/{web}"), format!("shop/{legacy}"));
+    // Commands answered with a body: the fields the body must have.
+    let answered: Vec<(Vec<&str>, serde_json::Value)> = vec![
+        (
+            vec!["boundary", "create", "shop"],
+            serde_json::json!({"name": "shop"}),
+        ),
+        (
+            vec![
+                "cluster",
+                "add",
+                "local",
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+            ],
+            serde_json::json!({"name": "local"}),
+        ),
+        (
+            vec!["cluster", "attach", "shop", "local"],
+            serde_json::json!({"name": "local"}),
+        ),
+        (
+            vec!["namespace", "create", &shop_web, "--cluster", "local"],
+            serde_json::json!({"boundary": "shop", "cluster": "local", "name": web, "action": "created"}),
+        ),
+        (
+            vec!["namespace", "adopt", &shop_legacy, "--cluster", "local"],
+            serde_json::json!({"boundary": "shop", "cluster": "local", "name": legacy, "action": "adopted"}),
+        ),
+        (
+            vec!["apply", "-f", policy.to_str().unwrap()],
+            serde_json::json!({"results": [{"boundary": "shop", "name": "size-limits", "action": "created", "warnings": []}]}),
+        ),
+        (
+            vec![
+                "resource",
+                "create",
+                "shop",
+                "--type",
+                "postgresql",
+                "--name",
+                "db",
+                "--plan",
+                "small",
+            ],
+            serde_json::json!({"boundary": "shop", "type": "postgresql", "name": "db", "plan": "small"}),
+        ),
+        (
+            vec![
+                "resource",
+                "update",
+                "shop/postgresql/db",
+                "--plan",
+                "medium",
+            ],
+            serde_json::json!({"boundary": "shop", "name": "db", "plan": "medium"}),
+        ),
+        (
+            vec![
+                "token",
+                "create",
+                "--role",
+                "developer",
+                "--boundary",
+                "shop",
+            ],
+            serde_json::json!({"role": "developer", "boundary": "shop"}),
+        ),
+    ];
+    let mut tokens = Vec::new();
+    for (args, expected) in &answered {
+        let body = json(args);
+        for (key, value) in expected.as_object().unwrap() {
+            assert_eq!(&body[key], value, "{args:?}: {key} in {body}");
+        }
+        if args[0] == "token" {
+            tokens.push(body["id"].as_str().unwrap().to_owned());
+            tokens.push(json(args)["id"].as_str().unwrap().to_owned());
+        }
+    }
+    // -o yaml: the same as YAML.
+    assert_eq!(
+        output(&["delete", "token", &tokens[1]], "yaml"),
+        format!("kind: token\nid: {}\naction: deleted\n", tokens[1])
+    );
+    // Commands answered with 204: what was deleted, the same shape for every kind.
+    let deleted: Vec<(Vec<&str>, serde_json::Value)> = vec![
+        (
+            vec!["delete", "resource", "shop/postgresql/db"],
+            serde_json::json!({"kind": "resource", "boundary": "shop", "type": "postgresql", "name": "db", "action": "deleted"}),
+        ),
+        (
+            vec!["delete", "policy", "shop/size-limits"],
+            serde_json::json!({"kind": "policy", "boundary": "shop", "name": "size-limits", "action": "deleted"}),
+        ),
+        (
+            vec!["token", "revoke", &tokens[0]],
+            serde_json::json!({"kind": "token", "id": tokens[0], "action": "deleted"}),
+        ),
+        (
+            vec!["delete", "namespace", &shop_web, "--cluster", "local"],
+            serde_json::json!({"kind": "namespace", "boundary": "shop", "cluster": "local", "name": web, "action": "deleted"}),
+        ),
+        (
+            vec!["delete", "namespace", &shop_legacy, "--cluster", "local"],
+            serde_json::json!({"kind": "namespace", "boundary": "shop", "cluster": "local", "name": legacy, "action": "deleted"}),
+        ),
+        (
+            vec!["delete", "boundary", "shop"],
+            serde_json::json!({"kind": "boundary", "name": "shop", "action": "deleted"}),
+        ),
+        (
+            vec!["delete", "cluster", "local"],
+            serde_json::json!({"kind": "cluster", "name": "local", "action": "deleted"}),
+        ),
+    ];
+    for (args, expected) in &deleted {
+        assert_eq!(&json(args), expected, "{args:?}");
+    }
+    assert_eq!(
+        json(&["get", "tokens"])["items"].as_array().unwrap().len(),
+        1
+    );
+}

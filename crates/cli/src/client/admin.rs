@@ -182,6 +182,9 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
                 &format!("/v1/boundaries/{boundary}/clusters/{cluster}"),
             ))?;
             let _: ClusterView = answer.decode()?;
+            if connection.output != Format::Table {
+                return print_body(connection.output, &answer.body);
+            }
             println!("cluster {cluster} attached to boundary {boundary}");
         }
     }

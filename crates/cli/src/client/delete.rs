@@ -2,8 +2,9 @@
 
 use clap::Subcommand;
 use reqwest::Method;
+use serde_json::{json, Value};
 
-use super::{resource_target, split_target, Api, Connection, Outcome};
+use super::{print_body, resource_target, split_target, Answer, Api, Connection, Format, Outcome};
 use crate::help;
 
 #[derive(Debug, Subcommand)]
@@ -58,15 +59,18 @@ pub enum DeleteKind {
 
 pub fn delete(connection: &Connection, kind: &DeleteKind) -> Outcome {
     let api = Api::new(connection)?;
-    let (path, what) = match kind {
-        DeleteKind::Boundary { name } => {
-            (format!("/v1/boundaries/{name}"), format!("boundary {name}"))
-        }
+    let (path, what, deleted) = match kind {
+        DeleteKind::Boundary { name } => (
+            format!("/v1/boundaries/{name}"),
+            format!("boundary {name}"),
+            json!({"kind": "boundary", "name": name}),
+        ),
         DeleteKind::Policy { name } => {
             let p = split_target(name, 2, "BOUNDARY/NAME")?;
             (
                 format!("/v1/boundaries/{}/policies/{}", p[0], p[1]),
                 format!("boundarypolicy {name}"),
+                json!({"kind": "policy", "boundary": p[0], "name": p[1]}),
             )
         }
         DeleteKind::Resource { name } => {
@@ -74,9 +78,10 @@ pub fn delete(connection: &Connection, kind: &DeleteKind) -> Outcome {
             (
                 format!("/v1/boundaries/{}/resources/{}/{}", p[0], p[1], p[2]),
                 format!("resource {name}"),
+                json!({"kind": "resource", "boundary": p[0], "type": p[1], "name": p[2]}),
             )
         }
-        DeleteKind::Token { id } => (format!("/v1/tokens/{id}"), format!("token {id}")),
+        DeleteKind::Token { id } => return delete_token(&api, id, "deleted"),
         DeleteKind::Cluster { name, force } => (
             if *force {
                 format!("/v1/clusters/{name}?force=true")
@@ -84,6 +89,7 @@ pub fn delete(connection: &Connection, kind: &DeleteKind) -> Outcome {
                 format!("/v1/clusters/{name}")
             },
             format!("cluster {name}"),
+            json!({"kind": "cluster", "name": name}),
         ),
         DeleteKind::Namespace { name, cluster } => {
             let p = split_target(name, 2, "BOUNDARY/NAMESPACE")?;
@@ -93,10 +99,42 @@ pub fn delete(connection: &Connection, kind: &DeleteKind) -> Outcome {
                     p[0], p[1]
                 ),
                 format!("namespace {name} in cluster {cluster}"),
+                json!({"kind": "namespace", "boundary": p[0], "cluster": cluster, "name": p[1]}),
             )
         }
     };
-    api.send(api.request(Method::DELETE, &path))?;
-    println!("{what} deleted");
-    Ok(())
+    let answer = api.send(api.request(Method::DELETE, &path))?;
+    print_deleted(connection.output, &answer, deleted, || {
+        println!("{what} deleted")
+    })
+}
+
+/// `DELETE /v1/tokens/{id}`, for `delete token` and `token revoke` (`verb`: the word of the
+/// table form's line; `-o json|yaml` prints the same object for both).
+pub(super) fn delete_token(api: &Api, id: &str, verb: &str) -> Outcome {
+    let answer = api.send(api.request(Method::DELETE, &format!("/v1/tokens/{id}")))?;
+    print_deleted(
+        api.connection.output,
+        &answer,
+        json!({"kind": "token", "id": id}),
+        || println!("token {id} {verb}"),
+    )
+}
+
+/// What a delete prints: the line of the table form, or with `-o json|yaml` the API's body;
+/// for a 204 (no body), `deleted` (the kind and the names that say what) with
+/// `"action": "deleted"`.
+fn print_deleted(format: Format, answer: &Answer, deleted: Value, line: impl FnOnce()) -> Outcome {
+    if format == Format::Table {
+        line();
+        return Ok(());
+    }
+    if !answer.body.is_null() {
+        return print_body(format, &answer.body);
+    }
+    let mut deleted = deleted;
+    if let Value::Object(fields) = &mut deleted {
+        fields.insert("action".into(), json!("deleted"));
+    }
+    print_body(format, &deleted)
 }

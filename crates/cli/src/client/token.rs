@@ -89,10 +89,7 @@ pub fn token(connection: &Connection, command: &TokenCommand) -> Outcome {
                 .collect();
             print_table(&["ID", "ROLE", "BOUNDARY", "EXPIRES", "CREATED"], rows);
         }
-        TokenCommand::Revoke { id } => {
-            api.send(api.request(Method::DELETE, &format!("/v1/tokens/{id}")))?;
-            println!("token {id} revoked");
-        }
+        TokenCommand::Revoke { id } => return super::delete::delete_token(&api, id, "revoked"),
     }
     Ok(())
 }
