@@ -826,10 +826,20 @@ fn the_readme_workloads_flow_rejects_latest_then_runs() {
         ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The builder's registry is allowed here; the registry builds are pushed to is not.
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(
-        text(&out.stderr),
-        "warning: Policy 'trusted' (DisallowLatestTag) denies builds of uploaded code: the function builder is referenced by the tag latest\n"
+        lines[0],
+        "warning: Policy 'trusted' (DisallowLatestTag) denies builds of uploaded code: the function builder is referenced by the tag latest",
+        "{stderr}"
     );
+    assert!(
+        lines[1].starts_with("warning: the Deployment palisade runs for function/hook will be denied: Policy 'trusted' (AllowedRegistries) denied image registry.palisade.internal/builds/shop/function-hook:")
+            && lines[1].ends_with(": it is not under ghcr.io/acme, ghcr.io/palisade-dev."),
+        "{stderr}"
+    );
+    assert_eq!(lines.len(), 2, "{stderr}");
     let (_, status) = status_of("hook", &|s| s.starts_with("build"));
     assert_eq!(
         status,

@@ -111,7 +111,7 @@ fn an_unknown_install_status_or_spec_is_an_error() {
     );
     fails_with(
         &palisade(&url, &["get", "policies", "shop"]),
-        "error: the server's answer to GET /v1/boundaries/shop/policies could not be read: items[0].status.clusters[0].status: 'enforcing' is not an install status (pending, installed, enforced, error: ..., not enforced: ...)\n",
+        "error: the server's answer to GET /v1/boundaries/shop/policies could not be read: items[0].status.clusters[0].status: 'enforcing' is not an install status (pending, installed, enforced, active (audit), error: ..., not enforced: ...)\n",
     );
     let url = answering(
         "200 OK",
