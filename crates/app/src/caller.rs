@@ -211,19 +211,51 @@ pub async fn bootstrap_given_admin(
 }
 
 /// Writes a file readable by its owner only (mode 0600), replacing it atomically.
-pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+/// Creates `path` (mode 0600) holding `contents`, whole, unless it exists
+/// (`ErrorKind::AlreadyExists`): written to a temporary file of this call's own, then linked
+/// to `path`, which fails when another writer made it first. The file never exists half
+/// written, and an existing one is never replaced.
+pub fn create_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let tmp = private_tmp(path);
+    write_file(&tmp, contents)?;
+    let linked = std::fs::hard_link(&tmp, path);
+    let removed = std::fs::remove_file(&tmp);
+    linked?;
+    removed
+}
+
+fn write_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     options.mode(0o600);
-    let mut file = options.open(&tmp)?;
+    let mut file = options.open(path)?;
     file.write_all(contents)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
+    file.sync_all()
+}
+
+/// Writes `path` (mode 0600) whole: a temporary file of this call's own, then renamed over it.
+pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let tmp = private_tmp(path);
+    write_file(&tmp, contents)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// A temporary name beside `path`, unique to this call (several processes may write at once).
+fn private_tmp(path: &Path) -> std::path::PathBuf {
+    use rand::RngCore;
+    let mut unique = [0u8; 8];
+    rand::rngs::OsRng.fill_bytes(&mut unique);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.tmp", hex::encode(unique)))
 }
 
 #[cfg(test)]

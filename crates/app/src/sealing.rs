@@ -62,9 +62,16 @@ impl SealingKey {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key = Self::random();
                 let text = base64::engine::general_purpose::STANDARD.encode(key.0);
-                crate::caller::write_private(&path, format!("{text}\n").as_bytes())
-                    .map_err(|source| SealingError::Io { path, source })?;
-                Ok(key)
+                match crate::caller::create_private(&path, format!("{text}\n").as_bytes()) {
+                    Ok(()) => Ok(key),
+                    // Another process made it first: its key is the installation's.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let text = std::fs::read_to_string(&path)
+                            .map_err(|source| SealingError::Io { path, source })?;
+                        Self::from_base64(&text)
+                    }
+                    Err(source) => Err(SealingError::Io { path, source }),
+                }
             }
             Err(source) => Err(SealingError::Io { path, source }),
         }
@@ -102,3 +109,39 @@ pub fn validate_kubeconfig(text: &str) -> Result<String, AppError> {
     palisade_api_types::kubeconfig::normalise(text)
         .map_err(|e| AppError::invalid(&format!("/kubeconfig{}", e.pointer), &e.message))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Several processes starting on one fresh data directory: every one gets the key the
+    /// file holds, and none fails (the file is created once, whole, and never replaced).
+    #[test]
+    fn concurrent_first_starts_share_one_key() {
+        for _round in 0..40 {
+            let dir = tempfile::tempdir().unwrap();
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let starts: Vec<_> = (0..8)
+                .map(|_| {
+                    let (dir, barrier) = (dir.path().to_owned(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        SealingKey::load_or_create(&dir).map(|k| k.0)
+                    })
+                })
+                .collect();
+            let keys: Vec<[u8; 32]> = starts
+                .into_iter()
+                .map(|t| t.join().unwrap().unwrap())
+                .collect();
+            let stored = SealingKey::load_or_create(dir.path()).unwrap().0;
+            assert!(keys.iter().all(|k| *k == stored));
+            let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(leftovers, ["encryption.key"]);
+        }
+    }
+}
+
