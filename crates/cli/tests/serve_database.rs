@@ -219,3 +219,86 @@ fn an_admin_token_given_in_the_environment_is_the_first_admin() {
         "nothing is created"
     );
 }
+
+/// The body of a GET, or `None` when nothing answers.
+fn body_of(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer.split_once("\r\n\r\n")?.1.to_owned())
+}
+
+fn reconciling(port: u16) -> bool {
+    body_of(port, "/metrics").is_some_and(|m| m.contains("palisade_reconcile_active 1"))
+}
+
+/// Two `palisade serve` processes on one SQLite file: one runs the reconciler, the other
+/// serves with it on standby (and says so), and takes over when the first stops.
+#[test]
+fn one_reconciler_per_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";
+    let start = |stdout: Stdio| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(BIN)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env_remove("PALISADE_DATABASE_URL")
+            .env("PALISADE_ADMIN_TOKEN", token)
+            .env("RUST_LOG", "info")
+            .stdout(stdout)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while status_of(port, "/healthz", None) != Some(200) {
+            assert!(Instant::now() < deadline, "palisade serve did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (child, port)
+    };
+    let (mut first, first_port) = start(Stdio::null());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !reconciling(first_port) {
+        assert!(Instant::now() < deadline, "the first process never led");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (mut second, second_port) = start(Stdio::piped());
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(reconciling(first_port));
+    assert!(
+        !reconciling(second_port),
+        "two reconcilers for one installation"
+    );
+
+    let _ = first.kill();
+    let _ = first.wait();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !reconciling(second_port) {
+        assert!(
+            Instant::now() < deadline,
+            "the second process never took over"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = second.kill();
+    let _ = second.wait();
+    // The log (on standard output) says why the second one did not reconcile at first.
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut second.stdout.take().unwrap(), &mut log).unwrap();
+    assert!(
+        log.contains("reconciler standing by: another process holds this installation's lease"),
+        "{log}"
+    );
+}

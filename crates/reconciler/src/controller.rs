@@ -340,6 +340,7 @@ impl Controller {
                 }
             }
         };
+        let mut standing_by = false;
         loop {
             let taken = tokio::select! {
                 () = &mut shutdown => return,
@@ -348,7 +349,13 @@ impl Controller {
             let lease = match taken {
                 Ok(Some(lease)) => lease,
                 Ok(None) => {
-                    tracing::debug!("reconciler: another replica is active; standing by");
+                    if !standing_by {
+                        tracing::info!(
+                            installation = %self.installation,
+                            "reconciler standing by: another process holds this installation's lease (it takes over when that one stops)"
+                        );
+                        standing_by = true;
+                    }
                     tokio::select! {
                         () = &mut shutdown => return,
                         () = tokio::time::sleep(self.settings.lease_retry) => continue,
@@ -362,6 +369,7 @@ impl Controller {
                     }
                 }
             };
+            standing_by = false;
             tracing::info!(installation = %self.installation, "reconciler active");
             metrics::active(true);
             let end = self.lead(&lease, &mut changes, shutdown.as_mut()).await;

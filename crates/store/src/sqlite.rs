@@ -51,6 +51,8 @@ pub struct SqliteBackend {
     /// writes that queue together share a commit (see `group_commit`). It also wakes the
     /// reconciler after each committed change it acts on (`Store::subscribe`).
     group: Arc<GroupCommit>,
+    /// `<file>.reconciler.lock` (`None`: an in-memory database).
+    reconciler_lock: Option<PathBuf>,
 }
 
 impl SqliteStore {
@@ -98,6 +100,7 @@ impl SqliteStore {
         drop(migration_lock);
         let backend = SqliteBackend {
             group: GroupCommit::new(pool.clone(), begin_immediate),
+            reconciler_lock: file.as_deref().map(reconciler_lock_path),
         };
         Ok(SqlStore::new(pool, backend))
     }
@@ -134,9 +137,30 @@ impl SqlBackend for SqliteBackend {
         Ok(self.group.subscribe())
     }
 
-    /// One process owns a SQLite file: its reconciler always leads.
+    /// The process holding `<file>.reconciler.lock` leads; others serving the same file stand
+    /// by (and take over when it stops). An in-memory database always leads.
     async fn try_lease(&self, _pool: &Pool<Sqlite>, _installation: &str) -> Result<Option<Lease>> {
-        Ok(Some(Lease::local()))
+        let Some(path) = self.reconciler_lock.clone() else {
+            return Ok(Some(Lease::local()));
+        };
+        let taken = tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)?;
+            match file.try_lock() {
+                Ok(()) => Ok(Some(file)),
+                Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+                Err(std::fs::TryLockError::Error(error)) => Err(error),
+            }
+        })
+        .await
+        .map_err(|e| io_error(std::io::Error::other(e)))?
+        .map_err(io_error)?;
+        Ok(taken.map(Lease::locked))
     }
 }
 
@@ -208,6 +232,13 @@ fn io_error(error: std::io::Error) -> StoreError {
 fn database_file(options: &SqliteConnectOptions) -> Option<PathBuf> {
     let path = options.get_filename();
     (!is_in_memory(path)).then(|| path.to_path_buf())
+}
+
+/// `<file>.reconciler.lock`, next to the database file: whoever holds it runs the reconciler.
+fn reconciler_lock_path(file: &Path) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".reconciler.lock");
+    file.with_file_name(name)
 }
 
 /// `<file>.lock`, next to the database file.
