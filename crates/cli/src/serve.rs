@@ -37,6 +37,10 @@ pub struct ServeArgs {
     /// Fill an empty store with a demo boundary, policies and resources.
     #[arg(long)]
     demo: bool,
+    /// Allow an in-memory SQLite database (`--database sqlite::memory:`), which loses
+    /// everything when palisade stops: for trials and tests only.
+    #[arg(long)]
+    ephemeral: bool,
     /// How often the audit re-reads each boundary's objects in each cluster when nothing
     /// changed (it also runs after every policy change): a number with s, m or h, at least
     /// 10s.
@@ -169,7 +173,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Refused before anything is created: a mistyped scheme must not become a SQLite file
     // whose path holds the password.
     if let Some(url) = &args.database {
-        palisade_store::backend_of(url).map_err(|e| anyhow::anyhow!("--database: {e}"))?;
+        let backend =
+            palisade_store::backend_of(url).map_err(|e| anyhow::anyhow!("--database: {e}"))?;
+        let in_memory = backend == palisade_store::Backend::Sqlite
+            && palisade_store::sqlite::is_in_memory_url(url);
+        if in_memory && !args.ephemeral {
+            anyhow::bail!(
+                "--database: {} is an in-memory database: everything stored is lost when palisade stops; add --ephemeral to run on it anyway",
+                redact(url)
+            );
+        }
+        if in_memory {
+            tracing::warn!(
+                "--ephemeral: the store is in memory; everything is lost when palisade stops"
+            );
+        }
     }
     std::fs::create_dir_all(&args.data_dir).with_context(|| {
         format!(

@@ -302,3 +302,94 @@ fn one_reconciler_per_sqlite_file() {
         "{log}"
     );
 }
+
+/// An in-memory SQLite database keeps nothing across a restart: refused unless `--ephemeral`
+/// says that is meant (and then it works, writes included).
+#[test]
+fn an_in_memory_database_needs_ephemeral() {
+    for url in [
+        "sqlite::memory:",
+        "sqlite://:memory:",
+        "sqlite:file:x?mode=memory",
+    ] {
+        let cwd = tempfile::tempdir().unwrap();
+        let child = Command::new(BIN)
+            .args(["serve", "--no-reconciler", "--listen", "127.0.0.1:0"])
+            .args(["--database", url])
+            .current_dir(cwd.path())
+            .env_remove("PALISADE_DATABASE_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (code, stderr) = wait_for(child, Duration::from_secs(20));
+        assert_eq!(code, Some(1), "{url}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "error: --database: {url} is an in-memory database: everything stored is lost when palisade stops; add --ephemeral to run on it anyway"
+            )),
+            "{url}: {stderr}"
+        );
+        assert_eq!(
+            files(cwd.path()),
+            Vec::<String>::new(),
+            "nothing is created"
+        );
+    }
+    let token = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--no-reconciler", "--ephemeral"])
+        .args(["--database", "sqlite::memory:"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("PALISADE_DATABASE_URL")
+        .env("PALISADE_ADMIN_TOKEN", token)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status_of(port, "/healthz", None) != Some(200) {
+        assert!(
+            Instant::now() < deadline,
+            "palisade serve --ephemeral did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    use std::io::{Read, Write};
+    let body = r#"{"name": "shop"}"#;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /v1/boundaries HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    let listed = body_of_with(port, "/v1/boundaries/shop", token).unwrap();
+    assert!(listed.contains(r#""name":"shop""#), "{listed}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn body_of_with(port: u16, path: &str, token: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer.split_once("\r\n\r\n")?.1.to_owned())
+}

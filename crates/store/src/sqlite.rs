@@ -209,6 +209,25 @@ fn is_busy(error: &DatabaseError) -> bool {
 
 // ---- the database file ----
 
+/// Whether a SQLite URL (as `connect` takes it) names an in-memory database, which keeps
+/// nothing once the process ends: `sqlite::memory:`, `:memory:`, or a `mode=memory` URI.
+pub fn is_in_memory_url(url: &str) -> bool {
+    let options = match url.get(..7) {
+        Some(scheme) if scheme.eq_ignore_ascii_case("sqlite:") => {
+            match SqliteConnectOptions::from_str(&format!("sqlite:{}", &url[7..])) {
+                Ok(options) => options,
+                Err(_) => return false,
+            }
+        }
+        _ => SqliteConnectOptions::new().filename(url),
+    };
+    let filename = options.get_filename().to_str().unwrap_or_default();
+    // sqlx names `:memory:` a shared in-memory database of its own.
+    filename == ":memory:"
+        || filename.starts_with("file:sqlx-in-memory-")
+        || url.to_ascii_lowercase().contains("mode=memory")
+}
+
 fn is_in_memory(path: &Path) -> bool {
     path.to_str()
         .is_some_and(|p| p == ":memory:" || p.starts_with("file:"))
