@@ -36,9 +36,11 @@ start() { # database-url-or-empty
   dir="$(mktemp -d -p "${WORK}")"
   port="$(free_port)"
   if [[ -n "$1" ]]; then
-    "${BIN}" serve --listen "127.0.0.1:${port}" --data-dir "${dir}" --database "$1" > "${dir}/log" 2>&1 &
+    "${BIN}" serve --listen "127.0.0.1:${port}" --data-dir "${dir}" --database "$1" \
+      --token-write-rate 0 --boundary-write-rate 0 > "${dir}/log" 2>&1 &
   else
-    "${BIN}" serve --listen "127.0.0.1:${port}" --data-dir "${dir}" > "${dir}/log" 2>&1 &
+    "${BIN}" serve --listen "127.0.0.1:${port}" --data-dir "${dir}" \
+      --token-write-rate 0 --boundary-write-rate 0 > "${dir}/log" 2>&1 &
   fi
   SERVER=$!
   for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:${port}/healthz" > /dev/null 2>&1 && break; sleep 0.1; done

@@ -10,7 +10,7 @@ bin=target/release/palisade
 dir=$(mktemp -d)
 port=$(( 20000 + RANDOM % 20000 ))
 "${bin}" serve --data-dir "${dir}" --database "${dir}/palisade.db" --listen "127.0.0.1:${port}" \
-    --no-reconciler >"${dir}/serve.log" 2>&1 &
+    --no-reconciler --token-write-rate 0 --boundary-write-rate 0 >"${dir}/serve.log" 2>&1 &
 pid=$!
 trap 'kill ${pid} 2>/dev/null || true; rm -rf "${dir}"' EXIT
 url="http://127.0.0.1:${port}"

@@ -16,6 +16,9 @@ pub enum ErrorCode {
     PayloadTooLarge,
     UnsupportedMediaType,
     ComputePlanNotAllowed,
+    /// 429: a write rate limit of the token or the boundary (`serve --token-write-rate`,
+    /// `--boundary-write-rate`); `Retry-After` says when to try again.
+    RateLimited,
     Internal,
     ComputePlanPolicyUnavailable,
     Unavailable,
@@ -39,6 +42,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::ComputePlanNotAllowed => 422,
+            ErrorCode::RateLimited => 429,
             ErrorCode::Internal | ErrorCode::Unknown => 500,
             ErrorCode::ComputePlanPolicyUnavailable | ErrorCode::Unavailable => 503,
         }

@@ -21,6 +21,7 @@ impl App {
     /// Creates a boundary (admin).
     pub async fn create_boundary(&self, caller: &Caller, new: NewBoundary) -> AppResult<Boundary> {
         caller.require_admin()?;
+        self.admit_write(caller, None)?;
         palisade_policy::Name::parse(&new.name).map_err(|e| AppError::invalid("/name", e))?;
         if let Some(display) = &new.display_name {
             if display.chars().count() > 256 {
@@ -98,6 +99,7 @@ impl App {
         crate::path_name("boundary", boundary).map_err(|_| boundary_not_found(boundary))?;
         self.visible_boundary(caller, boundary).await?;
         caller.require_admin()?;
+        self.admit_write(caller, Some(boundary))?;
         self.store
             .delete_boundary(boundary)
             .await

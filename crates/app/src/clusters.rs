@@ -77,6 +77,7 @@ impl App {
         kubeconfig: &str,
     ) -> AppResult<(ClusterView, bool)> {
         caller.require_admin()?;
+        self.admit_write(caller, None)?;
         crate::path_name("cluster", cluster)?;
         // What is stored is the validated document itself (merge keys resolved), and the
         // adapter's own loader accepts it.
@@ -139,6 +140,7 @@ impl App {
         force: bool,
     ) -> AppResult<()> {
         caller.require_admin()?;
+        self.admit_write(caller, None)?;
         let record = self.find_cluster(cluster).await?;
         self.refuse_with_workloads(cluster, Placed::InCluster)
             .await?;
@@ -206,6 +208,7 @@ impl App {
     /// Attaches a cluster to the boundary (admin).
     pub async fn attach_cluster(&self, access: &Access, cluster: &str) -> AppResult<ClusterView> {
         access.caller().require_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
         self.store
             .attach_cluster(access.boundary(), cluster)
             .await
@@ -224,6 +227,7 @@ impl App {
     /// Detaches a cluster from the boundary (admin).
     pub async fn detach_cluster(&self, access: &Access, cluster: &str) -> AppResult<()> {
         access.caller().require_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
         self.refuse_with_workloads(cluster, Placed::OfBoundary(boundary))
             .await?;

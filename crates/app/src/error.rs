@@ -35,6 +35,12 @@ pub enum AppError {
     /// warnings, sent as `Warning` headers like on a success.
     #[error("compute plan not allowed")]
     PlanNotAllowed(Box<ErrorBody>, Vec<String>),
+    /// 429: a write rate limit; the message says which, `retry_after` when to try again.
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        retry_after: std::time::Duration,
+    },
     /// 503 on plan paths: the policies could not be read. The cause is logged.
     #[error("policies unavailable: {0}")]
     PolicyUnavailable(String),
@@ -66,6 +72,7 @@ impl AppError {
                 ErrorCode::PreconditionFailed
             }
             AppError::LimitExceeded(_) => ErrorCode::PayloadTooLarge,
+            AppError::RateLimited { .. } => ErrorCode::RateLimited,
             AppError::PlanNotAllowed(..) => ErrorCode::ComputePlanNotAllowed,
             AppError::PolicyUnavailable(_) => ErrorCode::ComputePlanPolicyUnavailable,
             AppError::Unavailable(_) | AppError::ClusterUnavailable(_) => ErrorCode::Unavailable,

@@ -13,6 +13,7 @@ pub mod caller;
 pub mod clusters;
 pub mod demo;
 pub mod error;
+pub mod limits;
 pub mod namespaces;
 pub mod overview;
 pub mod paging;
@@ -57,6 +58,9 @@ pub struct App {
     /// Whether uploaded code is built (`palisade serve` knows a URL build Jobs fetch it from);
     /// when not, a write that names an upload says so.
     builds_uploads: bool,
+    /// The write rate limits (`serve --token-write-rate`, `--boundary-write-rate`); none by
+    /// default.
+    write_limits: Arc<limits::WriteLimits>,
     /// Turns for CPU-heavy work (parsing and validating an apply), one per core, so that a
     /// burst of large requests queues instead of taking every worker thread.
     heavy_work: Arc<tokio::sync::Semaphore>,
@@ -75,6 +79,7 @@ impl App {
             clusters: Arc::new(ports::NoClusters),
             workload_config: Arc::new(palisade_workload::WorkloadConfig::builtin()),
             builds_uploads: true,
+            write_limits: Arc::new(limits::WriteLimits::default()),
             heavy_work: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
             )),
@@ -90,6 +95,12 @@ impl App {
     /// The same application with the builder and file-server images of `config`.
     pub fn with_workload_config(mut self, config: palisade_workload::WorkloadConfig) -> Self {
         self.workload_config = Arc::new(config);
+        self
+    }
+
+    /// The same application with these write rate limits.
+    pub fn with_write_limits(mut self, limits: limits::WriteLimits) -> Self {
+        self.write_limits = Arc::new(limits);
         self
     }
 

@@ -79,6 +79,7 @@ impl App {
         adopt: bool,
     ) -> AppResult<(NamespaceView, bool)> {
         access.caller().require_boundary_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
         crate::path_name("namespace", namespace)?;
         let record = self.attached_cluster(boundary, cluster).await?;
@@ -168,6 +169,7 @@ impl App {
         namespace: &str,
     ) -> AppResult<()> {
         access.caller().require_boundary_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
         self.store
             .get_namespace(boundary, cluster, namespace)

@@ -260,6 +260,7 @@ impl App {
         condition: SaveCondition,
     ) -> AppResult<Saved> {
         access.caller().require_boundary_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
         let policy_name = crate::path_name("policy", name)?;
         let (policy, own_warnings) = self.validate_spec(policy_name, spec_json)?;
@@ -315,6 +316,7 @@ impl App {
         if_match: Option<&str>,
     ) -> AppResult<()> {
         access.caller().require_boundary_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
         self.store
             .delete_policy(boundary, name, if_match, &access.caller().actor())
@@ -397,6 +399,18 @@ impl App {
         }
         caller.require_boundary_admin()?;
         let valid = parsed.documents?;
+        if !dry_run {
+            // One write per document, in its boundary.
+            let mut per_boundary: BTreeMap<String, u32> = BTreeMap::new();
+            for (_, _, checked) in &valid {
+                *per_boundary
+                    .entry(checked.boundary.to_string())
+                    .or_default() += 1;
+            }
+            let counts: Vec<(&str, u32)> =
+                per_boundary.iter().map(|(b, n)| (b.as_str(), *n)).collect();
+            self.admit_writes(caller, &counts)?;
+        }
         let writes: Vec<PolicyWrite> = valid
             .iter()
             .map(|(_, document, checked)| {
@@ -638,6 +652,35 @@ impl CancelOnDrop {
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl App {
+    /// History retention (`serve --history-days`), forever: every 10 minutes, deletes policy
+    /// history and change rows older than `days`, 500 of each at a time, each batch a short
+    /// transaction of its own (writes wait for one batch at most).
+    pub async fn retain_history(self, days: u32) {
+        const BATCH: u32 = 500;
+        loop {
+            let before = (chrono::Utc::now() - chrono::Duration::days(i64::from(days)))
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let mut pruned = 0;
+            loop {
+                match self.store.prune_history(&before, BATCH).await {
+                    Ok(0) => break,
+                    Ok(rows) => pruned += rows,
+                    Err(error) => {
+                        tracing::warn!(%error, "history retention: pruning failed; retrying later");
+                        break;
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            if pruned > 0 {
+                tracing::info!(rows = pruned, before, "history retention: old rows deleted");
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+        }
     }
 }
 

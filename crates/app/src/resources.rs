@@ -172,6 +172,7 @@ impl App {
         deadline: Instant,
     ) -> AppResult<Written> {
         let boundary = access.boundary();
+        self.admit_write(access.caller(), Some(boundary))?;
         let (mut resource, ty) = Resource::from_value(value, &self.catalog, None)
             .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
         let cluster = if is_workload(ty) {
@@ -250,6 +251,7 @@ impl App {
         deadline: Instant,
     ) -> AppResult<Written> {
         let key = resource_key(access, resource_type, name)?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
         if !patch.is_object() {
             return Err(AppError::InvalidRequest(format!(
                 "the body must be a JSON merge patch object, got {}",
@@ -382,6 +384,7 @@ impl App {
         if_match: Option<&str>,
     ) -> AppResult<()> {
         let key = resource_key(access, resource_type, name)?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
         self.store
             .delete_resource(&key, if_match)
             .await

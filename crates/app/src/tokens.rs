@@ -37,6 +37,7 @@ impl App {
     pub async fn create_token(&self, caller: &Caller, new: NewToken) -> AppResult<CreatedToken> {
         self.may_create_tokens(caller, new.boundary.as_deref())
             .await?;
+        self.admit_write(caller, new.boundary.as_deref())?;
         let role = match (new.role.as_str(), new.boundary.as_deref()) {
             ("admin", None) => Role::Admin,
             ("admin", Some(_)) => {
@@ -139,6 +140,7 @@ impl App {
             return Err(not_found());
         }
         caller.require_boundary_admin()?;
+        self.admit_write(caller, record.boundary.as_deref())?;
         let target = Role::from_record(&record.role, record.boundary.as_deref());
         match (&caller.role, &target) {
             (Role::Admin, _) => {}

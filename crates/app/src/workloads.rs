@@ -451,6 +451,7 @@ impl App {
     /// Stores code uploaded for a build (an archive or a single file) and answers its id.
     pub async fn create_upload(&self, access: &Access, content: Vec<u8>) -> AppResult<UploadView> {
         let boundary = access.boundary();
+        self.admit_write(access.caller(), Some(boundary))?;
         if content.is_empty() {
             return Err(AppError::InvalidRequest("the upload is empty".into()));
         }

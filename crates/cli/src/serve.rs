@@ -37,6 +37,23 @@ pub struct ServeArgs {
     /// Fill an empty store with a demo boundary, policies and resources.
     #[arg(long)]
     demo: bool,
+    /// Write rate limit of each API token: writes per second on average (0: no limit).
+    /// Beyond it a write is refused with 429 rate_limited and Retry-After; reads never are.
+    #[arg(long, default_value_t = 20.0, value_name = "PER_SECOND")]
+    token_write_rate: f64,
+    /// How many writes a token may make at once before --token-write-rate applies.
+    #[arg(long, default_value_t = 100, value_name = "WRITES")]
+    token_write_burst: u32,
+    /// Write rate limit of each boundary, all its tokens together (0: no limit).
+    #[arg(long, default_value_t = 50.0, value_name = "PER_SECOND")]
+    boundary_write_rate: f64,
+    /// How many writes a boundary may take at once before --boundary-write-rate applies.
+    #[arg(long, default_value_t = 250, value_name = "WRITES")]
+    boundary_write_burst: u32,
+    /// Keep policy history and the change log this many days (older rows are deleted in
+    /// small batches every 10 minutes); 0 keeps everything.
+    #[arg(long, default_value_t = 0, value_name = "DAYS")]
+    history_days: u32,
     /// Allow an in-memory SQLite database (`--database sqlite::memory:`), which loses
     /// everything when palisade stops: for trials and tests only.
     #[arg(long)]
@@ -296,6 +313,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_workload_config(workload_config);
     if public_url.is_none() {
         app = app.without_upload_builds();
+    }
+    app = app.with_write_limits(palisade_app::limits::WriteLimits::new(
+        palisade_app::limits::Rate::new(args.token_write_rate, args.token_write_burst),
+        palisade_app::limits::Rate::new(args.boundary_write_rate, args.boundary_write_burst),
+    ));
+    if args.history_days > 0 {
+        tokio::spawn(app.clone().retain_history(args.history_days));
     }
     let state = palisade_server::AppState::of(app);
     let served = palisade_server::serve(

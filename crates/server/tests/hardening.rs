@@ -680,3 +680,75 @@ async fn an_unseen_boundary_is_404_before_a_bad_limit() {
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{list}: {answer:?}");
     }
 }
+
+/// Writes are rate limited per token and per boundary (429 `rate_limited` with Retry-After);
+/// reads are not, and another token has its own bucket.
+#[tokio::test]
+async fn writes_past_the_rate_limit_are_429_and_reads_are_not() {
+    use palisade_app::limits::{Rate, WriteLimits};
+    let mut app = TestApp::sqlite().await;
+    let limited = app
+        .state
+        .app
+        .clone()
+        .with_write_limits(WriteLimits::new(Rate::new(0.5, 3), Rate::new(100.0, 100)));
+    app.router = palisade_server::app(palisade_server::AppState::of(limited));
+    app.boundary("shop").await;
+    let developer = app.token("developer", Some("shop")).await;
+    let admin = app.admin.clone();
+    // The boundary and the token took two of the admin's three writes.
+    let answer = app
+        .create(
+            "shop",
+            &admin,
+            json!({"type": "postgresql", "name": "a", "plan": "small"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
+    let answer = app
+        .create(
+            "shop",
+            &admin,
+            json!({"type": "postgresql", "name": "c", "plan": "small"}),
+        )
+        .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{:?}",
+        answer.body
+    );
+    assert_eq!(answer.code(), "rate_limited");
+    let message = answer.message();
+    assert!(
+        message.starts_with("too many writes: token ")
+            && message.contains(" may make 0.5 per second (bursts of 3); retry in 2.0 s"),
+        "{message}"
+    );
+    assert_eq!(answer.headers["retry-after"], "2");
+    // Nothing was written.
+    let answer = app
+        .admin(
+            Method::GET,
+            "/v1/boundaries/shop/resources/postgresql/c",
+            None,
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    // Reads go on.
+    for _ in 0..20 {
+        let answer = app
+            .admin(Method::GET, "/v1/boundaries/shop/resources", None)
+            .await;
+        assert_eq!(answer.status, StatusCode::OK);
+    }
+    // Another token writes.
+    let answer = app
+        .create(
+            "shop",
+            &developer,
+            json!({"type": "postgresql", "name": "d", "plan": "small"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
+}

@@ -145,6 +145,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     // ---- committed history (all boundaries share one sequence) ----
     async fn list_changes(&self, boundary: &str) -> Result<Vec<ChangeRecord>>;
+    /// History retention: deletes up to `batch` of the oldest policy-history rows and up to
+    /// `batch` of the oldest change rows made before `before` (RFC 3339), each in a short
+    /// transaction of its own; answers how many rows went (0: nothing older is left).
+    async fn prune_history(&self, before: &str, batch: u32) -> Result<u64>;
 
     // ---- tokens ----
     async fn create_token(&self, token: TokenRecord) -> Result<()>;

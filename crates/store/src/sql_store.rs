@@ -529,6 +529,19 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         changes::list(&mut *self.read().await?, boundary).await
     }
 
+    async fn prune_history(&self, before: &str, batch: u32) -> Result<u64> {
+        let mut deleted = 0;
+        for table in [
+            changes::HistoryTable::PolicyHistory,
+            changes::HistoryTable::Changes,
+        ] {
+            let mut tx = self.begin(None).await?;
+            let result = changes::prune(tx.conn(), table, before, i64::from(batch)).await;
+            deleted += tx.finish(result, Wake::Nobody).await?;
+        }
+        Ok(deleted)
+    }
+
     async fn token_by_secret_hash(&self, secret_sha256: &str) -> Result<TokenRecord> {
         tokens::by_secret_hash(&mut *self.read().await?, secret_sha256).await
     }

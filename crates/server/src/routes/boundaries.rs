@@ -16,7 +16,7 @@ use crate::{AppState, Body};
     request_body = NewBoundary,
     responses((status = 201, body = Boundary), (status = 400, body = crate::openapi::Error),
         (status = 401, body = crate::openapi::Error), (status = 403, body = crate::openapi::Error),
-        (status = 409, body = crate::openapi::Error)),
+        (status = 409, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,
@@ -58,7 +58,7 @@ pub async fn get_one(
     params(("boundary" = String, Path)),
     responses((status = 204), (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
-        (status = 409, body = crate::openapi::Error)),
+        (status = 409, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,

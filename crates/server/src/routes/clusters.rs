@@ -24,7 +24,7 @@ pub struct DeleteParams {
     params(("cluster" = String, Path)), request_body = ClusterCredentials,
     responses((status = 200, body = ClusterView), (status = 201, body = ClusterView),
         (status = 400, body = crate::openapi::Error), (status = 401, body = crate::openapi::Error),
-        (status = 403, body = crate::openapi::Error)),
+        (status = 403, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn put(
     State(state): State<AppState>,
@@ -79,7 +79,7 @@ pub async fn get_one(
     responses((status = 204), (status = 400, body = crate::openapi::Error),
         (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
-        (status = 409, body = crate::openapi::Error)),
+        (status = 409, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -114,7 +114,7 @@ pub async fn list_attached(
 #[utoipa::path(put, path = "/v1/boundaries/{boundary}/clusters/{cluster}", tag = "clusters",
     params(("boundary" = String, Path), ("cluster" = String, Path)),
     responses((status = 200, body = ClusterView), (status = 401, body = crate::openapi::Error),
-        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn attach(
     State(state): State<AppState>,
@@ -128,7 +128,7 @@ pub async fn attach(
 #[utoipa::path(delete, path = "/v1/boundaries/{boundary}/clusters/{cluster}", tag = "clusters",
     params(("boundary" = String, Path), ("cluster" = String, Path)),
     responses((status = 204), (status = 401, body = crate::openapi::Error),
-        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn detach(
     State(state): State<AppState>,

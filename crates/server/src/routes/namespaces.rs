@@ -21,7 +21,7 @@ use crate::{AppState, Body};
     responses((status = 200, body = NamespaceView), (status = 201, body = NamespaceView),
         (status = 400, body = crate::openapi::Error), (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
-        (status = 409, body = crate::openapi::Error), (status = 503, body = crate::openapi::Error)),
+        (status = 409, body = crate::openapi::Error), (status = 503, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn put(
     State(state): State<AppState>,
@@ -86,7 +86,7 @@ pub async fn list(
     params(("boundary" = String, Path), ("cluster" = String, Path), ("namespace" = String, Path)),
     responses((status = 204), (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
-        (status = 503, body = crate::openapi::Error)),
+        (status = 503, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,

@@ -68,7 +68,7 @@ fn if_none_match_star(headers: &HeaderMap) -> Result<bool, AppError> {
         (status = 400, body = crate::openapi::Error), (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
         (status = 412, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error),
-        (status = 415, body = crate::openapi::Error)),
+        (status = 415, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn put(
     State(state): State<AppState>,
@@ -101,7 +101,7 @@ pub async fn put(
         ("If-Match" = Option<String>, Header, description = "the etag you read")),
     responses((status = 204), (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
-        (status = 412, body = crate::openapi::Error)),
+        (status = 412, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -184,7 +184,7 @@ pub struct ApplyParams {
         description = "one or more BoundaryPolicy documents"),
     responses((status = 200, body = ApplyResults), (status = 400, body = crate::openapi::Error),
         (status = 401, body = crate::openapi::Error), (status = 403, body = crate::openapi::Error),
-        (status = 404, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error)),
+        (status = 404, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn apply(
     State(state): State<AppState>,

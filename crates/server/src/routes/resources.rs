@@ -33,7 +33,7 @@ fn on_plan_path(error: ApiError) -> ApiError {
         (status = 409, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error),
         (status = 415, body = crate::openapi::Error),
         (status = 422, body = crate::openapi::PlanNotAllowed),
-        (status = 503, body = crate::openapi::Error)),
+        (status = 503, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,
@@ -118,7 +118,7 @@ pub async fn get_one(
         (status = 412, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error),
         (status = 415, body = crate::openapi::Error),
         (status = 422, body = crate::openapi::PlanNotAllowed),
-        (status = 503, body = crate::openapi::Error)),
+        (status = 503, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn patch(
     State(state): State<AppState>,
@@ -162,7 +162,7 @@ pub async fn patch(
     params(("boundary" = String, Path), ("resource_type" = String, Path), ("name" = String, Path),
         ("If-Match" = Option<String>, Header, description = "the etag you read")),
     responses((status = 204), (status = 401, body = crate::openapi::Error),
-        (status = 404, body = crate::openapi::Error), (status = 412, body = crate::openapi::Error)),
+        (status = 404, body = crate::openapi::Error), (status = 412, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,

@@ -14,7 +14,7 @@ use crate::{AppState, Body};
 #[utoipa::path(post, path = "/v1/tokens", tag = "tokens", request_body = NewToken,
     responses((status = 201, body = CreatedToken), (status = 400, body = crate::openapi::Error),
         (status = 401, body = crate::openapi::Error), (status = 403, body = crate::openapi::Error),
-        (status = 404, body = crate::openapi::Error)),
+        (status = 404, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,
@@ -52,7 +52,7 @@ pub async fn list(
 #[utoipa::path(delete, path = "/v1/tokens/{id}", tag = "tokens",
     params(("id" = String, Path)),
     responses((status = 204), (status = 401, body = crate::openapi::Error),
-        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,

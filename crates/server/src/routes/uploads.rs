@@ -19,7 +19,7 @@ use crate::AppState;
         description = "the code to build: a .tar.gz of a directory, or one file; at most 8 MiB"),
     responses((status = 201, body = UploadView), (status = 400, body = crate::openapi::Error),
         (status = 401, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
-        (status = 413, body = crate::openapi::Error)),
+        (status = 413, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,

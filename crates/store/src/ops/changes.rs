@@ -2,7 +2,7 @@
 //! Every write of a policy or a resource appends to it in its own transaction.
 
 use crate::sql::{
-    Arg::{OptText, Text},
+    Arg::{Int, OptText, Text},
     Conn, Fields,
 };
 use crate::{ChangeRecord, Result};
@@ -55,3 +55,31 @@ pub(crate) async fn append<C: Conn>(
 pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ChangeRecord>> {
     Ok(c.fetch_all(SELECT, &[Text(boundary)], change).await?)
 }
+
+/// Deletes up to `batch` of the oldest rows of `table` (`changes` or `policy_history`) made
+/// before `before` (RFC 3339, as `crate::now` writes it). Rows are appended in time order, so
+/// the oldest sequence numbers come first and the scan stops after the batch.
+pub(crate) async fn prune<C: Conn>(
+    c: &mut C,
+    table: HistoryTable,
+    before: &str,
+    batch: i64,
+) -> Result<u64> {
+    let statement = match table {
+        HistoryTable::Changes => PRUNE_CHANGES,
+        HistoryTable::PolicyHistory => PRUNE_POLICY_HISTORY,
+    };
+    Ok(c.execute(statement, &[Text(before), Int(batch)]).await?)
+}
+
+/// The tables history retention prunes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HistoryTable {
+    Changes,
+    PolicyHistory,
+}
+
+const PRUNE_CHANGES: &str = "DELETE FROM changes WHERE seq IN \
+     (SELECT seq FROM changes WHERE at < $1 ORDER BY seq LIMIT $2)";
+const PRUNE_POLICY_HISTORY: &str = "DELETE FROM policy_history WHERE seq IN \
+     (SELECT seq FROM policy_history WHERE at < $1 ORDER BY seq LIMIT $2)";

@@ -65,3 +65,47 @@ pub async fn changes_share_one_sequence(db: TestDb) {
     assert!(b1[1].seq < b2[0].seq && b2[0].seq < b1[2].seq);
     assert!(store.list_changes("nope").await.unwrap().is_empty());
 }
+
+/// History retention prunes the oldest rows first, in batches, and nothing newer.
+pub async fn history_is_pruned_oldest_first_in_batches(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    for version in 0..5 {
+        store
+            .put_policy(
+                policy_write("b", "p", &format!(r#"{{"v":{version}}}"#)),
+                "a",
+            )
+            .await
+            .unwrap();
+    }
+    // Nothing is older than the distant past.
+    assert_eq!(
+        store
+            .prune_history("2000-01-01T00:00:00.000Z", 2)
+            .await
+            .unwrap(),
+        0
+    );
+    let cutoff = palisade_store::now();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    store
+        .put_policy(policy_write("b", "p", r#"{"v":99}"#), "a")
+        .await
+        .unwrap();
+    // 5 history rows and 5 change rows are older than the cutoff: 2 of each per call.
+    let mut calls = Vec::new();
+    loop {
+        let deleted = store.prune_history(&cutoff, 2).await.unwrap();
+        calls.push(deleted);
+        if deleted == 0 {
+            break;
+        }
+    }
+    assert_eq!(calls, [4, 4, 2, 0]);
+    let history = store.policy_history("b", "p").await.unwrap();
+    assert_eq!(history.len(), 1, "the newest entry stays");
+    assert_eq!(history[0].after_json.as_deref(), Some(r#"{"v":99}"#));
+    let changes = store.list_changes("b").await.unwrap();
+    assert_eq!(changes.len(), 1);
+}

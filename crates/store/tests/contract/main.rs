@@ -25,7 +25,7 @@ use palisade_testkit::postgres::test_database_url;
 
 use backends::{reconnects_to_existing_data, reports_its_backend};
 use boundaries::{boundaries, deleting_a_boundary_takes_its_attachments_and_tokens};
-use changes::changes_share_one_sequence;
+use changes::{changes_share_one_sequence, history_is_pruned_oldest_first_in_batches};
 use clusters::{audit_reports, clusters_and_attachments, namespaces, policy_statuses};
 use guarded_writes::{
     a_deadline_passed_before_the_commit_writes_nothing, concurrent_creates_of_one_name_conflict,
@@ -115,6 +115,7 @@ contract!(
     pagination,
     placed_workloads_statuses_and_uploads,
     changes_share_one_sequence,
+    history_is_pruned_oldest_first_in_batches,
     tokens,
     bootstrap_admin_token,
     bootstrap_admin_token_concurrently,
