@@ -68,7 +68,7 @@ describe('preview and audit', () => {
     await page.locator('#policy-form button.primary').click();
     const notice = page.locator('#confirm-notice');
     await notice.waitFor();
-    assert.match(await notice.innerText(), /this policy would deny 1 objects of 1 workloads, 2 replicas at risk/);
+    assert.match(await notice.innerText(), /this policy would newly deny 1 objects of 1 workloads, 2 replicas at risk/);
     assert.equal((await server.api('GET', '/v1/boundaries/web-team/policies/no-latest')).status, 404);
     const confirm = page.locator('#save-anyway');
     assert.equal(await confirm.innerText(), 'Save anyway (2 replicas at risk)');

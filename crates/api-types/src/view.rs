@@ -475,6 +475,18 @@ pub struct FindingWorkload {
     pub replicas: u64,
 }
 
+/// An object the previewed version would deny, and whether that is new.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Denial {
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// Whether the denial is new: `false` when the saved version (enforce mode, this cluster
+    /// in its scope) already denies this object or another object of the same workload, whose
+    /// replicas are then at risk already; `true` for every denial when nothing is saved.
+    pub new: bool,
+}
+
 /// What previewing a policy found in one cluster of its scope.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -490,7 +502,7 @@ pub struct ClusterPreview {
     /// CronJobs; terminating ones excluded).
     pub checked: u64,
     /// Objects the previewed version would deny (enforce mode).
-    pub denied: Vec<Finding>,
+    pub denied: Vec<Denial>,
     /// Objects the previewed version would warn about (audit mode: it denies nothing).
     pub warned: Vec<Finding>,
     /// Objects the saved version denies and the previewed one would allow.
@@ -525,6 +537,14 @@ pub struct PreviewSummary {
     pub workloads: u64,
     /// The sum of those workloads' current replicas.
     pub replicas_at_risk: u64,
+    /// Of `objects`, the denials that are new (`new`): what saving this version adds to what
+    /// the saved version already denies.
+    pub new_objects: u64,
+    /// Distinct top-level workloads among the new denials.
+    pub new_workloads: u64,
+    /// The sum of those workloads' current replicas: the replicas saving this version puts at
+    /// risk.
+    pub new_replicas_at_risk: u64,
     /// Objects that would be warned about (audit mode).
     pub warned: u64,
     /// Objects the saved version denies that this one would allow.

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use palisade_api_types::view::{
-    ClusterPreview, ClusterReport, Finding, FindingOwner, FindingWorkload, GrandfatheredResource,
-    PolicyReport, Preview, PreviewSummary,
+    ClusterPreview, ClusterReport, Denial, Finding, FindingOwner, FindingWorkload,
+    GrandfatheredResource, PolicyReport, Preview, PreviewSummary,
 };
 use palisade_policy::compute_plan::decide;
 use palisade_policy::scan::{Scan, Violation};
@@ -52,6 +52,36 @@ pub fn finding(violation: &Violation) -> Finding {
 
 fn key(finding: &Finding) -> (&str, &str, &str) {
     (&finding.namespace, &finding.kind, &finding.name)
+}
+
+/// The top-level workload an object belongs to, in its namespace.
+fn workload_key(finding: &Finding) -> (&str, &str, &str) {
+    (
+        &finding.namespace,
+        &finding.workload.kind,
+        &finding.workload.name,
+    )
+}
+
+/// Distinct workloads among `findings` and the sum of their replicas.
+fn at_risk<'f>(findings: impl Iterator<Item = &'f Finding>) -> (u64, u64) {
+    let mut seen = BTreeSet::new();
+    let mut replicas = 0;
+    for finding in findings {
+        if seen.insert(workload_key(finding)) {
+            replicas += finding.workload.replicas;
+        }
+    }
+    (seen.len() as u64, replicas)
+}
+
+/// Workloads and replicas at risk in one cluster: all of them, and those newly at risk.
+#[derive(Clone, Copy, Debug, Default)]
+struct Risk {
+    workloads: u64,
+    replicas: u64,
+    new_workloads: u64,
+    new_replicas: u64,
 }
 
 fn in_scope(policy: Option<&Policy>, cluster: &Name) -> bool {
@@ -128,8 +158,9 @@ impl App {
             resources_grandfathered: grandfathered.len() as u64,
             ..PreviewSummary::default()
         };
-        for (preview, at_risk) in &previews {
+        for (preview, risk) in &previews {
             summary.objects += preview.denied.len() as u64;
+            summary.new_objects += preview.denied.iter().filter(|d| d.new).count() as u64;
             summary.warned += preview.warned.len() as u64;
             summary.loosened += preview.loosened.len() as u64;
             if preview.error.is_some() {
@@ -137,8 +168,10 @@ impl App {
             }
             // Each cluster's workloads are its own (a Deployment of one name in two
             // clusters is two workloads).
-            summary.workloads += at_risk.0;
-            summary.replicas_at_risk += at_risk.1;
+            summary.workloads += risk.workloads;
+            summary.replicas_at_risk += risk.replicas;
+            summary.new_workloads += risk.new_workloads;
+            summary.new_replicas_at_risk += risk.new_replicas;
         }
         Ok(Preview {
             boundary: boundary.to_owned(),
@@ -151,15 +184,16 @@ impl App {
         })
     }
 
-    /// One cluster's part of a preview, with its workloads and replicas at risk (by the
-    /// core's count); a cluster that cannot be read says why.
+    /// One cluster's part of a preview, with its workloads and replicas at risk (all of them
+    /// by the core's count, and those the saved version does not already put at risk); a
+    /// cluster that cannot be read says why.
     async fn preview_cluster(
         &self,
         record: &ClusterRecord,
         boundary: &Name,
         new: Option<&Policy>,
         saved: Option<&Policy>,
-    ) -> (ClusterPreview, (u64, u64)) {
+    ) -> (ClusterPreview, Risk) {
         let mut preview = ClusterPreview {
             cluster: record.name.clone(),
             ..ClusterPreview::default()
@@ -168,7 +202,7 @@ impl App {
             Ok(kubeconfig) => kubeconfig,
             Err(error) => {
                 preview.error = Some(error.to_string());
-                return (preview, (0, 0));
+                return (preview, Risk::default());
             }
         };
         let judged: Vec<&Policy> = new.into_iter().chain(saved).collect();
@@ -191,14 +225,14 @@ impl App {
             Ok(Ok(info)) => info,
             Ok(Err(error)) => {
                 preview.error = Some(error.to_string());
-                return (preview, (0, 0));
+                return (preview, Risk::default());
             }
             Err(_) => {
                 preview.error = Some(format!(
                     "reading the cluster took longer than {} s",
                     CLUSTER_READ_TIMEOUT.as_secs()
                 ));
-                return (preview, (0, 0));
+                return (preview, Risk::default());
             }
         };
         let started = Instant::now();
@@ -210,32 +244,46 @@ impl App {
             .as_ref()
             .or(saved_findings.as_ref())
             .map_or(0, |f| f.checked_total());
-        let mut at_risk = (0, 0);
+        let mut risk = Risk::default();
+        // What the saved version denies (enforce mode) in this cluster.
+        let saved_denied: Vec<Finding> = match (saved, &saved_findings) {
+            (Some(policy), Some(found)) if policy.mode() == Mode::Enforce => {
+                found.violations.iter().map(finding).collect()
+            }
+            _ => Vec::new(),
+        };
         if let (Some(policy), Some(found)) = (new, &new_findings) {
             let list: Vec<Finding> = found.violations.iter().map(finding).collect();
             match policy.mode() {
                 Mode::Enforce => {
-                    preview.denied = list;
-                    at_risk = found.workloads_at_risk();
+                    // A workload the saved version already denies is not newly at risk,
+                    // whichever of its objects either version names.
+                    let already: BTreeSet<(&str, &str, &str)> =
+                        saved_denied.iter().map(workload_key).collect();
+                    preview.denied = list
+                        .into_iter()
+                        .map(|f| Denial {
+                            new: !already.contains(&workload_key(&f)),
+                            finding: f,
+                        })
+                        .collect();
+                    (risk.workloads, risk.replicas) = found.workloads_at_risk();
+                    (risk.new_workloads, risk.new_replicas) =
+                        at_risk(preview.denied.iter().filter(|d| d.new).map(|d| &d.finding));
                 }
                 Mode::Audit => preview.warned = list,
             }
         }
-        if let (Some(policy), Some(found)) = (saved, &saved_findings) {
-            if policy.mode() == Mode::Enforce {
-                let still: BTreeSet<(&str, &str, &str)> = preview.denied.iter().map(key).collect();
-                preview.loosened = found
-                    .violations
-                    .iter()
-                    .map(finding)
-                    .filter(|f| !still.contains(&key(f)))
-                    .collect();
-            }
-        }
+        let still: BTreeSet<(&str, &str, &str)> =
+            preview.denied.iter().map(|d| key(&d.finding)).collect();
+        preview.loosened = saved_denied
+            .into_iter()
+            .filter(|f| !still.contains(&key(f)))
+            .collect();
         evaluating += started.elapsed();
         preview.list_ms = info.list_time.as_millis() as u64;
         preview.evaluate_ms = evaluating.as_millis() as u64;
-        (preview, at_risk)
+        (preview, risk)
     }
 
     /// The boundary's resources whose plan `policy` alone disallows (enforce mode only).

@@ -1619,3 +1619,131 @@ async fn an_upload_over_the_limit_is_the_api_413_at_the_file() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// The value of the first hidden `etag` field of a page.
+fn etag_of(page: &common::Page) -> String {
+    let marker = r#"name="etag" value=""#;
+    let start = page.body.find(marker).unwrap() + marker.len();
+    page.body[start..start + page.body[start..].find('"').unwrap()].to_owned()
+}
+
+/// Boundary `shop` with cluster `k1` (namespace `web`, read through a test double of the
+/// clusters port) running Deployment `web` on nginx:latest (2 replicas) and Deployment `api`
+/// without a `team` label (3 replicas); saved: the enforce policy `no-latest`, which denies
+/// `web`. Signed in as admin.
+async fn shop_running_workloads() -> (Portal, Browser) {
+    use common::clusters::{deployment, FixedClusters};
+    let clusters = FixedClusters {
+        namespaces: vec!["web".into()],
+        objects: vec![
+            deployment(
+                "web",
+                "web",
+                2,
+                "nginx:latest",
+                json!({"app": "web", "team": "web"}),
+            ),
+            deployment(
+                "web",
+                "api",
+                3,
+                "ghcr.io/acme/api:1.0",
+                json!({"app": "api"}),
+            ),
+        ],
+    };
+    let portal = Portal::with_clusters(std::sync::Arc::new(clusters)).await;
+    let (status, body) = portal
+        .api(
+            Method::POST,
+            "/v1/boundaries",
+            Some(json!({"name": "shop"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    portal.attached_cluster("shop", "k1", "web").await;
+    let (status, body) = portal
+        .api(
+            Method::PUT,
+            "/v1/boundaries/shop/policies/no-latest",
+            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let browser = portal.sign_in(&portal.admin).await;
+    (portal, browser)
+}
+
+#[tokio::test]
+async fn a_save_is_held_only_for_what_it_newly_denies() {
+    let (portal, browser) = shop_running_workloads().await;
+    let edit = "/boundaries/shop/policies/no-latest/edit";
+    let etag = etag_of(&portal.get(edit, &browser).await);
+    let unchanged = [
+        ("csrf", browser.csrf.as_str()),
+        ("view", "form"),
+        ("etag", &etag),
+        ("order", "disallowLatestTag"),
+        ("mode", "enforce"),
+        ("scope", "all"),
+        ("disallow_latest_tag", "on"),
+        ("action", "save"),
+    ];
+    // The preview still shows what the version denies: web, already denied by the saved one.
+    let mut preview = unchanged.to_vec();
+    preview.retain(|(k, _)| *k != "action");
+    preview.push(("action", "preview"));
+    let previewed = portal.post(edit, &browser, &preview).await;
+    assert_eq!(previewed.status, StatusCode::OK, "{}", previewed.body);
+    assert!(previewed.text().contains("Would deny <strong>1</strong> objects of <strong>1</strong> workloads, <strong>2</strong> replicas at risk"), "{}", previewed.text());
+
+    // Saving the unchanged policy denies nothing new: it is saved, not held.
+    let saved = portal.post(edit, &browser, &unchanged).await;
+    assert!(!saved.body.contains("confirm-notice"), "{}", saved.text());
+    assert!(
+        saved
+            .text()
+            .contains("Saved. <span lang=\"en\">(unchanged)</span>"),
+        "{}",
+        saved.text()
+    );
+
+    // A required team label newly denies api (web is denied already): held, naming api.
+    let mut stricter = unchanged.to_vec();
+    stricter.retain(|(k, _)| *k != "order");
+    stricter.extend([
+        ("order", "disallowLatestTag,requiredLabels"),
+        ("label_key", "team"),
+        ("label_value", ""),
+    ]);
+    let held = portal.post(edit, &browser, &stricter).await;
+    assert_eq!(held.status, StatusCode::OK, "{}", held.body);
+    let notice = text_of(element(
+        &held.body,
+        "",
+        r#"<p id="confirm-notice">"#,
+        "</p>",
+    ));
+    assert!(
+        notice.starts_with("Not saved yet: this policy would newly deny 1 objects of 1 workloads, 3 replicas at risk."),
+        "{notice}"
+    );
+    let objects = text_of(element(
+        &held.body,
+        "",
+        r#"<ul id="confirm-objects">"#,
+        "</ul>",
+    ));
+    assert_eq!(objects, "web/Deployment/api (cluster k1)");
+    assert!(
+        held.text()
+            .contains(">Save anyway (3 replicas at risk)</button>"),
+        "{}",
+        held.text()
+    );
+    let (_, stored) = portal
+        .api(Method::GET, "/v1/boundaries/shop/policies/no-latest", None)
+        .await;
+    assert_eq!(stored["spec"]["rules"], json!([{"disallowLatestTag": {}}]));
+    assert_eq!(stored["etag"], json!(etag), "nothing was written");
+}

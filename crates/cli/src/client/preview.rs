@@ -180,7 +180,7 @@ fn workload(finding: &Finding) -> String {
     }
 }
 
-fn print_findings(label: &str, cluster: &str, findings: &[Finding]) {
+fn print_findings<'f>(label: &str, cluster: &str, findings: impl IntoIterator<Item = &'f Finding>) {
     for f in findings {
         println!(
             "{label} {cluster} {}/{}/{} ({}): {}",
@@ -224,7 +224,11 @@ pub fn print_preview(preview: &Preview) {
             println!("unreadable {}: {error}", cluster.cluster);
             continue;
         }
-        print_findings("denied", &cluster.cluster, &cluster.denied);
+        print_findings(
+            "denied",
+            &cluster.cluster,
+            cluster.denied.iter().map(|d| &d.finding),
+        );
         print_findings("warned", &cluster.cluster, &cluster.warned);
         print_findings("loosened", &cluster.cluster, &cluster.loosened);
     }

@@ -9,6 +9,7 @@
 )]
 #![allow(dead_code, reason = "each test binary uses part of the harness")]
 
+pub mod clusters;
 pub mod reconciled;
 
 use axum::body::Body;
@@ -144,6 +145,33 @@ impl Portal {
             url,
             dir,
         }
+    }
+
+    /// A portal whose application reaches clusters through `clusters` (a test double).
+    pub async fn with_clusters(
+        clusters: std::sync::Arc<dyn palisade_app::ports::Clusters>,
+    ) -> Portal {
+        let mut portal = Portal::new().await;
+        portal.state.app = portal.state.app.clone().with_clusters(clusters);
+        portal.router = app_with(portal.state.clone(), palisade_portal::router());
+        portal
+    }
+
+    /// Cluster `name` with a kubeconfig the sealing key opens, attached to `boundary`, with
+    /// namespace `namespace` of the boundary.
+    pub async fn attached_cluster(&self, boundary: &str, name: &str, namespace: &str) {
+        let store = self.state.store.clone();
+        let sealed = self
+            .state
+            .sealing
+            .seal(b"kubeconfig of a test double")
+            .unwrap();
+        store.put_cluster(name, &sealed).await.unwrap();
+        store.attach_cluster(boundary, name).await.unwrap();
+        store
+            .put_namespace(boundary, name, namespace)
+            .await
+            .unwrap();
     }
 
     /// A portal on the demo data (boundary `shop`) with a second boundary `other`.

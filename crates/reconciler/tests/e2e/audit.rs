@@ -179,7 +179,8 @@ async fn preview_then_audit_then_reports(version: &str) {
     assert_eq!(preview["saved"], false, "{preview}");
     assert_eq!(
         preview["summary"],
-        json!({"objects": 3, "workloads": 1, "replicas_at_risk": 2, "warned": 0,
+        json!({"objects": 3, "workloads": 1, "replicas_at_risk": 2, "new_objects": 3,
+               "new_workloads": 1, "new_replicas_at_risk": 2, "warned": 0,
                "loosened": 0, "resources_grandfathered": 0, "clusters_unreadable": 0}),
         "{preview}"
     );
@@ -196,8 +197,17 @@ async fn preview_then_audit_then_reports(version: &str) {
                "owners": [{"kind": "ReplicaSet", "name": "web-1"},
                           {"kind": "Deployment", "name": "web"}],
                "workload": {"kind": "Deployment", "name": "web", "replicas": 2},
-               "rule": "DisallowLatestTag", "message": MESSAGE})
+               "rule": "DisallowLatestTag", "message": MESSAGE, "new": true})
     );
+    // The audit's findings are the preview's denials without their `new`.
+    let findings: Vec<Value> = denied
+        .iter()
+        .map(|d| {
+            let mut f = d.clone();
+            f.as_object_mut().unwrap().remove("new");
+            f
+        })
+        .collect();
 
     // Applied: the audit finds the same objects.
     let saved_at = Instant::now();
@@ -217,7 +227,7 @@ async fn preview_then_audit_then_reports(version: &str) {
     assert_eq!(audited["checked"], 4, "{report}");
     assert_eq!(audited["violations"], 3, "{report}");
     assert_eq!(audited["error"], Value::Null, "{report}");
-    assert_eq!(audited["findings"], c1["denied"], "{report}");
+    assert_eq!(audited["findings"], json!(findings), "{report}");
 
     // ... and in the cluster, as an OpenReports Report of the namespace.
     let reports = report_api(plane.client().await, &namespace);
@@ -267,6 +277,7 @@ async fn preview_then_audit_then_reports(version: &str) {
     // An empty body previews the saved version.
     let saved = stack.ok("POST", &preview_path, None).await;
     assert_eq!(saved["summary"]["objects"], 3, "{saved}");
+    assert_eq!(saved["summary"]["new_objects"], 0, "{saved}");
     assert_eq!(saved["summary"]["loosened"], 0, "{saved}");
 
     // Deleting the policy removes its Report; its report is gone with it.

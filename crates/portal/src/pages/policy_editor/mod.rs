@@ -152,7 +152,8 @@ pub async fn edit_submit(
 /// What a submission came to.
 enum Attempt {
     Saved(PolicyView, palisade_app::policies::WriteAction, Vec<String>),
-    /// Previewed and not saved; `true`: a save that must be confirmed (workloads at risk).
+    /// Previewed and not saved; `true`: a save that must be confirmed (it newly denies
+    /// objects).
     Held(Preview, bool),
     Failed(StatusCode, Vec<FieldError>),
 }
@@ -230,15 +231,15 @@ async fn submit(
                     };
                     match previewed {
                         Some(Ok(preview)) if action == "preview" => Attempt::Held(preview, false),
-                        Some(Ok(preview)) if preview.summary.replicas_at_risk > 0 => {
+                        Some(Ok(preview)) if preview::must_confirm(&preview) => {
                             Attempt::Held(preview, true)
                         }
                         Some(Err(error)) if action == "preview" => Attempt::Failed(
                             crate::layout::status_of(&error),
                             vec![save_error(&error, built.as_ref(), yaml_view)],
                         ),
-                        // Nothing at risk, or no preview could be made: the save itself
-                        // says what is wrong, if anything.
+                        // Nothing newly denied, or no preview could be made: the save
+                        // itself says what is wrong, if anything.
                         _ => {
                             let if_match = existing
                                 .is_some()

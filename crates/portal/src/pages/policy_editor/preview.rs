@@ -1,6 +1,6 @@
 //! The editor's preview (what the policy as typed would deny among what the boundary already
-//! runs, before it is saved), the confirmation a save asks for when workloads are at risk, and
-//! the policy's last audit. Data from the application's `preview_policy` and `policy_report`.
+//! runs, before it is saved), the confirmation a save asks for when it newly denies objects
+//! (ones the saved version does not deny already), and the policy's last audit. Data from the application's `preview_policy` and `policy_report`.
 
 use maud::{html, Markup};
 use palisade_api_types::view::{Finding, PolicyReport, Preview};
@@ -40,7 +40,11 @@ pub(super) fn render_preview(ctx: &Ctx, preview: &Preview) -> Markup {
     let denied: Vec<(&str, &Finding)> = preview
         .clusters
         .iter()
-        .flat_map(|c| c.denied.iter().map(move |f| (c.cluster.as_str(), f)))
+        .flat_map(|c| {
+            c.denied
+                .iter()
+                .map(move |d| (c.cluster.as_str(), &d.finding))
+        })
         .collect();
     let warned: Vec<(&str, &Finding)> = preview
         .clusters
@@ -59,6 +63,7 @@ pub(super) fn render_preview(ctx: &Ctx, preview: &Preview) -> Markup {
                 (ctx.t("Would deny")) " " strong { (s.objects) } " " (ctx.t("objects of")) " "
                 strong { (s.workloads) } " " (ctx.t("workloads")) ", "
                 strong { (s.replicas_at_risk) } " " (ctx.t("replicas at risk")) "; "
+                (s.new_objects) " " (ctx.t("of them newly denied")) ", "
                 (s.warned) " " (ctx.t("warned")) ", "
                 (s.loosened) " " (ctx.t("allowed that the saved version denies")) ", "
                 (s.resources_grandfathered) " " (ctx.t("resources whose plan it disallows")) "."
@@ -102,17 +107,45 @@ pub(super) fn render_preview(ctx: &Ctx, preview: &Preview) -> Markup {
     }
 }
 
-/// The notice a save gets when its preview finds workloads at risk.
+/// Whether a save must be confirmed: its version newly denies objects (ones the saved
+/// version does not deny already).
+pub(super) fn must_confirm(preview: &Preview) -> bool {
+    preview.summary.new_objects > 0
+}
+
+/// How many newly denied objects the notice names; the preview below lists them all.
+const NAMED: usize = 20;
+
+/// The notice a save gets when its preview finds objects it newly denies, naming them.
 pub(super) fn render_confirmation(ctx: &Ctx, preview: &Preview) -> Markup {
     let s = &preview.summary;
+    let new: Vec<(&str, &Finding)> = preview
+        .clusters
+        .iter()
+        .flat_map(|c| {
+            c.denied
+                .iter()
+                .filter(|d| d.new)
+                .map(move |d| (c.cluster.as_str(), &d.finding))
+        })
+        .collect();
+    let more = new.len().saturating_sub(NAMED);
     alert(
         "warning",
         html! {
             p id="confirm-notice" {
-                (ctx.t("Not saved yet: this policy would deny")) " " (s.objects) " "
-                (ctx.t("objects of")) " " (s.workloads) " " (ctx.t("workloads")) ", "
-                strong { (s.replicas_at_risk) " " (ctx.t("replicas at risk")) } ". "
+                (ctx.t("Not saved yet: this policy would newly deny")) " " (s.new_objects) " "
+                (ctx.t("objects of")) " " (s.new_workloads) " " (ctx.t("workloads")) ", "
+                strong { (s.new_replicas_at_risk) " " (ctx.t("replicas at risk")) } ". "
                 (ctx.t("Their running pods stay, but new ones (a rollout, a scale-up, a restart elsewhere) are denied. Review the preview, then save anyway or change the policy."))
+            }
+            ul id="confirm-objects" {
+                @for (cluster, f) in new.iter().take(NAMED) {
+                    li { (f.namespace) "/" (f.kind) "/" (f.name) " (" (ctx.t("cluster")) " " (cluster) ")" }
+                }
+            }
+            @if more > 0 {
+                p { (ctx.t("and")) " " (more) " " (ctx.t("more, listed in the preview below.")) }
             }
         },
     )
@@ -123,7 +156,7 @@ pub(super) fn confirm_label(ctx: &Ctx, preview: &Preview) -> String {
     format!(
         "{} ({} {})",
         ctx.t("Save anyway"),
-        preview.summary.replicas_at_risk,
+        preview.summary.new_replicas_at_risk,
         ctx.t("replicas at risk")
     )
 }
