@@ -24,7 +24,8 @@ pub use session::{CSRF_FIELD, LANG_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE};
 
 /// The portal's pages, to merge with the API (the server's `app_with`), over any state the
 /// application can be taken from. Paths never overlap the API's (`/v1/...`, `/healthz`,
-/// `/readyz`, `/metrics`, `/openapi.json`).
+/// `/readyz`, `/metrics`, `/openapi.json`). Its fallback answers every other path it does
+/// not know with the portal's 404 page (the API answers its own unknown paths).
 pub fn router<S>() -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
@@ -69,5 +70,6 @@ where
             "/boundaries/{boundary}/resources/{resource_type}/{name}/edit",
             get(pages::resource_form::edit_form).post(pages::resource_form::edit_submit),
         )
+        .fallback(pages::not_found)
         .layer(axum::middleware::map_response(layout::security_headers))
 }

@@ -1747,3 +1747,84 @@ async fn a_save_is_held_only_for_what_it_newly_denies() {
     assert_eq!(stored["spec"]["rules"], json!([{"disallowLatestTag": {}}]));
     assert_eq!(stored["etag"], json!(etag), "nothing was written");
 }
+
+#[tokio::test]
+async fn an_unknown_page_is_the_portals_404_in_the_users_language() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    for path in [
+        "/no-such-page",
+        "/boundaries/shop/nonsense",
+        "/boundaries/shop/policies/size-limits/nonsense",
+    ] {
+        let page = portal.get(path, &browser).await;
+        assert_eq!(page.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(
+            page.headers.get("content-type").unwrap(),
+            "text/html; charset=utf-8",
+            "{path}: {}",
+            page.body
+        );
+        assert!(page.body.contains(r#"<html lang="en">"#), "{}", page.body);
+        assert!(page.body.contains("<h1>Not found</h1>"), "{}", page.body);
+        assert!(page
+            .body
+            .contains(&format!("<p>There is no page at <code>{path}</code>.</p>")));
+        assert!(page
+            .body
+            .contains(r#"<a href="/">Back to the boundaries</a>"#));
+        assert!(
+            page.body.contains("Signed in as"),
+            "the page keeps the session"
+        );
+        assert!(page
+            .headers
+            .get("content-security-policy")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .contains("default-src 'none'"));
+    }
+    // In Swedish, signed in or not, for any method.
+    let swedish = Browser::anonymous().with_cookie("lang", "sv");
+    let page = portal
+        .request(
+            Method::POST,
+            "/boundaries/shop/nonsense",
+            &swedish,
+            Some(&[("x", "y")]),
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::NOT_FOUND);
+    assert!(page.body.contains(r#"<html lang="sv">"#), "{}", page.body);
+    assert!(
+        page.body.contains("<h1>Hittades inte</h1>"),
+        "{}",
+        page.body
+    );
+    assert!(page
+        .body
+        .contains("<p>Det finns ingen sida på <code>/boundaries/shop/nonsense</code>.</p>"));
+    assert!(page
+        .body
+        .contains(r#"<a href="/">Tillbaka till boundaries</a>"#));
+
+    // The API's paths keep the API's JSON error.
+    for path in ["/v1", "/v1/nothing", "/v1/boundaries/shop/nonsense/more"] {
+        let (status, body) = portal.api(Method::GET, path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(
+            body,
+            json!({"error": {"code": "not_found", "message": format!("no such path: {path}")}}),
+            "{path}"
+        );
+    }
+    let anonymous = portal.get("/v1/nothing", &Browser::anonymous()).await;
+    assert_eq!(anonymous.status, StatusCode::NOT_FOUND);
+    assert!(anonymous
+        .body
+        .starts_with(r#"{"error":{"code":"not_found""#));
+    let (status, _) = portal.api(Method::PATCH, "/v1/boundaries", None).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+}

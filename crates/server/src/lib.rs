@@ -68,12 +68,15 @@ impl FromRef<AppState> for App {
     }
 }
 
-/// The whole HTTP API.
+/// The whole HTTP API; a path outside it is the API's JSON 404 too.
 pub fn app(state: AppState) -> Router {
-    app_with(state, Router::new())
+    app_with(state, Router::new().fallback(routes::meta::not_found))
 }
 
-/// The API plus `extra` routes (the portal's pages), sharing state, limits and metrics.
+/// The API plus `extra` routes (the portal's pages), sharing state, limits and metrics. The
+/// API's paths (`/v1` and every path under it, `/openapi.json`, `/healthz`, `/readyz`,
+/// `/metrics`) answer as the API does, an unknown one with its JSON 404; every other path is
+/// `extra`'s, and one it has no route for goes to its fallback (the portal's HTML 404).
 pub fn app_with(state: AppState, extra: Router<AppState>) -> Router {
     routes::router()
         .merge(extra)

@@ -5,7 +5,8 @@ pub mod policy_editor;
 pub mod resource_form;
 pub mod sign_in;
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::html;
 use palisade_app::App;
@@ -13,6 +14,28 @@ use palisade_app::App;
 use crate::form::FormData;
 use crate::layout::{alert, error_response, html_response, page, to_sign_in, Ctx};
 use crate::session::{session, tokens_match, Session, CSRF_FIELD};
+
+/// Any other path, whatever the method: the 404 page in the user's language, with the way
+/// back. No session is needed to learn that a page does not exist; with one, the page shows
+/// it as every page does.
+pub async fn not_found(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = session(&state, &headers).await.ok().flatten();
+    let title = ctx.t("Not found");
+    html_response(
+        StatusCode::NOT_FOUND,
+        page(
+            &ctx,
+            session.as_ref(),
+            title,
+            html! {
+                h1 { (title) }
+                p { (ctx.t("There is no page at")) " " code { (uri.path()) } "." }
+                p { a href="/" { (ctx.t("Back to the boundaries")) } }
+            },
+        ),
+    )
+}
 
 /// The session of a page request; otherwise the answer to send (sign-in, or an error page).
 pub async fn require_session(

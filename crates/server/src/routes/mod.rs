@@ -12,7 +12,7 @@ pub mod tokens;
 pub mod uploads;
 
 use axum::http::{header, HeaderMap, HeaderValue};
-use axum::routing::{get, put};
+use axum::routing::{any, get, put};
 use axum::Router;
 use palisade_app::caller::Access;
 use palisade_app::{Caller, PageRequest};
@@ -103,7 +103,10 @@ pub fn router() -> Router<AppState> {
         .route("/healthz", get(meta::healthz))
         .route("/readyz", get(meta::readyz))
         .route("/metrics", get(meta::metrics))
-        .fallback(meta::not_found)
+        // Every other path under /v1 is the API's too: its JSON 404, whatever is merged in
+        // (`app_with`). Paths outside the API are left to the merged router's fallback.
+        .route("/v1", any(meta::not_found))
+        .route("/v1/{*rest}", any(meta::not_found))
         .method_not_allowed_fallback(meta::method_not_allowed)
 }
 
