@@ -1,6 +1,7 @@
 // The portal in a real browser: sign-in, the boundary page with cluster status, the policy
 // editor, the plan pickers (disabled plans with their reason, the API's 422 after a crafted
-// submission, the function picker the API does not enforce), roles, and Swedish.
+// submission, the function picker the API does not enforce), a reload after a create or a
+// save (it submits nothing), roles, and Swedish.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
@@ -227,6 +228,51 @@ describe('portal', () => {
     await page.locator('#created').waitFor();
     const created = await server.api('GET', '/v1/boundaries/shop/resources/container_instance/jobs');
     assert.deepEqual(created.body.components.map((c) => [c.name, c.plan]), [['worker', 'small'], ['proxy', 'medium']]);
+    await page.context().close();
+  });
+
+  test('a reload after Create and after Save shows the result again and submits nothing', async () => {
+    const page = await newPage(browser, server);
+    await page.goto(`${server.url}/boundaries/shop/resources/new?type=valkey`);
+    await page.getByLabel('Name', { exact: true }).fill('sessions');
+    const [posted] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.locator('#resource-form button.primary').click(),
+    ]);
+    assert.equal(posted.status(), 303);
+    await page.waitForURL(`${server.url}/boundaries/shop/resources/valkey/sessions`);
+    assert.equal(await page.locator('#created').innerText(), 'Created valkey sessions.');
+    await screenshot(page, 'resource-created');
+    const navigations = [];
+    page.on('request', (r) => {
+      if (r.isNavigationRequest()) navigations.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    });
+    const reloaded = await page.reload();
+    assert.equal(reloaded.status(), 200);
+    assert.deepEqual(navigations, ['GET /boundaries/shop/resources/valkey/sessions']);
+    assert.equal(await page.locator('#created').count(), 0, 'the notice is shown once');
+    assert.match(await page.locator('#resource').innerText(), /sessions/);
+    const list = await server.api('GET', '/v1/boundaries/shop/resources?type=valkey');
+    assert.deepEqual(list.body.items.filter((r) => r.name === 'sessions').length, 1, 'created once');
+
+    // The same after a policy save: the reload reads the policy, it does not save it again.
+    await page.goto(`${server.url}/boundaries/shop/policies/size-limits/edit`);
+    await page.getByLabel(/Plans \(one per line/).fill('small, medium, valkey/small, large');
+    await page.locator('#policy-form button.primary').click();
+    await page.waitForURL(`${server.url}/boundaries/shop/policies/size-limits/edit`);
+    await page.locator('.notice.success').waitFor();
+    const history = async () =>
+      (await server.api('GET', '/v1/boundaries/shop/policies/size-limits/history')).body.items.length;
+    const saves = await history();
+    navigations.length = 0;
+    await page.reload();
+    assert.deepEqual(navigations, ['GET /boundaries/shop/policies/size-limits/edit']);
+    assert.equal(await page.locator('.notice.success').count(), 0, 'the notice is shown once');
+    assert.equal(await history(), saves, 'saved once');
+    // Put the demo's plans back for the tests that follow.
+    await page.getByLabel(/Plans \(one per line/).fill('small, medium, valkey/small');
+    await page.locator('#policy-form button.primary').click();
+    await page.locator('.notice.success').waitFor();
     await page.context().close();
   });
 

@@ -135,6 +135,7 @@ fn swedish(english: &str) -> Option<&'static str> {
         "None." => "Inga.",
         "Not allowed" => "Inte tillåten",
         "Not found" => "Hittades inte",
+        "more warnings are not shown here." => "varningar till visas inte här.",
         "There is no page at" => "Det finns ingen sida på",
         "Nothing was changed. Please try again in a few seconds." => "Inget ändrades. Försök igen om några sekunder.",
         "Now disallowed by" => "Inte längre tillåten enligt",

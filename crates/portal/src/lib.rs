@@ -7,6 +7,7 @@
 //! revoking it ends the session.
 
 mod assets;
+mod flash;
 mod form;
 mod i18n;
 mod layout;
@@ -65,6 +66,10 @@ where
                 .layer(axum::extract::DefaultBodyLimit::max(
                     palisade_app::workloads::MAX_UPLOAD_BYTES + 64 * 1024,
                 )),
+        )
+        .route(
+            "/boundaries/{boundary}/resources/{resource_type}/{name}",
+            get(pages::resource_form::show),
         )
         .route(
             "/boundaries/{boundary}/resources/{resource_type}/{name}/edit",

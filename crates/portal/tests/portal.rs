@@ -217,7 +217,7 @@ async fn forms_without_the_session_csrf_token_are_refused_with_403() {
     let saved = portal
         .post("/boundaries/shop/policies/new", &browser, &form)
         .await;
-    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
 }
 
 #[tokio::test]
@@ -297,7 +297,7 @@ async fn roles_see_what_the_api_lets_them_see() {
             ],
         )
         .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.body);
     let elsewhere = portal
         .post(
             "/boundaries/other/resources/new?type=valkey",
@@ -468,7 +468,7 @@ async fn a_crafted_submission_shows_the_api_422_message() {
             ],
         )
         .await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let answer = portal.follow(&answer, &mut browser.clone()).await;
     assert!(answer.text().contains(
         "Compute plan 'large' is disallowed by boundary policy 'size-limits'; plans of functions are not enforced"
     ));
@@ -615,7 +615,7 @@ async fn the_policy_editor_saves_and_maps_errors_to_their_fields() {
             ],
         )
         .await;
-    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    let saved = portal.follow(&saved, &mut browser.clone()).await;
     assert!(saved
         .text()
         .contains("registry prefix 'docker.io/library/' saved as 'docker.io/library'"));
@@ -675,7 +675,8 @@ async fn the_yaml_view_saves_the_same_document() {
             &[("csrf", &browser.csrf), ("view", "yaml"), ("yaml", &good)],
         )
         .await;
-    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text());
+    assert_eq!(saved.location(), "/boundaries/shop/policies/from-yaml/edit");
+    let saved = portal.follow(&saved, &mut browser.clone()).await;
     assert!(saved
         .body
         .contains(r#"action="/boundaries/shop/policies/from-yaml/edit""#));
@@ -977,7 +978,7 @@ async fn editing_a_grandfathered_resource_keeps_its_plan_and_checks_a_move() {
             ],
         )
         .await;
-    assert_eq!(kept.status, StatusCode::OK, "{}", kept.text());
+    assert_eq!(kept.status, StatusCode::SEE_OTHER, "{}", kept.text());
     let (_, stored) = portal
         .api(
             Method::GET,
@@ -1016,7 +1017,7 @@ async fn editing_a_grandfathered_resource_keeps_its_plan_and_checks_a_move() {
             ],
         )
         .await;
-    assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
+    assert_eq!(moved.status, StatusCode::SEE_OTHER, "{}", moved.text());
     let (_, stored) = portal
         .api(
             Method::GET,
@@ -1245,7 +1246,7 @@ async fn resource_forms_send_replicas_and_show_the_api_400_at_the_field() {
             ],
         )
         .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.text());
     let (_, stored) = portal
         .api(
             Method::GET,
@@ -1274,7 +1275,7 @@ async fn resource_forms_send_replicas_and_show_the_api_400_at_the_field() {
             ],
         )
         .await;
-    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text());
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text());
     let (_, stored) = portal
         .api(
             Method::GET,
@@ -1462,7 +1463,7 @@ async fn an_upload_creates_the_code_and_the_function_with_its_warning() {
             ],
         )
         .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let created = portal.follow(&created, &mut browser.clone()).await;
     let html = created.text();
     assert!(
         html.contains(
@@ -1504,7 +1505,7 @@ async fn an_upload_creates_the_code_and_the_function_with_its_warning() {
             ],
         )
         .await;
-    assert_eq!(site.status, StatusCode::CREATED, "{}", site.text());
+    let site = portal.follow(&site, &mut browser.clone()).await;
     assert!(
         !site.text().contains(NO_LATEST_WARNING),
         "only function builds are denied"
@@ -1700,6 +1701,7 @@ async fn a_save_is_held_only_for_what_it_newly_denies() {
     // Saving the unchanged policy denies nothing new: it is saved, not held.
     let saved = portal.post(edit, &browser, &unchanged).await;
     assert!(!saved.body.contains("confirm-notice"), "{}", saved.text());
+    let saved = portal.follow(&saved, &mut browser.clone()).await;
     assert!(
         saved
             .text()
@@ -1827,4 +1829,131 @@ async fn an_unknown_page_is_the_portals_404_in_the_users_language() {
         .starts_with(r#"{"error":{"code":"not_found""#));
     let (status, _) = portal.api(Method::PATCH, "/v1/boundaries", None).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn a_create_redirects_to_the_resource_page_which_shows_the_notice_once() {
+    let portal = Portal::demo().await;
+    let mut browser = portal.sign_in(&portal.admin).await;
+    let created = portal
+        .post(
+            "/boundaries/shop/resources/new?type=app",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("name", "storefront"),
+                ("plan", "small"),
+                ("image", "ghcr.io/acme/storefront:2.0"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.body);
+    let location = "/boundaries/shop/resources/app/storefront";
+    assert_eq!(created.location(), location);
+    browser.absorb(&created);
+    let shown = portal.get(location, &browser).await;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.body);
+    assert!(
+        shown.body.contains(
+            r#"<p id="created">Created <code>app</code> <strong>storefront</strong>.</p>"#
+        ),
+        "{}",
+        shown.body
+    );
+    assert!(shown.text().contains("ghcr.io/acme/storefront:2.0"));
+    assert!(shown
+        .body
+        .contains(r#"href="/boundaries/shop/resources/app/storefront/edit""#));
+    // Shown once: the page again (a reload) shows the resource without the notice.
+    browser.absorb(&shown);
+    let again = portal.get(location, &browser).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert!(!again.body.contains(r#"id="created""#), "{}", again.body);
+    assert!(again.text().contains("ghcr.io/acme/storefront:2.0"));
+    // A notice cannot be forged: a cookie the server did not seal shows nothing.
+    let forged = browser.clone().with_cookie("palisade_flash", "Q3JlYXRlZA");
+    assert!(!portal
+        .get(location, &forged)
+        .await
+        .body
+        .contains(r#"id="created""#));
+
+    // An update and a function's warning: the same, with the API's warning.
+    let edit = format!("{location}/edit");
+    let etag = etag_of(&portal.get(&edit, &browser).await);
+    let updated = portal
+        .post(
+            &edit,
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("etag", &etag),
+                ("plan", "medium"),
+                ("image", "ghcr.io/acme/storefront:2.1"),
+            ],
+        )
+        .await;
+    assert_eq!(updated.status, StatusCode::SEE_OTHER, "{}", updated.body);
+    assert_eq!(updated.location(), location);
+    browser.absorb(&updated);
+    let shown = portal.get(location, &browser).await;
+    assert!(shown
+        .body
+        .contains(r#"<p id="created">Updated <code>app</code> <strong>storefront</strong>.</p>"#));
+    browser.absorb(&shown);
+    let function = portal
+        .post(
+            "/boundaries/shop/resources/new?type=function",
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("name", "resize"),
+                ("plan", "large"),
+                ("source", "https://git.example.com/acme/resize.git"),
+            ],
+        )
+        .await;
+    assert_eq!(function.status, StatusCode::SEE_OTHER, "{}", function.body);
+    browser.absorb(&function);
+    let shown = portal.get(function.location(), &browser).await;
+    assert!(
+        text_of(element(&shown.body, "", r#"<ul id="warnings">"#, "</ul>")).contains(
+            "Compute plan 'large' is disallowed by boundary policy 'size-limits'; plans of functions are not enforced"
+        ),
+        "{}",
+        shown.body
+    );
+    browser.absorb(&shown);
+
+    // A policy save redirects to the editor, which says what the save did.
+    let policy = "/boundaries/shop/policies/trusted/edit";
+    let etag = etag_of(&portal.get(policy, &browser).await);
+    let saved = portal
+        .post(
+            policy,
+            &browser,
+            &[
+                ("csrf", &browser.csrf),
+                ("view", "form"),
+                ("etag", &etag),
+                ("order", "allowedRegistries,disallowLatestTag"),
+                ("mode", "enforce"),
+                ("scope", "all"),
+                ("registries", "ghcr.io/acme\ndocker.io/library/"),
+                ("disallow_latest_tag", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
+    assert_eq!(saved.location(), policy);
+    browser.absorb(&saved);
+    let shown = portal.get(policy, &browser).await;
+    assert!(shown
+        .text()
+        .contains(r#"Saved. <span lang="en">(unchanged)</span>"#));
+    assert!(shown
+        .text()
+        .contains("registry prefix 'docker.io/library/' saved as 'docker.io/library'"));
+    browser.absorb(&shown);
+    assert!(!portal.get(policy, &browser).await.body.contains("Saved."));
 }

@@ -386,7 +386,7 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
 
 /// A workload's status as the API says it, in English, marked by kind in text and class:
 /// `running` is fine, a refusal or a failure is an error; none is a dash.
-fn workload_status(status: Option<&String>) -> Markup {
+pub(crate) fn workload_status(status: Option<&String>) -> Markup {
     let Some(status) = status else {
         return html! { span class="muted" { "–" } };
     };

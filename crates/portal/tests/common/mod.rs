@@ -336,6 +336,16 @@ impl Portal {
         browser
     }
 
+    /// Follows a POST's 303 as a browser does: keeps the answer's cookies, GETs its location
+    /// and keeps that page's cookies too.
+    pub async fn follow(&self, answer: &Page, browser: &mut Browser) -> Page {
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+        browser.absorb(answer);
+        let page = self.get(answer.location(), browser).await;
+        browser.absorb(&page);
+        page
+    }
+
     /// An API call as admin: status and JSON body.
     pub async fn api(
         &self,

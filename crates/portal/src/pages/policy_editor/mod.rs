@@ -23,6 +23,7 @@ use self::form::{save_error, BuiltSpec, EditorForm, Field, FieldError};
 use self::render::{render_editor, EditorPage, Outcome};
 use self::yaml::spec_from_yaml;
 use super::{require_form_session, require_session};
+use crate::flash::{self, Notice};
 use crate::form::FormData;
 use crate::layout::{alert, csrf_field, error_response, html_response, page, see_other, Ctx};
 use crate::session::Session;
@@ -117,16 +118,29 @@ pub async fn edit_form(
         Ok(l) => l,
         Err(e) => return error_response(&ctx, Some(&session), &e),
     };
+    // What the save that redirected here did, shown once.
+    let flash = flash::for_page(&state, &headers, uri.path());
+    let saved = flash.as_ref().and_then(|f| match &f.notice {
+        Notice::PolicySaved { action } => Some((action.clone(), f.warnings.clone())),
+        Notice::Resource { .. } => None,
+    });
     let page = EditorPage {
         boundary: &boundary,
         existing: Some(&record),
         form: EditorForm::from_spec(&name, &spec),
         attached,
-        outcome: Outcome::default(),
+        outcome: Outcome {
+            saved,
+            ..Outcome::default()
+        },
         extra_label_rows: 0,
         report,
     };
-    html_response(StatusCode::OK, render_editor(&ctx, &session, &page))
+    let mut response = html_response(StatusCode::OK, render_editor(&ctx, &session, &page));
+    if flash.is_some() {
+        flash::shown(&ctx, &mut response);
+    }
+    response
 }
 
 pub async fn new_submit(
@@ -175,7 +189,7 @@ async fn submit(
         Ok(a) => a,
         Err(e) => return error_response(&ctx, Some(&session), &e),
     };
-    let mut existing = match &path_name {
+    let existing = match &path_name {
         None => None,
         Some(name) => match state.get_policy(&access, name).await {
             Ok(record) => Some(record),
@@ -267,11 +281,13 @@ async fn submit(
         };
         match attempt {
             Attempt::Saved(record, written, warnings) => {
-                if let Ok(spec) = spec_of_record(&record) {
-                    editor = EditorForm::from_spec(&record.name, &spec);
-                }
-                existing = Some(record);
-                outcome.saved = Some((written, warnings));
+                // 303 to the policy's page, which says what the save did: a reload there
+                // submits nothing.
+                let path = format!("/boundaries/{boundary}/policies/{}/edit", record.name);
+                let notice = Notice::PolicySaved {
+                    action: written.as_str().to_owned(),
+                };
+                return flash::redirect(&state, &ctx, &path, notice, &warnings);
             }
             Attempt::Held(preview, confirm) => {
                 // Nothing saved: the form (or the YAML) keeps what was typed.

@@ -14,7 +14,9 @@ use crate::session::Session;
 #[derive(Debug, Default)]
 pub(super) struct Outcome {
     pub(super) errors: Vec<FieldError>,
-    pub(super) saved: Option<(palisade_app::policies::WriteAction, Vec<String>)>,
+    /// What the save that redirected here did (`created`, `configured`, `unchanged`) and its
+    /// warnings (from the flash notice).
+    pub(super) saved: Option<(String, Vec<String>)>,
     /// The YAML text to show instead of the form's document (after a YAML-view error).
     pub(super) yaml_text: Option<String>,
     /// What the policy as typed would deny (a preview, or a save held for confirmation).
@@ -124,7 +126,7 @@ pub(super) fn render_editor(ctx: &Ctx, session: &Session, p: &EditorPage<'_>) ->
         h1 { (title) }
         @if let Some((written, warnings)) = &p.outcome.saved {
             (alert("success", html! {
-                p { (ctx.t("Saved.")) " " span lang="en" { "(" (written.as_str()) ")" } }
+                p { (ctx.t("Saved.")) " " span lang="en" { "(" (written) ")" } }
                 @if !warnings.is_empty() {
                     p { (ctx.t("Save warnings:")) }
                     ul id="save-warnings" { @for w in warnings { li lang="en" { (w) } } }

@@ -18,10 +18,13 @@ use palisade_policy::ResourceType;
 use serde_json::Value;
 
 use self::picker::picker_for;
-use self::render::{done_page, render_form, type_chooser, Existing, FormPage, Outcome};
+use self::render::{
+    render_form, resource_page, resource_path, type_chooser, Existing, FormPage, Outcome,
+};
 use self::typed::{field_of, Field, Typed};
 pub use self::upload::{upload_form, upload_submit};
 use super::{query_param, require_form_session, require_session};
+use crate::flash::{self, Notice};
 use crate::form::FormData;
 use crate::layout::{error_response, html_response, Ctx};
 use crate::session::Session;
@@ -143,15 +146,7 @@ pub async fn submit(
                 .to_owned();
             tracing::info!(%boundary, resource_type = %ty, %name,
                 actor = %session.caller.actor(), "portal: resource created");
-            done_page(
-                &ctx,
-                &session,
-                &boundary,
-                ty,
-                &name,
-                &written.warnings,
-                false,
-            )
+            created(&state, &ctx, &boundary, ty, &name, &written.warnings, false)
         }
         Err(error) => {
             let page = FormPage {
@@ -166,6 +161,68 @@ pub async fn submit(
             failed(&state, &ctx, &session, page, error, &component_rows).await
         }
     }
+}
+
+/// The answer to a successful create or update: 303 See Other to the resource's page, which
+/// says what was done (once) with the API's warnings. A reload of that page repeats nothing.
+pub(super) fn created(
+    state: &App,
+    ctx: &Ctx,
+    boundary: &str,
+    ty: ResourceType,
+    name: &str,
+    warnings: &[String],
+    updated: bool,
+) -> Response {
+    let notice = Notice::Resource {
+        resource_type: ty.as_str().to_owned(),
+        name: name.to_owned(),
+        updated,
+    };
+    flash::redirect(
+        state,
+        ctx,
+        &resource_path(boundary, ty, name),
+        notice,
+        warnings,
+    )
+}
+
+/// A resource's page: its stored fields and status, and the notice of the create or update
+/// that redirected here.
+pub async fn show(
+    State(state): State<App>,
+    Path((boundary, resource_type, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let loaded = async {
+        let access = state.open(&session.caller, &boundary).await?;
+        let view = state.get_resource(&access, &resource_type, &name).await?;
+        let ty = ResourceType::parse(&resource_type).map_err(|_| {
+            AppError::NotFound(format!(
+                "{resource_type} '{name}' not found in boundary '{boundary}'"
+            ))
+        })?;
+        Ok::<_, AppError>((ty, view))
+    }
+    .await;
+    let (ty, view) = match loaded {
+        Ok(found) => found,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
+    };
+    let flash = flash::for_page(&state, &headers, uri.path());
+    let markup = resource_page(&ctx, &session, &boundary, ty, &view, flash.as_ref());
+    let mut response = html_response(StatusCode::OK, markup);
+    if flash.is_some() {
+        flash::shown(&ctx, &mut response);
+    }
+    response
 }
 
 /// The form again after a failed create or update: a 400 or 409 at its field, a 422 or 503
@@ -326,7 +383,7 @@ pub async fn edit_submit(
         Ok(palisade_app::resources::Written { warnings, .. }) => {
             tracing::info!(%boundary, resource_type = %ty, %name,
                 actor = %session.caller.actor(), "portal: resource updated");
-            done_page(&ctx, &session, &boundary, ty, &name, &warnings, true)
+            created(&state, &ctx, &boundary, ty, &name, &warnings, true)
         }
         Err(error) => {
             let page = FormPage {

@@ -1,17 +1,17 @@
-//! The resource pages: the type chooser, the form for one type, and the page after a
-//! successful create or update.
+//! The resource pages: the type chooser, the form for one type, and a resource's page, where a
+//! successful create or update redirects to.
 
 use axum::http::StatusCode;
-use axum::response::Response;
 use maud::{html, Markup};
-use palisade_api_types::view::Picker;
+use palisade_api_types::view::{Picker, ResourceView};
 use palisade_app::AppError;
 use palisade_policy::ResourceType;
 use serde_json::Value;
 
 use super::picker::{plan_picker, plan_select};
 use super::typed::{is_workload, Field, Typed};
-use crate::layout::{alert, csrf_field, html_response, page, warning_text, CodeText, Ctx};
+use crate::flash::{Flash, Notice};
+use crate::layout::{alert, csrf_field, page, CodeText, Ctx};
 use crate::session::Session;
 
 /// The outcome of a submission, shown with the form.
@@ -380,54 +380,82 @@ pub(super) fn type_chooser(
     )
 }
 
-/// The answer to a successful create (201) or update (200), with the API's warnings.
-pub(super) fn done_page(
+/// Where a resource's page is.
+pub(super) fn resource_path(boundary: &str, ty: ResourceType, name: &str) -> String {
+    format!("/boundaries/{boundary}/resources/{}/{name}", ty.as_str())
+}
+
+/// A stored value as the page shows it: a string as it is, anything else as compact JSON.
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A resource's page: its stored fields and status, and what the create or update that
+/// redirected here did (the flash notice, shown once).
+pub(super) fn resource_page(
     ctx: &Ctx,
     session: &Session,
     boundary: &str,
     ty: ResourceType,
-    name: &str,
-    warnings: &[String],
-    updated: bool,
-) -> Response {
-    let verb = if updated {
-        ctx.t("Updated")
-    } else {
-        ctx.t("Created")
-    };
-    let title = format!("{verb} {} '{name}'", ty.as_str());
-    let markup = page(
+    view: &ResourceView,
+    flash: Option<&Flash>,
+) -> Markup {
+    let name = view
+        .body
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let title = format!("{} '{name}'", type_name(ctx, ty));
+    let fields: Vec<(&String, &Value)> = view
+        .body
+        .as_object()
+        .map(|o| o.iter().collect())
+        .unwrap_or_default();
+    page(
         ctx,
         Some(session),
         &title,
         html! {
             p class="crumbs" {
                 a href="/" { (ctx.t("Boundaries")) } " / "
-                a href={ "/boundaries/" (boundary) } { (boundary) }
+                a href={ "/boundaries/" (boundary) } { (boundary) } " / " (name)
             }
             h1 { (title) }
-            (alert("success", html! {
-                p id="created" { (verb) " " code { (ty.as_str()) } " " strong { (name) } "." }
-            }))
-            @if !warnings.is_empty() {
-                (alert("warning", html! {
-                    p { (ctx.t("The API answered with warnings:")) }
-                    ul id="warnings" { @for w in warnings { li lang="en" { (warning_text(w)) } } }
-                }))
+            @if let Some(flash) = flash {
+                @if let Notice::Resource { resource_type, name, updated } = &flash.notice {
+                    @let verb = if *updated { ctx.t("Updated") } else { ctx.t("Created") };
+                    (alert("success", html! {
+                        p id="created" { (verb) " " code { (resource_type) } " " strong { (name) } "." }
+                    }))
+                }
+                @if !flash.warnings.is_empty() || flash.more_warnings > 0 {
+                    (alert("warning", html! {
+                        p { (ctx.t("The API answered with warnings:")) }
+                        ul id="warnings" { @for w in &flash.warnings { li lang="en" { (w) } } }
+                        @if flash.more_warnings > 0 {
+                            p { (flash.more_warnings) " " (ctx.t("more warnings are not shown here.")) }
+                        }
+                    }))
+                }
+            }
+            dl id="resource" class="facts" {
+                @for (key, value) in &fields {
+                    dt { code { (key) } }
+                    dd lang="en" { (value_text(value)) }
+                }
+                dt { (ctx.t("Status")) }
+                dd { (crate::pages::boundary::workload_status(view.status.as_ref())) }
             }
             p {
                 a class="button" href={ "/boundaries/" (boundary) } { (ctx.t("Back to the boundary")) }
                 " "
-                a class="button" href={ "/boundaries/" (boundary) "/resources/" (ty.as_str()) "/" (name) "/edit" } { (ctx.t("Edit")) }
+                a class="button" href={ (resource_path(boundary, ty, name)) "/edit" } { (ctx.t("Edit")) }
                 " "
                 a class="button" href={ "/boundaries/" (boundary) "/resources/new?type=" (ty.as_str()) } { (ctx.t("Create another")) }
             }
         },
-    );
-    let status = if updated {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
-    };
-    html_response(status, markup)
+    )
 }

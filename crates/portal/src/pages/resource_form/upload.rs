@@ -21,11 +21,9 @@ use serde_json::{json, Value};
 
 use super::picker::{picker_for, plan_picker};
 use super::place_error;
-use super::render::{
-    api_error, describedby, done_page, error_box, replicas_field, text_field, Outcome,
-};
+use super::render::{api_error, describedby, error_box, replicas_field, text_field, Outcome};
 use super::typed::{replicas_value, Field};
-use super::with_retry;
+use super::{created, with_retry};
 use crate::layout::{alert, csrf_field, error_response, html_response, page, status_of, Ctx};
 use crate::pages::{csrf_rejected, query_param, require_session};
 use crate::session::{tokens_match, Session, CSRF_FIELD};
@@ -380,15 +378,7 @@ pub async fn upload_submit(
                 .to_owned();
             tracing::info!(%boundary, resource_type = %ty, %name, %upload,
                 actor = %session.caller.actor(), "portal: resource created from uploaded code");
-            done_page(
-                &ctx,
-                &session,
-                &boundary,
-                ty,
-                &name,
-                &written.warnings,
-                false,
-            )
+            created(&state, &ctx, &boundary, ty, &name, &written.warnings, false)
         }
         Err(error) => {
             let status = status_of(&error);
