@@ -11,6 +11,7 @@
 # Writes into <workdir>:
 #   kubeconfig            admin (CN=admin, O=system:masters), inline base64 certs, https server
 #   env                   shell-sourceable: APISERVER_URL, APISERVER_PORT, ETCD_URL, K8S_VERSION, ...
+#                         and KUBECONFIG, exported: after `source <workdir>/env`, kubectl uses it
 #   pki/                  ca.{crt,key}, apiserver.{crt,key}, admin.{crt,key}, sa.{key,pub}, ...
 #   *.pid, logs/*.log     one per process; stop.sh <workdir> stops them
 #   kwok/                 kwok's work dir (KWOK_WORKDIR), so that no ~/.kwok/kwok.yaml is read
@@ -332,7 +333,7 @@ ETCD_VERSION=${ETCD_VERSION}
 APISERVER_URL=${APISERVER_URL}
 APISERVER_PORT=${APISERVER_PORT}
 ETCD_URL=${ETCD_URL}
-KUBECONFIG=${WORKDIR}/kubeconfig
+export KUBECONFIG=${WORKDIR}/kubeconfig
 KCM_PORT=$([[ "${START_KCM}" == 1 ]] && echo "${KCM_PORT}")
 SCHEDULER_PORT=$([[ "${START_WORKLOADS}" == 1 ]] && echo "${SCHEDULER_PORT}")
 KWOK_PORT=$([[ "${START_WORKLOADS}" == 1 ]] && echo "${KWOK_PORT}")

@@ -430,3 +430,44 @@ async fn helm_install_runs_the_pods_on_kubernetes_1_37() {
         started.elapsed().as_secs_f64()
     );
 }
+
+/// `source <workdir>/env` (README, "Admission rules in a local Kubernetes control plane")
+/// exports KUBECONFIG, so that a client run afterwards (helm here, kubectl alike) talks to
+/// the test control plane without `--kubeconfig`.
+#[test]
+fn sourcing_the_testenv_env_file_points_clients_at_the_control_plane() {
+    let plane = control_plane::shared("1.37");
+    let kubeconfig = plane.kubeconfig_path().display().to_string();
+    let env_file = plane.workdir().join("env");
+    let written = std::fs::read_to_string(&env_file).unwrap();
+    assert!(
+        written
+            .lines()
+            .any(|l| l == format!("export KUBECONFIG={kubeconfig}")),
+        "{}:\n{written}",
+        env_file.display()
+    );
+    assert_eq!(plane.env().get("KUBECONFIG"), Some(&kubeconfig));
+    // No KUBECONFIG from outside, and a home without ~/.kube/config: only the env file can
+    // point helm at the control plane.
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#"source "$1" && exec "$2" list --namespace default --output json"#)
+        .arg("bash")
+        .arg(&env_file)
+        .arg(control_plane::helm())
+        .env_remove("KUBECONFIG")
+        .env("HOME", home.path())
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "helm list after sourcing the env file: {}",
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout).trim(), "[]");
+}

@@ -268,8 +268,10 @@ fn remove_stale_workdirs() {
     }
 }
 
+/// `KEY=value` lines, `export KEY=value` too (`start.sh` exports KUBECONFIG).
 fn parse_env(text: &str) -> BTreeMap<String, String> {
     text.lines()
+        .map(|line| line.strip_prefix("export ").unwrap_or(line))
         .filter_map(|line| line.split_once('='))
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect()
@@ -373,7 +375,8 @@ impl ControlPlane {
         &self.kubeconfig_yaml
     }
 
-    /// `<workdir>/env` as written by `start.sh` (`APISERVER_URL`, `K8S_VERSION`, ...).
+    /// `<workdir>/env` as written by `start.sh` (`APISERVER_URL`, `K8S_VERSION`, `KUBECONFIG`,
+    /// ...), without the `export` of `KUBECONFIG`.
     pub fn env(&self) -> &BTreeMap<String, String> {
         &self.env
     }
