@@ -250,6 +250,42 @@ fn bad_values_fail_at_install_naming_the_key() {
     }
 }
 
+/// The README's install commands work on a fresh cluster: the namespace the Secrets go into is
+/// created before any command uses it.
+#[test]
+fn the_readme_install_commands_create_the_namespace_first() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("## Install into a cluster (Helm chart)")
+        .nth(1)
+        .unwrap();
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    // Whole commands: continuation lines joined.
+    let commands: Vec<String> = block
+        .replace("\\\n", " ")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let created = commands
+        .iter()
+        .position(|c| c == "kubectl create namespace platform")
+        .unwrap_or_else(|| panic!("no `kubectl create namespace platform` in:\n{block}"));
+    let first_use = commands
+        .iter()
+        .position(|c| c.contains("-n platform"))
+        .unwrap();
+    assert!(
+        created < first_use,
+        "the namespace is used before it is created:\n{block}"
+    );
+}
+
 /// Server-side dry-run applies every object the full values render (the ServiceMonitor
 /// aside: its CRD is prometheus-operator's, not the API server's).
 async fn accepted_by_the_api_server(version: &str) {
