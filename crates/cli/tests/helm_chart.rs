@@ -84,6 +84,29 @@ fn find<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} rendered"))
 }
 
+fn named<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} rendered"))
+}
+
+/// The `palisade` container of the rendered Deployment.
+fn palisade_container(objects: &[Value]) -> &Value {
+    &find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+}
+
+/// The serve arguments the chart always passes, followed by `more`.
+fn serve_args(more: &[&str]) -> Value {
+    let mut args = vec![
+        "serve",
+        "--listen=0.0.0.0:8080",
+        "--data-dir=/var/lib/palisade",
+    ];
+    args.extend_from_slice(more);
+    serde_json::json!(args)
+}
+
 #[test]
 fn the_chart_lints_and_renders_with_default_and_full_values() {
     let chart = chart();
@@ -147,6 +170,7 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
         kinds(&full),
         [
             "ConfigMap",
+            "ConfigMap",
             "Deployment",
             "Ingress",
             "PodDisruptionBudget",
@@ -164,12 +188,13 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
     );
     assert_eq!(
         container["args"],
-        serde_json::json!([
-            "serve",
-            "--listen=0.0.0.0:8080",
-            "--data-dir=/var/lib/palisade",
+        serve_args(&[
             "--catalog=/etc/palisade/catalog.yaml",
-            "--no-reconciler"
+            "--workload-config=/etc/palisade/workload-config.yaml",
+            "--public-url=https://palisade.platform.example.com",
+            "--admission-layout=shared",
+            "--audit-interval=90s",
+            "--demo"
         ])
     );
     assert_eq!(container["env"][2]["name"], "PALISADE_ADMIN_TOKEN");
@@ -177,8 +202,65 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
         container["env"][2]["valueFrom"]["secretKeyRef"],
         serde_json::json!({"name": "palisade-admin", "key": "admin-token"})
     );
+    // extraEnv follows the chart's own variables, as written.
+    assert_eq!(
+        container["env"].as_array().unwrap()[3..],
+        [
+            serde_json::json!({"name": "RUST_LOG", "value": "debug"}),
+            serde_json::json!({"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}),
+            serde_json::json!({"name": "NO_PROXY", "valueFrom": {"configMapKeyRef": {"name": "proxy", "key": "no-proxy"}}}),
+        ]
+    );
+    // Both files in /etc/palisade, each from its ConfigMap.
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(
+        container["volumeMounts"][1],
+        serde_json::json!({"name": "config", "mountPath": "/etc/palisade", "readOnly": true})
+    );
+    assert_eq!(
+        pod["volumes"][1],
+        serde_json::json!({"name": "config", "projected": {"sources": [
+            {"configMap": {"name": "rel-palisade-catalog"}},
+            {"configMap": {"name": "rel-palisade-workload-config"}}
+        ]}})
+    );
+    let annotations = &deployment["spec"]["template"]["metadata"]["annotations"];
+    assert!(
+        annotations["checksum/workload-config"].is_string(),
+        "a changed workload configuration restarts the pods: {annotations}"
+    );
+    // The workload configuration the ConfigMap carries is the one `palisade serve
+    // --workload-config` reads, every key as given (a big number stays a whole number).
+    let workload_config = named(&full, "ConfigMap", "rel-palisade-workload-config")["data"]
+        ["workload-config.yaml"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        workload_config,
+        "appBuilder: registry.example.com/builders/app-builder:2.0.1\n\
+         buildRegistry: registry.example.com:5000/builds\n\
+         fileServer: registry.example.com/mirror/nginx:1.27.3\n\
+         functionBuilder: registry.example.com/builders/function-builder@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n\
+         functionUploadBuilder: registry.example.com:5000/builders/function-builder\n\
+         staticWebAppBuilder: registry.example.com/builders/static-web-app-builder:2.0.1\n\
+         staticWebAppCpu: 0.5\n\
+         staticWebAppMemoryMib: 1048576\n"
+    );
+    assert_eq!(
+        palisade_workload::WorkloadConfig::from_yaml(workload_config).unwrap(),
+        palisade_workload::WorkloadConfig {
+            app_builder: "registry.example.com/builders/app-builder:2.0.1".to_owned(),
+            function_builder: "registry.example.com/builders/function-builder@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".to_owned(),
+            static_web_app_builder: "registry.example.com/builders/static-web-app-builder:2.0.1".to_owned(),
+            function_upload_builder: "registry.example.com:5000/builders/function-builder".to_owned(),
+            file_server: "registry.example.com/mirror/nginx:1.27.3".to_owned(),
+            build_registry: "registry.example.com:5000/builds".to_owned(),
+            static_web_app_cpu: 0.5,
+            static_web_app_memory_mib: 1_048_576,
+        }
+    );
     // The catalog the ConfigMap carries is one `palisade serve --catalog` reads.
-    let catalog = find(&full, "ConfigMap")["data"]["catalog.yaml"]
+    let catalog = named(&full, "ConfigMap", "rel-palisade-catalog")["data"]["catalog.yaml"]
         .as_str()
         .unwrap();
     let parsed = palisade_api_types::catalog_file::parse(catalog).unwrap();
@@ -214,6 +296,88 @@ fn a_chosen_admission_layout_is_passed_to_serve() {
 }
 
 #[test]
+fn serve_flags_come_from_their_values() {
+    let objects = render(&[
+        "--set",
+        "publicUrl=https://palisade.example.com/",
+        "--set",
+        "reconciler.auditInterval=1h",
+        "--set-json",
+        r#"extraArgs=["--demo"]"#,
+        "--set-json",
+        r#"extraEnv=[{"name":"HTTPS_PROXY","value":"http://proxy:3128"}]"#,
+        "--set-json",
+        r#"workloadConfig={"appBuilder":"ghcr.io/acme/app-builder:1.2.3","functionBuilder":"ghcr.io/acme/function-builder:1.2.3","staticWebAppBuilder":"ghcr.io/acme/static-web-app-builder:1.2.3","functionUploadBuilder":"ghcr.io/acme/function-builder","fileServer":"docker.io/library/nginx:1.27.3","buildRegistry":"registry.acme.internal/builds","staticWebAppCpu":0.25,"staticWebAppMemoryMib":256}"#,
+    ]);
+    assert_eq!(
+        kinds(&objects),
+        [
+            "ConfigMap",
+            "Deployment",
+            "PodDisruptionBudget",
+            "Service",
+            "ServiceAccount"
+        ]
+    );
+    let container = palisade_container(&objects);
+    assert_eq!(
+        container["args"],
+        serve_args(&[
+            "--workload-config=/etc/palisade/workload-config.yaml",
+            "--public-url=https://palisade.example.com/",
+            "--audit-interval=1h",
+            "--demo"
+        ])
+    );
+    assert_eq!(
+        container["env"].as_array().unwrap().last().unwrap(),
+        &serde_json::json!({"name": "HTTPS_PROXY", "value": "http://proxy:3128"})
+    );
+    let config_map = named(&objects, "ConfigMap", "rel-palisade-workload-config");
+    assert_eq!(
+        config_map["data"],
+        serde_json::json!({"workload-config.yaml": "\
+appBuilder: ghcr.io/acme/app-builder:1.2.3
+buildRegistry: registry.acme.internal/builds
+fileServer: docker.io/library/nginx:1.27.3
+functionBuilder: ghcr.io/acme/function-builder:1.2.3
+functionUploadBuilder: ghcr.io/acme/function-builder
+staticWebAppBuilder: ghcr.io/acme/static-web-app-builder:1.2.3
+staticWebAppCpu: 0.25
+staticWebAppMemoryMib: 256
+"})
+    );
+    let pod = &find(&objects, "Deployment")["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["volumes"][1],
+        serde_json::json!({"name": "config", "projected": {"sources": [
+            {"configMap": {"name": "rel-palisade-workload-config"}}
+        ]}})
+    );
+    assert_eq!(
+        container["volumeMounts"][1],
+        serde_json::json!({"name": "config", "mountPath": "/etc/palisade", "readOnly": true})
+    );
+
+    // The audit runs in the reconciler: without it, no interval (nor layout) is passed.
+    let objects = render(&[
+        "--set",
+        "reconciler.enabled=false",
+        "--set",
+        "reconciler.auditInterval=1h",
+        "--set",
+        "reconciler.admissionLayout=shared",
+    ]);
+    assert_eq!(
+        palisade_container(&objects)["args"],
+        serve_args(&["--no-reconciler"])
+    );
+    // The default interval is serve's own: not repeated.
+    let objects = render(&["--set", "reconciler.auditInterval=10m"]);
+    assert_eq!(palisade_container(&objects)["args"], serve_args(&[]));
+}
+
+#[test]
 fn bad_values_fail_at_install_naming_the_key() {
     for (set, names) in [
         ("database.existingSecret=", "database.existingSecret"),
@@ -230,6 +394,24 @@ fn bad_values_fail_at_install_naming_the_key() {
             "reconciler.admissionLayout=flat",
             "reconciler.admissionLayout",
         ),
+        ("publicUrl=palisade.example.com", "publicUrl"),
+        ("publicUrl=https://palisade.example.com/?x=1", "publicUrl"),
+        ("publicUrl=https:///builds", "publicUrl"),
+        ("reconciler.auditInterval=5s", "reconciler.auditInterval"),
+        ("reconciler.auditInterval=1d", "reconciler.auditInterval"),
+        (
+            "workloadConfig.appBuilder=ghcr.io/acme/app-builder:1.0",
+            "workloadConfig",
+        ),
+        (
+            "workloadConfig.appBuilder=ghcr.io/acme/app-builder:latest",
+            "workloadConfig.appBuilder",
+        ),
+        ("workloadConfig.registry=x", "workloadConfig"),
+        ("extraArgs[0]=--listen=0.0.0.0:9090", "extraArgs.0"),
+        ("extraArgs[0]=--no-reconciler", "extraArgs.0"),
+        ("extraEnv[0].value=x", "extraEnv.0"),
+        ("extraEnv[0].name=RUST_LOG", "extraEnv.0.name"),
     ] {
         let out = helm(&[
             "template",
@@ -246,6 +428,72 @@ fn bad_values_fail_at_install_naming_the_key() {
         assert!(
             stderr.contains(names) || stderr.contains(&pointer),
             "--set {set}: the error does not name {names}:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_type_for_each_new_value_fails_naming_the_key() {
+    for (set, line) in [
+        (
+            "publicUrl=8080",
+            "- at '/publicUrl': got number, want string",
+        ),
+        (
+            "reconciler.auditInterval=600",
+            "- at '/reconciler/auditInterval': got number, want string",
+        ),
+        (
+            "workloadConfig=images.yaml",
+            "- at '/workloadConfig': got string, want object",
+        ),
+        (
+            "workloadConfig.staticWebAppCpu=fast",
+            "- at '/workloadConfig/staticWebAppCpu': got string, want number",
+        ),
+        (
+            "workloadConfig.staticWebAppMemoryMib=256Mi",
+            "- at '/workloadConfig/staticWebAppMemoryMib': got string, want integer",
+        ),
+        (
+            "workloadConfig.appBuilder=true",
+            "- at '/workloadConfig/appBuilder': got boolean, want string",
+        ),
+        (
+            "extraArgs=--demo",
+            "- at '/extraArgs': got string, want array",
+        ),
+        (
+            "extraArgs[0]=1",
+            "- at '/extraArgs/0': got number, want string",
+        ),
+        (
+            "extraEnv=HTTPS_PROXY",
+            "- at '/extraEnv': got string, want array",
+        ),
+        (
+            "extraEnv[0].name=A,extraEnv[0].value=1",
+            "- at '/extraEnv/0/value': got number, want string",
+        ),
+        (
+            "extraEnv[0].name=A,extraEnv[0].valueFrom=x",
+            "- at '/extraEnv/0/valueFrom': got string, want object",
+        ),
+    ] {
+        let out = helm(&[
+            "template",
+            "rel",
+            &chart(),
+            "--namespace",
+            "platform",
+            "--set",
+            set,
+        ]);
+        assert!(!out.status.success(), "--set {set} was accepted");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.lines().any(|l| l == line),
+            "--set {set}: no line {line:?} in:\n{stderr}"
         );
     }
 }
@@ -319,7 +567,7 @@ async fn accepted_by_the_api_server(version: &str) {
             .unwrap_or_else(|e| panic!("{} {name} refused: {e}", object["kind"]));
         applied += 1;
     }
-    assert_eq!(applied, 6);
+    assert_eq!(applied, 7);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
