@@ -194,6 +194,11 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
             "--public-url=https://palisade.platform.example.com",
             "--admission-layout=shared",
             "--audit-interval=90s",
+            "--token-write-rate=5.5",
+            "--token-write-burst=40",
+            "--boundary-write-rate=0",
+            "--boundary-write-burst=10",
+            "--history-days=90",
             "--demo"
         ])
     );
@@ -462,6 +467,18 @@ fn a_wrong_type_for_each_new_value_fails_naming_the_key() {
         (
             "extraArgs=--demo",
             "- at '/extraArgs': got string, want array",
+        ),
+        (
+            "writeLimits.tokenRate=fast",
+            "- at '/writeLimits/tokenRate': got string, want number",
+        ),
+        (
+            "writeLimits.boundaryBurst=many",
+            "- at '/writeLimits/boundaryBurst': got string, want integer",
+        ),
+        (
+            "historyDays=forever",
+            "- at '/historyDays': got string, want integer",
         ),
         (
             "extraArgs[0]=1",
