@@ -2,7 +2,10 @@
 //! form is accepted, checked before anything clones or builds from it:
 //!
 //! `https://<host>[:<port>]/<path>` — the scheme exactly `https://`; a host that is a DNS name
-//! (letters, digits and `-` labels joined by `.`) or an IPv4 address; a port 1–65535; no user
+//! (letters, digits and `-` labels joined by `.`, the last one starting with a letter) or an
+//! IPv4 address, neither loopback, link-local, private nor unspecified (nor `localhost`: SPEC 5
+//! v3.1; names are resolved by the build Job, whose egress docs/operations.md restricts); a
+//! port 1–65535; no user
 //! information (`user:secret@`); a path of letters, digits, `-`, `.`, `_`, `~`, `/`, `+`, `,`,
 //! `=`, `:`, `@` and `%XX` escapes; no query, no fragment; no white space, control characters,
 //! quotes or other non-ASCII characters; at most 2,048 bytes. Other git transports (`ssh://`,
@@ -29,6 +32,8 @@ pub enum SourceError {
     UserInfo,
     #[error("must name a host: a DNS name or an IPv4 address, optionally with a port 1-65535")]
     BadHost,
+    #[error("must not name a loopback, link-local, private or unspecified address (here {0}): build Jobs fetch it from inside the cluster")]
+    InternalAddress(&'static str),
     #[error("must not have a query (?) or a fragment (#)")]
     QueryOrFragment,
     #[error("has a path character that is not accepted; use letters, digits, '-', '.', '_', '~', '/', '+', ',', '=', ':', '@' and %XX escapes")]
@@ -60,6 +65,12 @@ pub fn validate_source(text: &str) -> Result<(), SourceError> {
     if !is_authority(authority) {
         return Err(SourceError::BadHost);
     }
+    let host = authority
+        .split_once(':')
+        .map_or(authority, |(host, _)| host);
+    if let Some(kind) = internal_host(host) {
+        return Err(SourceError::InternalAddress(kind));
+    }
     if !is_path(path) {
         return Err(SourceError::BadPath);
     }
@@ -80,6 +91,32 @@ fn is_authority(authority: &str) -> bool {
     port_ok && (is_dns_name(host) || is_ipv4(host))
 }
 
+/// What kind of internal address `host` names, if it does (SPEC 5, v3.1): an IPv4 literal
+/// that is loopback, link-local (the cloud metadata service), private or unspecified, or the
+/// name `localhost` (RFC 6761).
+fn internal_host(host: &str) -> Option<&'static str> {
+    let lower = host.to_ascii_lowercase();
+    if lower == "localhost" || lower.ends_with(".localhost") {
+        return Some("loopback");
+    }
+    if !is_ipv4(host) {
+        return None;
+    }
+    let octets: Vec<u8> = host.split('.').filter_map(|p| p.parse().ok()).collect();
+    let address = std::net::Ipv4Addr::new(octets[0], octets[1], octets[2], octets[3]);
+    if address.is_loopback() {
+        Some("loopback")
+    } else if address.is_link_local() {
+        Some("link-local")
+    } else if address.is_private() || (octets[0] == 100 && (64..128).contains(&octets[1])) {
+        Some("private")
+    } else if octets[0] == 0 {
+        Some("unspecified")
+    } else {
+        None
+    }
+}
+
 fn is_dns_name(host: &str) -> bool {
     let label_ok = |label: &str| {
         let bytes = label.as_bytes();
@@ -95,7 +132,13 @@ fn is_dns_name(host: &str) -> bool {
             _ => false,
         }
     };
-    !host.is_empty() && host.len() <= 253 && host.split('.').all(label_ok)
+    // A name whose last label starts with a digit is an address to many resolvers (`127.1`,
+    // `2130706433`, `0x7f.1`), and no top-level domain does: only dotted quads are addresses.
+    let tld_ok = host
+        .rsplit('.')
+        .next()
+        .is_some_and(|tld| tld.starts_with(|c: char| c.is_ascii_alphabetic()));
+    !host.is_empty() && host.len() <= 253 && host.split('.').all(label_ok) && tld_ok
 }
 
 fn is_ipv4(host: &str) -> bool {

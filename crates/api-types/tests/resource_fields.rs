@@ -126,8 +126,9 @@ fn accepted_sources() {
         "https://git.example.com/a/b",
         "https://git.example.com:8443/team/repo.git",
         "https://github.com/acme/web%20site.git",
-        "https://10.0.0.7/a/b.git",
+        "https://203.0.113.7/a/b.git",
         "https://gitlab.example.com/group/sub-group/repo_name.git",
+        "https://git1.example.com/a/b.git",
     ] {
         assert_eq!(check(&app_source(source)), Ok(()), "{source}");
         let site = json!({"type": "static_web_app", "name": "site", "source": source});
@@ -192,5 +193,50 @@ fn refused_sources_name_the_field() {
         let site = json!({"type": "static_web_app", "name": "site", "source": source});
         let site = check(&site).expect_err(&format!("site source {shown:?}"));
         assert!(site.starts_with("/source: "), "{shown:?}: {site}");
+    }
+}
+
+/// SPEC 5 (v3.1): a source on a loopback, link-local (the cloud metadata service), private or
+/// unspecified address is refused, so that build Jobs are not pointed inside the cluster's
+/// network; so are `localhost` and numeric names that resolvers read as addresses.
+#[test]
+fn internal_addresses_are_refused_as_sources() {
+    for (source, kind) in [
+        ("https://127.0.0.1/a.git", "loopback"),
+        ("https://127.8.9.10:8443/a.git", "loopback"),
+        ("https://localhost/a.git", "loopback"),
+        ("https://git.LOCALHOST/a.git", "loopback"),
+        ("https://169.254.169.254/latest/meta-data", "link-local"),
+        ("https://10.0.0.5/a.git", "private"),
+        ("https://172.16.3.4/a.git", "private"),
+        ("https://172.31.255.255/a.git", "private"),
+        ("https://192.168.1.1/a.git", "private"),
+        ("https://100.64.0.1/a.git", "private"),
+        ("https://0.0.0.0/a.git", "unspecified"),
+    ] {
+        assert_eq!(
+            check(&app_source(source)),
+            Err(format!(
+                "/source: must not name a loopback, link-local, private or unspecified address (here {kind}): build Jobs fetch it from inside the cluster"
+            )),
+            "{source}"
+        );
+    }
+    for source in [
+        "https://[::1]/a.git",
+        "https://2130706433/a.git",
+        "https://127.1/a.git",
+        "https://0x7f.1/a.git",
+        "https://git.example.123/a.git",
+    ] {
+        assert_eq!(
+            check(&app_source(source)),
+            Err("/source: must name a host: a DNS name or an IPv4 address, optionally with a port 1-65535".to_owned()),
+            "{source}"
+        );
+    }
+    // Next to the private ranges, public addresses pass.
+    for source in ["https://172.32.0.1/a.git", "https://100.128.0.1/a.git"] {
+        assert_eq!(check(&app_source(source)), Ok(()), "{source}");
     }
 }
