@@ -13,7 +13,7 @@ use palisade_policy::{Name, Policy, Rule, RuleKind};
 /// The match conditions of SPEC 3.1's exemptions: `(name, expression)`. A terminating
 /// object's UPDATE passes only while its spec is unchanged (v3.1: removing finalizers passes,
 /// swapping an image does not); a CREATE is always judged.
-pub const MATCH_CONDITIONS: [(&str, &str); 2] = [
+pub const MATCH_CONDITIONS: [(&str, &str); 3] = [
     (
         "exempt-terminating-objects",
         "request.operation != 'UPDATE' || !has(object.metadata.deletionTimestamp) || !has(oldObject.spec) || object.spec != oldObject.spec",
@@ -21,6 +21,13 @@ pub const MATCH_CONDITIONS: [(&str, &str); 2] = [
     (
         "exempt-controller-updates",
         "request.operation != 'UPDATE' || !(request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:'))",
+    ),
+    // `pods/status` is matched only to catch its one way past the rules: an update through it
+    // keeps the labels it sends, so a label could be removed from a running Pod. The kubelet's
+    // status updates keep the labels and are not judged.
+    (
+        "judge-status-updates-that-change-labels",
+        "!has(request.subResource) || request.subResource != 'status' || (has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})",
     ),
 ];
 

@@ -23,6 +23,9 @@ pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// The subresource through which ephemeral containers are added to a Pod.
 pub const EPHEMERAL_CONTAINERS_RESOURCE: &str = "pods/ephemeralcontainers";
 
+/// The Pod status subresource, through which labels could otherwise change unjudged.
+pub const POD_STATUS_RESOURCE: &str = "pods/status";
+
 /// A policy's objects, applied policy first, deleted binding first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rendered {
@@ -55,11 +58,13 @@ pub(crate) fn resource_rules() -> Vec<NamedRuleWithOperations> {
     for (group, resource) in cel::matched_resources() {
         by_group.entry(group).or_default().push(resource);
     }
-    // `kubectl debug` adds ephemeral containers through this subresource (SPEC 3.2, v3.1).
+    // `kubectl debug` adds ephemeral containers through this subresource (SPEC 3.2, v3.1);
+    // a Pod's status subresource keeps the labels an update sends (judged only when they
+    // change: see `MATCH_CONDITIONS`).
     by_group
         .entry("")
         .or_default()
-        .push(EPHEMERAL_CONTAINERS_RESOURCE);
+        .extend([EPHEMERAL_CONTAINERS_RESOURCE, POD_STATUS_RESOURCE]);
     by_group
         .into_iter()
         .map(|(group, resources)| NamedRuleWithOperations {

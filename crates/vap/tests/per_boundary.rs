@@ -127,7 +127,10 @@ fn each_validation_is_the_per_policy_one_and_the_binding_names_its_object() {
         .map(|v| v.name.as_str())
         .collect();
     assert_eq!(variables, ["podSpec", "images"]);
-    assert_eq!(spec.match_conditions.as_ref().unwrap().len(), 2);
+    assert_eq!(
+        spec.match_conditions.as_ref().unwrap().len(),
+        palisade_vap::MATCH_CONDITIONS.len()
+    );
     let binding = object.binding.spec.as_ref().unwrap();
     assert_eq!(
         binding.policy_name.as_deref(),

@@ -2,7 +2,8 @@
 //! grant) tries every way past its boundary's policies that the API server offers, in every
 //! admission layout, on both versions: a violating create, the boundary label through the
 //! namespace and its `status` and `finalize` subresources, the shared layout's parameter
-//! objects, `kubectl debug` (ephemeral containers), an update of a terminating Pod,
+//! objects, `kubectl debug` (ephemeral containers), a Pod's labels through `pods/status`, an
+//! update of a terminating Pod,
 //! impersonation, and palisade's own objects. Each is denied with the exact message, or by
 //! RBAC. The tenant acts with its own credentials (a service account token), not through the
 //! admin's impersonation.
@@ -357,6 +358,28 @@ async fn a_tenant_does_not_escape_its_boundary(version: &str, layout: Layout) {
     )
     .await
     .expect("an allowed debug image is admitted");
+
+    // 4b. The required label removed from a running Pod through `pods/status`, which keeps
+    // the labels an update sends (the kubelet's status updates keep them, and pass).
+    assert_denied(
+        "the required label removed through pods/status",
+        pods.patch_subresource(
+            "status",
+            "ok",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"team": null}}})),
+        )
+        .await,
+        "Policy 'owner' (RequiredLabels) requires the label team.",
+    );
+    pods.patch_subresource(
+        "status",
+        "ok",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"message": "a status update keeping the labels"}})),
+    )
+    .await
+    .expect("a status update that keeps the labels passes");
 
     // 5. A terminating Pod (held by a finalizer) whose image is swapped.
     pods.create(
