@@ -218,6 +218,9 @@ struct ApiServersSeen {
     first_look: f64,
     starts: BTreeSet<u64>,
     read_at: Instant,
+    /// The cluster failed a pass since the last reading (an API server that stops and starts
+    /// again does): read its start time on the next pass, not only once the interval passed.
+    suspect: bool,
 }
 
 /// A connection kept between passes, replaced when the credentials change.
@@ -663,8 +666,9 @@ impl Controller {
     /// is simply not watched for restarts.
     async fn notice_restarts(&self, cluster: &str, client: &ClusterClient) {
         let due = self.apiservers.lock().is_ok_and(|seen| {
-            seen.get(cluster)
-                .is_none_or(|s| s.read_at.elapsed() >= self.settings.apiserver_check_interval)
+            seen.get(cluster).is_none_or(|s| {
+                s.suspect || s.read_at.elapsed() >= self.settings.apiserver_check_interval
+            })
         });
         if !due {
             return;
@@ -687,8 +691,10 @@ impl Controller {
                         first_look: now,
                         starts: BTreeSet::new(),
                         read_at: Instant::now(),
+                        suspect: false,
                     });
                 seen.read_at = Instant::now();
+                seen.suspect = false;
                 let key = (started * 1000.0).round() as u64;
                 seen.starts.insert(key) && started > seen.first_look
             }
@@ -1236,6 +1242,11 @@ impl Controller {
     ) -> bool {
         let reason = reason.to_string();
         tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
+        if let Ok(mut seen) = self.apiservers.lock() {
+            if let Some(seen) = seen.get_mut(&cluster.name) {
+                seen.suspect = true;
+            }
+        }
         let result = self
             .store
             .set_cluster_error(&cluster.name, Some(&reason))

@@ -587,6 +587,48 @@ async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
     drop(plane);
 }
 
+/// With the default interval between readings of the start time (a minute), two restarts
+/// within it are both counted: a pass the restart made fail reads the start time on the next
+/// pass. (A pass runs on every change and at least every 5 minutes; the probe that found the
+/// counter at 1 after two restarts ran none between them that failed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_restarts_within_a_minute_are_both_counted() {
+    let plane = tokio::task::spawn_blocking(|| {
+        palisade_testkit::control_plane::ControlPlane::start("1.37")
+    })
+    .await
+    .unwrap();
+    let (_dir, boundary, store) = sqlite_store_with_policy().await;
+    let key = SealingKey::random();
+    let name = unique_name("restarts2");
+    add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
+    let controller = controller(&store, &key, &installation(), Settings::default());
+    let report = controller.reconcile_all().await;
+    assert!(report.reconciled.contains(&name), "{report:?}");
+    let plane = std::sync::Arc::new(plane);
+    for expected in 1..=2 {
+        let restarting = {
+            let plane = plane.clone();
+            tokio::task::spawn_blocking(move || plane.restart_apiserver())
+        };
+        // Passes run while the API server is down: one of them fails.
+        let mut failed = false;
+        while !restarting.is_finished() {
+            failed |= !controller.reconcile_all().await.failed.is_empty();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        restarting.await.unwrap();
+        assert!(failed, "no pass failed while the API server restarted");
+        // Well within the minute between regular readings.
+        eventually("the restart counted", Duration::from_secs(20), || async {
+            controller.reconcile_all().await;
+            let record = store.get_cluster(&name).await.unwrap();
+            (record.apiserver_restarts == expected).then_some(())
+        })
+        .await;
+    }
+}
+
 async fn put_policy(store: &SharedStore, boundary: &str, name: &str, spec: &str) {
     store
         .put_policy(
