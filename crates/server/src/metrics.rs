@@ -1,10 +1,16 @@
 //! Prometheus metrics: requests by route and status, request latency, plan decisions by
 //! outcome. One recorder per process, installed on first use.
+//!
+//! Every label value comes from a closed set, never from what a request chooses: the route is
+//! the matched path template (or [`UNMATCHED_ROUTE`]), the method one of HTTP's own (or
+//! [`OTHER_METHOD`]), the status a number below 1000. So `/metrics` cannot be grown by
+//! requests, however many distinct methods or paths they send.
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -77,14 +83,35 @@ pub fn plan_decision(resource_type: &str, outcome: &'static str) {
     .increment(1);
 }
 
+/// The route label of a request no route matched (any path).
+pub const UNMATCHED_ROUTE: &str = "unmatched";
+
+/// The method label of every method outside RFC 9110's and PATCH (extension methods).
+pub const OTHER_METHOD: &str = "other";
+
+/// The method's label: its name for HTTP's standard methods, [`OTHER_METHOD`] for any other.
+pub fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => OTHER_METHOD,
+    }
+}
+
 /// Middleware: one counter and one latency observation per request, by matched route.
 pub async fn track(State(_state): State<AppState>, request: Request, next: Next) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().as_str().to_owned();
+        .map_or_else(|| UNMATCHED_ROUTE.to_owned(), |p| p.as_str().to_owned());
+    let method = method_label(request.method());
     let start = Instant::now();
     let response = next.run(request).await;
     let elapsed = start.elapsed().as_secs_f64();
@@ -92,7 +119,7 @@ pub async fn track(State(_state): State<AppState>, request: Request, next: Next)
     metrics::counter!(
         "palisade_http_requests_total",
         "route" => route.clone(),
-        "method" => method.clone(),
+        "method" => method,
         "status" => status
     )
     .increment(1);
