@@ -374,14 +374,15 @@ impl App {
     /// Applies BoundaryPolicy documents (all or nothing; `dry_run` writes nothing). Parsing
     /// and validation are CPU work: they run off the async workers, one per core at a time,
     /// and stop between documents when this future is dropped (the client went away).
-    /// Answer order (SPEC 2.4): a boundary the caller cannot see (404) before the role (403)
-    /// before the body's contents (400).
+    /// Answer order (SPEC 2.4): a role that may not apply (403) before anything about the
+    /// body, then a boundary the caller cannot see (404) before the body's contents (400).
     pub async fn apply(
         &self,
         caller: &Caller,
         body: Vec<u8>,
         dry_run: bool,
     ) -> AppResult<ApplyResults> {
+        caller.require_boundary_admin()?;
         let cancel = CancelOnDrop::default();
         let stop = cancel.flag();
         let turn = self
@@ -397,7 +398,6 @@ impl App {
         for boundary in &parsed.boundaries {
             self.visible_boundary(caller, boundary).await?;
         }
-        caller.require_boundary_admin()?;
         let valid = parsed.documents?;
         if !dry_run {
             // One write per document, in its boundary.

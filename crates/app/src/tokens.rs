@@ -21,16 +21,17 @@ fn view(record: TokenRecord) -> TokenView {
 }
 
 impl App {
-    /// The checks that come before a token body's own errors (SPEC 2.4): a boundary the
-    /// body names that the caller cannot see is 404, then a caller that manages no tokens
-    /// is 403.
+    /// The checks that come before a token body's own errors (SPEC 2.4): a caller that
+    /// manages no tokens is 403 whatever its body says (its body need not be read), then a
+    /// boundary the body names that the caller cannot see is 404.
     pub async fn may_create_tokens(&self, caller: &Caller, named: Option<&str>) -> AppResult<()> {
+        caller.require_boundary_admin()?;
         if let Some(boundary) = named {
             if palisade_policy::Name::parse(boundary).is_ok() {
                 self.visible_boundary(caller, boundary).await?;
             }
         }
-        caller.require_boundary_admin()
+        Ok(())
     }
 
     /// Creates a token; its secret is in the answer only.

@@ -91,33 +91,78 @@ pub fn app_with(state: AppState, extra: Router<AppState>) -> Router {
 
 pub use serving::{serve, serve_on, serve_with, shutdown_signal, tls_config, Limits, TlsError};
 
-/// A request body read as bytes, with the 1 MiB limit answered as our 413.
+/// A request body not read yet. A handler reads it ([`UnreadBody::read`]) only once it knows
+/// the caller may send it: after the token (401), the boundary (404) and the role (403), as
+/// SPEC 4.1 orders the answers. So a caller that may not use a route never makes palisade
+/// read (or parse) a body, and is answered the same whatever the body is.
+#[derive(Debug)]
+pub struct UnreadBody(Request);
+
+impl<S: Send + Sync> FromRequest<S> for UnreadBody {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(UnreadBody(request))
+    }
+}
+
+/// Why a body could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Over the route's size limit (1 MiB, or the uploads' 8 MiB).
+    TooLarge,
+    /// The client stopped sending it, or closed the connection.
+    Incomplete,
+}
+
+impl UnreadBody {
+    /// The body's headers.
+    pub fn headers(&self) -> &HeaderMap {
+        self.0.headers()
+    }
+
+    /// Reads the whole body, within the route's size limit.
+    pub async fn read_bytes(self) -> Result<(HeaderMap, axum::body::Bytes), ReadError> {
+        let headers = self.0.headers().clone();
+        let bytes = axum::body::Bytes::from_request(self.0, &())
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    ReadError::TooLarge
+                } else {
+                    ReadError::Incomplete
+                }
+            })?;
+        Ok((headers, bytes))
+    }
+
+    /// Reads the whole body; over 1 MiB is our 413, a body that does not arrive a 400.
+    pub async fn read(self) -> Result<Body, ApiError> {
+        let (headers, bytes) = self.read_bytes().await?;
+        Ok(Body { headers, bytes })
+    }
+}
+
+impl From<ReadError> for ApiError {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::TooLarge => ApiError::PayloadTooLarge,
+            ReadError::Incomplete => {
+                ApiError::App(palisade_app::AppError::InvalidRequest(format!(
+                    "the body could not be read whole: the client stopped sending it or did not \
+                 send it within {} s",
+                    serving::BODY_TIMEOUT.as_secs()
+                )))
+            }
+        }
+    }
+}
+
+/// A request body read as bytes, with its request's headers.
 #[derive(Debug)]
 pub struct Body {
     pub headers: HeaderMap,
     pub bytes: axum::body::Bytes,
-}
-
-impl<S: Send + Sync> FromRequest<S> for Body {
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let headers = request.headers().clone();
-        let bytes = axum::body::Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::PayloadTooLarge
-                } else {
-                    ApiError::App(palisade_app::AppError::InvalidRequest(format!(
-                        "the body could not be read whole: the client stopped sending it or \
-                         did not send it within {} s",
-                        serving::BODY_TIMEOUT.as_secs()
-                    )))
-                }
-            })?;
-        Ok(Body { headers, bytes })
-    }
 }
 
 impl Body {

@@ -494,29 +494,33 @@ async fn answers_come_in_the_order_of_spec_2_4() {
         .await;
     assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
 
-    // A developer naming another boundary in a body: 404, as for a path.
+    // A boundary-admin naming another boundary in a body: 404, as for a path.
     let answer = app
         .call(
             Method::POST,
             "/v1/tokens",
-            Some(&developer),
+            Some(&admin_of_shop),
             Some(json!({"role": "developer", "boundary": "other"})),
         )
         .await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
     assert_eq!(answer.message(), "boundary 'other' not found");
-    let answer = app
-        .call(
-            Method::POST,
-            "/v1/tokens",
-            Some(&developer),
-            Some(json!({"role": "developer", "boundary": "shop"})),
-        )
-        .await;
-    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
+    // A developer may send no token body at all: 403 before its body is read, whatever
+    // boundary it names.
+    for boundary in ["shop", "other"] {
+        let answer = app
+            .call(
+                Method::POST,
+                "/v1/tokens",
+                Some(&developer),
+                Some(json!({"role": "developer", "boundary": boundary})),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
+    }
     let body = policy_documents("other", 1, "p");
     let answer = apply(&app, &developer, &body, true).await;
-    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
     let answer = apply(&app, &admin_of_shop, &body, true).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
     let answer = apply(&app, &developer, &policy_documents("shop", 1, "p"), true).await;
@@ -751,4 +755,142 @@ async fn writes_past_the_rate_limit_are_429_and_reads_are_not() {
         )
         .await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
+
+/// Every route that takes a body, with a body over its limit (the uploads' limit is 8 MiB,
+/// every other 1 MiB).
+fn body_routes() -> Vec<(Method, &'static str, usize)> {
+    let mib = 1024 * 1024;
+    vec![
+        (Method::POST, "/v1/boundaries", 2 * mib),
+        (Method::PUT, "/v1/boundaries/shop/policies/p", 2 * mib),
+        (
+            Method::POST,
+            "/v1/boundaries/shop/policies/p/preview",
+            2 * mib,
+        ),
+        (Method::POST, "/v1/apply", 2 * mib),
+        (Method::POST, "/v1/boundaries/shop/resources", 2 * mib),
+        (
+            Method::PATCH,
+            "/v1/boundaries/shop/resources/app/web",
+            2 * mib,
+        ),
+        (Method::POST, "/v1/boundaries/shop/uploads", 9 * mib),
+        (Method::POST, "/v1/tokens", 2 * mib),
+        (Method::PUT, "/v1/clusters/c", 2 * mib),
+        (
+            Method::PUT,
+            "/v1/boundaries/shop/clusters/c/namespaces/ns",
+            2 * mib,
+        ),
+    ]
+}
+
+/// A JSON object of `size` bytes.
+fn big_body(size: usize) -> String {
+    format!("{{\"name\": \"{}\"}}", "x".repeat(size - 12))
+}
+
+/// SPEC 4.1's order (401, 404, 403, then the body): no route reads a body before it knows the
+/// caller may send one. Without a token, or with a bad one, a body over the limit is 401.
+#[tokio::test]
+async fn a_body_over_the_limit_without_a_token_is_401_on_every_route() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let mut wrong = Vec::new();
+    for (method, path, size) in body_routes() {
+        let body = big_body(size);
+        for token in [None, Some("garbage")] {
+            let answer = app
+                .raw(
+                    method.clone(),
+                    path,
+                    token,
+                    Some(&body),
+                    Some("application/json"),
+                    &[],
+                )
+                .await;
+            if answer.status != StatusCode::UNAUTHORIZED {
+                wrong.push(format!(
+                    "{method} {path} with token {token:?}: {} {}",
+                    answer.status,
+                    answer.message()
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// A caller that may not use a route gets 404 or 403 whatever its body: over the limit,
+/// malformed, or of a type the route does not take.
+#[tokio::test]
+async fn a_caller_that_may_not_send_a_body_is_refused_before_it_is_read() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app.boundary("other").await;
+    let developer = app.token("developer", Some("shop")).await;
+    let admin_of_shop = app.token("boundary-admin", Some("shop")).await;
+    let stranger = app.token("boundary-admin", Some("other")).await;
+    let mut cases: Vec<(&str, Method, &str, usize, StatusCode)> = Vec::new();
+    for (method, path, size) in body_routes() {
+        let admin_only = path == "/v1/boundaries" || path.starts_with("/v1/clusters/");
+        let editor_only = admin_only
+            || path == "/v1/apply"
+            || path == "/v1/tokens"
+            || path.contains("/policies/")
+            || path.contains("/namespaces/");
+        let in_shop = path.starts_with("/v1/boundaries/shop/");
+        if editor_only {
+            cases.push((
+                &developer,
+                method.clone(),
+                path,
+                size,
+                StatusCode::FORBIDDEN,
+            ));
+        }
+        if admin_only {
+            cases.push((
+                &admin_of_shop,
+                method.clone(),
+                path,
+                size,
+                StatusCode::FORBIDDEN,
+            ));
+        }
+        if in_shop {
+            cases.push((&stranger, method.clone(), path, size, StatusCode::NOT_FOUND));
+        }
+    }
+    let mut wrong = Vec::new();
+    for (token, method, path, size, status) in cases {
+        for (body, content_type) in [
+            (big_body(size), "application/json"),
+            ("{\"name\": ".to_owned(), "application/json"),
+            ("[1, 2]".to_owned(), "application/json"),
+            ("name=x".to_owned(), "application/x-www-form-urlencoded"),
+        ] {
+            let answer = app
+                .raw(
+                    method.clone(),
+                    path,
+                    Some(token),
+                    Some(&body),
+                    Some(content_type),
+                    &[],
+                )
+                .await;
+            if answer.status != status {
+                wrong.push(format!(
+                    "{method} {path} ({} bytes of {content_type}): {} {}, expected {status}",
+                    body.len(),
+                    answer.status,
+                    answer.message()
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }

@@ -10,7 +10,7 @@ use palisade_app::Caller;
 
 use super::{ListParams, Query};
 use crate::error::ApiResult;
-use crate::{AppState, Body};
+use crate::{AppState, UnreadBody};
 
 #[utoipa::path(post, path = "/v1/boundaries", tag = "boundaries",
     request_body = NewBoundary,
@@ -21,10 +21,10 @@ use crate::{AppState, Body};
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<impl IntoResponse> {
     caller.require_admin()?;
-    let new: NewBoundary = body.parse()?;
+    let new: NewBoundary = body.read().await?.parse()?;
     let boundary = state.create_boundary(&caller, new).await?;
     Ok((StatusCode::CREATED, Json(boundary)))
 }

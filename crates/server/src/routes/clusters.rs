@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::{open, ListParams, Query};
 use crate::error::ApiResult;
-use crate::{AppState, Body};
+use crate::{AppState, UnreadBody};
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -30,11 +30,11 @@ pub async fn put(
     State(state): State<AppState>,
     caller: Caller,
     Path(cluster): Path<String>,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<impl IntoResponse> {
     caller.require_admin()?;
     palisade_app::path_name("cluster", &cluster)?;
-    let credentials: ClusterCredentials = body.parse()?;
+    let credentials: ClusterCredentials = body.read().await?.parse()?;
     let (view, created) = state
         .put_cluster(&caller, &cluster, &credentials.kubeconfig)
         .await?;

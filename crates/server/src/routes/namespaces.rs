@@ -12,7 +12,7 @@ use palisade_app::Caller;
 
 use super::{open, ListParams, Query};
 use crate::error::ApiResult;
-use crate::{AppState, Body};
+use crate::{AppState, UnreadBody};
 
 #[utoipa::path(put, path = "/v1/boundaries/{boundary}/clusters/{cluster}/namespaces/{namespace}",
     tag = "namespaces",
@@ -27,11 +27,12 @@ pub async fn put(
     State(state): State<AppState>,
     caller: Caller,
     Path((boundary, cluster, namespace)): Path<(String, String, String)>,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<impl IntoResponse> {
     let access = open(&state, &caller, &boundary).await?;
     caller.require_boundary_admin()?;
     palisade_app::path_name("namespace", &namespace)?;
+    let body = body.read().await?;
     let request: NamespaceRequest = if body.bytes.iter().all(u8::is_ascii_whitespace) {
         NamespaceRequest::default()
     } else {

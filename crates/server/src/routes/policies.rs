@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::{etag_header, if_match, open, ListParams, Query};
 use crate::error::ApiResult;
-use crate::{AppState, Body};
+use crate::{AppState, UnreadBody};
 
 #[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies", tag = "policies",
     params(("boundary" = String, Path), ListParams),
@@ -75,11 +75,12 @@ pub async fn put(
     caller: Caller,
     Path((boundary, name)): Path<(String, String)>,
     headers: HeaderMap,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<impl IntoResponse> {
     let access = open(&state, &caller, &boundary).await?;
     caller.require_boundary_admin()?;
     palisade_app::path_name("policy", &name)?;
+    let body = body.read().await?;
     body.require_json(&[])?;
     let condition = SaveCondition {
         if_match: if_match(&headers),
@@ -147,11 +148,12 @@ pub async fn preview(
     State(state): State<AppState>,
     caller: Caller,
     Path((boundary, name)): Path<(String, String)>,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<Json<Preview>> {
     let access = open(&state, &caller, &boundary).await?;
     caller.require_boundary_admin()?;
     palisade_app::path_name("policy", &name)?;
+    let body = body.read().await?;
     body.require_json(&[])?;
     Ok(Json(
         state.preview_policy(&access, &name, &body.bytes).await?,
@@ -190,8 +192,11 @@ pub async fn apply(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<ApplyParams>,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<Json<ApplyResults>> {
+    // Only the roles that may apply send a body to read.
+    caller.require_boundary_admin()?;
+    let body = body.read().await?;
     let dry_run = params.dry_run.unwrap_or(false);
     Ok(Json(
         state.apply(&caller, body.bytes.to_vec(), dry_run).await?,

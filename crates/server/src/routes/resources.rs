@@ -8,13 +8,13 @@ use axum::Extension;
 use axum::Json;
 use palisade_api_types::view::{Picker, ResourceList, ResourceView};
 use palisade_app::resources::{known_type, moves_a_plan, ResourceFilter};
-use palisade_app::{Caller, PageRequest};
+use palisade_app::{AppError, Caller, PageRequest};
 use serde::Deserialize;
 
 use super::{etag_header, if_match, open, Query};
 use crate::error::{with_warnings, ApiError, ApiResult};
 use crate::serving::Started;
-use crate::{AppState, Body};
+use crate::{AppState, UnreadBody};
 
 /// On a plan path an unreachable store means the policies could not be read: 503
 /// `compute_plan_policy_unavailable`, whichever step (token, boundary, policies) failed.
@@ -40,17 +40,29 @@ pub async fn create(
     started: Option<Extension<Started>>,
     caller: Result<Caller, ApiError>,
     Path(boundary): Path<String>,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<Response> {
     let deadline = crate::serving::deadline_of(&state, started.as_deref());
     let caller = caller.map_err(on_plan_path)?;
     let access = state.open_by(&caller, &boundary, deadline, true).await?;
+    let body = body.read().await?;
     body.require_json(&[])?;
     let value = body.json()?;
     let written = state.create_resource(&access, &value, deadline).await?;
     let etag = etag_header(&written.view.etag);
     let response = (StatusCode::CREATED, etag, Json(written.view)).into_response();
     Ok(with_warnings(response, &written.warnings))
+}
+
+/// Whether a merge patch names a plan (see [`moves_a_plan`]); a body that cannot be read or
+/// parsed does not.
+async fn moves_a_plan_by(body: UnreadBody) -> bool {
+    match body.read().await {
+        Ok(body) => serde_json::from_slice::<serde_json::Value>(&body.bytes)
+            .ok()
+            .is_some_and(|patch| moves_a_plan(&patch)),
+        Err(_) => false,
+    }
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
@@ -126,19 +138,28 @@ pub async fn patch(
     caller: Result<Caller, ApiError>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
     headers: HeaderMap,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<Response> {
     let deadline = crate::serving::deadline_of(&state, started.as_deref());
-    // Whether this patch can move a plan decides how a store failure is answered.
-    let plan_path = serde_json::from_slice::<serde_json::Value>(&body.bytes)
-        .ok()
-        .is_some_and(|p| moves_a_plan(&p));
-    let caller = caller.map_err(|e| if plan_path { on_plan_path(e) } else { e })?;
-    let access = state
-        .open_by(&caller, &boundary, deadline, plan_path)
-        .await?;
+    // Whether this patch can move a plan decides how a store failure is answered, and only
+    // its body tells. The body is read for that only when the store failed (the token or the
+    // boundary could not be looked up); a refused token is 401 before any body is read.
+    let caller = match caller {
+        Ok(caller) => caller,
+        Err(error) if error.status() == StatusCode::UNAUTHORIZED => return Err(error),
+        Err(error) if moves_a_plan_by(body).await => return Err(on_plan_path(error)),
+        Err(error) => return Err(error),
+    };
+    let access = match state.open_by(&caller, &boundary, deadline, false).await {
+        Ok(access) => access,
+        Err(AppError::Unavailable(cause)) if moves_a_plan_by(body).await => {
+            return Err(AppError::PolicyUnavailable(cause).into())
+        }
+        Err(error) => return Err(error.into()),
+    };
     // An unknown type is an unknown resource (404) before the body is looked at.
     known_type(&access, &resource_type, &name)?;
+    let body = body.read().await?;
     body.require_json(&["application/merge-patch+json"])?;
     let patch = body.json()?;
     let written = state

@@ -9,7 +9,7 @@ use palisade_app::Caller;
 
 use super::{ListParams, Query};
 use crate::error::ApiResult;
-use crate::{AppState, Body};
+use crate::{AppState, UnreadBody};
 
 #[utoipa::path(post, path = "/v1/tokens", tag = "tokens", request_body = NewToken,
     responses((status = 201, body = CreatedToken), (status = 400, body = crate::openapi::Error),
@@ -19,10 +19,13 @@ use crate::{AppState, Body};
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    body: Body,
+    body: UnreadBody,
 ) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
-    // The body is parsed once; its errors wait until the boundary and the role are checked
-    // (SPEC 2.4), and so does its media type.
+    // A caller that manages no tokens is refused before its body is read.
+    caller.require_boundary_admin()?;
+    let body = body.read().await?;
+    // The body is parsed once; its errors wait until the boundary it names is checked
+    // (SPEC 2.4: 404 before 400), and so does its media type.
     let parsed = body.json();
     let named = parsed
         .as_ref()

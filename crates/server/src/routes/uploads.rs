@@ -11,7 +11,7 @@ use palisade_app::Caller;
 
 use super::open;
 use crate::error::{ApiError, ApiResult};
-use crate::AppState;
+use crate::{AppState, ReadError, UnreadBody};
 
 #[utoipa::path(post, path = "/v1/boundaries/{boundary}/uploads", tag = "resources",
     params(("boundary" = String, Path)),
@@ -25,17 +25,12 @@ pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Path(boundary): Path<String>,
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    body: UnreadBody,
 ) -> ApiResult<Response> {
     let access = open(&state, &caller, &boundary).await?;
-    let bytes = body.map_err(|rejection| {
-        ApiError::App(if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            palisade_app::workloads::upload_too_large()
-        } else {
-            palisade_app::AppError::InvalidRequest(
-                "the upload could not be read whole: the client stopped sending it".into(),
-            )
-        })
+    let (_, bytes) = body.read_bytes().await.map_err(|error| match error {
+        ReadError::TooLarge => ApiError::App(palisade_app::workloads::upload_too_large()),
+        other => ApiError::from(other),
     })?;
     let view = state.create_upload(&access, bytes.to_vec()).await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
