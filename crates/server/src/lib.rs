@@ -111,8 +111,22 @@ impl<S: Send + Sync> FromRequest<S> for UnreadBody {
 pub enum ReadError {
     /// Over the route's size limit (1 MiB, or the uploads' 8 MiB).
     TooLarge,
+    /// It did not arrive whole within the body limit ([`serving::Limits::body`]).
+    TimedOut(std::time::Duration),
     /// The client stopped sending it, or closed the connection.
     Incomplete,
+}
+
+/// The body limit that cut `error`'s body, if a [`serving::BodyTimedOut`] is among its causes.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> Option<std::time::Duration> {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if let Some(timed_out) = error.downcast_ref::<serving::BodyTimedOut>() {
+            return Some(timed_out.0);
+        }
+        cause = error.source();
+    }
+    None
 }
 
 impl UnreadBody {
@@ -129,6 +143,8 @@ impl UnreadBody {
             .map_err(|rejection| {
                 if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                     ReadError::TooLarge
+                } else if let Some(limit) = timed_out(&rejection) {
+                    ReadError::TimedOut(limit)
                 } else {
                     ReadError::Incomplete
                 }
@@ -147,13 +163,15 @@ impl From<ReadError> for ApiError {
     fn from(error: ReadError) -> Self {
         match error {
             ReadError::TooLarge => ApiError::PayloadTooLarge,
-            ReadError::Incomplete => {
+            ReadError::TimedOut(limit) => {
                 ApiError::App(palisade_app::AppError::InvalidRequest(format!(
-                    "the body could not be read whole: the client stopped sending it or did not \
-                 send it within {} s",
-                    serving::BODY_TIMEOUT.as_secs()
+                    "the body could not be read whole: it did not arrive within {}",
+                    serving::shown(limit)
                 )))
             }
+            ReadError::Incomplete => ApiError::App(palisade_app::AppError::InvalidRequest(
+                "the body could not be read whole: the client stopped sending it".into(),
+            )),
         }
     }
 }

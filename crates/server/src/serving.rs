@@ -60,6 +60,69 @@ pub async fn mark_start(mut request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
+/// A body that must arrive whole within `limit` of the first attempt to read it. The bound is
+/// on the whole body, not between its pieces: a client that trickles a byte now and then is
+/// cut at `limit` as surely as one that stops sending (the reader gets [`BodyTimedOut`]).
+struct DeadlineBody {
+    limit: Duration,
+    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    inner: axum::body::Body,
+}
+
+impl DeadlineBody {
+    fn new(limit: Duration, inner: axum::body::Body) -> Self {
+        DeadlineBody {
+            limit,
+            deadline: None,
+            inner,
+        }
+    }
+}
+
+/// A request body did not arrive whole within the body limit.
+#[derive(Clone, Copy, Debug, thiserror::Error)]
+#[error("the body did not arrive within {}", shown(*.0))]
+pub struct BodyTimedOut(pub Duration);
+
+/// `20 s`, or `500 ms` below a second.
+pub fn shown(duration: Duration) -> String {
+    if duration >= Duration::from_secs(1) && duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}
+
+impl hyper::body::Body for DeadlineBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        let limit = this.limit;
+        let deadline = this
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        if deadline.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(Some(Err(Box::new(BodyTimedOut(limit)))));
+        }
+        std::pin::Pin::new(&mut this.inner)
+            .poll_frame(cx)
+            .map_err(Into::into)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 /// The total time bound of one request: past it, the request's work is dropped and it is
 /// answered 503 `unavailable`. (A body over 1 MiB is cut where it is read, after the token
 /// is checked: SPEC 2.4 answers 401 before anything about the body.)
@@ -159,8 +222,10 @@ pub async fn serve_with(
         .layer(axum::middleware::from_fn(move |request, next| {
             bounded(limits.request, request, next)
         }))
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-            limits.body,
+        .layer(axum::middleware::map_request(
+            move |request: Request| async move {
+                request.map(|body| axum::body::Body::new(DeadlineBody::new(limits.body, body)))
+            },
         ));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();

@@ -894,3 +894,63 @@ async fn a_caller_that_may_not_send_a_body_is_refused_before_it_is_read() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// A body trickled a few bytes at a time is cut when the body limit has passed since the
+/// handler began reading it, however steadily bytes arrive: 400 naming the limit (README
+/// "Limits"), well before the request's total limit (which would be a 503).
+#[tokio::test]
+async fn a_trickled_body_is_cut_at_the_body_limit_with_a_400() {
+    let app = TestApp::sqlite().await;
+    let limits = palisade_server::Limits {
+        header: Duration::from_secs(2),
+        body: Duration::from_secs(1),
+        request: Duration::from_secs(4),
+    };
+    let (base, stop) = listen(&app, limits).await;
+    let address = base.trim_start_matches("http://").to_owned();
+    let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let head = format!(
+        "POST /v1/boundaries HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"name\": \"",
+        app.admin
+    );
+    writer.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    // One byte every 100 ms: never idle for long, never done within a second.
+    let trickle = tokio::spawn(async move {
+        for _ in 0..100 {
+            if writer.write_all(b"x").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let mut seen = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut buffer = [0u8; 4096];
+        loop {
+            match reader.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buffer[..n]),
+            }
+        }
+    })
+    .await;
+    let elapsed = started.elapsed();
+    trickle.abort();
+    let _ = stop.send(());
+    assert!(closed.is_ok(), "the connection stayed open");
+    let text = String::from_utf8_lossy(&seen);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    assert!(head.starts_with("HTTP/1.1 400 "), "{text}");
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(
+        body,
+        json!({"error": {"code": "invalid_request",
+            "message": "the body could not be read whole: it did not arrive within 1 s"}})
+    );
+    assert!(
+        elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(3),
+        "answered after {elapsed:?}"
+    );
+}
