@@ -73,7 +73,12 @@ impl App {
         caller: &Caller,
         page: &PageRequest,
     ) -> AppResult<BoundaryList> {
-        let page = page.page(self.boundaries(caller).await?, |b| b.name.clone())?;
+        let page = page.page(
+            &self.continue_tokens(),
+            "boundaries",
+            self.boundaries(caller).await?,
+            |b| b.name.clone(),
+        )?;
         Ok(BoundaryList {
             items: page.items,
             continue_token: page.continue_token,

@@ -6,7 +6,7 @@ use palisade_store::{ClusterRecord, StoreError};
 
 use crate::caller::{Access, Caller};
 use crate::error::{AppError, AppResult};
-use crate::paging::PageRequest;
+use crate::paging::{ContinueTokens, PageRequest};
 use crate::ports::ClusterError;
 use crate::sealing::validate_kubeconfig;
 use crate::App;
@@ -36,10 +36,15 @@ pub fn view(record: ClusterRecord) -> ClusterView {
     }
 }
 
-/// One page of `records`, in name order.
-fn cluster_page(mut records: Vec<ClusterRecord>, page: &PageRequest) -> AppResult<ClusterList> {
+/// One page of `records`, in name order, of the list `list`.
+fn cluster_page(
+    tokens: &ContinueTokens,
+    list: &str,
+    mut records: Vec<ClusterRecord>,
+    page: &PageRequest,
+) -> AppResult<ClusterList> {
     records.sort_by(|a, b| a.name.cmp(&b.name));
-    let page = page.page(records, |r| r.name.clone())?;
+    let page = page.page(tokens, list, records, |r| r.name.clone())?;
     Ok(ClusterList {
         items: page.items.into_iter().map(view).collect(),
         continue_token: page.continue_token,
@@ -121,7 +126,7 @@ impl App {
             .list_clusters()
             .await
             .map_err(|e| AppError::from_store(e, "cluster"))?;
-        cluster_page(records, page)
+        cluster_page(&self.continue_tokens(), "clusters", records, page)
     }
 
     /// One cluster (admin).
@@ -202,7 +207,8 @@ impl App {
             .boundary_clusters(access.boundary())
             .await
             .map_err(|e| AppError::from_store(e, "boundary"))?;
-        cluster_page(records, page)
+        let list = format!("clusters of {}", access.boundary());
+        cluster_page(&self.continue_tokens(), &list, records, page)
     }
 
     /// Attaches a cluster to the boundary (admin).

@@ -115,6 +115,11 @@ impl App {
         Instant::now() + self.policy_timeout
     }
 
+    /// The continue tokens of this installation's lists (see [`paging`]).
+    pub fn continue_tokens(&self) -> paging::ContinueTokens {
+        paging::ContinueTokens::new(&self.sealing)
+    }
+
     /// The decoded-policy cache.
     pub fn policy_cache(&self) -> &plans::PolicyCache {
         &self.policies

@@ -152,7 +152,10 @@ impl App {
         let mut views: Vec<NamespaceView> = records.into_iter().map(|r| view(r, None)).collect();
         views.sort_by(|a, b| (&a.cluster, &a.name).cmp(&(&b.cluster, &b.name)));
         // The key `<cluster>/<namespace>` orders as (cluster, namespace): names hold no `/`.
-        let page = page.page(views, |n| format!("{}/{}", n.cluster, n.name))?;
+        let list = format!("namespaces of {}", access.boundary());
+        let page = page.page(&self.continue_tokens(), &list, views, |n| {
+            format!("{}/{}", n.cluster, n.name)
+        })?;
         Ok(NamespaceList {
             items: page.items,
             continue_token: page.continue_token,

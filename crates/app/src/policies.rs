@@ -183,7 +183,8 @@ impl App {
         page: &PageRequest,
     ) -> AppResult<PolicyList> {
         let views = self.policies(access).await?;
-        let page = page.page(views, |p| p.name.clone())?;
+        let list = format!("policies of {}", access.boundary());
+        let page = page.page(&self.continue_tokens(), &list, views, |p| p.name.clone())?;
         Ok(PolicyList {
             items: page.items,
             continue_token: page.continue_token,
@@ -364,7 +365,10 @@ impl App {
                 )
             })
             .collect();
-        let page = page.page(numbered, |(key, _)| key.clone())?;
+        let list = format!("history of {boundary}/{name}");
+        let page = page.page(&self.continue_tokens(), &list, numbered, |(key, _)| {
+            key.clone()
+        })?;
         Ok(History {
             items: page.items.into_iter().map(|(_, entry)| entry).collect(),
             continue_token: page.continue_token,

@@ -407,7 +407,13 @@ impl App {
             ResourceType::parse(ty).map_err(|e| AppError::invalid("/type", e))?;
         }
         let limit = page.limit()?;
+        // One list, of which the grandfathered resources are a view: they share its tokens.
+        let tokens = self.continue_tokens();
+        let list = format!("resources of {boundary}");
+        let mut after = page.after(&tokens, &list)?;
         let store_error = |e| match e {
+            // A key the store cannot read (the tokens are issued by this list, so only a
+            // token of an older format).
             StoreError::NotFound => {
                 AppError::invalid("/continue", "is not a continue token of this list")
             }
@@ -417,22 +423,25 @@ impl App {
             let query = ResourceQuery {
                 resource_type: filter.resource_type.clone(),
                 limit,
-                after: page.continue_token.clone(),
+                after,
             };
             let found = self
                 .store
                 .list_resources(boundary, &query)
                 .await
                 .map_err(store_error)?;
+            let continue_token = match found.next {
+                Some(key) => Some(tokens.issue(&list, &key)?),
+                None => None,
+            };
             return Ok(ResourceList {
                 items: found.items.into_iter().map(|r| view(r, None)).collect(),
-                continue_token: found.next,
+                continue_token,
             });
         }
         // Grandfathered: walk the list and keep resources whose current plan is disallowed.
         let policies = self.read_policies(boundary).await?;
         let mut items: Vec<(String, ResourceView)> = Vec::new();
-        let mut after = page.continue_token.clone();
         loop {
             let query = ResourceQuery {
                 resource_type: filter.resource_type.clone(),
@@ -463,7 +472,7 @@ impl App {
             limit: page.limit,
             continue_token: None,
         }
-        .page(items, |(key, _)| key.clone())?;
+        .page(&tokens, &list, items, |(key, _)| key.clone())?;
         Ok(ResourceList {
             items: listed.items.into_iter().map(|(_, v)| v).collect(),
             continue_token: listed.continue_token,

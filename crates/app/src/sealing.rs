@@ -3,7 +3,7 @@
 //! the key kept outside the store).
 
 use base64::Engine;
-use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use rand::RngCore;
 
@@ -89,6 +89,54 @@ impl SealingKey {
         let mut out = nonce.to_vec();
         out.extend(sealed);
         Ok(out)
+    }
+
+    /// A key for another purpose, derived from this one (SHA-256 of the purpose and the
+    /// key): what is sealed under one purpose's key never opens under another's.
+    pub fn derive(&self, purpose: &str) -> SealingKey {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(purpose.as_bytes());
+        hash.update([0u8]);
+        hash.update(self.0);
+        SealingKey(hash.finalize().into())
+    }
+
+    /// [`SealingKey::seal`], bound to `context`: the value opens only with the same context
+    /// ([`SealingKey::open_for`]). The context is not in the output.
+    pub fn seal_for(&self, context: &[u8], plain: &[u8]) -> Result<Vec<u8>, SealingError> {
+        let cipher = ChaCha20Poly1305::new(Key::from_slice(&self.0));
+        let mut nonce = [0u8; 12];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let sealed = cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plain,
+                    aad: context,
+                },
+            )
+            .map_err(|_| SealingError::Seal)?;
+        let mut out = nonce.to_vec();
+        out.extend(sealed);
+        Ok(out)
+    }
+
+    /// Opens what [`SealingKey::seal_for`] sealed with the same `context`.
+    pub fn open_for(&self, context: &[u8], sealed: &[u8]) -> Result<Vec<u8>, SealingError> {
+        if sealed.len() < 12 {
+            return Err(SealingError::Open);
+        }
+        let (nonce, data) = sealed.split_at(12);
+        ChaCha20Poly1305::new(Key::from_slice(&self.0))
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: data,
+                    aad: context,
+                },
+            )
+            .map_err(|_| SealingError::Open)
     }
 
     pub fn open(&self, sealed: &[u8]) -> Result<Vec<u8>, SealingError> {

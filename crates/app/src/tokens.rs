@@ -120,7 +120,7 @@ impl App {
             .map_err(|e| AppError::from_store(e, "token"))?;
         let mut views: Vec<TokenView> = records.into_iter().map(view).collect();
         views.sort_by(|a, b| a.id.cmp(&b.id));
-        let page = page.page(views, |t| t.id.clone())?;
+        let page = page.page(&self.continue_tokens(), "tokens", views, |t| t.id.clone())?;
         Ok(TokenList {
             items: page.items,
             continue_token: page.continue_token,

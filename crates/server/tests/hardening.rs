@@ -954,3 +954,121 @@ async fn a_trickled_body_is_cut_at_the_body_limit_with_a_400() {
         "answered after {elapsed:?}"
     );
 }
+
+/// Every list pages with its own continue tokens and refuses any other `continue`: text it
+/// never issued (even text shaped like one of its keys) and a token of another list are 400
+/// naming `/continue`.
+#[tokio::test]
+async fn every_list_refuses_a_continue_it_did_not_issue() {
+    const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
+    let app = TestApp::sqlite().await;
+    for boundary in ["other", "shop"] {
+        app.boundary(boundary).await;
+    }
+    // Resources first: the policies then grandfather them.
+    for i in 0..2 {
+        let answer = app
+            .create(
+                "shop",
+                &app.admin,
+                json!({"type": "postgresql", "name": format!("db{i}"), "plan": "large"}),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    }
+    for i in 0..2 {
+        app.token("developer", Some("shop")).await;
+        app.policy("shop", &format!("p{i}"), common::plans(&["small"]))
+            .await;
+        app.policy("shop", "p0", common::plans(&["medium", "small"][i..]))
+            .await;
+        let cluster = format!("c{i}");
+        let answer = app
+            .admin(
+                Method::PUT,
+                &format!("/v1/clusters/{cluster}"),
+                Some(json!({ "kubeconfig": KUBECONFIG })),
+            )
+            .await;
+        assert!(answer.status.is_success(), "{answer:?}");
+        let answer = app
+            .admin(
+                Method::PUT,
+                &format!("/v1/boundaries/shop/clusters/{cluster}"),
+                None,
+            )
+            .await;
+        assert!(answer.status.is_success(), "{answer:?}");
+    }
+    // Each list holds two items at least, so that `limit=1` issues a token. The grandfathered
+    // resources are a view of the resource list: they share its tokens.
+    let lists = [
+        ("/v1/boundaries", "boundaries"),
+        ("/v1/boundaries/shop/policies", "policies"),
+        ("/v1/boundaries/shop/policies/p0/history", "history"),
+        ("/v1/boundaries/shop/resources", "resources"),
+        (
+            "/v1/boundaries/shop/resources?grandfathered=true",
+            "resources",
+        ),
+        ("/v1/tokens", "tokens"),
+        ("/v1/clusters", "clusters"),
+        ("/v1/boundaries/shop/clusters", "attached clusters"),
+    ];
+    let join = |list: &str, query: &str| {
+        let separator = if list.contains('?') { '&' } else { '?' };
+        format!("{list}{separator}{query}")
+    };
+    let mut issued = Vec::new();
+    for (list, kind) in lists {
+        let first = app.admin(Method::GET, &join(list, "limit=1"), None).await;
+        assert_eq!(first.status, StatusCode::OK, "{list}: {first:?}");
+        let token = first.body["continue"].as_str().unwrap().to_owned();
+        let next = app
+            .admin(
+                Method::GET,
+                &join(list, &format!("limit=1&continue={token}")),
+                None,
+            )
+            .await;
+        assert_eq!(next.status, StatusCode::OK, "{list}: {next:?}");
+        assert_ne!(next.body["items"], first.body["items"], "{list}");
+        issued.push((kind, token));
+    }
+    // The namespace list is empty here: it refuses a bad token all the same.
+    let mut wrong = Vec::new();
+    for (list, kind) in lists
+        .into_iter()
+        .chain([("/v1/boundaries/shop/namespaces", "namespaces")])
+    {
+        let mut bad: Vec<String> = [
+            "not-a-key",
+            "shop",
+            "p0",
+            "postgresql/db0",
+            "0000000000",
+            "c0",
+            "c0/web",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        // The tokens other lists issued.
+        bad.extend(
+            issued
+                .iter()
+                .filter(|(other, _)| *other != kind)
+                .map(|(_, token)| token.clone()),
+        );
+        for token in bad {
+            let path = join(list, &format!("continue={token}"));
+            let answer = app.admin(Method::GET, &path, None).await;
+            if answer.status != StatusCode::BAD_REQUEST
+                || answer.message() != "/continue: is not a continue token of this list"
+            {
+                wrong.push(format!("{path}: {} {}", answer.status, answer.message()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
