@@ -101,12 +101,22 @@ pub struct RegistriesDoc {
 #[serde(deny_unknown_fields)]
 pub struct EmptyDoc {}
 
-/// A document that cannot be saved: `pointer` names the field, `message` says why.
+/// A document that cannot be saved: `pointer` names the field, `message` says why. Shown as
+/// `<pointer>: <message>`, or `the body <message>` when the pointer is empty (the whole
+/// document).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{pointer}: {message}")]
+#[error("{}", shown(.pointer, .message))]
 pub struct DocumentError {
     pub pointer: String,
     pub message: String,
+}
+
+fn shown(pointer: &str, message: &str) -> String {
+    if pointer.is_empty() {
+        format!("the body {message}")
+    } else {
+        format!("{pointer}: {message}")
+    }
 }
 
 fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
@@ -114,6 +124,11 @@ fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
         pointer: pointer.into(),
         message: message.to_string(),
     }
+}
+
+/// `bytes` as one JSON value; a syntax error is an error of the whole document.
+fn json_value(bytes: &[u8]) -> Result<serde_json::Value, DocumentError> {
+    serde_json::from_slice(bytes).map_err(|e| error("", format!("is not valid JSON: {e}")))
 }
 
 /// A saved policy: its boundary, the validated policy and the save warnings.
@@ -127,11 +142,7 @@ pub struct ValidPolicy {
 impl PolicyDocument {
     /// Parses a JSON document; errors carry the pointer of the field.
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
-        let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-            let pointer = crate::pointer::from_path("", e.path());
-            error(pointer, e.into_inner())
-        })
+        crate::json::typed(&json_value(bytes)?)
     }
 
     /// Validates the document into a policy, with its save warnings (SPEC 1).
@@ -197,11 +208,7 @@ impl PolicyMetadata {
 impl PolicySpec {
     /// Parses a JSON spec (the body of a policy PUT); pointers are relative to the body.
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
-        let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-            let pointer = crate::pointer::from_path("", e.path());
-            error(pointer, e.into_inner())
-        })
+        crate::json::typed(&json_value(bytes)?)
     }
 
     /// Validates the spec of policy `name`, pointers relative to the spec itself.

@@ -6,6 +6,8 @@ use std::fmt;
 use serde::de::{DeserializeOwned, DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::document::DocumentError;
+
 /// A body that is not what it must be; the message starts with the field's JSON Pointer or
 /// with `the body ...`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -44,42 +46,32 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, InvalidBody> {
     from_value(value)
 }
 
-/// Converts a parsed body into `T`, with the errors of [`parse`].
+/// Converts a parsed body into `T`, with the errors of [`parse`]: a body that is not an object
+/// is `the body must be a JSON object, got ...`, a field's error starts with its pointer.
 pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, InvalidBody> {
-    let is_object = value.is_object();
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let pointer = crate::pointer::from_path("", e.path());
-        let message = e.into_inner().to_string();
-        if pointer.is_empty() && !is_object {
-            return InvalidBody(format!(
+    typed(&value).map_err(|e| {
+        if e.pointer.is_empty() && !value.is_object() {
+            InvalidBody(format!(
                 "the body must be a JSON object, got {}",
-                kind_of_message(&message)
-            ));
+                crate::resource::json_kind(&value)
+            ))
+        } else {
+            InvalidBody(e.to_string())
         }
-        let (pointer, what) = describe(&pointer, &message);
-        InvalidBody(format!("{pointer}: {what}"))
     })
 }
 
-/// `invalid type: sequence, expected ...` → `an array`.
-fn kind_of_message(message: &str) -> &'static str {
-    let found = message
-        .strip_prefix("invalid type: ")
-        .or_else(|| message.strip_prefix("invalid length "))
-        .unwrap_or("");
-    if found.starts_with("sequence") || message.starts_with("invalid length") {
-        "an array"
-    } else if found.starts_with("string") {
-        "a string"
-    } else if found.starts_with("integer") || found.starts_with("floating point") {
-        "a number"
-    } else if found.starts_with("boolean") {
-        "a boolean"
-    } else if found.starts_with("null") || found.starts_with("unit") {
-        "null"
-    } else {
-        "something else"
-    }
+/// Reads `value` as `T`, strictly: every struct must be a JSON object (serde would also take
+/// an array of its fields in order), every enum one of its values. An error names the field
+/// by its pointer (relative to `value`) and says what is wrong in words, never naming a Rust
+/// type.
+pub fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, DocumentError> {
+    serde_path_to_error::deserialize(Strict(value)).map_err(|e| {
+        let pointer = crate::pointer::from_path("", e.path());
+        let message = e.into_inner().to_string();
+        let (pointer, message) = describe(&pointer, &message);
+        DocumentError { pointer, message }
+    })
 }
 
 /// Turns serde's wording (which names Rust types) into the user's: the pointer of the field
@@ -120,6 +112,16 @@ fn describe(pointer: &str, message: &str) -> (String, String) {
                 expected_words(expected),
                 found_words(found)
             ),
+        );
+    }
+    if let Some(value) = backticked(message, "unknown variant ") {
+        let expected = message
+            .split_once(", expected ")
+            .map_or("", |(_, rest)| rest);
+        let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        return (
+            pointer.to_owned(),
+            format!("must be one of {}, got '{value}'", names.join(", ")),
         );
     }
     if message.starts_with("invalid length ") {
@@ -172,6 +174,191 @@ fn found_words(found: &str) -> String {
             Some((_, value)) => value.trim_end_matches('`').to_owned(),
             None => found.to_owned(),
         }
+    }
+}
+
+/// What a struct with `fields` must be, in words.
+fn object_with(fields: &[&str]) -> String {
+    match fields {
+        [] => "an empty object".to_owned(),
+        [one] => format!("an object with the field {one}"),
+        many => format!("an object with the fields {}", many.join(", ")),
+    }
+}
+
+/// A value's kind as serde words it (`sequence`, `integer `1``), for [`describe`].
+fn unexpected(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("boolean `{b}`"),
+        Value::Number(n) => {
+            if n.is_f64() {
+                format!("floating point `{n}`")
+            } else {
+                format!("integer `{n}`")
+            }
+        }
+        Value::String(text) => format!("string {text:?}"),
+        Value::Array(_) => "sequence".to_owned(),
+        Value::Object(_) => "map".to_owned(),
+    }
+}
+
+/// A deserializer of a `serde_json::Value` that takes a struct only from an object and an
+/// enum only from one of its names; otherwise it reads values as `serde_json` does.
+struct Strict<'a>(&'a Value);
+
+impl<'de> serde::Deserializer<'de> for Strict<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(b) => visitor.visit_bool(*b),
+            Value::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    visitor.visit_u64(u)
+                } else if let Some(i) = n.as_i64() {
+                    visitor.visit_i64(i)
+                } else {
+                    visitor.visit_f64(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            Value::String(text) => visitor.visit_borrowed_str(text),
+            Value::Array(items) => {
+                let mut seq = StrictSeq(items.iter());
+                let out = visitor.visit_seq(&mut seq)?;
+                match seq.0.len() {
+                    0 => Ok(out),
+                    _ => Err(serde_json::Error::invalid_length(
+                        items.len(),
+                        &"fewer elements",
+                    )),
+                }
+            }
+            Value::Object(map) => visitor.visit_map(StrictMap {
+                entries: map.iter(),
+                value: None,
+            }),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            Value::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            Value::Object(_) => self.deserialize_any(visitor),
+            other => Err(serde_json::Error::custom(format!(
+                "invalid type: {}, expected {}",
+                unexpected(other),
+                object_with(fields)
+            ))),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        use serde::de::IntoDeserializer;
+        match self.0 {
+            Value::String(text) => visitor.visit_enum(text.as_str().into_deserializer()),
+            // An enum with data (`{"variant": ...}`): serde_json's own reading.
+            Value::Object(_) => self.0.deserialize_enum(name, variants, visitor),
+            other => Err(serde_json::Error::custom(format!(
+                "invalid type: {}, expected one of {}",
+                unexpected(other),
+                variants.join(", ")
+            ))),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        visitor.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map identifier
+    }
+}
+
+struct StrictSeq<'a>(std::slice::Iter<'a, Value>);
+
+impl<'de> SeqAccess<'de> for StrictSeq<'de> {
+    type Error = serde_json::Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Self::Error> {
+        self.0
+            .next()
+            .map(|item| seed.deserialize(Strict(item)))
+            .transpose()
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+}
+
+struct StrictMap<'a> {
+    entries: serde_json::map::Iter<'a>,
+    value: Option<&'a Value>,
+}
+
+impl<'de> MapAccess<'de> for StrictMap<'de> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        match self.entries.next() {
+            None => Ok(None),
+            Some((key, value)) => {
+                self.value = Some(value);
+                seed.deserialize(serde::de::value::BorrowedStrDeserializer::new(key))
+                    .map(Some)
+            }
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self.value.take() {
+            Some(value) => seed.deserialize(Strict(value)),
+            None => Err(serde_json::Error::custom(
+                "a value was asked for before its key",
+            )),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.entries.len())
     }
 }
 
@@ -295,6 +482,45 @@ mod tests {
     }
 
     #[test]
+    fn a_struct_is_read_from_an_object_only() {
+        // serde alone would read `["a"]` as a Sample named a.
+        assert_eq!(
+            message(r#"["a"]"#),
+            "the body must be a JSON object, got an array"
+        );
+        let spec = |body: &str| match parse::<crate::PolicySpec>(body.as_bytes()) {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        let cases = [
+            (r#"{"rules":[{"disallowLatestTag":{}}]}"#, "ok"),
+            (
+                r#"{"rules":[{"disallowLatestTag":[]}]}"#,
+                "/rules/0/disallowLatestTag: must be an empty object, got an array",
+            ),
+            (
+                r#"{"rules":[{"allowedComputePlans":["small"]}]}"#,
+                "/rules/0/allowedComputePlans: must be an object with the field plans, got an array",
+            ),
+            (
+                r#"{"rules":[{"requiredLabels":{"labels":[["team"]]}}]}"#,
+                "/rules/0/requiredLabels/labels/0: must be an object with the fields key, value, got an array",
+            ),
+            (
+                r#"{"mode":"strict","rules":[]}"#,
+                "/mode: must be one of enforce, audit, got 'strict'",
+            ),
+            (
+                r#"{"mode":1,"rules":[]}"#,
+                "/mode: must be one of enforce, audit, got 1",
+            ),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(spec(body), expected, "body {body}");
+        }
+    }
+
+    #[test]
     fn duplicate_keys_are_found_at_any_depth() {
         let error = parse_value(br#"{"components":[{"name":"a"},{"name":"b","name":"c"}]}"#)
             .err()
@@ -331,6 +557,8 @@ mod tests {
                 let message = e.to_string();
                 proptest::prop_assert!(!message.contains("struct "), "{}", message);
                 proptest::prop_assert!(!message.contains("Sample"), "{}", message);
+                proptest::prop_assert!(!message.contains("invalid type"), "{}", message);
+                proptest::prop_assert!(!message.contains("invalid length"), "{}", message);
             }
         }
 

@@ -372,8 +372,10 @@ fn components(
     let mut out: Vec<Component> = Vec::with_capacity(list.len());
     for (i, item) in list.iter().enumerate() {
         let at = format!("/components/{i}");
-        let component: Component = serde_path_to_error::deserialize(item)
-            .map_err(|e| error(crate::pointer::from_path(&at, e.path()), e.into_inner()))?;
+        let component: Component = crate::json::typed(item).map_err(|e| DocumentError {
+            pointer: format!("{at}{}", e.pointer),
+            message: e.message,
+        })?;
         Name::parse(&component.name).map_err(|e| error(format!("{at}/name"), e))?;
         if let Some(first) = out.iter().position(|c| c.name == component.name) {
             return Err(error(

@@ -87,18 +87,16 @@ pub fn each_document<T: DeserializeOwned>(
                         }),
                     ));
                 }
-                let mut track = serde_path_to_error::Track::new();
-                let typed =
-                    T::deserialize(serde_path_to_error::Deserializer::new(value, &mut track))
-                        .map_err(|error| {
-                            let pointer = crate::pointer::from_path("", &track.path());
-                            YamlError {
-                                line: None,
-                                column: None,
-                                message: bare_message(&error),
-                                pointer: Some(pointer),
-                            }
-                        });
+                // Read as JSON, as a JSON body is: a struct only from a mapping, an enum only
+                // from one of its names, errors in words.
+                let typed = to_json(&value, String::new()).and_then(|json| {
+                    crate::json::typed::<T>(&json).map_err(|error| YamlError {
+                        line: None,
+                        column: None,
+                        pointer: Some(error.pointer),
+                        message: error.message,
+                    })
+                });
                 return Some((index, typed));
             }
             Err(error) => {
@@ -108,6 +106,68 @@ pub fn each_document<T: DeserializeOwned>(
             }
         }
     })
+}
+
+/// A YAML document (custom tags already refused) as the JSON value it stands for. A mapping
+/// key must be a string, as in JSON; a number that JSON cannot hold (`.nan`, `.inf`) is null,
+/// as `serde_json` reads it.
+fn to_json(value: &serde_yaml_ng::Value, pointer: String) -> Result<serde_json::Value, YamlError> {
+    use serde_yaml_ng::Value;
+    Ok(match value {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Number(number) => {
+            if let Some(u) = number.as_u64() {
+                serde_json::Value::from(u)
+            } else if let Some(i) = number.as_i64() {
+                serde_json::Value::from(i)
+            } else {
+                number
+                    .as_f64()
+                    .and_then(serde_json::Number::from_f64)
+                    .map_or(serde_json::Value::Null, serde_json::Value::Number)
+            }
+        }
+        Value::String(text) => serde_json::Value::String(text.clone()),
+        Value::Sequence(items) => serde_json::Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| to_json(item, format!("{pointer}/{i}")))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Mapping(map) => {
+            let mut object = serde_json::Map::new();
+            for (key, item) in map {
+                let Value::String(key) = key else {
+                    return Err(YamlError {
+                        line: None,
+                        column: None,
+                        message: format!("must have strings as keys, got {}", key_words(key)),
+                        pointer: Some(pointer),
+                    });
+                };
+                let at = format!("{pointer}/{}", crate::pointer::escape(key));
+                object.insert(key.clone(), to_json(item, at)?);
+            }
+            serde_json::Value::Object(object)
+        }
+        Value::Tagged(tagged) => to_json(&tagged.value, pointer)?,
+    })
+}
+
+/// A mapping key that is not a string, for a message.
+fn key_words(key: &serde_yaml_ng::Value) -> String {
+    use serde_yaml_ng::Value;
+    match key {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Sequence(_) => "an array".to_owned(),
+        Value::Mapping(_) => "a mapping".to_owned(),
+        Value::String(text) => format!("'{text}'"),
+        Value::Tagged(tagged) => key_words(&tagged.value),
+    }
 }
 
 /// The first node (depth first, in document order) that carries a tag the reader did not

@@ -235,17 +235,8 @@ impl App {
         spec_json: &[u8],
     ) -> AppResult<(Policy, Vec<SaveWarning>)> {
         // One JSON value, no key twice: what is validated is what is saved.
-        palisade_api_types::json::parse_value(spec_json)?;
-        let spec = PolicySpec::from_json(spec_json).map_err(|e| {
-            if e.pointer.is_empty() {
-                AppError::InvalidRequest(format!(
-                    "the body is not a valid policy spec: {}",
-                    e.message
-                ))
-            } else {
-                AppError::InvalidRequest(e.to_string())
-            }
-        })?;
+        let value = palisade_api_types::json::parse_value(spec_json)?;
+        let spec: PolicySpec = palisade_api_types::json::from_value(value)?;
         spec.validate(policy_name, &self.catalog)
             .map_err(|e| AppError::InvalidRequest(e.to_string()))
     }

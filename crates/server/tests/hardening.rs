@@ -1072,3 +1072,193 @@ async fn every_list_refuses_a_continue_it_did_not_issue() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// A 400 about a body's shape says it in words, never in serde's: no Rust type, no `struct`,
+/// `enum`, `variant` or `expected ... with N elements`; it starts with the field's pointer or
+/// with `the body`.
+fn wordy(message: &str) -> Result<(), String> {
+    let serde = regex::Regex::new(
+        r"(?i)\bstruct\b|\benum\b|variant|with \d+ elements?|invalid type|invalid length|`",
+    )
+    .unwrap();
+    let camel = regex::Regex::new(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b").unwrap();
+    if !(message.starts_with('/') || message.starts_with("the body")) {
+        return Err("does not start with a pointer or 'the body'".into());
+    }
+    if let Some(found) = serde.find(message) {
+        return Err(format!("says '{}'", found.as_str()));
+    }
+    // `BoundaryPolicy` is the kind users write; any other CamelCase word is a Rust type.
+    if let Some(found) = camel
+        .find_iter(message)
+        .find(|m| m.as_str() != "BoundaryPolicy")
+    {
+        return Err(format!("names '{}'", found.as_str()));
+    }
+    Ok(())
+}
+
+/// A body with `@` where a bad value goes, and the bad values that are valid there.
+type Template = (&'static str, &'static [&'static str]);
+
+/// Every body that is not the object a route takes, at the top and at every nested object,
+/// is a 400 in words.
+#[tokio::test]
+async fn a_body_of_the_wrong_shape_is_refused_in_words() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "postgresql", "name": "db", "plan": "small"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    let bad = [
+        "[]",
+        "[1,2]",
+        "\"x\"",
+        "1",
+        "null",
+        "true",
+        "[\"x1\"]",
+        "[null,null,[]]",
+    ];
+    // Where a nested value must be an object, an array or a scalar of another kind (`@` is
+    // replaced by each bad value but those that are valid there).
+    let json_routes: Vec<(Method, &str, Vec<Template>)> = vec![
+        (
+            Method::POST,
+            "/v1/boundaries",
+            vec![("@", &[]), (r#"{"name": @}"#, &["\"x\""])],
+        ),
+        (
+            Method::PUT,
+            "/v1/boundaries/shop/policies/p",
+            vec![
+                ("@", &[]),
+                (r#"{"rules": @}"#, &[]),
+                (r#"{"rules": [@]}"#, &[]),
+                (r#"{"rules": [{"allowedComputePlans": @}]}"#, &[]),
+                (r#"{"rules": [{"requiredLabels": {"labels": [@]}}]}"#, &[]),
+                (r#"{"rules": [{"disallowLatestTag": @}]}"#, &["null"]),
+                (
+                    r#"{"mode": @, "rules": [{"disallowLatestTag": {}}]}"#,
+                    &["null"],
+                ),
+                (
+                    r#"{"scope": @, "rules": [{"disallowLatestTag": {}}]}"#,
+                    &["null"],
+                ),
+            ],
+        ),
+        (
+            Method::POST,
+            "/v1/boundaries/shop/policies/p/preview",
+            vec![
+                ("@", &[]),
+                (r#"{"rules": [{"allowedRegistries": @}]}"#, &[]),
+            ],
+        ),
+        (
+            Method::POST,
+            "/v1/boundaries/shop/resources",
+            vec![
+                ("@", &[]),
+                (
+                    r#"{"type": "container_instance", "name": "b", "components": [@]}"#,
+                    &[],
+                ),
+                (
+                    r#"{"type": "app", "name": "w", "plan": "small", "image": "i", "labels": @}"#,
+                    &["null"],
+                ),
+            ],
+        ),
+        (
+            Method::PATCH,
+            "/v1/boundaries/shop/resources/postgresql/db",
+            vec![("@", &[]), (r#"{"plan": @}"#, &[])],
+        ),
+        (
+            Method::POST,
+            "/v1/tokens",
+            vec![("@", &[]), (r#"{"role": @}"#, &[])],
+        ),
+        (
+            Method::PUT,
+            "/v1/clusters/c",
+            vec![("@", &[]), (r#"{"kubeconfig": @}"#, &[])],
+        ),
+        (
+            Method::PUT,
+            "/v1/boundaries/shop/clusters/c/namespaces/ns",
+            vec![("@", &[]), (r#"{"adopt": @}"#, &["true", "null"])],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    let mut check = |what: String, answer: common::Answer| {
+        if answer.status != StatusCode::BAD_REQUEST {
+            wrong.push(format!("{what}: {} {}", answer.status, answer.message()));
+        } else if let Err(why) = wordy(answer.message()) {
+            wrong.push(format!("{what}: {why}: {}", answer.message()));
+        }
+    };
+    for (method, path, templates) in &json_routes {
+        for (template, valid) in templates {
+            for value in bad {
+                if valid.contains(&value) {
+                    continue;
+                }
+                let body = template.replace('@', value);
+                let answer = app
+                    .raw(
+                        method.clone(),
+                        path,
+                        Some(&app.admin),
+                        Some(&body),
+                        Some("application/json"),
+                        &[],
+                    )
+                    .await;
+                check(format!("{method} {path} {body}"), answer);
+            }
+        }
+    }
+    // A kubeconfig's text that is not a mapping.
+    for value in bad {
+        let answer = app
+            .admin(
+                Method::PUT,
+                "/v1/clusters/c",
+                Some(json!({ "kubeconfig": value })),
+            )
+            .await;
+        check(
+            format!("PUT /v1/clusters/c kubeconfig text {value}"),
+            answer,
+        );
+    }
+    // Apply: YAML documents, whole and nested.
+    let documents = [
+        "@",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: @\nspec: {rules: [{disallowLatestTag: {}}]}\n",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: p, boundary: shop}\nspec: @\n",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: p, boundary: shop}\nspec: {rules: [@]}\n",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: p, boundary: shop, labels: @}\nspec: {rules: [{disallowLatestTag: {}}]}\n",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: p, boundary: shop}\nspec: {mode: @, rules: [{disallowLatestTag: {}}]}\n",
+    ];
+    for template in documents {
+        for value in bad {
+            // Optional fields may be null (and a document of null alone is no document).
+            if value == "null" && (template.contains("mode: @") || template.contains("labels: @")) {
+                continue;
+            }
+            let body = template.replace('@', value);
+            let answer = apply(&app, &app.admin, &body, true).await;
+            check(format!("POST /v1/apply {body:?}"), answer);
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
