@@ -555,7 +555,11 @@ pub struct PreviewSummary {
     pub clusters_unreadable: u64,
 }
 
-/// The answer of `POST /v1/boundaries/{b}/policies/{p}/preview`.
+/// The answer of `POST /v1/boundaries/{b}/policies/{p}/preview`: one page of it. The summary
+/// and every cluster's entry are whole on every page; the findings (each cluster's `denied`,
+/// `warned` and `loosened`, then `grandfathered`) are paged together like a list, at most
+/// `limit` of them per page, in that order (clusters by name, objects by namespace, kind and
+/// name, resources by type and name).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Preview {
@@ -565,10 +569,16 @@ pub struct Preview {
     pub mode: String,
     /// Whether a saved version exists (and `loosened` compares with it).
     pub saved: bool,
+    /// Counts over the whole preview, the same on every page.
     pub summary: PreviewSummary,
-    /// One entry per attached cluster in the previewed version's scope, by name.
+    /// One entry per attached cluster in the previewed version's scope, by name; its lists
+    /// hold this page's findings.
     pub clusters: Vec<ClusterPreview>,
+    /// This page's grandfathered resources.
     pub grandfathered: Vec<GrandfatheredResource>,
+    /// Pass as `?continue=` (with the same body) for the next page; absent on the last.
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none", default)]
+    pub continue_token: Option<String>,
 }
 
 /// What the last audit of a policy found in one cluster.

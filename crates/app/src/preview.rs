@@ -17,6 +17,7 @@ use palisade_store::{ClusterRecord, ResourceQuery, StoreError};
 
 use crate::caller::Access;
 use crate::error::{AppError, AppResult};
+use crate::paging::{ContinueTokens, PageRequest};
 use crate::policies::policy_not_found;
 use crate::resources::plans_of;
 use crate::App;
@@ -82,6 +83,67 @@ struct Risk {
     replicas: u64,
     new_workloads: u64,
     new_replicas: u64,
+
+/// A finding of a preview, where it belongs: a cluster's list (by index: denied, warned,
+/// loosened), or the grandfathered resources.
+enum Item {
+    Finding(usize, usize, Finding),
+    Resource(GrandfatheredResource),
+}
+
+/// One page of a whole preview: its findings in one list, keyed so that text order is the
+/// order of the answer (clusters by name, then the lists, then objects by namespace, kind and
+/// name; the grandfathered resources last, by type and name), paged like every list.
+fn page_of(
+    mut preview: Preview,
+    page: &PageRequest,
+    tokens: &ContinueTokens,
+    list: &str,
+) -> AppResult<Preview> {
+    let mut items: Vec<(String, Item)> = Vec::new();
+    for (index, cluster) in preview.clusters.iter_mut().enumerate() {
+        let name = cluster.cluster.clone();
+        let lists = [
+            std::mem::take(&mut cluster.denied),
+            std::mem::take(&mut cluster.warned),
+            std::mem::take(&mut cluster.loosened),
+        ];
+        for (which, findings) in lists.into_iter().enumerate() {
+            items.extend(findings.into_iter().map(|f| {
+                let key = format!(
+                    "0\0{name}\0{which}\0{}\0{}\0{}",
+                    f.namespace, f.kind, f.name
+                );
+                (key, Item::Finding(index, which, f))
+            }));
+        }
+    }
+    items.extend(
+        std::mem::take(&mut preview.grandfathered)
+            .into_iter()
+            .map(|r| {
+                let key = format!("1\0{}\0{}", r.resource_type, r.name);
+                (key, Item::Resource(r))
+            }),
+    );
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let paged = page.page(tokens, list, items, |(key, _)| key.clone())?;
+    for (_, item) in paged.items {
+        match item {
+            Item::Finding(index, which, finding) => {
+                if let Some(cluster) = preview.clusters.get_mut(index) {
+                    match which {
+                        0 => cluster.denied.push(finding),
+                        1 => cluster.warned.push(finding),
+                        _ => cluster.loosened.push(finding),
+                    }
+                }
+            }
+            Item::Resource(resource) => preview.grandfathered.push(resource),
+        }
+    }
+    preview.continue_token = paged.continue_token;
+    Ok(preview)
 }
 
 fn in_scope(policy: Option<&Policy>, cluster: &Name) -> bool {
@@ -89,19 +151,38 @@ fn in_scope(policy: Option<&Policy>, cluster: &Name) -> bool {
 }
 
 impl App {
-    /// Previews `spec_json` (or, when it is empty, the saved version) of policy `name`
-    /// against what the boundary runs (boundary-admin or admin): what it would deny or warn
-    /// about in every cluster of its scope, what it would allow that the saved version
-    /// denies, and the platform resources whose plan it would disallow. Nothing is written.
+    /// The first page of [`App::preview_policy_page`] (the lists' default limit).
     pub async fn preview_policy(
         &self,
         access: &Access,
         name: &str,
         spec_json: &[u8],
     ) -> AppResult<Preview> {
+        self.preview_policy_page(access, name, spec_json, &PageRequest::default())
+            .await
+    }
+
+    /// Previews `spec_json` (or, when it is empty, the saved version) of policy `name`
+    /// against what the boundary runs (boundary-admin or admin): what it would deny or warn
+    /// about in every cluster of its scope, what it would allow that the saved version
+    /// denies, and the platform resources whose plan it would disallow. Nothing is written.
+    /// The summary is whole; the findings are paged like a list (see [`Preview`]): each page
+    /// reads the clusters anew and is cut after the previous page's last finding.
+    pub async fn preview_policy_page(
+        &self,
+        access: &Access,
+        name: &str,
+        spec_json: &[u8],
+        page: &PageRequest,
+    ) -> AppResult<Preview> {
         access.caller().require_boundary_admin()?;
         let boundary = access.boundary();
         let policy_name = crate::path_name("policy", name)?;
+        // A bad page is refused before any cluster is read.
+        let tokens = self.continue_tokens();
+        let list = format!("preview of {boundary}/{name}");
+        page.limit()?;
+        page.after(&tokens, &list)?;
         let saved_record = match self.store.get_policy(boundary, name).await {
             Ok(record) => Some(record),
             Err(StoreError::NotFound) => None,
@@ -173,7 +254,7 @@ impl App {
             summary.new_workloads += risk.new_workloads;
             summary.new_replicas_at_risk += risk.new_replicas;
         }
-        Ok(Preview {
+        let whole = Preview {
             boundary: boundary.to_owned(),
             policy: name.to_owned(),
             mode: new.mode().as_str().to_owned(),
@@ -181,7 +262,9 @@ impl App {
             summary,
             clusters: previews.into_iter().map(|(preview, _)| preview).collect(),
             grandfathered,
-        })
+            continue_token: None,
+        };
+        page_of(whole, page, &tokens, &list)
     }
 
     /// One cluster's part of a preview, with its workloads and replicas at risk (all of them

@@ -1095,3 +1095,79 @@ fn every_client_command_honours_output_json() {
         1
     );
 }
+
+/// The API pages a preview's findings (at most 1,000 a page, as the CLI asks); `preview`
+/// follows every page and prints them all, and `-o json` is the whole preview, without
+/// `continue`.
+#[test]
+fn preview_prints_every_page_of_findings() {
+    let server = serve(&[]);
+    let client = reqwest::blocking::Client::new();
+    let post = |path: &str, body: serde_json::Value| {
+        let answer = client
+            .post(format!("{}{path}", server.url))
+            .bearer_auth(&server.token)
+            .json(&body)
+            .send()
+            .unwrap();
+        assert!(
+            answer.status().is_success(),
+            "{path}: {}",
+            answer.text().unwrap()
+        );
+    };
+    post("/v1/boundaries", serde_json::json!({"name": "shop"}));
+    // 1,001 resources on a plan the policy disallows, created by 8 clients at once.
+    std::thread::scope(|scope| {
+        for worker in 0..8 {
+            let post = &post;
+            scope.spawn(move || {
+                for i in (worker..1001).step_by(8) {
+                    post(
+                        "/v1/boundaries/shop/resources",
+                        serde_json::json!({"type": "postgresql", "name": format!("db-{i:04}"), "plan": "large"}),
+                    );
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(
+        &dir,
+        "policy.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: size-limits, boundary: shop}\nspec:\n  rules:\n    - allowedComputePlans: {plans: [small]}\n",
+    );
+    let out = palisade(
+        &server.url,
+        Some(&server.token),
+        &["preview", "-f", policy.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "preview shop/size-limits (enforce): 0 denied (0 workloads, 0 replicas at risk), 0 warned, 0 loosened, 1001 resources grandfathered; clusters read: none"
+    );
+    let names: Vec<String> = (0..1001)
+        .map(|i| format!("grandfathered postgresql/db-{i:04} (large): Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small."))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1 + 1001,
+        "{} grandfathered lines",
+        lines.len() - 1
+    );
+    assert!(lines[1..] == names, "the lines are the resources in order");
+    let out = palisade(
+        &server.url,
+        Some(&server.token),
+        &["preview", "-f", policy.to_str().unwrap(), "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let previews: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let preview = &previews["items"][0];
+    assert_eq!(preview["grandfathered"].as_array().unwrap().len(), 1001);
+    assert_eq!(preview["summary"]["resources_grandfathered"], 1001);
+    assert!(preview.get("continue").is_none(), "{preview}");
+}

@@ -1655,6 +1655,13 @@ async fn shop_running_workloads() -> (Portal, Browser) {
     };
     let portal = Portal::with_clusters(std::sync::Arc::new(clusters)).await;
     let (status, body) = portal
+
+/// The API pages a preview's findings; the editor shows the first page (the lists' default
+/// of 100) with the whole summary, and says where to see every finding.
+#[tokio::test]
+async fn the_editor_shows_the_first_page_of_a_long_preview() {
+    let portal = Portal::new().await;
+    let (status, _) = portal
         .api(
             Method::POST,
             "/v1/boundaries",
@@ -1956,4 +1963,39 @@ async fn a_create_redirects_to_the_resource_page_which_shows_the_notice_once() {
         .contains("registry prefix 'docker.io/library/' saved as 'docker.io/library'"));
     browser.absorb(&shown);
     assert!(!portal.get(policy, &browser).await.body.contains("Saved."));
+
+    assert_eq!(status, StatusCode::CREATED);
+    for i in 0..101 {
+        let (status, body) = portal
+            .api(
+                Method::POST,
+                "/v1/boundaries/shop/resources",
+                Some(json!({"type": "postgresql", "name": format!("db-{i:03}"), "plan": "large"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let browser = portal.sign_in(&portal.admin).await;
+    let form = [
+        ("view", "form"),
+        ("name", "size-limits"),
+        ("plans", "small"),
+        ("action", "preview"),
+        ("csrf", &browser.csrf),
+    ];
+    let page = portal
+        .post("/boundaries/shop/policies/new", &browser, &form)
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(
+        page.text()
+            .contains("101 resources whose plan it disallows"),
+        "{}",
+        page.text()
+    );
+    assert_eq!(
+        page.body.matches("db-0").count() + page.body.matches("db-1").count(),
+        100
+    );
+    assert!(page.body.contains("id=\"preview-more\""), "{}", page.body);
 }

@@ -93,8 +93,9 @@ pub fn documents<T: DeserializeOwned>(
     Ok(out)
 }
 
-/// The preview of one document, found at `at` (`file:index`), as the API answered it. A spec
-/// the server refuses is named by the document's place and its pointer in the document
+/// The preview of one document, found at `at` (`file:index`), whole: every page the API
+/// answered (it pages the findings like a list), joined into one body without `continue`. A
+/// spec the server refuses is named by the document's place and its pointer in the document
 /// (`/spec/...`).
 pub(super) fn preview_body(
     api: &Api<'_>,
@@ -107,21 +108,67 @@ pub(super) fn preview_body(
     );
     let spec = serde_json::to_vec(&document.spec)
         .map_err(|e| Failure(format!("cannot encode the spec: {e}")))?;
-    let answer = api.send_relocated(
-        api.request(Method::POST, &path)
-            .header("content-type", "application/json")
-            .body(spec),
-        &|message| {
-            Some(if message.starts_with('/') {
-                format!("{at}: /spec{message}")
-            } else {
-                format!("{at}: {message}")
-            })
-        },
-    )?;
-    // Checked here, so that what is printed can be read.
-    answer.decode::<Preview>()?;
-    Ok(answer.body)
+    let mut whole: Option<Value> = None;
+    let mut next: Option<String> = None;
+    loop {
+        let url = match &next {
+            None => format!("{path}?limit=1000"),
+            Some(token) => format!("{path}?limit=1000&continue={}", super::encode(token)),
+        };
+        let answer = api.send_relocated(
+            api.request(Method::POST, &url)
+                .header("content-type", "application/json")
+                .body(spec.clone()),
+            &|message| {
+                Some(if message.starts_with('/') {
+                    format!("{at}: /spec{message}")
+                } else {
+                    format!("{at}: {message}")
+                })
+            },
+        )?;
+        // Checked here, so that what is printed can be read.
+        let page = answer.decode::<Preview>()?;
+        next = page.continue_token;
+        let mut body = answer.body;
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("continue");
+        }
+        whole = Some(match whole {
+            None => body,
+            Some(mut whole) => {
+                join_page(&mut whole, body);
+                whole
+            }
+        });
+        if next.is_none() {
+            break;
+        }
+    }
+    whole.ok_or_else(|| Failure("the preview answered no page".into()))
+}
+
+/// Appends a later page's findings to the preview read so far: each cluster's `denied`,
+/// `warned` and `loosened` to the same cluster's, and `grandfathered`. Every page carries
+/// every cluster and the whole summary, so the rest is kept from the first page.
+fn join_page(whole: &mut Value, page: Value) {
+    let append = |into: &mut Value, from: &Value| {
+        if let (Some(into), Some(from)) = (into.as_array_mut(), from.as_array()) {
+            into.extend(from.iter().cloned());
+        }
+    };
+    let clusters = page["clusters"].as_array().cloned().unwrap_or_default();
+    for cluster in &clusters {
+        let same = whole["clusters"]
+            .as_array_mut()
+            .and_then(|list| list.iter_mut().find(|c| c["cluster"] == cluster["cluster"]));
+        if let Some(same) = same {
+            for list in ["denied", "warned", "loosened"] {
+                append(&mut same[list], &cluster[list]);
+            }
+        }
+    }
+    append(&mut whole["grandfathered"], &page["grandfathered"]);
 }
 
 /// What the previews say, for the exit code.
@@ -256,5 +303,46 @@ pub fn preview(args: &PreviewArgs) -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_join_into_the_whole_preview() {
+        let finding = |name: &str| serde_json::json!({"name": name});
+        let mut whole = serde_json::json!({
+            "summary": {"objects": 3},
+            "clusters": [
+                {"cluster": "a", "denied": [finding("1"), finding("2")], "warned": [], "loosened": []},
+                {"cluster": "b", "denied": [], "warned": [], "loosened": []},
+            ],
+            "grandfathered": [],
+        });
+        join_page(
+            &mut whole,
+            serde_json::json!({
+                "summary": {"objects": 3},
+                "clusters": [
+                    {"cluster": "a", "denied": [finding("3")], "warned": [], "loosened": []},
+                    {"cluster": "b", "denied": [], "warned": [], "loosened": [finding("4")]},
+                ],
+                "grandfathered": [{"type": "app", "name": "web"}],
+            }),
+        );
+        assert_eq!(
+            whole,
+            serde_json::json!({
+                "summary": {"objects": 3},
+                "clusters": [
+                    {"cluster": "a", "denied": [finding("1"), finding("2"), finding("3")],
+                     "warned": [], "loosened": []},
+                    {"cluster": "b", "denied": [], "warned": [], "loosened": [finding("4")]},
+                ],
+                "grandfathered": [{"type": "app", "name": "web"}],
+            })
+        );
     }
 }

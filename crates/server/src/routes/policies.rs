@@ -136,7 +136,7 @@ pub async fn history(
 }
 
 #[utoipa::path(post, path = "/v1/boundaries/{boundary}/policies/{policy}/preview", tag = "policies",
-    params(("boundary" = String, Path), ("policy" = String, Path)),
+    params(("boundary" = String, Path), ("policy" = String, Path), ListParams),
     request_body(content = Option<Object>,
         description = "a policy document's spec to preview; empty: the saved version"),
     responses((status = 200, body = Preview), (status = 400, body = crate::openapi::Error),
@@ -148,15 +148,19 @@ pub async fn preview(
     State(state): State<AppState>,
     caller: Caller,
     Path((boundary, name)): Path<(String, String)>,
+    params: Result<Query<ListParams>, crate::error::ApiError>,
     body: UnreadBody,
 ) -> ApiResult<Json<Preview>> {
     let access = open(&state, &caller, &boundary).await?;
     caller.require_boundary_admin()?;
+    let Query(params) = params?;
     palisade_app::path_name("policy", &name)?;
     let body = body.read().await?;
     body.require_json(&[])?;
     Ok(Json(
-        state.preview_policy(&access, &name, &body.bytes).await?,
+        state
+            .preview_policy_page(&access, &name, &body.bytes, &params.page())
+            .await?,
     ))
 }
 

@@ -70,13 +70,35 @@ impl TestApp {
     }
 
     pub async fn on(url: String, dir: tempfile::TempDir) -> TestApp {
+        TestApp::configured(url, dir, |app| app).await
+    }
+
+    /// An app on SQLite whose clusters are reached through `clusters`.
+    pub async fn sqlite_with_clusters(
+        clusters: std::sync::Arc<dyn palisade_app::ports::Clusters>,
+    ) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+        TestApp::configured(url, dir, |app| app.with_clusters(clusters)).await
+    }
+
+    /// An app on the store at `url`, as `configure` makes it.
+    pub async fn configured(
+        url: String,
+        dir: tempfile::TempDir,
+        configure: impl FnOnce(palisade_app::App) -> palisade_app::App,
+    ) -> TestApp {
         let store: SharedStore = palisade_store::connect(&url).await.unwrap();
         let path = palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
             .await
             .unwrap()
             .expect("fresh store makes an admin token");
         let admin = std::fs::read_to_string(path).unwrap().trim().to_owned();
-        let state = AppState::new(store, Catalog::builtin(), SealingKey::random());
+        let state = AppState::of(configure(palisade_app::App::new(
+            store,
+            Catalog::builtin(),
+            SealingKey::random(),
+        )));
         let router = app(state.clone());
         TestApp {
             state,

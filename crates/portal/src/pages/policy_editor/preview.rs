@@ -103,6 +103,13 @@ pub(super) fn render_preview(ctx: &Ctx, preview: &Preview) -> Markup {
                     }
                 }
             }
+            // The API pages the findings: this is the first page.
+            @if preview.continue_token.is_some() {
+                p class="hint" id="preview-more" {
+                    (ctx.t("Only the first findings are listed here; the counts above include them all. The CLI lists every one:"))
+                    " " code { "palisade preview -f FILE" }
+                }
+            }
         }
     }
 }
