@@ -83,12 +83,23 @@ struct Risk {
     replicas: u64,
     new_workloads: u64,
     new_replicas: u64,
+}
 
-/// A finding of a preview, where it belongs: a cluster's list (by index: denied, warned,
-/// loosened), or the grandfathered resources.
+/// A finding of a preview, where it belongs: a cluster's list (by the cluster's index), or
+/// the grandfathered resources.
 enum Item {
-    Finding(usize, usize, Finding),
+    Denied(usize, Denial),
+    Warned(usize, Finding),
+    Loosened(usize, Finding),
     Resource(GrandfatheredResource),
+}
+
+/// The key that orders a finding of cluster `name`'s list number `which` in the answer.
+fn finding_key(name: &str, which: u8, f: &Finding) -> String {
+    format!(
+        "0\0{name}\0{which}\0{}\0{}\0{}",
+        f.namespace, f.kind, f.name
+    )
 }
 
 /// One page of a whole preview: its findings in one list, keyed so that text order is the
@@ -103,20 +114,21 @@ fn page_of(
     let mut items: Vec<(String, Item)> = Vec::new();
     for (index, cluster) in preview.clusters.iter_mut().enumerate() {
         let name = cluster.cluster.clone();
-        let lists = [
-            std::mem::take(&mut cluster.denied),
-            std::mem::take(&mut cluster.warned),
-            std::mem::take(&mut cluster.loosened),
-        ];
-        for (which, findings) in lists.into_iter().enumerate() {
-            items.extend(findings.into_iter().map(|f| {
-                let key = format!(
-                    "0\0{name}\0{which}\0{}\0{}\0{}",
-                    f.namespace, f.kind, f.name
-                );
-                (key, Item::Finding(index, which, f))
-            }));
-        }
+        items.extend(
+            std::mem::take(&mut cluster.denied)
+                .into_iter()
+                .map(|d| (finding_key(&name, 0, &d.finding), Item::Denied(index, d))),
+        );
+        items.extend(
+            std::mem::take(&mut cluster.warned)
+                .into_iter()
+                .map(|f| (finding_key(&name, 1, &f), Item::Warned(index, f))),
+        );
+        items.extend(
+            std::mem::take(&mut cluster.loosened)
+                .into_iter()
+                .map(|f| (finding_key(&name, 2, &f), Item::Loosened(index, f))),
+        );
     }
     items.extend(
         std::mem::take(&mut preview.grandfathered)
@@ -130,13 +142,19 @@ fn page_of(
     let paged = page.page(tokens, list, items, |(key, _)| key.clone())?;
     for (_, item) in paged.items {
         match item {
-            Item::Finding(index, which, finding) => {
+            Item::Denied(index, denial) => {
                 if let Some(cluster) = preview.clusters.get_mut(index) {
-                    match which {
-                        0 => cluster.denied.push(finding),
-                        1 => cluster.warned.push(finding),
-                        _ => cluster.loosened.push(finding),
-                    }
+                    cluster.denied.push(denial);
+                }
+            }
+            Item::Warned(index, finding) => {
+                if let Some(cluster) = preview.clusters.get_mut(index) {
+                    cluster.warned.push(finding);
+                }
+            }
+            Item::Loosened(index, finding) => {
+                if let Some(cluster) = preview.clusters.get_mut(index) {
+                    cluster.loosened.push(finding);
                 }
             }
             Item::Resource(resource) => preview.grandfathered.push(resource),

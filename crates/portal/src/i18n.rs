@@ -177,9 +177,7 @@ fn swedish(english: &str) -> Option<&'static str> {
         "cluster" => "kluster",
         "and" => "och",
         "more, listed in the preview below." => "till, listade i förhandsvisningen nedan.",
-
         "Only the first findings are listed here; the counts above include them all. The CLI lists every one:" => "Bara de första fynden listas här; antalen ovan räknar med alla. CLI:t listar vart och ett:",
-        "Not saved yet: this policy would deny" => "Inte sparad än: den här policyn skulle neka",
         "Their running pods stay, but new ones (a rollout, a scale-up, a restart elsewhere) are denied. Review the preview, then save anyway or change the policy." => "Poddar som redan körs finns kvar, men nya (en utrullning, en uppskalning, en omstart på annan plats) nekas. Granska förhandsvisningen och spara ändå eller ändra policyn.",
         "Save anyway" => "Spara ändå",
         "Last audit" => "Senaste granskning",

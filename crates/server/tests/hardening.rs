@@ -755,6 +755,7 @@ async fn writes_past_the_rate_limit_are_429_and_reads_are_not() {
         )
         .await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
+}
 
 /// Every route that takes a body, with a body over its limit (the uploads' limit is 8 MiB,
 /// every other 1 MiB).

@@ -2,12 +2,9 @@
 //! audit): the resources a compute-plan rule would grandfather, with the 422 message a create
 //! on that plan would get; what a preview needs (role, a valid spec, a saved version for an
 //! empty body); the report of a policy with no cluster in its scope; which denials are new
-//! compared with the saved version (clusters read through a test double of the clusters port).
+//! compared with the saved version (clusters read through a test double of the clusters port);
+//! the preview paged like a list over clusters an adapter in the test holds.
 //! The cluster half is proven on real API servers in `crates/reconciler/tests/e2e/{preview,audit}.rs`.
-
-//! empty body); the report of a policy with no cluster in its scope; the preview paged like a
-//! list over clusters an adapter in the test holds. The cluster half is proven on real API
-//! servers in `crates/reconciler/tests/e2e/{preview,audit}.rs`.
 
 #![allow(
     clippy::unwrap_used,
@@ -179,81 +176,6 @@ impl palisade_app::ports::Clusters for FixedClusters {
         Ok(palisade_app::ports::ScanInfo {
             namespaces: vec!["web".into()],
             listed: self.objects.len() as u64,
-
-/// A cluster adapter whose every cluster holds the same Pods in namespace `ns`: `latest` Pods
-/// labelled `team` whose image is tagged `latest`, and `unlabelled` Pods of a pinned image.
-#[derive(Debug)]
-struct Pods {
-    latest: usize,
-    unlabelled: usize,
-}
-
-#[async_trait::async_trait]
-impl Clusters for Pods {
-    fn check_kubeconfig(&self, _kubeconfig: &str) -> Result<(), ClusterError> {
-        Ok(())
-    }
-
-    async fn label_namespace(
-        &self,
-        _kubeconfig: &str,
-        _boundary: &Name,
-        _namespace: &str,
-        _adopt: bool,
-    ) -> Result<LabelOutcome, ClusterError> {
-        Err(ClusterError::Failed("not in this test".into()))
-    }
-
-    async fn release_namespace(
-        &self,
-        _kubeconfig: &str,
-        _boundary: &Name,
-        _namespace: &str,
-    ) -> Result<(), ClusterError> {
-        Err(ClusterError::Failed("not in this test".into()))
-    }
-
-    async fn remove_installation(
-        &self,
-        _kubeconfig: &str,
-        _installation: &str,
-    ) -> Result<Vec<String>, ClusterError> {
-        Err(ClusterError::Failed("not in this test".into()))
-    }
-
-    async fn scan(
-        &self,
-        _kubeconfig: &str,
-        _boundary: &Name,
-        page_size: u32,
-        visit: Visit<'_>,
-    ) -> Result<ScanInfo, ClusterError> {
-        let pod = |name: String, labels: Value, image: &str| {
-            json!({"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": "ns", "labels": labels},
-                "spec": {"containers": [{"name": "c", "image": image}]}})
-        };
-        // Listed in reverse name order: the preview orders its findings itself.
-        let objects: Vec<Value> = (0..self.latest)
-            .rev()
-            .map(|i| {
-                pod(
-                    format!("web-{i:03}"),
-                    json!({"team": "a"}),
-                    "ghcr.io/acme/web:latest",
-                )
-            })
-            .chain(
-                (0..self.unlabelled)
-                    .map(|i| pod(format!("job-{i}"), json!({}), "ghcr.io/acme/job:1.0")),
-            )
-            .collect();
-        for page in objects.chunks(page_size as usize) {
-            visit(page);
-        }
-        Ok(ScanInfo {
-            namespaces: vec!["ns".into()],
-            listed: objects.len() as u64,
             list_time: std::time::Duration::ZERO,
         })
     }
@@ -346,6 +268,86 @@ async fn a_denial_is_new_unless_the_saved_version_denies_its_workload() {
                "new_workloads": 1, "new_replicas_at_risk": 3, "warned": 0, "loosened": 0,
                "resources_grandfathered": 0, "clusters_unreadable": 0})
     );
+}
+
+/// A cluster adapter whose every cluster holds the same Pods in namespace `ns`: `latest` Pods
+/// labelled `team` whose image is tagged `latest`, and `unlabelled` Pods of a pinned image.
+#[derive(Debug)]
+struct Pods {
+    latest: usize,
+    unlabelled: usize,
+}
+
+#[async_trait::async_trait]
+impl Clusters for Pods {
+    fn check_kubeconfig(&self, _kubeconfig: &str) -> Result<(), ClusterError> {
+        Ok(())
+    }
+
+    async fn label_namespace(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        _namespace: &str,
+        _adopt: bool,
+    ) -> Result<LabelOutcome, ClusterError> {
+        Err(ClusterError::Failed("not in this test".into()))
+    }
+
+    async fn release_namespace(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        _namespace: &str,
+    ) -> Result<(), ClusterError> {
+        Err(ClusterError::Failed("not in this test".into()))
+    }
+
+    async fn remove_installation(
+        &self,
+        _kubeconfig: &str,
+        _installation: &str,
+    ) -> Result<Vec<String>, ClusterError> {
+        Err(ClusterError::Failed("not in this test".into()))
+    }
+
+    async fn scan(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        page_size: u32,
+        visit: Visit<'_>,
+    ) -> Result<ScanInfo, ClusterError> {
+        let pod = |name: String, labels: Value, image: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "ns", "labels": labels},
+                "spec": {"containers": [{"name": "c", "image": image}]}})
+        };
+        // Listed in reverse name order: the preview orders its findings itself.
+        let objects: Vec<Value> = (0..self.latest)
+            .rev()
+            .map(|i| {
+                pod(
+                    format!("web-{i:03}"),
+                    json!({"team": "a"}),
+                    "ghcr.io/acme/web:latest",
+                )
+            })
+            .chain(
+                (0..self.unlabelled)
+                    .map(|i| pod(format!("job-{i}"), json!({}), "ghcr.io/acme/job:1.0")),
+            )
+            .collect();
+        for page in objects.chunks(page_size as usize) {
+            visit(page);
+        }
+        Ok(ScanInfo {
+            namespaces: vec!["ns".into()],
+            listed: objects.len() as u64,
+            list_time: std::time::Duration::ZERO,
+        })
+    }
+}
 
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
 
