@@ -188,7 +188,8 @@ impl WriteLimits {
                     "too many writes: {whose} may make {} per second (bursts of {}); retry in {:.1} s",
                     rate.per_second,
                     rate.burst,
-                    retry_after.as_secs_f64()
+                    // Rounded up to the tenth: never "retry in 0.0 s".
+                    (retry_after.as_secs_f64() * 10.0).ceil() / 10.0
                 ),
                 retry_after,
             });

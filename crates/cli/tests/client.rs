@@ -1101,7 +1101,8 @@ fn every_client_command_honours_output_json() {
 /// `continue`.
 #[test]
 fn preview_prints_every_page_of_findings() {
-    let server = serve(&[]);
+    // 1,001 creates in a few seconds: past the default write rate.
+    let server = serve(&["--token-write-rate", "0", "--boundary-write-rate", "0"]);
     let client = reqwest::blocking::Client::new();
     let post = |path: &str, body: serde_json::Value| {
         let answer = client
