@@ -74,6 +74,7 @@ pub async fn load(store: &dyn Store, catalog: &Catalog) -> Result<bool, DemoErro
             body_json: serde_json::to_string(&resource)
                 .map_err(|e| DemoError::Invalid(e.to_string()))?,
             cluster: None,
+            upload: None,
         })
     };
     // Created before size-limits, so it keeps a plan that policy now disallows.

@@ -51,6 +51,14 @@ pub enum AppError {
     /// and why; it holds no secrets).
     #[error("{0}")]
     ClusterUnavailable(String),
+    /// 429 with `Retry-After`: the caller's boundary has as much under way as it may (the
+    /// message names the bound).
+    #[error("{0}")]
+    TooManyRequests(String),
+    /// 503 `unavailable` with `Retry-After`: the process has as much under way as it takes
+    /// (the message names the bound).
+    #[error("{0}")]
+    Busy(String),
     /// 500; the cause is logged, never returned.
     #[error("internal: {0}")]
     Internal(String),
@@ -75,8 +83,26 @@ impl AppError {
             AppError::RateLimited { .. } => ErrorCode::RateLimited,
             AppError::PlanNotAllowed(..) => ErrorCode::ComputePlanNotAllowed,
             AppError::PolicyUnavailable(_) => ErrorCode::ComputePlanPolicyUnavailable,
-            AppError::Unavailable(_) | AppError::ClusterUnavailable(_) => ErrorCode::Unavailable,
+            AppError::Unavailable(_) | AppError::ClusterUnavailable(_) | AppError::Busy(_) => {
+                ErrorCode::Unavailable
+            }
+            AppError::TooManyRequests(_) => ErrorCode::RateLimited,
             AppError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// How many seconds a client should wait before trying again, when the error says (the
+    /// HTTP adapter's `Retry-After`).
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            AppError::TooManyRequests(_) | AppError::Busy(_) => {
+                Some(crate::uploads::RETRY_AFTER_SECONDS)
+            }
+            // Whole seconds, rounded up: a client that waits as long finds a write free.
+            AppError::RateLimited { retry_after, .. } => Some(
+                (retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1),
+            ),
+            _ => None,
         }
     }
 
@@ -118,6 +144,12 @@ impl AppError {
             StoreError::Migrate(e) => AppError::Internal(e.to_string()),
             StoreError::UnsupportedUrl(e) => AppError::Internal(e),
             StoreError::Corrupt(what) => AppError::Internal(format!("corrupt row: {what}")),
+            StoreError::UploadQuota { stored } => AppError::LimitExceeded(format!(
+                "the boundary's uploads count {stored} bytes; this one would pass their limit"
+            )),
+            StoreError::UploadMissing(id) => {
+                AppError::invalid("/upload", format!("no upload '{id}'"))
+            }
         }
     }
 

@@ -24,6 +24,7 @@ pub mod preview;
 pub mod resources;
 pub mod sealing;
 pub mod tokens;
+pub mod uploads;
 pub mod workloads;
 
 use std::sync::Arc;
@@ -64,6 +65,8 @@ pub struct App {
     /// Turns for CPU-heavy work (parsing and validating an apply), one per core, so that a
     /// burst of large requests queues instead of taking every worker thread.
     heavy_work: Arc<tokio::sync::Semaphore>,
+    /// The uploads being received, within their bounds (`uploads::UploadLimits`).
+    uploads: Arc<uploads::InFlight>,
 }
 
 impl App {
@@ -83,7 +86,19 @@ impl App {
             heavy_work: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
             )),
+            uploads: uploads::InFlight::new(uploads::UploadLimits::default()),
         }
+    }
+
+    /// The same application with other bounds on uploads (`serve --max-upload-bytes`).
+    pub fn with_upload_limits(mut self, limits: uploads::UploadLimits) -> Self {
+        self.uploads = uploads::InFlight::new(limits);
+        self
+    }
+
+    /// The bounds on uploads.
+    pub fn upload_limits(&self) -> uploads::UploadLimits {
+        self.uploads.limits()
     }
 
     /// The same application reaching clusters through `clusters`.

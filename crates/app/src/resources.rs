@@ -20,6 +20,7 @@ use crate::paging::PageRequest;
 use crate::plans::{
     count_decision, function_warning, outcome_of, plan_guard, FUNCTION_UNREAD_WARNING,
 };
+use crate::uploads::upload_missing;
 use crate::workloads::{is_workload, place, Placements};
 use crate::App;
 
@@ -200,6 +201,7 @@ impl App {
             name: resource.name.clone(),
             body_json: body_json(&resource)?,
             cluster: cluster.clone(),
+            upload: resource.upload.clone(),
         };
         let result = self
             .store
@@ -211,6 +213,7 @@ impl App {
                     resource.name
                 )),
                 StoreError::NotFound => boundary_not_found(boundary),
+                StoreError::UploadMissing(upload) => upload_missing(boundary, &upload),
                 other if guarded => AppError::from_store_on_plan_path(other, "resource"),
                 other => AppError::from_store(other, "resource"),
             });
@@ -316,6 +319,7 @@ impl App {
                 body_json: body_json(&new).map_err(veto)?,
                 guard,
                 cluster,
+                upload: new.upload.clone(),
             })
         });
         let result = self
@@ -325,6 +329,7 @@ impl App {
         let was_guarded = guarded_out.load(Ordering::Relaxed);
         let result = match result {
             Err(StoreError::NotFound) => Err(resource_not_found(&key)),
+            Err(StoreError::UploadMissing(upload)) => Err(upload_missing(&key.boundary, &upload)),
             Err(e) if plan_path || was_guarded => {
                 Err(AppError::from_store_on_plan_path(e, "resource"))
             }

@@ -1,34 +1,21 @@
 //! Platform workloads (SPEC 5), the application's part: where a workload resource runs
 //! (`cluster` and `namespace`, checked against the boundary's attachments and namespaces),
-//! the code uploaded for builds and the short-lived token a build Job fetches it with, and
-//! the warning given before a build of uploaded function code is denied.
+//! the short-lived token a build Job fetches uploaded code with (the uploads themselves are
+//! `uploads`), and the warning given before a build of uploaded function code is denied.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use palisade_api_types::resource::Resource;
-use palisade_api_types::view::UploadView;
 use palisade_policy::policy::{Mode, Rule};
 use palisade_policy::{Name, Policy, ResourceType};
-use palisade_store::{NamespaceRecord, ResourceRecord, StoreError, UploadRecord};
+use palisade_store::{NamespaceRecord, ResourceRecord};
 use palisade_workload::{Container, Kind, Source, Workload, WorkloadConfig};
-use rand::RngCore;
-use sha2::{Digest, Sha256};
 
 use crate::caller::Access;
-use crate::error::{boundary_not_found, AppError, AppResult};
+use crate::error::{AppError, AppResult};
 use crate::sealing::SealingKey;
 use crate::App;
-
-/// The largest upload accepted (an archive or a single file).
-pub const MAX_UPLOAD_BYTES: usize = 8 * 1024 * 1024;
-
-/// The refusal of an upload over [`MAX_UPLOAD_BYTES`] (the API's 413 and the portal's).
-pub fn upload_too_large() -> AppError {
-    AppError::LimitExceeded(format!(
-        "an upload may be at most {MAX_UPLOAD_BYTES} bytes (8 MiB)"
-    ))
-}
 
 /// How long a build Job's fetch token is good for.
 pub const FETCH_TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
@@ -318,6 +305,24 @@ pub fn fetch_token(key: &SealingKey, boundary: &str, id: &str) -> AppResult<Stri
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed))
 }
 
+/// Whether `token` is a fetch token of the upload `id` of `boundary`, made by this
+/// installation (`key`) and not expired.
+pub fn fetch_token_opens(key: &SealingKey, token: &str, boundary: &str, id: &str) -> bool {
+    let Ok(sealed) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token) else {
+        return false;
+    };
+    let Some(text) = key
+        .open(&sealed)
+        .ok()
+        .and_then(|t| String::from_utf8(t).ok())
+    else {
+        return false;
+    };
+    text.strip_prefix(&token_prefix(boundary, id))
+        .and_then(|rest| rest.parse::<u64>().ok())
+        .is_some_and(|expires| expires >= unix_now())
+}
+
 /// Where a build Job fetches the upload `id` of `boundary`, palisade being reachable from the
 /// cluster at `public_url`.
 pub fn fetch_url(public_url: &str, boundary: &str, id: &str) -> String {
@@ -350,18 +355,6 @@ impl App {
             }
         }
         Ok(placements)
-    }
-
-    /// 400 unless `upload` names an upload of the boundary.
-    pub(crate) async fn check_upload(&self, boundary: &str, upload: &str) -> AppResult<()> {
-        match self.store.get_upload(boundary, upload).await {
-            Ok(_) => Ok(()),
-            Err(StoreError::NotFound) => Err(AppError::invalid(
-                "/upload",
-                format!("no upload '{upload}' in boundary '{boundary}'"),
-            )),
-            Err(other) => Err(AppError::from_store(other, "upload")),
-        }
     }
 
     /// The enforce-mode DisallowLatestTag policies that apply to `cluster`: a build of
@@ -448,71 +441,9 @@ impl App {
         Ok(names.iter().map(|n| latest_builder_warning(n)).collect())
     }
 
-    /// Stores code uploaded for a build (an archive or a single file) and answers its id.
-    pub async fn create_upload(&self, access: &Access, content: Vec<u8>) -> AppResult<UploadView> {
-        let boundary = access.boundary();
-        self.admit_write(access.caller(), Some(boundary))?;
-        if content.is_empty() {
-            return Err(AppError::InvalidRequest("the upload is empty".into()));
-        }
-        if content.len() > MAX_UPLOAD_BYTES {
-            return Err(upload_too_large());
-        }
-        let mut id = [0u8; 10];
-        rand::thread_rng().fill_bytes(&mut id);
-        let id = format!("u-{}", hex::encode(id));
-        let sha256 = hex::encode(Sha256::digest(&content));
-        let size = content.len() as u64;
-        let record = UploadRecord {
-            boundary: boundary.to_owned(),
-            id: id.clone(),
-            sha256: sha256.clone(),
-            content,
-            created_at: palisade_store::now(),
-        };
-        self.store.put_upload(record).await.map_err(|e| match e {
-            StoreError::NotFound => boundary_not_found(boundary),
-            other => AppError::from_store(other, "upload"),
-        })?;
-        Ok(UploadView { id, sha256, size })
-    }
-
     /// A token that opens one upload, and nothing else, for [`FETCH_TOKEN_TTL`].
     pub fn fetch_token(&self, boundary: &str, id: &str) -> AppResult<String> {
         fetch_token(&self.sealing, boundary, id)
-    }
-
-    /// The content of an upload, for a build Job holding a fetch token of that upload. Any
-    /// other token, an expired one, or one of another upload is 401 (the same answer for
-    /// each, so a token reveals nothing about other uploads).
-    pub async fn fetch_upload(
-        &self,
-        boundary: &str,
-        id: &str,
-        token: Option<&str>,
-    ) -> AppResult<UploadRecord> {
-        let refused =
-            || AppError::Unauthorized("a valid fetch token of this upload is required".into());
-        let token = token.ok_or_else(refused)?;
-        let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(token)
-            .map_err(|_| refused())?;
-        let text = self.sealing.open(&sealed).map_err(|_| refused())?;
-        let text = String::from_utf8(text).map_err(|_| refused())?;
-        let expires = text
-            .strip_prefix(&token_prefix(boundary, id))
-            .and_then(|rest| rest.parse::<u64>().ok())
-            .ok_or_else(refused)?;
-        if expires < unix_now() {
-            return Err(refused());
-        }
-        self.store
-            .get_upload(boundary, id)
-            .await
-            .map_err(|e| match e {
-                StoreError::NotFound => refused(),
-                other => AppError::from_store(other, "upload"),
-            })
     }
 }
 

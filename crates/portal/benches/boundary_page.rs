@@ -101,6 +101,7 @@ async fn fixture() -> Fixture {
                     name: body["name"].as_str().unwrap().to_owned(),
                     body_json: body.to_string(),
                     cluster: None,
+                    upload: None,
                 },
                 None,
                 None,

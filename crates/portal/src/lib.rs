@@ -64,7 +64,7 @@ where
                 .post(pages::resource_form::upload_submit)
                 // The file: the application's limit, and room for the form's other fields.
                 .layer(axum::extract::DefaultBodyLimit::max(
-                    palisade_app::workloads::MAX_UPLOAD_BYTES + 64 * 1024,
+                    palisade_app::uploads::MAX_UPLOAD_BYTES + 64 * 1024,
                 )),
         )
         .route(

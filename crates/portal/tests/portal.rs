@@ -1084,6 +1084,7 @@ async fn the_boundary_page_shows_each_workload_status() {
                     name: name.into(),
                     body_json: body.to_string(),
                     cluster: Some("k1".into()),
+                    upload: None,
                 },
                 None,
                 None,
@@ -1395,6 +1396,19 @@ async fn an_upload_without_the_session_csrf_token_is_refused() {
     assert_eq!(answer.status, StatusCode::SEE_OTHER);
 }
 
+/// The content of an upload of boundary `other`, as its build Job fetches it.
+async fn upload_content(portal: &Portal, id: &str) -> Vec<u8> {
+    let token = portal.state.fetch_token("other", id).unwrap();
+    portal
+        .state
+        .fetch_upload("other", id, Some(&token))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn an_upload_creates_the_code_and_the_function_with_its_warning() {
     let portal = Portal::demo().await;
@@ -1488,8 +1502,7 @@ async fn an_upload_creates_the_code_and_the_function_with_its_warning() {
     assert_eq!(stored["replicas"], json!(2));
     assert_eq!(stored["cluster"], "k1");
     assert_eq!(stored["namespace"], "web");
-    let upload = portal.state.store.get_upload("other", &kept).await.unwrap();
-    assert_eq!(upload.content, code);
+    assert_eq!(upload_content(&portal, &kept).await, code);
 
     // A file chosen with everything else right: a new upload and a static web app.
     let site = portal
@@ -1519,16 +1532,7 @@ async fn an_upload_creates_the_code_and_the_function_with_its_warning() {
         .await;
     let id = stored["upload"].as_str().unwrap();
     assert_ne!(id, kept);
-    assert_eq!(
-        portal
-            .state
-            .store
-            .get_upload("other", id)
-            .await
-            .unwrap()
-            .content,
-        b"<h1>docs</h1>"
-    );
+    assert_eq!(upload_content(&portal, id).await, b"<h1>docs</h1>");
     // A taken name is the API's 409 at the name.
     let taken = portal
         .post_multipart(
@@ -1552,7 +1556,7 @@ async fn an_upload_over_the_limit_is_the_api_413_at_the_file() {
     with_cluster_and_no_latest(&portal).await;
     let browser = portal.sign_in(&portal.admin).await;
     let path = "/boundaries/other/uploads/new?type=function";
-    let max = palisade_app::workloads::MAX_UPLOAD_BYTES;
+    let max = palisade_app::uploads::MAX_UPLOAD_BYTES;
     // One byte over: the application's own answer.
     let over = vec![b'x'; max + 1];
     let answer = portal

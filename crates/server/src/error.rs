@@ -118,14 +118,15 @@ impl IntoResponse for ApiError {
                 HeaderValue::from_static("Bearer realm=\"palisade\""),
             );
         }
-        if let ApiError::App(AppError::RateLimited { retry_after, .. }) = &self {
-            // Whole seconds, rounded up: a client that waits as long finds a write free.
-            let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-            if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
-        }
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        let retry_after = match &self {
+            ApiError::App(error) => error.retry_after(),
+            _ => None,
+        };
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        } else if status == StatusCode::SERVICE_UNAVAILABLE {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));

@@ -39,6 +39,14 @@ pub enum StoreError {
     /// A stored row holds something the store cannot read back (e.g. a bad timestamp).
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// Storing the upload would take its boundary's uploads past the limit it was given;
+    /// `stored` is what they count now. Nothing was written.
+    #[error("the boundary's uploads count {stored} bytes; this one would pass their limit")]
+    UploadQuota { stored: u64 },
+    /// A resource names an upload that is not stored (deleted meanwhile). Nothing was
+    /// written.
+    #[error("upload {0} is not stored")]
+    UploadMissing(String),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -37,11 +37,12 @@ use async_trait::async_trait;
 
 pub use error::{DatabaseError, DatabaseErrorKind, MigrationError, Result, StoreError, Veto};
 pub use lease::Lease;
+pub use ops::uploads::{counted as counted_upload_bytes, LEAST_COUNTED_UPLOAD_BYTES};
 pub use records::{
     AuditRecord, BoundaryRecord, ChangeRecord, Check, ClusterRecord, Edit, Editor, Guard,
-    NamespaceRecord, NewResource, Page, PoliciesVersion, PolicyHistoryEntry, PolicyRecord,
-    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, TokenRecord,
-    UploadRecord, WriteAction,
+    NamespaceRecord, NewResource, NewUpload, Page, PoliciesVersion, PolicyHistoryEntry,
+    PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
+    TokenRecord, UploadRecord, WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -139,9 +140,41 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn set_resource_status(&self, key: &ResourceKey, status: &str) -> Result<bool>;
 
     // ---- uploaded code ----
-    /// Stores an upload (`Conflict` if its id is taken; `NotFound` without the boundary).
-    async fn put_upload(&self, upload: UploadRecord) -> Result<()>;
+    // An upload is written in chunks, each in a transaction of its own, and then stored (its
+    // row, counted against the boundary's limit) in one more: only a stored upload exists.
+    // Chunks of an upload that is not stored are invisible, and are deleted by
+    // `discard_upload` (a failed upload) or `delete_orphan_upload_chunks` (the sweeper).
+    /// Writes chunk `seq` (from 0) of upload `id` of the boundary (`Conflict` when that chunk
+    /// is written, or the upload is stored, already).
+    async fn put_upload_chunk(
+        &self,
+        boundary: &str,
+        id: &str,
+        seq: i64,
+        content: &[u8],
+    ) -> Result<()>;
+    /// Stores an upload whose chunks are written, counting `counted_upload_bytes(size)`
+    /// against the boundary's `limit`: `NotFound` without the boundary, `UploadQuota` when
+    /// the boundary's uploads would count more than `limit`, `Conflict` when it is stored
+    /// already, `Corrupt` when a chunk is missing; nothing is written on any of them.
+    async fn store_upload(&self, upload: NewUpload, limit: u64) -> Result<()>;
+    /// A stored upload (`NotFound` otherwise).
     async fn get_upload(&self, boundary: &str, id: &str) -> Result<UploadRecord>;
+    /// Chunk `seq` of a stored upload; `None` past its last (and for an upload not stored).
+    async fn upload_chunk(&self, boundary: &str, id: &str, seq: i64) -> Result<Option<Vec<u8>>>;
+    /// What the boundary's stored uploads count against its limit, in bytes.
+    async fn upload_usage(&self, boundary: &str) -> Result<u64>;
+    /// Deletes at most `max` chunks of an upload that was never stored; how many (0 when none
+    /// is left, or the upload is stored).
+    async fn discard_upload(&self, boundary: &str, id: &str, max: usize) -> Result<u64>;
+    /// Deletes at most `max` stored uploads that no resource names and that were made or
+    /// last named (see `NewResource::upload`) before `named_before` (RFC 3339 UTC, as `now`
+    /// writes it), taking them off their boundaries' usage; how many. Their chunks are left
+    /// to `delete_orphan_upload_chunks`.
+    async fn delete_unnamed_uploads(&self, named_before: &str, max: usize) -> Result<u64>;
+    /// Deletes at most `max` chunks written before `written_before` that belong to no stored
+    /// upload; how many.
+    async fn delete_orphan_upload_chunks(&self, written_before: &str, max: usize) -> Result<u64>;
 
     // ---- committed history (all boundaries share one sequence) ----
     async fn list_changes(&self, boundary: &str) -> Result<Vec<ChangeRecord>>;
@@ -291,7 +324,13 @@ pub fn etag_of(parts: &[&str]) -> String {
 
 /// Now, as RFC 3339 UTC with milliseconds (the format of every stored timestamp).
 pub fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    timestamp(std::time::SystemTime::now())
+}
+
+/// `time` as every stored timestamp is written (RFC 3339 UTC with milliseconds), so that
+/// timestamps compare as text.
+pub fn timestamp(time: std::time::SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// Whether an `If-Match` value matches an etag: `*`, the bare etag, or the quoted etag

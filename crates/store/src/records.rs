@@ -152,6 +152,8 @@ pub struct NewResource {
     /// The cluster a workload is placed in: a write that has one (before or after) wakes the
     /// reconciler.
     pub cluster: Option<String>,
+    /// The upload the body names (`upload`): it must be stored, and it is marked named now.
+    pub upload: Option<String>,
 }
 
 /// The result of an `Editor`: the resource's new body and, for a plan move, the check.
@@ -160,17 +162,37 @@ pub struct Edit {
     pub guard: Option<Guard>,
     /// The cluster the edited workload is placed in (see `NewResource::cluster`).
     pub cluster: Option<String>,
+    /// The upload the new body names (see `NewResource::upload`).
+    pub upload: Option<String>,
 }
 
-/// Code uploaded for a build, as stored.
+/// Code uploaded for a build, as stored: what it is. Its content is read chunk by chunk
+/// (`Store::upload_chunk`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UploadRecord {
     pub boundary: String,
     /// Opaque, made by the application.
     pub id: String,
-    /// Hex SHA-256 of `content`.
+    /// Hex SHA-256 of the content.
     pub sha256: String,
-    pub content: Vec<u8>,
+    /// The content's length in bytes.
+    pub size: u64,
+    pub created_at: String,
+    /// When a resource last named it (a create or an update writing `upload`); `None` before.
+    pub named_at: Option<String>,
+}
+
+/// An upload whose chunks (`0..chunks`) are written, to be stored (`Store::store_upload`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewUpload {
+    pub boundary: String,
+    pub id: String,
+    /// Hex SHA-256 of the content.
+    pub sha256: String,
+    /// The content's length in bytes.
+    pub size: u64,
+    /// How many chunks were written.
+    pub chunks: i64,
     pub created_at: String,
 }
 
@@ -180,6 +202,7 @@ impl std::fmt::Debug for Edit {
             .field("body_json", &self.body_json)
             .field("guarded", &self.guard.is_some())
             .field("cluster", &self.cluster)
+            .field("upload", &self.upload)
             .finish()
     }
 }

@@ -19,9 +19,9 @@ use crate::ops::{
 use crate::sql::{by, remaining, Conn, DbResult};
 use crate::{
     AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor, Guard, Lease,
-    NamespaceRecord, NewResource, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord,
-    PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError,
-    TokenRecord, UploadRecord, WriteAction,
+    NamespaceRecord, NewResource, NewUpload, Page, PolicyHistoryEntry, PolicyRecord,
+    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store,
+    StoreError, TokenRecord, UploadRecord, WriteAction,
 };
 
 /// What differs between SQLite and PostgreSQL below the operations: how a write transaction
@@ -303,6 +303,10 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let Some(channel) = B::ONE_STATEMENT_CREATE else {
             return self.create_in_transaction(resource, guard, deadline).await;
         };
+        // Naming an upload writes its row too (`uploads::name`): not one statement.
+        if resource.upload.is_some() {
+            return self.create_in_transaction(resource, guard, deadline).await;
+        }
         // The version the guard last saw, when it allowed there: the create then runs as one
         // statement that writes only if the boundary is still at that version.
         let allowed_at = match &guard {
@@ -373,14 +377,52 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, Wake::Nobody).await
     }
 
-    async fn put_upload(&self, upload: UploadRecord) -> Result<()> {
+    async fn put_upload_chunk(
+        &self,
+        boundary: &str,
+        id: &str,
+        seq: i64,
+        content: &[u8],
+    ) -> Result<()> {
         let mut tx = self.begin(None).await?;
-        let result = uploads::put(tx.conn(), &upload).await;
+        let result = uploads::put_chunk(tx.conn(), boundary, id, seq, content).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn store_upload(&self, upload: NewUpload, limit: u64) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = uploads::store(tx.conn(), &upload, limit).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn get_upload(&self, boundary: &str, id: &str) -> Result<UploadRecord> {
         uploads::get(&mut *self.read().await?, boundary, id).await
+    }
+
+    async fn upload_chunk(&self, boundary: &str, id: &str, seq: i64) -> Result<Option<Vec<u8>>> {
+        uploads::chunk(&mut *self.read().await?, boundary, id, seq).await
+    }
+
+    async fn upload_usage(&self, boundary: &str) -> Result<u64> {
+        uploads::usage(&mut *self.read().await?, boundary).await
+    }
+
+    async fn discard_upload(&self, boundary: &str, id: &str, max: usize) -> Result<u64> {
+        let mut tx = self.begin(None).await?;
+        let result = uploads::discard(tx.conn(), boundary, id, max).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn delete_unnamed_uploads(&self, named_before: &str, max: usize) -> Result<u64> {
+        let mut tx = self.begin(None).await?;
+        let result = uploads::delete_unnamed(tx.conn(), named_before, max).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn delete_orphan_upload_chunks(&self, written_before: &str, max: usize) -> Result<u64> {
+        let mut tx = self.begin(None).await?;
+        let result = uploads::delete_orphan_chunks(tx.conn(), written_before, max).await;
+        tx.finish(result, Wake::Nobody).await
     }
 
     async fn create_token(&self, token: TokenRecord) -> Result<()> {

@@ -62,11 +62,10 @@ pub fn router() -> Router<AppState> {
                 .delete(resources::delete),
         )
         .route("/v1/boundaries/{boundary}/plans", get(resources::plans))
+        // The body streams into the store; the application bounds it (8 MiB).
         .route(
             "/v1/boundaries/{boundary}/uploads",
-            axum::routing::post(uploads::create).layer(axum::extract::DefaultBodyLimit::max(
-                palisade_app::workloads::MAX_UPLOAD_BYTES,
-            )),
+            axum::routing::post(uploads::create),
         )
         .route(
             "/v1/boundaries/{boundary}/uploads/{id}/content",

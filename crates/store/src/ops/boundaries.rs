@@ -21,7 +21,10 @@ const DELETE_ATTACHMENTS: &str = "DELETE FROM boundary_clusters WHERE boundary =
 /// A boundary's tokens go with it: a boundary created later under the same name must not
 /// inherit them.
 const DELETE_TOKENS: &str = "DELETE FROM tokens WHERE boundary = $1";
+/// Its uploads' rows and usage; their chunks are left to the sweeper, which deletes them in
+/// small batches (a boundary may hold a gigabyte of them).
 const DELETE_UPLOADS: &str = "DELETE FROM uploads WHERE boundary = $1";
+const DELETE_UPLOAD_USAGE: &str = "DELETE FROM upload_usage WHERE boundary = $1";
 const DELETE: &str = "DELETE FROM boundaries WHERE name = $1";
 
 fn boundary(row: &dyn Fields) -> sqlx::Result<BoundaryRecord> {
@@ -89,6 +92,7 @@ pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
         DELETE_ATTACHMENTS,
         DELETE_TOKENS,
         DELETE_UPLOADS,
+        DELETE_UPLOAD_USAGE,
         DELETE,
     ] {
         c.execute(statement, &[Text(name)]).await?;

@@ -15,7 +15,7 @@
 //! | `statuses` | policies' install status per cluster |
 //! | `audits` | the audit's reports per policy and cluster |
 //! | `settings` | installation-wide settings (the installation id) |
-//! | `uploads` | code uploaded for builds |
+//! | `uploads` | code uploaded for builds, in chunks; each boundary's use; the sweeper's deletes |
 
 pub(crate) mod audits;
 pub(crate) mod boundaries;

@@ -3,9 +3,11 @@
 //! exclusively); a guard then reads every policy of the boundary in the same transaction, so
 //! it sees the policies the write commits against. Writes of one boundary's resources do not
 //! wait for each other: two creates of one name are decided by the unique index (409), two
-//! edits of one resource by the lock on its row (the second reads what the first wrote).
+//! edits of one resource by the lock on its row (the second reads what the first wrote). A
+//! write of a resource that names an upload marks the upload named in the same transaction,
+//! and writes nothing when the upload is not stored (`UploadMissing`).
 
-use super::{boundaries, changes, check_if_match, find, on_insert};
+use super::{boundaries, changes, check_if_match, find, on_insert, uploads};
 use crate::sql::{
     Arg::{self, Int, OptText, Text},
     Conn, Fields,
@@ -32,8 +34,8 @@ const LOCK_FOR_CREATE: &str = "SELECT policies_version, EXISTS (SELECT 1 FROM re
      WHERE boundary = $1 AND resource_type = $2 AND name = $3) AS found \
      FROM boundaries WHERE name = $1";
 const INSERT: &str = "INSERT INTO resources \
-     (boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster) \
-     VALUES ($1, $2, $3, $4, $5, $6, $6, $7)";
+     (boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, upload) \
+     VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)";
 /// PostgreSQL only (a data-modifying `WITH`): a create in one statement, its own transaction.
 /// `lt` sets the lock wait limit (`$9`) before `b` takes the boundary in a shared lock (the
 /// lock is taken on the joined row, so after `lt` ran); the row and its change are written
@@ -56,7 +58,7 @@ const CREATE_IN_ONE_STATEMENT: &str = "WITH \
      SELECT (SELECT policies_version FROM b) AS version, \
             (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM w) AS woke";
 const UPDATE: &str = "UPDATE resources \
-     SET body_json = $4, etag = $5, updated_at = $6, cluster = $7 \
+     SET body_json = $4, etag = $5, updated_at = $6, cluster = $7, upload = $8 \
      WHERE boundary = $1 AND resource_type = $2 AND name = $3";
 /// The workloads placed in a cluster, every boundary's.
 const SELECT_IN_CLUSTER: &str =
@@ -161,10 +163,14 @@ pub(crate) async fn create<C: Conn>(
             Text(&etag),
             Text(&now),
             OptText(resource.cluster.as_deref()),
+            OptText(resource.upload.as_deref()),
         ],
     )
     .await
     .map_err(|e| on_insert(e, &format!("resource {subject}")))?;
+    if let Some(upload) = &resource.upload {
+        uploads::name(c, &resource.boundary, upload, &now).await?;
+    }
     let kind = changes::RESOURCE_CREATE;
     let body = Some(resource.body_json.as_str());
     changes::append(c, &resource.boundary, kind, &subject, body, &now).await?;
@@ -179,6 +185,7 @@ fn created(resource: NewResource, etag: String, now: String) -> ResourceRecord {
         name,
         body_json,
         cluster,
+        upload: _,
     } = resource;
     ResourceRecord {
         boundary,
@@ -218,6 +225,7 @@ pub(crate) async fn create_in_one_statement<C: Conn>(
         name,
         body_json,
         cluster,
+        upload: _,
     } = resource;
     let subject = subject(resource_type, name);
     let now = crate::now();
@@ -341,6 +349,7 @@ pub(crate) async fn update<C: Conn>(
         body_json,
         guard,
         cluster,
+        upload,
     } = editor(&current).map_err(StoreError::Vetoed)?;
     let warnings = run_guard(c, &key.boundary, version, guard).await?;
     if body_json == current.body_json && cluster == current.cluster {
@@ -357,8 +366,12 @@ pub(crate) async fn update<C: Conn>(
         Text(&etag),
         Text(&now),
         OptText(cluster.as_deref()),
+        OptText(upload.as_deref()),
     ];
     c.execute(UPDATE, &args).await?;
+    if let Some(upload) = &upload {
+        uploads::name(c, &key.boundary, upload, &now).await?;
+    }
     let subject = subject(&key.resource_type, &key.name);
     let kind = changes::RESOURCE_UPDATE;
     changes::append(c, &key.boundary, kind, &subject, Some(&body_json), &now).await?;

@@ -191,6 +191,7 @@ pub async fn a_deadline_passed_before_the_commit_writes_nothing(db: TestDb) {
                 body_json: r#"{"plan":"large"}"#.into(),
                 guard: Some(guard),
                 cluster: None,
+                upload: None,
             })
         })
     };
@@ -231,6 +232,7 @@ pub async fn concurrent_edits_of_one_resource_lose_nothing(db: TestDb) {
                             body_json: serde_json::Value::Object(body).to_string(),
                             guard: None,
                             cluster: None,
+                            upload: None,
                         })
                     });
                     store

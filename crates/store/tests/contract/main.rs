@@ -19,6 +19,7 @@ mod reconciler;
 mod resources;
 mod support;
 mod tokens;
+mod uploads;
 
 use palisade_store::SharedStore;
 use palisade_testkit::postgres::test_database_url;
@@ -40,10 +41,13 @@ use reconciler::{
 use resources::{
     a_boundary_made_again_starts_at_another_version, a_guard_reads_the_policies_once_per_version,
     create_resource_checks_before_the_guard, create_resource_with_guards, delete_resource,
-    pagination, placed_workloads_statuses_and_uploads, unchanged_body_writes_nothing,
-    update_resource,
+    pagination, placed_workloads_and_statuses, unchanged_body_writes_nothing, update_resource,
 };
 use tokens::{bootstrap_admin_token, bootstrap_admin_token_concurrently, tokens};
+use uploads::{
+    unnamed_uploads_are_swept_and_named_ones_stay, uploads_are_stored_from_chunks,
+    uploads_count_against_their_boundarys_limit,
+};
 
 /// A database for one test: its URL, and the temporary directory of a SQLite file.
 #[derive(Debug)]
@@ -113,7 +117,7 @@ contract!(
     unchanged_body_writes_nothing,
     delete_resource,
     pagination,
-    placed_workloads_statuses_and_uploads,
+    placed_workloads_and_statuses,
     changes_share_one_sequence,
     history_is_pruned_oldest_first_in_batches,
     tokens,
@@ -130,6 +134,9 @@ contract!(
     a_deadline_passed_before_the_commit_writes_nothing,
     concurrent_edits_of_one_resource_lose_nothing,
     concurrent_creates_of_one_name_conflict,
+    uploads_are_stored_from_chunks,
+    uploads_count_against_their_boundarys_limit,
+    unnamed_uploads_are_swept_and_named_ones_stay,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -143,6 +143,7 @@ pub async fn update_resource(db: TestDb) {
             body_json: r#"{"plan":"medium"}"#.into(),
             guard: Some(guard),
             cluster: None,
+            upload: None,
         })
     });
     let (updated, warnings) = store
@@ -166,6 +167,7 @@ pub async fn update_resource(db: TestDb) {
             body_json: "{}".into(),
             guard: None,
             cluster: None,
+            upload: None,
         })
     });
     assert_precondition_failed(
@@ -368,9 +370,8 @@ pub async fn pagination(db: TestDb) {
 }
 
 /// Workloads placed in a cluster (SPEC 5): read by cluster, their writes wake the reconciler
-/// (others do not), the reconciler's status changes neither etag nor history, and uploads are
-/// kept per boundary.
-pub async fn placed_workloads_statuses_and_uploads(db: TestDb) {
+/// (others do not), and the reconciler's status changes neither etag nor history.
+pub async fn placed_workloads_and_statuses(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
     store.create_boundary("c", None).await.unwrap();
@@ -457,29 +458,6 @@ pub async fn placed_workloads_statuses_and_uploads(db: TestDb) {
         .set_resource_status(&key("b", "app", "gone"), "running")
         .await
         .unwrap());
-
-    let upload = UploadRecord {
-        boundary: "b".into(),
-        id: "u1".into(),
-        sha256: "ab".into(),
-        content: vec![0, 1, 2, 255],
-        created_at: "2026-12-04T00:00:00Z".into(),
-    };
-    store.put_upload(upload.clone()).await.unwrap();
-    assert_eq!(store.get_upload("b", "u1").await.unwrap(), upload);
-    assert_not_found(store.get_upload("c", "u1").await);
-    assert!(matches!(
-        store.put_upload(upload.clone()).await,
-        Err(StoreError::Conflict(_))
-    ));
-    assert_not_found(
-        store
-            .put_upload(UploadRecord {
-                boundary: "nope".into(),
-                ..upload
-            })
-            .await,
-    );
 }
 
 /// A guard that keeps what it saw per policies' version, as the application's plan guard
@@ -600,6 +578,7 @@ pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
                         body_json: r#"{"plan":"large"}"#.into(),
                         guard: Some(Box::new(guard)),
                         cluster: None,
+                        upload: None,
                     })
                 }
             }),

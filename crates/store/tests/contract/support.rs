@@ -42,6 +42,7 @@ pub fn new_resource(boundary: &str, resource_type: &str, name: &str, body: &str)
         name: name.into(),
         body_json: body.into(),
         cluster: None,
+        upload: None,
     }
 }
 
@@ -101,6 +102,7 @@ pub fn editor(body: &str, guard: Option<Guard>) -> Editor {
             body_json: body,
             guard,
             cluster: None,
+            upload: None,
         })
     })
 }

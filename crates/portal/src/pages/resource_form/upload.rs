@@ -4,16 +4,19 @@
 //! will deny the build of uploaded code (the application's `upload_form_warnings`), and the page
 //! after the create shows the create's own warnings.
 //!
-//! The CSRF token travels as the form's first field and is checked before anything is stored.
+//! The CSRF token travels as the form's first field and is checked before anything is stored:
+//! the form is read field by field, and its file is stored as it arrives (never held whole),
+//! once the token before it has been checked; a file before the token is refused.
 //! After a failed create the upload is kept: the form carries its id, so the user need not
 //! choose the file again (the API checks that the id names an upload of the boundary).
 
-use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
+use axum::extract::multipart::{Field as FormField, Multipart, MultipartError, MultipartRejection};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
+use futures::StreamExt;
 use maud::{html, Markup};
-use palisade_api_types::view::Picker;
+use palisade_api_types::view::{Picker, UploadView};
 use palisade_app::caller::Access;
 use palisade_app::{App, AppError};
 use palisade_policy::ResourceType;
@@ -219,12 +222,16 @@ pub async fn upload_form(
     form_response(&ctx, &session, &page, StatusCode::OK)
 }
 
-/// A multipart form as read: its text fields in order, the file, and why reading stopped
-/// early, if it did.
+/// A multipart form as read: its text fields in order, what became of its file, and why
+/// reading stopped early, if it did.
 #[derive(Default)]
 struct Submitted {
     fields: Vec<(String, String)>,
-    file: Option<Vec<u8>>,
+    /// The file, stored as it arrived (after the session's token); `None` when no file, or an
+    /// empty one, was sent.
+    stored: Option<Result<UploadView, AppError>>,
+    /// A file came before the session's token: it was passed over, not stored.
+    file_before_token: bool,
     failure: Option<MultipartError>,
 }
 
@@ -242,43 +249,52 @@ impl Submitted {
     }
 }
 
-/// Reads the whole form (bounded by the route's body limit); a failure keeps what came before.
-async fn read_form(mut multipart: Multipart) -> Submitted {
-    let mut submitted = Submitted::default();
-    loop {
-        let field = match multipart.next_field().await {
-            Ok(Some(field)) => field,
-            Ok(None) => return submitted,
+/// Stores the file as it arrives (the application reads it a chunk at a time); `None` when
+/// no file was chosen (an empty part).
+async fn store_file(
+    state: &App,
+    access: &Access,
+    mut field: FormField<'_>,
+) -> Option<Result<UploadView, AppError>> {
+    let first = loop {
+        match field.chunk().await {
+            Ok(Some(bytes)) if bytes.is_empty() => {}
+            Ok(Some(bytes)) => break bytes,
+            Ok(None) => return None,
             Err(error) => {
-                submitted.failure = Some(error);
-                return submitted;
-            }
-        };
-        let name = field.name().unwrap_or("").to_owned();
-        if name == FILE_FIELD {
-            match field.bytes().await {
-                Ok(bytes) if submitted.file.is_none() => submitted.file = Some(bytes.to_vec()),
-                Ok(_) => {}
-                Err(error) => {
-                    submitted.failure = Some(error);
-                    return submitted;
-                }
-            }
-        } else {
-            match field.text().await {
-                Ok(text) => submitted.fields.push((name, text)),
-                Err(error) => {
-                    submitted.failure = Some(error);
-                    return submitted;
-                }
+                tracing::debug!(%error, "an uploaded file could not be read");
+                return Some(Err(AppError::InvalidRequest(
+                    "the upload could not be read whole: the client stopped sending it".into(),
+                )));
             }
         }
+    };
+    let content = futures::stream::once(std::future::ready(Ok(first))).chain(field);
+    Some(state.create_upload(access, None, content).await)
+}
+
+/// The boundary, opened for the session's caller, and the type asked for; the page to answer
+/// instead when either cannot be had.
+async fn open_for_upload(
+    state: &App,
+    ctx: &Ctx,
+    session: &Session,
+    boundary: &str,
+    uri: &Uri,
+) -> Result<(Access, ResourceType), Response> {
+    let access = match state.open(&session.caller, boundary).await {
+        Ok(access) => access,
+        Err(e) => return Err(error_response(ctx, Some(session), &e)),
+    };
+    match upload_type(uri) {
+        Some(ty) => Ok((access, ty)),
+        None => Err(type_refused(ctx, session, boundary)),
     }
 }
 
 /// A form over the route's body limit: the API's 413 for an upload that is too large.
 fn too_large() -> AppError {
-    palisade_app::workloads::upload_too_large()
+    palisade_app::uploads::upload_too_large()
 }
 
 pub async fn upload_submit(
@@ -294,22 +310,64 @@ pub async fn upload_submit(
         Err(r) => return r,
     };
     // A body that is not multipart carries no token this page can read.
-    let Ok(multipart) = multipart else {
+    let Ok(mut multipart) = multipart else {
         return csrf_rejected(&ctx, Some(&session));
     };
-    let submitted = read_form(multipart).await;
+    // The form is read field by field; its file is stored as it arrives, and only after the
+    // session's token (the form's first field) has been checked.
+    let mut submitted = Submitted::default();
+    let mut opened: Option<(Access, ResourceType)> = None;
+    loop {
+        let field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(error) => {
+                submitted.failure = Some(error);
+                break;
+            }
+        };
+        let name = field.name().unwrap_or("").to_owned();
+        if name != FILE_FIELD {
+            match field.text().await {
+                Ok(text) => submitted.fields.push((name, text)),
+                Err(error) => {
+                    submitted.failure = Some(error);
+                    break;
+                }
+            }
+            continue;
+        }
+        if submitted.stored.is_some() || submitted.file_before_token {
+            continue;
+        }
+        if !submitted.has(CSRF_FIELD) {
+            submitted.file_before_token = true;
+            continue;
+        }
+        if !tokens_match(&session.csrf, submitted.get(CSRF_FIELD)) {
+            return csrf_rejected(&ctx, Some(&session));
+        }
+        let (access, ty) = match open_for_upload(&state, &ctx, &session, &boundary, &uri).await {
+            Ok(opened) => opened,
+            Err(response) => return response,
+        };
+        submitted.stored = store_file(&state, &access, field).await;
+        opened = Some((access, ty));
+    }
     // Nothing is stored without the session's token. A form cut short before its token (the
     // first field) arrived is only shown again, with why it was cut short.
     let cut_before_token = submitted.failure.is_some() && !submitted.has(CSRF_FIELD);
-    if !cut_before_token && !tokens_match(&session.csrf, submitted.get(CSRF_FIELD)) {
+    if !cut_before_token
+        && (submitted.file_before_token || !tokens_match(&session.csrf, submitted.get(CSRF_FIELD)))
+    {
         return csrf_rejected(&ctx, Some(&session));
     }
-    let access = match state.open(&session.caller, &boundary).await {
-        Ok(access) => access,
-        Err(e) => return error_response(&ctx, Some(&session), &e),
-    };
-    let Some(ty) = upload_type(&uri) else {
-        return type_refused(&ctx, &session, &boundary);
+    let (access, ty) = match opened {
+        Some(opened) => opened,
+        None => match open_for_upload(&state, &ctx, &session, &boundary, &uri).await {
+            Ok(opened) => opened,
+            Err(response) => return response,
+        },
     };
     let mut typed = UploadTyped::from_fields(&submitted.fields);
     let mut outcome = Outcome::default();
@@ -322,7 +380,46 @@ pub async fn upload_submit(
         }
     };
 
+    // The file chosen now (stored already), or the upload an earlier attempt made.
+    let upload = match submitted.stored {
+        Some(Ok(view)) => {
+            tracing::info!(%boundary, upload = %view.id, size = view.size,
+                actor = %session.caller.actor(), "portal: code uploaded");
+            view.id
+        }
+        Some(Err(_)) | None if submitted.failure.is_some() => String::new(),
+        Some(Err(error)) => {
+            let status = status_of(&error);
+            match error {
+                AppError::InvalidRequest(message)
+                | AppError::LimitExceeded(message)
+                | AppError::TooManyRequests(message)
+                | AppError::Busy(message) => {
+                    // The whole upload is the field.
+                    outcome.field_error = Some((Field::Upload, message));
+                }
+                other => {
+                    if let Err(other) = place_error(&mut outcome, other, &[]) {
+                        return error_response(&ctx, Some(&session), &other);
+                    }
+                }
+            }
+            return failed(typed, outcome, status).await;
+        }
+        None if !typed.upload.is_empty() => typed.upload.clone(),
+        None => {
+            let error = palisade_app::uploads::upload_empty();
+            let status = status_of(&error);
+            outcome.field_error = Some((Field::Upload, error.body().error.message));
+            return failed(typed, outcome, status).await;
+        }
+    };
+
     if let Some(error) = &submitted.failure {
+        // A file stored before the form was cut short is kept for the retry.
+        if !upload.is_empty() {
+            typed.upload = upload;
+        }
         if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
             let error = too_large();
             outcome.field_error = Some((Field::Upload, error.body().error.message));
@@ -332,35 +429,6 @@ pub async fn upload_submit(
         page.unreadable = true;
         return form_response(&ctx, &session, &page, StatusCode::BAD_REQUEST);
     }
-
-    // The file chosen now, or the upload an earlier attempt made.
-    let content = submitted.file.unwrap_or_default();
-    let upload = if content.is_empty() && !typed.upload.is_empty() {
-        typed.upload.clone()
-    } else {
-        match state.create_upload(&access, content).await {
-            Ok(view) => {
-                tracing::info!(%boundary, upload = %view.id, size = view.size,
-                    actor = %session.caller.actor(), "portal: code uploaded");
-                view.id
-            }
-            Err(error) => {
-                let status = status_of(&error);
-                match error {
-                    AppError::InvalidRequest(message) | AppError::LimitExceeded(message) => {
-                        // The whole upload is the field.
-                        outcome.field_error = Some((Field::Upload, message));
-                    }
-                    other => {
-                        if let Err(other) = place_error(&mut outcome, other, &[]) {
-                            return error_response(&ctx, Some(&session), &other);
-                        }
-                    }
-                }
-                return failed(typed, outcome, status).await;
-            }
-        }
-    };
     typed.upload = upload.clone();
 
     let body = typed.body(ty, &upload);
