@@ -85,6 +85,32 @@ pub struct ServeArgs {
     /// per request with few tenants).
     #[arg(long, default_value = "per-policy", value_name = "LAYOUT", value_parser = parse_layout)]
     admission_layout: palisade_reconciler::Layout,
+    /// The most a boundary's stored uploads may count, in bytes (a number, or one with Ki, Mi
+    /// or Gi); an upload beyond it is refused with 413. Each upload is at most 8 MiB and counts
+    /// at least 4 KiB; one that no resource names is deleted 24 hours after it was made or
+    /// last named.
+    #[arg(long, default_value = "1Gi", value_name = "BYTES",
+        value_parser = parse_bytes)]
+    max_upload_bytes: u64,
+}
+
+/// `1073741824`, `1Gi`, `512Mi`, `64Ki`: a number of bytes.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let usage = || format!("'{text}' is not a number of bytes like 1073741824, 1Gi or 512Mi");
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let number: u64 = number.parse().map_err(|_| usage())?;
+    let factor: u64 = match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        _ => return Err(usage()),
+    };
+    number.checked_mul(factor).ok_or_else(usage)
 }
 
 fn parse_layout(text: &str) -> Result<palisade_reconciler::Layout, String> {
@@ -310,7 +336,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // The application, reaching clusters through the Kubernetes adapter.
     let mut app = palisade_app::App::new(store, catalog, sealing)
         .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters))
-        .with_workload_config(workload_config);
+        .with_workload_config(workload_config)
+        .with_upload_limits(palisade_app::uploads::UploadLimits {
+            stored_per_boundary: args.max_upload_bytes,
+            ..palisade_app::uploads::UploadLimits::default()
+        });
     if public_url.is_none() {
         app = app.without_upload_builds();
     }
@@ -321,6 +351,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.history_days > 0 {
         tokio::spawn(app.clone().retain_history(args.history_days));
     }
+
+    tracing::info!(
+        max_upload_bytes = args.max_upload_bytes,
+        "uploads no resource names are deleted 24 hours after they were made or last named"
+    );
+    // Every replica sweeps; each deletion is decided in a transaction of its own.
+    let sweeper = tokio::spawn(palisade_app::uploads::sweep_every(
+        app.clone(),
+        palisade_app::uploads::SWEEP_EVERY,
+    ));
     let state = palisade_server::AppState::of(app);
     let served = palisade_server::serve(
         palisade_server::app_with(state, palisade_portal::router()),
@@ -329,6 +369,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .with_context(|| format!("cannot serve on {}", args.listen));
+    sweeper.abort();
     // The pass in progress finishes its cluster writes (bounded by the reconciler's shutdown
     // grace), then the loop releases its lease and returns.
     drop(stop);
@@ -361,8 +402,26 @@ fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_interval;
+    use super::{parse_bytes, parse_interval};
     use std::time::Duration;
+
+    #[test]
+    fn upload_limits_read_as_bytes() {
+        assert_eq!(parse_bytes("1073741824"), Ok(1 << 30));
+        assert_eq!(parse_bytes("1Gi"), Ok(1 << 30));
+        assert_eq!(parse_bytes("512Mi"), Ok(512 << 20));
+        assert_eq!(parse_bytes("64Ki"), Ok(64 << 10));
+        assert_eq!(parse_bytes("0"), Ok(0));
+        for bad in ["", "Gi", "1G", "1.5Gi", "-1", "1 Gi", "99999999999999Ti"] {
+            assert_eq!(
+                parse_bytes(bad),
+                Err(format!(
+                    "'{bad}' is not a number of bytes like 1073741824, 1Gi or 512Mi"
+                )),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn audit_intervals_read_like_durations() {

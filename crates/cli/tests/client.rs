@@ -1172,3 +1172,52 @@ fn preview_prints_every_page_of_findings() {
     assert_eq!(preview["summary"]["resources_grandfathered"], 1001);
     assert!(preview.get("continue").is_none(), "{preview}");
 }
+
+/// `palisade serve --max-upload-bytes` bounds what one boundary's uploads store (SPEC 5,
+/// v3.1): the upload that would pass it is refused with the limit and the boundary's use, and
+/// the resource it was for is not created.
+#[test]
+fn uploads_past_the_boundarys_limit_are_refused_naming_it() {
+    let server = serve(&["--max-upload-bytes", "20000"]);
+    let t = Some(server.token.as_str());
+    let out = palisade(&server.url, t, &["boundary", "create", "shop"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let code = tempfile::tempdir().unwrap();
+    let file = |name: &str, fill: u8| {
+        let path = code.path().join(name);
+        std::fs::write(&path, vec![fill; 12_000]).unwrap();
+        path
+    };
+    let create = |name: &str, path: &std::path::Path| {
+        palisade(
+            &server.url,
+            t,
+            &[
+                "resource",
+                "create",
+                "shop",
+                "--type",
+                "static_web_app",
+                "--name",
+                name,
+                "--upload",
+                path.to_str().unwrap(),
+            ],
+        )
+    };
+    let out = create("first", &file("first.html", b'a'));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = create("second", &file("second.html", b'b'));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert_eq!(
+        text(&out.stderr),
+        "error: boundary 'shop' stores 12000 of 20000 bytes of uploads (serve --max-upload-bytes); \
+         this upload of 12000 bytes would exceed it [payload_too_large]\n"
+    );
+    let out = palisade(&server.url, t, &["get", "resources", "shop"]);
+    let listed = text(&out.stdout);
+    assert!(
+        listed.contains("first") && !listed.contains("second"),
+        "{listed}"
+    );
+}

@@ -1,7 +1,7 @@
-//! `palisade serve --workload-config FILE` and `--public-url URL` are checked before anything is
-//! created: a builder that is not pinned, a tag on the function-upload builder, an unknown field,
-//! or a public URL that is not http(s) stops `serve` with the field named, and no data directory
-//! is made.
+//! `palisade serve --workload-config FILE`, `--public-url URL` and `--max-upload-bytes` are
+//! checked before anything is created: a builder that is not pinned, a tag on the function-upload
+//! builder, an unknown field, a public URL that is not http(s) or a limit that is no number of
+//! bytes stops `serve` with the field named, and no data directory is made.
 
 #![allow(
     clippy::unwrap_used,
@@ -88,6 +88,19 @@ fn an_unknown_admission_layout_stops_serve_naming_the_flag() {
     assert!(
         stderr.contains(
             "invalid value 'flat' for '--admission-layout <LAYOUT>': unknown admission layout 'flat': expected per-policy, shared or per-boundary"
+        ),
+        "{stderr}"
+    );
+    assert!(!created);
+}
+
+#[test]
+fn a_bad_upload_limit_stops_serve_naming_the_flag() {
+    let (code, stderr, created) = serve(&["--max-upload-bytes", "1GB"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "invalid value '1GB' for '--max-upload-bytes <BYTES>': '1GB' is not a number of bytes like 1073741824, 1Gi or 512Mi"
         ),
         "{stderr}"
     );
