@@ -99,9 +99,9 @@ impl AppError {
                 Some(crate::uploads::RETRY_AFTER_SECONDS)
             }
             // Whole seconds, rounded up: a client that waits as long finds a write free.
-            AppError::RateLimited { retry_after, .. } => Some(
-                (retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1),
-            ),
+            AppError::RateLimited { retry_after, .. } => {
+                Some((retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0)).max(1))
+            }
             _ => None,
         }
     }

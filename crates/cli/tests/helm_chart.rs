@@ -198,6 +198,7 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
             "--token-write-burst=40",
             "--boundary-write-rate=0",
             "--boundary-write-burst=10",
+            "--max-upload-bytes=512Mi",
             "--history-days=90",
             "--demo"
         ])
@@ -479,6 +480,10 @@ fn a_wrong_type_for_each_new_value_fails_naming_the_key() {
         (
             "historyDays=forever",
             "- at '/historyDays': got string, want integer",
+        ),
+        (
+            "maxUploadBytes=1GB",
+            "- at '/maxUploadBytes': '1GB' does not match pattern '^[0-9]+(Ki|Mi|Gi|Ti)?$'",
         ),
         (
             "extraArgs[0]=1",

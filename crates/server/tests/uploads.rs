@@ -311,7 +311,7 @@ async fn uploads_under_way_are_bounded(app: TestApp) {
         "{:?}",
         again.body
     );
-    assert_eq!(again.code(), "too_many_requests");
+    assert_eq!(again.code(), "rate_limited");
     assert_eq!(again.headers["retry-after"], "1");
     assert_eq!(
         again.message(),
