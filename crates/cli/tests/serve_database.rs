@@ -393,3 +393,85 @@ fn body_of_with(port: u16, path: &str, token: &str) -> Option<String> {
     stream.read_to_string(&mut answer).ok()?;
     Some(answer.split_once("\r\n\r\n")?.1.to_owned())
 }
+
+/// A client holding more idle sockets than palisade has file descriptors: `serve` raises its
+/// soft open-files limit to the hard one and caps its connections below it, closing the
+/// connection idle the longest to make room, so `/healthz` keeps answering (the probe that
+/// found this held about 1,100 sockets against a soft limit of 1,024: `accept failed ... Too
+/// many open files`). Here the limits are 256 soft and 512 hard, and 700 sockets are held.
+#[test]
+fn healthz_answers_beside_more_idle_sockets_than_file_descriptors() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new("bash")
+        .args([
+            "-c",
+            r#"ulimit -Sn 256 && ulimit -Hn 512 && exec "$0" serve --no-reconciler --listen "$1" --data-dir "$2""#,
+        ])
+        .arg(BIN)
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(dir.path())
+        .env_remove("PALISADE_DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status_of(port, "/healthz", None) != Some(200) {
+        assert!(Instant::now() < deadline, "palisade serve did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The idle sockets are opened beside the probes (a connect the full listen queue holds
+    // back must not hold the probes back too), and kept until the probes are done.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let holder = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let idle: Vec<std::net::TcpStream> = (0..700)
+                .filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).ok())
+                .collect();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            idle.len()
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    // Probes as a liveness check sends them: 2 s each, while the sockets are held (well within
+    // the 10 s after which palisade closes a connection that sent nothing).
+    let mut answered = 0;
+    for _ in 0..10 {
+        if status_with_timeout(port, "/healthz", Duration::from_secs(2)) == Some(200) {
+            answered += 1;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let held = holder.join().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(held > 256, "only {held} sockets were opened");
+    assert_eq!(answered, 10, "/healthz answered {answered} of 10 probes");
+}
+
+/// [`status_of`] within `timeout` (connecting included): `None` when nothing answers by then.
+fn status_with_timeout(port: u16, path: &str, timeout: Duration) -> Option<u16> {
+    use std::io::{Read, Write};
+    let started = Instant::now();
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = std::net::TcpStream::connect_timeout(&address, timeout).ok()?;
+    let left = timeout.checked_sub(started.elapsed())?;
+    stream.set_read_timeout(Some(left)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.split(' ').nth(1)?.parse().ok()
+}

@@ -31,7 +31,11 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a graceful shutdown waits for requests in flight.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// The time limits of a server; [`Limits::default`] has the documented values.
+/// How many connections a server serves at once unless told otherwise ([`serve`] derives its
+/// own from the process's open-files limit).
+pub const MAX_CONNECTIONS: usize = 4096;
+
+/// The limits of a server; [`Limits::default`] has the documented values.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// See [`HEADER_TIMEOUT`].
@@ -40,6 +44,11 @@ pub struct Limits {
     pub body: Duration,
     /// See [`REQUEST_TIMEOUT`].
     pub request: Duration,
+    /// Connections served at once. At the cap, the connection idle the longest (no request
+    /// under way) is closed to make room for a new one; with none idle, new connections wait
+    /// in the listen queue. So a client holding idle sockets cannot keep others out, and the
+    /// process never runs out of file descriptors on accepting.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -48,8 +57,32 @@ impl Default for Limits {
             header: HEADER_TIMEOUT,
             body: BODY_TIMEOUT,
             request: REQUEST_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
         }
     }
+}
+
+/// Raises the process's soft limit of open files to its hard limit (a soft limit of 1,024 is
+/// common, and is what a client holding idle sockets exhausted), and answers the connections to
+/// serve at once: that limit less a reserve for the store's connections, the clusters' clients
+/// and files (a quarter of it, at most 1,024).
+pub fn connections_for_open_files() -> usize {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limits = getrlimit(Resource::Nofile);
+    let raised = Rlimit {
+        current: limits.maximum,
+        maximum: limits.maximum,
+    };
+    if limits.maximum.is_some() && limits.maximum != limits.current {
+        if let Err(error) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!(%error, "the open-files limit could not be raised to its hard limit");
+        }
+    }
+    let open_files = getrlimit(Resource::Nofile)
+        .current
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let reserve = (open_files / 4).min(1024);
+    open_files.saturating_sub(reserve).max(1)
 }
 
 /// Marks when a request reached the API (see [`Started`]).
@@ -193,8 +226,17 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let listener = TcpListener::bind(listen).await?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    tracing::info!(address = %listener.local_addr()?, scheme, "palisade is listening");
-    serve_with(listener, router, shutdown_signal(), Limits::default(), tls).await
+    let limits = Limits {
+        max_connections: connections_for_open_files(),
+        ..Limits::default()
+    };
+    tracing::info!(
+        address = %listener.local_addr()?,
+        scheme,
+        max_connections = limits.max_connections,
+        "palisade is listening"
+    );
+    serve_with(listener, router, shutdown_signal(), limits, tls).await
 }
 
 /// Serves `router` on `listener` (HTTP/1.1) under `limits` until `shutdown` completes, then
@@ -233,7 +275,13 @@ pub async fn serve_with(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header);
     tokio::pin!(shutdown);
+    let connections = Arc::new(Connections::new(limits.max_connections));
     loop {
+        // Room for one more connection first: the listen queue holds the rest meanwhile.
+        tokio::select! {
+            () = connections.room() => {}
+            () = &mut shutdown => break,
+        }
         tokio::select! {
             accepted = listener.accept() => {
                 let stream = match accepted {
@@ -246,18 +294,30 @@ pub async fn serve_with(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(router.clone());
-                let (builder, watcher, acceptor) =
-                    (builder.clone(), graceful.watcher(), acceptor.clone());
+                let (connection, close) = connections.open();
+                let service = TowerToHyperService::new(tracked(router.clone(), connection.clone()));
+                let (builder, watcher, acceptor, connections) =
+                    (builder.clone(), graceful.watcher(), acceptor.clone(), connections.clone());
                 tokio::spawn(async move {
-                    let Some(acceptor) = acceptor else {
-                        return serve_connection(&builder, watcher, stream, service).await;
+                    let served = async {
+                        let Some(acceptor) = acceptor else {
+                            return serve_connection(&builder, watcher, stream, service).await;
+                        };
+                        match tokio::time::timeout(limits.header, acceptor.accept(stream)).await {
+                            Ok(Ok(stream)) => {
+                                serve_connection(&builder, watcher, stream, service).await
+                            }
+                            Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed"),
+                            Err(_) => tracing::debug!("TLS handshake timed out"),
+                        }
                     };
-                    match tokio::time::timeout(limits.header, acceptor.accept(stream)).await {
-                        Ok(Ok(stream)) => serve_connection(&builder, watcher, stream, service).await,
-                        Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed"),
-                        Err(_) => tracing::debug!("TLS handshake timed out"),
+                    tokio::select! {
+                        () = served => {}
+                        () = close.notified() => {
+                            tracing::debug!("idle connection closed to make room for a new one");
+                        }
                     }
+                    connections.closed(&connection);
                 });
             }
             () = &mut shutdown => break,
@@ -273,14 +333,134 @@ pub async fn serve_with(
     Ok(())
 }
 
+/// One connection as the cap sees it.
+#[derive(Debug)]
+struct Connection {
+    id: u64,
+    /// Requests under way on it.
+    in_flight: std::sync::atomic::AtomicUsize,
+    /// When its last request ended (or it opened).
+    idle_since: std::sync::Mutex<tokio::time::Instant>,
+}
+
+/// The connections a server holds, at most `max` (see [`Limits::max_connections`]).
+#[derive(Debug)]
+struct Connections {
+    max: usize,
+    next: std::sync::atomic::AtomicU64,
+    live: std::sync::Mutex<
+        std::collections::HashMap<u64, (Arc<Connection>, Arc<tokio::sync::Notify>)>,
+    >,
+    freed: tokio::sync::Notify,
+}
+
+impl Connections {
+    fn new(max: usize) -> Self {
+        Connections {
+            max: max.max(1),
+            next: std::sync::atomic::AtomicU64::new(0),
+            live: std::sync::Mutex::new(std::collections::HashMap::new()),
+            freed: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Returns once one more connection fits: at the cap, the connection idle the longest is
+    /// told to close (and forgotten at once); with none idle, waits for one to end.
+    async fn room(&self) {
+        use std::sync::atomic::Ordering;
+        loop {
+            let freed = self.freed.notified();
+            {
+                let Ok(mut live) = self.live.lock() else {
+                    return;
+                };
+                if live.len() < self.max {
+                    return;
+                }
+                let idlest = live
+                    .values()
+                    .filter(|(c, _)| c.in_flight.load(Ordering::Acquire) == 0)
+                    .min_by_key(|(c, _)| {
+                        c.idle_since
+                            .lock()
+                            .map_or_else(|_| tokio::time::Instant::now(), |t| *t)
+                    })
+                    .map(|(c, close)| (c.id, close.clone()));
+                if let Some((id, close)) = idlest {
+                    live.remove(&id);
+                    close.notify_one();
+                    return;
+                }
+            }
+            freed.await;
+        }
+    }
+
+    /// Registers a new connection; the notify closes it.
+    fn open(&self) -> (Arc<Connection>, Arc<tokio::sync::Notify>) {
+        let connection = Arc::new(Connection {
+            id: self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            idle_since: std::sync::Mutex::new(tokio::time::Instant::now()),
+        });
+        let close = Arc::new(tokio::sync::Notify::new());
+        if let Ok(mut live) = self.live.lock() {
+            live.insert(connection.id, (connection.clone(), close.clone()));
+        }
+        (connection, close)
+    }
+
+    /// A connection ended (or was closed to make room).
+    fn closed(&self, connection: &Connection) {
+        if let Ok(mut live) = self.live.lock() {
+            live.remove(&connection.id);
+        }
+        self.freed.notify_one();
+    }
+}
+
+/// `router`, counting the requests under way on `connection` (what makes it busy or idle).
+fn tracked(
+    router: Router,
+    connection: Arc<Connection>,
+) -> impl tower::Service<
+    Request<hyper::body::Incoming>,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<Response, std::convert::Infallible>> + Send,
+> + Clone {
+    use std::sync::atomic::Ordering;
+    use tower::ServiceExt;
+    tower::service_fn(move |request: Request<hyper::body::Incoming>| {
+        let (router, connection) = (router.clone(), connection.clone());
+        async move {
+            connection.in_flight.fetch_add(1, Ordering::AcqRel);
+            let response = router.oneshot(request.map(axum::body::Body::new)).await;
+            if let Ok(mut since) = connection.idle_since.lock() {
+                *since = tokio::time::Instant::now();
+            }
+            connection.in_flight.fetch_sub(1, Ordering::AcqRel);
+            response
+        }
+    })
+}
+
 /// Serves one connection (plain or TLS) until it ends or a graceful shutdown ends it.
-async fn serve_connection<I>(
+async fn serve_connection<I, S>(
     builder: &hyper::server::conn::http1::Builder,
     watcher: hyper_util::server::graceful::Watcher,
     io: I,
-    service: TowerToHyperService<Router>,
+    service: TowerToHyperService<S>,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: tower::Service<
+            Request<hyper::body::Incoming>,
+            Response = Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
 {
     let connection = builder.serve_connection(TokioIo::new(io), service);
     if let Err(error) = watcher.watch(connection).await {

@@ -234,6 +234,7 @@ async fn slow_and_idle_connections_are_closed() {
         header: Duration::from_millis(500),
         body: Duration::from_millis(500),
         request: Duration::from_secs(2),
+        ..palisade_server::Limits::default()
     };
     let (base, stop) = listen(&app, limits).await;
     let address = base.trim_start_matches("http://").to_owned();
@@ -906,6 +907,7 @@ async fn a_trickled_body_is_cut_at_the_body_limit_with_a_400() {
         header: Duration::from_secs(2),
         body: Duration::from_secs(1),
         request: Duration::from_secs(4),
+        ..palisade_server::Limits::default()
     };
     let (base, stop) = listen(&app, limits).await;
     let address = base.trim_start_matches("http://").to_owned();
@@ -1262,4 +1264,48 @@ async fn a_body_of_the_wrong_shape_is_refused_in_words() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// At the connection cap, the connection idle the longest makes room: a client holding idle
+/// sockets (more than the cap) cannot keep `/healthz` out, and a request under way is never
+/// the one closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_make_room_at_the_cap() {
+    let app = TestApp::sqlite().await;
+    let limits = palisade_server::Limits {
+        header: Duration::from_secs(60),
+        max_connections: 10,
+        ..palisade_server::Limits::default()
+    };
+    let (base, stop) = listen(&app, limits).await;
+    let address = base.trim_start_matches("http://").to_owned();
+    // 40 sockets that never send anything (each would wait the 60 s header limit).
+    let mut idle = Vec::new();
+    for _ in 0..40 {
+        idle.push(tokio::net::TcpStream::connect(&address).await.unwrap());
+    }
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    for _ in 0..20 {
+        let answer = client
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .expect("/healthz answers beside 40 idle sockets and a cap of 10");
+        assert_eq!(answer.status(), StatusCode::OK);
+    }
+    // The oldest idle sockets were closed to make room: reading them ends.
+    let mut closed = 0;
+    for mut socket in idle {
+        let mut byte = [0u8; 1];
+        if let Ok(Ok(0)) =
+            tokio::time::timeout(Duration::from_millis(200), socket.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 30, "only {closed} of 40 idle sockets were closed");
+    stop.send(()).ok();
 }
