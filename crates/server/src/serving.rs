@@ -343,14 +343,15 @@ struct Connection {
     idle_since: std::sync::Mutex<tokio::time::Instant>,
 }
 
+/// A live connection and what closes it.
+type Live = (Arc<Connection>, Arc<tokio::sync::Notify>);
+
 /// The connections a server holds, at most `max` (see [`Limits::max_connections`]).
 #[derive(Debug)]
 struct Connections {
     max: usize,
     next: std::sync::atomic::AtomicU64,
-    live: std::sync::Mutex<
-        std::collections::HashMap<u64, (Arc<Connection>, Arc<tokio::sync::Notify>)>,
-    >,
+    live: std::sync::Mutex<std::collections::HashMap<u64, Live>>,
     freed: tokio::sync::Notify,
 }
 
