@@ -7,6 +7,7 @@ pub mod document;
 pub mod error;
 pub mod json;
 pub mod kubeconfig;
+pub mod nesting;
 pub mod pointer;
 pub mod resource;
 pub mod source;
