@@ -127,7 +127,9 @@ fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
 }
 
 /// `bytes` as one JSON value; a syntax error is an error of the whole document.
+/// A JSON body as a value, its nesting bounded before it is parsed.
 fn json_value(bytes: &[u8]) -> Result<serde_json::Value, DocumentError> {
+    crate::nesting::check_json(bytes).map_err(|e| error("", e))?;
     serde_json::from_slice(bytes).map_err(|e| error("", format!("is not valid JSON: {e}")))
 }
 
@@ -141,6 +143,7 @@ pub struct ValidPolicy {
 
 impl PolicyDocument {
     /// Parses a JSON document; errors carry the pointer of the field.
+    /// Nesting deeper than [`crate::nesting::MAX_DEPTH`] is refused before it is parsed.
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
         crate::json::typed(&json_value(bytes)?)
     }
@@ -207,6 +210,7 @@ impl PolicyMetadata {
 
 impl PolicySpec {
     /// Parses a JSON spec (the body of a policy PUT); pointers are relative to the body.
+    /// Nesting deeper than [`crate::nesting::MAX_DEPTH`] is refused before it is parsed.
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
         crate::json::typed(&json_value(bytes)?)
     }

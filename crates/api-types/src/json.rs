@@ -15,8 +15,11 @@ use crate::document::DocumentError;
 pub struct InvalidBody(pub String);
 
 /// Parses `bytes` as one JSON value. A duplicate key is a 400 naming it
-/// (`/components/0/name: is given twice`); anything after the value is a 400 too.
+/// (`/components/0/name: is given twice`); anything after the value is a 400 too. A body
+/// nested deeper than [`crate::nesting::MAX_DEPTH`] is refused before it is parsed
+/// (`the body: line 1 column 65: nesting deeper than 64 levels`).
 pub fn parse_value(bytes: &[u8]) -> Result<Value, InvalidBody> {
+    crate::nesting::check_json(bytes).map_err(|e| InvalidBody(format!("the body: {e}")))?;
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = StrictValue {
         pointer: String::new(),

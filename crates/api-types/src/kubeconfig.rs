@@ -229,13 +229,17 @@ fn to_json(value: &Value, pointer: &str) -> Result<serde_json::Value, Kubeconfig
     })
 }
 
-/// Reads a kubeconfig's text and checks it against SPEC 4.1: the YAML read once, aliases
-/// and merge keys (`<<`) resolved, [`check`]ed, and written out again without anchors, so
+/// Reads a kubeconfig's text and checks it against SPEC 4.1: the YAML read once (bounded
+/// before it is parsed, see [`crate::yaml::value`]), aliases and merge keys (`<<`) resolved, [`check`]ed, and written out again without anchors, so
 /// what was checked is exactly what is stored and later loaded. Errors name the field by its
 /// JSON Pointer into the kubeconfig (`""` for the whole document).
 pub fn normalise(text: &str) -> Result<String, KubeconfigError> {
-    let mut config: Value =
-        serde_yaml_ng::from_str(text).map_err(|e| refuse("", format!("is not valid YAML: {e}")))?;
+    let mut config: Value = crate::yaml::value(text).map_err(|e| match e {
+        crate::yaml::ValueError::Refused(refusal) => refuse("", refusal.to_string()),
+        crate::yaml::ValueError::Invalid(error) => {
+            refuse("", format!("is not valid YAML: {error}"))
+        }
+    })?;
     let mut rounds = 0;
     while has_merge_key(&config) {
         if rounds == MAX_MERGE_DEPTH {
@@ -372,6 +376,19 @@ current-context: x
         for (text, error) in cases {
             assert_eq!(checked(&text), Err(error.to_owned()), "{text}");
         }
+    }
+
+    #[test]
+    fn deep_nesting_and_dropped_tags_are_refused_before_parsing() {
+        let deep = format!("{GOOD}preferences: {{x: {}}}\n", "[".repeat(100_000));
+        assert_eq!(
+            checked(&deep),
+            Err(": line 14 column 80: nesting deeper than 64 levels".to_owned())
+        );
+        assert_eq!(
+            checked(&GOOD.replace("client-key-data: YmFy", "client-key-data: !!binary YmFy")),
+            Err(": line 9 column 58: the YAML tag !!binary is not accepted; the tags accepted are !!str, !!int, !!float, !!bool, !!null, !!map, !!seq".to_owned())
+        );
     }
 
     #[test]

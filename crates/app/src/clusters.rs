@@ -85,17 +85,24 @@ impl App {
         self.admit_write(caller, None)?;
         crate::path_name("cluster", cluster)?;
         // What is stored is the validated document itself (merge keys resolved), and the
-        // adapter's own loader accepts it.
-        let kubeconfig = validate_kubeconfig(kubeconfig)?;
-        self.clusters()
-            .check_kubeconfig(&kubeconfig)
-            .map_err(|e| match e {
-                // `<pointer into the kubeconfig>: <why>`
-                ClusterError::Kubeconfig(why) => {
-                    AppError::InvalidRequest(format!("/kubeconfig{why}"))
-                }
-                other => AppError::invalid("/kubeconfig", other),
-            })?;
+        // adapter's own loader accepts it. Both read YAML: off the async workers.
+        let text = kubeconfig.to_owned();
+        let clusters = self.clusters.clone();
+        let kubeconfig = self
+            .off_workers(move |_| {
+                let kubeconfig = validate_kubeconfig(&text)?;
+                clusters
+                    .check_kubeconfig(&kubeconfig)
+                    .map_err(|e| match e {
+                        // `<pointer into the kubeconfig>: <why>`
+                        ClusterError::Kubeconfig(why) => {
+                            AppError::InvalidRequest(format!("/kubeconfig{why}"))
+                        }
+                        other => AppError::invalid("/kubeconfig", other),
+                    })?;
+                Ok::<_, AppError>(kubeconfig)
+            })
+            .await??;
         let sealed = self
             .sealing
             .seal(kubeconfig.as_bytes())

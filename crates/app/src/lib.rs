@@ -140,8 +140,34 @@ impl App {
         &self.policies
     }
 
-    fn heavy_work(&self) -> Arc<tokio::sync::Semaphore> {
-        self.heavy_work.clone()
+    /// Runs CPU-bound reading of a request (parsing and validating a body) on the blocking
+    /// pool, at most one per core at a time (the heavy-work queue), so that the async workers
+    /// keep answering other requests (`/healthz` included). `work` is handed a flag that is
+    /// set when this future is dropped (the request's total time passed, or it was
+    /// cancelled); work of several steps checks it between them. The turn is held until the
+    /// work ends, dropped request or not. One parse cannot be interrupted: what bounds it is
+    /// that bodies are bounded before they are parsed (`palisade_api_types::nesting`).
+    pub async fn off_workers<T, F>(&self, work: F) -> AppResult<T>
+    where
+        F: FnOnce(&std::sync::atomic::AtomicBool) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let cancel = CancelOnDrop::default();
+        let stop = cancel.flag();
+        let turn = self
+            .heavy_work
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| AppError::Internal("the work queue is closed".into()))?;
+        let done = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            work(&stop)
+        })
+        .await
+        .map_err(|e| AppError::Internal(format!("reading the request stopped: {e}")));
+        drop(cancel);
+        done
     }
 
     fn clusters(&self) -> &dyn ports::Clusters {
@@ -192,4 +218,34 @@ pub fn new_installation_id() -> String {
 pub fn path_name(parameter: &str, text: &str) -> AppResult<palisade_policy::Name> {
     palisade_policy::Name::parse(text)
         .map_err(|e| AppError::invalid(&format!("/path/{parameter}"), e))
+}
+
+/// Sets its flag when dropped: the blocking work it was handed stops at its next check.
+#[derive(Debug, Default)]
+struct CancelOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl CancelOnDrop {
+    fn flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.0.clone()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CancelOnDrop;
+
+    #[test]
+    fn dropping_the_request_sets_the_stop_flag() {
+        let cancel = CancelOnDrop::default();
+        let flag = cancel.flag();
+        assert!(!flag.load(std::sync::atomic::Ordering::Relaxed));
+        drop(cancel);
+        assert!(flag.load(std::sync::atomic::Ordering::Relaxed));
+    }
 }

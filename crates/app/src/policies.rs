@@ -367,10 +367,10 @@ impl App {
     }
 
     /// Applies BoundaryPolicy documents (all or nothing; `dry_run` writes nothing). Parsing
-    /// and validation are CPU work: they run off the async workers, one per core at a time,
-    /// and stop between documents when this future is dropped (the client went away).
-    /// Answer order (SPEC 2.4): a role that may not apply (403) before anything about the
-    /// body, then a boundary the caller cannot see (404) before the body's contents (400).
+    /// and validation are CPU work: they run off the async workers (`off_workers`), and stop
+    /// between documents when this future is dropped (the client went away). Answer order
+    /// (SPEC 2.4): a role that may not apply (403) before anything about the body, then a
+    /// boundary the caller cannot see (404) before the body's contents (400).
     pub async fn apply(
         &self,
         caller: &Caller,
@@ -378,18 +378,10 @@ impl App {
         dry_run: bool,
     ) -> AppResult<ApplyResults> {
         caller.require_boundary_admin()?;
-        let cancel = CancelOnDrop::default();
-        let stop = cancel.flag();
-        let turn = self
-            .heavy_work()
-            .acquire_owned()
-            .await
-            .map_err(|_| AppError::Internal("the work queue is closed".into()))?;
         let catalog = self.catalog.clone();
-        let parsed = tokio::task::spawn_blocking(move || parse_apply(&body, &catalog, &stop))
-            .await
-            .map_err(|e| AppError::Internal(format!("apply validation stopped: {e}")))??;
-        drop(turn);
+        let parsed = self
+            .off_workers(move |stop| parse_apply(&body, &catalog, stop))
+            .await??;
         for boundary in &parsed.boundaries {
             self.visible_boundary(caller, boundary).await?;
         }
@@ -540,7 +532,8 @@ struct BoundaryOfMetadata {
 }
 
 /// Parses and validates an apply body, in time linear in its size. Stops with an error when
-/// `stop` is set (the client has gone). A body of more than [`MAX_APPLY_DOCUMENTS`]
+/// `stop` is set (the client has gone). A body nested too deeply or with a tag palisade does
+/// not read is refused before it is parsed; one of more than [`MAX_APPLY_DOCUMENTS`]
 /// documents is a 413 before any of them is validated.
 fn parse_apply(
     bytes: &[u8],
@@ -549,6 +542,8 @@ fn parse_apply(
 ) -> AppResult<ParsedApply> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| AppError::InvalidRequest("the body is not UTF-8 text".into()))?;
+    palisade_api_types::yaml::check(text)
+        .map_err(|refusal| AppError::InvalidRequest(format!("the body: {refusal}")))?;
     let documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
     if documents.len() > MAX_APPLY_DOCUMENTS {
         return Err(AppError::LimitExceeded(format!(
@@ -634,22 +629,6 @@ fn validate_documents(
     Ok(valid)
 }
 
-/// Sets its flag when dropped: the blocking work it was handed stops at its next check.
-#[derive(Debug, Default)]
-struct CancelOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
-
-impl CancelOnDrop {
-    fn flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-        self.0.clone()
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
 impl App {
     /// History retention (`serve --history-days`), forever: every 10 minutes, deletes policy
     /// history and change rows older than `days`, 500 of each at a time, each batch a short
@@ -695,15 +674,6 @@ mod tests {
         assert_eq!(running.map(|v| v.len()).ok(), Some(2));
         let stopped = validate_documents(documents(), &catalog, &AtomicBool::new(true));
         assert!(matches!(stopped, Err(AppError::Internal(_))));
-    }
-
-    #[test]
-    fn dropping_the_request_sets_the_stop_flag() {
-        let cancel = CancelOnDrop::default();
-        let flag = cancel.flag();
-        assert!(!flag.load(std::sync::atomic::Ordering::Relaxed));
-        drop(cancel);
-        assert!(flag.load(std::sync::atomic::Ordering::Relaxed));
     }
 
     #[test]

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
-use palisade_api_types::yaml::{documents, each_document};
+use palisade_api_types::nesting::MAX_MANIFEST_DEPTH;
+use palisade_api_types::yaml::{documents, each_document_within};
 use palisade_api_types::PolicyDocument;
 use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest};
 use palisade_policy::{compute_plan, Catalog, Name, PlanName, Policy, ResourceType};
@@ -237,7 +238,11 @@ fn check_manifests(
                     continue;
                 }
             };
-            for (index, document) in each_document::<serde_json::Value>(&text) {
+            // Manifests may nest as deeply as the YAML parser reads (128 levels); policy
+            // files as deeply as palisade reads a policy (64).
+            for (index, document) in
+                each_document_within::<serde_json::Value>(&text, MAX_MANIFEST_DEPTH)
+            {
                 let value = match document {
                     Ok(value) => value,
                     Err(e) => {

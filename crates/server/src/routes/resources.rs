@@ -58,9 +58,13 @@ pub async fn create(
 /// parsed does not.
 async fn moves_a_plan_by(body: UnreadBody) -> bool {
     match body.read().await {
-        Ok(body) => serde_json::from_slice::<serde_json::Value>(&body.bytes)
-            .ok()
-            .is_some_and(|patch| moves_a_plan(&patch)),
+        // Bounded before it is parsed, as every JSON body is.
+        Ok(body) => {
+            palisade_api_types::nesting::check_json(&body.bytes).is_ok()
+                && serde_json::from_slice::<serde_json::Value>(&body.bytes)
+                    .ok()
+                    .is_some_and(|patch| moves_a_plan(&patch))
+        }
         Err(_) => false,
     }
 }

@@ -209,13 +209,25 @@ async fn submit(
         extra_label_rows = 1;
     } else {
         let prepared: Result<(String, Vec<u8>, Option<BuiltSpec>), FieldError> = if yaml_view {
-            spec_from_yaml(data.get("yaml"), &boundary, existing.as_ref())
-                .map(|(name, spec)| (name, spec, None))
-                .map_err(|message| FieldError {
-                    field: Field::Yaml,
-                    message,
-                    line: None,
-                })
+            // Reading YAML is CPU work: off the async workers, like an apply.
+            let (text, editing, stored) = (
+                data.get("yaml").to_owned(),
+                boundary.clone(),
+                existing.clone(),
+            );
+            let read = state
+                .off_workers(move |_| spec_from_yaml(&text, &editing, stored.as_ref()))
+                .await;
+            match read {
+                Ok(read) => read
+                    .map(|(name, spec)| (name, spec, None))
+                    .map_err(|message| FieldError {
+                        field: Field::Yaml,
+                        message,
+                        line: None,
+                    }),
+                Err(e) => return error_response(&ctx, Some(&session), &e),
+            }
         } else {
             let built = editor.build();
             let bytes = serde_json::to_vec(&built.spec).unwrap_or_default();
