@@ -519,6 +519,8 @@ async fn answers_come_in_the_order_of_spec_2_4() {
             .await;
         assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
     }
+    // A developer may apply nothing: 403 before the body is read, whatever it names (issue
+    // 31); a boundary-admin of another boundary still learns nothing of `other`.
     let body = policy_documents("other", 1, "p");
     let answer = apply(&app, &developer, &body, true).await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");

@@ -1,6 +1,7 @@
 //! Hardening II (issue 31, item 2): untrusted YAML and JSON are bounded before they are
 //! parsed. A body nested 100,000 deep is a 400 naming where, on every route that reads YAML,
-//! JSON or a kubeconfig; YAML tags the parser would drop are refused.
+//! JSON or a kubeconfig; YAML tags the parser would drop are refused; a developer's apply is
+//! a 403 before its body is read.
 //!
 //! The answer times are printed (`--nocapture`) and recorded in docs/benchmarks.md, not
 //! asserted: wall-clock bounds do not belong in these tests.
@@ -285,6 +286,42 @@ async fn yaml_tags_the_parser_would_drop_are_refused_naming_where() {
         answer.message(),
         format!("/kubeconfig: line 8 column 17: the YAML tag !!binary is not accepted; {accepted}")
     );
+}
+
+/// A developer may not apply: 403 before the body is read, whatever it names or holds.
+#[tokio::test]
+async fn a_developer_apply_is_403_before_the_body_is_read() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app.boundary("other").await;
+    let developer = app.token("developer", Some("shop")).await;
+    let forbidden = "this needs the role admin or boundary-admin; the token is a developer token";
+    for body in [
+        deep_document("shop", 3),
+        deep_document("other", 3),
+        deep_document("shop", DEPTH),
+        "not: [yaml".to_owned(),
+    ] {
+        let started = Instant::now();
+        let answer = app
+            .raw(
+                Method::POST,
+                "/v1/apply",
+                Some(&developer),
+                Some(&body),
+                Some("application/yaml"),
+                &[],
+            )
+            .await;
+        println!(
+            "developer apply ({} KiB): {} in {:?}",
+            body.len() / 1024,
+            answer.status,
+            started.elapsed()
+        );
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
+        assert_eq!(answer.message(), forbidden);
+    }
 }
 
 /// Aliases that would expand a small text into millions of values are refused.
