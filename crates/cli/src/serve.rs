@@ -178,8 +178,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("could not start the async runtime")?;
-    runtime.block_on(serve(args))
+    let served = runtime.block_on(serve(args));
+    // Dropping the runtime would wait for every blocking task, however long it runs: a
+    // parse cannot be interrupted. The server and the reconcile loop have stopped within
+    // their grace periods; what still runs on a blocking thread is abandoned.
+    runtime.shutdown_timeout(BLOCKING_WORK_GRACE);
+    served
 }
+
+/// How long blocking work (reading a request) may still run once serving has stopped.
+const BLOCKING_WORK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let catalog = match &args.catalog {
