@@ -212,6 +212,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Counts one more repair in the cluster (something palisade owns, changed by someone else
     /// and put back); `what` says what, in words, and is kept as the last one.
     async fn record_repair(&self, name: &str, what: &str) -> Result<()>;
+    /// Records the admission layout in use in the cluster (`per-policy`, `per-boundary`,
+    /// `shared`) and why, in words (e.g. `212 boundaries`); the cluster's `updated_at` stays.
+    /// `NotFound` when the cluster is unknown.
+    async fn set_cluster_layout(&self, name: &str, layout: &str, reason: &str) -> Result<()>;
     /// `true` when newly attached. `NotFound` when the boundary or the cluster is unknown.
     async fn attach_cluster(&self, boundary: &str, cluster: &str) -> Result<bool>;
     async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()>;

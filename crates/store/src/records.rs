@@ -278,6 +278,10 @@ pub struct ClusterRecord {
     pub repairs: i64,
     pub last_repair: Option<String>,
     pub last_repair_at: Option<String>,
+    /// The admission layout the reconciler uses in the cluster (`per-policy`, `per-boundary`,
+    /// `shared`) and why, in words (e.g. `212 boundaries`); `None` until it has said.
+    pub admission_layout: Option<String>,
+    pub admission_layout_reason: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

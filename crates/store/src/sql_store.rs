@@ -461,6 +461,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, Wake::Nobody).await
     }
 
+    async fn set_cluster_layout(&self, name: &str, layout: &str, reason: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = clusters::set_layout(tx.conn(), name, layout, reason).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
     async fn set_cluster_status(
         &self,
         name: &str,

@@ -9,13 +9,16 @@ use crate::sql::{
 use crate::{ClusterRecord, Result, StoreError};
 
 const SELECT: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, admission_enforced, \
-     admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, created_at, updated_at \
+     admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, \
+     admission_layout, admission_layout_reason, created_at, updated_at \
      FROM clusters WHERE name = $1";
 const SELECT_ALL: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
-     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, created_at, updated_at \
+     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, \
+     admission_layout, admission_layout_reason, created_at, updated_at \
      FROM clusters ORDER BY name";
 const SELECT_OF_BOUNDARY: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
-     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, created_at, updated_at \
+     admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, \
+     admission_layout, admission_layout_reason, created_at, updated_at \
      FROM clusters \
      WHERE name IN (SELECT cluster FROM boundary_clusters WHERE boundary = $1) \
      ORDER BY name";
@@ -34,6 +37,8 @@ const ADD_RESTARTS: &str = "UPDATE clusters \
      SET apiserver_restarts = apiserver_restarts + $2, apiserver_restarted_at = $3 WHERE name = $1";
 const ADD_REPAIR: &str = "UPDATE clusters \
      SET repairs = repairs + 1, last_repair = $2, last_repair_at = $3 WHERE name = $1";
+const UPDATE_LAYOUT: &str = "UPDATE clusters \
+     SET admission_layout = $2, admission_layout_reason = $3 WHERE name = $1";
 const DELETE_NAMESPACES: &str = "DELETE FROM namespaces WHERE cluster = $1";
 const DELETE_STATUSES: &str = "DELETE FROM policy_status WHERE cluster = $1";
 const DELETE_REPORTS: &str = "DELETE FROM audit_report WHERE cluster = $1";
@@ -59,6 +64,8 @@ fn cluster(row: &dyn Fields) -> sqlx::Result<ClusterRecord> {
         repairs: row.int("repairs")?,
         last_repair: row.opt_text("last_repair")?,
         last_repair_at: row.opt_text("last_repair_at")?,
+        admission_layout: row.opt_text("admission_layout")?,
+        admission_layout_reason: row.opt_text("admission_layout_reason")?,
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })
@@ -133,6 +140,19 @@ pub(crate) async fn add_restarts<C: Conn>(c: &mut C, name: &str, count: i64) -> 
 pub(crate) async fn add_repair<C: Conn>(c: &mut C, name: &str, what: &str) -> Result<()> {
     touched(
         c.execute(ADD_REPAIR, &[Text(name), Text(what), Text(&crate::now())])
+            .await?,
+    )
+}
+
+/// Records the admission layout in use in the cluster and why; `updated_at` stays.
+pub(crate) async fn set_layout<C: Conn>(
+    c: &mut C,
+    name: &str,
+    layout: &str,
+    reason: &str,
+) -> Result<()> {
+    touched(
+        c.execute(UPDATE_LAYOUT, &[Text(name), Text(layout), Text(reason)])
             .await?,
     )
 }

@@ -2,6 +2,59 @@
 
 use crate::support::*;
 
+/// The admission layout in use in a cluster and why: unknown until the reconciler says, then
+/// the last one said, read back by every way of reading clusters; the cluster's `updated_at`
+/// stays (the layout is what the reconciler found, not a change to the cluster).
+pub async fn cluster_layout(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.put_cluster("kind-1", b"one").await.unwrap();
+    store.attach_cluster("b", "kind-1").await.unwrap();
+    let before = store.get_cluster("kind-1").await.unwrap();
+    assert_eq!(before.admission_layout, None);
+    assert_eq!(before.admission_layout_reason, None);
+
+    store
+        .set_cluster_layout("kind-1", "per-policy", "chosen by --admission-layout")
+        .await
+        .unwrap();
+    store
+        .set_cluster_layout("kind-1", "shared", "212 boundaries")
+        .await
+        .unwrap();
+    let after = store.get_cluster("kind-1").await.unwrap();
+    assert_eq!(after.admission_layout.as_deref(), Some("shared"));
+    assert_eq!(
+        after.admission_layout_reason.as_deref(),
+        Some("212 boundaries")
+    );
+    assert_eq!(after.updated_at, before.updated_at);
+    assert_eq!(after.created_at, before.created_at);
+
+    for listed in [
+        store.list_clusters().await.unwrap(),
+        store.boundary_clusters("b").await.unwrap(),
+    ] {
+        let layouts: Vec<_> = listed
+            .iter()
+            .map(|c| {
+                (
+                    c.admission_layout.as_deref(),
+                    c.admission_layout_reason.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(layouts, [(Some("shared"), Some("212 boundaries"))]);
+    }
+
+    assert_not_found(
+        store
+            .set_cluster_layout("nope", "shared", "1 boundary")
+            .await,
+    );
+    assert_not_found(store.get_cluster("nope").await);
+}
+
 pub async fn clusters_and_attachments(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();

@@ -27,7 +27,9 @@ use palisade_testkit::postgres::test_database_url;
 use backends::{reconnects_to_existing_data, reports_its_backend};
 use boundaries::{boundaries, deleting_a_boundary_takes_its_attachments_and_tokens};
 use changes::{changes_share_one_sequence, history_is_pruned_oldest_first_in_batches};
-use clusters::{audit_reports, clusters_and_attachments, namespaces, policy_statuses};
+use clusters::{
+    audit_reports, cluster_layout, clusters_and_attachments, namespaces, policy_statuses,
+};
 use guarded_writes::{
     a_deadline_passed_before_the_commit_writes_nothing, concurrent_creates_of_one_name_conflict,
     concurrent_edits_of_one_resource_lose_nothing, guarded_creates_race_policy_changes,
@@ -124,6 +126,7 @@ contract!(
     bootstrap_admin_token,
     bootstrap_admin_token_concurrently,
     clusters_and_attachments,
+    cluster_layout,
     guarded_creates_race_policy_changes,
     installation_id_is_made_once,
     namespaces,
