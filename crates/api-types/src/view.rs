@@ -387,8 +387,23 @@ pub struct ClusterView {
     /// The last of those repairs; absent if none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_repair: Option<Repair>,
+    /// The admission layout palisade uses in the cluster and why; absent until palisade has
+    /// chosen one there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<ClusterLayout>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// The admission layout in use in a cluster (SPEC 3.4).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterLayout {
+    /// `per-policy`, `per-boundary` or `shared`.
+    pub name: String,
+    /// Why this one, e.g. `212 boundaries` (chosen by `auto` for the cluster's number of
+    /// boundaries) or `chosen by --admission-layout`.
+    pub reason: String,
 }
 
 /// A repair palisade made in a cluster.

@@ -1,7 +1,7 @@
 //! Clusters (platform-level, admin only) and their attachment to boundaries. Credentials are
 //! checked by the one set of kubeconfig rules, stored sealed, and never returned.
 
-use palisade_api_types::view::{Admission, ClusterList, ClusterView, Repair};
+use palisade_api_types::view::{Admission, ClusterLayout, ClusterList, ClusterView, Repair};
 use palisade_store::{ClusterRecord, StoreError};
 
 use crate::caller::{Access, Caller};
@@ -31,6 +31,10 @@ pub fn view(record: ClusterRecord) -> ClusterView {
             .last_repair
             .zip(record.last_repair_at)
             .map(|(message, at)| Repair { message, at }),
+        layout: record
+            .admission_layout
+            .zip(record.admission_layout_reason)
+            .map(|(name, reason)| ClusterLayout { name, reason }),
         created_at: record.created_at,
         updated_at: record.updated_at,
     }

@@ -1,5 +1,6 @@
 //! The cluster lists page like every list (SPEC 4.1): `?limit=N&continue=...`, and a bad
-//! `limit` is a 400 naming `/limit` (a bad `continue`: see `hardening.rs`).
+//! `limit` is a 400 naming `/limit` (a bad `continue`: see `hardening.rs`). A cluster shows
+//! the admission layout in use in it and why (SPEC 3.4) once the reconciler has said.
 
 #![allow(
     clippy::unwrap_used,
@@ -87,6 +88,48 @@ async fn cluster_lists_page_and_refuse_a_bad_limit() {
             answer.message().starts_with("/limit: "),
             "{list}?limit=abc: {}",
             answer.message()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_cluster_shows_its_admission_layout_and_why_once_known() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let answer = app
+        .admin(
+            Method::PUT,
+            "/v1/clusters/c1",
+            Some(json!({"kubeconfig": KUBECONFIG})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    app.admin(Method::PUT, "/v1/boundaries/shop/clusters/c1", None)
+        .await;
+
+    let unknown = app.admin(Method::GET, "/v1/clusters/c1", None).await;
+    assert_eq!(unknown.status, StatusCode::OK, "{unknown:?}");
+    assert!(unknown.body.get("layout").is_none(), "{:?}", unknown.body);
+
+    app.state
+        .app
+        .store
+        .set_cluster_layout("c1", "shared", "212 boundaries")
+        .await
+        .unwrap();
+    let known = app.admin(Method::GET, "/v1/clusters/c1", None).await;
+    assert_eq!(known.status, StatusCode::OK, "{known:?}");
+    assert_eq!(
+        serde_json::to_string(&known.body["layout"]).unwrap(),
+        r#"{"name":"shared","reason":"212 boundaries"}"#
+    );
+    for list in ["/v1/clusters", "/v1/boundaries/shop/clusters"] {
+        let answer = app.admin(Method::GET, list, None).await;
+        assert_eq!(
+            answer.body["items"][0]["layout"],
+            json!({"name": "shared", "reason": "212 boundaries"}),
+            "{list}: {:?}",
+            answer.body
         );
     }
 }
