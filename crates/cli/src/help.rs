@@ -157,7 +157,8 @@ Examples:
 
 pub const GET_CLUSTERS: &str = "\
 Examples:
-  # Name, Kubernetes version, whether admission rules are enforced there, last error
+  # Name, Kubernetes version, whether admission rules are enforced there, last error, and
+  # the admission layout in use and why (e.g. shared: 212 boundaries)
   palisade get clusters";
 
 pub const GET_POLICIES: &str = "\

@@ -516,6 +516,59 @@ spec:
 
 /// `get policy B/N -o yaml` prints the BoundaryPolicy document, which `apply -f` (a file or
 /// standard input) takes back unchanged; `-o json` too; the table is one row.
+/// `palisade get clusters` ends each line with the admission layout in use in the cluster and
+/// why (SPEC 3.4), `-` until the reconciler has said; `-o json` has it as `layout`.
+#[test]
+fn get_clusters_shows_the_layout_in_use_and_why_last() {
+    let server = serve(&["--no-reconciler"]);
+    let t = Some(server.token.as_str());
+    let run = |args: &[&str]| {
+        let out = palisade(&server.url, t, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let kubeconfig = write(
+        &server.dir,
+        "kubeconfig",
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n",
+    );
+    for name in ["prod", "staging"] {
+        run(&[
+            "cluster",
+            "add",
+            name,
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+        ]);
+    }
+    // What the reconciler records once it has chosen the layout of `prod`.
+    let database = format!(
+        "sqlite://{}",
+        server.dir.path().join("palisade.db").display()
+    );
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let store = palisade_store::connect(&database).await.unwrap();
+        store
+            .set_cluster_layout("prod", "shared", "212 boundaries")
+            .await
+            .unwrap();
+    });
+
+    assert_eq!(
+        run(&["get", "clusters"]),
+        "NAME      KUBERNETES   ADMISSION RULES                                                        LAST ERROR   LAYOUT\n\
+         prod      -            not enforced: not checked yet: palisade has not reached this cluster   -            shared: 212 boundaries\n\
+         staging   -            not enforced: not checked yet: palisade has not reached this cluster   -            -\n"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&run(&["get", "clusters", "-o", "json"])).unwrap();
+    assert_eq!(
+        json["items"][0]["layout"],
+        serde_json::json!({"name": "shared", "reason": "212 boundaries"})
+    );
+    assert!(json["items"][1].get("layout").is_none(), "{json}");
+}
+
 #[test]
 fn get_policy_prints_a_document_that_applies_unchanged() {
     let server = serve(&[]);

@@ -218,16 +218,27 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                     } else {
                         format!("not enforced: {}", cell(c.admission.reason.as_deref()))
                     };
+                    // The admission layout in use and why, e.g. `shared: 212 boundaries`.
+                    let layout = c
+                        .layout
+                        .map_or_else(|| "-".to_owned(), |l| format!("{}: {}", l.name, l.reason));
                     vec![
                         c.name,
                         cell(c.kubernetes_version.as_deref()),
                         admission,
                         cell(c.last_error.as_deref()),
+                        layout,
                     ]
                 })
                 .collect();
             print_table(
-                &["NAME", "KUBERNETES", "ADMISSION RULES", "LAST ERROR"],
+                &[
+                    "NAME",
+                    "KUBERNETES",
+                    "ADMISSION RULES",
+                    "LAST ERROR",
+                    "LAYOUT",
+                ],
                 rows,
             );
         }
