@@ -3,7 +3,7 @@
 //! grandfathered ones (the whole boundary walked, each with the policies that now disallow
 //! it). Read once; whoever renders it does no I/O.
 
-use palisade_api_types::view::{ClusterStatus, InstallStatus};
+use palisade_api_types::view::{ClusterLayout, ClusterStatus, InstallStatus};
 use palisade_api_types::PolicySpec;
 use palisade_store::{ClusterRecord, PolicyRecord, ResourceQuery, ResourceRecord};
 
@@ -32,6 +32,8 @@ pub struct ClusterRow {
     pub admission: ClusterAdmission,
     /// Why the last reconcile of the cluster failed; `None` after a success.
     pub last_error: Option<String>,
+    /// The admission layout in use there and why; `None` until the reconciler has said.
+    pub layout: Option<ClusterLayout>,
 }
 
 impl ClusterRow {
@@ -46,6 +48,10 @@ impl ClusterRow {
                         .unwrap_or_else(|| "no reason recorded".to_owned()),
                 ),
             },
+            layout: record
+                .admission_layout
+                .zip(record.admission_layout_reason)
+                .map(|(name, reason)| ClusterLayout { name, reason }),
             name: record.name,
             kubernetes_version: record.kubernetes_version,
             last_error: record.last_error,

@@ -59,6 +59,7 @@ fn swedish(english: &str) -> Option<&'static str> {
         "Actions" => "Åtgärder",
         "Add a component row" => "Lägg till en komponentrad",
         "Add a label row" => "Lägg till en etikettrad",
+        "Admission layout" => "Admission-layout",
         "Admission rules" => "Admission-regler",
         "Allowed compute plans" => "Tillåtna beräkningsplaner",
         "Allowed registries" => "Tillåtna register",

@@ -831,8 +831,16 @@ async fn the_boundary_page_shows_cluster_status_and_grandfathered_resources() {
     common::reconciled::seed(store.as_ref(), b"sealed")
         .await
         .unwrap();
+    // The admission layout in use is shown where the reconciler has recorded one.
+    store
+        .set_cluster_layout("staging-1", "shared", "212 boundaries")
+        .await
+        .unwrap();
     let browser = portal.sign_in(&portal.admin).await;
     let html = portal.get("/boundaries/shop", &browser).await.text();
+    assert!(html.contains(
+        r#"<tr data-cluster="staging-1"><th scope="row">staging-1</th><td>v1.37.2</td><td><span class="status ok" lang="en">enforced</span><br>Admission layout: <span lang="en">shared (212 boundaries)</span></td></tr>"#
+    ), "{html}");
     assert!(html.contains(
         r#"<tr data-cluster="legacy-1"><th scope="row">legacy-1</th><td>v1.29.4</td><td><span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></td></tr>"#
     ), "{html}");

@@ -185,6 +185,11 @@ fn clusters_section(ctx: &Ctx, clusters: &[ClusterRow]) -> Markup {
                                 td { (c.kubernetes_version.as_deref().unwrap_or(ctx.t("unknown"))) }
                                 td {
                                     (admission_status(ctx, c))
+                                    @if let Some(layout) = &c.layout {
+                                        br;
+                                        (ctx.t("Admission layout")) ": "
+                                        span lang="en" { (layout.name) " (" (layout.reason) ")" }
+                                    }
                                     @if let Some(error) = &c.last_error {
                                         br;
                                         span class="status bad" {
