@@ -77,14 +77,15 @@ pub struct ServeArgs {
     /// reconciler does, or nobody: policy statuses then stay `pending`).
     #[arg(long)]
     no_reconciler: bool,
-    /// How policies become admission objects in the clusters: `per-policy` (one
-    /// ValidatingAdmissionPolicy and binding per policy and boundary) or `shared` (one policy
-    /// and two bindings per installation, each policy's rules in a BoundaryPolicy object in
-    /// its boundary's namespaces; admission cost does not grow with tenants) or `per-boundary`
-    /// (one policy and binding per boundary and mode, at most 5 policies each; the cheapest
-    /// per request with few tenants).
-    #[arg(long, default_value = "per-policy", value_name = "LAYOUT", value_parser = parse_layout)]
-    admission_layout: palisade_reconciler::Layout,
+    /// How policies become admission objects in the clusters: `auto` (the default: per cluster,
+    /// `per-boundary` below about 200 boundaries, 500 before Kubernetes 1.36, and `shared` from
+    /// there; on Kubernetes before 1.36 also `shared` while policies change often), or one
+    /// layout for all: `per-policy` (one ValidatingAdmissionPolicy and binding per policy and
+    /// boundary), `per-boundary` (one policy and binding per boundary and mode, at most 5
+    /// policies each) or `shared` (one policy and two bindings per installation, each policy's
+    /// rules in a BoundaryPolicy object in its boundary's namespaces).
+    #[arg(long, default_value = "auto", value_name = "LAYOUT", value_parser = parse_layout)]
+    admission_layout: palisade_reconciler::LayoutChoice,
     /// The most a boundary's stored uploads may count, in bytes (a number, or one with Ki, Mi
     /// or Gi); an upload beyond it is refused with 413. Each upload is at most 8 MiB and counts
     /// at least 4 KiB; one that no resource names is deleted 24 hours after it was made or
@@ -113,7 +114,7 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
     number.checked_mul(factor).ok_or_else(usage)
 }
 
-fn parse_layout(text: &str) -> Result<palisade_reconciler::Layout, String> {
+fn parse_layout(text: &str) -> Result<palisade_reconciler::LayoutChoice, String> {
     text.parse()
 }
 

@@ -452,8 +452,8 @@ fn the_readme_local_cluster_flow_ends_in_a_denied_create() {
     match answer {
         Err(kube::Error::Api(status)) => assert_eq!(
             status.message,
-            "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'trusted.shop.palisade.dev' \
-             with binding 'trusted.shop.palisade.dev' denied request: Policy 'trusted' \
+            "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'enforce-1.shop.boundary.palisade.dev' \
+             with binding 'enforce-1.shop.boundary.palisade.dev' denied request: Policy 'trusted' \
              (AllowedRegistries) denied image nginx:latest: it is not under ghcr.io/acme."
         ),
         other => panic!("expected a denial, got {other:?}"),

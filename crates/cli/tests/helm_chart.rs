@@ -285,7 +285,7 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
 
 #[test]
 fn a_chosen_admission_layout_is_passed_to_serve() {
-    for layout in ["shared", "per-boundary"] {
+    for layout in ["per-policy", "shared", "per-boundary"] {
         let objects = render(&["--set", &format!("reconciler.admissionLayout={layout}")]);
         let args =
             &find(&objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"];

@@ -87,7 +87,7 @@ fn an_unknown_admission_layout_stops_serve_naming_the_flag() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains(
-            "invalid value 'flat' for '--admission-layout <LAYOUT>': unknown admission layout 'flat': expected per-policy, shared or per-boundary"
+            "invalid value 'flat' for '--admission-layout <LAYOUT>': unknown admission layout 'flat': expected auto, per-policy, per-boundary or shared"
         ),
         "{stderr}"
     );

@@ -158,7 +158,7 @@ async fn install_policies(cluster: &ClusterClient, namespace: &str, count: usize
             "metadata": {"generateName": "probe-", "labels": labels},
             "spec": {"containers": [{"name": "web", "image": image}]},
         });
-        let object = palisade_vap::render::object_name(&boundary, policy.name());
+        let object = palisade_vap::object_name(&boundary, policy.name());
         loop {
             let answer = cluster.dry_run_create(namespace, &pod).await.unwrap();
             if answer.denying_policy() == Some(object.as_str()) {

@@ -20,11 +20,11 @@ use kube::{Api, Client, Resource};
 use palisade_policy::{LabelValue, Mode, Name, Policy};
 use palisade_vap::per_boundary::held_policies;
 use palisade_vap::render::{
-    object_name, render, Rendered, BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL,
-    MANAGED_BY_LABEL, POLICY_LABEL,
+    BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL,
 };
 use palisade_vap::shared::{shared_binding_name, shared_policy_name};
 use palisade_vap::Layout;
+use palisade_vap::{object_name, render, Rendered};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -254,6 +254,11 @@ impl ClusterClient {
         if let Ok(mut set) = self.shared.lock() {
             set.insert(installation.to_owned());
         }
+        // Installed again (a switch back to the shared layout): a later switch away removes
+        // it again.
+        if let Ok(mut set) = self.unshared.lock() {
+            set.remove(installation);
+        }
     }
 
     /// Removes the installation's shared policy and bindings once per client (in a layout
@@ -307,6 +312,7 @@ impl ClusterClient {
         };
         Ok(ClusterProbe {
             kubernetes_version: info.git_version,
+            minor,
             admission,
         })
     }
@@ -483,19 +489,34 @@ impl ClusterClient {
     /// Deletes this installation's objects of `boundary` whose policy is not in `keep`
     /// (bindings first), selected by labels; returns the names deleted. A per-boundary object
     /// goes when one of the policies it holds is not in `keep`. Objects of the layouts not in
-    /// use (left by an earlier one) all go.
+    /// use (left by an earlier one) all go, and so do switch bindings.
     pub async fn garbage_collect(
         &self,
         installation: &str,
         boundary: &Name,
         keep: &[Name],
     ) -> Result<Vec<String>> {
+        self.garbage_collect_keeping(installation, boundary, keep, &[self.layout], false)
+            .await
+    }
+
+    /// [`Self::garbage_collect`] that keeps the kept policies' objects of every layout in
+    /// `layouts` (during a switch: the old layout's and the new one's), and the switch
+    /// bindings when `keep_switch`.
+    pub async fn garbage_collect_keeping(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        keep: &[Name],
+        layouts: &[Layout],
+        keep_switch: bool,
+    ) -> Result<Vec<String>> {
         check_installation(installation)?;
-        let (keep, keep_parameters) = match self.layout {
-            Layout::PerPolicy | Layout::PerBoundary => (keep, &[][..]),
-            Layout::Shared => (&[][..], keep),
+        let keep_parameters = if layouts.contains(&Layout::Shared) {
+            keep
+        } else {
+            &[][..]
         };
-        let layout = self.layout;
         let mut deleted = self
             .collect_parameters(installation, boundary, keep_parameters)
             .await?;
@@ -506,13 +527,16 @@ impl ClusterClient {
             if !is_ours(meta, installation, boundary) {
                 return false;
             }
+            if crate::switch::is_switch(meta) && !keep_switch {
+                return true;
+            }
             if is_per_boundary(meta) {
                 let held = held_policies(meta.annotations.as_ref());
-                return layout != Layout::PerBoundary
+                return !layouts.contains(&Layout::PerBoundary)
                     || held.is_empty()
                     || !held.iter().all(|p| kept(p));
             }
-            layout != Layout::PerPolicy
+            !layouts.contains(&Layout::PerPolicy)
                 || !meta
                     .labels
                     .as_ref()
@@ -716,6 +740,36 @@ impl ClusterClient {
         others: &[Policy],
         namespace: &str,
     ) -> Result<EnforcementProbe> {
+        self.probe_policy(installation, boundary, policy, others, namespace, false)
+            .await
+    }
+
+    /// [`Self::probe_enforcement_among`] while the cluster changes to this client's layout and
+    /// the earlier layout's objects are still there ([`palisade_vap::render::switch_binding`]):
+    /// an enforce-mode policy is confirmed in the new layout only when its switch binding
+    /// warned; denied with the policy's message without that warning, it is
+    /// [`EnforcementProbe::EnforcedByEarlierLayout`].
+    pub async fn probe_during_switch(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+        others: &[Policy],
+        namespace: &str,
+    ) -> Result<EnforcementProbe> {
+        self.probe_policy(installation, boundary, policy, others, namespace, true)
+            .await
+    }
+
+    async fn probe_policy(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+        others: &[Policy],
+        namespace: &str,
+        switching: bool,
+    ) -> Result<EnforcementProbe> {
         check_installation(installation)?;
         let (pod, message) = violating_pod_among(policy, others)
             .ok_or_else(|| ReconcileError::NoAdmissionRules(policy.name().to_string()))?;
@@ -764,9 +818,17 @@ impl ClusterClient {
             }
         };
         let answer = self.dry_run_create(namespace, &pod).await?;
+        let switch = palisade_vap::render::switch_binding_name(&binding);
         Ok(match policy.mode() {
             Mode::Enforce if answer.admitted() => {
                 EnforcementProbe::NotEnforced(ADMITTED_VIOLATING.to_owned())
+            }
+            Mode::Enforce if switching && answer.denial_message() == Some(message.as_str()) => {
+                if answer.has_warning(&name, &switch, &message) {
+                    EnforcementProbe::Enforced
+                } else {
+                    EnforcementProbe::EnforcedByEarlierLayout
+                }
             }
             Mode::Enforce
                 if answer.denying_policy() == Some(name.as_str())

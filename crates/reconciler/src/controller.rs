@@ -40,7 +40,7 @@ use crate::probe::{Admission, EnforcementProbe};
 use crate::statuses::StatusWatch;
 use crate::workloads::{self, Target, Workloads};
 use crate::{ClusterClient, ReconcileError};
-use palisade_vap::Layout;
+use palisade_vap::{choose, Choice, ClusterFacts, Layout, LayoutChoice, Thresholds};
 
 /// Turns a cluster's sealed kubeconfig back into its text.
 pub type Unseal = Arc<dyn Fn(&[u8]) -> Result<String, String> + Send + Sync>;
@@ -67,8 +67,11 @@ pub struct Settings {
     pub audit_timeout: Duration,
     /// The workload half (SPEC 5): builder and file-server images, how builds fetch uploads.
     pub workloads: Workloads,
-    /// How policies become admission objects in the clusters (`--admission-layout`).
-    pub layout: Layout,
+    /// How policies become admission objects in the clusters (`--admission-layout`): one
+    /// layout for all, or `auto` (per cluster, [`palisade_vap::choose`]).
+    pub layout: LayoutChoice,
+    /// Where `auto` changes layout.
+    pub thresholds: Thresholds,
     /// How often a cluster's API server start time is read (from its `/metrics`, about 1 MB)
     /// to notice restarts.
     pub apiserver_check_interval: Duration,
@@ -86,7 +89,8 @@ impl Default for Settings {
             audit_interval: Duration::from_secs(600),
             audit_timeout: Duration::from_secs(300),
             workloads: Workloads::default(),
-            layout: Layout::default(),
+            layout: LayoutChoice::default(),
+            thresholds: Thresholds::default(),
             apiserver_check_interval: Duration::from_secs(60),
         }
     }
@@ -256,6 +260,19 @@ struct ClusterDone {
     recorded: bool,
 }
 
+/// One policy's part of a boundary's pass, for [`Controller::install`].
+struct Install<'a> {
+    cluster: &'a str,
+    boundary: &'a Name,
+    /// The boundary's other policies in the cluster (the probe complies with them).
+    others: &'a [Policy],
+    probe_namespace: Option<&'a str>,
+    /// The boundary's policies were written together already, with this outcome.
+    together: Option<&'a Result<(), String>>,
+    /// The cluster is changing layout and the earlier layout's objects are still there.
+    switching: bool,
+}
+
 /// How a lead (the loop while this replica holds the lease) ended.
 enum LeadEnd {
     Shutdown,
@@ -279,6 +296,54 @@ pub struct Controller {
     watches: Mutex<HashMap<String, (Vec<u8>, StatusWatch)>>,
     /// Notified by a status watch when a build finished: the next pass deploys it.
     builds_done: Arc<tokio::sync::Notify>,
+    /// Per cluster: its layout and how often its policies change.
+    layouts: Mutex<HashMap<String, LayoutState>>,
+}
+
+/// What the controller knows of a cluster's layout between passes.
+#[derive(Debug, Default)]
+struct LayoutState {
+    /// The layout every boundary's objects are in since the last pass that completed a switch
+    /// (`None`: not known yet).
+    current: Option<Layout>,
+    /// The etag of each (boundary, policy) applied, to notice changes.
+    etags: HashMap<(String, String), String>,
+    /// When the changes of the last hour were seen.
+    changes: std::collections::VecDeque<Instant>,
+    last_change: Option<Instant>,
+    /// What the cluster shows (layout, reason), as last recorded.
+    shown: Option<(Layout, String)>,
+}
+
+impl LayoutState {
+    /// Counts the policies whose etag changed since the last pass.
+    fn observe(&mut self, policies: impl Iterator<Item = ((String, String), String)>) {
+        let now = Instant::now();
+        for (key, etag) in policies {
+            if let Some(before) = self.etags.insert(key, etag.clone()) {
+                if before != etag {
+                    self.changes.push_back(now);
+                    self.last_change = Some(now);
+                }
+            }
+        }
+        while self
+            .changes
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(3600))
+        {
+            self.changes.pop_front();
+        }
+    }
+
+    fn facts(&self, minor: u32, boundaries: usize) -> ClusterFacts {
+        ClusterFacts {
+            kubernetes_minor: minor,
+            boundaries,
+            policy_changes_last_hour: self.changes.len(),
+            since_last_change: self.last_change.map(|t| t.elapsed()),
+        }
+    }
 }
 
 impl fmt::Debug for Controller {
@@ -312,6 +377,7 @@ impl Controller {
             audits: Audits::default(),
             watches: Mutex::new(HashMap::new()),
             builds_done: Arc::new(tokio::sync::Notify::new()),
+            layouts: Mutex::new(HashMap::new()),
         })
     }
 
@@ -644,9 +710,7 @@ impl Controller {
         }
         let kubeconfig =
             (self.unseal)(&cluster.kubeconfig_sealed).map_err(ControllerError::Credentials)?;
-        let client = ClusterClient::from_kubeconfig(&kubeconfig)
-            .await?
-            .with_layout(self.settings.layout);
+        let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
         let connection = Connection {
             sealed: cluster.kubeconfig_sealed.clone(),
             client,
@@ -743,10 +807,10 @@ impl Controller {
     ) -> Result<ClusterPass, ControllerError> {
         let mut unconfirmed = 0;
         let mut connection = self.connect(cluster).await?;
-        let client = connection.client.clone();
         let cluster_name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
-        let probe = client.probe().await?;
-        self.notice_restarts(&cluster.name, &client).await;
+        let probe = connection.client.probe().await?;
+        self.notice_restarts(&cluster.name, &connection.client)
+            .await;
         let (enforced, reason) = match &probe.admission {
             Admission::Enforced => (true, None),
             Admission::NotEnforced(reason) => (false, Some(reason.as_str())),
@@ -791,12 +855,14 @@ impl Controller {
             });
         }
 
+        let choice = self.choose_layout(cluster, probe.minor, &attached, &cluster_name);
+        let client = connection.client.clone().with_layout(choice.layout);
         let identity = self.identity(&cluster.name, &mut connection).await?;
         client
             .install_boundary_label_guard(&self.installation, &identity)
             .await
             .map_err(ControllerError::Guard)?;
-        if self.settings.layout == Layout::Shared {
+        if choice.layout == Layout::Shared {
             // Every pass: objects changed or deleted by others come back.
             client
                 .install_shared(&self.installation)
@@ -813,6 +879,8 @@ impl Controller {
 
         let mut attached_names = BTreeSet::new();
         let mut audits = Vec::new();
+        let mut switches_left = 0usize;
+        let mut shared_left = false;
         for boundary in &attached {
             attached_names.insert(boundary.name.to_string());
             let probe_namespace = boundary
@@ -825,25 +893,30 @@ impl Controller {
             let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
                 .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
                 .collect();
+            let present = client
+                .layouts_present(&self.installation, &boundary.name)
+                .await?;
+            let switching = present.iter().any(|l| *l != choice.layout);
             let together = self
-                .apply_together(&client, boundary, &cluster_name, &in_cluster)
+                .apply_together(&client, boundary, &cluster_name, &in_cluster, switching)
                 .await;
+            // Every probe of the boundary saw the new layout's objects at work.
+            let mut confirmed = !boundary.policies.iter().any(|(_, d)| d.is_err());
             for (record, decoded) in wanted(boundary, &cluster_name) {
                 let status = match decoded {
                     Err(reason) => status_error(&reason.to_string()),
                     Ok(policy) => {
                         keep.push(policy.name().clone());
-                        let status = self
-                            .install(
-                                &client,
-                                &cluster.name,
-                                &boundary.name,
-                                policy,
-                                &in_cluster,
-                                probe_namespace.as_deref(),
-                                together.as_ref(),
-                            )
-                            .await;
+                        let install = Install {
+                            cluster: &cluster.name,
+                            boundary: &boundary.name,
+                            others: &in_cluster,
+                            probe_namespace: probe_namespace.as_deref(),
+                            together: together.as_ref(),
+                            switching,
+                        };
+                        let (status, in_new_layout) = self.install(&client, policy, install).await;
+                        confirmed &= in_new_layout;
                         let key = (
                             cluster.name.clone(),
                             boundary.name.to_string(),
@@ -863,16 +936,30 @@ impl Controller {
                     .filter(|(_, d)| d.is_err())
                     .filter_map(|(r, _)| Name::parse(&r.name).ok()),
             );
+            // During a switch, the earlier layout's objects stay until the new layout's are
+            // confirmed (SPEC 3.4: no gap).
+            let kept = crate::plan::keep(&present, choice.layout, confirmed);
+            let still_switching = kept.switch_bindings;
             let removed = client
-                .garbage_collect(&self.installation, &boundary.name, &keep)
+                .garbage_collect_keeping(
+                    &self.installation,
+                    &boundary.name,
+                    &keep,
+                    &kept.layouts,
+                    kept.switch_bindings,
+                )
                 .await
                 .map_err(ControllerError::RemovePolicies)?;
             metrics::removed(&cluster.name, removed.len());
+            if still_switching {
+                switches_left += 1;
+                shared_left |= present.contains(&Layout::Shared);
+            }
             self.write_statuses(&cluster.name, boundary, statuses)
                 .await?;
             audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
         }
-        if self.settings.layout != Layout::Shared {
+        if choice.layout != Layout::Shared && !shared_left {
             // Left by the shared layout before a switch: inert once the boundaries' parameters
             // are gone (above), but every request would still pay for looking them up.
             client
@@ -880,6 +967,14 @@ impl Controller {
                 .await
                 .map_err(ControllerError::RemoveShared)?;
         }
+        if choice.layout == Layout::Shared && switches_left == 0 {
+            client
+                .remove_shared_switch(&self.installation)
+                .await
+                .map_err(ControllerError::RemoveShared)?;
+        }
+        self.record_layout(&cluster.name, &choice, switches_left)
+            .await;
         // A failure here (e.g. a role without the workloads' verbs) is the cluster's error,
         // not the policies': they are installed and confirmed above.
         let workloads = self
@@ -1117,48 +1212,60 @@ impl Controller {
         }
     }
 
-    /// In the per-boundary layout, writes the boundary's policies in the cluster together
-    /// (`None` in the other layouts: each policy is applied by [`Self::install`]). A boundary
-    /// with a policy that cannot be decoded is not written: its objects hold that policy's
-    /// rules with the others', and writing without them would drop them.
+    /// Writes the boundary's policies in the cluster together, before any is probed: in the
+    /// per-boundary layout (whose objects hold several policies), and during a switch of layout
+    /// (followed by the switch bindings, which must come after the objects they prove). `None`
+    /// otherwise: each policy is applied by [`Self::install`]. A per-boundary boundary with a
+    /// policy that cannot be decoded is not written: its objects hold that policy's rules with
+    /// the others', and writing without them would drop them.
     async fn apply_together(
         &self,
         client: &ClusterClient,
         boundary: &BoundaryState,
         cluster: &Name,
         in_cluster: &[Policy],
+        switching: bool,
     ) -> Option<Result<(), String>> {
-        if self.settings.layout != Layout::PerBoundary {
+        if client.layout() != Layout::PerBoundary && !switching {
             return None;
         }
-        if let Some((record, _)) = wanted(boundary, cluster).find(|(_, d)| d.is_err()) {
-            return Some(Err(format!(
-                "not applied: policy '{}' of the boundary cannot be decoded, and the boundary's \
-                 admission objects hold its rules with this policy's; they are left as they were",
-                record.name
-            )));
+        if client.layout() == Layout::PerBoundary {
+            if let Some((record, _)) = wanted(boundary, cluster).find(|(_, d)| d.is_err()) {
+                return Some(Err(format!(
+                    "not applied: policy '{}' of the boundary cannot be decoded, and the boundary's \
+                     admission objects hold its rules with this policy's; they are left as they were",
+                    record.name
+                )));
+            }
         }
-        Some(
-            client
-                .apply_boundary(&self.installation, &boundary.name, in_cluster)
-                .await
-                .map_err(|error| error.to_string()),
-        )
+        let mut result = client
+            .apply_boundary(&self.installation, &boundary.name, in_cluster)
+            .await;
+        if switching && result.is_ok() {
+            result = client
+                .apply_switch_bindings(&self.installation, &boundary.name, in_cluster)
+                .await;
+        }
+        Some(result.map_err(|error| error.to_string()))
     }
 
     /// Applies one policy (unless the boundary's policies were applied `together`) and reads
-    /// back what it enforces.
-    #[allow(clippy::too_many_arguments)]
+    /// back what it enforces. The flag: the policy is confirmed in the client's layout (or
+    /// there is nothing to probe), so a switch may remove the earlier layout's objects.
     async fn install(
         &self,
         client: &ClusterClient,
-        cluster: &str,
-        boundary: &Name,
         policy: &Policy,
-        others: &[Policy],
-        probe_namespace: Option<&str>,
-        together: Option<&Result<(), String>>,
-    ) -> String {
+        install: Install<'_>,
+    ) -> (String, bool) {
+        let Install {
+            cluster,
+            boundary,
+            others,
+            probe_namespace,
+            together,
+            switching,
+        } = install;
         let applied = match together {
             Some(result) => result.clone(),
             None => client
@@ -1167,28 +1274,123 @@ impl Controller {
                 .map_err(|error| error.to_string()),
         };
         if let Err(error) = applied {
-            return status_error(&error);
+            return (status_error(&error), false);
         }
         metrics::applied(cluster);
         let Some(namespace) = probe_namespace else {
-            return InstallStatus::Installed.to_string();
+            // No namespace of the boundary: nothing is judged by either layout yet.
+            return (InstallStatus::Installed.to_string(), true);
         };
-        match client
-            .probe_enforcement_among(&self.installation, boundary, policy, others, namespace)
-            .await
-        {
-            Ok(EnforcementProbe::Enforced) => match policy.mode() {
-                Mode::Enforce => InstallStatus::Enforced.to_string(),
-                // Confirmed, but it denies nothing: never shown as `enforced`.
-                Mode::Audit => InstallStatus::AuditActive.to_string(),
-            },
-            Ok(EnforcementProbe::NotEnforced(reason)) => status_not_enforced(&reason),
-            Ok(EnforcementProbe::Inconclusive(reason)) => status_error(&reason),
+        let probe = if switching {
+            client
+                .probe_during_switch(&self.installation, boundary, policy, others, namespace)
+                .await
+        } else {
+            client
+                .probe_enforcement_among(&self.installation, boundary, policy, others, namespace)
+                .await
+        };
+        let enforced = || match policy.mode() {
+            Mode::Enforce => InstallStatus::Enforced.to_string(),
+            // Confirmed, but it denies nothing: never shown as `enforced`.
+            Mode::Audit => InstallStatus::AuditActive.to_string(),
+        };
+        match probe {
+            Ok(EnforcementProbe::Enforced) => (enforced(), true),
+            Ok(EnforcementProbe::EnforcedByEarlierLayout) => (enforced(), false),
+            Ok(EnforcementProbe::NotEnforced(reason)) => (status_not_enforced(&reason), false),
+            Ok(EnforcementProbe::Inconclusive(reason)) => (status_error(&reason), false),
             Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 404 => {
                 // The namespace is gone from the cluster: installed, but not probed.
-                InstallStatus::Installed.to_string()
+                (InstallStatus::Installed.to_string(), true)
             }
-            Err(error) => status_error(&error.to_string()),
+            Err(error) => (status_error(&error.to_string()), false),
+        }
+    }
+
+    /// The layout of `cluster` for this pass, from `--admission-layout` or, for `auto`, from
+    /// its version, its boundaries and how often its policies changed.
+    fn choose_layout(
+        &self,
+        cluster: &ClusterRecord,
+        minor: u32,
+        attached: &[&BoundaryState],
+        cluster_name: &Name,
+    ) -> Choice {
+        let Ok(mut layouts) = self.layouts.lock() else {
+            return choose(
+                self.settings.layout,
+                &LayoutState::default().facts(minor, attached.len()),
+                None,
+                &self.settings.thresholds,
+            );
+        };
+        let state = layouts
+            .entry(cluster.name.clone())
+            .or_insert_with(|| LayoutState {
+                // What an earlier process recorded: the layout the cluster's objects are in.
+                current: cluster
+                    .admission_layout
+                    .as_deref()
+                    .and_then(|l| l.parse().ok()),
+                ..LayoutState::default()
+            });
+        state.observe(attached.iter().flat_map(|boundary| {
+            wanted(boundary, cluster_name).map(|(record, _)| {
+                (
+                    (boundary.name.to_string(), record.name.clone()),
+                    record.etag.clone(),
+                )
+            })
+        }));
+        choose(
+            self.settings.layout,
+            &state.facts(minor, attached.len()),
+            state.current,
+            &self.settings.thresholds,
+        )
+    }
+
+    /// Remembers the layout once no boundary is still switching, and shows it on the cluster
+    /// (`GET /v1/clusters/{c}`, `palisade get clusters`) when it changed.
+    async fn record_layout(&self, cluster: &str, choice: &Choice, switches_left: usize) {
+        let changed = {
+            let Ok(mut layouts) = self.layouts.lock() else {
+                return;
+            };
+            let state = layouts.entry(cluster.to_owned()).or_default();
+            if switches_left == 0 {
+                state.current = Some(choice.layout);
+            }
+            let shown = match state.current {
+                Some(layout) if layout != choice.layout => (
+                    layout,
+                    format!("switching to {}: {}", choice.layout, choice.reason),
+                ),
+                _ => (choice.layout, choice.reason.clone()),
+            };
+            (state.shown.as_ref() != Some(&shown)).then(|| {
+                state.shown = Some(shown.clone());
+                shown
+            })
+        };
+        let Some(shown) = changed else {
+            return;
+        };
+        let (layout, reason) = shown;
+        tracing::info!(cluster, layout = %layout, reason, "admission layout");
+        metrics::layout(cluster, layout);
+        let result = self
+            .store
+            .set_cluster_layout(cluster, layout.as_str(), &reason)
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        if !self.recorded(cluster, "the admission layout", result) {
+            if let Ok(mut layouts) = self.layouts.lock() {
+                if let Some(state) = layouts.get_mut(cluster) {
+                    state.shown = None;
+                }
+            }
         }
     }
 

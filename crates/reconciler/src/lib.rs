@@ -15,6 +15,7 @@ pub mod controller;
 pub mod kubeconfig;
 pub mod metrics;
 mod per_boundary;
+mod plan;
 pub mod port;
 pub mod probe;
 pub mod rbac;
@@ -22,13 +23,14 @@ pub mod reports;
 pub mod scan;
 mod shared;
 pub mod statuses;
+mod switch;
 pub mod violating;
 pub mod workloads;
 
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome, LabelTampering};
 pub use controller::{Controller, ControllerError, PassReport, Settings, Unseal};
-pub use palisade_vap::Layout;
+pub use palisade_vap::{Layout, LayoutChoice, Thresholds};
 pub use port::KubeClusters;
 pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};
 

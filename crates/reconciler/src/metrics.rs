@@ -24,6 +24,9 @@ pub const APISERVER_RESTARTS: &str = "palisade_cluster_apiserver_restarts_total"
 /// Counter `{cluster, kind}`: things palisade owns in a cluster that it found changed by
 /// someone else and put back; `kind` says what (`namespace_label`).
 pub const REPAIRS: &str = "palisade_reconcile_repairs_total";
+/// Gauge `{cluster, layout}`: 1 for the admission layout a cluster's objects are in, 0 for
+/// the others (`per-policy`, `per-boundary`, `shared`).
+pub const LAYOUT: &str = "palisade_cluster_admission_layout";
 /// Gauge: 1 while this replica holds the lease and runs passes, 0 otherwise.
 pub const ACTIVE: &str = "palisade_reconcile_active";
 
@@ -75,6 +78,10 @@ pub fn describe() {
         "Objects or labels palisade owns in a cluster, found changed by someone else and put back"
     );
     ::metrics::describe_gauge!(
+        LAYOUT,
+        "1 for the admission layout a cluster's objects are in, 0 for the others"
+    );
+    ::metrics::describe_gauge!(
         ACTIVE,
         "1 while this replica holds the reconciler lease, 0 otherwise"
     );
@@ -116,4 +123,11 @@ pub(crate) fn store_read_failed() {
 
 pub(crate) fn active(active: bool) {
     ::metrics::gauge!(ACTIVE).set(if active { 1.0 } else { 0.0 });
+}
+
+pub(crate) fn layout(cluster: &str, layout: palisade_vap::Layout) {
+    for each in palisade_vap::Layout::ALL {
+        ::metrics::gauge!(LAYOUT, "cluster" => cluster.to_owned(), "layout" => each.as_str())
+            .set(if each == layout { 1.0 } else { 0.0 });
+    }
 }

@@ -78,7 +78,10 @@ impl ClusterClient {
     ) -> Result<()> {
         let params = selector(installation, boundary);
         let chosen = |meta: &ObjectMeta| {
-            is_ours(meta, installation, boundary) && is_per_boundary(meta) && doomed(meta)
+            is_ours(meta, installation, boundary)
+                && is_per_boundary(meta)
+                && !crate::switch::is_switch(meta)
+                && doomed(meta)
         };
         let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
         for binding in bindings.list(&params).await?.items {

@@ -30,6 +30,8 @@ pub enum Admission {
 pub struct ClusterProbe {
     /// `/version`'s `gitVersion`, e.g. `v1.37.2`.
     pub kubernetes_version: String,
+    /// The minor version (`37` for 1.37).
+    pub minor: u32,
     pub admission: Admission,
 }
 
@@ -40,6 +42,10 @@ pub enum EnforcementProbe {
     Enforced,
     /// `not enforced: <reason>`: the violating object was admitted ([`ADMITTED_VIOLATING`]).
     NotEnforced(String),
+    /// During a switch of layout: denied with the policy's message, but the new layout's
+    /// objects did not take part (its switch binding did not warn): the earlier layout still
+    /// enforces the policy, and its objects must stay.
+    EnforcedByEarlierLayout,
     /// Refused for another reason (another policy's message, a missing service account, ...):
     /// the probe proves nothing either way; the status is `error: <reason>`.
     Inconclusive(String),

@@ -12,9 +12,8 @@ use kube::api::{
 use kube::Api;
 use palisade_policy::scan::Violation;
 use palisade_policy::{Mode, Name, Policy};
-use palisade_vap::render::{
-    labels, object_name, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL,
-};
+use palisade_vap::object_name;
+use palisade_vap::render::{labels, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL};
 use serde_json::{json, Value};
 
 use crate::cluster::boundary_selector;

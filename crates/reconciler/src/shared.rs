@@ -194,6 +194,14 @@ impl ClusterClient {
             .collect())
     }
 
+    /// Whether this installation has any parameter object of `boundary`.
+    pub(crate) async fn has_parameters(&self, installation: &str, boundary: &Name) -> Result<bool> {
+        Ok(!self
+            .boundary_parameters(installation, boundary)
+            .await?
+            .is_empty())
+    }
+
     async fn delete_parameter(&self, object: &DynamicObject) -> Result<bool> {
         let (Some(namespace), Some(name)) = (&object.metadata.namespace, &object.metadata.name)
         else {
@@ -303,6 +311,7 @@ impl ClusterClient {
                 }
             }
         }
+        self.remove_shared_switch(installation).await?;
         let guard = palisade_vap::parameters_guard_name(installation);
         if let Some(binding) = bindings.get_opt(&guard).await? {
             if is_installations(&binding.metadata, installation) {

@@ -12,7 +12,8 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::cel::literal;
-use crate::render::{Rendered, BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL};
+use crate::layout::per_policy::Rendered;
+use crate::render::{BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL};
 
 /// The static message, shown only if the message expression itself fails.
 pub const GUARD_STATIC_MESSAGE: &str = "The label palisade.dev/boundary is managed by palisade.";
@@ -141,7 +142,7 @@ pub const PARAMETERS_GUARD_STATIC_MESSAGE: &str =
 /// content). Without it a tenant with `*` in its namespace could delete or edit them and so
 /// switch its boundary's policies off there.
 pub fn parameters_guard(installation: &str, identity: &str) -> Rendered {
-    use crate::shared::{PARAMS_GROUP, PARAMS_PLURAL};
+    use crate::layout::shared::{PARAMS_GROUP, PARAMS_PLURAL};
     let name = parameters_guard_name(installation);
     let metadata = ObjectMeta {
         name: Some(name.clone()),

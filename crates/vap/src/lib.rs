@@ -1,22 +1,22 @@
-//! Pure renderer: a palisade policy becomes one `ValidatingAdmissionPolicy` and one
-//! `ValidatingAdmissionPolicyBinding` (admissionregistration.k8s.io/v1, SPEC 3.4); so does the
-//! installation's boundary-label guard. The shared layout ([`shared`]) is one policy and two
-//! bindings per installation, with each policy's rules in parameter objects; the per-boundary
-//! layout ([`per_boundary`]) is one policy and one binding per boundary and mode.
+//! Pure renderer: palisade's policies become `ValidatingAdmissionPolicy` objects and bindings
+//! (admissionregistration.k8s.io/v1, SPEC 3.4) in one of three layouts ([`layout`]), plus the
+//! installation's guards ([`guard`]). [`render`] holds what every layout shares.
 //!
 //! No client, no async: the reconciler applies what this crate returns.
 
 pub mod cel;
 pub mod guard;
-pub mod per_boundary;
+pub mod layout;
 pub mod render;
-pub mod shared;
 
 pub use cel::{PolicyCel, MATCH_CONDITIONS};
 pub use guard::{
     boundary_label_guard, guard_message, guard_name, parameters_guard, parameters_guard_message,
     parameters_guard_name,
 };
-pub use per_boundary::{boundary_object_name, render_boundary, BoundaryObjects};
-pub use render::{object_name, render, Rendered, FIELD_MANAGER};
-pub use shared::{parameters, parameters_definition, shared_objects, Layout, SharedObjects};
+pub use layout::per_boundary::{boundary_object_name, render_boundary, BoundaryObjects};
+pub use layout::per_policy::{object_name, render, Rendered};
+pub use layout::shared::{parameters, parameters_definition, shared_objects, SharedObjects};
+pub use layout::{choose, Choice, ClusterFacts, Layout, LayoutChoice, Thresholds};
+pub use layout::{per_boundary, per_policy, shared};
+pub use render::FIELD_MANAGER;

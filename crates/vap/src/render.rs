@@ -1,16 +1,15 @@
-//! The Kubernetes objects of one policy in one cluster.
+//! What every layout's objects share: palisade's labels, the field manager, the resources
+//! matched (SPEC 3.1) and the exemptions as match conditions. The layouts themselves are in
+//! [`crate::layout`].
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
-    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
-    ValidatingAdmissionPolicySpec, Validation, Variable,
+    MatchCondition, NamedRuleWithOperations, ValidatingAdmissionPolicyBinding,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use palisade_policy::{Mode, Name, Policy};
+use palisade_policy::Name;
 
-use crate::cel::{self, PolicyCel, MATCH_CONDITIONS};
+use crate::cel::{self, MATCH_CONDITIONS};
 
 /// The server-side-apply field manager of every object palisade writes.
 pub const FIELD_MANAGER: &str = "palisade";
@@ -26,18 +25,6 @@ pub const EPHEMERAL_CONTAINERS_RESOURCE: &str = "pods/ephemeralcontainers";
 /// The Pod status subresource, through which labels could otherwise change unjudged.
 pub const POD_STATUS_RESOURCE: &str = "pods/status";
 
-/// A policy's objects, applied policy first, deleted binding first.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Rendered {
-    pub policy: ValidatingAdmissionPolicy,
-    pub binding: ValidatingAdmissionPolicyBinding,
-}
-
-/// `<policy>.<boundary>.palisade.dev`, the name of both objects.
-pub fn object_name(boundary: &Name, policy: &Name) -> String {
-    format!("{policy}.{boundary}.palisade.dev")
-}
-
 /// The labels that mark an object as palisade's.
 pub fn labels(installation: &str, boundary: &Name, policy: &Name) -> BTreeMap<String, String> {
     BTreeMap::from([
@@ -48,7 +35,7 @@ pub fn labels(installation: &str, boundary: &Name, policy: &Name) -> BTreeMap<St
     ])
 }
 
-fn strings(items: &[&str]) -> Option<Vec<String>> {
+pub(crate) fn strings(items: &[&str]) -> Option<Vec<String>> {
     Some(items.iter().map(|s| (*s).to_owned()).collect())
 }
 
@@ -89,72 +76,71 @@ pub(crate) fn match_conditions() -> Vec<MatchCondition> {
         .collect()
 }
 
-/// Renders `policy` of `boundary` for installation `installation`; `None` when the policy has
-/// no admission rules (nothing is installed for it).
-pub fn render(boundary: &Name, policy: &Policy, installation: &str) -> Option<Rendered> {
-    let cel = PolicyCel::of(policy)?;
-    let name = object_name(boundary, policy.name());
-    let metadata = ObjectMeta {
-        name: Some(name.clone()),
-        labels: Some(labels(installation, boundary, policy.name())),
-        ..ObjectMeta::default()
-    };
-    let PolicyCel {
-        variables,
-        expression,
-        message_expression,
-        message,
-    } = cel;
-    let vap = ValidatingAdmissionPolicy {
-        metadata: metadata.clone(),
-        spec: Some(ValidatingAdmissionPolicySpec {
-            failure_policy: Some("Fail".to_owned()),
-            match_constraints: Some(MatchResources {
-                match_policy: Some("Equivalent".to_owned()),
-                resource_rules: Some(resource_rules()),
-                ..MatchResources::default()
+/// Marks a switch binding ([`switch_binding`]).
+pub const SWITCH_LABEL: &str = "palisade.dev/switch";
+
+/// `switch.<binding>`, the name of `binding`'s switch binding.
+pub fn switch_binding_name(binding: &str) -> String {
+    format!("switch.{binding}")
+}
+
+/// A copy of an enforce-mode `binding` that only warns, written beside it while the cluster
+/// changes layout (SPEC 3.4: the new layout's objects are confirmed before the old ones go).
+/// While both layouts' objects deny a probe, the API server reports one denial (which one is
+/// not specified) but adds every `Warn` binding's warning: this binding's warning is what
+/// proves the new policy object is active. Deleted once the switch is done.
+pub fn switch_binding(
+    binding: &ValidatingAdmissionPolicyBinding,
+) -> ValidatingAdmissionPolicyBinding {
+    let mut copy = binding.clone();
+    let name = switch_binding_name(binding.metadata.name.as_deref().unwrap_or_default());
+    copy.metadata.name = Some(name);
+    copy.metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(SWITCH_LABEL.to_owned(), "true".to_owned());
+    if let Some(spec) = copy.spec.as_mut() {
+        spec.validation_actions = strings(&["Warn"]);
+    }
+    copy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    #[test]
+    fn a_switch_binding_only_warns_under_its_own_name() {
+        let binding = ValidatingAdmissionPolicyBinding {
+            metadata: ObjectMeta {
+                name: Some("trusted.shop.palisade.dev".to_owned()),
+                labels: Some(BTreeMap::from([(
+                    BOUNDARY_LABEL.to_owned(),
+                    "shop".to_owned(),
+                )])),
+                ..ObjectMeta::default()
+            },
+            spec: Some(ValidatingAdmissionPolicyBindingSpec {
+                policy_name: Some("trusted.shop.palisade.dev".to_owned()),
+                validation_actions: strings(&["Deny"]),
+                ..ValidatingAdmissionPolicyBindingSpec::default()
             }),
-            match_conditions: Some(match_conditions()),
-            variables: Some(
-                variables
-                    .into_iter()
-                    .map(|(name, expression)| Variable { name, expression })
-                    .collect(),
-            ),
-            validations: Some(vec![Validation {
-                expression,
-                message: Some(message),
-                message_expression: Some(message_expression),
-                reason: None,
-            }]),
-            ..ValidatingAdmissionPolicySpec::default()
-        }),
-        status: None,
-    };
-    let actions: &[&str] = match policy.mode() {
-        Mode::Enforce => &["Deny"],
-        Mode::Audit => &["Warn", "Audit"],
-    };
-    let binding = ValidatingAdmissionPolicyBinding {
-        metadata,
-        spec: Some(ValidatingAdmissionPolicyBindingSpec {
-            policy_name: Some(name),
-            validation_actions: strings(actions),
-            match_resources: Some(MatchResources {
-                namespace_selector: Some(LabelSelector {
-                    match_labels: Some(BTreeMap::from([(
-                        BOUNDARY_LABEL.to_owned(),
-                        boundary.to_string(),
-                    )])),
-                    ..LabelSelector::default()
-                }),
-                ..MatchResources::default()
-            }),
-            ..ValidatingAdmissionPolicyBindingSpec::default()
-        }),
-    };
-    Some(Rendered {
-        policy: vap,
-        binding,
-    })
+        };
+        let switch = switch_binding(&binding);
+        assert_eq!(
+            switch.metadata.name.as_deref(),
+            Some("switch.trusted.shop.palisade.dev")
+        );
+        let spec = switch.spec.unwrap_or_default();
+        assert_eq!(spec.validation_actions, Some(vec!["Warn".to_owned()]));
+        assert_eq!(
+            spec.policy_name.as_deref(),
+            Some("trusted.shop.palisade.dev")
+        );
+        let labels = switch.metadata.labels.unwrap_or_default();
+        assert_eq!(labels.get(SWITCH_LABEL).map(String::as_str), Some("true"));
+        assert_eq!(labels.get(BOUNDARY_LABEL).map(String::as_str), Some("shop"));
+    }
 }

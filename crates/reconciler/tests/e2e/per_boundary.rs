@@ -303,3 +303,86 @@ async fn the_per_boundary_layout_installs_confirms_changes_and_collects(version:
             .is_empty()
     );
 }
+
+on_both_versions!(a_switch_of_layout_is_confirmed_only_by_the_new_layouts_switch_binding);
+
+/// While a boundary's policy is in the per-policy layout AND the per-boundary one, a probe
+/// is denied with the policy's message whichever object the API server reports; only the
+/// per-boundary object's switch binding's warning confirms the new layout at work. Without
+/// it, every probe says the earlier layout enforces (so the controller keeps its objects).
+async fn a_switch_of_layout_is_confirmed_only_by_the_new_layouts_switch_binding(version: &str) {
+    const SWITCHING: &str = "e2e-switch-probe";
+    let (plane, admin) = crate::support::connect(version).await;
+    let old = admin.clone().with_layout(Layout::PerPolicy);
+    let new = admin.clone().with_layout(Layout::PerBoundary);
+    let client = plane.client().await;
+    let boundary = unique_boundary("switch");
+    let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
+    let policies = vec![label_policy(1, false)];
+    let policy = &policies[0];
+
+    old.apply_boundary(SWITCHING, &boundary, &policies)
+        .await
+        .unwrap();
+    eventually(
+        "the per-policy object enforcing",
+        ACTIVATION_TIMEOUT,
+        || async {
+            let probe = old
+                .probe_enforcement_among(SWITCHING, &boundary, policy, &policies, &namespace)
+                .await
+                .unwrap();
+            (probe == EnforcementProbe::Enforced).then_some(())
+        },
+    )
+    .await;
+    new.apply_boundary(SWITCHING, &boundary, &policies)
+        .await
+        .unwrap();
+    let new_object = boundary_object_name(&boundary, Mode::Enforce, 1);
+    eventually(
+        "the per-boundary object present",
+        ACTIVATION_TIMEOUT,
+        || async {
+            Api::<ValidatingAdmissionPolicy>::all(client.clone())
+                .get_opt(&new_object)
+                .await
+                .unwrap()
+                .map(|_| ())
+        },
+    )
+    .await;
+    // Both deny; without the switch binding nothing proves the new object at work.
+    for _ in 0..10 {
+        let probe = new
+            .probe_during_switch(SWITCHING, &boundary, policy, &policies, &namespace)
+            .await
+            .unwrap();
+        assert_eq!(probe, EnforcementProbe::EnforcedByEarlierLayout);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    new.apply_switch_bindings(SWITCHING, &boundary, &policies)
+        .await
+        .unwrap();
+    eventually("the new layout confirmed", ACTIVATION_TIMEOUT, || async {
+        let probe = new
+            .probe_during_switch(SWITCHING, &boundary, policy, &policies, &namespace)
+            .await
+            .unwrap();
+        (probe == EnforcementProbe::Enforced).then_some(())
+    })
+    .await;
+    // Done: the earlier layout's objects and the switch binding go; the new object stays.
+    new.garbage_collect(SWITCHING, &boundary, &[policy.name().clone()])
+        .await
+        .unwrap();
+    let left =
+        objects::<ValidatingAdmissionPolicyBinding>(&client, SWITCHING, boundary.as_str()).await;
+    assert_eq!(
+        left.keys().cloned().collect::<Vec<_>>(),
+        vec![new_object.clone()]
+    );
+    new.garbage_collect(SWITCHING, &boundary, &[])
+        .await
+        .unwrap();
+}

@@ -18,7 +18,11 @@ use palisade_testkit::control_plane::unique_name;
 use sqlx::Connection;
 use tokio::task::JoinHandle;
 
-use crate::support::{eventually, plane, ACTIVATION_TIMEOUT};
+use crate::support::{eventually, on_both_versions, plane, ACTIVATION_TIMEOUT};
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use kube::Api;
 
 /// The value of the series `name{labels}` on `/metrics` (0 when absent).
 fn metric(name: &str, labels: &[(&str, &str)]) -> f64 {
@@ -191,7 +195,12 @@ async fn a_pass_is_counted_per_cluster_on_metrics() {
     let refused = pointed_at(plane.kubeconfig_yaml(), "https://127.0.0.1:9");
     add_cluster(&store, &key, &dead, &refused, &boundary).await;
     let installation = installation();
-    let controller = controller(&store, &key, &installation, Settings::default());
+    // Per policy: one policy is one object pair, so the counts below are objects too.
+    let settings = Settings {
+        layout: palisade_reconciler::LayoutChoice::Fixed(palisade_reconciler::Layout::PerPolicy),
+        ..Settings::default()
+    };
+    let controller = controller(&store, &key, &installation, settings);
     // The recorder `/metrics` renders, installed before the pass as `palisade serve` does.
     Metrics::global();
 
@@ -491,7 +500,7 @@ async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller(
         installation,
     } = attached(plane).await;
     let settings = Settings {
-        layout: palisade_reconciler::Layout::Shared,
+        layout: palisade_reconciler::LayoutChoice::Fixed(palisade_reconciler::Layout::Shared),
         ..Settings::default()
     };
     let controller = controller(&store, &key, &installation, settings);
@@ -691,7 +700,7 @@ async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_contr
     .await;
     let client = plane.client().await;
     let settings = Settings {
-        layout: palisade_reconciler::Layout::PerBoundary,
+        layout: palisade_reconciler::LayoutChoice::Fixed(palisade_reconciler::Layout::PerBoundary),
         ..Settings::default()
     };
     // Left by the shared layout before a switch: removed after the boundaries are written.
@@ -815,4 +824,183 @@ async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_contr
         .unwrap()
         .contains(boundary_name.as_str()));
     cluster.remove_installation(&installation).await.unwrap();
+}
+
+on_both_versions!(auto_changes_layout_across_the_crossing_and_admits_no_violating_create);
+
+/// `--admission-layout auto` (SPEC 3.4) with the crossing moved to 2 boundaries: 1 boundary is
+/// per-boundary, a second attached makes the cluster shared, detaching it makes it
+/// per-boundary again. Violating dry-run creates go on in the first boundary's namespace the
+/// whole time: none is admitted, each is denied with the same message, and each switch leaves
+/// no object of the earlier layout and no switch binding behind.
+async fn auto_changes_layout_across_the_crossing_and_admits_no_violating_create(version: &str) {
+    use palisade_reconciler::{LayoutChoice, Thresholds};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let plane = plane(version).await;
+    let Attached {
+        _dir,
+        boundary,
+        store,
+        key,
+        cluster_name,
+        namespace,
+        installation,
+    } = attached(plane).await;
+    let thresholds = Thresholds {
+        shared_from: 2,
+        per_boundary_below: 2,
+        shared_from_before_fix: 2,
+        per_boundary_below_before_fix: 2,
+        ..Thresholds::default()
+    };
+    let settings = Settings {
+        layout: LayoutChoice::Auto,
+        thresholds,
+        ..Settings::default()
+    };
+    let controller = controller(&store, &key, &installation, settings);
+    let layout_of = || async {
+        let record = store.get_cluster(&cluster_name).await.unwrap();
+        (record.admission_layout, record.admission_layout_reason)
+    };
+    let name = palisade_policy::Name::parse(&boundary).unwrap();
+    let per_boundary_object =
+        palisade_vap::boundary_object_name(&name, palisade_policy::Mode::Enforce, 1);
+    let shared_policy = palisade_vap::shared::shared_policy_name(&installation);
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(plane.client().await);
+    let switch_bindings = || async {
+        bindings
+            .list(&kube::api::ListParams::default().labels(&format!(
+                "{}={installation},{}",
+                palisade_vap::render::INSTALLATION_LABEL,
+                palisade_vap::render::SWITCH_LABEL
+            )))
+            .await
+            .unwrap()
+            .items
+            .len()
+    };
+
+    eventually(
+        "enforced in the per-boundary layout",
+        ACTIVATION_TIMEOUT,
+        || async {
+            controller.reconcile_all().await;
+            let enforced =
+                status_of(&store, &boundary, &cluster_name).await.as_deref() == Some("enforced");
+            let layout = layout_of().await;
+            (enforced
+                && layout
+                    == (
+                        Some("per-boundary".to_owned()),
+                        Some("1 boundary".to_owned()),
+                    ))
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(vap_exists(plane, &per_boundary_object).await);
+
+    // Violating creates, one after the other, for the rest of the test.
+    let stop = Arc::new(AtomicBool::new(false));
+    let admitted = Arc::new(AtomicUsize::new(0));
+    let prober = ClusterClient::from_client(plane.client().await);
+    let stream = {
+        let (stop, admitted, namespace) = (stop.clone(), admitted.clone(), namespace.clone());
+        tokio::spawn(async move {
+            let pod = serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+                "spec": {"containers": [{"name": "web", "image": "nginx:latest"}]},
+            });
+            let mut denials = BTreeMap::<String, usize>::new();
+            while !stop.load(Ordering::Relaxed) {
+                let answer = prober.dry_run_create(&namespace, &pod).await.unwrap();
+                if answer.admitted() {
+                    admitted.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    let text = answer.denial_message().unwrap_or("(no denial)").to_owned();
+                    *denials.entry(text).or_default() += 1;
+                }
+            }
+            denials
+        })
+    };
+
+    let second = unique_name("shop");
+    store.create_boundary(&second, None).await.unwrap();
+    put_policy(
+        &store,
+        &second,
+        "no-latest",
+        r#"{"rules":[{"disallowLatestTag":{}}]}"#,
+    )
+    .await;
+    store.attach_cluster(&second, &cluster_name).await.unwrap();
+    eventually(
+        "switched to the shared layout",
+        ACTIVATION_TIMEOUT,
+        || async {
+            controller.reconcile_all().await;
+            let layout = layout_of().await;
+            let done = layout == (Some("shared".to_owned()), Some("2 boundaries".to_owned()))
+                && !vap_exists(plane, &per_boundary_object).await
+                && switch_bindings().await == 0;
+            done.then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        status_of(&store, &boundary, &cluster_name).await.as_deref(),
+        Some("enforced")
+    );
+    assert!(vap_exists(plane, &shared_policy).await);
+
+    store.detach_cluster(&second, &cluster_name).await.unwrap();
+    eventually(
+        "back in the per-boundary layout",
+        ACTIVATION_TIMEOUT,
+        || async {
+            controller.reconcile_all().await;
+            let layout = layout_of().await;
+            let done = layout
+                == (
+                    Some("per-boundary".to_owned()),
+                    Some("1 boundary".to_owned()),
+                )
+                && vap_exists(plane, &per_boundary_object).await
+                && !vap_exists(plane, &shared_policy).await
+                && switch_bindings().await == 0;
+            done.then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        status_of(&store, &boundary, &cluster_name).await.as_deref(),
+        Some("enforced")
+    );
+
+    stop.store(true, Ordering::Relaxed);
+    let denials = stream.await.unwrap();
+    assert_eq!(
+        admitted.load(Ordering::Relaxed),
+        0,
+        "violating creates admitted; denials: {denials:?}"
+    );
+    assert_eq!(
+        denials.len(),
+        1,
+        "one denial text in every layout: {denials:?}"
+    );
+    let (text, count) = denials.into_iter().next().unwrap();
+    assert!(
+        text.starts_with("Policy 'no-latest' (DisallowLatestTag)"),
+        "{text}"
+    );
+    eprintln!("{version}: {count} violating creates across two switches, 0 admitted");
+}
+
+async fn vap_exists(plane: &palisade_testkit::control_plane::ControlPlane, name: &str) -> bool {
+    let api: Api<ValidatingAdmissionPolicy> = Api::all(plane.client().await);
+    api.get_opt(name).await.unwrap().is_some()
 }

@@ -263,7 +263,7 @@ pub fn controller_in(
                 config: palisade_workload::WorkloadConfig::builtin(),
                 fetch,
             },
-            layout,
+            layout: palisade_reconciler::LayoutChoice::Fixed(layout),
             ..Settings::default()
         },
     )

@@ -4,7 +4,7 @@
 //! instead of one of each per policy.
 //!
 //! Each policy keeps its own validation, with the same expression and message expression as
-//! in [`crate::render`]: the object holds them in policy order, the variables and match
+//! in [`super::per_policy`]: the object holds them in policy order, the variables and match
 //! conditions once. What the API server answers after `denied request: ` is therefore exactly
 //! the per-policy layout's text (the message names the policy); only the object and binding
 //! names in Kubernetes' wrapper differ.
@@ -21,8 +21,9 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use palisade_policy::{Mode, Name, Policy};
 
-use crate::render::{labels, render, Rendered, POLICY_LABEL};
-use crate::shared::MODE_LABEL;
+use crate::layout::per_policy::{render, Rendered};
+use crate::layout::shared::MODE_LABEL;
+use crate::render::{labels, POLICY_LABEL};
 
 /// The most policies one object holds (the API server's per-object cost budget).
 pub const POLICIES_PER_OBJECT: usize = 5;

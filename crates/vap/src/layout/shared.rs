@@ -47,45 +47,6 @@ pub const MODE_LABEL: &str = "palisade.dev/mode";
 /// input the corpus knows).
 pub const SHARED_STATIC_MESSAGE: &str = "A palisade policy denied the request.";
 
-/// How a boundary's policies become admission objects in a cluster.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Layout {
-    /// One `ValidatingAdmissionPolicy` and one binding per policy and boundary (SPEC 3.4).
-    #[default]
-    PerPolicy,
-    /// One policy and two bindings per installation, and a parameter object per policy in
-    /// each namespace of its boundary.
-    Shared,
-    /// One `ValidatingAdmissionPolicy` and one binding per boundary and mode, holding at most
-    /// 5 policies' validations ([`crate::per_boundary`]).
-    PerBoundary,
-}
-
-impl Layout {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Layout::PerPolicy => "per-policy",
-            Layout::Shared => "shared",
-            Layout::PerBoundary => "per-boundary",
-        }
-    }
-}
-
-impl std::str::FromStr for Layout {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "per-policy" => Ok(Layout::PerPolicy),
-            "shared" => Ok(Layout::Shared),
-            "per-boundary" => Ok(Layout::PerBoundary),
-            other => Err(format!(
-                "unknown admission layout '{other}': expected per-policy, shared or per-boundary"
-            )),
-        }
-    }
-}
-
 /// `<installation>.policies.palisade.dev`, the shared `ValidatingAdmissionPolicy`.
 pub fn shared_policy_name(installation: &str) -> String {
     format!("{installation}.policies.palisade.dev")

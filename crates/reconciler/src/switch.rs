@@ -1,0 +1,112 @@
+//! Changing a cluster's layout with no gap (SPEC 3.4): the new layout's objects are written
+//! beside the old ones, with a warn-only switch binding beside each enforce-mode binding
+//! ([`palisade_vap::render::switch_binding`]); once every probe of a boundary saw the switch
+//! bindings warn, the old layout's objects and the switch bindings of that boundary go.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ListParams, Patch, PatchParams};
+use palisade_policy::{Mode, Name, Policy};
+use palisade_vap::render::{switch_binding, switch_binding_name, FIELD_MANAGER, SWITCH_LABEL};
+use palisade_vap::shared::{shared_binding_name, shared_objects};
+use palisade_vap::{render, render_boundary, Layout};
+
+use crate::cluster::{boundary_selector, check_installation, delete_exact, is_ours, ClusterClient};
+use crate::per_boundary::is_per_boundary;
+use crate::Result;
+
+/// Whether `meta` is a switch binding's.
+pub(crate) fn is_switch(meta: &ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(SWITCH_LABEL))
+}
+
+fn denies(binding: &ValidatingAdmissionPolicyBinding) -> bool {
+    binding
+        .spec
+        .as_ref()
+        .and_then(|s| s.validation_actions.as_deref())
+        .is_some_and(|actions| actions.iter().any(|a| a == "Deny"))
+}
+
+impl ClusterClient {
+    /// The layouts of which this installation has objects of `boundary` in the cluster.
+    pub async fn layouts_present(
+        &self,
+        installation: &str,
+        boundary: &Name,
+    ) -> Result<BTreeSet<Layout>> {
+        check_installation(installation)?;
+        let params = ListParams::default().labels(&boundary_selector(installation, boundary));
+        let mut present = BTreeSet::new();
+        for policy in self
+            .cluster_api::<ValidatingAdmissionPolicy>()
+            .list(&params)
+            .await?
+            .items
+        {
+            if !is_ours(&policy.metadata, installation, boundary) {
+                continue;
+            }
+            present.insert(if is_per_boundary(&policy.metadata) {
+                Layout::PerBoundary
+            } else {
+                Layout::PerPolicy
+            });
+        }
+        if self.has_parameters(installation, boundary).await? {
+            present.insert(Layout::Shared);
+        }
+        Ok(present)
+    }
+
+    /// Writes a switch binding beside each enforce-mode binding of `boundary`'s `policies` in
+    /// this client's layout (shared: beside the installation's enforce binding).
+    pub async fn apply_switch_bindings(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policies: &[Policy],
+    ) -> Result<()> {
+        check_installation(installation)?;
+        let bindings: Vec<ValidatingAdmissionPolicyBinding> = match self.layout() {
+            Layout::PerPolicy => policies
+                .iter()
+                .filter(|p| p.mode() == Mode::Enforce)
+                .filter_map(|p| render(boundary, p, installation))
+                .map(|r| r.binding)
+                .collect(),
+            Layout::PerBoundary => render_boundary(boundary, policies, installation)
+                .into_iter()
+                .map(|o| o.rendered.binding)
+                .collect(),
+            Layout::Shared => vec![shared_objects(installation).enforce],
+        };
+        let api = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        for binding in bindings.iter().filter(|b| denies(b)) {
+            let switch = switch_binding(binding);
+            let name = switch.metadata.name.clone().unwrap_or_default();
+            api.patch(&name, &params, &Patch::Apply(&switch)).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the switch binding of the installation's shared enforce binding, if there.
+    pub async fn remove_shared_switch(&self, installation: &str) -> Result<()> {
+        check_installation(installation)?;
+        let api = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
+        let name = switch_binding_name(&shared_binding_name(installation, Mode::Enforce));
+        if let Some(binding) = api.get_opt(&name).await? {
+            if is_switch(&binding.metadata) {
+                delete_exact(&api, &binding.metadata).await?;
+            }
+        }
+        Ok(())
+    }
+}
