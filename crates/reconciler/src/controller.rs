@@ -1041,6 +1041,12 @@ impl Controller {
     ) -> Result<(), ControllerError> {
         for boundary in attached {
             for namespace in boundary.namespaces.iter().filter(|n| n.cluster == cluster) {
+                if !self
+                    .still_registered(&boundary.name, cluster, &namespace.name)
+                    .await
+                {
+                    continue;
+                }
                 let Some(tampering) = client
                     .restore_boundary_label(&boundary.name, &namespace.name)
                     .await
@@ -1060,6 +1066,19 @@ impl Controller {
             }
         }
         Ok(())
+    }
+
+    /// Whether `namespace` is still registered for `boundary` in the store, read again before a
+    /// missing label is put back: a release (which removes the label, then the record) may have
+    /// run since the pass read its state; its label must stay removed. A store that cannot be
+    /// read counts as registered (the label is put back; a release removes it again).
+    async fn still_registered(&self, boundary: &Name, cluster: &str, namespace: &str) -> bool {
+        !matches!(
+            self.store
+                .get_namespace(boundary.as_str(), cluster, namespace)
+                .await,
+            Err(StoreError::NotFound)
+        )
     }
 
     /// Applies the workloads placed in the cluster (SPEC 5) and hands their outcomes to the

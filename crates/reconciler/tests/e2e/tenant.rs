@@ -24,7 +24,7 @@ use palisade_vap::{guard_message, guard_name, parameters_guard_message, paramete
 use serde_json::{json, Value};
 
 use crate::serve::Stack;
-use crate::support::{on_both_versions, plane};
+use crate::support::{on_both_versions, plane, ACTIVATION_TIMEOUT};
 
 on_both_versions!(per_policy, per_boundary, shared);
 
@@ -177,6 +177,19 @@ async fn a_tenant_does_not_escape_its_boundary(version: &str, layout: Layout) {
     let tenant = plane.token_client(&token).await;
     let identity = format!("system:serviceaccount:{ns}:tenant");
     let pods: Api<Pod> = Api::namespaced(tenant.clone(), ns);
+    // The API server's authorizer learns the new RoleBinding from its informer: under load
+    // that takes a moment, during which the tenant is refused by RBAC (403), not by policy.
+    crate::support::eventually(
+        "the tenant's Role in effect",
+        ACTIVATION_TIMEOUT,
+        || async {
+            pods.list(&kube::api::ListParams::default())
+                .await
+                .ok()
+                .map(|_| ())
+        },
+    )
+    .await;
 
     // 1. A violating create.
     assert_denied(
