@@ -189,22 +189,29 @@ impl App {
         let record = self.find_cluster(cluster).await?;
         let boundary_name = crate::path_name("boundary", boundary)?;
         let kubeconfig = self.kubeconfig_of(&record)?;
+        // The record goes first: the reconciler puts back the label of a namespace the store
+        // still holds, so removing the label first could see it restored by a pass under way.
+        self.store
+            .delete_namespace(boundary, cluster, namespace)
+            .await
+            .map_err(|e| namespace_error(e, boundary, cluster, namespace))?;
         match self
             .clusters()
             .release_namespace(&kubeconfig, &boundary_name, namespace)
             .await
         {
             // Relabelled by a cluster admin meanwhile: nothing of ours to remove.
-            Ok(()) | Err(ClusterError::LabelledForOtherBoundary(_)) => {}
+            Ok(()) | Err(ClusterError::LabelledForOtherBoundary(_)) => Ok(()),
             Err(other) => {
-                return Err(AppError::ClusterUnavailable(format!(
+                // Nothing half-done: the namespace stays the boundary's, as it still is in the
+                // cluster.
+                if let Err(error) = self.store.put_namespace(boundary, cluster, namespace).await {
+                    tracing::warn!(boundary, cluster, namespace, %error, "a namespace whose release failed is no longer registered");
+                }
+                Err(AppError::ClusterUnavailable(format!(
                     "cluster '{cluster}' could not release namespace '{namespace}': {other}"
                 )))
             }
         }
-        self.store
-            .delete_namespace(boundary, cluster, namespace)
-            .await
-            .map_err(|e| namespace_error(e, boundary, cluster, namespace))
     }
 }

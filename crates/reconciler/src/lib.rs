@@ -7,6 +7,7 @@
 //! Decisions stay pure elsewhere: `palisade-vap` renders, `palisade-policy` decides messages;
 //! this crate only talks to API servers.
 
+mod admission;
 pub mod answer;
 mod audit;
 pub mod cause;

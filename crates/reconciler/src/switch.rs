@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ListParams, Patch, PatchParams};
 use palisade_policy::{Mode, Name, Policy};
 use palisade_vap::render::{switch_binding, switch_binding_name, FIELD_MANAGER, SWITCH_LABEL};
-use palisade_vap::shared::{shared_binding_name, shared_objects};
-use palisade_vap::{render, render_boundary, Layout};
+use palisade_vap::shared::shared_binding_name;
+use palisade_vap::Layout;
 
 use crate::cluster::{boundary_selector, check_installation, delete_exact, is_ours, ClusterClient};
 use crate::per_boundary::is_per_boundary;
@@ -24,14 +24,6 @@ pub(crate) fn is_switch(meta: &ObjectMeta) -> bool {
     meta.labels
         .as_ref()
         .is_some_and(|l| l.contains_key(SWITCH_LABEL))
-}
-
-fn denies(binding: &ValidatingAdmissionPolicyBinding) -> bool {
-    binding
-        .spec
-        .as_ref()
-        .and_then(|s| s.validation_actions.as_deref())
-        .is_some_and(|actions| actions.iter().any(|a| a == "Deny"))
 }
 
 impl ClusterClient {
@@ -74,22 +66,11 @@ impl ClusterClient {
         policies: &[Policy],
     ) -> Result<()> {
         check_installation(installation)?;
-        let bindings: Vec<ValidatingAdmissionPolicyBinding> = match self.layout() {
-            Layout::PerPolicy => policies
-                .iter()
-                .filter(|p| p.mode() == Mode::Enforce)
-                .filter_map(|p| render(boundary, p, installation))
-                .map(|r| r.binding)
-                .collect(),
-            Layout::PerBoundary => render_boundary(boundary, policies, installation)
-                .into_iter()
-                .map(|o| o.rendered.binding)
-                .collect(),
-            Layout::Shared => vec![shared_objects(installation).enforce],
-        };
+        let bindings =
+            crate::admission::of(self.layout()).enforce_bindings(installation, boundary, policies);
         let api = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        for binding in bindings.iter().filter(|b| denies(b)) {
+        for binding in &bindings {
             let switch = switch_binding(binding);
             let name = switch.metadata.name.clone().unwrap_or_default();
             api.patch(&name, &params, &Patch::Apply(&switch)).await?;

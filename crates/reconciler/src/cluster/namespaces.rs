@@ -1,0 +1,178 @@
+//! Boundary namespaces: the label that puts a namespace in a boundary, its guard, releasing
+//! and restoring it.
+
+use super::*;
+
+impl ClusterClient {
+    /// Removes the boundary label from `namespace` when it carries `boundary`'s (palisade
+    /// releases it; the namespace and its objects stay). `false` when there was nothing to
+    /// remove.
+    pub async fn release_namespace(&self, boundary: &Name, namespace: &str) -> Result<bool> {
+        let api = self.cluster_api::<Namespace>();
+        let Some(existing) = api.get_opt(namespace).await? else {
+            return Ok(false);
+        };
+        let current = existing
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(BOUNDARY_LABEL));
+        match current {
+            Some(b) if b == boundary.as_str() => {}
+            Some(other) => return Err(ReconcileError::LabelledForOtherBoundary(other.clone())),
+            None => return Ok(false),
+        }
+        let patch = json!({"metadata": {
+            "resourceVersion": existing.metadata.resource_version,
+            "labels": {BOUNDARY_LABEL: null},
+        }});
+        api.patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(true)
+    }
+
+    /// Whether `namespace`'s `palisade.dev/boundary` label is not `boundary` (removed, or
+    /// changed), with the `resourceVersion` it was read at; `None` when it is right or the
+    /// namespace is gone.
+    pub async fn boundary_label_tampering(
+        &self,
+        boundary: &Name,
+        namespace: &str,
+    ) -> Result<Option<(LabelTampering, Option<String>)>> {
+        let api = self.cluster_api::<Namespace>();
+        let Some(existing) = api.get_opt(namespace).await? else {
+            return Ok(None);
+        };
+        let tampering = match existing
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(BOUNDARY_LABEL))
+        {
+            Some(b) if b == boundary.as_str() => return Ok(None),
+            Some(other) => LabelTampering::Changed(other.clone()),
+            None => LabelTampering::Removed,
+        };
+        Ok(Some((tampering, existing.metadata.resource_version)))
+    }
+
+    /// Puts `namespace`'s boundary label back, on the condition that the namespace is still
+    /// at `resource_version` (as [`Self::boundary_label_tampering`] read it): `false`, nothing
+    /// written, when it changed meanwhile (it is looked at again next pass).
+    pub async fn put_boundary_label_back(
+        &self,
+        boundary: &Name,
+        namespace: &str,
+        resource_version: Option<String>,
+    ) -> Result<bool> {
+        let patch = json!({"metadata": {
+            "resourceVersion": resource_version,
+            "labels": {BOUNDARY_LABEL: boundary.as_str()},
+        }});
+        match self
+            .cluster_api::<Namespace>()
+            .patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if conflict(&e) || not_found(&e) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// [`Self::boundary_label_tampering`], then [`Self::put_boundary_label_back`]: what was
+    /// put back, if anything.
+    pub async fn restore_boundary_label(
+        &self,
+        boundary: &Name,
+        namespace: &str,
+    ) -> Result<Option<LabelTampering>> {
+        let Some((tampering, version)) = self.boundary_label_tampering(boundary, namespace).await?
+        else {
+            return Ok(None);
+        };
+        Ok(self
+            .put_boundary_label_back(boundary, namespace, version)
+            .await?
+            .then_some(tampering))
+    }
+
+    /// Server-side applies the installation's boundary-label guard (SPEC 3.4): only
+    /// `palisade_identity` may add, change or remove a namespace's `palisade.dev/boundary`.
+    pub async fn install_boundary_label_guard(
+        &self,
+        installation: &str,
+        palisade_identity: &str,
+    ) -> Result<()> {
+        check_installation(installation)?;
+        self.apply_rendered(&palisade_vap::boundary_label_guard(
+            installation,
+            palisade_identity,
+        ))
+        .await
+    }
+
+    /// Creates `namespace` labelled for `boundary`, or with `adopt` labels an existing,
+    /// unlabelled one. A namespace labelled for another boundary is
+    /// [`ReconcileError::LabelledForOtherBoundary`]; an existing unlabelled one without
+    /// `adopt` is [`ReconcileError::NamespaceExists`].
+    pub async fn label_namespace(
+        &self,
+        boundary: &Name,
+        namespace: &str,
+        adopt: bool,
+    ) -> Result<LabelOutcome> {
+        let api = self.cluster_api::<Namespace>();
+        // Lost races (created or changed meanwhile) are retried a few times.
+        for _ in 0..5 {
+            let Some(existing) = api.get_opt(namespace).await? else {
+                let object = Namespace {
+                    metadata: ObjectMeta {
+                        name: Some(namespace.to_owned()),
+                        labels: Some(BTreeMap::from([(
+                            BOUNDARY_LABEL.to_owned(),
+                            boundary.to_string(),
+                        )])),
+                        ..ObjectMeta::default()
+                    },
+                    ..Namespace::default()
+                };
+                match api.create(&PostParams::default(), &object).await {
+                    Ok(_) => return Ok(LabelOutcome::Created),
+                    Err(e) if conflict(&e) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            let current = existing
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(BOUNDARY_LABEL));
+            match current {
+                Some(b) if b == boundary.as_str() => return Ok(LabelOutcome::Unchanged),
+                Some(other) => return Err(ReconcileError::LabelledForOtherBoundary(other.clone())),
+                None if !adopt => {
+                    return Err(ReconcileError::NamespaceExists(namespace.to_owned()))
+                }
+                None => {}
+            }
+            // resourceVersion makes the merge patch conditional: no label added to a
+            // namespace that someone else labelled meanwhile.
+            let patch = json!({"metadata": {
+                "resourceVersion": existing.metadata.resource_version,
+                "labels": {BOUNDARY_LABEL: boundary.as_str()},
+            }});
+            match api
+                .patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => return Ok(LabelOutcome::Adopted),
+                Err(e) if conflict(&e) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ReconcileError::Unexpected(format!(
+            "namespace {namespace} kept changing while it was being labelled"
+        )))
+    }
+}

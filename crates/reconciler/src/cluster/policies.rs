@@ -1,0 +1,275 @@
+//! Writing and removing a boundary's admission objects (server-side apply, one field manager;
+//! only this installation's objects of the boundary are deleted, bindings first).
+
+use super::*;
+
+impl ClusterClient {
+    pub(crate) async fn apply_rendered(&self, rendered: &Rendered) -> Result<()> {
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let name = rendered.policy.metadata.name.clone().unwrap_or_default();
+        self.cluster_api::<ValidatingAdmissionPolicy>()
+            .patch(&name, &params, &Patch::Apply(&rendered.policy))
+            .await?;
+        let name = rendered.binding.metadata.name.clone().unwrap_or_default();
+        self.cluster_api::<ValidatingAdmissionPolicyBinding>()
+            .patch(&name, &params, &Patch::Apply(&rendered.binding))
+            .await?;
+        Ok(())
+    }
+
+    /// Objects of the same name labelled for another installation are never taken over.
+    pub(crate) async fn refuse_other_installation(
+        &self,
+        rendered: &Rendered,
+        installation: &str,
+    ) -> Result<()> {
+        let name = rendered.policy.metadata.name.clone().unwrap_or_default();
+        let owner = |meta: &ObjectMeta| {
+            meta.labels
+                .as_ref()
+                .filter(|l| l.get(MANAGED_BY_LABEL).is_some_and(|m| m == "palisade"))
+                .and_then(|l| l.get(INSTALLATION_LABEL))
+                .filter(|i| i.as_str() != installation)
+                .cloned()
+        };
+        let policy = self
+            .cluster_api::<ValidatingAdmissionPolicy>()
+            .get_opt(&name)
+            .await?;
+        let binding = self
+            .cluster_api::<ValidatingAdmissionPolicyBinding>()
+            .get_opt(&name)
+            .await?;
+        let other = policy
+            .and_then(|p| owner(&p.metadata))
+            .or_else(|| binding.and_then(|b| owner(&b.metadata)));
+        match other {
+            Some(other) => Err(ReconcileError::OtherInstallation {
+                name,
+                installation: other,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Server-side applies the policy's objects, policy first, then its binding. A policy
+    /// without admission rules has no objects: any left from an earlier version are removed.
+    /// Applying what is already there changes nothing (not even `resourceVersion`). Objects of
+    /// the same name that another installation labelled as its own are left alone
+    /// ([`ReconcileError::OtherInstallation`]).
+    pub async fn apply_policy(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+    ) -> Result<()> {
+        check_installation(installation)?;
+        crate::admission::of(self.layout)
+            .apply_policy(self, installation, boundary, policy)
+            .await
+    }
+
+    /// Writes the admission objects of `boundary`'s `policies` in this cluster (in the order
+    /// given). Per policy or shared: each policy as [`Self::apply_policy`] does. Per boundary:
+    /// the boundary's objects, one per mode and 5 policies, written together; per-boundary
+    /// objects of the boundary that no longer hold anything are deleted. Other objects of the
+    /// boundary (policies not given, the other layouts') are left to [`Self::garbage_collect`].
+    pub async fn apply_boundary(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policies: &[Policy],
+    ) -> Result<()> {
+        check_installation(installation)?;
+        crate::admission::of(self.layout)
+            .apply_boundary(self, installation, boundary, policies)
+            .await
+    }
+
+    /// Deletes a policy's objects in every layout, binding first. Only objects labelled as
+    /// palisade's, of this installation and boundary, are deleted; absent objects are fine. A
+    /// per-boundary object that also holds other policies stays until the boundary is applied
+    /// again without this one.
+    pub async fn delete_policy(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Name,
+    ) -> Result<()> {
+        check_installation(installation)?;
+        // Whatever the layout: objects of another one may be left by a switch.
+        self.delete_held_only(installation, boundary, policy)
+            .await?;
+        self.delete_parameters(installation, boundary, policy)
+            .await?;
+        let name = object_name(boundary, policy);
+        delete_if_ours(
+            &self.cluster_api::<ValidatingAdmissionPolicyBinding>(),
+            &name,
+            installation,
+            boundary,
+        )
+        .await?;
+        delete_if_ours(
+            &self.cluster_api::<ValidatingAdmissionPolicy>(),
+            &name,
+            installation,
+            boundary,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes this installation's objects of `boundary` whose policy is not in `keep`
+    /// (bindings first), selected by labels; returns the names deleted. A per-boundary object
+    /// goes when one of the policies it holds is not in `keep`. Objects of the layouts not in
+    /// use (left by an earlier one) all go, and so do switch bindings.
+    pub async fn garbage_collect(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        keep: &[Name],
+    ) -> Result<Vec<String>> {
+        self.garbage_collect_keeping(installation, boundary, keep, &[self.layout], false)
+            .await
+    }
+
+    /// [`Self::garbage_collect`] that keeps the kept policies' objects of every layout in
+    /// `layouts` (during a switch: the old layout's and the new one's), and the switch
+    /// bindings when `keep_switch`.
+    pub async fn garbage_collect_keeping(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        keep: &[Name],
+        layouts: &[Layout],
+        keep_switch: bool,
+    ) -> Result<Vec<String>> {
+        check_installation(installation)?;
+        let keep_parameters = if layouts.contains(&Layout::Shared) {
+            keep
+        } else {
+            &[][..]
+        };
+        let mut deleted = self
+            .collect_parameters(installation, boundary, keep_parameters)
+            .await?;
+        let params = ListParams::default().labels(&boundary_selector(installation, boundary));
+        let kept = |policy: &str| keep.iter().any(|k| k.as_str() == policy);
+        let stale = |meta: &ObjectMeta| {
+            // The selector already holds; checked again in case a server ignored it.
+            if !is_ours(meta, installation, boundary) {
+                return false;
+            }
+            if crate::switch::is_switch(meta) && !keep_switch {
+                return true;
+            }
+            if is_per_boundary(meta) {
+                let held = held_policies(meta.annotations.as_ref());
+                return !layouts.contains(&Layout::PerBoundary)
+                    || held.is_empty()
+                    || !held.iter().all(|p| kept(p));
+            }
+            !layouts.contains(&Layout::PerPolicy)
+                || !meta
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(POLICY_LABEL))
+                    .is_some_and(|p| kept(p))
+        };
+        let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
+        for binding in bindings.list(&params).await?.items {
+            if stale(&binding.metadata) && delete_exact(&bindings, &binding.metadata).await? {
+                deleted.push(binding.metadata.name.unwrap_or_default());
+            }
+        }
+        let policies = self.cluster_api::<ValidatingAdmissionPolicy>();
+        for policy in policies.list(&params).await?.items {
+            if stale(&policy.metadata) && delete_exact(&policies, &policy.metadata).await? {
+                let name = policy.metadata.name.unwrap_or_default();
+                if !deleted.contains(&name) {
+                    deleted.push(name);
+                }
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// The boundaries this installation has objects of in the cluster (from their labels).
+    pub async fn installed_boundaries(
+        &self,
+        installation: &str,
+    ) -> Result<std::collections::BTreeSet<String>> {
+        check_installation(installation)?;
+        let params = ListParams::default().labels(&format!(
+            "{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation}"
+        ));
+        let boundary_of = |meta: &ObjectMeta| {
+            meta.labels
+                .as_ref()
+                .and_then(|l| l.get(BOUNDARY_LABEL))
+                .cloned()
+        };
+        let mut boundaries = std::collections::BTreeSet::new();
+        for binding in self
+            .cluster_api::<ValidatingAdmissionPolicyBinding>()
+            .list(&params)
+            .await?
+            .items
+        {
+            boundaries.extend(boundary_of(&binding.metadata));
+        }
+        for policy in self
+            .cluster_api::<ValidatingAdmissionPolicy>()
+            .list(&params)
+            .await?
+            .items
+        {
+            boundaries.extend(boundary_of(&policy.metadata));
+        }
+        boundaries.extend(self.parameter_boundaries(installation).await?);
+        Ok(boundaries)
+    }
+
+    /// Removes everything this installation put in the cluster: every boundary's policy
+    /// objects (bindings first), then the boundary-label guard, and the audit's reports.
+    /// Returns the names of the policy objects deleted.
+    /// A cluster that does not serve the ValidatingAdmissionPolicy API holds nothing of
+    /// palisade's (nothing is written to a cluster that cannot enforce): nothing to remove.
+    pub async fn remove_installation(&self, installation: &str) -> Result<Vec<String>> {
+        check_installation(installation)?;
+        let mut deleted = Vec::new();
+        self.remove_reports(installation).await?;
+        if !self.serves_admission_policies().await? {
+            return Ok(deleted);
+        }
+        for boundary in self.installed_boundaries(installation).await? {
+            let Ok(boundary) = Name::parse(&boundary) else {
+                continue;
+            };
+            deleted.extend(self.garbage_collect(installation, &boundary, &[]).await?);
+        }
+        deleted.extend(self.remove_shared(installation).await?);
+        let name = palisade_vap::guard_name(installation);
+        let is_guard = |meta: &ObjectMeta| {
+            meta.labels.as_ref().is_some_and(|l| {
+                l.get(MANAGED_BY_LABEL).is_some_and(|v| v == "palisade")
+                    && l.get(INSTALLATION_LABEL).is_some_and(|v| v == installation)
+                    && !l.contains_key(BOUNDARY_LABEL)
+            })
+        };
+        let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
+        if let Some(binding) = bindings.get_opt(&name).await? {
+            if is_guard(&binding.metadata) {
+                delete_exact(&bindings, &binding.metadata).await?;
+            }
+        }
+        let policies = self.cluster_api::<ValidatingAdmissionPolicy>();
+        if let Some(policy) = policies.get_opt(&name).await? {
+            if is_guard(&policy.metadata) && delete_exact(&policies, &policy.metadata).await? {
+                deleted.push(name);
+            }
+        }
+        Ok(deleted)
+    }
+}

@@ -1,0 +1,434 @@
+//! One cluster's part of a pass: the guard, the labels, each boundary's policies written in the
+//! cluster's layout and confirmed, and what is no longer wanted collected.
+
+use super::*;
+
+/// One policy's part of a boundary's pass, for [`Controller::install`].
+pub(super) struct Install<'a> {
+    cluster: &'a str,
+    boundary: &'a Name,
+    /// The boundary's other policies in the cluster (the probe complies with them).
+    others: &'a [Policy],
+    probe_namespace: Option<&'a str>,
+    /// The boundary's policies were written together already, with this outcome.
+    together: Option<&'a Result<(), String>>,
+    /// The cluster is changing layout and the earlier layout's objects are still there.
+    switching: bool,
+}
+
+impl Controller {
+    /// Reconciles one cluster.
+    pub(super) async fn reconcile_cluster(
+        &self,
+        cluster: &ClusterRecord,
+        boundaries: &[BoundaryState],
+    ) -> Result<ClusterPass, ControllerError> {
+        let mut unconfirmed = 0;
+        let mut connection = self.connect(cluster).await?;
+        let cluster_name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
+        let probe = connection.client.probe().await?;
+        self.notice_restarts(&cluster.name, &connection.client)
+            .await;
+        let (enforced, reason) = match &probe.admission {
+            Admission::Enforced => (true, None),
+            Admission::NotEnforced(reason) => (false, Some(reason.as_str())),
+        };
+        self.store
+            .set_cluster_status(
+                &cluster.name,
+                Some(&probe.kubernetes_version),
+                Some(enforced),
+                reason,
+            )
+            .await
+            .map_err(ControllerError::ClusterStatus)?;
+        let attached: Vec<&BoundaryState> = boundaries
+            .iter()
+            .filter(|b| b.clusters.contains(&cluster.name))
+            .collect();
+
+        if let Admission::NotEnforced(reason) = &probe.admission {
+            // Nothing is written to a cluster that cannot enforce; every policy says why.
+            for boundary in &attached {
+                let statuses = wanted(boundary, &cluster_name)
+                    .map(|(record, _)| {
+                        status_record(boundary, record, &cluster.name, status_not_enforced(reason))
+                    })
+                    .collect();
+                self.write_statuses(&cluster.name, boundary, statuses)
+                    .await?;
+            }
+            let reason = format!(
+                "cluster '{}' cannot enforce admission rules: {reason}",
+                cluster.name
+            );
+            self.not_deployed(&cluster.name, &reason).await?;
+            let recorded = self.clear_error(&cluster.name).await;
+            return Ok(ClusterPass {
+                unconfirmed: 0,
+                enforced: false,
+                recorded,
+                audits: Vec::new(),
+                workloads_failed: None,
+            });
+        }
+
+        let choice = self.choose_layout(cluster, probe.minor, &attached, &cluster_name);
+        let client = connection.client.clone().with_layout(choice.layout);
+        let identity = self.identity(&cluster.name, &mut connection).await?;
+        client
+            .install_boundary_label_guard(&self.installation, &identity)
+            .await
+            .map_err(ControllerError::Guard)?;
+        // Every pass: objects changed or deleted by others come back.
+        crate::admission::of(choice.layout)
+            .prepare(&client, &self.installation, &identity)
+            .await
+            .map_err(ControllerError::Shared)?;
+
+        self.restore_labels(&client, &cluster.name, &attached)
+            .await?;
+
+        let mut attached_names = BTreeSet::new();
+        let mut audits = Vec::new();
+        let mut switches_left = 0usize;
+        let mut shared_left = false;
+        for boundary in &attached {
+            attached_names.insert(boundary.name.to_string());
+            let probe_namespace = boundary
+                .namespaces
+                .iter()
+                .find(|n| n.cluster == cluster.name)
+                .map(|n| n.name.clone());
+            let mut keep = Vec::new();
+            let mut statuses = Vec::new();
+            let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
+                .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
+                .collect();
+            let present = client
+                .layouts_present(&self.installation, &boundary.name)
+                .await?;
+            let switching = present.iter().any(|l| *l != choice.layout);
+            let together = self
+                .apply_together(&client, boundary, &cluster_name, &in_cluster, switching)
+                .await;
+            // Every probe of the boundary saw the new layout's objects at work.
+            let mut confirmed = !boundary.policies.iter().any(|(_, d)| d.is_err());
+            for (record, decoded) in wanted(boundary, &cluster_name) {
+                let status = match decoded {
+                    Err(reason) => status_error(&reason.to_string()),
+                    Ok(policy) => {
+                        keep.push(policy.name().clone());
+                        let install = Install {
+                            cluster: &cluster.name,
+                            boundary: &boundary.name,
+                            others: &in_cluster,
+                            probe_namespace: probe_namespace.as_deref(),
+                            together: together.as_ref(),
+                            switching,
+                        };
+                        let (status, in_new_layout) = self.install(&client, policy, install).await;
+                        confirmed &= in_new_layout;
+                        let key = (
+                            cluster.name.clone(),
+                            boundary.name.to_string(),
+                            record.name.clone(),
+                            record.etag.clone(),
+                        );
+                        self.within_grace(key, status, &mut unconfirmed)
+                    }
+                };
+                statuses.push(status_record(boundary, record, &cluster.name, status));
+            }
+            // Policies that cannot be decoded keep whatever they had installed.
+            keep.extend(
+                boundary
+                    .policies
+                    .iter()
+                    .filter(|(_, d)| d.is_err())
+                    .filter_map(|(r, _)| Name::parse(&r.name).ok()),
+            );
+            // During a switch, the earlier layout's objects stay until the new layout's are
+            // confirmed (SPEC 3.4: no gap).
+            let kept = crate::plan::keep(&present, choice.layout, confirmed);
+            let still_switching = kept.switch_bindings;
+            let removed = client
+                .garbage_collect_keeping(
+                    &self.installation,
+                    &boundary.name,
+                    &keep,
+                    &kept.layouts,
+                    kept.switch_bindings,
+                )
+                .await
+                .map_err(ControllerError::RemovePolicies)?;
+            metrics::removed(&cluster.name, removed.len());
+            if still_switching {
+                switches_left += 1;
+                shared_left |= present.contains(&Layout::Shared);
+            }
+            self.write_statuses(&cluster.name, boundary, statuses)
+                .await?;
+            audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
+        }
+        if choice.layout != Layout::Shared && !shared_left {
+            // Left by the shared layout before a switch: inert once the boundaries' parameters
+            // are gone (above), but every request would still pay for looking them up.
+            client
+                .remove_shared_once(&self.installation)
+                .await
+                .map_err(ControllerError::RemoveShared)?;
+        }
+        if choice.layout == Layout::Shared && switches_left == 0 {
+            client
+                .remove_shared_switch(&self.installation)
+                .await
+                .map_err(ControllerError::RemoveShared)?;
+        }
+        self.record_layout(&cluster.name, &choice, switches_left)
+            .await;
+        // A failure here (e.g. a role without the workloads' verbs) is the cluster's error,
+        // not the policies': they are installed and confirmed above.
+        let workloads = self
+            .deploy_workloads(&connection, &cluster.name, &attached)
+            .await;
+        // Boundaries detached from this cluster, or deleted: their objects go.
+        let installed = client.installed_boundaries(&self.installation).await?;
+        for stale in installed.difference(&attached_names) {
+            let Ok(boundary) = Name::parse(stale) else {
+                continue;
+            };
+            let removed = client
+                .garbage_collect(&self.installation, &boundary, &[])
+                .await
+                .map_err(|error| ControllerError::RemoveBoundary {
+                    boundary: stale.clone(),
+                    error,
+                })?;
+            metrics::removed(&cluster.name, removed.len());
+            if client.serves_reports().await.unwrap_or(false) {
+                client
+                    .sync_reports(&self.installation, &boundary, &[])
+                    .await
+                    .map_err(|error| ControllerError::RemoveBoundary {
+                        boundary: stale.clone(),
+                        error,
+                    })?;
+            }
+        }
+        let (recorded, workloads_failed) = match workloads {
+            Ok(()) => (self.clear_error(&cluster.name).await, None),
+            Err(error) => {
+                let text = error.to_string();
+                tracing::warn!(cluster = %cluster.name, error = %text, "workloads not deployed");
+                let result = self
+                    .store
+                    .set_cluster_error(&cluster.name, Some(&text))
+                    .await
+                    .map_err(ControllerError::ClusterStatus);
+                (
+                    self.recorded(&cluster.name, "the cluster's last error", result),
+                    Some(text),
+                )
+            }
+        };
+        Ok(ClusterPass {
+            unconfirmed,
+            enforced: true,
+            recorded,
+            audits,
+            workloads_failed,
+        })
+    }
+
+    /// Puts each boundary namespace's `palisade.dev/boundary` label back where someone removed
+    /// or changed it (the guard stops everyone but palisade; a cluster admin may still delete
+    /// the guard), before anything is probed: a namespace without its label is judged by none
+    /// of the boundary's policies. Each repair is counted and recorded on the cluster.
+    pub(super) async fn restore_labels(
+        &self,
+        client: &ClusterClient,
+        cluster: &str,
+        attached: &[&BoundaryState],
+    ) -> Result<(), ControllerError> {
+        for boundary in attached {
+            for namespace in boundary.namespaces.iter().filter(|n| n.cluster == cluster) {
+                let Some((tampering, version)) = client
+                    .boundary_label_tampering(&boundary.name, &namespace.name)
+                    .await
+                    .map_err(ControllerError::RestoreLabel)?
+                else {
+                    continue;
+                };
+                // Read again after the label was found missing: a release (the record, then
+                // the label) since the pass read its state leaves it removed.
+                if !self
+                    .still_registered(&boundary.name, cluster, &namespace.name)
+                    .await
+                {
+                    continue;
+                }
+                if !client
+                    .put_boundary_label_back(&boundary.name, &namespace.name, version)
+                    .await
+                    .map_err(ControllerError::RestoreLabel)?
+                {
+                    continue;
+                }
+                let repair = tampering.repair(&namespace.name);
+                tracing::warn!(cluster, boundary = %boundary.name, repair, "boundary label repaired");
+                metrics::repaired(cluster, "namespace_label");
+                let result = self
+                    .store
+                    .record_repair(cluster, &repair)
+                    .await
+                    .map_err(ControllerError::ClusterStatus);
+                self.recorded(cluster, "a repair", result);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `namespace` is still registered for `boundary` in the store, read again before a
+    /// missing label is put back: a release (which removes the record, then the label) may have
+    /// run since the pass read its state; its label must stay removed. A store that cannot be
+    /// read counts as registered (the label is put back; a release removes it again).
+    pub(super) async fn still_registered(
+        &self,
+        boundary: &Name,
+        cluster: &str,
+        namespace: &str,
+    ) -> bool {
+        !matches!(
+            self.store
+                .get_namespace(boundary.as_str(), cluster, namespace)
+                .await,
+            Err(StoreError::NotFound)
+        )
+    }
+
+    /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago
+    /// (admitted, or refused by the version it replaces) is still `pending`: the API server
+    /// has not activated it yet. Counted as unconfirmed, so a pass follows shortly.
+    pub(super) fn within_grace(
+        &self,
+        key: (String, String, String, String),
+        status: String,
+        unconfirmed: &mut usize,
+    ) -> String {
+        let Ok(mut seen) = self.unconfirmed.lock() else {
+            return status;
+        };
+        seen.retain(|_, first| first.elapsed() < ACTIVATION_GRACE * 10);
+        let settling = matches!(status.parse(), Ok(InstallStatus::NotEnforced(_)))
+            || status.starts_with(&status_error(crate::probe::PROBE_REFUSED));
+        if !settling {
+            seen.remove(&key);
+            return status;
+        }
+        let first = *seen.entry(key).or_insert_with(Instant::now);
+        if first.elapsed() < ACTIVATION_GRACE {
+            *unconfirmed += 1;
+            InstallStatus::Pending.to_string()
+        } else {
+            status
+        }
+    }
+
+    /// Writes the boundary's policies in the cluster together, before any is probed: in the
+    /// per-boundary layout (whose objects hold several policies), and during a switch of layout
+    /// (followed by the switch bindings, which must come after the objects they prove). `None`
+    /// otherwise: each policy is applied by [`Self::install`]. A per-boundary boundary with a
+    /// policy that cannot be decoded is not written: its objects hold that policy's rules with
+    /// the others', and writing without them would drop them.
+    pub(super) async fn apply_together(
+        &self,
+        client: &ClusterClient,
+        boundary: &BoundaryState,
+        cluster: &Name,
+        in_cluster: &[Policy],
+        switching: bool,
+    ) -> Option<Result<(), String>> {
+        let together = crate::admission::of(client.layout()).writes_boundary_together();
+        if !together && !switching {
+            return None;
+        }
+        if together {
+            if let Some((record, _)) = wanted(boundary, cluster).find(|(_, d)| d.is_err()) {
+                return Some(Err(format!(
+                    "not applied: policy '{}' of the boundary cannot be decoded, and the boundary's \
+                     admission objects hold its rules with this policy's; they are left as they were",
+                    record.name
+                )));
+            }
+        }
+        let mut result = client
+            .apply_boundary(&self.installation, &boundary.name, in_cluster)
+            .await;
+        if switching && result.is_ok() {
+            result = client
+                .apply_switch_bindings(&self.installation, &boundary.name, in_cluster)
+                .await;
+        }
+        Some(result.map_err(|error| error.to_string()))
+    }
+
+    /// Applies one policy (unless the boundary's policies were applied `together`) and reads
+    /// back what it enforces. The flag: the policy is confirmed in the client's layout (or
+    /// there is nothing to probe), so a switch may remove the earlier layout's objects.
+    pub(super) async fn install(
+        &self,
+        client: &ClusterClient,
+        policy: &Policy,
+        install: Install<'_>,
+    ) -> (String, bool) {
+        let Install {
+            cluster,
+            boundary,
+            others,
+            probe_namespace,
+            together,
+            switching,
+        } = install;
+        let applied = match together {
+            Some(result) => result.clone(),
+            None => client
+                .apply_policy(&self.installation, boundary, policy)
+                .await
+                .map_err(|error| error.to_string()),
+        };
+        if let Err(error) = applied {
+            return (status_error(&error), false);
+        }
+        metrics::applied(cluster);
+        let Some(namespace) = probe_namespace else {
+            // No namespace of the boundary: nothing is judged by either layout yet.
+            return (InstallStatus::Installed.to_string(), true);
+        };
+        let probe = if switching {
+            client
+                .probe_during_switch(&self.installation, boundary, policy, others, namespace)
+                .await
+        } else {
+            client
+                .probe_enforcement_among(&self.installation, boundary, policy, others, namespace)
+                .await
+        };
+        let enforced = || match policy.mode() {
+            Mode::Enforce => InstallStatus::Enforced.to_string(),
+            // Confirmed, but it denies nothing: never shown as `enforced`.
+            Mode::Audit => InstallStatus::AuditActive.to_string(),
+        };
+        match probe {
+            Ok(EnforcementProbe::Enforced) => (enforced(), true),
+            Ok(EnforcementProbe::EnforcedByEarlierLayout) => (enforced(), false),
+            Ok(EnforcementProbe::NotEnforced(reason)) => (status_not_enforced(&reason), false),
+            Ok(EnforcementProbe::Inconclusive(reason)) => (status_error(&reason), false),
+            Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 404 => {
+                // The namespace is gone from the cluster: installed, but not probed.
+                (InstallStatus::Installed.to_string(), true)
+            }
+            Err(error) => (status_error(&error.to_string()), false),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The loop: the lease, passes on changes, resyncs and backoff, and shutdown.
+
+use super::*;
+
+impl Controller {
+    /// Runs until `shutdown` completes: waits for the lease, then reconciles on every change,
+    /// every `resync`, and after failures with backoff. Gives the lease up when it is lost.
+    ///
+    /// When `shutdown` completes during a pass, the pass may go on for
+    /// [`Settings::shutdown_grace`] to finish its cluster writes; whatever is still running
+    /// then is abandoned. Returns at once otherwise. The lease is released on return.
+    pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let mut changes = loop {
+            let subscribed = tokio::select! {
+                () = &mut shutdown => return,
+                subscribed = self.store.subscribe() => subscribed,
+            };
+            match subscribed {
+                Ok(changes) => break changes,
+                Err(error) => {
+                    tracing::warn!(%error, "reconciler: cannot follow changes; retrying");
+                    tokio::select! {
+                        () = &mut shutdown => return,
+                        () = tokio::time::sleep(self.settings.min_backoff) => {}
+                    }
+                }
+            }
+        };
+        let mut standing_by = false;
+        loop {
+            let taken = tokio::select! {
+                () = &mut shutdown => return,
+                taken = self.store.try_lease(&self.installation) => taken,
+            };
+            let lease = match taken {
+                Ok(Some(lease)) => lease,
+                Ok(None) => {
+                    if !standing_by {
+                        tracing::info!(
+                            installation = %self.installation,
+                            "reconciler standing by: another process holds this installation's lease (it takes over when that one stops)"
+                        );
+                        standing_by = true;
+                    }
+                    tokio::select! {
+                        () = &mut shutdown => return,
+                        () = tokio::time::sleep(self.settings.lease_retry) => continue,
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "reconciler: cannot take the lease; retrying");
+                    tokio::select! {
+                        () = &mut shutdown => return,
+                        () = tokio::time::sleep(self.settings.lease_retry) => continue,
+                    }
+                }
+            };
+            standing_by = false;
+            tracing::info!(installation = %self.installation, "reconciler active");
+            metrics::active(true);
+            let end = self.lead(&lease, &mut changes, shutdown.as_mut()).await;
+            metrics::active(false);
+            // Only the active replica writes workloads' statuses.
+            if let Ok(mut watches) = self.watches.lock() {
+                watches.clear();
+            }
+            drop(lease);
+            match end {
+                LeadEnd::Shutdown => {
+                    tracing::info!(installation = %self.installation, "reconciler stopped; lease released");
+                    return;
+                }
+                LeadEnd::LostLease => {
+                    tracing::warn!("reconciler: lost the lease; standing by");
+                }
+            }
+        }
+    }
+
+    /// Passes while `lease` holds, until `shutdown` completes or the change feed ends.
+    pub(super) async fn lead(
+        self: &Arc<Self>,
+        lease: &Lease,
+        changes: &mut tokio::sync::watch::Receiver<u64>,
+        mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    ) -> LeadEnd {
+        let mut backoff: Option<Duration> = None;
+        loop {
+            changes.borrow_and_update();
+            let pass = self.reconcile_all();
+            tokio::pin!(pass);
+            let report = tokio::select! {
+                report = &mut pass => report,
+                () = &mut shutdown => {
+                    self.finish_on_shutdown(pass).await;
+                    return LeadEnd::Shutdown;
+                }
+            };
+            let wait = if !report.incomplete() {
+                backoff = None;
+                if report.unconfirmed > 0 {
+                    RECHECK
+                } else {
+                    self.settings.resync.min(self.settings.audit_interval)
+                }
+            } else {
+                let next = backoff
+                    .map_or(self.settings.min_backoff, |b| b * 2)
+                    .min(self.settings.max_backoff);
+                tracing::warn!(
+                    failed = ?report.failed,
+                    unrecorded = ?report.unrecorded,
+                    retry_in = ?next,
+                    "reconcile pass incomplete"
+                );
+                backoff = Some(next);
+                next
+            };
+            tokio::select! {
+                () = &mut shutdown => return LeadEnd::Shutdown,
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        tracing::warn!("reconciler: the change feed ended");
+                        return LeadEnd::Shutdown;
+                    }
+                }
+                () = tokio::time::sleep(wait) => {}
+                () = self.builds_done.notified() => {}
+            }
+            let held = tokio::select! {
+                () = &mut shutdown => return LeadEnd::Shutdown,
+                held = lease.held() => held,
+            };
+            if !held {
+                return LeadEnd::LostLease;
+            }
+        }
+    }
+
+    /// Lets a pass that shutdown interrupted finish for at most `shutdown_grace`; past it, the
+    /// pass is dropped, which aborts its cluster tasks.
+    pub(super) async fn finish_on_shutdown(
+        &self,
+        pass: Pin<&mut impl Future<Output = PassReport>>,
+    ) {
+        let grace = self.settings.shutdown_grace;
+        tracing::info!(
+            ?grace,
+            "reconciler: stopping; the pass in progress may finish"
+        );
+        match tokio::time::timeout(grace, pass).await {
+            Ok(report) if report.incomplete() => tracing::warn!(
+                failed = ?report.failed,
+                unrecorded = ?report.unrecorded,
+                "reconciler: the last pass finished incomplete"
+            ),
+            Ok(_) => tracing::info!("reconciler: the last pass finished"),
+            Err(_) => tracing::warn!(
+                ?grace,
+                "reconciler: the pass in progress did not finish in time; the rest of it is abandoned"
+            ),
+        }
+    }
+}

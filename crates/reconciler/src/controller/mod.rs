@@ -1,0 +1,455 @@
+//! The reconcile loop `palisade serve` runs: it makes every managed cluster hold what the store
+//! says (SPEC 3.4, 4.3) and writes back what it saw.
+//!
+//! One pass reads the whole desired state (boundaries, their decoded policies, attachments and
+//! namespaces), then works on every cluster at once, each under a time limit, so an
+//! unreachable cluster delays nobody else. Per cluster: read `/version` and discovery; when
+//! the cluster can enforce, install the boundary-label guard, server-side apply each in-scope
+//! policy with admission rules, remove this installation's objects that are no longer wanted
+//! (bindings first; only objects labelled as this installation's), and confirm enforcement
+//! with a dry-run where the boundary has a namespace. Statuses go to the store.
+//!
+//! Passes run at start, after every change the store reports (an in-process channel on
+//! SQLite, LISTEN/NOTIFY on PostgreSQL, which also reports reconnects), every five minutes,
+//! and after a failure (or a status the store did not take) with exponential backoff. Only
+//! the holder of the installation's lease runs passes; other replicas stand by and take over
+//! when the lease frees. On shutdown the pass in progress may finish its cluster writes for
+//! [`Settings::shutdown_grace`]; then the loop returns and the lease is released.
+//!
+//! Metrics: see [`crate::metrics`].
+
+mod deploy;
+mod install;
+mod layout;
+mod lead;
+mod pass;
+
+use layout::LayoutState;
+
+use palisade_api_types::view::InstallStatus;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use palisade_api_types::PolicySpec;
+use palisade_policy::name::NameError;
+use palisade_policy::{Catalog, Mode, Name, Policy};
+use palisade_store::{
+    ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore,
+    StoreError,
+};
+
+use crate::audit::{self, AuditJob, Audits};
+use crate::metrics::{self, Outcome};
+use crate::probe::{Admission, EnforcementProbe};
+use crate::statuses::StatusWatch;
+use crate::workloads::{self, Target, Workloads};
+use crate::{ClusterClient, ReconcileError};
+use palisade_vap::{choose, Choice, ClusterFacts, Layout, LayoutChoice, Thresholds};
+
+/// Turns a cluster's sealed kubeconfig back into its text.
+pub type Unseal = Arc<dyn Fn(&[u8]) -> Result<String, String> + Send + Sync>;
+
+/// Timing of the loop.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// A full pass at least this often, changes or not (SPEC 4.3: 5 minutes).
+    pub resync: Duration,
+    /// How long one cluster's part of a pass may take.
+    pub cluster_timeout: Duration,
+    /// The first retry after a failed pass; doubled up to `max_backoff`.
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+    /// How often a standby replica tries to take the lease.
+    pub lease_retry: Duration,
+    /// On shutdown, how long the pass in progress may go on finishing its cluster writes
+    /// before the rest of it is abandoned.
+    pub shutdown_grace: Duration,
+    /// The audit of a boundary in a cluster runs after every change of its policies or
+    /// namespaces there, and at least this often (default 10 minutes).
+    pub audit_interval: Duration,
+    /// How long one audit may read a cluster.
+    pub audit_timeout: Duration,
+    /// The workload half (SPEC 5): builder and file-server images, how builds fetch uploads.
+    pub workloads: Workloads,
+    /// How policies become admission objects in the clusters (`--admission-layout`): one
+    /// layout for all, or `auto` (per cluster, [`palisade_vap::choose`]).
+    pub layout: LayoutChoice,
+    /// Where `auto` changes layout.
+    pub thresholds: Thresholds,
+    /// How often a cluster's API server start time is read (from its `/metrics`, about 1 MB)
+    /// to notice restarts.
+    pub apiserver_check_interval: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            resync: Duration::from_secs(300),
+            cluster_timeout: Duration::from_secs(60),
+            min_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+            lease_retry: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(10),
+            audit_interval: Duration::from_secs(600),
+            audit_timeout: Duration::from_secs(300),
+            workloads: Workloads::default(),
+            layout: LayoutChoice::default(),
+            thresholds: Thresholds::default(),
+            apiserver_check_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why a cluster's part of a pass, or a whole pass, failed. The text is the whole reason, as
+/// statuses keep it (`error: <text>`, a cluster's `last_error`). No variant also returns its
+/// cause from `source()`: whoever prints the chain reads each cause once.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// The desired state could not be read: nothing was done.
+    #[error("cannot read the store: {0}")]
+    ReadStore(StoreError),
+    /// The cluster's sealed kubeconfig could not be opened.
+    #[error("the stored credentials cannot be read: {0}")]
+    Credentials(String),
+    /// A stored cluster name that is not a DNS label.
+    #[error("{0}")]
+    ClusterName(NameError),
+    /// A request to the cluster failed.
+    #[error("{0}")]
+    Cluster(ReconcileError),
+    #[error("cannot record the cluster's status: {0}")]
+    ClusterStatus(StoreError),
+    #[error("cannot record statuses: {0}")]
+    Statuses(StoreError),
+    #[error("cannot install the boundary-label guard: {0}")]
+    Guard(ReconcileError),
+    #[error("cannot install the shared admission policy: {0}")]
+    Shared(ReconcileError),
+    #[error("cannot remove the shared admission policy of the earlier layout: {0}")]
+    RemoveShared(ReconcileError),
+    #[error("cannot restore a namespace's boundary label: {0}")]
+    RestoreLabel(ReconcileError),
+    #[error("cannot deploy workloads: {0}")]
+    Workloads(ReconcileError),
+    #[error("cannot read the workloads: {0}")]
+    ReadWorkloads(StoreError),
+    #[error("cannot remove objects of deleted policies: {0}")]
+    RemovePolicies(ReconcileError),
+    #[error("cannot remove objects of boundary '{boundary}': {error}")]
+    RemoveBoundary {
+        boundary: String,
+        error: ReconcileError,
+    },
+    /// The cluster's part took longer than [`Settings::cluster_timeout`].
+    #[error("no answer within {} s", .0.as_secs())]
+    Timeout(Duration),
+    /// A stored policy that does not decode (its cause in words).
+    #[error("the stored policy cannot be decoded: {0}")]
+    Undecodable(String),
+    /// A cluster's task ended without an answer (it panicked).
+    #[error("{0}")]
+    Task(tokio::task::JoinError),
+}
+
+impl From<ReconcileError> for ControllerError {
+    fn from(error: ReconcileError) -> Self {
+        ControllerError::Cluster(error)
+    }
+}
+
+/// What a pass did, for logs and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// Clusters whose part failed, with the reason.
+    pub failed: BTreeMap<String, String>,
+    /// Clusters whose part completed.
+    pub reconciled: BTreeSet<String>,
+    /// Policies applied but not yet seen enforcing (the API server activates a new policy
+    /// within about a second): another pass follows shortly.
+    pub unconfirmed: usize,
+    /// Clusters with a status (the cluster's or its policies') that the store did not take:
+    /// logged, counted, and retried with backoff like a failure.
+    pub unrecorded: BTreeSet<String>,
+}
+
+impl PassReport {
+    /// Whether the pass left something to retry with backoff.
+    pub fn incomplete(&self) -> bool {
+        !self.failed.is_empty() || !self.unrecorded.is_empty()
+    }
+}
+
+/// How long after palisade first sees a policy version admit its violating probe it keeps
+/// the status `pending` and looks again, before it reports `not enforced`.
+pub const ACTIVATION_GRACE: Duration = Duration::from_secs(30);
+/// How soon a pass follows one that left policies unconfirmed.
+const RECHECK: Duration = Duration::from_millis(250);
+
+/// The longest reason a status keeps; longer ones (an evaluation error quotes the whole CEL
+/// expression, tens of KB) are cut at a character boundary and end with `…`.
+pub const MAX_REASON_BYTES: usize = 1024;
+
+fn short(reason: &str) -> String {
+    if reason.len() <= MAX_REASON_BYTES {
+        return reason.to_owned();
+    }
+    let mut end = MAX_REASON_BYTES;
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &reason[..end])
+}
+
+/// The status line `error: <reason>` of SPEC 3.4, the reason shortened.
+pub fn status_error(reason: &str) -> String {
+    InstallStatus::Error(short(reason)).to_string()
+}
+
+/// The status line `not enforced: <reason>` of SPEC 3.4, the reason shortened.
+pub fn status_not_enforced(reason: &str) -> String {
+    InstallStatus::NotEnforced(short(reason)).to_string()
+}
+
+/// One boundary as the store holds it, read once per pass.
+#[derive(Debug)]
+struct BoundaryState {
+    name: Name,
+    /// Every stored policy, decoded (or why it cannot be).
+    policies: Vec<(PolicyRecord, Result<Policy, ControllerError>)>,
+    clusters: BTreeSet<String>,
+    namespaces: Vec<NamespaceRecord>,
+}
+
+/// A cluster's API server start times (milliseconds since the epoch) palisade has seen.
+struct ApiServersSeen {
+    /// Wall-clock time (seconds since the epoch) of palisade's first look.
+    first_look: f64,
+    starts: BTreeSet<u64>,
+    read_at: Instant,
+    /// The cluster failed a pass since the last reading (an API server that stops and starts
+    /// again does): read its start time on the next pass, not only once the interval passed.
+    suspect: bool,
+}
+
+/// A connection kept between passes, replaced when the credentials change.
+#[derive(Clone)]
+struct Connection {
+    sealed: Vec<u8>,
+    client: ClusterClient,
+    identity: Option<String>,
+}
+
+/// What a cluster's part of a pass that completed found.
+#[derive(Debug)]
+struct ClusterPass {
+    /// Policies applied but not yet confirmed.
+    unconfirmed: usize,
+    /// `false`: the cluster cannot enforce admission rules; nothing was written to it.
+    enforced: bool,
+    /// Every status write of the part succeeded.
+    recorded: bool,
+    /// Audits that came due, to be started once the part is done.
+    audits: Vec<AuditJob>,
+    /// The workloads could not all be deployed (the cluster's last error says why); the
+    /// policies' part is unaffected, and the pass is retried with backoff.
+    workloads_failed: Option<String>,
+}
+
+/// One cluster's part of a pass, as its task reports it.
+#[derive(Debug)]
+struct ClusterDone {
+    name: String,
+    result: Result<ClusterPass, ControllerError>,
+    /// Every status write of the part (or of its failure) succeeded.
+    recorded: bool,
+}
+
+/// How a lead (the loop while this replica holds the lease) ended.
+enum LeadEnd {
+    Shutdown,
+    LostLease,
+}
+
+/// The reconciler of one installation.
+pub struct Controller {
+    store: SharedStore,
+    catalog: Arc<Catalog>,
+    unseal: Unseal,
+    installation: String,
+    settings: Settings,
+    connections: Mutex<HashMap<String, Connection>>,
+    /// Per cluster: the API server start times seen, and when palisade first and last looked.
+    apiservers: Mutex<HashMap<String, ApiServersSeen>>,
+    /// When a (cluster, boundary, policy, etag) was first seen applied but not enforcing.
+    unconfirmed: Mutex<HashMap<(String, String, String, String), Instant>>,
+    audits: Audits,
+    /// The status watch of each cluster with workloads, with the credentials it was made from.
+    watches: Mutex<HashMap<String, (Vec<u8>, StatusWatch)>>,
+    /// Notified by a status watch when a build finished: the next pass deploys it.
+    builds_done: Arc<tokio::sync::Notify>,
+    /// Per cluster: its layout and how often its policies change.
+    layouts: Mutex<HashMap<String, LayoutState>>,
+}
+
+impl fmt::Debug for Controller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("installation", &self.installation)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Controller {
+    /// A controller; its metrics are described to the recorder installed by then.
+    pub fn new(
+        store: SharedStore,
+        catalog: Arc<Catalog>,
+        unseal: Unseal,
+        installation: String,
+        settings: Settings,
+    ) -> Arc<Self> {
+        metrics::describe();
+        Arc::new(Controller {
+            store,
+            catalog,
+            unseal,
+            installation,
+            settings,
+            connections: Mutex::new(HashMap::new()),
+            apiservers: Mutex::new(HashMap::new()),
+            unconfirmed: Mutex::new(HashMap::new()),
+            audits: Audits::default(),
+            watches: Mutex::new(HashMap::new()),
+            builds_done: Arc::new(tokio::sync::Notify::new()),
+            layouts: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn installation(&self) -> &str {
+        &self.installation
+    }
+}
+
+/// The boundary's policies that belong in `cluster`: with admission rules and in scope, or
+/// not decodable (whose status then says so).
+fn wanted<'a>(
+    boundary: &'a BoundaryState,
+    cluster: &'a Name,
+) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, ControllerError>)> + 'a {
+    boundary
+        .policies
+        .iter()
+        .filter(move |(_, decoded)| match decoded {
+            Ok(policy) => policy.has_admission_rules() && policy.scope().includes(cluster),
+            Err(_) => true,
+        })
+        .map(|(record, decoded)| (record, decoded))
+}
+
+fn status_record(
+    boundary: &BoundaryState,
+    record: &PolicyRecord,
+    cluster: &str,
+    status: String,
+) -> PolicyStatusRecord {
+    PolicyStatusRecord {
+        boundary: boundary.name.to_string(),
+        policy: record.name.clone(),
+        cluster: cluster.to_owned(),
+        policy_etag: record.etag.clone(),
+        status,
+        updated_at: palisade_store::now(),
+    }
+}
+
+/// Decodes a stored policy (the same validation as the API's).
+pub fn decode(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, ControllerError> {
+    let unreadable = |why: String| ControllerError::Undecodable(why);
+    let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
+    let spec = PolicySpec::from_json(record.spec_json.as_bytes())
+        .map_err(|e| unreadable(e.to_string()))?;
+    let (policy, _warnings) = spec
+        .validate(name, catalog)
+        .map_err(|e| unreadable(e.to_string()))?;
+    Ok(policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_reasons_are_cut_at_a_character_boundary() {
+        assert_eq!(status_error("unreachable"), "error: unreachable");
+        let long = "é".repeat(MAX_REASON_BYTES);
+        let status = status_not_enforced(&long);
+        assert!(status.ends_with('…'));
+        assert!(status.len() <= "not enforced: ".len() + MAX_REASON_BYTES + '…'.len_utf8());
+    }
+
+    /// The texts statuses keep, which the API shows and tests assert.
+    #[test]
+    fn error_texts_are_the_reasons_statuses_keep() {
+        use std::error::Error;
+        let cases = [
+            (
+                ControllerError::ReadStore(StoreError::Timeout),
+                "cannot read the store: the store did not answer before the deadline; nothing was written",
+            ),
+            (
+                ControllerError::Statuses(StoreError::NotFound),
+                "cannot record statuses: not found",
+            ),
+            (
+                ControllerError::ClusterStatus(StoreError::NotFound),
+                "cannot record the cluster's status: not found",
+            ),
+            (
+                ControllerError::Credentials("bad key".into()),
+                "the stored credentials cannot be read: bad key",
+            ),
+            (
+                ControllerError::Timeout(Duration::from_secs(60)),
+                "no answer within 60 s",
+            ),
+            (
+                ControllerError::Guard(ReconcileError::Unexpected("x".into())),
+                "cannot install the boundary-label guard: unexpected answer: x",
+            ),
+            (
+                ControllerError::RemoveBoundary {
+                    boundary: "shop".into(),
+                    error: ReconcileError::Unexpected("x".into()),
+                },
+                "cannot remove objects of boundary 'shop': unexpected answer: x",
+            ),
+            (
+                ControllerError::Cluster(ReconcileError::Unexpected("x".into())),
+                "unexpected answer: x",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+            // The cause is in the text, so it is not a source as well.
+            assert!(error.source().is_none(), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_kube_error_is_stated_once() {
+        use std::error::Error;
+        let mut status = kube::core::Status::failure("gone", "NotFound");
+        status.code = 404;
+        let error = ReconcileError::from(kube::Error::Api(Box::new(status)));
+        assert_eq!(
+            error.to_string(),
+            "the API server answered 404 Not Found: gone"
+        );
+        assert!(error.source().is_none());
+    }
+}

@@ -1,0 +1,353 @@
+//! A pass: the desired state read once, every cluster at once under its time limit, connections
+//! and API server restarts, and what a cluster's failure records.
+
+use super::*;
+
+impl Controller {
+    /// One full pass over every cluster.
+    pub async fn reconcile_all(self: &Arc<Self>) -> PassReport {
+        let mut report = PassReport::default();
+        let (clusters, boundaries) = match self.read_state().await {
+            Ok(state) => state,
+            Err(error) => {
+                metrics::store_read_failed();
+                report.failed.insert(
+                    "*".to_owned(),
+                    ControllerError::ReadStore(error).to_string(),
+                );
+                return report;
+            }
+        };
+        let boundaries = Arc::new(boundaries);
+        let mut tasks = tokio::task::JoinSet::new();
+        for cluster in clusters {
+            let this = Arc::clone(self);
+            let boundaries = Arc::clone(&boundaries);
+            tasks.spawn(async move { this.cluster_pass(&cluster, &boundaries).await });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok(done) => {
+                    if !done.recorded {
+                        report.unrecorded.insert(done.name.clone());
+                    }
+                    match done.result {
+                        Ok(pass) => {
+                            for job in pass.audits {
+                                let this = Arc::clone(self);
+                                tokio::spawn(async move {
+                                    let timeout = this.settings.audit_timeout;
+                                    audit::run(
+                                        &this.audits,
+                                        &this.store,
+                                        &this.installation,
+                                        job,
+                                        timeout,
+                                    )
+                                    .await;
+                                });
+                            }
+                            report.unconfirmed += pass.unconfirmed;
+                            if let Some(error) = pass.workloads_failed {
+                                report.failed.insert(done.name.clone(), error);
+                            }
+                            report.reconciled.insert(done.name);
+                        }
+                        Err(error) => {
+                            report.failed.insert(done.name, error.to_string());
+                        }
+                    }
+                }
+                Err(error) => {
+                    report
+                        .failed
+                        .insert("*".to_owned(), ControllerError::Task(error).to_string());
+                }
+            }
+        }
+        report
+    }
+
+    /// One cluster's part of a pass, under `cluster_timeout`, measured and counted; a failure
+    /// is recorded in the cluster's and its policies' statuses.
+    pub(super) async fn cluster_pass(
+        &self,
+        cluster: &ClusterRecord,
+        boundaries: &[BoundaryState],
+    ) -> ClusterDone {
+        let started = Instant::now();
+        let result = match tokio::time::timeout(
+            self.settings.cluster_timeout,
+            self.reconcile_cluster(cluster, boundaries),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(ControllerError::Timeout(self.settings.cluster_timeout)),
+        };
+        // A cluster deleted while its pass ran: what the pass wrote after the deletion's
+        // sweeps (the guard, policies) would stay in a cluster nobody reconciles any more.
+        if matches!(
+            self.store.get_cluster(&cluster.name).await,
+            Err(StoreError::NotFound)
+        ) {
+            if let Ok(connection) = self.connect(cluster).await {
+                if let Err(error) = connection
+                    .client
+                    .remove_installation(&self.installation)
+                    .await
+                {
+                    tracing::warn!(cluster = %cluster.name, %error, "objects of a cluster deleted during its pass not removed");
+                }
+            }
+        }
+        let outcome = match &result {
+            Ok(pass) if pass.enforced => Outcome::Ok,
+            Ok(_) => Outcome::NotEnforced,
+            Err(_) => Outcome::Error,
+        };
+        metrics::pass(&cluster.name, outcome, started.elapsed());
+        let recorded = match &result {
+            Ok(pass) => pass.recorded,
+            Err(error) => self.record_failure(cluster, boundaries, error).await,
+        };
+        ClusterDone {
+            name: cluster.name.clone(),
+            result,
+            recorded,
+        }
+    }
+
+    pub(super) async fn read_state(
+        &self,
+    ) -> Result<(Vec<ClusterRecord>, Vec<BoundaryState>), StoreError> {
+        let clusters = self.store.list_clusters().await?;
+        let mut boundaries = Vec::new();
+        for boundary in self.store.list_boundaries().await? {
+            let Ok(name) = Name::parse(&boundary.name) else {
+                tracing::warn!(boundary = %boundary.name, "skipped: not a valid boundary name");
+                continue;
+            };
+            let policies = match self.store.list_policies(&boundary.name).await {
+                Ok(policies) => policies,
+                // Deleted since it was listed.
+                Err(StoreError::NotFound) => continue,
+                Err(other) => return Err(other),
+            };
+            let policies = policies
+                .into_iter()
+                .map(|record| {
+                    let decoded = decode(&record, &self.catalog);
+                    (record, decoded)
+                })
+                .collect();
+            let clusters = match self.store.boundary_clusters(&boundary.name).await {
+                Ok(clusters) => clusters.into_iter().map(|c| c.name).collect(),
+                Err(StoreError::NotFound) => continue,
+                Err(other) => return Err(other),
+            };
+            let namespaces = match self.store.list_namespaces(&boundary.name).await {
+                Ok(namespaces) => namespaces,
+                Err(StoreError::NotFound) => continue,
+                Err(other) => return Err(other),
+            };
+            boundaries.push(BoundaryState {
+                name,
+                policies,
+                clusters,
+                namespaces,
+            });
+        }
+        Ok((clusters, boundaries))
+    }
+
+    /// The cached connection to `cluster`, or a new one when its credentials changed.
+    pub(super) async fn connect(
+        &self,
+        cluster: &ClusterRecord,
+    ) -> Result<Connection, ControllerError> {
+        let cached = self
+            .connections
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&cluster.name).cloned())
+            .filter(|c| c.sealed == cluster.kubeconfig_sealed);
+        if let Some(connection) = cached {
+            return Ok(connection);
+        }
+        let kubeconfig =
+            (self.unseal)(&cluster.kubeconfig_sealed).map_err(ControllerError::Credentials)?;
+        let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
+        let connection = Connection {
+            sealed: cluster.kubeconfig_sealed.clone(),
+            client,
+            identity: None,
+        };
+        if let Ok(mut connections) = self.connections.lock() {
+            connections.insert(cluster.name.clone(), connection.clone());
+        }
+        Ok(connection)
+    }
+
+    /// Reads (at most every `apiserver_check_interval`) when the cluster's API server started;
+    /// one that started after palisade first looked, and was not seen before, is a restart (or
+    /// an instance added): counted on the cluster (`api_server_restarts`) and on `/metrics`.
+    /// Behind a load balancer each read may reach another instance; instances that started
+    /// before the first look are never counted. A cluster whose role lacks `get` on `/metrics`
+    /// is simply not watched for restarts.
+    pub(super) async fn notice_restarts(&self, cluster: &str, client: &ClusterClient) {
+        let due = self.apiservers.lock().is_ok_and(|seen| {
+            seen.get(cluster).is_none_or(|s| {
+                s.suspect || s.read_at.elapsed() >= self.settings.apiserver_check_interval
+            })
+        });
+        if !due {
+            return;
+        }
+        let started = match client.apiserver_started_at().await {
+            Ok(started) => started,
+            Err(error) => {
+                tracing::debug!(cluster, %error, "the API server's start time was not read");
+                return;
+            }
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let restarted = match self.apiservers.lock() {
+            Ok(mut seen) => {
+                let seen = seen
+                    .entry(cluster.to_owned())
+                    .or_insert_with(|| ApiServersSeen {
+                        first_look: now,
+                        starts: BTreeSet::new(),
+                        read_at: Instant::now(),
+                        suspect: false,
+                    });
+                seen.read_at = Instant::now();
+                seen.suspect = false;
+                let key = (started * 1000.0).round() as u64;
+                seen.starts.insert(key) && started > seen.first_look
+            }
+            Err(_) => false,
+        };
+        if restarted {
+            tracing::warn!(
+                cluster,
+                started_at = started,
+                "an API server of the cluster restarted (or was added): it compiles every admission policy again"
+            );
+            metrics::apiserver_restarted(cluster);
+            let result = self
+                .store
+                .add_apiserver_restarts(cluster, 1)
+                .await
+                .map_err(ControllerError::ClusterStatus);
+            self.recorded(cluster, "an API server restart", result);
+        }
+    }
+
+    /// Learns (once per connection) the user palisade acts as in the cluster.
+    pub(super) async fn identity(
+        &self,
+        cluster: &str,
+        connection: &mut Connection,
+    ) -> Result<String, ControllerError> {
+        if let Some(identity) = &connection.identity {
+            return Ok(identity.clone());
+        }
+        let identity = connection.client.whoami().await?;
+        connection.identity = Some(identity.clone());
+        if let Ok(mut connections) = self.connections.lock() {
+            if let Some(cached) = connections.get_mut(cluster) {
+                cached.identity = Some(identity.clone());
+            }
+        }
+        Ok(identity)
+    }
+
+    pub(super) async fn write_statuses(
+        &self,
+        cluster: &str,
+        boundary: &BoundaryState,
+        statuses: Vec<PolicyStatusRecord>,
+    ) -> Result<(), ControllerError> {
+        self.store
+            .replace_policy_statuses(cluster, boundary.name.as_str(), statuses)
+            .await
+            .map_err(ControllerError::Statuses)
+    }
+
+    /// A status write whose failure ends nothing else: logged with its cause and counted.
+    /// `true` when written, or when the cluster is gone from the store (nothing to record).
+    pub(super) fn recorded(
+        &self,
+        cluster: &str,
+        what: &str,
+        result: Result<(), ControllerError>,
+    ) -> bool {
+        match result {
+            Ok(()) => true,
+            Err(ControllerError::ClusterStatus(StoreError::NotFound)) => {
+                tracing::debug!(cluster, what, "not recorded: the cluster is gone");
+                true
+            }
+            Err(error) => {
+                tracing::warn!(cluster, what, %error, "status not recorded; the pass will be retried");
+                metrics::status_write_failed(cluster);
+                false
+            }
+        }
+    }
+
+    /// Clears the cluster's `last_error` after a part that completed; `false` if the store
+    /// did not take it.
+    pub(super) async fn clear_error(&self, cluster: &str) -> bool {
+        let result = self
+            .store
+            .set_cluster_error(cluster, None)
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        self.recorded(cluster, "the cluster's last error (cleared)", result)
+    }
+
+    /// A cluster's part failed: the cluster and each policy that should be there say why.
+    /// `false` when one of those statuses could not be recorded.
+    pub(super) async fn record_failure(
+        &self,
+        cluster: &ClusterRecord,
+        boundaries: &[BoundaryState],
+        reason: &ControllerError,
+    ) -> bool {
+        let reason = reason.to_string();
+        tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
+        if let Ok(mut seen) = self.apiservers.lock() {
+            if let Some(seen) = seen.get_mut(&cluster.name) {
+                seen.suspect = true;
+            }
+        }
+        let result = self
+            .store
+            .set_cluster_error(&cluster.name, Some(&reason))
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        let mut recorded = self.recorded(&cluster.name, "the cluster's last error", result);
+        let Ok(cluster_name) = Name::parse(&cluster.name) else {
+            return recorded;
+        };
+        for boundary in boundaries
+            .iter()
+            .filter(|b| b.clusters.contains(&cluster.name))
+        {
+            let statuses = wanted(boundary, &cluster_name)
+                .map(|(record, _)| {
+                    status_record(boundary, record, &cluster.name, status_error(&reason))
+                })
+                .collect();
+            let result = self.write_statuses(&cluster.name, boundary, statuses).await;
+            let what = format!("the policy statuses of boundary '{}'", boundary.name);
+            recorded &= self.recorded(&cluster.name, &what, result);
+        }
+        recorded
+    }
+}
