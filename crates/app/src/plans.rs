@@ -280,7 +280,8 @@ fn boxed(error: AppError) -> palisade_store::Veto {
     Box::new(error)
 }
 
-/// The `Warning` header value of a function whose plan is disallowed (SPEC 2.2).
+/// The warning of a function whose plan is disallowed (SPEC 2.2). Warnings leave the
+/// application as texts; the HTTP adapter makes them `Warning` headers.
 pub fn function_warning(plan: &str, denied_by: &[Name]) -> String {
     let policies = denied_by
         .iter()
@@ -293,18 +294,13 @@ pub fn function_warning(plan: &str, denied_by: &[Name]) -> String {
         "policies"
     };
     format!(
-        "299 palisade \"Compute plan '{plan}' is disallowed by boundary {noun} {policies}; plans of functions are not enforced\""
+        "Compute plan '{plan}' is disallowed by boundary {noun} {policies}; plans of functions are not enforced"
     )
 }
 
-/// The `Warning` header value when a function's plan could not be compared.
+/// The warning when a function's plan could not be compared.
 pub const FUNCTION_UNREAD_WARNING: &str =
-    "299 palisade \"The boundary's policies could not be read; the plan was not compared with them\"";
-
-/// A warning text as a `Warning` header value (`299 palisade "<text>"`).
-pub fn warning_header(text: &str) -> String {
-    format!("299 palisade \"{}\"", text.replace('"', "'"))
-}
+    "The boundary's policies could not be read; the plan was not compared with them";
 
 /// Counts a plan decision: `allowed`, `denied`, `unavailable`, or `not_enforced` (functions).
 pub fn count_decision(resource_type: &str, outcome: &'static str) {

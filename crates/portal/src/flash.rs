@@ -12,7 +12,7 @@ use base64::Engine;
 use palisade_app::App;
 use serde::{Deserialize, Serialize};
 
-use crate::layout::{see_other, warning_text, Ctx};
+use crate::layout::{see_other, Ctx};
 use crate::session::{cookie, set_cookie};
 
 /// The sealed notice of the last POST.
@@ -83,10 +83,7 @@ pub fn redirect(
     let mut flash = Flash {
         path: path.to_owned(),
         notice,
-        warnings: warnings
-            .iter()
-            .map(|w| warning_text(w).to_owned())
-            .collect(),
+        warnings: warnings.to_vec(),
         more_warnings: 0,
         issued: now_secs(),
     };

@@ -200,14 +200,6 @@ impl CodeText for AppError {
     }
 }
 
-/// A `Warning` header value (`299 palisade "<text>"`) as its text.
-pub fn warning_text(value: &str) -> &str {
-    value
-        .strip_prefix("299 palisade \"")
-        .and_then(|rest| rest.strip_suffix('"'))
-        .unwrap_or(value)
-}
-
 /// Security headers on every portal answer: no scripts at all, forms only to this site, no
 /// framing, no caching of pages that show a boundary's data.
 pub async fn security_headers(mut response: Response) -> Response {

@@ -75,14 +75,10 @@ impl ApiError {
     }
 }
 
-/// A warning text as a `Warning` header value (`299 palisade "<text>"`); texts that already
-/// are one are kept.
+/// A warning text as a `Warning` header value (`299 palisade "<text>"`, RFC 7234 5.5; a
+/// double quote in the text becomes a single one).
 pub fn warning_header(text: &str) -> String {
-    if text.starts_with("299 ") {
-        text.to_owned()
-    } else {
-        palisade_app::plans::warning_header(text)
-    }
+    format!("299 palisade \"{}\"", text.replace('"', "'"))
 }
 
 /// Appends `Warning` headers for `warnings`.

@@ -62,7 +62,7 @@ pub fn clusters() -> Vec<Reconciled> {
             name: "legacy-1",
             version: Some("v1.29.4"),
             enforced: Some(false),
-            statuses: each(&status_not_enforced(old.as_deref().unwrap_or_default())),
+            statuses: each(&status_not_enforced(old.as_deref().unwrap_or_default()).to_string()),
             reason: old,
             last_error: None,
         },
@@ -73,7 +73,7 @@ pub fn clusters() -> Vec<Reconciled> {
             enforced: Some(false),
             reason: Some(NOT_SERVED.to_owned()),
             last_error: None,
-            statuses: each(&status_not_enforced(NOT_SERVED)),
+            statuses: each(&status_not_enforced(NOT_SERVED).to_string()),
         },
         // Never reached: the cluster and each policy say why.
         Reconciled {
@@ -82,7 +82,7 @@ pub fn clusters() -> Vec<Reconciled> {
             enforced: None,
             reason: None,
             last_error: Some(connection_refused()),
-            statuses: each(&status_error(&connection_refused())),
+            statuses: each(&status_error(&connection_refused()).to_string()),
         },
     ]
 }

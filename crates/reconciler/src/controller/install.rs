@@ -313,15 +313,18 @@ impl Controller {
     pub(super) fn within_grace(
         &self,
         key: (String, String, String, String),
-        status: String,
+        status: InstallStatus,
         unconfirmed: &mut usize,
-    ) -> String {
+    ) -> InstallStatus {
         let Ok(mut seen) = self.unconfirmed.lock() else {
             return status;
         };
         seen.retain(|_, first| first.elapsed() < ACTIVATION_GRACE * 10);
-        let settling = matches!(status.parse(), Ok(InstallStatus::NotEnforced(_)))
-            || status.starts_with(&status_error(crate::probe::PROBE_REFUSED));
+        let settling = match &status {
+            InstallStatus::NotEnforced(_) => true,
+            InstallStatus::Error(reason) => reason.starts_with(crate::probe::PROBE_REFUSED),
+            _ => false,
+        };
         if !settling {
             seen.remove(&key);
             return status;
@@ -329,7 +332,7 @@ impl Controller {
         let first = *seen.entry(key).or_insert_with(Instant::now);
         if first.elapsed() < ACTIVATION_GRACE {
             *unconfirmed += 1;
-            InstallStatus::Pending.to_string()
+            InstallStatus::Pending
         } else {
             status
         }
@@ -381,7 +384,7 @@ impl Controller {
         client: &ClusterClient,
         policy: &Policy,
         install: Install<'_>,
-    ) -> (String, bool) {
+    ) -> (InstallStatus, bool) {
         let Install {
             cluster,
             boundary,
@@ -403,7 +406,7 @@ impl Controller {
         metrics::applied(cluster);
         let Some(namespace) = probe_namespace else {
             // No namespace of the boundary: nothing is judged by either layout yet.
-            return (InstallStatus::Installed.to_string(), true);
+            return (InstallStatus::Installed, true);
         };
         let probe = if switching {
             client
@@ -415,9 +418,9 @@ impl Controller {
                 .await
         };
         let enforced = || match policy.mode() {
-            Mode::Enforce => InstallStatus::Enforced.to_string(),
+            Mode::Enforce => InstallStatus::Enforced,
             // Confirmed, but it denies nothing: never shown as `enforced`.
-            Mode::Audit => InstallStatus::AuditActive.to_string(),
+            Mode::Audit => InstallStatus::AuditActive,
         };
         match probe {
             Ok(EnforcementProbe::Enforced) => (enforced(), true),
@@ -426,7 +429,7 @@ impl Controller {
             Ok(EnforcementProbe::Inconclusive(reason)) => (status_error(&reason), false),
             Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 404 => {
                 // The namespace is gone from the cluster: installed, but not probed.
-                (InstallStatus::Installed.to_string(), true)
+                (InstallStatus::Installed, true)
             }
             Err(error) => (status_error(&error.to_string()), false),
         }

@@ -204,14 +204,14 @@ fn short(reason: &str) -> String {
     format!("{}…", &reason[..end])
 }
 
-/// The status line `error: <reason>` of SPEC 3.4, the reason shortened.
-pub fn status_error(reason: &str) -> String {
-    InstallStatus::Error(short(reason)).to_string()
+/// The status `error: <reason>` of SPEC 3.4, the reason shortened.
+pub fn status_error(reason: &str) -> InstallStatus {
+    InstallStatus::Error(short(reason))
 }
 
-/// The status line `not enforced: <reason>` of SPEC 3.4, the reason shortened.
-pub fn status_not_enforced(reason: &str) -> String {
-    InstallStatus::NotEnforced(short(reason)).to_string()
+/// The status `not enforced: <reason>` of SPEC 3.4, the reason shortened.
+pub fn status_not_enforced(reason: &str) -> InstallStatus {
+    InstallStatus::NotEnforced(short(reason))
 }
 
 /// One boundary as the store holds it, read once per pass.
@@ -355,14 +355,15 @@ fn status_record(
     boundary: &BoundaryState,
     record: &PolicyRecord,
     cluster: &str,
-    status: String,
+    status: InstallStatus,
 ) -> PolicyStatusRecord {
     PolicyStatusRecord {
         boundary: boundary.name.to_string(),
         policy: record.name.clone(),
         cluster: cluster.to_owned(),
         policy_etag: record.etag.clone(),
-        status,
+        // The store keeps the status line; statuses are typed up to here.
+        status: status.to_string(),
         updated_at: palisade_store::now(),
     }
 }
@@ -385,9 +386,12 @@ mod tests {
 
     #[test]
     fn long_reasons_are_cut_at_a_character_boundary() {
-        assert_eq!(status_error("unreachable"), "error: unreachable");
+        assert_eq!(
+            status_error("unreachable").to_string(),
+            "error: unreachable"
+        );
         let long = "é".repeat(MAX_REASON_BYTES);
-        let status = status_not_enforced(&long);
+        let status = status_not_enforced(&long).to_string();
         assert!(status.ends_with('…'));
         assert!(status.len() <= "not enforced: ".len() + MAX_REASON_BYTES + '…'.len_utf8());
     }
