@@ -112,8 +112,7 @@ impl App {
             for cluster in &clusters {
                 let in_scope = match &decoded {
                     Some(policy) => {
-                        policy.has_admission_rules()
-                            && Name::parse(&cluster.name).is_ok_and(|c| policy.scope().includes(&c))
+                        Name::parse(&cluster.name).is_ok_and(|c| policy.installs_in(&c))
                     }
                     // Undecodable: the reconciler reports it per cluster.
                     None => true,

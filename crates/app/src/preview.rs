@@ -165,7 +165,7 @@ fn page_of(
 }
 
 fn in_scope(policy: Option<&Policy>, cluster: &Name) -> bool {
-    policy.is_some_and(|p| p.has_admission_rules() && p.scope().includes(cluster))
+    policy.is_some_and(|p| p.installs_in(cluster))
 }
 
 impl App {

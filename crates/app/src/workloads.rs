@@ -20,16 +20,9 @@ use crate::App;
 /// How long a build Job's fetch token is good for.
 pub const FETCH_TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
 
-/// The types that run as workloads in a cluster (SPEC 5). Databases, caches and vector
-/// stores are managed services with no workload in the namespaces.
+/// The types that run as workloads in a cluster (SPEC 5): [`ResourceType::is_workload`].
 pub fn is_workload(ty: ResourceType) -> bool {
-    matches!(
-        ty,
-        ResourceType::App
-            | ResourceType::Function
-            | ResourceType::StaticWebApp
-            | ResourceType::ContainerInstance
-    )
+    ty.is_workload()
 }
 
 /// The warning of SPEC 5 for a function built from uploaded code where `policy` applies.

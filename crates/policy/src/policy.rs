@@ -264,6 +264,13 @@ impl Policy {
         self.rules.iter().any(|rule| rule.kind().is_admission())
     }
 
+    /// Whether the policy is installed in `cluster` (SPEC 3.4): it has admission rules and
+    /// its scope includes the cluster. The one answer the reconciler, the statuses and the
+    /// preview share.
+    pub fn installs_in(&self, cluster: &Name) -> bool {
+        self.has_admission_rules() && self.scope().includes(cluster)
+    }
+
     /// Save warnings that concern this policy alone: plan entries that name no plan of any
     /// type they apply to, and registry prefixes that name a repository. Normalisations are
     /// reported by the parser that made them.

@@ -21,6 +21,19 @@ pub enum ResourceType {
 pub struct UnknownResourceType(pub String);
 
 impl ResourceType {
+    /// Whether resources of this type run as workloads in a cluster (SPEC 5): they take
+    /// labels and a placement. Databases, caches and vector stores are managed services with
+    /// no workload in the namespaces.
+    pub fn is_workload(self) -> bool {
+        matches!(
+            self,
+            ResourceType::App
+                | ResourceType::Function
+                | ResourceType::StaticWebApp
+                | ResourceType::ContainerInstance
+        )
+    }
+
     /// Every type, in the order the docs list them.
     pub const ALL: [ResourceType; 8] = [
         ResourceType::App,

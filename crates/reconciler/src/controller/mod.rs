@@ -345,7 +345,7 @@ fn wanted<'a>(
         .policies
         .iter()
         .filter(move |(_, decoded)| match decoded {
-            Ok(policy) => policy.has_admission_rules() && policy.scope().includes(cluster),
+            Ok(policy) => policy.installs_in(cluster),
             Err(_) => true,
         })
         .map(|(record, decoded)| (record, decoded))

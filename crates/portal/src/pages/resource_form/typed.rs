@@ -232,13 +232,7 @@ impl Typed {
 
 /// Types that run in a cluster: they take labels and placement.
 pub(super) fn is_workload(ty: ResourceType) -> bool {
-    matches!(
-        ty,
-        ResourceType::App
-            | ResourceType::Function
-            | ResourceType::ContainerInstance
-            | ResourceType::StaticWebApp
-    )
+    ty.is_workload()
 }
 
 /// The `replicas` of a request body: nothing when left empty, a JSON number when the text
