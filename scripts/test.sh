@@ -27,6 +27,7 @@ stage() {
 # Kubernetes control-plane binaries (kube-apiserver, etcd; 1.30 and 1.37) and helm from their Go
 # modules, cached outside the repo: about 22 minutes (control plane) plus 5 (helm) on 2 cores
 # the first time, then found.
+stage 1m "prerequisites" bash scripts/prerequisites.sh
 stage 40m "control-plane binaries" bash testenv/build.sh all
 
 pg_env=$(mktemp)
