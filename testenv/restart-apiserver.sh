@@ -2,6 +2,8 @@
 # Restarts the kube-apiserver that start.sh started in <workdir>: stops it (TERM; KILL after
 # 10 s), starts the same command line again (kube-apiserver.cmd) and waits until it is ready.
 # etcd and everything else keep running; the new process compiles its admission policies again.
+# With DOWN_FOR=<seconds>, the API server stays down that long before it starts again (an
+# outage).
 # Usage: restart-apiserver.sh <workdir>
 set -euo pipefail
 if [[ $# -ne 1 ]]; then echo "usage: $0 <workdir>" >&2; exit 2; fi
@@ -19,6 +21,7 @@ if kill -0 "${pid}" 2>/dev/null; then
   if kill -0 "${pid}" 2>/dev/null; then kill -KILL "${pid}" 2>/dev/null || true; fi
   for _ in $(seq 1 50); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
 fi
+sleep "${DOWN_FOR:-0}"
 setsid bash -c "exec $(cat "${WORKDIR}/kube-apiserver.cmd")" >> "${LOGS}/kube-apiserver.log" 2>&1 < /dev/null &
 echo $! > "${WORKDIR}/kube-apiserver.pid"
 deadline=$(( $(date +%s) + READY_TIMEOUT ))

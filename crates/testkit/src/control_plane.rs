@@ -452,7 +452,14 @@ impl ControlPlane {
     /// Restarts its kube-apiserver (`testenv/restart-apiserver.sh`): the same command line, a
     /// new process; returns when it is ready again.
     pub fn restart_apiserver(&self) {
+        self.restart_apiserver_after(Duration::ZERO);
+    }
+
+    /// Stops its kube-apiserver, leaves it down for `down` (an outage), then starts it again;
+    /// returns when it is ready again.
+    pub fn restart_apiserver_after(&self, down: Duration) {
         let output = Command::new("bash")
+            .env("DOWN_FOR", down.as_secs_f64().to_string())
             .arg(testenv_dir().join("restart-apiserver.sh"))
             .arg(&self.workdir)
             .output()

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The start of a cluster's admission reason while its pass fails.
+pub const UNCONFIRMED: &str = "palisade cannot confirm it";
+
 impl Controller {
     /// One full pass over every cluster.
     pub async fn reconcile_all(self: &Arc<Self>) -> PassReport {
@@ -332,6 +335,22 @@ impl Controller {
             .await
             .map_err(ControllerError::ClusterStatus);
         let mut recorded = self.recorded(&cluster.name, "the cluster's last error", result);
+        // Never `enforced` beside the error (SPEC 3.4 v3.1): what the cluster enforces is not
+        // confirmed while its pass fails; the next pass that completes says again.
+        if cluster.admission_enforced == Some(true) {
+            let unconfirmed = format!("{UNCONFIRMED}: {reason}");
+            let result = self
+                .store
+                .set_cluster_status(
+                    &cluster.name,
+                    cluster.kubernetes_version.as_deref(),
+                    Some(false),
+                    Some(&unconfirmed),
+                )
+                .await
+                .map_err(ControllerError::ClusterStatus);
+            recorded &= self.recorded(&cluster.name, "the cluster's admission status", result);
+        }
         let Ok(cluster_name) = Name::parse(&cluster.name) else {
             return recorded;
         };

@@ -1004,3 +1004,109 @@ async fn vap_exists(plane: &palisade_testkit::control_plane::ControlPlane, name:
     let api: Api<ValidatingAdmissionPolicy> = Api::all(plane.client().await);
     api.get_opt(name).await.unwrap().is_some()
 }
+
+/// SPEC 3.4 (v3.1): when an unreachable API server answers again, the next pass starts within
+/// seconds, not after the backoff. The API server is down for 10 s while a policy changes (the
+/// pass it wakes fails); the backoff is a minute, so without the reconnect the change could
+/// not be enforced within the 30 s allowed after the API server is ready again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_outage_the_next_pass_starts_when_the_api_server_answers() {
+    let plane = tokio::task::spawn_blocking(|| {
+        palisade_testkit::control_plane::ControlPlane::start("1.37")
+    })
+    .await
+    .unwrap();
+    let (_dir, boundary, store) = sqlite_store_with_policy().await;
+    let key = SealingKey::random();
+    let name = unique_name("outage");
+    add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
+    let client = plane.client().await;
+    let namespace = palisade_testkit::control_plane::temp_namespace(&client, Some(&boundary)).await;
+    store
+        .put_namespace(&boundary, &name, &namespace)
+        .await
+        .unwrap();
+    let settings = Settings {
+        min_backoff: Duration::from_secs(60),
+        max_backoff: Duration::from_secs(60),
+        ..Settings::default()
+    };
+    let controller = controller(&store, &key, &installation(), settings);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(controller.clone().run(async {
+        let _ = stopped.await;
+    }));
+    // Whether the policy's current version is enforced in the cluster.
+    let enforced_now = || async {
+        let etag = store
+            .list_policies(&boundary)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|p| p.name == "no-latest")
+            .map(|p| p.etag);
+        store
+            .policy_statuses(&boundary)
+            .await
+            .unwrap()
+            .into_iter()
+            .any(|s| {
+                s.cluster == name && Some(&s.policy_etag) == etag.as_ref() && s.status == "enforced"
+            })
+    };
+    eventually("enforced before the outage", ACTIVATION_TIMEOUT, || async {
+        enforced_now().await.then_some(())
+    })
+    .await;
+
+    let plane = std::sync::Arc::new(plane);
+    let restarting = {
+        let plane = plane.clone();
+        tokio::task::spawn_blocking(move || plane.restart_apiserver_after(Duration::from_secs(10)))
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    put_policy(
+        &store,
+        &boundary,
+        "no-latest",
+        r#"{"rules":[{"disallowLatestTag":{}},{"requiredLabels":{"labels":[{"key":"team"}]}}]}"#,
+    )
+    .await;
+    // While the API server is down, the cluster does not read `enforced`.
+    let (record, _) = eventually(
+        "the cluster unconfirmed during the outage",
+        Duration::from_secs(8),
+        || async {
+            let record = store.get_cluster(&name).await.unwrap();
+            (record.admission_enforced == Some(false)).then_some(record)
+        },
+    )
+    .await;
+    let reason = record.admission_reason.unwrap_or_default();
+    assert!(
+        reason.starts_with("palisade cannot confirm it: "),
+        "{reason}"
+    );
+    assert!(record.last_error.is_some());
+    restarting.await.unwrap();
+    let ready = Instant::now();
+    let (_, took) = eventually(
+        "the changed policy enforced after the outage",
+        Duration::from_secs(30),
+        || async { enforced_now().await.then_some(()) },
+    )
+    .await;
+    eprintln!(
+        "enforced {:.1} s after the API server was ready again",
+        ready.elapsed().as_secs_f64().min(took.as_secs_f64())
+    );
+    let record = store.get_cluster(&name).await.unwrap();
+    assert_eq!(
+        record.admission_enforced,
+        Some(true),
+        "{:?}",
+        record.admission_reason
+    );
+    let _ = stop.send(());
+    running.await.unwrap();
+}
