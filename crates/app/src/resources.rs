@@ -21,7 +21,7 @@ use crate::plans::{
     count_decision, function_warning, outcome_of, plan_guard, FUNCTION_UNREAD_WARNING,
 };
 use crate::uploads::upload_missing;
-use crate::workloads::{is_workload, place, Placements};
+use crate::workloads::{place, Placements};
 use crate::App;
 
 /// A resource as written, with the `Warning` texts of the write (audit policies, functions).
@@ -60,7 +60,7 @@ pub(crate) fn status_of(record: &ResourceRecord) -> Option<String> {
     if let Some(status) = &record.status {
         return Some(status.clone());
     }
-    let workload = ResourceType::parse(&record.resource_type).is_ok_and(is_workload);
+    let workload = ResourceType::parse(&record.resource_type).is_ok_and(ResourceType::is_workload);
     match (&record.cluster, workload) {
         (Some(_), _) => Some("deploying".to_owned()),
         (None, true) => Some(format!(
@@ -176,7 +176,7 @@ impl App {
         self.admit_write(access.caller(), Some(boundary))?;
         let (mut resource, ty) = Resource::from_value(value, &self.catalog, None)
             .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
-        let cluster = if is_workload(ty) {
+        let cluster = if ty.is_workload() {
             let placements = self.placements(boundary).await?;
             if let Some(upload) = &resource.upload {
                 self.check_upload(boundary, upload).await?;
@@ -262,7 +262,7 @@ impl App {
             )));
         }
         let plan_path = moves_a_plan(&patch);
-        let workload = ResourceType::parse(resource_type).is_ok_and(is_workload);
+        let workload = ResourceType::parse(resource_type).is_ok_and(ResourceType::is_workload);
         let placements = if workload {
             if let Some(upload) = patch.get("upload").and_then(serde_json::Value::as_str) {
                 self.check_upload(&key.boundary, upload).await?;

@@ -20,11 +20,6 @@ use crate::App;
 /// How long a build Job's fetch token is good for.
 pub const FETCH_TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
 
-/// The types that run as workloads in a cluster (SPEC 5): [`ResourceType::is_workload`].
-pub fn is_workload(ty: ResourceType) -> bool {
-    ty.is_workload()
-}
-
 /// The warning of SPEC 5 for a function built from uploaded code where `policy` applies.
 pub fn latest_builder_warning(policy: &str) -> String {
     format!(
@@ -162,7 +157,7 @@ pub fn place(
     boundary: &str,
     placements: &Placements,
 ) -> AppResult<Option<String>> {
-    if !is_workload(ty) {
+    if !ty.is_workload() {
         return Ok(None);
     }
     let attached: Vec<&str> = placements.clusters.iter().map(String::as_str).collect();

@@ -9,7 +9,7 @@ use palisade_policy::ResourceType;
 use serde_json::Value;
 
 use super::picker::{plan_picker, plan_select};
-use super::typed::{is_workload, Field, Typed};
+use super::typed::{Field, Typed};
 use crate::flash::{Flash, Notice};
 use crate::layout::{alert, csrf_field, page, CodeText, Ctx};
 use crate::session::Session;
@@ -257,7 +257,7 @@ pub(super) fn render_form(ctx: &Ctx, session: &Session, p: &FormPage<'_>) -> Mar
                     (error_box(&Field::Upload, outcome, "upload"))
                 }
             }
-            @if is_workload(ty) {
+            @if ty.is_workload() {
                 (labels_table(ctx, p))
                 (replicas_field(ctx, &typed.replicas, outcome))
                 (text_field(ctx, Field::Cluster, "cluster", "Cluster (optional)", &typed.cluster, outcome, None))

@@ -194,7 +194,7 @@ impl Typed {
         } else if ty.has_plans() && !self.plan.is_empty() {
             body["plan"] = json!(self.plan);
         }
-        let workload = is_workload(ty);
+        let workload = ty.is_workload();
         if workload {
             for (key, value) in [("image", &self.image), ("source", &self.source)] {
                 let accepts_image = !matches!(
@@ -228,11 +228,6 @@ impl Typed {
         }
         (body, rows)
     }
-}
-
-/// Types that run in a cluster: they take labels and placement.
-pub(super) fn is_workload(ty: ResourceType) -> bool {
-    ty.is_workload()
 }
 
 /// The `replicas` of a request body: nothing when left empty, a JSON number when the text
