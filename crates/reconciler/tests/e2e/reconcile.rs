@@ -159,6 +159,37 @@ async fn attached(plane: &palisade_testkit::control_plane::ControlPlane) -> Atta
     }
 }
 
+/// A private 1.37 control plane (its API server is restarted or stopped by the test), and a
+/// SQLite store whose boundary holds `no-latest` and is attached to it as cluster `<prefix>-…`.
+struct PrivateCluster {
+    plane: palisade_testkit::control_plane::ControlPlane,
+    _dir: tempfile::TempDir,
+    boundary: String,
+    store: SharedStore,
+    key: SealingKey,
+    name: String,
+}
+
+async fn private_cluster(prefix: &str) -> PrivateCluster {
+    let plane = tokio::task::spawn_blocking(|| {
+        palisade_testkit::control_plane::ControlPlane::start("1.37")
+    })
+    .await
+    .unwrap();
+    let (dir, boundary, store) = sqlite_store_with_policy().await;
+    let key = SealingKey::random();
+    let name = unique_name(prefix);
+    add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
+    PrivateCluster {
+        plane,
+        _dir: dir,
+        boundary,
+        store,
+        key,
+        name,
+    }
+}
+
 async fn add_cluster(
     store: &SharedStore,
     key: &SealingKey,
@@ -552,15 +583,14 @@ async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller(
 /// nothing. A private control plane, since its API server is restarted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
-    let plane = tokio::task::spawn_blocking(|| {
-        palisade_testkit::control_plane::ControlPlane::start("1.37")
-    })
-    .await
-    .unwrap();
-    let (_dir, boundary, store) = sqlite_store_with_policy().await;
-    let key = SealingKey::random();
-    let name = unique_name("restarts");
-    add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
+    let PrivateCluster {
+        plane,
+        _dir,
+        boundary: _,
+        store,
+        key,
+        name,
+    } = private_cluster("restarts").await;
     let settings = Settings {
         apiserver_check_interval: Duration::ZERO,
         ..Settings::default()
@@ -602,15 +632,14 @@ async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
 /// counter at 1 after two restarts ran none between them that failed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_restarts_within_a_minute_are_both_counted() {
-    let plane = tokio::task::spawn_blocking(|| {
-        palisade_testkit::control_plane::ControlPlane::start("1.37")
-    })
-    .await
-    .unwrap();
-    let (_dir, boundary, store) = sqlite_store_with_policy().await;
-    let key = SealingKey::random();
-    let name = unique_name("restarts2");
-    add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
+    let PrivateCluster {
+        plane,
+        _dir,
+        boundary: _,
+        store,
+        key,
+        name,
+    } = private_cluster("restarts2").await;
     let controller = controller(&store, &key, &installation(), Settings::default());
     let report = controller.reconcile_all().await;
     assert!(report.reconciled.contains(&name), "{report:?}");
@@ -1011,15 +1040,14 @@ async fn vap_exists(plane: &palisade_testkit::control_plane::ControlPlane, name:
 /// not be enforced within the 30 s allowed after the API server is ready again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_an_outage_the_next_pass_starts_when_the_api_server_answers() {
-    let plane = tokio::task::spawn_blocking(|| {
-        palisade_testkit::control_plane::ControlPlane::start("1.37")
-    })
-    .await
-    .unwrap();
-    let (_dir, boundary, store) = sqlite_store_with_policy().await;
-    let key = SealingKey::random();
-    let name = unique_name("outage");
-    add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
+    let PrivateCluster {
+        plane,
+        _dir,
+        boundary,
+        store,
+        key,
+        name,
+    } = private_cluster("outage").await;
     let client = plane.client().await;
     let namespace = palisade_testkit::control_plane::temp_namespace(&client, Some(&boundary)).await;
     store
