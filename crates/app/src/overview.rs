@@ -34,6 +34,8 @@ pub struct ClusterRow {
     pub last_error: Option<String>,
     /// The admission layout in use there and why; `None` until the reconciler has said.
     pub layout: Option<ClusterLayout>,
+    /// What palisade last found changed there by someone else and put back, and when.
+    pub last_repair: Option<palisade_api_types::view::Repair>,
 }
 
 impl ClusterRow {
@@ -52,6 +54,10 @@ impl ClusterRow {
                 .admission_layout
                 .zip(record.admission_layout_reason)
                 .map(|(name, reason)| ClusterLayout { name, reason }),
+            last_repair: record
+                .last_repair
+                .zip(record.last_repair_at)
+                .map(|(message, at)| palisade_api_types::view::Repair { message, at }),
             name: record.name,
             kubernetes_version: record.kubernetes_version,
             last_error: record.last_error,

@@ -519,7 +519,7 @@ spec:
 /// `palisade get clusters` ends each line with the admission layout in use in the cluster and
 /// why (SPEC 3.4), `-` until the reconciler has said; `-o json` has it as `layout`.
 #[test]
-fn get_clusters_shows_the_layout_in_use_and_why_last() {
+fn get_clusters_shows_the_layout_in_use_and_why_and_the_last_repair() {
     let server = serve(&["--no-reconciler"]);
     let t = Some(server.token.as_str());
     let run = |args: &[&str]| {
@@ -552,14 +552,16 @@ fn get_clusters_shows_the_layout_in_use_and_why_last() {
             .set_cluster_layout("prod", "shared", "212 boundaries")
             .await
             .unwrap();
+        // And a repair of something someone else deleted there.
+        store
+            .record_repair(
+                "prod",
+                "binding trusted.shop.palisade.dev was deleted; restored",
+            )
+            .await
+            .unwrap();
     });
 
-    assert_eq!(
-        run(&["get", "clusters"]),
-        "NAME      KUBERNETES   ADMISSION RULES                                                        LAST ERROR   LAYOUT\n\
-         prod      -            not enforced: not checked yet: palisade has not reached this cluster   -            shared: 212 boundaries\n\
-         staging   -            not enforced: not checked yet: palisade has not reached this cluster   -            -\n"
-    );
     let json: serde_json::Value =
         serde_json::from_str(&run(&["get", "clusters", "-o", "json"])).unwrap();
     assert_eq!(
@@ -567,6 +569,20 @@ fn get_clusters_shows_the_layout_in_use_and_why_last() {
         serde_json::json!({"name": "shared", "reason": "212 boundaries"})
     );
     assert!(json["items"][1].get("layout").is_none(), "{json}");
+    assert_eq!(json["items"][0]["repairs"], 1, "{json}");
+    let at = json["items"][0]["last_repair"]["at"].as_str().unwrap();
+    assert_eq!(
+        json["items"][0]["last_repair"]["message"],
+        "binding trusted.shop.palisade.dev was deleted; restored"
+    );
+    assert_eq!(
+        run(&["get", "clusters"]),
+        format!(
+            "NAME      KUBERNETES   ADMISSION RULES                                                        LAST ERROR   LAYOUT                   LAST REPAIR\n\
+             prod      -            not enforced: not checked yet: palisade has not reached this cluster   -            shared: 212 boundaries   {at} binding trusted.shop.palisade.dev was deleted; restored\n\
+             staging   -            not enforced: not checked yet: palisade has not reached this cluster   -            -                        -\n"
+        )
+    );
 }
 
 #[test]

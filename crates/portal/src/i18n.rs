@@ -112,6 +112,7 @@ fn swedish(english: &str) -> Option<&'static str> {
         "Image" => "Avbildning",
         "Image of component" => "Avbildning för komponent",
         "enforced: a violating object was denied in a namespace of the boundary; installed: no namespace to confirm it in yet; pending: not yet applied." => "enforced: ett objekt som bryter mot policyn nekades i ett namnområde i boundaryn; installed: inget namnområde att bekräfta i ännu; pending: inte tillämpad ännu.",
+        "Last repair" => "Senaste reparation",
         "Last attempt failed" => "Senaste försöket misslyckades",
         "Key" => "Nyckel",
         "Kubernetes version" => "Kubernetes-version",

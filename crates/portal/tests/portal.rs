@@ -836,6 +836,20 @@ async fn the_boundary_page_shows_cluster_status_and_grandfathered_resources() {
         .set_cluster_layout("staging-1", "shared", "212 boundaries")
         .await
         .unwrap();
+    // And the last repair where palisade put something back.
+    store
+        .record_repair(
+            "prod-1",
+            "binding trusted.shop.palisade.dev was deleted; restored",
+        )
+        .await
+        .unwrap();
+    let repaired_at = store
+        .get_cluster("prod-1")
+        .await
+        .unwrap()
+        .last_repair_at
+        .unwrap();
     let browser = portal.sign_in(&portal.admin).await;
     let html = portal.get("/boundaries/shop", &browser).await.text();
     assert!(html.contains(
@@ -847,9 +861,9 @@ async fn the_boundary_page_shows_cluster_status_and_grandfathered_resources() {
     assert!(html.contains(
         r#"<tr data-cluster="noapi-1"><th scope="row">noapi-1</th><td>v1.37.2</td><td><span class="status bad" lang="en">not enforced: the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy</span></td></tr>"#
     ), "{html}");
-    assert!(html.contains(
-        r#"<tr data-cluster="prod-1"><th scope="row">prod-1</th><td>v1.31.2</td><td><span class="status ok" lang="en">enforced</span></td></tr>"#
-    ), "{html}");
+    assert!(html.contains(&format!(
+        r#"<tr data-cluster="prod-1"><th scope="row">prod-1</th><td>v1.31.2</td><td><span class="status ok" lang="en">enforced</span><br>Last repair: <span lang="en">binding trusted.shop.palisade.dev was deleted; restored</span> <time datetime="{repaired_at}">({repaired_at})</time></td></tr>"#
+    )), "{html}");
     assert!(html.contains(r#"<span lang="en">not checked yet</span>"#));
     assert!(html.contains(
         r#"Last attempt failed: <span lang="en">cannot reach the API server: connection refused</span>"#

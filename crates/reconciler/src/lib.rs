@@ -13,6 +13,7 @@ mod audit;
 pub mod cause;
 pub mod cluster;
 pub mod controller;
+pub mod drift;
 pub mod kubeconfig;
 pub mod metrics;
 mod per_boundary;

@@ -75,22 +75,28 @@ pub fn rules() -> Vec<PolicyRule> {
                 "validatingadmissionpolicies",
                 "validatingadmissionpolicybindings",
             ],
-            &["get", "list", "create", "patch", "delete"],
+            // `watch`: drift (SPEC 3.4 v3.1) is noticed by a watch on palisade's objects.
+            &["get", "list", "watch", "create", "patch", "delete"],
         ),
-        rule("", &["namespaces"], &["get", "list", "create", "patch"]),
+        rule(
+            "",
+            &["namespaces"],
+            &["get", "list", "watch", "create", "patch"],
+        ),
         // The shared layout: the parameters' definition (this one only) and the parameters.
         PolicyRule {
             resource_names: Some(vec![PARAMS_CRD.to_owned()]),
             ..rule(
                 "apiextensions.k8s.io",
                 &["customresourcedefinitions"],
-                &["create", "patch"],
+                // `list`, `watch`: by name (a field selector), for drift.
+                &["list", "watch", "create", "patch"],
             )
         },
         rule(
             PARAMS_GROUP,
             &[PARAMS_PLURAL],
-            &["get", "list", "create", "patch", "delete"],
+            &["get", "list", "watch", "create", "patch", "delete"],
         ),
         // `create`: the server-side dry-runs that confirm enforcement (nothing is stored);
         // `list`: previews and audits read what runs in the boundary's namespaces.

@@ -37,7 +37,7 @@ fn forbidden(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 403)
 }
 
-fn params_resource() -> ApiResource {
+pub(crate) fn params_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk(PARAMS_GROUP, PARAMS_VERSION, PARAMS_KIND),
         PARAMS_PLURAL,
@@ -53,7 +53,7 @@ fn is_installations(meta: &ObjectMeta, installation: &str) -> bool {
     })
 }
 
-fn established(definition: &CustomResourceDefinition) -> bool {
+pub(crate) fn established(definition: &CustomResourceDefinition) -> bool {
     definition
         .status
         .as_ref()
@@ -214,6 +214,7 @@ impl ClusterClient {
             }),
             ..DeleteParams::default()
         };
+        crate::drift::deleting(object.metadata.uid.as_deref());
         match self.params_in(namespace).delete(name, &params).await {
             Ok(_) => {
                 tracing::info!(kind = PARAMS_KIND, namespace, name, "deleted");

@@ -222,12 +222,18 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                     let layout = c
                         .layout
                         .map_or_else(|| "-".to_owned(), |l| format!("{}: {}", l.name, l.reason));
+                    // What palisade last put back there, e.g. `2026-12-05T22:30:00Z binding
+                    // trusted.shop.palisade.dev was deleted; restored`.
+                    let repair = c
+                        .last_repair
+                        .map_or_else(|| "-".to_owned(), |r| format!("{} {}", r.at, r.message));
                     vec![
                         c.name,
                         cell(c.kubernetes_version.as_deref()),
                         admission,
                         cell(c.last_error.as_deref()),
                         layout,
+                        repair,
                     ]
                 })
                 .collect();
@@ -238,6 +244,7 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                     "ADMISSION RULES",
                     "LAST ERROR",
                     "LAYOUT",
+                    "LAST REPAIR",
                 ],
                 rows,
             );

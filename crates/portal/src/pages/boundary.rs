@@ -190,6 +190,12 @@ fn clusters_section(ctx: &Ctx, clusters: &[ClusterRow]) -> Markup {
                                         (ctx.t("Admission layout")) ": "
                                         span lang="en" { (layout.name) " (" (layout.reason) ")" }
                                     }
+                                    @if let Some(repair) = &c.last_repair {
+                                        br;
+                                        (ctx.t("Last repair")) ": "
+                                        span lang="en" { (repair.message) } " "
+                                        time datetime=(repair.at) { "(" (repair.at) ")" }
+                                    }
                                     @if let Some(error) = &c.last_error {
                                         br;
                                         span class="status bad" {

@@ -162,6 +162,7 @@ where
         }),
         ..DeleteParams::default()
     };
+    crate::drift::deleting(meta.uid.as_deref());
     match api.delete(name, &params).await {
         Ok(_) => {
             tracing::info!(

@@ -80,6 +80,14 @@ impl Controller {
             .install_boundary_label_guard(&self.installation, &identity)
             .await
             .map_err(ControllerError::Guard)?;
+        // From now on a change by someone else reaches the loop within moments.
+        self.watch_drift(&cluster.name, &connection);
+        if let Ok(mut known) = self.attached.lock() {
+            known.insert(
+                cluster.name.clone(),
+                attached.iter().map(|b| b.name.to_string()).collect(),
+            );
+        }
         // Every pass: objects changed or deleted by others come back.
         crate::admission::of(choice.layout)
             .prepare(&client, &self.installation, &identity)
@@ -90,6 +98,9 @@ impl Controller {
             .await?;
 
         let mut attached_names = BTreeSet::new();
+        // Statuses written, and those confirmed, as (boundary, policy): what closes drifts.
+        let mut written = BTreeSet::new();
+        let mut confirmed_now = BTreeSet::new();
         let mut audits = Vec::new();
         let mut switches_left = 0usize;
         let mut shared_left = false;
@@ -135,9 +146,17 @@ impl Controller {
                             record.name.clone(),
                             record.etag.clone(),
                         );
-                        self.within_grace(key, status, &mut unconfirmed)
+                        let status = self.within_grace(key, status, &mut unconfirmed);
+                        self.with_drift(
+                            &cluster.name,
+                            boundary.name.as_str(),
+                            &record.name,
+                            status,
+                            &mut confirmed_now,
+                        )
                     }
                 };
+                written.insert((boundary.name.to_string(), record.name.clone()));
                 statuses.push(status_record(boundary, record, &cluster.name, status));
             }
             // Policies that cannot be decoded keep whatever they had installed.
@@ -171,6 +190,8 @@ impl Controller {
                 .await?;
             audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
         }
+        self.close_drifts(&cluster.name, &written, &confirmed_now)
+            .await;
         if choice.layout != Layout::Shared && !shared_left {
             // Left by the shared layout before a switch: inert once the boundaries' parameters
             // are gone (above), but every request would still pay for looking them up.

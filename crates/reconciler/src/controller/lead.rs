@@ -70,6 +70,7 @@ impl Controller {
             if let Ok(mut watches) = self.watches.lock() {
                 watches.clear();
             }
+            self.stop_drift_watches(None);
             drop(lease);
             match end {
                 LeadEnd::Shutdown => {
@@ -91,6 +92,7 @@ impl Controller {
         mut shutdown: Pin<&mut impl Future<Output = ()>>,
     ) -> LeadEnd {
         let mut backoff: Option<Duration> = None;
+        let mut drifts = self.drift_queue.lock().await;
         loop {
             changes.borrow_and_update();
             let pass = self.reconcile_all();
@@ -122,19 +124,31 @@ impl Controller {
                 backoff = Some(next);
                 next
             };
-            tokio::select! {
-                () = &mut shutdown => return LeadEnd::Shutdown,
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        tracing::warn!("reconciler: the change feed ended");
-                        return LeadEnd::Shutdown;
+            let mut due = tokio::time::Instant::now() + wait;
+            loop {
+                tokio::select! {
+                    () = &mut shutdown => return LeadEnd::Shutdown,
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            tracing::warn!("reconciler: the change feed ended");
+                            return LeadEnd::Shutdown;
+                        }
+                        break;
                     }
-                }
-                () = tokio::time::sleep(wait) => {}
-                () = self.builds_done.notified() => {}
-                () = self.answering_again(&report.failed) => {
-                    tracing::info!("an unreachable cluster answers again: reconciling now");
-                    backoff = None;
+                    () = tokio::time::sleep_until(due) => break,
+                    () = self.builds_done.notified() => break,
+                    () = self.answering_again(&report.failed) => {
+                        tracing::info!("an unreachable cluster answers again: reconciling now");
+                        backoff = None;
+                        break;
+                    }
+                    Some(seen) = drifts.recv() => {
+                        // A drift is repaired at once, or after its pause; the statuses
+                        // already say what happened.
+                        if let Some(pause) = self.take_drifts(seen, &mut drifts).await {
+                            due = due.min(tokio::time::Instant::now() + pause);
+                        }
+                    }
                 }
             }
             let held = tokio::select! {

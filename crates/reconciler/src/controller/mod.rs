@@ -19,6 +19,7 @@
 //! Metrics: see [`crate::metrics`].
 
 mod deploy;
+mod drift;
 mod install;
 mod layout;
 mod lead;
@@ -293,6 +294,20 @@ pub struct Controller {
     builds_done: Arc<tokio::sync::Notify>,
     /// Per cluster: its layout and how often its policies change.
     layouts: Mutex<HashMap<String, LayoutState>>,
+    /// Where each cluster's drift watches report.
+    drift_sender: tokio::sync::mpsc::Sender<crate::drift::Seen>,
+    /// What they reported, read by the loop while it leads.
+    drift_queue: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<crate::drift::Seen>>,
+    /// The drift watches of each cluster, with the credentials they were made from.
+    drift_watches: Mutex<HashMap<String, (Vec<u8>, crate::drift::DriftWatch)>>,
+    /// Drifts not yet repaired and confirmed.
+    open_drifts: Mutex<Vec<drift::OpenDrift>>,
+    /// Per (cluster, kind, object): when it drifted within the last minute.
+    drift_history: Mutex<
+        HashMap<(String, crate::drift::DriftKind, String), std::collections::VecDeque<Instant>>,
+    >,
+    /// Per cluster: the boundaries attached to it at the latest pass.
+    attached: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl fmt::Debug for Controller {
@@ -314,6 +329,7 @@ impl Controller {
         settings: Settings,
     ) -> Arc<Self> {
         metrics::describe();
+        let (drift_sender, drift_queue) = tokio::sync::mpsc::channel(drift::QUEUE);
         Arc::new(Controller {
             store,
             catalog,
@@ -327,6 +343,12 @@ impl Controller {
             watches: Mutex::new(HashMap::new()),
             builds_done: Arc::new(tokio::sync::Notify::new()),
             layouts: Mutex::new(HashMap::new()),
+            drift_sender,
+            drift_queue: tokio::sync::Mutex::new(drift_queue),
+            drift_watches: Mutex::new(HashMap::new()),
+            open_drifts: Mutex::new(Vec::new()),
+            drift_history: Mutex::new(HashMap::new()),
+            attached: Mutex::new(HashMap::new()),
         })
     }
 

@@ -21,6 +21,7 @@ impl Controller {
                 return report;
             }
         };
+        self.stop_drift_watches(Some(&clusters.iter().map(|c| c.name.clone()).collect()));
         let boundaries = Arc::new(boundaries);
         let mut tasks = tokio::task::JoinSet::new();
         for cluster in clusters {

@@ -17,6 +17,7 @@ mod support;
 mod audit;
 mod causes;
 mod corpus;
+mod drift;
 mod generated;
 mod guard;
 mod kwok;

@@ -15,6 +15,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{ListParams, PostParams};
 use kube::Api;
 use palisade_policy::Name;
+use palisade_reconciler::drift::DriftWatch;
 use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, rules, Grantee};
 use palisade_reconciler::reports::{render_report, NamespaceAudit};
 use palisade_reconciler::statuses::StatusWatch;
@@ -47,6 +48,42 @@ async fn exercise(
     let probe = policy("probe", json!({"rules": [{"disallowLatestTag": {}}]}));
     let client = plane.client().await;
     match (resource, verb) {
+        (
+            "validatingadmissionpolicies"
+            | "validatingadmissionpolicybindings"
+            | "namespaces"
+            | "boundarypolicies"
+            | "customresourcedefinitions",
+            "watch",
+        )
+        | ("customresourcedefinitions", "list") => {
+            // The drift watches: every kind read once (the parameter objects' once their
+            // definition is established), or a failure.
+            shared(admin)
+                .install_shared(INSTALLATION)
+                .await
+                .map_err(text)?;
+            let (sender, _receiver) = tokio::sync::mpsc::channel(16);
+            let watch = DriftWatch::start(cluster.client(), "c", INSTALLATION, sender);
+            let started = std::time::Instant::now();
+            let mut ready_at = None;
+            loop {
+                if let Some(error) = watch.error().filter(|e| e.contains("403")) {
+                    return Err(error);
+                }
+                if watch.is_ready() {
+                    let since = *ready_at.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() > std::time::Duration::from_secs(2) {
+                        return Ok(());
+                    }
+                }
+                assert!(
+                    started.elapsed() < std::time::Duration::from_secs(30),
+                    "the drift watches neither read everything nor failed"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
         ("validatingadmissionpolicies" | "validatingadmissionpolicybindings", verb) => match verb {
             "get" => {
                 // Removing an installation reads its guard by name. The guard is removed again

@@ -1,0 +1,718 @@
+//! Drift (SPEC 3.4 v3.1): per cluster, one watch per kind on what palisade installs — its
+//! admission policies and bindings (the guards' and the shared layout's among them, selected by
+//! palisade's and the installation's labels), the shared layout's parameter objects and their
+//! definition, and the boundary label of every boundary namespace. A change palisade did not
+//! make reaches the controller as a [`Drift`]; the controller says at once what happened in
+//! the affected policies' statuses and runs a pass, which undoes it (server-side apply with
+//! palisade's one field manager; a label palisade owns put back) and confirms enforcement
+//! again.
+//!
+//! What palisade did itself is told apart without guessing: a deletion by palisade is of an
+//! object whose uid it noted just before ([`deleting`]), and a change by palisade is one whose
+//! latest field-manager entry is palisade's. Deletions by another palisade process (a replica
+//! serving an API request) are of objects the store no longer wants, which the controller
+//! checks before it believes a drift.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DynamicObject;
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client, Resource};
+use palisade_vap::layout::per_boundary::held_policies;
+use palisade_vap::layout::shared::PARAMS_CRD;
+use palisade_vap::render::{
+    BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL, SWITCH_LABEL,
+};
+use palisade_vap::{guard_name, parameters_guard_name};
+use tokio::sync::mpsc;
+
+/// The server ends each watch request after this long (below the client's read timeout), and
+/// the watch resumes from where it was.
+const WATCH_TIMEOUT_SECONDS: u32 = 15;
+/// How long palisade remembers that it deleted an object.
+const REMEMBER_DELETIONS: Duration = Duration::from_secs(300);
+
+/// Uids of objects palisade deleted lately, and when.
+static DELETING: LazyLock<Mutex<HashMap<String, Instant>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Notes that palisade is about to delete the object with `uid`: its deletion is no drift.
+pub(crate) fn deleting(uid: Option<&str>) {
+    let Some(uid) = uid else { return };
+    if let Ok(mut deleting) = DELETING.lock() {
+        deleting.retain(|_, at| at.elapsed() < REMEMBER_DELETIONS);
+        deleting.insert(uid.to_owned(), Instant::now());
+    }
+}
+
+/// Whether palisade deleted the object with `uid` lately (every installation's watch of a
+/// cluster may ask: the parameters' definition is one for all of them).
+fn deleted_by_palisade(uid: Option<&str>) -> bool {
+    uid.is_some_and(|uid| DELETING.lock().is_ok_and(|d| d.contains_key(uid)))
+}
+
+/// What kind of object drifted, as `/metrics` labels repairs (`kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DriftKind {
+    /// A policy's (or a boundary's, or the shared) ValidatingAdmissionPolicy.
+    Policy,
+    /// Its binding.
+    Binding,
+    /// A boundary-label guard's or the parameters guard's policy or binding.
+    Guard,
+    /// A shared-layout parameter object in a namespace.
+    Parameters,
+    /// The parameter objects' CustomResourceDefinition.
+    Definition,
+    /// A boundary namespace's `palisade.dev/boundary` label.
+    NamespaceLabel,
+}
+
+impl DriftKind {
+    /// The `kind` label of `palisade_repairs_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftKind::Policy => "policy",
+            DriftKind::Binding => "binding",
+            DriftKind::Guard => "guard",
+            DriftKind::Parameters => "parameters",
+            DriftKind::Definition => "definition",
+            DriftKind::NamespaceLabel => "namespace_label",
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            DriftKind::Policy => "ValidatingAdmissionPolicy",
+            DriftKind::Binding => "binding",
+            DriftKind::Guard => "guard",
+            DriftKind::Parameters => "parameter object",
+            DriftKind::Definition => "definition",
+            DriftKind::NamespaceLabel => "namespace",
+        }
+    }
+}
+
+/// What someone did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Happened {
+    Deleted,
+    /// Changed; `by` is the field manager that changed it (e.g. `kubectl-edit`).
+    Changed {
+        by: String,
+    },
+    /// A boundary namespace lost its label.
+    LabelRemoved,
+    /// A boundary namespace's label was set to `to`.
+    LabelChanged {
+        to: String,
+    },
+}
+
+/// A change to one object palisade installs that palisade did not make.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Drift {
+    pub cluster: String,
+    pub kind: DriftKind,
+    /// The object's name (`<namespace>/<name>` for a parameter object).
+    pub object: String,
+    pub happened: Happened,
+    /// The boundary whose policies it affects; `None`: every boundary's in the cluster.
+    pub boundary: Option<String>,
+    /// The policies it affects; empty: every policy of `boundary`.
+    pub policies: Vec<String>,
+}
+
+impl Drift {
+    /// What happened, in words: `binding trusted.shop.palisade.dev was deleted`.
+    pub fn what(&self) -> String {
+        let (word, object) = (self.kind.word(), &self.object);
+        match &self.happened {
+            Happened::Deleted => format!("{word} {object} was deleted"),
+            Happened::Changed { by } => format!("{word} {object} was changed by {by}"),
+            Happened::LabelRemoved => format!("namespace {object} lost its boundary label"),
+            Happened::LabelChanged { to } => {
+                format!("namespace {object}'s boundary label was changed to '{to}'")
+            }
+        }
+    }
+
+    /// Whether the drift touches `policy` of `boundary`.
+    pub fn affects(&self, boundary: &str, policy: &str) -> bool {
+        self.boundary.as_deref().is_none_or(|b| b == boundary)
+            && (self.policies.is_empty() || self.policies.iter().any(|p| p == policy))
+    }
+}
+
+/// What a watch hands the controller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seen {
+    Drift(Drift),
+    /// A watch listed its objects again after a gap (a deletion in the gap has no event): a
+    /// pass looks at everything.
+    Relisted {
+        cluster: String,
+    },
+}
+
+/// The watches of one cluster; dropping it stops them.
+#[derive(Debug)]
+pub struct DriftWatch {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    health: Arc<Mutex<Health>>,
+}
+
+impl Drop for DriftWatch {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl DriftWatch {
+    /// Starts the watches of `cluster` with `client`; what they see goes to `seen`.
+    pub fn start(
+        client: &Client,
+        cluster: &str,
+        installation: &str,
+        seen: mpsc::Sender<Seen>,
+    ) -> Self {
+        let ours = watcher::Config::default()
+            .labels(&format!(
+                "{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation}"
+            ))
+            .timeout(WATCH_TIMEOUT_SECONDS);
+        let health = Arc::new(Mutex::new(Health::default()));
+        let context = Context {
+            cluster: cluster.to_owned(),
+            installation: installation.to_owned(),
+            seen,
+            health: health.clone(),
+        };
+        let policies = Api::<ValidatingAdmissionPolicy>::all(client.clone());
+        let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone());
+        let definitions = Api::<CustomResourceDefinition>::all(client.clone());
+        let namespaces = Api::<Namespace>::all(client.clone());
+        let definition = watcher::Config::default()
+            .fields(&format!("metadata.name={PARAMS_CRD}"))
+            .timeout(WATCH_TIMEOUT_SECONDS);
+        let labelled = watcher::Config::default()
+            .labels(BOUNDARY_LABEL)
+            .timeout(WATCH_TIMEOUT_SECONDS);
+        let tasks = vec![
+            tokio::spawn(objects(
+                watcher(policies, ours.clone()).default_backoff().boxed(),
+                context.clone(),
+                DriftKind::Policy,
+            )),
+            tokio::spawn(objects(
+                watcher(bindings, ours.clone()).default_backoff().boxed(),
+                context.clone(),
+                DriftKind::Binding,
+            )),
+            tokio::spawn(parameters(
+                watcher(definitions, definition).default_backoff().boxed(),
+                client.clone(),
+                ours,
+                context.clone(),
+            )),
+            tokio::spawn(labels(
+                watcher(namespaces, labelled).default_backoff().boxed(),
+                context,
+            )),
+        ];
+        DriftWatch { tasks, health }
+    }
+
+    /// Whether every watch has listed its objects once (the parameter objects' only while
+    /// their definition is established).
+    pub fn is_ready(&self) -> bool {
+        self.health.lock().is_ok_and(|h| {
+            let base = [
+                DriftKind::Policy,
+                DriftKind::Binding,
+                DriftKind::Definition,
+                DriftKind::NamespaceLabel,
+            ];
+            base.iter().all(|k| h.listed.contains(k))
+                && (!h.parameters || h.listed.contains(&DriftKind::Parameters))
+        })
+    }
+
+    /// The latest failure of a watch (each is retried with backoff), e.g. a 403 when palisade
+    /// may not watch a kind.
+    pub fn error(&self) -> Option<String> {
+        self.health.lock().ok().and_then(|h| h.error.clone())
+    }
+}
+
+#[derive(Clone)]
+struct Context {
+    cluster: String,
+    installation: String,
+    seen: mpsc::Sender<Seen>,
+    health: Arc<Mutex<Health>>,
+}
+
+/// Which watches have listed their objects once, and the latest failure of any.
+#[derive(Debug, Default)]
+struct Health {
+    listed: BTreeSet<DriftKind>,
+    /// The parameter objects are watched (their definition is established).
+    parameters: bool,
+    error: Option<String>,
+}
+
+impl Context {
+    /// Hands `seen` over; a full queue (the controller is behind) drops it, which loses
+    /// nothing a pass would not find anyway: the controller runs one for what it reads.
+    fn tell(&self, seen: Seen) {
+        if let Err(error) = self.seen.try_send(seen) {
+            tracing::debug!(cluster = %self.cluster, %error, "drift not queued");
+        }
+    }
+
+    fn failed(&self, kind: DriftKind, error: &watcher::Error) {
+        tracing::debug!(cluster = %self.cluster, kind = kind.as_str(), %error, "drift watch retrying");
+        if let Ok(mut health) = self.health.lock() {
+            health.error = Some(error.to_string());
+        }
+    }
+
+    fn listed(&self, kind: DriftKind) {
+        if let Ok(mut health) = self.health.lock() {
+            health.listed.insert(kind);
+        }
+    }
+
+    fn relisted(&self) {
+        self.tell(Seen::Relisted {
+            cluster: self.cluster.clone(),
+        });
+    }
+}
+
+/// Who changed the object after palisade last wrote it: the field manager of the latest
+/// entry that is not palisade's (status writes aside, e.g. the API server's type checking),
+/// when it is not older than palisade's latest.
+pub fn changed_by(meta: &ObjectMeta) -> Option<String> {
+    let entries = meta.managed_fields.as_ref()?;
+    let main = |e: &&k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
+        e.subresource.as_deref().is_none_or(str::is_empty)
+    };
+    let ours = entries
+        .iter()
+        .filter(main)
+        .filter(|e| e.manager.as_deref() == Some(FIELD_MANAGER))
+        .filter_map(|e| e.time.clone())
+        .max();
+    entries
+        .iter()
+        .filter(main)
+        .filter(|e| e.manager.as_deref() != Some(FIELD_MANAGER))
+        .filter(|e| match (&e.time, &ours) {
+            (Some(theirs), Some(ours)) => theirs >= ours,
+            _ => true,
+        })
+        .max_by(|a, b| a.time.cmp(&b.time))
+        .map(|e| e.manager.clone().unwrap_or_else(|| "someone".to_owned()))
+}
+
+/// The drift of one admission object or parameter object, `None` when it is not one (a
+/// switch binding, which palisade removes itself, or an event of palisade's own).
+fn drift_of(
+    context: &Context,
+    kind: DriftKind,
+    meta: &ObjectMeta,
+    happened: Happened,
+) -> Option<Drift> {
+    let name = meta.name.clone()?;
+    let labels = meta.labels.clone().unwrap_or_default();
+    if labels.contains_key(SWITCH_LABEL) {
+        return None;
+    }
+    let guards = [
+        guard_name(&context.installation),
+        parameters_guard_name(&context.installation),
+    ];
+    let kind = match kind {
+        DriftKind::Policy | DriftKind::Binding if guards.contains(&name) => DriftKind::Guard,
+        other => other,
+    };
+    let object = match &meta.namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name,
+    };
+    let boundary = labels.get(BOUNDARY_LABEL).cloned();
+    let policies = match labels.get(POLICY_LABEL) {
+        Some(policy) => vec![policy.clone()],
+        None => held_policies(meta.annotations.as_ref()),
+    };
+    let every = kind == DriftKind::Guard || kind == DriftKind::Definition;
+    Some(Drift {
+        cluster: context.cluster.clone(),
+        kind,
+        object,
+        happened,
+        boundary: if every { None } else { boundary },
+        policies: if every { Vec::new() } else { policies },
+    })
+}
+
+/// What one watch of palisade's objects of one kind has seen.
+struct Objects {
+    kind: DriftKind,
+    /// Its first list is complete.
+    listed: bool,
+}
+
+impl Objects {
+    fn new(kind: DriftKind) -> Self {
+        Objects {
+            kind,
+            listed: false,
+        }
+    }
+
+    /// What `event` tells the controller, if anything.
+    fn on<K: Resource>(
+        &mut self,
+        context: &Context,
+        event: Result<watcher::Event<K>, watcher::Error>,
+    ) -> Option<Seen> {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                context.failed(self.kind, &error);
+                return None;
+            }
+        };
+        let drift = match event {
+            watcher::Event::InitDone => {
+                context.listed(self.kind);
+                let again = std::mem::replace(&mut self.listed, true);
+                return again.then(|| Seen::Relisted {
+                    cluster: context.cluster.clone(),
+                });
+            }
+            watcher::Event::Init | watcher::Event::InitApply(_) => None,
+            watcher::Event::Delete(object) => {
+                let meta = object.meta();
+                if deleted_by_palisade(meta.uid.as_deref()) {
+                    None
+                } else {
+                    drift_of(context, self.kind, meta, Happened::Deleted)
+                }
+            }
+            watcher::Event::Apply(object) => {
+                let meta = object.meta();
+                changed_by(meta)
+                    .and_then(|by| drift_of(context, self.kind, meta, Happened::Changed { by }))
+            }
+        }?;
+        tracing::warn!(cluster = %context.cluster, what = drift.what(), "drift");
+        Some(Seen::Drift(drift))
+    }
+}
+
+/// Follows one kind of palisade's objects.
+async fn objects<K>(
+    mut events: BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>,
+    context: Context,
+    kind: DriftKind,
+) where
+    K: Resource + Send + 'static,
+{
+    let mut objects = Objects::new(kind);
+    while let Some(event) = events.next().await {
+        if let Some(seen) = objects.on(&context, event) {
+            context.tell(seen);
+        }
+    }
+}
+
+/// Follows the parameters' definition and, while it is established, the parameter objects.
+/// Their watch starts once the definition is established and again whenever the definition
+/// is made anew: a watch begun on a definition that is still being set up may hear nothing.
+async fn parameters(
+    mut definitions: BoxStream<
+        'static,
+        Result<watcher::Event<CustomResourceDefinition>, watcher::Error>,
+    >,
+    client: Client,
+    config: watcher::Config,
+    context: Context,
+) {
+    let api = Api::<DynamicObject>::all_with(client, &crate::shared::params_resource());
+    let mut definition = Objects::new(DriftKind::Definition);
+    let mut watching: Option<(String, Objects, BoxStream<'static, _>)> = None;
+    loop {
+        let next = async {
+            match watching.as_mut() {
+                Some((_, _, events)) => events.next().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            event = definitions.next() => {
+                let Some(event) = event else { return };
+                let current = match &event {
+                    Ok(
+                        watcher::Event::Apply(crd) | watcher::Event::InitApply(crd),
+                    ) if crate::shared::established(crd) => crd.metadata.uid.clone(),
+                    Ok(watcher::Event::Delete(_)) => None,
+                    _ => watching.as_ref().map(|(uid, _, _)| uid.clone()),
+                };
+                if current.as_deref() != watching.as_ref().map(|(uid, _, _)| uid.as_str()) {
+                    if let Ok(mut health) = context.health.lock() {
+                        health.parameters = current.is_some();
+                        health.listed.remove(&DriftKind::Parameters);
+                    }
+                    watching = current.map(|uid| {
+                        let events = watcher(api.clone(), config.clone()).default_backoff().boxed();
+                        (uid, Objects::new(DriftKind::Parameters), events)
+                    });
+                }
+                if let Some(seen) = definition.on(&context, event) {
+                    context.tell(seen);
+                }
+            }
+            event = next => {
+                let Some(event) = event else {
+                    watching = None;
+                    continue;
+                };
+                if let Some((_, objects, _)) = watching.as_mut() {
+                    if let Some(seen) = objects.on(&context, event) {
+                        context.tell(seen);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Follows the boundary label of every labelled namespace. A namespace leaving the label
+/// selector is a watch `DELETED` event with its labels as they were; a namespace that was
+/// deleted carries its deletion timestamp.
+async fn labels(
+    mut events: BoxStream<'static, Result<watcher::Event<Namespace>, watcher::Error>>,
+    context: Context,
+) {
+    let mut labelled: BTreeMap<String, String> = BTreeMap::new();
+    let mut listing: BTreeMap<String, String> = BTreeMap::new();
+    let mut listed = false;
+    let label = |namespace: &Namespace| {
+        namespace
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(BOUNDARY_LABEL).cloned())
+    };
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                context.failed(DriftKind::NamespaceLabel, &error);
+                continue;
+            }
+        };
+        let drift = match event {
+            watcher::Event::Init => {
+                listing.clear();
+                None
+            }
+            watcher::Event::InitApply(namespace) => {
+                if let (Some(name), Some(value)) =
+                    (namespace.metadata.name.clone(), label(&namespace))
+                {
+                    listing.insert(name, value);
+                }
+                None
+            }
+            watcher::Event::InitDone => {
+                context.listed(DriftKind::NamespaceLabel);
+                labelled = std::mem::take(&mut listing);
+                if listed {
+                    context.relisted();
+                }
+                listed = true;
+                None
+            }
+            watcher::Event::Apply(namespace) => {
+                let (Some(name), Some(value)) =
+                    (namespace.metadata.name.clone(), label(&namespace))
+                else {
+                    continue;
+                };
+                match labelled.insert(name.clone(), value.clone()) {
+                    Some(before) if before != value => Some(Drift {
+                        cluster: context.cluster.clone(),
+                        kind: DriftKind::NamespaceLabel,
+                        object: name,
+                        happened: Happened::LabelChanged { to: value },
+                        boundary: Some(before),
+                        policies: Vec::new(),
+                    }),
+                    _ => None,
+                }
+            }
+            watcher::Event::Delete(namespace) => {
+                let Some(name) = namespace.metadata.name.clone() else {
+                    continue;
+                };
+                let before = labelled.remove(&name).or_else(|| label(&namespace));
+                match before {
+                    Some(before) if namespace.metadata.deletion_timestamp.is_none() => {
+                        Some(Drift {
+                            cluster: context.cluster.clone(),
+                            kind: DriftKind::NamespaceLabel,
+                            object: name,
+                            happened: Happened::LabelRemoved,
+                            boundary: Some(before),
+                            policies: Vec::new(),
+                        })
+                    }
+                    _ => None,
+                }
+            }
+        };
+        if let Some(drift) = drift {
+            tracing::warn!(cluster = %context.cluster, what = drift.what(), "drift");
+            context.tell(Seen::Drift(drift));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
+
+    fn entry(manager: &str, second: i64, subresource: Option<&str>) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: Some(manager.to_owned()),
+            operation: Some("Update".to_owned()),
+            subresource: subresource.map(str::to_owned),
+            time: Some(Time(
+                k8s_openapi::jiff::Timestamp::from_second(1_800_000_000 + second).unwrap(),
+            )),
+            ..ManagedFieldsEntry::default()
+        }
+    }
+
+    fn meta(entries: Vec<ManagedFieldsEntry>) -> ObjectMeta {
+        ObjectMeta {
+            managed_fields: Some(entries),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn a_change_is_someone_elses_when_their_entry_is_the_latest() {
+        let cases = [
+            (vec![entry("palisade", 0, None)], None),
+            (
+                vec![entry("palisade", 0, None), entry("kubectl-edit", 5, None)],
+                Some("kubectl-edit"),
+            ),
+            // palisade wrote after them: its own repair.
+            (
+                vec![entry("kubectl-edit", 0, None), entry("palisade", 5, None)],
+                None,
+            ),
+            // Within the same second: counted as theirs (a pass too many, never one too few).
+            (
+                vec![entry("palisade", 3, None), entry("kubectl-patch", 3, None)],
+                Some("kubectl-patch"),
+            ),
+            // The API server writing the policy's status is not a change of what palisade set.
+            (
+                vec![
+                    entry("palisade", 0, None),
+                    entry("kube-apiserver", 9, Some("status")),
+                ],
+                None,
+            ),
+        ];
+        for (entries, expected) in cases {
+            assert_eq!(
+                changed_by(&meta(entries.clone())).as_deref(),
+                expected,
+                "{entries:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn drifts_say_what_happened() {
+        let drift = |kind, object: &str, happened| Drift {
+            cluster: "local".into(),
+            kind,
+            object: object.into(),
+            happened,
+            boundary: Some("shop".into()),
+            policies: vec!["trusted".into()],
+        };
+        let cases = [
+            (
+                drift(
+                    DriftKind::Binding,
+                    "trusted.shop.palisade.dev",
+                    Happened::Deleted,
+                ),
+                "binding trusted.shop.palisade.dev was deleted",
+            ),
+            (
+                drift(
+                    DriftKind::Policy,
+                    "trusted.shop.palisade.dev",
+                    Happened::Changed {
+                        by: "kubectl-edit".into(),
+                    },
+                ),
+                "ValidatingAdmissionPolicy trusted.shop.palisade.dev was changed by kubectl-edit",
+            ),
+            (
+                drift(DriftKind::Parameters, "web/trusted.shop", Happened::Deleted),
+                "parameter object web/trusted.shop was deleted",
+            ),
+            (
+                drift(DriftKind::NamespaceLabel, "web", Happened::LabelRemoved),
+                "namespace web lost its boundary label",
+            ),
+            (
+                drift(
+                    DriftKind::NamespaceLabel,
+                    "web",
+                    Happened::LabelChanged { to: "other".into() },
+                ),
+                "namespace web's boundary label was changed to 'other'",
+            ),
+        ];
+        for (drift, text) in cases {
+            assert_eq!(drift.what(), text);
+        }
+    }
+
+    #[test]
+    fn palisade_s_own_deletions_are_remembered() {
+        assert!(!deleted_by_palisade(Some("uid-1")));
+        deleting(Some("uid-1"));
+        assert!(deleted_by_palisade(Some("uid-1")));
+        assert!(deleted_by_palisade(Some("uid-1")));
+        assert!(!deleted_by_palisade(Some("uid-2")));
+        assert!(!deleted_by_palisade(None));
+    }
+}

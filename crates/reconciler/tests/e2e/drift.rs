@@ -1,0 +1,360 @@
+//! Drift (SPEC 3.4 v3.1), as `palisade serve` runs: someone else (the plane's admin) deletes
+//! what palisade installed — a policy's binding and ValidatingAdmissionPolicy, the shared
+//! layout's parameter object, the guard — or removes a namespace's boundary label, in every
+//! layout on both versions. palisade's watches notice without any change in the store, put
+//! it back, the API server denies the violating Pod again with the policy's message, and the
+//! cluster counts and shows the repair. Someone who keeps deleting is answered with pauses
+//! that the status states, and no status reads `enforced` meanwhile.
+//!
+//! Each repair's time (deletion → object back, and → `enforced` again) is printed; the figures
+//! of docs/benchmarks.md come from these lines.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::core::GroupVersionKind;
+use kube::{Api, Resource};
+use palisade_reconciler::Layout;
+use palisade_testkit::control_plane::unique_name;
+use palisade_vap::guard_name;
+use palisade_vap::shared::{PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION};
+use serde_json::json;
+
+use crate::serve::Stack;
+use crate::support::{on_both_versions, plane};
+
+on_both_versions!(per_policy, per_boundary, shared);
+
+async fn per_policy(version: &str) {
+    drift_is_repaired(version, Layout::PerPolicy).await;
+}
+
+async fn per_boundary(version: &str) {
+    drift_is_repaired(version, Layout::PerBoundary).await;
+}
+
+async fn shared(version: &str) {
+    drift_is_repaired(version, Layout::Shared).await;
+}
+
+const DENIAL: &str =
+    "Policy 'trusted' (AllowedRegistries) denied image busybox:1.36: it is not under ghcr.io/acme.";
+
+/// How many times each object is deleted.
+const ROUNDS: usize = 3;
+
+/// A boundary with one namespace in the plane (cluster `k1`) and policy `trusted`, enforced.
+struct Fixture {
+    stack: Stack,
+    admin: kube::Client,
+    boundary: String,
+    namespace: String,
+}
+
+impl Fixture {
+    async fn new(version: &str, layout: Layout) -> Fixture {
+        let plane = plane(version).await;
+        let stack = Stack::start_in(layout).await;
+        let boundary = unique_name("drift");
+        let namespace = unique_name("drift");
+        stack
+            .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+            .await;
+        stack
+            .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
+            .await;
+        stack
+            .ok(
+                "PUT",
+                &format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}"),
+                None,
+            )
+            .await;
+        stack
+            .put_policy(
+                &boundary,
+                "trusted",
+                json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme"]}}]}),
+            )
+            .await;
+        stack
+            .wait_status(&boundary, "trusted", "k1", |s| s == "enforced")
+            .await;
+        Fixture {
+            stack,
+            admin: plane.client().await,
+            boundary,
+            namespace,
+        }
+    }
+
+    fn ours(&self) -> ListParams {
+        ListParams::default().labels(&format!(
+            "palisade.dev/installation={},palisade.dev/boundary={}",
+            self.stack.installation, self.boundary
+        ))
+    }
+
+    /// The denial a violating Pod gets (a server-side dry run), or `None` when admitted.
+    async fn denial(&self) -> Option<String> {
+        let pods: Api<Pod> = Api::namespaced(self.admin.clone(), &self.namespace);
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "drift-probe"},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+        }))
+        .unwrap();
+        match pods
+            .create(
+                &PostParams {
+                    dry_run: true,
+                    ..PostParams::default()
+                },
+                &pod,
+            )
+            .await
+        {
+            Ok(_) => None,
+            Err(kube::Error::Api(status)) => Some(status.message),
+            Err(other) => panic!("dry-run create: {other}"),
+        }
+    }
+
+    async fn status(&self) -> String {
+        self.stack
+            .policy_status(&self.boundary, "trusted", "k1")
+            .await
+            .unwrap_or_default()
+    }
+
+    async fn cluster(&self) -> serde_json::Value {
+        self.stack.ok("GET", "/v1/clusters/k1", None).await
+    }
+}
+
+/// Deletes `name` through `api` and waits until palisade has put an object of that name back;
+/// then until the policy is `enforced` again and the violating Pod is denied. The two times.
+async fn delete_and_wait<K>(f: &Fixture, api: &Api<K>, name: &str) -> (Duration, Duration)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let before = api.get(name).await.unwrap();
+    let uid = before.meta().uid.clone();
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    let started = Instant::now();
+    let back = loop {
+        if let Some(object) = api.get_opt(name).await.unwrap() {
+            if object.meta().uid != uid {
+                break started.elapsed();
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{name} not put back within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let enforced = loop {
+        if f.status().await == "enforced" && f.denial().await.is_some_and(|d| d.ends_with(DENIAL)) {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "after deleting {name}: status {} and denial {:?} after 60 s",
+            f.status().await,
+            f.denial().await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    (back, enforced)
+}
+
+fn report(version: &str, layout: Layout, kind: &str, times: &[(Duration, Duration)]) {
+    let ms = |d: Duration| d.as_millis();
+    let back: Vec<u128> = times.iter().map(|t| ms(t.0)).collect();
+    let enforced: Vec<u128> = times.iter().map(|t| ms(t.1)).collect();
+    eprintln!(
+        "drift {version} {} {kind}: object back after {back:?} ms, enforced and denying after {enforced:?} ms",
+        layout.as_str()
+    );
+}
+
+async fn drift_is_repaired(version: &str, layout: Layout) {
+    let f = Fixture::new(version, layout).await;
+    let policies = Api::<ValidatingAdmissionPolicy>::all(f.admin.clone());
+    let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(f.admin.clone());
+    let mut repaired = Vec::new();
+
+    // What holds the policy in this layout.
+    let mut targets: Vec<(&str, String)> = Vec::new();
+    match layout {
+        Layout::Shared => {
+            let resource = ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk(PARAMS_GROUP, PARAMS_VERSION, PARAMS_KIND),
+                PARAMS_PLURAL,
+            );
+            let parameters: Api<DynamicObject> =
+                Api::namespaced_with(f.admin.clone(), &f.namespace, &resource);
+            let name = parameters.list(&f.ours()).await.unwrap().items[0]
+                .metadata
+                .name
+                .clone()
+                .unwrap();
+            let mut times = Vec::new();
+            for _ in 0..ROUNDS {
+                times.push(delete_and_wait(&f, &parameters, &name).await);
+            }
+            report(version, layout, "parameters", &times);
+            repaired.push(format!(
+                "parameter object {}/{name} was deleted; restored",
+                f.namespace
+            ));
+        }
+        _ => {
+            let binding = bindings.list(&f.ours()).await.unwrap().items[0]
+                .metadata
+                .name
+                .clone()
+                .unwrap();
+            targets.push(("binding", binding));
+        }
+    }
+    for (kind, name) in &targets {
+        let mut times = Vec::new();
+        for _ in 0..ROUNDS {
+            times.push(delete_and_wait(&f, &bindings, name).await);
+        }
+        report(version, layout, kind, &times);
+        repaired.push(format!("binding {name} was deleted; restored"));
+    }
+    if layout != Layout::Shared {
+        let policy = policies.list(&f.ours()).await.unwrap().items[0]
+            .metadata
+            .name
+            .clone()
+            .unwrap();
+        let mut times = Vec::new();
+        for _ in 0..ROUNDS {
+            times.push(delete_and_wait(&f, &policies, &policy).await);
+        }
+        report(version, layout, "policy", &times);
+        repaired.push(format!(
+            "ValidatingAdmissionPolicy {policy} was deleted; restored"
+        ));
+    }
+    // The guard (its binding): back, and counted.
+    let guard = guard_name(&f.stack.installation);
+    let times = vec![delete_and_wait(&f, &bindings, &guard).await];
+    report(version, layout, "guard", &times);
+    repaired.push(format!("guard {guard} was deleted; restored"));
+
+    // The namespace's label (palisade acts as the plane's admin here, whom its guard lets
+    // through, so the admin can remove it).
+    let namespaces: Api<Namespace> = Api::all(f.admin.clone());
+    let started = Instant::now();
+    namespaces
+        .patch(
+            &f.namespace,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"palisade.dev/boundary": null}}})),
+        )
+        .await
+        .unwrap();
+    loop {
+        let labels = namespaces
+            .get(&f.namespace)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap_or_default();
+        if labels.get("palisade.dev/boundary") == Some(&f.boundary) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the label did not come back within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "drift {version} {} namespace_label: back after {} ms",
+        layout.as_str(),
+        started.elapsed().as_millis()
+    );
+    f.stack
+        .wait_status(&f.boundary, "trusted", "k1", |s| s == "enforced")
+        .await;
+    let denial = f.denial().await.unwrap_or_default();
+    assert!(denial.ends_with(DENIAL), "{denial}");
+
+    // Each deletion one repair (the guard once), and the label's.
+    let cluster = f.cluster().await;
+    let expected = (repaired.len() - 1) * ROUNDS + 1 + 1;
+    assert!(
+        cluster["repairs"].as_u64().unwrap() >= expected as u64,
+        "{expected} repairs expected: {cluster}"
+    );
+    assert_eq!(
+        cluster["last_repair"]["message"],
+        format!(
+            "namespace {} lost its boundary label; restored",
+            f.namespace
+        ),
+        "{cluster}"
+    );
+}
+
+/// Someone who keeps deleting a binding: from the sixth deletion within a minute palisade
+/// pauses before it repairs, the status says so in words throughout, and the binding comes
+/// back after the pause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_deletions_are_repaired_after_a_stated_pause() {
+    let f = Fixture::new("1.37", Layout::PerPolicy).await;
+    let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(f.admin.clone());
+    let name = format!("trusted.{}.palisade.dev", f.boundary);
+    for _ in 0..5 {
+        delete_and_wait(&f, &bindings, &name).await;
+    }
+    // The sixth within a minute waits 2 s.
+    bindings
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleted = Instant::now();
+    let expected = format!(
+        "not enforced: binding {name} was deleted 6 times within a minute; restoring after a pause of 2 s in k1"
+    );
+    let mut seen = Vec::new();
+    loop {
+        let status = f.status().await;
+        let present = bindings.get_opt(&name).await.unwrap().is_some();
+        if present {
+            break;
+        }
+        // Once palisade has seen the deletion (a watch event, milliseconds), never
+        // `enforced` while the binding is missing.
+        if seen.contains(&expected) {
+            assert_ne!(status, "enforced", "the binding is missing: {seen:?}");
+        }
+        seen.push(status);
+        assert!(deleted.elapsed() < Duration::from_secs(30), "{seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let waited = deleted.elapsed();
+    assert!(seen.contains(&expected), "{seen:?}");
+    assert!(
+        waited >= Duration::from_millis(1500),
+        "put back after {waited:?}"
+    );
+    f.stack
+        .wait_status(&f.boundary, "trusted", "k1", |s| s == "enforced")
+        .await;
+    let denial = f.denial().await.unwrap_or_default();
+    assert!(denial.ends_with(DENIAL), "{denial}");
+}
