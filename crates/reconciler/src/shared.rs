@@ -5,18 +5,17 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use crate::cluster::apply_owned;
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::Api;
 use palisade_policy::{Mode, Name, Policy};
-use palisade_vap::render::{
-    BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL,
-};
+use palisade_vap::render::{BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL};
 use palisade_vap::shared::{
     parameters, parameters_definition, parameters_name, shared_binding_name, shared_objects,
     shared_policy_name, PARAMS_CRD, PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION,
@@ -85,15 +84,12 @@ impl ClusterClient {
     /// the installation's shared policy and its two bindings. Applying what is already there
     /// changes nothing.
     pub async fn install_shared(&self, installation: &str) -> Result<()> {
-        let params = PatchParams::apply(FIELD_MANAGER).force();
         let definitions = Api::<CustomResourceDefinition>::all(self.client().clone());
         let deadline = Instant::now() + ESTABLISH_TIMEOUT;
         // Re-applying is how a new definition is read back until established (an unchanged
         // apply writes nothing), so the role needs no `get` on it.
         loop {
-            let current = definitions
-                .patch(PARAMS_CRD, &params, &Patch::Apply(&parameters_definition()))
-                .await?;
+            let current = apply_owned(&definitions, PARAMS_CRD, &parameters_definition()).await?;
             if established(&current) {
                 break;
             }
@@ -108,15 +104,11 @@ impl ClusterClient {
         let objects = shared_objects(installation);
         let policies = Api::<ValidatingAdmissionPolicy>::all(self.client().clone());
         let name = shared_policy_name(installation);
-        policies
-            .patch(&name, &params, &Patch::Apply(&objects.policy))
-            .await?;
+        apply_owned(&policies, &name, &objects.policy).await?;
         let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(self.client().clone());
         for binding in [&objects.enforce, &objects.audit] {
             let name = binding.metadata.name.clone().unwrap_or_default();
-            bindings
-                .patch(&name, &params, &Patch::Apply(binding))
-                .await?;
+            apply_owned(&bindings, &name, binding).await?;
         }
         self.mark_shared_installed(installation);
         Ok(())
@@ -150,7 +142,6 @@ impl ClusterClient {
         if !self.shared_installed(installation) {
             self.install_shared(installation).await?;
         }
-        let params = PatchParams::apply(FIELD_MANAGER).force();
         let name = parameters_name(installation, policy.name());
         for namespace in self.boundary_namespaces(boundary).await? {
             let Some(object) = parameters(boundary, policy, installation, &namespace) else {
@@ -158,9 +149,7 @@ impl ClusterClient {
                     .delete_parameters(installation, boundary, policy.name())
                     .await;
             };
-            self.params_in(&namespace)
-                .patch(&name, &params, &Patch::Apply(&object))
-                .await?;
+            apply_owned(&self.params_in(&namespace), &name, &object).await?;
         }
         Ok(())
     }

@@ -318,10 +318,19 @@ async fn memory_of_128_concurrent_uploads() {
         peak / 1024,
         peak.saturating_sub(rss_before) / 1024,
     );
+    // An upload refused at once (503, 429) is answered before its body is read; a client
+    // still sending may then see the connection closed instead of the answer (HTTP/1.1 stops
+    // a body in flight only by closing). Such closes are counted as "error", and never more
+    // than the refusals.
     assert!(
         counts
             .keys()
-            .all(|k| matches!(k.as_str(), "201" | "429" | "503")),
+            .all(|k| matches!(k.as_str(), "201" | "429" | "503" | "error")),
+        "{counts:?}"
+    );
+    let refused = counts.get("503").copied().unwrap_or(0) + counts.get("429").copied().unwrap_or(0);
+    assert!(
+        counts.get("error").copied().unwrap_or(0) <= refused,
         "{counts:?}"
     );
     assert!(counts.get("201").copied().unwrap_or(0) > 0, "{counts:?}");

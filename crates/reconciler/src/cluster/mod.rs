@@ -128,6 +128,56 @@ fn conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
+/// Whether someone other than palisade holds part of the object's `spec` (status writes
+/// aside): server-side apply leaves what another manager added in place.
+fn spec_held_by_others(meta: &ObjectMeta) -> bool {
+    meta.managed_fields.iter().flatten().any(|entry| {
+        entry.manager.as_deref() != Some(FIELD_MANAGER)
+            && entry.subresource.as_deref().is_none_or(str::is_empty)
+            && entry
+                .fields_v1
+                .as_ref()
+                .is_some_and(|fields| fields.0.get("f:spec").is_some())
+    })
+}
+
+/// Server-side applies `object` (named `name`) as palisade, and makes its `spec` palisade's
+/// alone: where someone else holds part of it (say, a validation action or a match condition
+/// added beside palisade's, which an apply keeps, or which makes the apply itself invalid),
+/// the spec is replaced with palisade's and applied again. The object as the API server
+/// returned it.
+pub(crate) async fn apply_owned<K>(
+    api: &Api<K>,
+    name: &str,
+    object: &(impl serde::Serialize + fmt::Debug),
+) -> Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + serde::Serialize + fmt::Debug,
+{
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let applied = match api.patch(name, &params, &Patch::Apply(object)).await {
+        Ok(applied) if !spec_held_by_others(applied.meta()) => return Ok(applied),
+        Ok(applied) => applied,
+        // Invalid as merged with someone else's fields (e.g. `Deny` beside their `Warn`).
+        Err(kube::Error::Api(status)) if status.code == 422 => match api.get_opt(name).await? {
+            Some(live) if spec_held_by_others(live.meta()) => live,
+            _ => return Err(kube::Error::Api(status).into()),
+        },
+        Err(other) => return Err(other.into()),
+    };
+    let mut replaced = serde_json::to_value(&applied).map_err(crate::ReconcileError::Json)?;
+    let wanted = serde_json::to_value(object).map_err(crate::ReconcileError::Json)?;
+    replaced["spec"] = wanted["spec"].clone();
+    let replaced: K = serde_json::from_value(replaced).map_err(crate::ReconcileError::Json)?;
+    let put = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    api.replace(name, &put, &replaced).await?;
+    tracing::info!(name, "spec taken back from another field manager");
+    Ok(api.patch(name, &params, &Patch::Apply(object)).await?)
+}
+
 /// The label selector of one installation's objects in one boundary.
 pub(crate) fn boundary_selector(installation: &str, boundary: &Name) -> String {
     format!(
@@ -368,5 +418,59 @@ impl ClusterClient {
                     "the API server's /metrics has no process_start_time_seconds".to_owned(),
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+
+    fn entry(manager: &str, subresource: Option<&str>, fields: Value) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: Some(manager.to_owned()),
+            subresource: subresource.map(str::to_owned),
+            fields_v1: Some(FieldsV1(fields)),
+            ..ManagedFieldsEntry::default()
+        }
+    }
+
+    #[test]
+    fn the_spec_is_held_by_others_only_where_another_manager_owns_part_of_it() {
+        let spec = json!({"f:spec": {"f:validationActions": {}}});
+        let labels = json!({"f:metadata": {"f:labels": {"f:team": {}}}});
+        let cases = [
+            (vec![entry("palisade", None, spec.clone())], false),
+            (
+                vec![
+                    entry("palisade", None, spec.clone()),
+                    entry("kubectl-patch", None, spec.clone()),
+                ],
+                true,
+            ),
+            // A label someone added is theirs to keep.
+            (
+                vec![
+                    entry("palisade", None, spec.clone()),
+                    entry("kubectl-label", None, labels),
+                ],
+                false,
+            ),
+            // The API server's status writes are not the spec.
+            (
+                vec![
+                    entry("palisade", None, spec.clone()),
+                    entry("kube-apiserver", Some("status"), json!({"f:status": {}})),
+                ],
+                false,
+            ),
+        ];
+        for (entries, held) in cases {
+            let meta = ObjectMeta {
+                managed_fields: Some(entries.clone()),
+                ..ObjectMeta::default()
+            };
+            assert_eq!(spec_held_by_others(&meta), held, "{entries:?}");
+        }
     }
 }

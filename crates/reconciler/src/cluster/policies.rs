@@ -5,15 +5,20 @@ use super::*;
 
 impl ClusterClient {
     pub(crate) async fn apply_rendered(&self, rendered: &Rendered) -> Result<()> {
-        let params = PatchParams::apply(FIELD_MANAGER).force();
         let name = rendered.policy.metadata.name.clone().unwrap_or_default();
-        self.cluster_api::<ValidatingAdmissionPolicy>()
-            .patch(&name, &params, &Patch::Apply(&rendered.policy))
-            .await?;
+        apply_owned(
+            &self.cluster_api::<ValidatingAdmissionPolicy>(),
+            &name,
+            &rendered.policy,
+        )
+        .await?;
         let name = rendered.binding.metadata.name.clone().unwrap_or_default();
-        self.cluster_api::<ValidatingAdmissionPolicyBinding>()
-            .patch(&name, &params, &Patch::Apply(&rendered.binding))
-            .await?;
+        apply_owned(
+            &self.cluster_api::<ValidatingAdmissionPolicyBinding>(),
+            &name,
+            &rendered.binding,
+        )
+        .await?;
         Ok(())
     }
 

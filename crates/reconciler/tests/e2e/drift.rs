@@ -1,6 +1,7 @@
 //! Drift (SPEC 3.4 v3.1), as `palisade serve` runs: someone else (the plane's admin) deletes
 //! what palisade installed — a policy's binding and ValidatingAdmissionPolicy, the shared
-//! layout's parameter object, the guard — or removes a namespace's boundary label, in every
+//! layout's parameter object, the guard — changes a binding to warn only, or removes a
+//! namespace's boundary label, in every
 //! layout on both versions. palisade's watches notice without any change in the store, put
 //! it back, the API server denies the violating Pod again with the policy's message, and the
 //! cluster counts and shows the repair. Someone who keeps deleting is answered with pauses
@@ -231,6 +232,54 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
         }
         report(version, layout, kind, &times);
         repaired.push(format!("binding {name} was deleted; restored"));
+        // Changed rather than deleted: the binding set to warn only.
+        let started = Instant::now();
+        bindings
+            .patch(
+                name,
+                &PatchParams {
+                    field_manager: Some("drift-test".to_owned()),
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(json!({"spec": {"validationActions": ["Warn"]}})),
+            )
+            .await
+            .unwrap();
+        loop {
+            let actions = bindings
+                .get(name)
+                .await
+                .unwrap()
+                .spec
+                .unwrap()
+                .validation_actions;
+            if actions == Some(vec!["Deny".to_owned()]) {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{name} still {actions:?} after 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let back = started.elapsed();
+        f.stack
+            .wait_status(&f.boundary, "trusted", "k1", |s| s == "enforced")
+            .await;
+        let denial = f.denial().await.unwrap_or_default();
+        assert!(denial.ends_with(DENIAL), "{denial}");
+        eprintln!(
+            "drift {version} {} binding changed: back after {} ms, enforced after {} ms",
+            layout.as_str(),
+            back.as_millis(),
+            started.elapsed().as_millis()
+        );
+        let cluster = f.cluster().await;
+        assert_eq!(
+            cluster["last_repair"]["message"],
+            format!("binding {name} was changed by drift-test; restored"),
+            "{cluster}"
+        );
     }
     if layout != Layout::Shared {
         let policy = policies.list(&f.ours()).await.unwrap().items[0]
@@ -295,7 +344,8 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
 
     // Each deletion one repair (the guard once), and the label's.
     let cluster = f.cluster().await;
-    let expected = (repaired.len() - 1) * ROUNDS + 1 + 1;
+    let changed = if layout == Layout::Shared { 0 } else { 1 };
+    let expected = (repaired.len() - 1) * ROUNDS + 1 + 1 + changed;
     assert!(
         cluster["repairs"].as_u64().unwrap() >= expected as u64,
         "{expected} repairs expected: {cluster}"
