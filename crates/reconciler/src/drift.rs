@@ -272,6 +272,8 @@ struct Health {
     /// The parameter objects are watched (their definition is established).
     parameters: bool,
     error: Option<String>,
+    /// Kinds whose watch was refused (403), said once.
+    forbidden: BTreeSet<DriftKind>,
 }
 
 impl Context {
@@ -284,10 +286,18 @@ impl Context {
     }
 
     fn failed(&self, kind: DriftKind, error: &watcher::Error) {
-        tracing::debug!(cluster = %self.cluster, kind = kind.as_str(), %error, "drift watch retrying");
-        if let Ok(mut health) = self.health.lock() {
-            health.error = Some(error.to_string());
+        let text = error.to_string();
+        let Ok(mut health) = self.health.lock() else {
+            return;
+        };
+        // A role without `watch` (from before drift repair) is said once per kind.
+        if text.contains("403") && health.forbidden.insert(kind) {
+            tracing::warn!(cluster = %self.cluster, kind = kind.as_str(), error = %text,
+                "drift watch refused: re-apply `palisade cluster rbac`; until then drift is repaired by the next pass");
+        } else {
+            tracing::debug!(cluster = %self.cluster, kind = kind.as_str(), error = %text, "drift watch retrying");
         }
+        health.error = Some(text);
     }
 
     fn listed(&self, kind: DriftKind) {

@@ -7,7 +7,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
 use palisade_reconciler::{ClusterClient, LabelOutcome, ReconcileError};
-use palisade_testkit::control_plane::{temp_namespace, unique_name};
+use palisade_testkit::control_plane::{temp_namespace, unique_name, ControlPlane};
 use palisade_vap::{guard_message, guard_name};
 use serde_json::json;
 
@@ -72,7 +72,16 @@ fn labels_patch(value: serde_json::Value) -> Patch<serde_json::Value> {
 }
 
 async fn only_palisade_may_change_the_boundary_label(version: &str) {
-    let (plane, cluster) = crate::support::connect(version).await;
+    // A plane of its own: the guards other tests' palisades install on the shared plane deny
+    // the user too, and the API server names one of them.
+    let wanted = version.to_owned();
+    let plane = tokio::task::spawn_blocking(move || ControlPlane::start(&wanted))
+        .await
+        .unwrap();
+    let plane = &plane;
+    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+        .await
+        .unwrap();
     let admin = plane.client().await;
     let palisade = cluster.whoami().await.unwrap();
     assert_eq!(palisade, "admin", "testenv's admin certificate is CN=admin");
