@@ -210,6 +210,7 @@ impl DriftWatch {
         let labelled = watcher::Config::default()
             .labels(BOUNDARY_LABEL)
             .timeout(WATCH_TIMEOUT_SECONDS);
+        let (established, settled) = tokio::sync::watch::channel(None);
         let tasks = vec![
             tokio::spawn(objects(
                 watcher(policies, ours.clone()).default_backoff().boxed(),
@@ -221,11 +222,19 @@ impl DriftWatch {
                 context.clone(),
                 DriftKind::Binding,
             )),
-            tokio::spawn(parameters(
+            tokio::spawn(self::definition(
                 watcher(definitions, definition).default_backoff().boxed(),
-                client.clone(),
-                ours,
                 context.clone(),
+                established,
+            )),
+            // Without a label selector: on 1.37 a watch of the parameter objects by label was
+            // seen to list and then hear nothing at all; unselected, it hears every change.
+            // Other installations' objects are told apart by their label.
+            tokio::spawn(parameters(
+                client.clone(),
+                watcher::Config::default().timeout(WATCH_TIMEOUT_SECONDS),
+                context.clone(),
+                settled,
             )),
             tokio::spawn(labels(
                 watcher(namespaces, labelled).default_backoff().boxed(),
@@ -352,6 +361,12 @@ fn drift_of(
     if labels.contains_key(SWITCH_LABEL) {
         return None;
     }
+    // Parameter objects are watched without a selector (below); the definition is everyone's.
+    if kind != DriftKind::Definition
+        && labels.get(INSTALLATION_LABEL) != Some(&context.installation)
+    {
+        return None;
+    }
     let guards = [
         guard_name(&context.installation),
         parameters_guard_name(&context.installation),
@@ -452,58 +467,76 @@ async fn objects<K>(
     }
 }
 
-/// Follows the parameters' definition and, while it is established, the parameter objects.
-/// Their watch starts once the definition is established and again whenever the definition
-/// is made anew: a watch begun on a definition that is still being set up may hear nothing.
-async fn parameters(
-    mut definitions: BoxStream<
+/// Follows the parameters' definition; `established` carries its resource version while it is
+/// established (`None` otherwise), for [`parameters`].
+async fn definition(
+    mut events: BoxStream<
         'static,
         Result<watcher::Event<CustomResourceDefinition>, watcher::Error>,
     >,
+    context: Context,
+    established: tokio::sync::watch::Sender<Option<String>>,
+) {
+    let mut definition = Objects::new(DriftKind::Definition);
+    while let Some(event) = events.next().await {
+        match &event {
+            Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => {
+                let version = crate::shared::established(crd)
+                    .then(|| crd.metadata.resource_version.clone())
+                    .flatten();
+                established.send_if_modified(|current| {
+                    let changed = *current != version;
+                    *current = version;
+                    changed
+                });
+            }
+            Ok(watcher::Event::Delete(_)) => {
+                established.send_if_modified(|current| current.take().is_some());
+            }
+            _ => {}
+        }
+        if let Some(seen) = definition.on(&context, event) {
+            context.tell(seen);
+        }
+    }
+}
+
+/// Follows the parameter objects while their definition is established, from a watch begun
+/// again whenever the definition changes: a watch of a resource whose definition is replaced
+/// or still settling may hear nothing.
+async fn parameters(
     client: Client,
     config: watcher::Config,
     context: Context,
+    mut established: tokio::sync::watch::Receiver<Option<String>>,
 ) {
     let api = Api::<DynamicObject>::all_with(client, &crate::shared::params_resource());
-    let mut definition = Objects::new(DriftKind::Definition);
-    let mut watching: Option<(String, Objects, BoxStream<'static, _>)> = None;
     loop {
-        let next = async {
-            match watching.as_mut() {
-                Some((_, _, events)) => events.next().await,
-                None => std::future::pending().await,
+        let current = established.borrow_and_update().clone();
+        if let Ok(mut health) = context.health.lock() {
+            health.parameters = current.is_some();
+            health.listed.remove(&DriftKind::Parameters);
+        }
+        if current.is_none() {
+            if established.changed().await.is_err() {
+                return;
             }
-        };
-        tokio::select! {
-            event = definitions.next() => {
-                let Some(event) = event else { return };
-                let current = match &event {
-                    Ok(
-                        watcher::Event::Apply(crd) | watcher::Event::InitApply(crd),
-                    ) if crate::shared::established(crd) => crd.metadata.uid.clone(),
-                    Ok(watcher::Event::Delete(_)) => None,
-                    _ => watching.as_ref().map(|(uid, _, _)| uid.clone()),
-                };
-                if current.as_deref() != watching.as_ref().map(|(uid, _, _)| uid.as_str()) {
-                    if let Ok(mut health) = context.health.lock() {
-                        health.parameters = current.is_some();
-                        health.listed.remove(&DriftKind::Parameters);
+            continue;
+        }
+        let mut objects = Objects::new(DriftKind::Parameters);
+        let mut events = watcher(api.clone(), config.clone())
+            .default_backoff()
+            .boxed();
+        loop {
+            tokio::select! {
+                changed = established.changed() => {
+                    if changed.is_err() {
+                        return;
                     }
-                    watching = current.map(|uid| {
-                        let events = watcher(api.clone(), config.clone()).default_backoff().boxed();
-                        (uid, Objects::new(DriftKind::Parameters), events)
-                    });
+                    break;
                 }
-                if let Some(seen) = definition.on(&context, event) {
-                    context.tell(seen);
-                }
-            }
-            event = next => {
-                let Some(event) = event else {
-                    watching = None;
-                    continue;
-                };
-                if let Some((_, objects, _)) = watching.as_mut() {
+                event = events.next() => {
+                    let Some(event) = event else { break };
                     if let Some(seen) = objects.on(&context, event) {
                         context.tell(seen);
                     }
@@ -714,6 +747,47 @@ mod tests {
         for (drift, text) in cases {
             assert_eq!(drift.what(), text);
         }
+    }
+
+    #[test]
+    fn only_this_installation_s_objects_drift() {
+        let (seen, _queue) = mpsc::channel(1);
+        let context = Context {
+            cluster: "local".into(),
+            installation: "mine".into(),
+            seen,
+            health: Arc::default(),
+        };
+        let meta = |installation: &str| ObjectMeta {
+            name: Some("trusted.mine".into()),
+            namespace: Some("web".into()),
+            labels: Some(BTreeMap::from([
+                (INSTALLATION_LABEL.to_owned(), installation.to_owned()),
+                (BOUNDARY_LABEL.to_owned(), "shop".to_owned()),
+                (POLICY_LABEL.to_owned(), "trusted".to_owned()),
+            ])),
+            ..ObjectMeta::default()
+        };
+        let drift = drift_of(
+            &context,
+            DriftKind::Parameters,
+            &meta("mine"),
+            Happened::Deleted,
+        )
+        .unwrap();
+        assert_eq!(
+            drift.what(),
+            "parameter object web/trusted.mine was deleted"
+        );
+        assert_eq!(drift.boundary.as_deref(), Some("shop"));
+        assert_eq!(drift.policies, ["trusted"]);
+        assert!(drift_of(
+            &context,
+            DriftKind::Parameters,
+            &meta("theirs"),
+            Happened::Deleted
+        )
+        .is_none());
     }
 
     #[test]

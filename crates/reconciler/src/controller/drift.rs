@@ -13,8 +13,6 @@ use std::str::FromStr;
 use super::*;
 use crate::drift::{Drift, DriftKind, DriftWatch, Seen};
 
-/// How many changes of one object within [`WINDOW`] are repaired at once; past it each waits.
-const FREE_REPAIRS: usize = 5;
 const WINDOW: Duration = Duration::from_secs(60);
 /// The longest pause before a repair.
 const MAX_PAUSE: Duration = Duration::from_secs(60);
@@ -29,14 +27,13 @@ pub(super) struct OpenDrift {
     reason: String,
 }
 
-/// The pause before repairing the `count`-th change of one object within a minute.
-fn pause(count: usize) -> Duration {
-    if count <= FREE_REPAIRS {
+/// The pause before repairing the `count`-th change of one object within a minute, the first
+/// `free` of them repaired at once.
+fn pause(count: usize, free: usize) -> Duration {
+    if count <= free {
         return Duration::ZERO;
     }
-    let exponent = u32::try_from(count - FREE_REPAIRS)
-        .unwrap_or(u32::MAX)
-        .min(16);
+    let exponent = u32::try_from(count - free).unwrap_or(u32::MAX).min(16);
     Duration::from_secs(1u64 << exponent).min(MAX_PAUSE)
 }
 
@@ -113,7 +110,7 @@ impl Controller {
                         continue;
                     }
                     let count = self.count_change(&drift);
-                    let pause = pause(count);
+                    let pause = pause(count, self.settings.free_repairs);
                     let reason = reason(&drift, count, pause);
                     tracing::warn!(cluster = %drift.cluster, reason, "drift: a change palisade did not make");
                     next = Some(next.map_or(pause, |n| n.min(pause)));
@@ -342,7 +339,7 @@ mod tests {
 
     #[test]
     fn repeated_changes_are_repaired_after_growing_pauses() {
-        let pauses: Vec<u64> = (1..=12).map(|n| pause(n).as_secs()).collect();
+        let pauses: Vec<u64> = (1..=12).map(|n| pause(n, 5).as_secs()).collect();
         assert_eq!(pauses, [0, 0, 0, 0, 0, 2, 4, 8, 16, 32, 60, 60]);
     }
 
@@ -361,7 +358,7 @@ mod tests {
             "binding trusted.shop.palisade.dev was deleted; restoring in local"
         );
         assert_eq!(
-            reason(&drift, 7, pause(7)),
+            reason(&drift, 7, pause(7, 5)),
             "binding trusted.shop.palisade.dev was deleted 7 times within a minute; restoring after a pause of 4 s in local"
         );
     }

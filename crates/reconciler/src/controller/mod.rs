@@ -84,6 +84,9 @@ pub struct Settings {
     /// How often a cluster's API server start time is read (from its `/metrics`, about 1 MB)
     /// to notice restarts.
     pub apiserver_check_interval: Duration,
+    /// How many changes of one object within a minute are repaired at once; the next ones
+    /// wait 2 s, doubling to 60 s (default 5).
+    pub free_repairs: usize,
 }
 
 impl Default for Settings {
@@ -101,6 +104,7 @@ impl Default for Settings {
             layout: LayoutChoice::default(),
             thresholds: Thresholds::default(),
             apiserver_check_interval: Duration::from_secs(60),
+            free_repairs: 5,
         }
     }
 }

@@ -58,10 +58,31 @@ impl Stack {
         Stack::start_full(None, None, layout).await
     }
 
+    /// [`Stack::start_in`] whose reconciler repairs `free_repairs` changes of one object a
+    /// minute at once (a benchmark that deletes one object 50 times).
+    pub async fn start_repairing(layout: Layout, free_repairs: usize) -> Stack {
+        Stack::start_tuned(None, None, layout, free_repairs).await
+    }
+
     async fn start_full(
         database: Option<String>,
         replica_of: Option<&Stack>,
         layout: Layout,
+    ) -> Stack {
+        Stack::start_tuned(
+            database,
+            replica_of,
+            layout,
+            Settings::default().free_repairs,
+        )
+        .await
+    }
+
+    async fn start_tuned(
+        database: Option<String>,
+        replica_of: Option<&Stack>,
+        layout: Layout,
+        free_repairs: usize,
     ) -> Stack {
         let dir = tempfile::tempdir().unwrap();
         let url = database
@@ -88,8 +109,15 @@ impl Stack {
         let address = listener.local_addr().unwrap();
         let public_url = format!("http://{address}");
         let mut tasks = vec![tokio::spawn(
-            controller_in(&store, &key, &installation, Some(&public_url), layout)
-                .run(std::future::pending()),
+            controller_tuned(
+                &store,
+                &key,
+                &installation,
+                Some(&public_url),
+                layout,
+                free_repairs,
+            )
+            .run(std::future::pending()),
         )];
         let application = palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone())
             .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters));
@@ -235,6 +263,24 @@ pub fn controller_in(
     public_url: Option<&str>,
     layout: Layout,
 ) -> Arc<Controller> {
+    controller_tuned(
+        store,
+        key,
+        installation,
+        public_url,
+        layout,
+        Settings::default().free_repairs,
+    )
+}
+
+fn controller_tuned(
+    store: &SharedStore,
+    key: &SealingKey,
+    installation: &str,
+    public_url: Option<&str>,
+    layout: Layout,
+    free_repairs: usize,
+) -> Arc<Controller> {
     let opener = key.clone();
     let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
         String::from_utf8(opener.open(sealed).map_err(|e| e.to_string())?)
@@ -264,6 +310,7 @@ pub fn controller_in(
                 fetch,
             },
             layout: palisade_reconciler::LayoutChoice::Fixed(layout),
+            free_repairs,
             ..Settings::default()
         },
     )
