@@ -185,6 +185,71 @@ where
     (back, enforced)
 }
 
+/// Changes `name` through `api` as the field manager `drift-test` with the merge `patch`, and
+/// waits until palisade has made it `restored` again, the policy is `enforced` and the violating
+/// Pod denied; the cluster's last repair names the change.
+async fn change_and_wait<K>(
+    f: &Fixture,
+    api: &Api<K>,
+    name: &str,
+    patch: serde_json::Value,
+    restored: impl Fn(&K) -> bool,
+    what: &str,
+    (version, layout): (&str, Layout),
+) where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let started = Instant::now();
+    api.patch(
+        name,
+        &PatchParams {
+            field_manager: Some("drift-test".to_owned()),
+            ..PatchParams::default()
+        },
+        &Patch::Merge(patch),
+    )
+    .await
+    .unwrap();
+    loop {
+        let object = api.get(name).await.unwrap();
+        if restored(&object) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what} not restored after 30 s: {object:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let back = started.elapsed();
+    f.stack
+        .wait_status(&f.boundary, "trusted", "k1", |s| s == "enforced")
+        .await;
+    let denial = f.denial().await.unwrap_or_default();
+    assert!(denial.ends_with(DENIAL), "{denial}");
+    eprintln!(
+        "drift {version} {} {what} changed: back after {} ms, enforced after {} ms",
+        layout.as_str(),
+        back.as_millis(),
+        started.elapsed().as_millis()
+    );
+    // The repair is recorded once the pass has confirmed the policy.
+    let started = Instant::now();
+    loop {
+        let cluster = f.cluster().await;
+        if cluster["last_repair"]["message"]
+            == format!("{what} was changed by drift-test; restored")
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: {cluster}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn report(version: &str, layout: Layout, kind: &str, times: &[(Duration, Duration)]) {
     let ms = |d: Duration| d.as_millis();
     let mut back: Vec<u128> = times.iter().map(|t| ms(t.0)).collect();
@@ -242,6 +307,17 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
                 "parameter object {}/{name} was deleted; restored",
                 f.namespace
             ));
+            // Changed: the policy's mode set to audit, so it would only warn.
+            change_and_wait(
+                &f,
+                &parameters,
+                &name,
+                json!({"spec": {"mode": "audit"}}),
+                |o: &DynamicObject| o.data["spec"]["mode"] == "enforce",
+                &format!("parameter object {}/{name}", f.namespace),
+                (version, layout),
+            )
+            .await;
         }
         _ => {
             let binding = bindings.list(&f.ours()).await.unwrap().items[0]
@@ -260,53 +336,19 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
         report(version, layout, kind, &times);
         repaired.push(format!("binding {name} was deleted; restored"));
         // Changed rather than deleted: the binding set to warn only.
-        let started = Instant::now();
-        bindings
-            .patch(
-                name,
-                &PatchParams {
-                    field_manager: Some("drift-test".to_owned()),
-                    ..PatchParams::default()
-                },
-                &Patch::Merge(json!({"spec": {"validationActions": ["Warn"]}})),
-            )
-            .await
-            .unwrap();
-        loop {
-            let actions = bindings
-                .get(name)
-                .await
-                .unwrap()
-                .spec
-                .unwrap()
-                .validation_actions;
-            if actions == Some(vec!["Deny".to_owned()]) {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "{name} still {actions:?} after 30 s"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let back = started.elapsed();
-        f.stack
-            .wait_status(&f.boundary, "trusted", "k1", |s| s == "enforced")
-            .await;
-        let denial = f.denial().await.unwrap_or_default();
-        assert!(denial.ends_with(DENIAL), "{denial}");
-        eprintln!(
-            "drift {version} {} binding changed: back after {} ms, enforced after {} ms",
-            layout.as_str(),
-            back.as_millis(),
-            started.elapsed().as_millis()
-        );
-        let cluster = f.cluster().await;
-        assert_eq!(
-            cluster["last_repair"]["message"],
-            format!("binding {name} was changed by drift-test; restored"),
-            "{cluster}"
-        );
+        change_and_wait(
+            &f,
+            &bindings,
+            name,
+            json!({"spec": {"validationActions": ["Warn"]}}),
+            |b: &ValidatingAdmissionPolicyBinding| {
+                b.spec.as_ref().and_then(|s| s.validation_actions.clone())
+                    == Some(vec!["Deny".to_owned()])
+            },
+            &format!("binding {name}"),
+            (version, layout),
+        )
+        .await;
     }
     if layout != Layout::Shared {
         let policy = policies.list(&f.ours()).await.unwrap().items[0]
@@ -322,6 +364,19 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
         repaired.push(format!(
             "ValidatingAdmissionPolicy {policy} was deleted; restored"
         ));
+        // Changed: errors let through.
+        change_and_wait(
+            &f,
+            &policies,
+            &policy,
+            json!({"spec": {"failurePolicy": "Ignore"}}),
+            |p: &ValidatingAdmissionPolicy| {
+                p.spec.as_ref().and_then(|s| s.failure_policy.as_deref()) == Some("Fail")
+            },
+            &format!("ValidatingAdmissionPolicy {policy}"),
+            (version, layout),
+        )
+        .await;
     }
     // The guard (its binding) and the namespace's label: once each, or every round of a
     // benchmark.
@@ -384,7 +439,7 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
 
     // Each deletion and change one repair.
     let cluster = f.cluster().await;
-    let changed = if layout == Layout::Shared { 0 } else { 1 };
+    let changed = if layout == Layout::Shared { 1 } else { 2 };
     let expected = repaired.len() * rounds() + 2 * once + changed;
     assert!(
         cluster["repairs"].as_u64().unwrap() >= expected as u64,
@@ -447,4 +502,141 @@ async fn repeated_deletions_are_repaired_after_a_stated_pause() {
         .await;
     let denial = f.denial().await.unwrap_or_default();
     assert!(denial.ends_with(DENIAL), "{denial}");
+}
+
+/// The idle cost of the drift watches (docs/benchmarks.md): a private 1.37 plane, one cluster
+/// with 1,000 boundaries of one namespace each, palisade idle between passes; the API server's
+/// own count of palisade's LIST and WATCH requests per resource over one minute.
+/// `cargo test -p palisade-reconciler --test e2e -- drift::idle_cost --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run it with --ignored"]
+async fn idle_cost() {
+    const BOUNDARIES: usize = 1_000;
+    let plane = tokio::task::spawn_blocking(|| {
+        palisade_testkit::control_plane::ControlPlane::start("1.37")
+    })
+    .await
+    .unwrap();
+    let admin = plane.client().await;
+    let stack = Stack::start_in(Layout::PerPolicy).await;
+    stack
+        .ok("POST", "/v1/boundaries", Some(json!({"name": "idle-0"})))
+        .await;
+    stack
+        .add_cluster("k1", plane.kubeconfig_yaml(), "idle-0")
+        .await;
+    for i in 0..BOUNDARIES {
+        let boundary = format!("idle-{i}");
+        if i > 0 {
+            stack.store.create_boundary(&boundary, None).await.unwrap();
+            stack.store.attach_cluster(&boundary, "k1").await.unwrap();
+        }
+        // Through the API, which creates and labels the namespace in the cluster; within the
+        // write limits.
+        let path = format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/idle-ns-{i}");
+        loop {
+            let (status, body) = stack.call("PUT", &path, None).await;
+            if status.as_u16() == 429 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            assert!(status.is_success(), "{path}: {status} {body}");
+            break;
+        }
+    }
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let started = Instant::now();
+    loop {
+        let labelled = namespaces
+            .list(&ListParams::default().labels("palisade.dev/boundary"))
+            .await
+            .unwrap()
+            .items
+            .len();
+        if labelled == BOUNDARIES {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "{labelled} of {BOUNDARIES} namespaces labelled after 10 minutes"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    eprintln!(
+        "idle cost: {BOUNDARIES} namespaces labelled {} s after the first write",
+        started.elapsed().as_secs()
+    );
+    let counts = || async {
+        let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+        let text = admin.request_text(request).await.unwrap();
+        let mut counts = std::collections::BTreeMap::<(String, String), f64>::new();
+        for line in text
+            .lines()
+            .filter(|l| l.starts_with("apiserver_request_total{"))
+        {
+            let field = |name: &str| {
+                line.split(&format!("{name}=\""))
+                    .nth(1)
+                    .and_then(|rest| rest.split('"').next())
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let verb = field("verb");
+            if verb != "WATCH" && verb != "LIST" {
+                continue;
+            }
+            let value: f64 = line
+                .rsplit(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0);
+            *counts.entry((field("resource"), verb)).or_default() += value;
+        }
+        counts
+    };
+    // Wait until the passes the writes started are over: no LIST of palisade's objects for
+    // 15 s (a pass lists them per boundary).
+    let lists = |counts: &std::collections::BTreeMap<(String, String), f64>| {
+        counts
+            .iter()
+            .filter(|((_, verb), _)| verb == "LIST")
+            .map(|(_, v)| v)
+            .sum::<f64>()
+    };
+    let quiet_since = Instant::now();
+    let mut last = lists(&counts().await);
+    loop {
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        let now = lists(&counts().await);
+        if now == last {
+            break;
+        }
+        last = now;
+        assert!(
+            quiet_since.elapsed() < Duration::from_secs(900),
+            "the passes did not end"
+        );
+    }
+    eprintln!(
+        "idle cost: passes over after {} s more",
+        quiet_since.elapsed().as_secs()
+    );
+    let before = counts().await;
+    let rss = |field: &str| {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with(field))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let after = counts().await;
+    for (key, value) in &after {
+        let delta = value - before.get(key).copied().unwrap_or(0.0);
+        if delta > 0.0 {
+            eprintln!("idle cost: {} {} {delta} in 60 s", key.0, key.1);
+        }
+    }
+    eprintln!("idle cost: test process {}", rss("VmRSS"));
 }
