@@ -1,5 +1,6 @@
 //! `palisade check`: offline evaluation of manifests (SPEC 4.2), and `check plan`.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,18 +14,21 @@ use palisade_policy::{compute_plan, Catalog, Name, PlanName, Policy, ResourceTyp
 use serde::Serialize;
 
 use crate::input::{located, read_text, shown, yaml_files};
+use crate::sarif::Finding;
 
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]
 pub enum Output {
     #[default]
     Text,
     Json,
+    /// SARIF 2.1.0, for code-scanning tools.
+    Sarif,
 }
 
 #[derive(Debug, Args)]
 #[command(
     subcommand_negates_reqs = true,
-    override_usage = "palisade check [-p POLICY_FILE]... [-o text|json] [--catalog FILE] MANIFEST...\n       \
+    override_usage = "palisade check [-p POLICY_FILE]... [-o text|json|sarif] [--catalog FILE] MANIFEST...\n       \
         palisade check plan [-p POLICY_FILE]... --type TYPE --plan PLAN [--catalog FILE]"
 )]
 pub struct CheckArgs {
@@ -43,7 +47,8 @@ pub struct CheckArgs {
     #[arg(long = "catalog", value_name = "FILE", global = true)]
     catalog: Option<PathBuf>,
     /// `text`: one line per denial, `<file>:<doc> <Kind>/<name>: <message>`. `json`: an
-    /// array with one element per object.
+    /// array with one element per object. `sarif`: one SARIF 2.1.0 log (denials are errors,
+    /// audit warnings warnings; each located at its document's first line).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
     output: Output,
     /// Manifest files or directories (every *.yaml/*.yml file in it), or `-` for standard
@@ -220,6 +225,7 @@ fn check_manifests(
     policies: &[Policy],
     paths: &[PathBuf],
     errors: &mut Vec<String>,
+    lines: &mut HashMap<String, Vec<usize>>,
 ) -> Vec<ObjectOut> {
     let mut out = Vec::new();
     for path in paths {
@@ -238,6 +244,7 @@ fn check_manifests(
                     continue;
                 }
             };
+            lines.insert(shown(&file), crate::sarif::document_lines(&text));
             // Manifests may nest as deeply as the YAML parser reads (128 levels); policy
             // files as deeply as palisade reads a policy (64).
             for (index, document) in
@@ -324,12 +331,46 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     if policies.is_empty() {
         warn_no_policies(args, "every object is admitted");
     }
-    let objects = check_manifests(&policies, &args.manifests, &mut errors);
+    let mut lines = HashMap::new();
+    let objects = check_manifests(&policies, &args.manifests, &mut errors, &mut lines);
     let denied = objects.iter().filter(|o| !o.admitted).count();
     let mut stdout = std::io::stdout().lock();
     match args.output {
         Output::Json => {
             let text = serde_json::to_string_pretty(&objects).unwrap_or_else(|_| "[]".to_owned());
+            let _ = writeln!(stdout, "{text}");
+        }
+        Output::Sarif => {
+            let findings: Vec<Finding<'_>> = objects
+                .iter()
+                .flat_map(|o| {
+                    let object = format!("{}/{}", o.kind, o.name.as_deref().unwrap_or("<unnamed>"));
+                    let denials = o.denials.iter().map({
+                        let object = object.clone();
+                        move |d| Finding {
+                            file: &o.file,
+                            document: o.index,
+                            object: object.clone(),
+                            policy: &d.policy,
+                            rule: Some(&d.rule),
+                            message: &d.message,
+                            denial: true,
+                        }
+                    });
+                    let warnings = o.warnings.iter().map(move |w| Finding {
+                        file: &o.file,
+                        document: o.index,
+                        object: object.clone(),
+                        policy: &w.policy,
+                        rule: None,
+                        message: &w.message,
+                        denial: false,
+                    });
+                    denials.chain(warnings)
+                })
+                .collect();
+            let log = crate::sarif::log(&findings, &lines);
+            let text = serde_json::to_string_pretty(&log).unwrap_or_else(|_| "{}".to_owned());
             let _ = writeln!(stdout, "{text}");
         }
         Output::Text => {

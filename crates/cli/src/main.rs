@@ -4,6 +4,7 @@ mod check;
 mod client;
 mod help;
 mod input;
+mod sarif;
 mod serve;
 
 use std::io::Write;

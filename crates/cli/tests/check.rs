@@ -195,6 +195,93 @@ fn text_output_is_one_line_per_denial() {
     assert_eq!(json[2]["admitted"], true);
 }
 
+/// `-o sarif`: one SARIF 2.1.0 log; each denial an error located at the first line of its
+/// object's document, with the policy and rule as its rule; an audit warning a warning; the exit
+/// code as for the text output.
+#[test]
+fn sarif_output_locates_each_denial_for_code_scanning() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "policy.yaml", POLICY);
+    write(
+        dir.path(),
+        "audit.yaml",
+        "apiVersion: palisade.dev/v1
+kind: BoundaryPolicy
+metadata: {name: owner, boundary: shop}
+spec:
+  mode: audit
+  rules:
+    - requiredLabels: {labels: [{key: team}]}
+",
+    );
+    write(dir.path(), "app.yaml", MANIFESTS);
+    let out = palisade(
+        &[
+            "check",
+            "-p",
+            "policy.yaml",
+            "-p",
+            "audit.yaml",
+            "-o",
+            "sarif",
+            "app.yaml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(log["version"], "2.1.0");
+    let run = &log["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "palisade");
+    assert_eq!(
+        run["tool"]["driver"]["rules"],
+        serde_json::json!([
+            {"id": "no-latest/DisallowLatestTag",
+             "shortDescription": {"text": "Policy 'no-latest' (DisallowLatestTag)"}},
+            {"id": "owner", "shortDescription": {"text": "Policy 'owner' (audit)"}},
+        ])
+    );
+    let results = run["results"].as_array().unwrap();
+    let denial = results.iter().find(|r| r["level"] == "error").unwrap();
+    assert_eq!(
+        denial,
+        &serde_json::json!({
+            "ruleId": "no-latest/DisallowLatestTag",
+            "level": "error",
+            "message": {"text": "Policy 'no-latest' (DisallowLatestTag) denied image nginx: it is tagged latest or carries no tag."},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": "app.yaml"},
+                    // The List's document starts at its `---`, line 5.
+                    "region": {"startLine": 5},
+                },
+                "logicalLocations": [{"name": "Deployment/web", "kind": "object"}],
+            }],
+            "properties": {"document": 1},
+        })
+    );
+    // The Pod (document 0, line 1) and the Deployment lack `team`: audit warnings.
+    let warnings: Vec<(&str, u64)> = results
+        .iter()
+        .filter(|r| r["level"] == "warning")
+        .map(|r| {
+            (
+                r["locations"][0]["logicalLocations"][0]["name"]
+                    .as_str()
+                    .unwrap(),
+                r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                    .as_u64()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(warnings, [("Pod/ok", 1), ("Deployment/web", 5)]);
+    assert!(results
+        .iter()
+        .filter(|r| r["level"] == "warning")
+        .all(|r| r["ruleId"] == "owner"));
+}
+
 #[test]
 fn a_directory_of_policies_is_read() {
     let dir = tempfile::tempdir().unwrap();
