@@ -7,13 +7,14 @@ use palisade_policy::image_ref::RegistryPrefix;
 use palisade_policy::label::{LabelKey, LabelRequirement, LabelValue};
 use palisade_policy::policy::{self, blocked_type_warnings, RuleError};
 use palisade_policy::{Catalog, Mode, Name, PlanEntry, Policy, Rule, RuleKind, SaveWarning, Scope};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub const API_VERSION: &str = "palisade.dev/v1";
 pub const KIND: &str = "BoundaryPolicy";
 
 /// A whole policy document, as kept in git and sent to `POST /v1/apply`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PolicyDocument {
     pub api_version: String,
@@ -22,7 +23,7 @@ pub struct PolicyDocument {
     pub spec: PolicySpec,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyMetadata {
     pub name: String,
@@ -34,7 +35,7 @@ pub struct PolicyMetadata {
 }
 
 /// The `spec` of a policy: also the body of `PUT /v1/boundaries/{b}/policies/{p}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,21 +45,21 @@ pub struct PolicySpec {
     pub rules: Vec<RuleDoc>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ModeDoc {
     Enforce,
     Audit,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeDoc {
     pub clusters: Vec<String>,
 }
 
 /// One rule: exactly one of the four fields is set.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuleDoc {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,19 +72,19 @@ pub struct RuleDoc {
     pub disallow_latest_tag: Option<EmptyDoc>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlansDoc {
     pub plans: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LabelsDoc {
     pub labels: Vec<LabelDoc>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LabelDoc {
     pub key: String,
@@ -91,13 +92,13 @@ pub struct LabelDoc {
     pub value: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegistriesDoc {
     pub registries: Vec<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmptyDoc {}
 

@@ -10,6 +10,7 @@ pub mod kubeconfig;
 pub mod nesting;
 pub mod pointer;
 pub mod resource;
+pub mod schema;
 pub mod source;
 pub mod view;
 pub mod yaml;

@@ -1,0 +1,62 @@
+//! The published JSON Schema of `BoundaryPolicy` documents (`docs/schemas/boundarypolicy.schema.json`),
+//! generated from the types that read them, for editors (yaml-language-server, IDEs) and CI
+//! linters. It describes the document's shape; what only the validation can say (a plan the
+//! catalog lacks, a registry prefix that is not one) stays the API's and `palisade check`'s.
+
+use serde_json::{json, Value};
+
+use crate::document::{PolicyDocument, API_VERSION, KIND};
+
+/// Where the schema is published in the repository.
+pub const PATH: &str = "docs/schemas/boundarypolicy.schema.json";
+
+/// The JSON Schema (draft 2020-12) of a `BoundaryPolicy` document.
+pub fn boundary_policy() -> Value {
+    let mut schema = schemars::schema_for!(PolicyDocument).to_value();
+    schema["title"] = json!(KIND);
+    schema["description"] = json!(
+        "A palisade BoundaryPolicy document (SPEC 1): the rules a boundary's resources and \
+         workloads must keep. Generated from the types palisade reads it with."
+    );
+    // What the types read as plain strings, the validation holds to one value.
+    schema["properties"]["apiVersion"] = json!({"const": API_VERSION});
+    schema["properties"]["kind"] = json!({"const": KIND});
+    // A rule is exactly one of its kinds.
+    if let Some(rule) = schema.pointer_mut("/$defs/RuleDoc") {
+        rule["minProperties"] = json!(1);
+        rule["maxProperties"] = json!(1);
+    }
+    schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_holds_the_document_s_shape() {
+        let schema = boundary_policy();
+        assert_eq!(schema["properties"]["kind"]["const"], "BoundaryPolicy");
+        assert_eq!(
+            schema["properties"]["apiVersion"]["const"],
+            "palisade.dev/v1"
+        );
+        assert_eq!(schema["additionalProperties"], false);
+        let rule = &schema["$defs"]["RuleDoc"];
+        assert_eq!(rule["maxProperties"], 1);
+        let kinds: Vec<&String> = rule["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            kinds,
+            [
+                "allowedComputePlans",
+                "requiredLabels",
+                "allowedRegistries",
+                "disallowLatestTag"
+            ]
+        );
+        assert_eq!(
+            schema["required"],
+            json!(["apiVersion", "kind", "metadata", "spec"])
+        );
+    }
+}
