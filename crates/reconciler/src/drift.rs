@@ -315,10 +315,22 @@ impl Context {
         }
     }
 
-    fn relisted(&self) {
-        self.tell(Seen::Relisted {
+    fn relisted(&self) -> Seen {
+        Seen::Relisted {
             cluster: self.cluster.clone(),
-        });
+        }
+    }
+
+    /// A drift of namespace `name`'s boundary label, which was `boundary`'s.
+    fn label_drift(&self, name: String, happened: Happened, boundary: String) -> Drift {
+        Drift {
+            cluster: self.cluster.clone(),
+            kind: DriftKind::NamespaceLabel,
+            object: name,
+            happened,
+            boundary: Some(boundary),
+            policies: Vec::new(),
+        }
     }
 }
 
@@ -427,9 +439,7 @@ impl Objects {
             watcher::Event::InitDone => {
                 context.listed(self.kind);
                 let again = std::mem::replace(&mut self.listed, true);
-                return again.then(|| Seen::Relisted {
-                    cluster: context.cluster.clone(),
-                });
+                return again.then(|| context.relisted());
             }
             watcher::Event::Init | watcher::Event::InitApply(_) => None,
             watcher::Event::Delete(object) => {
@@ -588,7 +598,7 @@ async fn labels(
                 context.listed(DriftKind::NamespaceLabel);
                 labelled = std::mem::take(&mut listing);
                 if listed {
-                    context.relisted();
+                    context.tell(context.relisted());
                 }
                 listed = true;
                 None
@@ -600,14 +610,11 @@ async fn labels(
                     continue;
                 };
                 match labelled.insert(name.clone(), value.clone()) {
-                    Some(before) if before != value => Some(Drift {
-                        cluster: context.cluster.clone(),
-                        kind: DriftKind::NamespaceLabel,
-                        object: name,
-                        happened: Happened::LabelChanged { to: value },
-                        boundary: Some(before),
-                        policies: Vec::new(),
-                    }),
+                    Some(before) if before != value => Some(context.label_drift(
+                        name,
+                        Happened::LabelChanged { to: value },
+                        before,
+                    )),
                     _ => None,
                 }
             }
@@ -618,14 +625,7 @@ async fn labels(
                 let before = labelled.remove(&name).or_else(|| label(&namespace));
                 match before {
                     Some(before) if namespace.metadata.deletion_timestamp.is_none() => {
-                        Some(Drift {
-                            cluster: context.cluster.clone(),
-                            kind: DriftKind::NamespaceLabel,
-                            object: name,
-                            happened: Happened::LabelRemoved,
-                            boundary: Some(before),
-                            policies: Vec::new(),
-                        })
+                        Some(context.label_drift(name, Happened::LabelRemoved, before))
                     }
                     _ => None,
                 }

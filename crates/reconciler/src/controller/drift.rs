@@ -121,14 +121,14 @@ impl Controller {
         if opened.is_empty() {
             return next;
         }
-        let mut boundaries: BTreeMap<(String, String), ()> = BTreeMap::new();
+        let mut boundaries: BTreeSet<(String, String)> = BTreeSet::new();
         for open in &opened {
             let names = match &open.drift.boundary {
                 Some(boundary) => vec![boundary.clone()],
                 None => self.attached_to(&open.drift.cluster),
             };
             for name in names {
-                boundaries.insert((open.drift.cluster.clone(), name), ());
+                boundaries.insert((open.drift.cluster.clone(), name));
             }
         }
         if let Ok(mut open) = self.open_drifts.lock() {
@@ -141,7 +141,7 @@ impl Controller {
                 open.push(new);
             }
         }
-        for (cluster, boundary) in boundaries.into_keys() {
+        for (cluster, boundary) in boundaries {
             self.write_drift_statuses(&cluster, &boundary).await;
         }
         next

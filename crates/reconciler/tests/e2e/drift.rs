@@ -185,6 +185,35 @@ where
     (back, enforced)
 }
 
+/// The name of the fixture's first object that `api` lists (of its installation and boundary).
+async fn first_of<K>(f: &Fixture, api: &Api<K>) -> String
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&f.ours()).await.unwrap().items[0]
+        .meta()
+        .name
+        .clone()
+        .unwrap()
+}
+
+/// [`delete_and_wait`] `rounds()` times, reported as `kind`.
+async fn delete_rounds<K>(
+    f: &Fixture,
+    api: &Api<K>,
+    name: &str,
+    kind: &str,
+    (version, layout): (&str, Layout),
+) where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut times = Vec::new();
+    for _ in 0..rounds() {
+        times.push(delete_and_wait(f, api, name).await);
+    }
+    report(version, layout, kind, &times);
+}
+
 /// Changes `name` through `api` as the field manager `drift-test` with the merge `patch`, and
 /// waits until palisade has made it `restored` again, the policy is `enforced` and the violating
 /// Pod denied; the cluster's last repair names the change.
@@ -284,7 +313,6 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
     let mut repaired = Vec::new();
 
     // What holds the policy in this layout.
-    let mut targets: Vec<(&str, String)> = Vec::new();
     match layout {
         Layout::Shared => {
             let resource = ApiResource::from_gvk_with_plural(
@@ -293,16 +321,8 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
             );
             let parameters: Api<DynamicObject> =
                 Api::namespaced_with(f.admin.clone(), &f.namespace, &resource);
-            let name = parameters.list(&f.ours()).await.unwrap().items[0]
-                .metadata
-                .name
-                .clone()
-                .unwrap();
-            let mut times = Vec::new();
-            for _ in 0..rounds() {
-                times.push(delete_and_wait(&f, &parameters, &name).await);
-            }
-            report(version, layout, "parameters", &times);
+            let name = first_of(&f, &parameters).await;
+            delete_rounds(&f, &parameters, &name, "parameters", (version, layout)).await;
             repaired.push(format!(
                 "parameter object {}/{name} was deleted; restored",
                 f.namespace
@@ -320,47 +340,28 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
             .await;
         }
         _ => {
-            let binding = bindings.list(&f.ours()).await.unwrap().items[0]
-                .metadata
-                .name
-                .clone()
-                .unwrap();
-            targets.push(("binding", binding));
+            let name = first_of(&f, &bindings).await;
+            delete_rounds(&f, &bindings, &name, "binding", (version, layout)).await;
+            repaired.push(format!("binding {name} was deleted; restored"));
+            // Changed rather than deleted: the binding set to warn only.
+            change_and_wait(
+                &f,
+                &bindings,
+                &name,
+                json!({"spec": {"validationActions": ["Warn"]}}),
+                |b: &ValidatingAdmissionPolicyBinding| {
+                    b.spec.as_ref().and_then(|s| s.validation_actions.clone())
+                        == Some(vec!["Deny".to_owned()])
+                },
+                &format!("binding {name}"),
+                (version, layout),
+            )
+            .await;
         }
-    }
-    for (kind, name) in &targets {
-        let mut times = Vec::new();
-        for _ in 0..rounds() {
-            times.push(delete_and_wait(&f, &bindings, name).await);
-        }
-        report(version, layout, kind, &times);
-        repaired.push(format!("binding {name} was deleted; restored"));
-        // Changed rather than deleted: the binding set to warn only.
-        change_and_wait(
-            &f,
-            &bindings,
-            name,
-            json!({"spec": {"validationActions": ["Warn"]}}),
-            |b: &ValidatingAdmissionPolicyBinding| {
-                b.spec.as_ref().and_then(|s| s.validation_actions.clone())
-                    == Some(vec!["Deny".to_owned()])
-            },
-            &format!("binding {name}"),
-            (version, layout),
-        )
-        .await;
     }
     if layout != Layout::Shared {
-        let policy = policies.list(&f.ours()).await.unwrap().items[0]
-            .metadata
-            .name
-            .clone()
-            .unwrap();
-        let mut times = Vec::new();
-        for _ in 0..rounds() {
-            times.push(delete_and_wait(&f, &policies, &policy).await);
-        }
-        report(version, layout, "policy", &times);
+        let policy = first_of(&f, &policies).await;
+        delete_rounds(&f, &policies, &policy, "policy", (version, layout)).await;
         repaired.push(format!(
             "ValidatingAdmissionPolicy {policy} was deleted; restored"
         ));

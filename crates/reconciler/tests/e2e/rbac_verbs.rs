@@ -65,24 +65,7 @@ async fn exercise(
                 .map_err(text)?;
             let (sender, _receiver) = tokio::sync::mpsc::channel(16);
             let watch = DriftWatch::start(cluster.client(), "c", INSTALLATION, sender);
-            let started = std::time::Instant::now();
-            let mut ready_at = None;
-            loop {
-                if let Some(error) = watch.error().filter(|e| e.contains("403")) {
-                    return Err(error);
-                }
-                if watch.is_ready() {
-                    let since = *ready_at.get_or_insert_with(std::time::Instant::now);
-                    if since.elapsed() > std::time::Duration::from_secs(2) {
-                        return Ok(());
-                    }
-                }
-                assert!(
-                    started.elapsed() < std::time::Duration::from_secs(30),
-                    "the drift watches neither read everything nor failed"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
+            ready_or_refused("the drift watches", || watch.is_ready(), || watch.error()).await
         }
         ("validatingadmissionpolicies" | "validatingadmissionpolicybindings", verb) => match verb {
             "get" => {
@@ -312,24 +295,7 @@ async fn exercise(
             );
             // Ready means every kind was listed; its watch starts right after, so a missing
             // `watch` shows as a failure within moments of that.
-            let started = std::time::Instant::now();
-            let mut ready_at = None;
-            loop {
-                if let Some(error) = watch.error().filter(|e| e.contains("403")) {
-                    return Err(error);
-                }
-                if watch.is_ready() {
-                    let since = *ready_at.get_or_insert_with(std::time::Instant::now);
-                    if since.elapsed() > std::time::Duration::from_secs(2) {
-                        return Ok(());
-                    }
-                }
-                assert!(
-                    started.elapsed() < std::time::Duration::from_secs(30),
-                    "the status watch neither read everything nor failed"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
+            ready_or_refused("the status watch", || watch.is_ready(), || watch.error()).await
         }
         ("deployments" | "deployments/scale" | "jobs", verb) => {
             let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
@@ -429,6 +395,34 @@ async fn exercise(
 /// `client` writing the shared layout.
 fn shared(client: &ClusterClient) -> ClusterClient {
     client.clone().with_layout(Layout::Shared)
+}
+
+/// Waits until a watch has read everything once and then 2 s more without a 403 (its watch
+/// requests start right after the lists, so a missing `watch` shows within moments): `Ok`, or
+/// the 403 as the error.
+async fn ready_or_refused(
+    what: &str,
+    is_ready: impl Fn() -> bool,
+    error: impl Fn() -> Option<String>,
+) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let mut ready_at = None;
+    loop {
+        if let Some(error) = error().filter(|e| e.contains("403")) {
+            return Err(error);
+        }
+        if is_ready() {
+            let since = *ready_at.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() > std::time::Duration::from_secs(2) {
+                return Ok(());
+            }
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{what} neither read everything nor failed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// Deletes the parameters' definition and waits until it is gone.
