@@ -14,7 +14,7 @@ use palisade_policy::{Mode, Name, Policy};
 use palisade_vap::shared::{shared_binding_name, shared_objects, shared_policy_name};
 use palisade_vap::{object_name, render, render_boundary, Layout};
 
-use crate::cluster::{is_ours, ClusterClient};
+use crate::cluster::{is_ours, ClusterClient, Installed};
 use crate::{ReconcileError, Result};
 
 /// Which policy object and binding judge a policy in a namespace, or why none does (`not
@@ -50,10 +50,12 @@ pub(crate) trait AdmissionLayout: Send + Sync {
         policy: &Policy,
     ) -> Result<()>;
 
-    /// Writes a boundary's policies, in the order given.
+    /// Writes a boundary's policies, in the order given; `before` is what the cluster held
+    /// before (this pass's read).
     async fn apply_boundary(
         &self,
         client: &ClusterClient,
+        _before: &Installed,
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
@@ -191,12 +193,13 @@ impl AdmissionLayout for PerBoundary {
     async fn apply_boundary(
         &self,
         client: &ClusterClient,
+        before: &Installed,
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
     ) -> Result<()> {
         client
-            .apply_boundary_objects(installation, boundary, policies)
+            .apply_boundary_objects(before, installation, boundary, policies)
             .await
     }
 

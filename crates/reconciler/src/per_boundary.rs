@@ -14,7 +14,7 @@ use palisade_vap::per_boundary::{held_policies, render_boundary};
 use palisade_vap::render::POLICY_LABEL;
 use palisade_vap::shared::MODE_LABEL;
 
-use crate::cluster::{boundary_selector, delete_exact, is_ours, ClusterClient};
+use crate::cluster::{boundary_selector, delete_exact, is_ours, ClusterClient, Installed};
 use crate::Result;
 
 /// Whether `meta` is a per-boundary object: a mode, no policy of its own.
@@ -40,6 +40,7 @@ impl ClusterClient {
     /// writes nothing.
     pub(crate) async fn apply_boundary_objects(
         &self,
+        before: &Installed,
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
@@ -62,10 +63,22 @@ impl ClusterClient {
                     .unwrap_or_default(),
             );
         }
-        self.delete_per_boundary(installation, boundary, |meta| {
-            meta.name.as_ref().is_some_and(|n| !written.contains(n))
-        })
-        .await
+        // Objects not in `before` were written by this pass: only its names are kept.
+        let doomed = |meta: &ObjectMeta| {
+            is_ours(meta, installation, boundary)
+                && is_per_boundary(meta)
+                && !crate::switch::is_switch(meta)
+                && meta.name.as_ref().is_some_and(|n| !written.contains(n))
+        };
+        let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
+        for binding in before.bindings.iter().filter(|m| doomed(m)) {
+            delete_exact(&bindings, binding).await?;
+        }
+        let vaps = self.cluster_api::<ValidatingAdmissionPolicy>();
+        for vap in before.policies.iter().filter(|m| doomed(m)) {
+            delete_exact(&vaps, vap).await?;
+        }
+        Ok(())
     }
 
     /// Deletes this installation's per-boundary objects of `boundary` for which `doomed` holds,

@@ -2,7 +2,6 @@
 //! definition, the installation's one policy and two bindings, and each policy's parameter
 //! objects in the namespaces of its boundary.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::cluster::apply_owned;
@@ -168,6 +167,20 @@ impl ClusterClient {
         }
     }
 
+    /// The metadata of the parameter objects `selector` picks, in every namespace; none when
+    /// the definition is not installed (or, per-policy layout, cannot be read).
+    pub(crate) async fn parameter_metas(&self, selector: &str) -> Result<Vec<ObjectMeta>> {
+        match self
+            .params_api()
+            .list_metadata(&ListParams::default().labels(selector))
+            .await
+        {
+            Ok(list) => Ok(list.items.into_iter().map(|o| o.metadata).collect()),
+            Err(e) if self.none_to_read(&e) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// This installation's parameter objects of `boundary` (all namespaces).
     async fn boundary_parameters(
         &self,
@@ -183,27 +196,18 @@ impl ClusterClient {
             .collect())
     }
 
-    /// Whether this installation has any parameter object of `boundary`.
-    pub(crate) async fn has_parameters(&self, installation: &str, boundary: &Name) -> Result<bool> {
-        Ok(!self
-            .boundary_parameters(installation, boundary)
-            .await?
-            .is_empty())
-    }
-
-    async fn delete_parameter(&self, object: &DynamicObject) -> Result<bool> {
-        let (Some(namespace), Some(name)) = (&object.metadata.namespace, &object.metadata.name)
-        else {
+    async fn delete_parameter(&self, object: &ObjectMeta) -> Result<bool> {
+        let (Some(namespace), Some(name)) = (&object.namespace, &object.name) else {
             return Ok(false);
         };
         let params = DeleteParams {
             preconditions: Some(kube::api::Preconditions {
-                uid: object.metadata.uid.clone(),
+                uid: object.uid.clone(),
                 resource_version: None,
             }),
             ..DeleteParams::default()
         };
-        crate::drift::deleting(object.metadata.uid.as_deref());
+        crate::drift::deleting(object.uid.as_deref());
         match self.params_in(namespace).delete(name, &params).await {
             Ok(_) => {
                 tracing::info!(kind = PARAMS_KIND, namespace, name, "deleted");
@@ -229,61 +233,51 @@ impl ClusterClient {
                 .and_then(|l| l.get(POLICY_LABEL))
                 .is_some_and(|p| p == policy.as_str());
             if of_policy {
-                self.delete_parameter(&object).await?;
+                self.delete_parameter(&object.metadata).await?;
             }
         }
         Ok(())
     }
 
-    /// Deletes `boundary`'s parameter objects whose policy is not in `keep`, or whose namespace
-    /// is no longer the boundary's; returns `<namespace>/<name>` of each deleted.
+    /// Deletes `boundary`'s parameter objects among `objects` whose policy is not in `keep`,
+    /// or whose namespace is no longer the boundary's; returns `<namespace>/<name>` of each
+    /// deleted.
     pub(crate) async fn collect_parameters(
         &self,
         installation: &str,
         boundary: &Name,
+        installed: &crate::cluster::Installed,
         keep: &[Name],
     ) -> Result<Vec<String>> {
-        let objects = self.boundary_parameters(installation, boundary).await?;
+        let objects: Vec<&ObjectMeta> = installed
+            .parameters
+            .iter()
+            .filter(|o| is_ours(o, installation, boundary))
+            .collect();
         if objects.is_empty() {
             return Ok(Vec::new());
         }
-        let namespaces = self.boundary_namespaces(boundary).await?;
+        let namespaces = installed.namespaces_of(boundary);
         let mut deleted = Vec::new();
         for object in objects {
             let kept = object
-                .metadata
                 .labels
                 .as_ref()
                 .and_then(|l| l.get(POLICY_LABEL))
                 .is_some_and(|p| keep.iter().any(|k| k.as_str() == p));
             let in_boundary = object
-                .metadata
                 .namespace
                 .as_ref()
                 .is_some_and(|n| namespaces.contains(n));
-            if !(kept && in_boundary) && self.delete_parameter(&object).await? {
+            if !(kept && in_boundary) && self.delete_parameter(object).await? {
                 deleted.push(format!(
                     "{}/{}",
-                    object.metadata.namespace.unwrap_or_default(),
-                    object.metadata.name.unwrap_or_default()
+                    object.namespace.clone().unwrap_or_default(),
+                    object.name.clone().unwrap_or_default()
                 ));
             }
         }
         Ok(deleted)
-    }
-
-    /// The boundaries this installation has parameter objects of.
-    pub(crate) async fn parameter_boundaries(
-        &self,
-        installation: &str,
-    ) -> Result<BTreeSet<String>> {
-        let selector = format!("{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation}");
-        Ok(self
-            .list_parameters(&selector)
-            .await?
-            .into_iter()
-            .filter_map(|o| o.metadata.labels.and_then(|mut l| l.remove(BOUNDARY_LABEL)))
-            .collect())
     }
 
     /// Deletes the installation's shared bindings and policy (bindings first); the parameters'

@@ -5,18 +5,15 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::admissionregistration::v1::{
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-};
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use palisade_policy::{Mode, Name, Policy};
 use palisade_vap::render::{switch_binding, switch_binding_name, FIELD_MANAGER, SWITCH_LABEL};
 use palisade_vap::shared::shared_binding_name;
 use palisade_vap::Layout;
 
-use crate::cluster::{boundary_selector, check_installation, delete_exact, is_ours, ClusterClient};
-use crate::per_boundary::is_per_boundary;
+use crate::cluster::{check_installation, delete_exact, ClusterClient};
 use crate::Result;
 
 /// Whether `meta` is a switch binding's.
@@ -33,28 +30,10 @@ impl ClusterClient {
         installation: &str,
         boundary: &Name,
     ) -> Result<BTreeSet<Layout>> {
-        check_installation(installation)?;
-        let params = ListParams::default().labels(&boundary_selector(installation, boundary));
-        let mut present = BTreeSet::new();
-        for policy in self
-            .cluster_api::<ValidatingAdmissionPolicy>()
-            .list(&params)
+        Ok(self
+            .installed(installation, Some(boundary))
             .await?
-            .items
-        {
-            if !is_ours(&policy.metadata, installation, boundary) {
-                continue;
-            }
-            present.insert(if is_per_boundary(&policy.metadata) {
-                Layout::PerBoundary
-            } else {
-                Layout::PerPolicy
-            });
-        }
-        if self.has_parameters(installation, boundary).await? {
-            present.insert(Layout::Shared);
-        }
-        Ok(present)
+            .layouts(installation, boundary))
     }
 
     /// Writes a switch binding beside each enforce-mode binding of `boundary`'s `policies` in

@@ -3,8 +3,11 @@
 //! palisade's labels for the caller's installation and boundary.
 
 mod enforcement;
+mod installed;
 mod namespaces;
 mod policies;
+
+pub use installed::{Installed, Keep};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -18,14 +21,11 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIResource, ObjectMeta};
 use k8s_openapi::ClusterResourceScope;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::config::KubeConfigOptions;
 use kube::{Api, Client, Resource};
 use palisade_policy::{LabelValue, Mode, Name, Policy};
-use palisade_vap::per_boundary::held_policies;
-use palisade_vap::render::{
-    BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL,
-};
+use palisade_vap::render::{BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL};
 
 use palisade_vap::Layout;
 use palisade_vap::{object_name, Rendered};
@@ -35,7 +35,6 @@ use serde_json::{json, Value};
 use crate::answer::{parse_warning_header, AdmissionAnswer};
 use crate::cause::{describe, transport};
 use crate::kubeconfig::read as read_kubeconfig;
-use crate::per_boundary::is_per_boundary;
 use crate::probe::{
     parse_minor, too_old, Admission, ClusterProbe, EnforcementProbe, ADMITTED_VIOLATING,
     NOT_SERVED, NOT_WARNED, PROBE_REFUSED,

@@ -86,8 +86,23 @@ impl ClusterClient {
         policies: &[Policy],
     ) -> Result<()> {
         check_installation(installation)?;
+        let before = self.installed(installation, Some(boundary)).await?;
         crate::admission::of(self.layout)
-            .apply_boundary(self, installation, boundary, policies)
+            .apply_boundary(self, &before, installation, boundary, policies)
+            .await
+    }
+
+    /// [`Self::apply_boundary`] with what was installed before, read once for the pass.
+    pub async fn apply_boundary_from(
+        &self,
+        before: &Installed,
+        installation: &str,
+        boundary: &Name,
+        policies: &[Policy],
+    ) -> Result<()> {
+        check_installation(installation)?;
+        crate::admission::of(self.layout)
+            .apply_boundary(self, before, installation, boundary, policies)
             .await
     }
 
@@ -150,48 +165,44 @@ impl ClusterClient {
         layouts: &[Layout],
         keep_switch: bool,
     ) -> Result<Vec<String>> {
+        let installed = self.installed(installation, Some(boundary)).await?;
+        let keep = Keep {
+            policies: keep,
+            layouts,
+            switch_bindings: keep_switch,
+        };
+        self.collect(&installed, installation, boundary, keep).await
+    }
+
+    /// Deletes `boundary`'s objects among `installed` that `keep` does not keep (parameter
+    /// objects, bindings, then policies), each by its uid; returns the names deleted.
+    pub async fn collect(
+        &self,
+        installed: &Installed,
+        installation: &str,
+        boundary: &Name,
+        keep: Keep<'_>,
+    ) -> Result<Vec<String>> {
         check_installation(installation)?;
-        let keep_parameters = if layouts.contains(&Layout::Shared) {
-            keep
+        let keep_parameters = if keep.layouts.contains(&Layout::Shared) {
+            keep.policies
         } else {
             &[][..]
         };
         let mut deleted = self
-            .collect_parameters(installation, boundary, keep_parameters)
+            .collect_parameters(installation, boundary, installed, keep_parameters)
             .await?;
-        let params = ListParams::default().labels(&boundary_selector(installation, boundary));
-        let kept = |policy: &str| keep.iter().any(|k| k.as_str() == policy);
-        let stale = |meta: &ObjectMeta| {
-            // The selector already holds; checked again in case a server ignored it.
-            if !is_ours(meta, installation, boundary) {
-                return false;
-            }
-            if crate::switch::is_switch(meta) && !keep_switch {
-                return true;
-            }
-            if is_per_boundary(meta) {
-                let held = held_policies(meta.annotations.as_ref());
-                return !layouts.contains(&Layout::PerBoundary)
-                    || held.is_empty()
-                    || !held.iter().all(|p| kept(p));
-            }
-            !layouts.contains(&Layout::PerPolicy)
-                || !meta
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(POLICY_LABEL))
-                    .is_some_and(|p| kept(p))
-        };
+        let (stale_bindings, stale_policies) = installed.stale(installation, boundary, keep);
         let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
-        for binding in bindings.list(&params).await?.items {
-            if stale(&binding.metadata) && delete_exact(&bindings, &binding.metadata).await? {
-                deleted.push(binding.metadata.name.unwrap_or_default());
+        for binding in stale_bindings {
+            if delete_exact(&bindings, binding).await? {
+                deleted.push(binding.name.clone().unwrap_or_default());
             }
         }
         let policies = self.cluster_api::<ValidatingAdmissionPolicy>();
-        for policy in policies.list(&params).await?.items {
-            if stale(&policy.metadata) && delete_exact(&policies, &policy.metadata).await? {
-                let name = policy.metadata.name.unwrap_or_default();
+        for policy in stale_policies {
+            if delete_exact(&policies, policy).await? {
+                let name = policy.name.clone().unwrap_or_default();
                 if !deleted.contains(&name) {
                     deleted.push(name);
                 }
@@ -205,35 +216,7 @@ impl ClusterClient {
         &self,
         installation: &str,
     ) -> Result<std::collections::BTreeSet<String>> {
-        check_installation(installation)?;
-        let params = ListParams::default().labels(&format!(
-            "{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation}"
-        ));
-        let boundary_of = |meta: &ObjectMeta| {
-            meta.labels
-                .as_ref()
-                .and_then(|l| l.get(BOUNDARY_LABEL))
-                .cloned()
-        };
-        let mut boundaries = std::collections::BTreeSet::new();
-        for binding in self
-            .cluster_api::<ValidatingAdmissionPolicyBinding>()
-            .list(&params)
-            .await?
-            .items
-        {
-            boundaries.extend(boundary_of(&binding.metadata));
-        }
-        for policy in self
-            .cluster_api::<ValidatingAdmissionPolicy>()
-            .list(&params)
-            .await?
-            .items
-        {
-            boundaries.extend(boundary_of(&policy.metadata));
-        }
-        boundaries.extend(self.parameter_boundaries(installation).await?);
-        Ok(boundaries)
+        Ok(self.installed(installation, None).await?.boundaries())
     }
 
     /// Removes everything this installation put in the cluster: every boundary's policy

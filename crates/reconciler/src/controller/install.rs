@@ -104,6 +104,10 @@ impl Controller {
         let mut audits = Vec::new();
         let mut switches_left = 0usize;
         let mut shared_left = false;
+        // One read of what is installed before writing (the layouts present) and one after
+        // (what is stale), for every boundary of the cluster at once.
+        let before = client.installed(&self.installation, None).await?;
+        let mut collections = Vec::new();
         for boundary in &attached {
             attached_names.insert(boundary.name.to_string());
             let probe_namespace = boundary
@@ -116,12 +120,17 @@ impl Controller {
             let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
                 .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
                 .collect();
-            let present = client
-                .layouts_present(&self.installation, &boundary.name)
-                .await?;
+            let present = before.layouts(&self.installation, &boundary.name);
             let switching = present.iter().any(|l| *l != choice.layout);
             let together = self
-                .apply_together(&client, boundary, &cluster_name, &in_cluster, switching)
+                .apply_together(
+                    &client,
+                    &before,
+                    boundary,
+                    &cluster_name,
+                    &in_cluster,
+                    switching,
+                )
                 .await;
             // Every probe of the boundary saw the new layout's objects at work.
             let mut confirmed = !boundary.policies.iter().any(|(_, d)| d.is_err());
@@ -170,22 +179,28 @@ impl Controller {
             // During a switch, the earlier layout's objects stay until the new layout's are
             // confirmed (SPEC 3.4: no gap).
             let kept = crate::plan::keep(&present, choice.layout, confirmed);
-            let still_switching = kept.switch_bindings;
+            if kept.switch_bindings {
+                switches_left += 1;
+                shared_left |= present.contains(&Layout::Shared);
+            }
+            collections.push((*boundary, keep, kept, statuses));
+        }
+        let after = client.installed(&self.installation, None).await?;
+        for (boundary, keep, kept, statuses) in collections {
             let removed = client
-                .garbage_collect_keeping(
+                .collect(
+                    &after,
                     &self.installation,
                     &boundary.name,
-                    &keep,
-                    &kept.layouts,
-                    kept.switch_bindings,
+                    Keep {
+                        policies: &keep,
+                        layouts: &kept.layouts,
+                        switch_bindings: kept.switch_bindings,
+                    },
                 )
                 .await
                 .map_err(ControllerError::RemovePolicies)?;
             metrics::removed(&cluster.name, removed.len());
-            if still_switching {
-                switches_left += 1;
-                shared_left |= present.contains(&Layout::Shared);
-            }
             self.write_statuses(&cluster.name, boundary, statuses)
                 .await?;
             audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
@@ -214,13 +229,21 @@ impl Controller {
             .deploy_workloads(&connection, &cluster.name, &attached)
             .await;
         // Boundaries detached from this cluster, or deleted: their objects go.
-        let installed = client.installed_boundaries(&self.installation).await?;
-        for stale in installed.difference(&attached_names) {
+        for stale in after.boundaries().difference(&attached_names) {
             let Ok(boundary) = Name::parse(stale) else {
                 continue;
             };
             let removed = client
-                .garbage_collect(&self.installation, &boundary, &[])
+                .collect(
+                    &after,
+                    &self.installation,
+                    &boundary,
+                    Keep {
+                        policies: &[],
+                        layouts: &[choice.layout],
+                        switch_bindings: false,
+                    },
+                )
                 .await
                 .map_err(|error| ControllerError::RemoveBoundary {
                     boundary: stale.clone(),
@@ -368,6 +391,7 @@ impl Controller {
     pub(super) async fn apply_together(
         &self,
         client: &ClusterClient,
+        before: &crate::cluster::Installed,
         boundary: &BoundaryState,
         cluster: &Name,
         in_cluster: &[Policy],
@@ -387,7 +411,7 @@ impl Controller {
             }
         }
         let mut result = client
-            .apply_boundary(&self.installation, &boundary.name, in_cluster)
+            .apply_boundary_from(before, &self.installation, &boundary.name, in_cluster)
             .await;
         if switching && result.is_ok() {
             result = client

@@ -44,6 +44,7 @@ use palisade_store::{
 };
 
 use crate::audit::{self, AuditJob, Audits};
+use crate::cluster::Keep;
 use crate::metrics::{self, Outcome};
 use crate::probe::{Admission, EnforcementProbe};
 use crate::statuses::StatusWatch;

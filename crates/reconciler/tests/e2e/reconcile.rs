@@ -1138,3 +1138,130 @@ async fn after_an_outage_the_next_pass_starts_when_the_api_server_answers() {
     let _ = stop.send(());
     running.await.unwrap();
 }
+
+/// The API server requests of one steady pass (nothing to change) with `PASS_COST_BOUNDARIES`
+/// boundaries (default 100), each with one namespace and one policy, in each layout; printed
+/// per verb and resource (LIST and GET grow with what a pass reads). Ignored by default:
+/// `cargo test -p palisade-reconciler --test e2e -- --ignored pass_cost --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run by hand"]
+async fn pass_cost() {
+    use palisade_reconciler::{Layout, LayoutChoice};
+    let boundaries: usize = std::env::var("PASS_COST_BOUNDARIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let plane = tokio::task::spawn_blocking(|| {
+        palisade_testkit::control_plane::ControlPlane::start("1.37")
+    })
+    .await
+    .unwrap();
+    let admin = plane.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let store = palisade_store::connect(&url).await.unwrap();
+    let key = SealingKey::random();
+    store
+        .put_cluster("k1", &key.seal(plane.kubeconfig_yaml().as_bytes()).unwrap())
+        .await
+        .unwrap();
+    for i in 0..boundaries {
+        let boundary = format!("cost-{i}");
+        store.create_boundary(&boundary, None).await.unwrap();
+        store.attach_cluster(&boundary, "k1").await.unwrap();
+        put_policy(
+            &store,
+            &boundary,
+            "no-latest",
+            r#"{"rules":[{"disallowLatestTag":{}}]}"#,
+        )
+        .await;
+        let namespace = format!("cost-ns-{i}");
+        let object: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": namespace, "labels": {"palisade.dev/boundary": boundary}}}),
+        )
+        .unwrap();
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone())
+            .create(&Default::default(), &object)
+            .await
+            .unwrap();
+        store
+            .put_namespace(&boundary, "k1", &namespace)
+            .await
+            .unwrap();
+    }
+    let counts = || async {
+        let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+        let text = admin.request_text(request).await.unwrap();
+        let mut counts = BTreeMap::<(String, String), f64>::new();
+        for line in text
+            .lines()
+            .filter(|l| l.starts_with("apiserver_request_total{"))
+        {
+            let field = |name: &str| {
+                line.split(&format!("{name}=\""))
+                    .nth(1)
+                    .and_then(|rest| rest.split('"').next())
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let verb = field("verb");
+            if verb == "WATCH" {
+                continue;
+            }
+            let value: f64 = line
+                .rsplit(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0);
+            *counts.entry((verb, field("resource"))).or_default() += value;
+        }
+        counts
+    };
+    for layout in [Layout::PerPolicy, Layout::PerBoundary, Layout::Shared] {
+        let settings = Settings {
+            layout: LayoutChoice::Fixed(layout),
+            ..Settings::default()
+        };
+        let installation = installation();
+        let controller = controller(&store, &key, &installation, settings);
+        let first = controller.reconcile_all().await;
+        assert!(first.failed.is_empty(), "{first:?}");
+        // A second pass confirms what the first could not yet; the third is the steady one.
+        controller.reconcile_all().await;
+        let before = counts().await;
+        let started = Instant::now();
+        let report = controller.reconcile_all().await;
+        let took = started.elapsed();
+        assert!(report.failed.is_empty(), "{report:?}");
+        let after = counts().await;
+        let mut total = 0.0;
+        for (key, value) in &after {
+            let delta = value - before.get(key).copied().unwrap_or(0.0);
+            if delta > 0.0 {
+                total += delta;
+                eprintln!(
+                    "pass cost: {layout} {boundaries} boundaries: {} {} {delta}",
+                    key.0, key.1
+                );
+            }
+        }
+        eprintln!(
+            "pass cost: {layout} {boundaries} boundaries: {total} requests, {:.1} per boundary, {} ms",
+            total / boundaries as f64,
+            took.as_millis()
+        );
+        // This installation's objects go before the next layout's.
+        for i in 0..boundaries {
+            let boundary = palisade_policy::Name::parse(&format!("cost-{i}")).unwrap();
+            let client = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+                .await
+                .unwrap()
+                .with_layout(layout);
+            client
+                .garbage_collect(&installation, &boundary, &[])
+                .await
+                .unwrap();
+        }
+    }
+}
