@@ -120,7 +120,7 @@ fn shown(pointer: &str, message: &str) -> String {
     }
 }
 
-fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
+pub(crate) fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
     DocumentError {
         pointer: pointer.into(),
         message: message.to_string(),
@@ -129,7 +129,7 @@ fn error(pointer: impl Into<String>, message: impl ToString) -> DocumentError {
 
 /// `bytes` as one JSON value; a syntax error is an error of the whole document.
 /// A JSON body as a value, its nesting bounded before it is parsed.
-fn json_value(bytes: &[u8]) -> Result<serde_json::Value, DocumentError> {
+pub(crate) fn json_value(bytes: &[u8]) -> Result<serde_json::Value, DocumentError> {
     crate::nesting::check_json(bytes).map_err(|e| error("", e))?;
     serde_json::from_slice(bytes).map_err(|e| error("", format!("is not valid JSON: {e}")))
 }

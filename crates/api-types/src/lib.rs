@@ -5,6 +5,7 @@
 pub mod catalog_file;
 pub mod document;
 pub mod error;
+pub mod exception;
 pub mod json;
 pub mod kubeconfig;
 pub mod nesting;
@@ -17,3 +18,4 @@ pub mod yaml;
 
 pub use document::{DocumentError, PolicyDocument, PolicySpec, ValidPolicy};
 pub use error::{ErrorBody, ErrorCode};
+pub use exception::{ExceptionDocument, ExceptionSpec};

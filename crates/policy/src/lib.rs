@@ -8,6 +8,7 @@ pub mod admission;
 pub mod catalog;
 pub mod compute_plan;
 pub mod defaulting;
+pub mod exception;
 pub mod image_ref;
 pub mod label;
 pub mod message;
@@ -22,6 +23,7 @@ pub use admission::{
 };
 pub use catalog::{Catalog, CatalogPlan};
 pub use compute_plan::{PickerOption, PlanDecision, PlanError};
+pub use exception::{Exception, ObjectMatch, ResourceRef};
 pub use image_ref::{ImageRef, RegistryPrefix};
 pub use label::{LabelKey, LabelRequirement, LabelValue};
 pub use name::Name;

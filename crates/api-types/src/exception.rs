@@ -1,0 +1,410 @@
+//! `BoundaryException` documents (SPEC 7): the serde shape, and their validation into a
+//! `palisade_policy::Exception`. Every error names the field by its JSON Pointer.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use palisade_policy::exception::{ObjectMatch, ResourceRef, MAX_REASON_CHARS};
+use palisade_policy::label::{LabelKey, LabelValue};
+use palisade_policy::{Exception, Name, PlanName, ResourceType, RuleKind};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::document::{error, json_value, DocumentError};
+
+pub const KIND: &str = "BoundaryException";
+
+/// A whole exception document, as kept in git and sent to `POST /v1/apply`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExceptionDocument {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: crate::document::PolicyMetadata,
+    pub spec: ExceptionSpec,
+}
+
+/// The `spec` of an exception: also the body of `PUT /v1/boundaries/{b}/exceptions/{e}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExceptionSpec {
+    pub policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<String>>,
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub object_match: Option<MatchDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plans: Option<Vec<String>>,
+    pub expires_at: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatchDoc {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<String>>,
+}
+
+/// The time every stored timestamp uses (RFC 3339 UTC, milliseconds), so that times compare
+/// as text.
+pub fn stored_time(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl ExceptionDocument {
+    /// Parses a JSON document; errors carry the pointer of the field.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
+        crate::json::typed(&json_value(bytes)?)
+    }
+}
+
+impl ExceptionSpec {
+    /// Parses a JSON spec (the body of a `PUT`); errors carry the pointer of the field.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
+        crate::json::typed(&json_value(bytes)?)
+    }
+
+    /// Validates the spec of exception `name` at `now`: `expiresAt` must be after `now` and
+    /// at most `max_days` ahead. Pointers are relative to the spec, under `base`.
+    pub fn validate(
+        &self,
+        name: Name,
+        now: DateTime<Utc>,
+        max_days: u32,
+    ) -> Result<Exception, DocumentError> {
+        self.validate_at("", name, now, max_days)
+    }
+
+    pub(crate) fn validate_at(
+        &self,
+        base: &str,
+        name: Name,
+        now: DateTime<Utc>,
+        max_days: u32,
+    ) -> Result<Exception, DocumentError> {
+        let at = |field: &str| format!("{base}{field}");
+        let policy = Name::parse(&self.policy).map_err(|e| error(at("/policy"), e))?;
+        let mut rules = std::collections::BTreeSet::new();
+        if let Some(list) = &self.rules {
+            if list.is_empty() {
+                return Err(error(
+                    at("/rules"),
+                    "must name at least one rule kind, or be left out for every rule",
+                ));
+            }
+            for (i, text) in list.iter().enumerate() {
+                let kind = [
+                    RuleKind::AllowedComputePlans,
+                    RuleKind::RequiredLabels,
+                    RuleKind::AllowedRegistries,
+                    RuleKind::DisallowLatestTag,
+                ]
+                .into_iter()
+                .find(|k| k.as_str() == text)
+                .ok_or_else(|| {
+                    error(
+                        at(&format!("/rules/{i}")),
+                        format!(
+                            "unknown rule kind '{text}'; expected AllowedComputePlans, \
+                             RequiredLabels, AllowedRegistries or DisallowLatestTag"
+                        ),
+                    )
+                })?;
+                rules.insert(kind);
+            }
+        }
+        let object_match = match &self.object_match {
+            None => None,
+            Some(doc) => Some(doc.validate(&at("/match"))?),
+        };
+        let mut resources = Vec::new();
+        for (i, text) in self.resources.iter().flatten().enumerate() {
+            let pointer = at(&format!("/resources/{i}"));
+            let (ty, resource) = text.split_once('/').ok_or_else(|| {
+                error(
+                    pointer.clone(),
+                    format!("must be <type>/<name>, e.g. app/reports, got '{text}'"),
+                )
+            })?;
+            let resource_type = ResourceType::parse(ty).map_err(|e| error(pointer.clone(), e))?;
+            if !resource_type.is_plan_checked() {
+                return Err(error(
+                    pointer,
+                    format!(
+                        "the plans of type '{resource_type}' are not checked; nothing to except"
+                    ),
+                ));
+            }
+            let name = Name::parse(resource).map_err(|e| error(pointer, e))?;
+            resources.push(ResourceRef {
+                resource_type,
+                name,
+            });
+        }
+        let mut plans = Vec::new();
+        for (i, text) in self.plans.iter().flatten().enumerate() {
+            plans.push(PlanName::parse(text).map_err(|e| error(at(&format!("/plans/{i}")), e))?);
+        }
+        match (resources.is_empty(), plans.is_empty()) {
+            (false, true) => {
+                return Err(error(
+                    at("/plans"),
+                    "is required with resources: the plans those resources may use",
+                ))
+            }
+            (true, false) => {
+                return Err(error(
+                    at("/resources"),
+                    "is required with plans: the resources (<type>/<name>) that may use them",
+                ))
+            }
+            (true, true) if object_match.is_none() => {
+                return Err(error(
+                    at("/match"),
+                    "an exception needs match (admission rules) or resources and plans \
+                     (compute plans), or both",
+                ))
+            }
+            _ => {}
+        }
+        if !rules.is_empty() {
+            if object_match.is_none() && rules.iter().any(|k| k.is_admission()) {
+                return Err(error(
+                    at("/match"),
+                    "is required when rules names an admission rule",
+                ));
+            }
+            if !resources.is_empty() && !rules.contains(&RuleKind::AllowedComputePlans) {
+                return Err(error(
+                    at("/rules"),
+                    "must name AllowedComputePlans when resources and plans are given",
+                ));
+            }
+        }
+        let expires = DateTime::parse_from_rfc3339(&self.expires_at)
+            .map_err(|e| {
+                error(
+                    at("/expiresAt"),
+                    format!(
+                        "must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got '{}': {e}",
+                        self.expires_at
+                    ),
+                )
+            })?
+            .with_timezone(&Utc);
+        if expires <= now {
+            return Err(error(
+                at("/expiresAt"),
+                format!("must be in the future, got '{}'", self.expires_at),
+            ));
+        }
+        if expires > now + chrono::Duration::days(i64::from(max_days)) {
+            return Err(error(
+                at("/expiresAt"),
+                format!(
+                    "must be at most {max_days} days ahead (serve --max-exception-days), got '{}'",
+                    self.expires_at
+                ),
+            ));
+        }
+        let reason = self.reason.trim();
+        let chars = reason.chars().count();
+        if chars == 0 || chars > MAX_REASON_CHARS {
+            return Err(error(
+                at("/reason"),
+                format!("must be 1 to {MAX_REASON_CHARS} characters, got {chars}"),
+            ));
+        }
+        Ok(Exception {
+            name,
+            policy,
+            rules,
+            object_match,
+            resources,
+            plans,
+            expires_at: stored_time(expires),
+            reason: reason.to_owned(),
+        })
+    }
+}
+
+impl MatchDoc {
+    fn validate(&self, base: &str) -> Result<ObjectMatch, DocumentError> {
+        let names = |field: &str, list: &Option<Vec<String>>| {
+            list.iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, text)| {
+                    Name::parse(text).map_err(|e| error(format!("{base}/{field}/{i}"), e))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let clusters = names("clusters", &self.clusters)?;
+        let namespaces = names("namespaces", &self.namespaces)?;
+        let mut labels = Vec::new();
+        for (key, value) in self.labels.iter().flatten() {
+            let pointer = format!("{base}/labels/{}", crate::pointer::escape(key));
+            let key = LabelKey::parse(key).map_err(|e| error(pointer.clone(), e))?;
+            let value = LabelValue::parse(value).map_err(|e| error(pointer, e))?;
+            labels.push((key, value));
+        }
+        let mut images = Vec::new();
+        for (i, image) in self.images.iter().flatten().enumerate() {
+            palisade_policy::ImageRef::parse(image)
+                .map_err(|e| error(format!("{base}/images/{i}"), e))?;
+            images.push(image.clone());
+        }
+        Ok(ObjectMatch {
+            clusters,
+            namespaces,
+            labels,
+            images,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2027-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn validate(body: serde_json::Value) -> Result<Exception, String> {
+        let spec =
+            ExceptionSpec::from_json(body.to_string().as_bytes()).map_err(|e| e.to_string())?;
+        spec.validate(Name::parse("legacy").unwrap(), now(), 90)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Every refusal names its field (case, body, the error).
+    #[test]
+    fn refusals_name_the_field() {
+        use serde_json::json;
+        let ok = |extra: serde_json::Value| {
+            let mut body = json!({"policy": "size", "resources": ["app/reports"], "plans": ["large"],
+                "expiresAt": "2027-01-31T00:00:00Z", "reason": "OPS-1234"});
+            for (k, v) in extra.as_object().unwrap() {
+                if v.is_null() {
+                    body.as_object_mut().unwrap().remove(k);
+                } else {
+                    body[k] = v.clone();
+                }
+            }
+            body
+        };
+        let cases = [
+            (
+                "no policy",
+                ok(json!({"policy": null})),
+                "/policy: is required",
+            ),
+            ("bad policy", ok(json!({"policy": "Size"})), "/policy: "),
+            (
+                "resources without plans",
+                ok(json!({"plans": null})),
+                "/plans: is required with resources",
+            ),
+            (
+                "plans without resources",
+                ok(json!({"resources": null})),
+                "/resources: is required with plans",
+            ),
+            (
+                "nothing excepted",
+                ok(json!({"plans": null, "resources": null})),
+                "/match: an exception needs match",
+            ),
+            (
+                "bad resource",
+                ok(json!({"resources": ["reports"]})),
+                "/resources/0: must be <type>/<name>",
+            ),
+            (
+                "unknown type",
+                ok(json!({"resources": ["vm/reports"]})),
+                "/resources/0: ",
+            ),
+            (
+                "unchecked type",
+                ok(json!({"resources": ["function/f"]})),
+                "/resources/0: the plans of type 'function' are not checked",
+            ),
+            (
+                "unknown rule",
+                ok(json!({"rules": ["NoLatest"]})),
+                "/rules/0: unknown rule kind 'NoLatest'",
+            ),
+            (
+                "empty rules",
+                ok(json!({"rules": []})),
+                "/rules: must name at least one rule kind",
+            ),
+            (
+                "admission rule without match",
+                ok(json!({"rules": ["AllowedComputePlans", "RequiredLabels"]})),
+                "/match: is required when rules names an admission rule",
+            ),
+            (
+                "not a time",
+                ok(json!({"expiresAt": "tomorrow"})),
+                "/expiresAt: must be an RFC 3339 time",
+            ),
+            (
+                "past",
+                ok(json!({"expiresAt": "2026-12-31T00:00:00Z"})),
+                "/expiresAt: must be in the future",
+            ),
+            (
+                "too far",
+                ok(json!({"expiresAt": "2027-04-02T00:00:00Z"})),
+                "/expiresAt: must be at most 90 days ahead",
+            ),
+            (
+                "empty reason",
+                ok(json!({"reason": "  "})),
+                "/reason: must be 1 to 500 characters, got 0",
+            ),
+            (
+                "long reason",
+                ok(json!({"reason": "é".repeat(501)})),
+                "/reason: must be 1 to 500 characters, got 501",
+            ),
+            ("unknown field", ok(json!({"expires": "x"})), "/expires"),
+            (
+                "bad label",
+                ok(json!({"match": {"labels": {"a b": "x"}}})),
+                "/match/labels/a b: ",
+            ),
+        ];
+        for (case, body, expected) in cases {
+            let got = validate(body).expect_err(case);
+            assert!(got.contains(expected), "{case}: {got}");
+        }
+    }
+
+    #[test]
+    fn a_valid_exception_keeps_its_time_in_the_stored_form() {
+        let exception = validate(
+            serde_json::json!({"policy": "size", "resources": ["app/reports"],
+            "plans": ["large"], "expiresAt": "2027-01-31T01:00:00+01:00", "reason": " OPS-1234 "}),
+        )
+        .unwrap();
+        assert_eq!(exception.expires_at, "2027-01-31T00:00:00.000Z");
+        assert_eq!(exception.reason, "OPS-1234");
+        assert_eq!(exception.resources[0].to_string(), "app/reports");
+        assert!(exception.rules.is_empty());
+    }
+}
