@@ -81,15 +81,21 @@ impl ExceptionSpec {
         now: DateTime<Utc>,
         max_days: u32,
     ) -> Result<Exception, DocumentError> {
-        self.validate_at("", name, now, max_days)
+        self.validate_at("", name, Some((now, max_days)))
     }
 
+    /// A stored spec, as validated when it was saved: its time is not judged again (it may
+    /// have ended since).
+    pub fn decode_stored(&self, name: Name) -> Result<Exception, DocumentError> {
+        self.validate_at("", name, None)
+    }
+
+    /// `window`: the time of the save and the most days ahead `expiresAt` may be.
     pub(crate) fn validate_at(
         &self,
         base: &str,
         name: Name,
-        now: DateTime<Utc>,
-        max_days: u32,
+        window: Option<(DateTime<Utc>, u32)>,
     ) -> Result<Exception, DocumentError> {
         let at = |field: &str| format!("{base}{field}");
         let policy = Name::parse(&self.policy).map_err(|e| error(at("/policy"), e))?;
@@ -201,20 +207,8 @@ impl ExceptionSpec {
                 )
             })?
             .with_timezone(&Utc);
-        if expires <= now {
-            return Err(error(
-                at("/expiresAt"),
-                format!("must be in the future, got '{}'", self.expires_at),
-            ));
-        }
-        if expires > now + chrono::Duration::days(i64::from(max_days)) {
-            return Err(error(
-                at("/expiresAt"),
-                format!(
-                    "must be at most {max_days} days ahead (serve --max-exception-days), got '{}'",
-                    self.expires_at
-                ),
-            ));
+        if let Some((now, max_days)) = window {
+            check_window(expires, &self.expires_at, &at("/expiresAt"), now, max_days)?;
         }
         let reason = self.reason.trim();
         let chars = reason.chars().count();
@@ -235,6 +229,30 @@ impl ExceptionSpec {
             reason: reason.to_owned(),
         })
     }
+}
+
+fn check_window(
+    expires: DateTime<Utc>,
+    given: &str,
+    pointer: &str,
+    now: DateTime<Utc>,
+    max_days: u32,
+) -> Result<(), DocumentError> {
+    if expires <= now {
+        return Err(error(
+            pointer,
+            format!("must be in the future, got '{given}'"),
+        ));
+    }
+    if expires > now + chrono::Duration::days(i64::from(max_days)) {
+        return Err(error(
+            pointer,
+            format!(
+                "must be at most {max_days} days ahead (serve --max-exception-days), got '{given}'"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl MatchDoc {

@@ -170,6 +170,41 @@ pub struct PolicyList {
     pub continue_token: Option<String>,
 }
 
+/// A stored exception as the API shows it (SPEC 7).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExceptionView {
+    pub boundary: String,
+    pub name: String,
+    /// The document's `spec`, as saved (normalised).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub spec: serde_json::Value,
+    /// `requested` (applies nothing until approved), `active` or `expired`.
+    pub status: String,
+    /// When it ends (RFC 3339 UTC).
+    pub expires_at: String,
+    pub requested_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_at: Option<String>,
+    pub etag: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub updated_by: String,
+    /// Save warnings (only in the answer to a save or an approval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExceptionList {
+    pub items: Vec<ExceptionView>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
 /// A policy's install status (SPEC 3.4).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -197,6 +232,9 @@ pub struct ClusterStatus {
 pub struct HistoryEntry {
     pub actor: String,
     pub at: String,
+    /// Exceptions only: `put`, `approve` or `delete`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     /// The spec before the change; absent for a creation.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub before: Option<serde_json::Value>,

@@ -13,6 +13,7 @@ pub mod caller;
 pub mod clusters;
 pub mod demo;
 pub mod error;
+pub mod exceptions;
 pub mod limits;
 pub mod namespaces;
 pub mod overview;
@@ -67,6 +68,8 @@ pub struct App {
     heavy_work: Arc<tokio::sync::Semaphore>,
     /// The uploads being received, within their bounds (`uploads::UploadLimits`).
     uploads: Arc<uploads::InFlight>,
+    /// How far ahead an exception may end (`serve --max-exception-days`, SPEC 7).
+    max_exception_days: u32,
 }
 
 impl App {
@@ -87,7 +90,14 @@ impl App {
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
             )),
             uploads: uploads::InFlight::new(uploads::UploadLimits::default()),
+            max_exception_days: exceptions::MAX_EXCEPTION_DAYS,
         }
+    }
+
+    /// The same application letting exceptions end at most `days` ahead.
+    pub fn with_max_exception_days(mut self, days: u32) -> Self {
+        self.max_exception_days = days;
+        self
     }
 
     /// The same application with other bounds on uploads (`serve --max-upload-bytes`).

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use palisade_api_types::error::compute_plan_not_allowed;
 use palisade_api_types::PolicySpec;
 use palisade_policy::compute_plan::{decide, CompiledPlans, PlanCheck, PlanDecision};
-use palisade_policy::{Catalog, Name, Policy, ResourceType};
-use palisade_store::{Check, Guard, PoliciesVersion, PolicyRecord, Veto};
+use palisade_policy::exception::except_plan;
+use palisade_policy::{Catalog, Exception, Name, Policy, ResourceType};
+use palisade_store::{Check, ExceptionRecord, Guard, PoliciesVersion, PolicyRecord, Veto};
 
 use crate::error::AppError;
 
@@ -32,6 +33,9 @@ pub struct PolicyCache {
 #[derive(Debug)]
 struct CompiledEntry {
     made_from: Vec<(String, String)>,
+    /// The (name, spec, state) of the exceptions `exceptions` were decoded from.
+    exceptions_from: Vec<(String, String, String)>,
+    exceptions: Arc<Vec<Exception>>,
     /// The boundary's policies' version when they were read, if known: a write that reads
     /// the same version reuses these decisions without reading the policies.
     version: Option<PoliciesVersion>,
@@ -93,10 +97,20 @@ impl PolicyCache {
     /// last ones made for it were made then (`None` otherwise: read the policies and call
     /// [`PolicyCache::compiled_at`]).
     pub fn known(&self, boundary: &str, version: PoliciesVersion) -> Option<Arc<CompiledPlans>> {
+        self.known_with_exceptions(boundary, version)
+            .map(|(plans, _)| plans)
+    }
+
+    /// As [`PolicyCache::known`], with the boundary's approved exceptions at that version.
+    pub fn known_with_exceptions(
+        &self,
+        boundary: &str,
+        version: PoliciesVersion,
+    ) -> Option<(Arc<CompiledPlans>, Arc<Vec<Exception>>)> {
         let map = self.compiled.lock().ok()?;
         map.get(boundary)
             .filter(|entry| entry.version == Some(version))
-            .map(|entry| entry.plans.clone())
+            .map(|entry| (entry.plans.clone(), entry.exceptions.clone()))
     }
 
     /// The version of `boundary`'s policies the last decisions made for it were made at, if
@@ -115,6 +129,25 @@ impl PolicyCache {
         records: &[PolicyRecord],
         catalog: &Catalog,
     ) -> Result<Arc<CompiledPlans>, AppError> {
+        self.compiled_with_exceptions(boundary, version, records, None, catalog)
+            .map(|(plans, _)| plans)
+    }
+
+    /// As [`PolicyCache::compiled_at`], with the boundary's stored exceptions (`None`: not
+    /// read, kept as they were). An exception that cannot be decoded is `PolicyUnavailable`.
+    pub fn compiled_with_exceptions(
+        &self,
+        boundary: &str,
+        version: Option<PoliciesVersion>,
+        records: &[PolicyRecord],
+        exception_records: Option<&[ExceptionRecord]>,
+        catalog: &Catalog,
+    ) -> Result<(Arc<CompiledPlans>, Arc<Vec<Exception>>), AppError> {
+        let exceptions_from: Option<Vec<(String, String, String)>> = exception_records.map(|e| {
+            e.iter()
+                .map(|r| (r.name.clone(), r.spec_json.clone(), r.state.clone()))
+                .collect()
+        });
         let same = |entry: &CompiledEntry| {
             entry.made_from.len() == records.len()
                 && entry
@@ -122,16 +155,19 @@ impl PolicyCache {
                     .iter()
                     .zip(records)
                     .all(|((name, spec), r)| *name == r.name && *spec == r.spec_json)
+                && exceptions_from
+                    .as_ref()
+                    .is_none_or(|from| *from == entry.exceptions_from)
         };
         let hit = self.compiled.lock().ok().and_then(|mut map| {
             let entry = map.get_mut(boundary).filter(|e| same(e))?;
             if version.is_some() {
                 entry.version = version;
             }
-            Some(entry.plans.clone())
+            Some((entry.plans.clone(), entry.exceptions.clone()))
         });
-        if let Some(plans) = hit {
-            return Ok(plans);
+        if let Some(hit) = hit {
+            return Ok(hit);
         }
         let plans = if records.is_empty() {
             self.empty(catalog)
@@ -139,6 +175,14 @@ impl PolicyCache {
             let policies = self.decode_all(records, catalog)?;
             Arc::new(CompiledPlans::new(&policies, catalog))
         };
+        let exceptions = Arc::new(
+            exception_records
+                .unwrap_or_default()
+                .iter()
+                .filter(|r| r.state == crate::exceptions::APPROVED)
+                .map(crate::exceptions::decode_stored)
+                .collect::<Result<Vec<_>, _>>()?,
+        );
         if let Ok(mut map) = self.compiled.lock() {
             if map.len() >= POLICY_CACHE_LIMIT {
                 map.clear();
@@ -151,12 +195,14 @@ impl PolicyCache {
                 boundary.to_owned(),
                 CompiledEntry {
                     made_from,
+                    exceptions_from: exceptions_from.unwrap_or_default(),
+                    exceptions: exceptions.clone(),
                     version,
                     plans: plans.clone(),
                 },
             );
         }
-        Ok(plans)
+        Ok((plans, exceptions))
     }
 
     fn empty(&self, catalog: &Catalog) -> Arc<CompiledPlans> {
@@ -201,6 +247,21 @@ pub fn check_compiled(
     ty: ResourceType,
     checks: &[PlanCheck],
 ) -> Result<Vec<String>, AppError> {
+    check_excepted(compiled, &[], "", "", catalog, ty, checks)
+}
+
+/// [`check_compiled`] for resource `name`, with the boundary's approved `exceptions` judged
+/// at `now` (SPEC 7): a plan that only excepted policies deny is allowed, with a warning
+/// naming each exception used.
+pub fn check_excepted(
+    compiled: &CompiledPlans,
+    exceptions: &[Exception],
+    name: &str,
+    now: &str,
+    catalog: &Catalog,
+    ty: ResourceType,
+    checks: &[PlanCheck],
+) -> Result<Vec<String>, AppError> {
     let mut warnings = Vec::new();
     for check in checks {
         let decision: &PlanDecision = match compiled.decide(ty, &check.plan) {
@@ -217,10 +278,23 @@ pub fn check_compiled(
             }
         };
         warnings.extend(decision.audit_warnings.iter().cloned());
-        if !decision.allowed {
+        if decision.allowed {
+            continue;
+        }
+        let excepted = except_plan(decision, exceptions, name, now);
+        for exception in &excepted.used {
+            warnings.push(palisade_policy::message::plan_allowed_by_exception(
+                check.plan.as_str(),
+                &exception.name,
+                &exception.expires_at,
+            ));
+        }
+        if !excepted.allowed() {
+            let mut still = decision.clone();
+            still.denied_by = excepted.still_denied_by;
             let component = check.component.as_ref().map(Name::as_str);
             return Err(AppError::PlanNotAllowed(
-                Box::new(compute_plan_not_allowed(decision, component)),
+                Box::new(compute_plan_not_allowed(&still, component)),
                 warnings,
             ));
         }
@@ -228,17 +302,19 @@ pub fn check_compiled(
     Ok(warnings)
 }
 
-/// The guard the store runs for a create or plan move of a checked type.
+/// The guard the store runs for a create or plan move of resource `name` of a checked type.
 pub fn plan_guard(
     cache: Arc<PolicyCache>,
     catalog: Arc<Catalog>,
     ty: ResourceType,
+    name: String,
     checks: Vec<PlanCheck>,
 ) -> Guard {
     Box::new(PlanGuard {
         cache,
         catalog,
         ty,
+        name,
         checks,
     })
 }
@@ -249,13 +325,31 @@ struct PlanGuard {
     cache: Arc<PolicyCache>,
     catalog: Arc<Catalog>,
     ty: ResourceType,
+    name: String,
     checks: Vec<PlanCheck>,
+}
+
+impl PlanGuard {
+    fn answer(&self, plans: &CompiledPlans, exceptions: &[Exception]) -> Result<Vec<String>, Veto> {
+        // The clock is read as the transaction decides: an exception ends at `expiresAt`.
+        let now = palisade_store::now();
+        check_excepted(
+            plans,
+            exceptions,
+            &self.name,
+            &now,
+            &self.catalog,
+            self.ty,
+            &self.checks,
+        )
+        .map_err(boxed)
+    }
 }
 
 impl Check for PlanGuard {
     fn known(&self, boundary: &str, version: PoliciesVersion) -> Option<Result<Vec<String>, Veto>> {
-        let compiled = self.cache.known(boundary, version)?;
-        Some(check_compiled(&compiled, &self.catalog, self.ty, &self.checks).map_err(boxed))
+        let (plans, exceptions) = self.cache.known_with_exceptions(boundary, version)?;
+        Some(self.answer(&plans, &exceptions))
     }
 
     fn latest(&self, boundary: &str) -> Option<PoliciesVersion> {
@@ -267,12 +361,19 @@ impl Check for PlanGuard {
         boundary: &str,
         version: PoliciesVersion,
         policies: &[PolicyRecord],
+        exceptions: &[ExceptionRecord],
     ) -> Result<Vec<String>, Veto> {
-        let compiled = self
+        let (plans, exceptions) = self
             .cache
-            .compiled_at(boundary, Some(version), policies, &self.catalog)
+            .compiled_with_exceptions(
+                boundary,
+                Some(version),
+                policies,
+                Some(exceptions),
+                &self.catalog,
+            )
             .map_err(boxed)?;
-        check_compiled(&compiled, &self.catalog, self.ty, &self.checks).map_err(boxed)
+        self.answer(&plans, &exceptions)
     }
 }
 

@@ -348,6 +348,7 @@ impl App {
                     format!("{position:010}"),
                     HistoryEntry {
                         actor: e.actor,
+                        action: None,
                         at: e.at,
                         before: parse(e.before_json),
                         after: parse(e.after_json),

@@ -191,6 +191,7 @@ impl App {
                 self.policies_arc(),
                 self.catalog.clone(),
                 ty,
+                resource.name.clone(),
                 checks.clone(),
             )
         });
@@ -306,7 +307,13 @@ impl App {
             let checks = plan_checks(Some(&old.plans()), &new.plans());
             let guard = if ty.is_plan_checked() && !checks.is_empty() {
                 guarded.store(true, Ordering::Relaxed);
-                Some(plan_guard(cache.clone(), catalog.clone(), ty, checks))
+                Some(plan_guard(
+                    cache.clone(),
+                    catalog.clone(),
+                    ty,
+                    new.name.clone(),
+                    checks,
+                ))
             } else {
                 if ty == ResourceType::Function {
                     if let Ok(mut out) = function_checks.lock() {

@@ -93,6 +93,11 @@ pub struct ServeArgs {
     #[arg(long, default_value = "1Gi", value_name = "BYTES",
         value_parser = parse_bytes)]
     max_upload_bytes: u64,
+    /// How many days ahead an exception's `expiresAt` may be (SPEC 7); a save beyond it is a
+    /// 400 naming `/expiresAt`.
+    #[arg(long, default_value_t = palisade_app::exceptions::MAX_EXCEPTION_DAYS, value_name = "DAYS",
+        value_parser = clap::value_parser!(u32).range(1..=3650))]
+    max_exception_days: u32,
 }
 
 /// `1073741824`, `1Gi`, `512Mi`, `64Ki`: a number of bytes.
@@ -349,7 +354,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_upload_limits(palisade_app::uploads::UploadLimits {
             stored_per_boundary: args.max_upload_bytes,
             ..palisade_app::uploads::UploadLimits::default()
-        });
+        })
+        .with_max_exception_days(args.max_exception_days);
     if public_url.is_none() {
         app = app.without_upload_builds();
     }

@@ -7,7 +7,9 @@ use serde::Serialize;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use crate::routes::{boundaries, clusters, meta, namespaces, policies, resources, tokens, uploads};
+use crate::routes::{
+    boundaries, clusters, exceptions, meta, namespaces, policies, resources, tokens, uploads,
+};
 
 /// `{"error": {"code", "message"}}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -61,6 +63,8 @@ impl Modify for BearerAuth {
         boundaries::create, boundaries::list, boundaries::get_one, boundaries::delete,
         policies::list, policies::get_one, policies::put, policies::delete, policies::history,
         policies::apply, policies::preview, policies::report,
+        exceptions::list, exceptions::get_one, exceptions::put, exceptions::approve,
+        exceptions::delete, exceptions::history,
         resources::create, resources::list, resources::get_one, resources::patch,
         resources::delete, resources::plans, uploads::create, uploads::content,
         tokens::create, tokens::list, tokens::delete,

@@ -39,10 +39,11 @@ pub use error::{DatabaseError, DatabaseErrorKind, MigrationError, Result, StoreE
 pub use lease::Lease;
 pub use ops::uploads::{counted as counted_upload_bytes, LEAST_COUNTED_UPLOAD_BYTES};
 pub use records::{
-    AuditRecord, BoundaryRecord, ChangeRecord, Check, ClusterRecord, Edit, Editor, Guard,
-    NamespaceRecord, NewResource, NewUpload, Page, PoliciesVersion, PolicyHistoryEntry,
-    PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
-    TokenRecord, UploadRecord, WriteAction,
+    AuditRecord, BoundaryRecord, ChangeRecord, Check, ClusterRecord, Edit, Editor,
+    ExceptionHistoryEntry, ExceptionRecord, ExceptionWrite, Guard, NamespaceRecord, NewResource,
+    NewUpload, Page, PoliciesVersion, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord,
+    PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, TokenRecord, UploadRecord,
+    WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -94,6 +95,32 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<()>;
     /// Oldest first. `NotFound` when neither the policy nor any history of it exists.
     async fn policy_history(&self, boundary: &str, name: &str) -> Result<Vec<PolicyHistoryEntry>>;
+
+    // ---- exceptions (SPEC 7) ----
+    /// The boundary's exceptions by name; `NotFound` when the boundary does not exist.
+    async fn list_exceptions(&self, boundary: &str) -> Result<Vec<ExceptionRecord>>;
+    async fn get_exception(&self, boundary: &str, name: &str) -> Result<ExceptionRecord>;
+    /// Saves an exception (see `ExceptionWrite`); wakes the reconciler.
+    async fn put_exception(
+        &self,
+        write: ExceptionWrite,
+        actor: &str,
+    ) -> Result<(ExceptionRecord, WriteAction)>;
+    async fn delete_exception(
+        &self,
+        boundary: &str,
+        name: &str,
+        if_match: Option<&str>,
+        actor: &str,
+    ) -> Result<()>;
+    /// Oldest first. `NotFound` when neither the exception nor any history of it exists.
+    async fn exception_history(
+        &self,
+        boundary: &str,
+        name: &str,
+    ) -> Result<Vec<ExceptionHistoryEntry>>;
+    /// Every approved exception of every boundary that has not expired at `now`.
+    async fn exceptions_in_force(&self, now: &str) -> Result<Vec<ExceptionRecord>>;
 
     // ---- resources ----
     /// Checks in order: boundary exists (`NotFound`), name free (`Conflict`), then, with a

@@ -28,12 +28,14 @@ pub trait Check: Send {
         None
     }
 
-    /// The answer for `policies`, every policy of `boundary` as stored at `version`.
+    /// The answer for `policies` and `exceptions`, every policy and exception of `boundary`
+    /// as stored at `version` (exceptions change the version too).
     fn check(
         self: Box<Self>,
         boundary: &str,
         version: PoliciesVersion,
         policies: &[PolicyRecord],
+        exceptions: &[ExceptionRecord],
     ) -> Result<Vec<String>, Veto>;
 }
 
@@ -46,6 +48,7 @@ where
         _boundary: &str,
         _version: PoliciesVersion,
         policies: &[PolicyRecord],
+        _exceptions: &[ExceptionRecord],
     ) -> Result<Vec<String>, Veto> {
         (*self)(policies)
     }
@@ -122,6 +125,54 @@ pub struct PolicyHistoryEntry {
     pub seq: i64,
     pub actor: String,
     pub at: String,
+    pub before_json: Option<String>,
+    pub after_json: Option<String>,
+}
+
+/// A stored exception (SPEC 7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExceptionRecord {
+    pub boundary: String,
+    pub name: String,
+    /// The policy it excepts (also inside `spec_json`; a column for lookups).
+    pub policy: String,
+    /// The document's `spec`, as JSON text (canonical: written by the server).
+    pub spec_json: String,
+    /// When it ends: RFC 3339 UTC with milliseconds, as every stored time.
+    pub expires_at: String,
+    pub etag: String,
+    /// `requested` (applies nothing) or `approved`.
+    pub state: String,
+    pub requested_by: String,
+    pub approved_by: Option<String>,
+    pub approved_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub updated_by: String,
+}
+
+/// What an exception write saves.
+#[derive(Clone, Debug)]
+pub struct ExceptionWrite {
+    pub boundary: String,
+    pub name: String,
+    pub policy: String,
+    pub spec_json: String,
+    pub expires_at: String,
+    /// Approved by the writer (an admin or boundary-admin), or a request (a developer).
+    pub approve: bool,
+    pub if_match: Option<String>,
+    /// The most exceptions the boundary may hold; a new one beyond it is `Conflict`.
+    pub max_per_boundary: usize,
+}
+
+/// One entry of an exception's history: `put`, `approve` or `delete`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExceptionHistoryEntry {
+    pub seq: i64,
+    pub actor: String,
+    pub at: String,
+    pub action: String,
     pub before_json: Option<String>,
     pub after_json: Option<String>,
 }

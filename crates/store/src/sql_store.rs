@@ -13,15 +13,16 @@ use tokio::sync::watch;
 use crate::error::db;
 use crate::group_commit::Op;
 use crate::ops::{
-    audits, boundaries, changes, clusters, namespaces, policies, resources, settings, statuses,
-    tokens, uploads,
+    audits, boundaries, changes, clusters, exceptions, namespaces, policies, resources, settings,
+    statuses, tokens, uploads,
 };
 use crate::sql::{by, remaining, Conn, DbResult};
 use crate::{
-    AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor, Guard, Lease,
-    NamespaceRecord, NewResource, NewUpload, Page, PolicyHistoryEntry, PolicyRecord,
-    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store,
-    StoreError, TokenRecord, UploadRecord, WriteAction,
+    AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor,
+    ExceptionHistoryEntry, ExceptionRecord, ExceptionWrite, Guard, Lease, NamespaceRecord,
+    NewResource, NewUpload, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord,
+    PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError,
+    TokenRecord, UploadRecord, WriteAction,
 };
 
 /// What differs between SQLite and PostgreSQL below the operations: how a write transaction
@@ -559,6 +560,48 @@ impl<B: SqlBackend> Store for SqlStore<B> {
 
     async fn policy_history(&self, boundary: &str, name: &str) -> Result<Vec<PolicyHistoryEntry>> {
         policies::history(&mut *self.read().await?, boundary, name).await
+    }
+
+    async fn list_exceptions(&self, boundary: &str) -> Result<Vec<ExceptionRecord>> {
+        exceptions::list(&mut *self.read().await?, boundary).await
+    }
+
+    async fn get_exception(&self, boundary: &str, name: &str) -> Result<ExceptionRecord> {
+        exceptions::get(&mut *self.read().await?, boundary, name).await
+    }
+
+    async fn put_exception(
+        &self,
+        write: ExceptionWrite,
+        actor: &str,
+    ) -> Result<(ExceptionRecord, WriteAction)> {
+        let mut tx = self.begin(None).await?;
+        let result = exceptions::put(tx.conn(), &write, actor).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn delete_exception(
+        &self,
+        boundary: &str,
+        name: &str,
+        if_match: Option<&str>,
+        actor: &str,
+    ) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = exceptions::delete(tx.conn(), boundary, name, if_match, actor).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn exception_history(
+        &self,
+        boundary: &str,
+        name: &str,
+    ) -> Result<Vec<ExceptionHistoryEntry>> {
+        exceptions::history(&mut *self.read().await?, boundary, name).await
+    }
+
+    async fn exceptions_in_force(&self, now: &str) -> Result<Vec<ExceptionRecord>> {
+        exceptions::read_in_force(&mut *self.read().await?, now).await
     }
 
     async fn get_resource(&self, key: &ResourceKey) -> Result<ResourceRecord> {

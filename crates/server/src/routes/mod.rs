@@ -4,6 +4,7 @@
 
 pub mod boundaries;
 pub mod clusters;
+pub mod exceptions;
 pub mod meta;
 pub mod namespaces;
 pub mod policies;
@@ -49,6 +50,24 @@ pub fn router() -> Router<AppState> {
         .route(
             "/v1/boundaries/{boundary}/policies/{policy}/report",
             get(policies::report),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/exceptions",
+            get(exceptions::list),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/exceptions/{exception}",
+            get(exceptions::get_one)
+                .put(exceptions::put)
+                .delete(exceptions::delete),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/exceptions/{exception}/approve",
+            axum::routing::post(exceptions::approve),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/exceptions/{exception}/history",
+            get(exceptions::history),
         )
         .route("/v1/apply", axum::routing::post(policies::apply))
         .route(

@@ -16,6 +16,7 @@ const HAS_POLICIES: &str = "SELECT EXISTS (SELECT 1 FROM policies WHERE boundary
 const HAS_NAMESPACES: &str =
     "SELECT EXISTS (SELECT 1 FROM namespaces WHERE boundary = $1) AS found";
 const DELETE_STATUSES: &str = "DELETE FROM policy_status WHERE boundary = $1";
+const DELETE_EXCEPTIONS: &str = "DELETE FROM exceptions WHERE boundary = $1";
 const DELETE_REPORTS: &str = "DELETE FROM audit_report WHERE boundary = $1";
 const DELETE_ATTACHMENTS: &str = "DELETE FROM boundary_clusters WHERE boundary = $1";
 /// A boundary's tokens go with it: a boundary created later under the same name must not
@@ -71,8 +72,8 @@ pub(crate) async fn list<C: Conn>(c: &mut C) -> Result<Vec<BoundaryRecord>> {
     Ok(c.fetch_all(SELECT_ALL, &[], boundary).await?)
 }
 
-/// Refused while the boundary holds resources, policies or namespaces. Its statuses, cluster
-/// attachments, tokens and uploads go with it; its history (`policy_history`, `changes`) stays, as
+/// Refused while the boundary holds resources, policies or namespaces. Its statuses,
+/// exceptions, cluster attachments, tokens and uploads go with it; its history (`policy_history`, `changes`) stays, as
 /// the audit trail.
 pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
     lock(c, name).await?;
@@ -88,6 +89,7 @@ pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
     }
     for statement in [
         DELETE_STATUSES,
+        DELETE_EXCEPTIONS,
         DELETE_REPORTS,
         DELETE_ATTACHMENTS,
         DELETE_TOKENS,

@@ -9,6 +9,8 @@ use crate::{ChangeRecord, Result};
 
 pub(crate) const POLICY_PUT: &str = "policy.put";
 pub(crate) const POLICY_DELETE: &str = "policy.delete";
+pub(crate) const EXCEPTION_PUT: &str = "exception.put";
+pub(crate) const EXCEPTION_DELETE: &str = "exception.delete";
 pub(crate) const RESOURCE_CREATE: &str = "resource.create";
 pub(crate) const RESOURCE_UPDATE: &str = "resource.update";
 pub(crate) const RESOURCE_DELETE: &str = "resource.delete";

@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | `boundaries` | boundaries; `lock` serialises a boundary's writes |
 //! | `policies` | policies and their history (`policies::put` saves one) |
+//! | `exceptions` | exceptions, their approval and their history |
 //! | `resources` | resources, guarded creates and plan moves, pages |
 //! | `changes` | the committed-change log every boundary write appends to |
 //! | `tokens` | API tokens |
@@ -21,6 +22,7 @@ pub(crate) mod audits;
 pub(crate) mod boundaries;
 pub(crate) mod changes;
 pub(crate) mod clusters;
+pub(crate) mod exceptions;
 pub(crate) mod namespaces;
 pub(crate) mod policies;
 pub(crate) mod resources;

@@ -108,8 +108,11 @@ async fn run_guard<C: Conn>(
     let policies = super::policies::read_all(c, boundary)
         .await
         .map_err(StoreError::PolicyUnavailable)?;
+    let exceptions = super::exceptions::read_all(c, boundary)
+        .await
+        .map_err(StoreError::PolicyUnavailable)?;
     guard
-        .check(boundary, version, &policies)
+        .check(boundary, version, &policies, &exceptions)
         .map_err(StoreError::Vetoed)
 }
 

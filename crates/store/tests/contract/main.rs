@@ -13,6 +13,7 @@ mod backends;
 mod boundaries;
 mod changes;
 mod clusters;
+mod exceptions;
 mod guarded_writes;
 mod policies;
 mod reconciler;
@@ -30,6 +31,7 @@ use changes::{changes_share_one_sequence, history_is_pruned_oldest_first_in_batc
 use clusters::{
     audit_reports, cluster_layout, clusters_and_attachments, namespaces, policy_statuses,
 };
+use exceptions::{exceptions, exceptions_change_the_policies_version};
 use guarded_writes::{
     a_deadline_passed_before_the_commit_writes_nothing, concurrent_creates_of_one_name_conflict,
     concurrent_edits_of_one_resource_lose_nothing, guarded_creates_race_policy_changes,
@@ -108,6 +110,8 @@ contract!(
     boundaries,
     deleting_a_boundary_takes_its_attachments_and_tokens,
     policies,
+    exceptions,
+    exceptions_change_the_policies_version,
     policy_if_match,
     apply_policies_is_all_or_nothing,
     apply_policies_in_order,

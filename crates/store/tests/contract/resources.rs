@@ -489,6 +489,7 @@ impl Check for Memo {
         _boundary: &str,
         version: PoliciesVersion,
         policies: &[PolicyRecord],
+        _exceptions: &[palisade_store::ExceptionRecord],
     ) -> Result<Vec<String>, Veto> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         let names: Vec<String> = policies
@@ -658,6 +659,7 @@ impl Check for Peek {
         _boundary: &str,
         version: PoliciesVersion,
         _policies: &[PolicyRecord],
+        _exceptions: &[palisade_store::ExceptionRecord],
     ) -> Result<Vec<String>, Veto> {
         *self.0.lock().unwrap() = Some(version.0);
         Ok(Vec::new())

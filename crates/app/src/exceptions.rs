@@ -1,0 +1,319 @@
+//! Exceptions of a boundary (SPEC 7): save (the document's `spec`), approve, get, list,
+//! delete, history. An admin or boundary-admin of the boundary writes an exception approved
+//! by themselves; a developer writes a request, which applies nothing until someone else with
+//! those roles approves it.
+
+use palisade_api_types::view::{ExceptionList, ExceptionView, History, HistoryEntry};
+use palisade_api_types::ExceptionSpec;
+use palisade_policy::exception::MAX_PER_BOUNDARY;
+use palisade_policy::{Exception, Name};
+use palisade_store::{ExceptionRecord, ExceptionWrite, StoreError, WriteAction};
+
+use crate::caller::{Access, Role};
+use crate::error::{AppError, AppResult};
+use crate::paging::PageRequest;
+use crate::App;
+
+/// The default of `serve --max-exception-days`.
+pub const MAX_EXCEPTION_DAYS: u32 = 90;
+
+/// The stored state of an approved exception (the other: `requested`).
+pub const APPROVED: &str = "approved";
+const REQUESTED: &str = "requested";
+
+/// Whether the API servers of the clusters are given exceptions to admission rules (`match`).
+/// Not yet: such an exception is refused with a 400 naming `/match` rather than stored and
+/// silently not enforced.
+const ADMISSION_INSTALLED: bool = false;
+
+/// A saved exception and what the save did.
+#[derive(Clone, Debug)]
+pub struct SavedException {
+    pub view: ExceptionView,
+    pub action: WriteAction,
+}
+
+/// Decodes a stored exception (as validated when saved; its time is not judged again). A
+/// stored exception palisade cannot read makes a plan decision `PolicyUnavailable`.
+pub fn decode_stored(record: &ExceptionRecord) -> Result<Exception, AppError> {
+    let unreadable = |why: String| {
+        AppError::PolicyUnavailable(format!(
+            "stored exception {}/{} cannot be decoded: {why}",
+            record.boundary, record.name
+        ))
+    };
+    let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
+    let spec = ExceptionSpec::from_json(record.spec_json.as_bytes())
+        .map_err(|e| unreadable(e.to_string()))?;
+    spec.decode_stored(name)
+        .map_err(|e| unreadable(e.to_string()))
+}
+
+/// `requested`, `active` or `expired` at `now`.
+pub fn status_at(record: &ExceptionRecord, now: &str) -> &'static str {
+    if now >= record.expires_at.as_str() {
+        "expired"
+    } else if record.state == APPROVED {
+        "active"
+    } else {
+        REQUESTED
+    }
+}
+
+/// The exception as the API shows it, at `now`.
+pub fn view(record: ExceptionRecord, now: &str, warnings: Option<Vec<String>>) -> ExceptionView {
+    ExceptionView {
+        status: status_at(&record, now).to_owned(),
+        spec: serde_json::from_str(&record.spec_json).unwrap_or(serde_json::Value::Null),
+        expires_at: record.expires_at.replace(".000Z", "Z"),
+        boundary: record.boundary,
+        name: record.name,
+        requested_by: record.requested_by,
+        approved_by: record.approved_by,
+        approved_at: record.approved_at,
+        etag: record.etag,
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+        updated_by: record.updated_by,
+        warnings,
+    }
+}
+
+fn not_found(boundary: &str, name: &str) -> AppError {
+    AppError::NotFound(format!(
+        "exception '{name}' not found in boundary '{boundary}'"
+    ))
+}
+
+fn from_store<'a>(boundary: &'a str, name: &'a str) -> impl Fn(StoreError) -> AppError + 'a {
+    move |e| match e {
+        StoreError::NotFound => not_found(boundary, name),
+        other => AppError::from_store(other, "exception"),
+    }
+}
+
+/// The spec as saved: validated, with `expiresAt` in the stored form and the reason trimmed.
+fn canonical(spec: &ExceptionSpec, exception: &Exception) -> AppResult<String> {
+    let mut spec = spec.clone();
+    spec.expires_at = exception.expires_at.replace(".000Z", "Z");
+    spec.reason = exception.reason.clone();
+    serde_json::to_string(&spec).map_err(|e| AppError::Internal(e.to_string()))
+}
+
+impl App {
+    /// Validates and saves the spec of exception `name`: approved by the writer when an admin
+    /// or boundary-admin writes it, a request when a developer does. 400 naming the field,
+    /// 409 past the boundary's limit, 412 on a stale etag.
+    pub async fn save_exception(
+        &self,
+        access: &Access,
+        name: &str,
+        spec_json: &[u8],
+        if_match: Option<String>,
+    ) -> AppResult<SavedException> {
+        self.admit_write(access.caller(), Some(access.boundary()))?;
+        let boundary = access.boundary();
+        let exception_name = crate::path_name("exception", name)?;
+        let value = palisade_api_types::json::parse_value(spec_json)?;
+        let spec: ExceptionSpec = palisade_api_types::json::from_value(value)?;
+        let exception = spec
+            .validate(exception_name, chrono::Utc::now(), self.max_exception_days)
+            .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
+        if exception.object_match.is_some() && !ADMISSION_INSTALLED {
+            return Err(AppError::invalid(
+                "/match",
+                "exceptions to admission rules are not installed in clusters by this version of \
+                 palisade; only compute-plan exceptions (resources and plans) are enforced",
+            ));
+        }
+        let approve = !matches!(access.caller().role, Role::Developer(_));
+        let write = ExceptionWrite {
+            boundary: boundary.to_owned(),
+            name: name.to_owned(),
+            policy: exception.policy.to_string(),
+            spec_json: canonical(&spec, &exception)?,
+            expires_at: exception.expires_at.clone(),
+            approve,
+            if_match,
+            max_per_boundary: MAX_PER_BOUNDARY,
+        };
+        let actor = access.caller().actor();
+        let (record, action) = self
+            .store
+            .put_exception(write, &actor)
+            .await
+            .map_err(from_store(boundary, name))?;
+        tracing::info!(%boundary, exception = %name, action = action.as_str(), state = %record.state, %actor, "exception saved");
+        let warnings = self.exception_warnings(boundary, &exception).await;
+        Ok(SavedException {
+            view: view(record, &palisade_store::now(), Some(warnings)),
+            action,
+        })
+    }
+
+    /// What a save should tell its writer: a policy the boundary does not have (yet), a
+    /// request that waits for approval.
+    async fn exception_warnings(&self, boundary: &str, exception: &Exception) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Err(StoreError::NotFound) = self
+            .store
+            .get_policy(boundary, exception.policy.as_str())
+            .await
+        {
+            warnings.push(format!(
+                "boundary '{boundary}' has no policy '{}' (yet): the exception applies once it has",
+                exception.policy
+            ));
+        }
+        warnings
+    }
+
+    /// Approves a request (admin or boundary-admin of the boundary, never its requester).
+    pub async fn approve_exception(
+        &self,
+        access: &Access,
+        name: &str,
+        if_match: Option<String>,
+    ) -> AppResult<ExceptionView> {
+        access.caller().require_boundary_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
+        let boundary = access.boundary();
+        let record = self
+            .store
+            .get_exception(boundary, name)
+            .await
+            .map_err(from_store(boundary, name))?;
+        let actor = access.caller().actor();
+        let now = palisade_store::now();
+        if record.state == APPROVED {
+            return Ok(view(record, &now, None));
+        }
+        if record.requested_by == actor {
+            return Err(AppError::Forbidden(format!(
+                "exception '{name}' was requested with this token; another admin or \
+                 boundary-admin of '{boundary}' must approve it"
+            )));
+        }
+        if status_at(&record, &now) == "expired" {
+            return Err(AppError::Conflict(format!(
+                "exception '{name}' ended at {}; save it again with a later expiresAt",
+                record.expires_at.replace(".000Z", "Z")
+            )));
+        }
+        let write = ExceptionWrite {
+            boundary: boundary.to_owned(),
+            name: name.to_owned(),
+            policy: record.policy.clone(),
+            spec_json: record.spec_json.clone(),
+            expires_at: record.expires_at.clone(),
+            approve: true,
+            if_match: Some(if_match.unwrap_or_else(|| record.etag.clone())),
+            max_per_boundary: MAX_PER_BOUNDARY,
+        };
+        let (record, _) = self
+            .store
+            .put_exception(write, &actor)
+            .await
+            .map_err(from_store(boundary, name))?;
+        tracing::info!(%boundary, exception = %name, %actor, requested_by = %record.requested_by, "exception approved");
+        Ok(view(record, &palisade_store::now(), None))
+    }
+
+    /// One exception with its status.
+    pub async fn get_exception(&self, access: &Access, name: &str) -> AppResult<ExceptionView> {
+        let boundary = access.boundary();
+        let record = self
+            .store
+            .get_exception(boundary, name)
+            .await
+            .map_err(from_store(boundary, name))?;
+        Ok(view(record, &palisade_store::now(), None))
+    }
+
+    /// The boundary's exceptions, by name.
+    pub async fn exceptions(&self, access: &Access) -> AppResult<Vec<ExceptionView>> {
+        let boundary = access.boundary();
+        let records = self
+            .store
+            .list_exceptions(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let now = palisade_store::now();
+        Ok(records.into_iter().map(|r| view(r, &now, None)).collect())
+    }
+
+    /// A page of the boundary's exceptions.
+    pub async fn list_exceptions(
+        &self,
+        access: &Access,
+        page: &PageRequest,
+    ) -> AppResult<ExceptionList> {
+        let views = self.exceptions(access).await?;
+        let list = format!("exceptions of {}", access.boundary());
+        let page = page.page(&self.continue_tokens(), &list, views, |e| e.name.clone())?;
+        Ok(ExceptionList {
+            items: page.items,
+            continue_token: page.continue_token,
+        })
+    }
+
+    /// Deletes an exception (admin or boundary-admin; `if_match`: the etag the caller read).
+    pub async fn delete_exception(
+        &self,
+        access: &Access,
+        name: &str,
+        if_match: Option<&str>,
+    ) -> AppResult<()> {
+        access.caller().require_boundary_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
+        let boundary = access.boundary();
+        let actor = access.caller().actor();
+        self.store
+            .delete_exception(boundary, name, if_match, &actor)
+            .await
+            .map_err(from_store(boundary, name))?;
+        tracing::info!(%boundary, exception = %name, %actor, "exception deleted");
+        Ok(())
+    }
+
+    /// A page of an exception's history, oldest first: who asked, who approved, when.
+    pub async fn exception_history(
+        &self,
+        access: &Access,
+        name: &str,
+        page: &PageRequest,
+    ) -> AppResult<History> {
+        let boundary = access.boundary();
+        page.limit()?;
+        let entries = self
+            .store
+            .exception_history(boundary, name)
+            .await
+            .map_err(from_store(boundary, name))?;
+        let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
+        let numbered: Vec<(String, HistoryEntry)> = entries
+            .into_iter()
+            .enumerate()
+            .map(|(position, e)| {
+                (
+                    format!("{position:010}"),
+                    HistoryEntry {
+                        actor: e.actor,
+                        at: e.at,
+                        action: Some(e.action),
+                        before: parse(e.before_json),
+                        after: parse(e.after_json),
+                    },
+                )
+            })
+            .collect();
+        let list = format!("history of exception {boundary}/{name}");
+        let page = page.page(&self.continue_tokens(), &list, numbered, |(key, _)| {
+            key.clone()
+        })?;
+        Ok(History {
+            items: page.items.into_iter().map(|(_, entry)| entry).collect(),
+            continue_token: page.continue_token,
+        })
+    }
+}

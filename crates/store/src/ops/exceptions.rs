@@ -1,0 +1,265 @@
+//! Exceptions and their history (SPEC 7). Every write locks the exception's boundary first:
+//! it changes the boundary's policies' version (a trigger), so a guarded resource write
+//! decides with or without it, never half.
+
+use super::{boundaries, changes, check_if_match, on_insert};
+use crate::sql::{
+    Arg::{OptText, Text},
+    Conn, DbResult, Fields,
+};
+use crate::{
+    ExceptionHistoryEntry, ExceptionRecord, ExceptionWrite, Result, StoreError, WriteAction,
+};
+
+pub(crate) const REQUESTED: &str = "requested";
+pub(crate) const APPROVED: &str = "approved";
+
+const COLUMNS: &str = "boundary, name, policy, spec_json, expires_at, etag, state, \
+     requested_by, approved_by, approved_at, created_at, updated_at, updated_by";
+const INSERT: &str = "INSERT INTO exceptions (boundary, name, policy, spec_json, expires_at, \
+     etag, state, requested_by, approved_by, approved_at, created_at, updated_at, updated_by) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)";
+const UPDATE: &str = "UPDATE exceptions SET policy = $3, spec_json = $4, expires_at = $5, \
+     etag = $6, state = $7, requested_by = $8, approved_by = $9, approved_at = $10, \
+     updated_at = $11, updated_by = $12 WHERE boundary = $1 AND name = $2";
+const DELETE: &str = "DELETE FROM exceptions WHERE boundary = $1 AND name = $2";
+const COUNT: &str = "SELECT COUNT(*) AS n FROM exceptions WHERE boundary = $1";
+const INSERT_HISTORY: &str = "INSERT INTO exception_history \
+     (boundary, name, actor, at, action, before_json, after_json) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+const SELECT_HISTORY: &str = "SELECT seq, actor, at, action, before_json, after_json \
+     FROM exception_history WHERE boundary = $1 AND name = $2 ORDER BY seq";
+
+fn exception(row: &dyn Fields) -> sqlx::Result<ExceptionRecord> {
+    Ok(ExceptionRecord {
+        boundary: row.text("boundary")?,
+        name: row.text("name")?,
+        policy: row.text("policy")?,
+        spec_json: row.text("spec_json")?,
+        expires_at: row.text("expires_at")?,
+        etag: row.text("etag")?,
+        state: row.text("state")?,
+        requested_by: row.text("requested_by")?,
+        approved_by: row.opt_text("approved_by")?,
+        approved_at: row.opt_text("approved_at")?,
+        created_at: row.text("created_at")?,
+        updated_at: row.text("updated_at")?,
+        updated_by: row.text("updated_by")?,
+    })
+}
+
+fn history_entry(row: &dyn Fields) -> sqlx::Result<ExceptionHistoryEntry> {
+    Ok(ExceptionHistoryEntry {
+        seq: row.int("seq")?,
+        actor: row.text("actor")?,
+        at: row.text("at")?,
+        action: row.text("action")?,
+        before_json: row.opt_text("before_json")?,
+        after_json: row.opt_text("after_json")?,
+    })
+}
+
+/// The boundary's exceptions by name; `NotFound` when the boundary does not exist.
+pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ExceptionRecord>> {
+    boundaries::get(c, boundary).await?;
+    Ok(read_all(c, boundary).await?)
+}
+
+/// Every exception of the boundary, as stored (a guard's input).
+pub(crate) async fn read_all<C: Conn>(c: &mut C, boundary: &str) -> DbResult<Vec<ExceptionRecord>> {
+    let statement = format!("SELECT {COLUMNS} FROM exceptions WHERE boundary = $1 ORDER BY name");
+    c.fetch_all(&statement, &[Text(boundary)], exception).await
+}
+
+/// Every approved exception of every boundary not expired at `now` (the reconciler's input).
+pub(crate) async fn read_in_force<C: Conn>(c: &mut C, now: &str) -> Result<Vec<ExceptionRecord>> {
+    let statement = format!(
+        "SELECT {COLUMNS} FROM exceptions WHERE state = '{APPROVED}' AND expires_at > $1 \
+         ORDER BY boundary, name"
+    );
+    Ok(c.fetch_all(&statement, &[Text(now)], exception).await?)
+}
+
+async fn read<C: Conn>(c: &mut C, boundary: &str, name: &str) -> Result<Option<ExceptionRecord>> {
+    let statement = format!("SELECT {COLUMNS} FROM exceptions WHERE boundary = $1 AND name = $2");
+    Ok(
+        c.fetch_optional(&statement, &[Text(boundary), Text(name)], exception)
+            .await?,
+    )
+}
+
+pub(crate) async fn get<C: Conn>(c: &mut C, boundary: &str, name: &str) -> Result<ExceptionRecord> {
+    read(c, boundary, name).await?.ok_or(StoreError::NotFound)
+}
+
+/// Saves an exception. The same spec is `Unchanged` (an approver's write of a request
+/// approves it). Otherwise the spec is saved approved by the writer, or as a request; a
+/// request again when a developer changes an approved exception.
+pub(crate) async fn put<C: Conn>(
+    c: &mut C,
+    write: &ExceptionWrite,
+    actor: &str,
+) -> Result<(ExceptionRecord, WriteAction)> {
+    let (boundary, name) = (write.boundary.as_str(), write.name.as_str());
+    boundaries::lock(c, boundary).await?;
+    let current = read(c, boundary, name).await?;
+    match &current {
+        Some(current) => {
+            check_if_match(write.if_match.as_deref(), &current.etag)?;
+            let approved_already = current.state == APPROVED || !write.approve;
+            if current.spec_json == write.spec_json && approved_already {
+                return Ok((current.clone(), WriteAction::Unchanged));
+            }
+        }
+        None if write.if_match.is_some() => return Err(StoreError::PreconditionFailed),
+        None => {
+            let count = c
+                .fetch_optional(COUNT, &[Text(boundary)], |row| row.int("n"))
+                .await?
+                .unwrap_or(0);
+            if usize::try_from(count).unwrap_or(usize::MAX) >= write.max_per_boundary {
+                return Err(StoreError::Conflict(format!(
+                    "boundary '{boundary}' holds {count} exceptions, the most it may hold"
+                )));
+            }
+        }
+    }
+    let now = crate::now();
+    let (state, approved_by, approved_at) = if write.approve {
+        (APPROVED, Some(actor), Some(now.as_str()))
+    } else {
+        (REQUESTED, None, None)
+    };
+    // An approver's write of the same spec approves the request: the requester stays.
+    let same_spec = current
+        .as_ref()
+        .is_some_and(|c| c.spec_json == write.spec_json);
+    let requested_by = match &current {
+        Some(current) if same_spec => current.requested_by.clone(),
+        _ => actor.to_owned(),
+    };
+    let etag = crate::etag_of(&[&write.spec_json, state]);
+    let row = [
+        Text(boundary),
+        Text(name),
+        Text(&write.policy),
+        Text(&write.spec_json),
+        Text(&write.expires_at),
+        Text(&etag),
+        Text(state),
+        Text(&requested_by),
+        OptText(approved_by),
+        OptText(approved_at),
+        Text(&now),
+        Text(actor),
+    ];
+    let action = if current.is_some() {
+        c.execute(UPDATE, &row).await?;
+        WriteAction::Configured
+    } else {
+        c.execute(INSERT, &row)
+            .await
+            .map_err(|e| on_insert(e, &format!("exception {name}")))?;
+        WriteAction::Created
+    };
+    let before = current.as_ref().map(|e| e.spec_json.as_str());
+    let action_text = if same_spec && write.approve {
+        "approve"
+    } else {
+        "put"
+    };
+    record_history(
+        c,
+        boundary,
+        name,
+        actor,
+        &now,
+        action_text,
+        before,
+        Some(&write.spec_json),
+    )
+    .await?;
+    changes::append(
+        c,
+        boundary,
+        changes::EXCEPTION_PUT,
+        name,
+        Some(&write.spec_json),
+        &now,
+    )
+    .await?;
+    let record = ExceptionRecord {
+        boundary: boundary.to_owned(),
+        name: name.to_owned(),
+        policy: write.policy.clone(),
+        spec_json: write.spec_json.clone(),
+        expires_at: write.expires_at.clone(),
+        etag,
+        state: state.to_owned(),
+        requested_by,
+        approved_by: approved_by.map(str::to_owned),
+        approved_at: approved_at.map(str::to_owned),
+        created_at: current.map_or_else(|| now.clone(), |e| e.created_at),
+        updated_at: now,
+        updated_by: actor.to_owned(),
+    };
+    Ok((record, action))
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one history row: its key, who, when, what, and the spec before and after"
+)]
+async fn record_history<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    name: &str,
+    actor: &str,
+    at: &str,
+    action: &str,
+    before_json: Option<&str>,
+    after_json: Option<&str>,
+) -> Result<()> {
+    let args = [
+        Text(boundary),
+        Text(name),
+        Text(actor),
+        Text(at),
+        Text(action),
+        OptText(before_json),
+        OptText(after_json),
+    ];
+    c.execute(INSERT_HISTORY, &args).await?;
+    Ok(())
+}
+
+pub(crate) async fn delete<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    name: &str,
+    if_match: Option<&str>,
+    actor: &str,
+) -> Result<()> {
+    boundaries::lock(c, boundary).await?;
+    let current = get(c, boundary, name).await?;
+    check_if_match(if_match, &current.etag)?;
+    c.execute(DELETE, &[Text(boundary), Text(name)]).await?;
+    let now = crate::now();
+    let before = Some(current.spec_json.as_str());
+    record_history(c, boundary, name, actor, &now, "delete", before, None).await?;
+    changes::append(c, boundary, changes::EXCEPTION_DELETE, name, None, &now).await
+}
+
+/// Oldest first. `NotFound` when neither the exception nor any history of it exists.
+pub(crate) async fn history<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    name: &str,
+) -> Result<Vec<ExceptionHistoryEntry>> {
+    let args = [Text(boundary), Text(name)];
+    let entries = c.fetch_all(SELECT_HISTORY, &args, history_entry).await?;
+    if entries.is_empty() {
+        return Err(StoreError::NotFound);
+    }
+    Ok(entries)
+}

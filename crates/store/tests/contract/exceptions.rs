@@ -1,0 +1,210 @@
+//! Exceptions: a request, its approval by another, history, the limit per boundary, the
+//! policies' version they change, and what a guard reads.
+
+use palisade_store::{ExceptionWrite, WriteAction};
+
+use crate::support::*;
+
+fn write(boundary: &str, name: &str, spec: &str, approve: bool) -> ExceptionWrite {
+    ExceptionWrite {
+        boundary: boundary.into(),
+        name: name.into(),
+        policy: "size".into(),
+        spec_json: spec.into(),
+        expires_at: "2027-01-31T00:00:00.000Z".into(),
+        approve,
+        if_match: None,
+        max_per_boundary: 3,
+    }
+}
+
+pub async fn exceptions(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let spec = r#"{"policy":"size"}"#;
+
+    // A developer's request: applies nothing, records the requester.
+    let (requested, action) = store
+        .put_exception(write("b", "legacy", spec, false), "dev")
+        .await
+        .unwrap();
+    assert_eq!(action, WriteAction::Created);
+    assert_eq!(requested.state, "requested");
+    assert_eq!(requested.requested_by, "dev");
+    assert_eq!(requested.approved_by, None);
+    assert!(store
+        .exceptions_in_force("2027-01-01T00:00:00.000Z")
+        .await
+        .unwrap()
+        .is_empty());
+
+    // The same spec written by an approver approves it; the requester stays.
+    let (approved, action) = store
+        .put_exception(write("b", "legacy", spec, true), "admin")
+        .await
+        .unwrap();
+    assert_eq!(action, WriteAction::Configured);
+    assert_eq!(approved.state, "approved");
+    assert_eq!(approved.requested_by, "dev");
+    assert_eq!(approved.approved_by.as_deref(), Some("admin"));
+    assert_ne!(approved.etag, requested.etag);
+    assert_eq!(store.get_exception("b", "legacy").await.unwrap(), approved);
+
+    // Unchanged: nothing written.
+    let (same, action) = store
+        .put_exception(write("b", "legacy", spec, true), "admin2")
+        .await
+        .unwrap();
+    assert_eq!(action, WriteAction::Unchanged);
+    assert_eq!(same, approved);
+
+    // In force until expiresAt, not at it.
+    let in_force = store
+        .exceptions_in_force("2027-01-30T23:59:59.999Z")
+        .await
+        .unwrap();
+    assert_eq!(in_force.len(), 1);
+    assert!(store
+        .exceptions_in_force("2027-01-31T00:00:00.000Z")
+        .await
+        .unwrap()
+        .is_empty());
+
+    // A developer's change makes it a request again.
+    let (changed, _) = store
+        .put_exception(
+            write("b", "legacy", r#"{"policy":"size","x":1}"#, false),
+            "dev",
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.state, "requested");
+    assert_eq!(changed.approved_by, None);
+
+    // If-Match: a stale etag is refused.
+    let stale = ExceptionWrite {
+        if_match: Some(approved.etag.clone()),
+        ..write("b", "legacy", spec, true)
+    };
+    assert!(matches!(
+        store.put_exception(stale, "admin").await,
+        Err(StoreError::PreconditionFailed)
+    ));
+
+    // The limit per boundary.
+    for name in ["two", "three"] {
+        store
+            .put_exception(write("b", name, spec, true), "admin")
+            .await
+            .unwrap();
+    }
+    match store
+        .put_exception(write("b", "four", spec, true), "admin")
+        .await
+    {
+        Err(StoreError::Conflict(reason)) => assert_eq!(
+            reason,
+            "boundary 'b' holds 3 exceptions, the most it may hold"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let names: Vec<String> = store
+        .list_exceptions("b")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["legacy", "three", "two"]);
+
+    store
+        .delete_exception("b", "two", None, "admin")
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.get_exception("b", "two").await,
+        Err(StoreError::NotFound)
+    ));
+    let actions: Vec<(String, String)> = store
+        .exception_history("b", "legacy")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.actor, e.action))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("dev".to_owned(), "put".to_owned()),
+            ("admin".to_owned(), "approve".to_owned()),
+            ("dev".to_owned(), "put".to_owned()),
+        ]
+    );
+    assert_eq!(store.exception_history("b", "two").await.unwrap().len(), 2);
+    assert!(matches!(
+        store.list_exceptions("nope").await,
+        Err(StoreError::NotFound)
+    ));
+
+    // A boundary's exceptions go with it; their history stays.
+    for name in ["legacy", "three"] {
+        store
+            .delete_exception("b", name, None, "admin")
+            .await
+            .unwrap();
+    }
+    store
+        .put_exception(write("b", "left", spec, true), "admin")
+        .await
+        .unwrap();
+    store.delete_boundary("b").await.unwrap();
+    assert_eq!(store.exception_history("b", "left").await.unwrap().len(), 1);
+}
+
+/// A write of an exception changes the boundary's policies' version, so a guard that decided
+/// at the earlier version reads again (and sees the exception).
+pub async fn exceptions_change_the_policies_version(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let guard = |seen: std::sync::Arc<std::sync::Mutex<Vec<usize>>>| -> palisade_store::Guard {
+        Box::new(Reading(seen))
+    };
+    store
+        .create_resource(
+            new_resource("b", "app", "one", "{}"),
+            Some(guard(seen.clone())),
+            None,
+        )
+        .await
+        .unwrap();
+    store
+        .put_exception(write("b", "legacy", r#"{"policy":"size"}"#, true), "admin")
+        .await
+        .unwrap();
+    store
+        .create_resource(
+            new_resource("b", "app", "two", "{}"),
+            Some(guard(seen.clone())),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), [0, 1]);
+}
+
+/// A guard that records how many exceptions it was handed.
+struct Reading(std::sync::Arc<std::sync::Mutex<Vec<usize>>>);
+
+impl palisade_store::Check for Reading {
+    fn check(
+        self: Box<Self>,
+        _boundary: &str,
+        _version: palisade_store::PoliciesVersion,
+        _policies: &[palisade_store::PolicyRecord],
+        exceptions: &[palisade_store::ExceptionRecord],
+    ) -> Result<Vec<String>, palisade_store::Veto> {
+        self.0.lock().unwrap().push(exceptions.len());
+        Ok(Vec::new())
+    }
+}
