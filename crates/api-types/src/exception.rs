@@ -281,6 +281,16 @@ impl MatchDoc {
                 .map_err(|e| error(format!("{base}/images/{i}"), e))?;
             images.push(image.clone());
         }
+        if namespaces.is_empty()
+            && self.labels.as_ref().is_none_or(BTreeMap::is_empty)
+            && self.images.as_ref().is_none_or(Vec::is_empty)
+        {
+            return Err(error(
+                base,
+                "must name namespaces, labels or images: an exception lets known objects past, \
+                 not the whole boundary",
+            ));
+        }
         Ok(ObjectMatch {
             clusters,
             namespaces,

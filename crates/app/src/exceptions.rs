@@ -21,11 +21,6 @@ pub const MAX_EXCEPTION_DAYS: u32 = 90;
 pub const APPROVED: &str = "approved";
 const REQUESTED: &str = "requested";
 
-/// Whether the API servers of the clusters are given exceptions to admission rules (`match`).
-/// Not yet: such an exception is refused with a 400 naming `/match` rather than stored and
-/// silently not enforced.
-const ADMISSION_INSTALLED: bool = false;
-
 /// A saved exception and what the save did.
 #[derive(Clone, Debug)]
 pub struct SavedException {
@@ -119,13 +114,6 @@ impl App {
         let exception = spec
             .validate(exception_name, chrono::Utc::now(), self.max_exception_days)
             .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
-        if exception.object_match.is_some() && !ADMISSION_INSTALLED {
-            return Err(AppError::invalid(
-                "/match",
-                "exceptions to admission rules are not installed in clusters by this version of \
-                 palisade; only compute-plan exceptions (resources and plans) are enforced",
-            ));
-        }
         let approve = !matches!(access.caller().role, Role::Developer(_));
         let write = ExceptionWrite {
             boundary: boundary.to_owned(),
@@ -155,6 +143,25 @@ impl App {
     /// request that waits for approval.
     async fn exception_warnings(&self, boundary: &str, exception: &Exception) -> Vec<String> {
         let mut warnings = Vec::new();
+        if exception.object_match.is_some() {
+            let shared: Vec<String> = self
+                .store
+                .boundary_clusters(boundary)
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| exception.in_cluster(&c.name))
+                .filter(|c| c.admission_layout.as_deref() == Some("shared"))
+                .map(|c| format!("'{}'", c.name))
+                .collect();
+            if !shared.is_empty() {
+                warnings.push(format!(
+                    "cluster {} uses the shared admission layout, which does not install \
+                     exceptions to admission rules yet: objects there stay judged by the policy alone",
+                    shared.join(", ")
+                ));
+            }
+        }
         if let Err(StoreError::NotFound) = self
             .store
             .get_policy(boundary, exception.policy.as_str())

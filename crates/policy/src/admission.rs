@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::exception::Exception;
 use crate::image_ref::ImageRef;
 use crate::message;
 use crate::name::Name;
@@ -340,21 +341,9 @@ pub fn first_violation_in(
             Rule::AllowedComputePlans(_) => None,
             // Labels are not judged on the ephemeral-containers subresource.
             Rule::RequiredLabels(_) if ephemeral => None,
-            Rule::RequiredLabels(requirements) => requirements.iter().find_map(|requirement| {
-                let found = object.label(requirement.key().as_str());
-                if requirement.is_met_by(found) {
-                    return None;
-                }
-                Some(match requirement.value() {
-                    None => message::label_missing(policy.name(), requirement.key().as_str()),
-                    Some(want) => message::label_wrong(
-                        policy.name(),
-                        requirement.key().as_str(),
-                        want.as_str(),
-                        found,
-                    ),
-                })
-            }),
+            Rule::RequiredLabels(requirements) => {
+                label_violation(policy.name(), requirements, object)
+            }
             Rule::AllowedRegistries(_) | Rule::DisallowLatestTag => {
                 image_rule_violation(policy.name(), rule, object.judged_images(request))
             }
@@ -368,6 +357,115 @@ pub fn first_violation_in(
         }
     }
     None
+}
+
+/// The raw message of the first of `requirements` the object's labels do not meet.
+fn label_violation(
+    policy: &Name,
+    requirements: &[crate::label::LabelRequirement],
+    object: &AdmissionObject,
+) -> Option<String> {
+    requirements.iter().find_map(|requirement| {
+        let found = object.label(requirement.key().as_str());
+        if requirement.is_met_by(found) {
+            return None;
+        }
+        Some(match requirement.value() {
+            None => message::label_missing(policy, requirement.key().as_str()),
+            Some(want) => {
+                message::label_wrong(policy, requirement.key().as_str(), want.as_str(), found)
+            }
+        })
+    })
+}
+
+/// [`first_violation_in`] with `exceptions` of the policy in force (already chosen for the
+/// cluster and the time, SPEC 7): a rule an exception excepts is not judged on an object the
+/// exception matches, and of an image rule only the images it does not list are judged.
+/// Answers the denial, if any, and the exceptions that let the object past a rule that would
+/// otherwise have denied it.
+pub fn first_violation_excepted<'e>(
+    policy: &Policy,
+    object: &AdmissionObject,
+    request: &AdmissionRequest,
+    exceptions: &[&'e Exception],
+) -> (Option<Denial>, Vec<&'e Exception>) {
+    let unexcepted = first_violation_in(policy, object, request);
+    if unexcepted.is_none() || exceptions.is_empty() {
+        return (unexcepted, Vec::new());
+    }
+    let namespace = object.namespace.as_deref();
+    let ephemeral = request.subresource == Subresource::EphemeralContainers;
+    let mut used: Vec<&'e Exception> = Vec::new();
+    for rule in policy.rules() {
+        let relevant: Vec<&'e Exception> = exceptions
+            .iter()
+            .copied()
+            .filter(|x| &x.policy == policy.name() && x.excepts_admission(rule.kind()))
+            .filter(|x| {
+                x.object_match
+                    .as_ref()
+                    .is_some_and(|m| m.matches(namespace, |k| object.label(k)))
+            })
+            .collect();
+        let raw = match rule {
+            Rule::AllowedComputePlans(_) => None,
+            Rule::RequiredLabels(_) if ephemeral => None,
+            Rule::RequiredLabels(requirements) => {
+                let lifting = relevant.iter().copied().find(|x| {
+                    x.object_match
+                        .as_ref()
+                        .is_some_and(|m| object.judged_images(request).all(|i| m.excepts_image(i)))
+                });
+                match (
+                    label_violation(policy.name(), requirements, object),
+                    lifting,
+                ) {
+                    (Some(_), Some(x)) => {
+                        used.push(x);
+                        None
+                    }
+                    (raw, _) => raw,
+                }
+            }
+            Rule::AllowedRegistries(_) | Rule::DisallowLatestTag => {
+                let excepted_by = |image: &str| {
+                    relevant.iter().copied().find(|x| {
+                        x.object_match
+                            .as_ref()
+                            .is_some_and(|m| m.excepts_image(image))
+                    })
+                };
+                let all: Vec<&str> = object.judged_images(request).collect();
+                let judged: Vec<&str> = all
+                    .iter()
+                    .copied()
+                    .filter(|i| excepted_by(i).is_none())
+                    .collect();
+                if image_rule_violation(policy.name(), rule, all.iter().copied()).is_some() {
+                    for image in &all {
+                        if let Some(x) = excepted_by(image) {
+                            if !used.iter().any(|u| u.name == x.name) {
+                                used.push(x);
+                            }
+                        }
+                    }
+                }
+                image_rule_violation(policy.name(), rule, judged.into_iter())
+            }
+        };
+        if let Some(raw) = raw {
+            return (
+                Some(Denial {
+                    policy: policy.name().clone(),
+                    rule: rule.kind(),
+                    message: message::finalize(raw, policy.name(), rule.kind()),
+                }),
+                used,
+            );
+        }
+    }
+    (None, used)
 }
 
 /// The raw message of image rule `rule` for the first of `images` it denies (`None` for the

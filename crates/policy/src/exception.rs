@@ -53,7 +53,41 @@ pub struct Exception {
     pub reason: String,
 }
 
+impl ObjectMatch {
+    /// Whether an object in `namespace` with these labels is matched (images aside): every
+    /// field given holds.
+    pub fn matches<'a>(
+        &self,
+        namespace: Option<&str>,
+        label: impl Fn(&str) -> Option<&'a str>,
+    ) -> bool {
+        (self.namespaces.is_empty()
+            || namespace.is_some_and(|ns| self.namespaces.iter().any(|n| n.as_str() == ns)))
+            && self
+                .labels
+                .iter()
+                .all(|(k, v)| label(k.as_str()) == Some(v.as_str()))
+    }
+
+    /// Whether `image` is excepted for a matched object: every image when none is listed.
+    pub fn excepts_image(&self, image: &str) -> bool {
+        self.images.is_empty() || self.images.iter().any(|i| i == image)
+    }
+}
+
 impl Exception {
+    /// Whether it excepts rule `kind` (of its policy) from admission.
+    pub fn excepts_admission(&self, kind: RuleKind) -> bool {
+        self.object_match.is_some() && kind.is_admission() && self.excepts_rule(kind)
+    }
+
+    /// Whether it applies in `cluster`: every cluster when none is listed.
+    pub fn in_cluster(&self, cluster: &str) -> bool {
+        self.object_match.as_ref().is_some_and(|m| {
+            m.clusters.is_empty() || m.clusters.iter().any(|c| c.as_str() == cluster)
+        })
+    }
+
     /// Whether it is still in force at `now` (same text form as `expires_at`).
     pub fn active_at(&self, now: &str) -> bool {
         now < self.expires_at.as_str()

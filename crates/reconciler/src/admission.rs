@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
-use palisade_policy::{Mode, Name, Policy};
+use palisade_policy::{Exception, Mode, Name, Policy};
 use palisade_vap::shared::{shared_binding_name, shared_objects, shared_policy_name};
-use palisade_vap::{object_name, render, render_boundary, Layout};
+use palisade_vap::{object_name, render, render_boundary, render_excepted, Layout};
 
 use crate::cluster::{is_ours, ClusterClient, Installed};
 use crate::{ReconcileError, Result};
@@ -41,13 +41,15 @@ pub(crate) trait AdmissionLayout: Send + Sync {
         false
     }
 
-    /// Writes one policy's objects (a policy without admission rules has its objects removed).
+    /// Writes one policy's objects (a policy without admission rules has its objects removed)
+    /// with the `exceptions` in force in the cluster.
     async fn apply_policy(
         &self,
         client: &ClusterClient,
         installation: &str,
         boundary: &Name,
         policy: &Policy,
+        exceptions: &[Exception],
     ) -> Result<()>;
 
     /// Writes a boundary's policies, in the order given; `before` is what the cluster held
@@ -59,9 +61,10 @@ pub(crate) trait AdmissionLayout: Send + Sync {
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
+        exceptions: &[Exception],
     ) -> Result<()> {
         for policy in policies {
-            self.apply_policy(client, installation, boundary, policy)
+            self.apply_policy(client, installation, boundary, policy, exceptions)
                 .await?;
         }
         Ok(())
@@ -115,8 +118,10 @@ impl AdmissionLayout for PerPolicy {
         installation: &str,
         boundary: &Name,
         policy: &Policy,
+        exceptions: &[Exception],
     ) -> Result<()> {
-        match render(boundary, policy, installation) {
+        let exceptions: Vec<&Exception> = exceptions.iter().collect();
+        match render_excepted(boundary, policy, installation, &exceptions) {
             Some(rendered) => {
                 client
                     .refuse_other_installation(&rendered, installation)
@@ -186,6 +191,7 @@ impl AdmissionLayout for PerBoundary {
         _installation: &str,
         _boundary: &Name,
         policy: &Policy,
+        _exceptions: &[Exception],
     ) -> Result<()> {
         Err(ReconcileError::WholeBoundary(policy.name().to_string()))
     }
@@ -197,9 +203,10 @@ impl AdmissionLayout for PerBoundary {
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
+        exceptions: &[Exception],
     ) -> Result<()> {
         client
-            .apply_boundary_objects(before, installation, boundary, policies)
+            .apply_boundary_objects(before, installation, boundary, policies, exceptions)
             .await
     }
 
@@ -262,6 +269,8 @@ impl AdmissionLayout for Shared {
         installation: &str,
         boundary: &Name,
         policy: &Policy,
+        // Not installed in this layout yet: its objects stay judged by the policy alone.
+        _exceptions: &[Exception],
     ) -> Result<()> {
         client
             .apply_parameters(installation, boundary, policy)

@@ -9,8 +9,8 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ListParams;
-use palisade_policy::{Name, Policy};
-use palisade_vap::per_boundary::{held_policies, render_boundary};
+use palisade_policy::{Exception, Name, Policy};
+use palisade_vap::per_boundary::{held_policies, render_boundary_excepted};
 use palisade_vap::render::POLICY_LABEL;
 use palisade_vap::shared::MODE_LABEL;
 
@@ -44,8 +44,10 @@ impl ClusterClient {
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
+        exceptions: &[Exception],
     ) -> Result<()> {
-        let objects = render_boundary(boundary, policies, installation);
+        let exceptions: Vec<&Exception> = exceptions.iter().collect();
+        let objects = render_boundary_excepted(boundary, policies, installation, &exceptions);
         for object in &objects {
             self.refuse_other_installation(&object.rendered, installation)
                 .await?;

@@ -266,16 +266,26 @@ async fn refusals_name_the_field_and_roles_hold() {
     let app = shop().await;
     let expires = in_seconds(3600);
     let cases = [
-        (json!({"policy": "size", "resources": ["app/reports"], "expiresAt": expires, "reason": "r"}),
-            "/plans: is required with resources: the plans those resources may use"),
-        (spec("app/reports", "2020-01-01T00:00:00Z"),
-            "/expiresAt: must be in the future, got '2020-01-01T00:00:00Z'"),
-        (spec("app/reports", &in_seconds(91 * 86_400)),
-            "/expiresAt: must be at most 90 days ahead (serve --max-exception-days)"),
-        (json!({"policy": "size", "match": {"namespaces": ["web"]}, "expiresAt": expires, "reason": "r"}),
-            "/match: exceptions to admission rules are not installed in clusters by this version of palisade"),
-        (json!({"policy": "size", "resources": ["app/reports"], "plans": ["large"], "expiresAt": expires, "reason": ""}),
-            "/reason: must be 1 to 500 characters, got 0"),
+        (
+            json!({"policy": "size", "resources": ["app/reports"], "expiresAt": expires, "reason": "r"}),
+            "/plans: is required with resources: the plans those resources may use",
+        ),
+        (
+            spec("app/reports", "2020-01-01T00:00:00Z"),
+            "/expiresAt: must be in the future, got '2020-01-01T00:00:00Z'",
+        ),
+        (
+            spec("app/reports", &in_seconds(91 * 86_400)),
+            "/expiresAt: must be at most 90 days ahead (serve --max-exception-days)",
+        ),
+        (
+            json!({"policy": "size", "match": {"clusters": ["prod-1"]}, "expiresAt": expires, "reason": "r"}),
+            "/match: must name namespaces, labels or images",
+        ),
+        (
+            json!({"policy": "size", "resources": ["app/reports"], "plans": ["large"], "expiresAt": expires, "reason": ""}),
+            "/reason: must be 1 to 500 characters, got 0",
+        ),
     ];
     for (body, expected) in cases {
         let answer = put(&app, &app.admin, "x", body).await;

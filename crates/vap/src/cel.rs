@@ -8,7 +8,7 @@ use palisade_policy::admission::CHECKED_KINDS;
 use palisade_policy::image_ref::RegistryPrefix;
 use palisade_policy::label::LabelRequirement;
 use palisade_policy::message::{self, MAX_MESSAGE_BYTES};
-use palisade_policy::{Name, Policy, Rule, RuleKind};
+use palisade_policy::{Exception, Name, Policy, Rule, RuleKind};
 
 /// The match conditions of SPEC 3.1's exemptions: `(name, expression)`. A terminating
 /// object's UPDATE passes only while its spec is unchanged (v3.1: removing finalizers passes,
@@ -128,24 +128,100 @@ fn under_any(var: &str, prefixes: &[RegistryPrefix]) -> String {
 pub(crate) const NOT_LATEST: &str =
     "(i.contains('@') || (i.matches(':[^:/]+$') && !i.matches(':latest$')))";
 
-fn rule_ok(rule: &Rule) -> Option<String> {
+fn rule_ok(rule: &Rule, excepted: &[&Exception]) -> Option<String> {
+    let images = judged_images(rule.kind(), excepted);
     match rule {
         Rule::AllowedComputePlans(_) => None,
         // Labels are not judged on the ephemeral-containers subresource (SPEC 3.2).
         Rule::RequiredLabels(labels) => Some(format!(
-            "{EPHEMERAL_REQUEST} || ({})",
-            labels.iter().map(label_ok).collect::<Vec<_>>().join(" && ")
+            "{EPHEMERAL_REQUEST} || ({}){}",
+            labels.iter().map(label_ok).collect::<Vec<_>>().join(" && "),
+            label_exceptions(excepted)
         )),
-        Rule::AllowedRegistries(prefixes) => Some(format!(
-            "variables.images.all(i, {})",
-            under_any("i", prefixes)
-        )),
-        Rule::DisallowLatestTag => Some(format!("variables.images.all(i, {NOT_LATEST})")),
+        Rule::AllowedRegistries(prefixes) => {
+            Some(format!("{images}.all(i, {})", under_any("i", prefixes)))
+        }
+        Rule::DisallowLatestTag => Some(format!("{images}.all(i, {NOT_LATEST})")),
     }
 }
 
+/// The CEL of exception `x`'s object match, images aside (SPEC 7): the request's namespace
+/// among those listed, the object's own labels.
+fn object_matched(x: &Exception) -> String {
+    let Some(m) = &x.object_match else {
+        return "false".into();
+    };
+    let mut parts = Vec::new();
+    if !m.namespaces.is_empty() {
+        let list: Vec<String> = m.namespaces.iter().map(|n| literal(n.as_str())).collect();
+        parts.push(format!("request.namespace in [{}]", list.join(", ")));
+    }
+    for (key, value) in &m.labels {
+        parts.push(format!(
+            "({} && object.metadata.labels[{}] == {})",
+            has_label(key.as_str()),
+            literal(key.as_str()),
+            literal(value.as_str())
+        ));
+    }
+    if parts.is_empty() {
+        "true".into()
+    } else {
+        format!("({})", parts.join(" && "))
+    }
+}
+
+/// Whether image `var` is among exception `x`'s images (every image when it lists none).
+fn image_listed(x: &Exception, var: &str) -> String {
+    match &x.object_match {
+        Some(m) if !m.images.is_empty() => {
+            let list: Vec<String> = m.images.iter().map(|i| literal(i)).collect();
+            format!("{var} in [{}]", list.join(", "))
+        }
+        _ => "true".into(),
+    }
+}
+
+/// The exceptions of `excepted` that except rule `kind`.
+fn excepting<'a>(kind: RuleKind, excepted: &[&'a Exception]) -> Vec<&'a Exception> {
+    excepted
+        .iter()
+        .copied()
+        .filter(|x| x.excepts_admission(kind))
+        .collect()
+}
+
+/// The images an image rule judges: every image, less those an exception lets past on a
+/// matched object.
+fn judged_images(kind: RuleKind, excepted: &[&Exception]) -> String {
+    let relevant = excepting(kind, excepted);
+    if relevant.is_empty() {
+        return "variables.images".into();
+    }
+    let lifted: Vec<String> = relevant
+        .iter()
+        .map(|x| format!("({} && {})", object_matched(x), image_listed(x, "i")))
+        .collect();
+    format!("variables.images.filter(i, !({}))", lifted.join(" || "))
+}
+
+/// ` || <a matched object whose every image is listed>` for each exception of the label rule.
+fn label_exceptions(excepted: &[&Exception]) -> String {
+    excepting(RuleKind::RequiredLabels, excepted)
+        .iter()
+        .map(|x| {
+            format!(
+                " || ({} && variables.images.all(i, {}))",
+                object_matched(x),
+                image_listed(x, "i")
+            )
+        })
+        .collect()
+}
+
 /// The raw (not yet post-processed) message of a violated rule.
-fn rule_raw_message(policy: &Name, rule: &Rule) -> String {
+fn rule_raw_message(policy: &Name, rule: &Rule, excepted: &[&Exception]) -> String {
+    let images = judged_images(rule.kind(), excepted);
     match rule {
         Rule::AllowedComputePlans(_) => literal(""),
         Rule::RequiredLabels(labels) => {
@@ -170,7 +246,7 @@ fn rule_raw_message(policy: &Name, rule: &Rule) -> String {
             );
             let (head, tail) = full.split_once('\u{0}').unwrap_or((&full, ""));
             format!(
-                "{} + variables.images.filter(i, !{})[0] + {}",
+                "{} + {images}.filter(i, !{})[0] + {}",
                 literal(head),
                 under_any("i", prefixes),
                 literal(tail)
@@ -180,7 +256,7 @@ fn rule_raw_message(policy: &Name, rule: &Rule) -> String {
             let full = message::image_latest(policy, "\u{0}");
             let (head, tail) = full.split_once('\u{0}').unwrap_or((&full, ""));
             format!(
-                "{} + variables.images.filter(i, !{NOT_LATEST})[0] + {}",
+                "{} + {images}.filter(i, !{NOT_LATEST})[0] + {}",
                 literal(head),
                 literal(tail)
             )
@@ -190,10 +266,10 @@ fn rule_raw_message(policy: &Name, rule: &Rule) -> String {
 
 /// The message Kubernetes shows: replaced by the static message when it has a line feed or is
 /// over 5,120 bytes (Kubernetes then trims it, as `message::finalize` does).
-fn rule_message(policy: &Name, rule: &Rule) -> String {
+fn rule_message(policy: &Name, rule: &Rule, excepted: &[&Exception]) -> String {
     format!(
         "[{}].map(m, m.contains('\\n') || size(bytes(m)) > {MAX_MESSAGE_BYTES} ? {} : m)[0]",
-        rule_raw_message(policy, rule),
+        rule_raw_message(policy, rule, excepted),
         literal(&message::static_message(policy, rule.kind()))
     )
 }
@@ -223,10 +299,21 @@ fn static_message(policy: &Policy) -> String {
 impl PolicyCel {
     /// The CEL of `policy`; `None` when it has no admission rules.
     pub fn of(policy: &Policy) -> Option<PolicyCel> {
+        Self::excepted(policy, &[])
+    }
+
+    /// The CEL of `policy` with the exceptions of it that are in force in the cluster (SPEC 7);
+    /// the exceptions of other policies are ignored.
+    pub fn excepted(policy: &Policy, exceptions: &[&Exception]) -> Option<PolicyCel> {
+        let excepted: Vec<&Exception> = exceptions
+            .iter()
+            .copied()
+            .filter(|x| &x.policy == policy.name() && x.object_match.is_some())
+            .collect();
         let rules: Vec<(&Rule, String)> = policy
             .rules()
             .iter()
-            .filter_map(|r| rule_ok(r).map(|ok| (r, ok)))
+            .filter_map(|r| rule_ok(r, &excepted).map(|ok| (r, ok)))
             .collect();
         if rules.is_empty() {
             return None;
@@ -240,7 +327,7 @@ impl PolicyCel {
         for (rule, ok) in rules.iter().rev() {
             message_expression = format!(
                 "!({ok}) ? {} : ({message_expression})",
-                rule_message(policy.name(), rule)
+                rule_message(policy.name(), rule, &excepted)
             );
         }
         Some(PolicyCel {

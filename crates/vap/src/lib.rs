@@ -14,8 +14,10 @@ pub use guard::{
     boundary_label_guard, guard_message, guard_name, parameters_guard, parameters_guard_message,
     parameters_guard_name,
 };
-pub use layout::per_boundary::{boundary_object_name, render_boundary, BoundaryObjects};
-pub use layout::per_policy::{object_name, render, Rendered};
+pub use layout::per_boundary::{
+    boundary_object_name, render_boundary, render_boundary_excepted, BoundaryObjects,
+};
+pub use layout::per_policy::{object_name, render, render_excepted, Rendered};
 pub use layout::shared::{parameters, parameters_definition, shared_objects, SharedObjects};
 pub use layout::{choose, Choice, ClusterFacts, Layout, LayoutChoice, Thresholds};
 pub use layout::{per_boundary, per_policy, shared};

@@ -68,9 +68,21 @@ impl ClusterClient {
         boundary: &Name,
         policy: &Policy,
     ) -> Result<()> {
+        self.apply_policy_excepted(installation, boundary, policy, &[])
+            .await
+    }
+
+    /// [`Self::apply_policy`] with the exceptions in force in this cluster (SPEC 7).
+    pub async fn apply_policy_excepted(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+        exceptions: &[palisade_policy::Exception],
+    ) -> Result<()> {
         check_installation(installation)?;
         crate::admission::of(self.layout)
-            .apply_policy(self, installation, boundary, policy)
+            .apply_policy(self, installation, boundary, policy, exceptions)
             .await
     }
 
@@ -88,21 +100,23 @@ impl ClusterClient {
         check_installation(installation)?;
         let before = self.installed(installation, Some(boundary)).await?;
         crate::admission::of(self.layout)
-            .apply_boundary(self, &before, installation, boundary, policies)
+            .apply_boundary(self, &before, installation, boundary, policies, &[])
             .await
     }
 
-    /// [`Self::apply_boundary`] with what was installed before, read once for the pass.
+    /// [`Self::apply_boundary`] with what was installed before, read once for the pass, and
+    /// the exceptions in force in this cluster (SPEC 7).
     pub async fn apply_boundary_from(
         &self,
         before: &Installed,
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
+        exceptions: &[palisade_policy::Exception],
     ) -> Result<()> {
         check_installation(installation)?;
         crate::admission::of(self.layout)
-            .apply_boundary(self, before, installation, boundary, policies)
+            .apply_boundary(self, before, installation, boundary, policies, exceptions)
             .await
     }
 

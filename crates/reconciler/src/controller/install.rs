@@ -14,6 +14,8 @@ pub(super) struct Install<'a> {
     together: Option<&'a Result<(), String>>,
     /// The cluster is changing layout and the earlier layout's objects are still there.
     switching: bool,
+    /// The boundary's exceptions in force in the cluster.
+    exceptions: &'a [palisade_policy::Exception],
 }
 
 impl Controller {
@@ -110,16 +112,31 @@ impl Controller {
         let mut collections = Vec::new();
         for boundary in &attached {
             attached_names.insert(boundary.name.to_string());
-            let probe_namespace = boundary
-                .namespaces
-                .iter()
-                .find(|n| n.cluster == cluster.name)
+            // A namespace no exception names, when there is one: a probe there is judged by
+            // the policies alone.
+            let named_by_exceptions = |namespace: &str| {
+                boundary.exceptions.iter().any(|x| {
+                    x.object_match
+                        .as_ref()
+                        .is_some_and(|m| m.namespaces.iter().any(|n| n.as_str() == namespace))
+                })
+            };
+            let in_cluster_namespaces = || {
+                boundary
+                    .namespaces
+                    .iter()
+                    .filter(|n| n.cluster == cluster.name)
+            };
+            let probe_namespace = in_cluster_namespaces()
+                .find(|n| !named_by_exceptions(&n.name))
+                .or_else(|| in_cluster_namespaces().next())
                 .map(|n| n.name.clone());
             let mut keep = Vec::new();
             let mut statuses = Vec::new();
             let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
                 .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
                 .collect();
+            let exceptions = boundary.exceptions_in(&cluster.name);
             let present = before.layouts(&self.installation, &boundary.name);
             let switching = present.iter().any(|l| *l != choice.layout);
             let together = self
@@ -146,6 +163,7 @@ impl Controller {
                             probe_namespace: probe_namespace.as_deref(),
                             together: together.as_ref(),
                             switching,
+                            exceptions: &exceptions,
                         };
                         let (status, in_new_layout) = self.install(&client, policy, install).await;
                         confirmed &= in_new_layout;
@@ -411,7 +429,13 @@ impl Controller {
             }
         }
         let mut result = client
-            .apply_boundary_from(before, &self.installation, &boundary.name, in_cluster)
+            .apply_boundary_from(
+                before,
+                &self.installation,
+                &boundary.name,
+                in_cluster,
+                &boundary.exceptions_in(cluster.as_str()),
+            )
             .await;
         if switching && result.is_ok() {
             result = client
@@ -437,11 +461,12 @@ impl Controller {
             probe_namespace,
             together,
             switching,
+            exceptions,
         } = install;
         let applied = match together {
             Some(result) => result.clone(),
             None => client
-                .apply_policy(&self.installation, boundary, policy)
+                .apply_policy_excepted(&self.installation, boundary, policy, exceptions)
                 .await
                 .map_err(|error| error.to_string()),
         };

@@ -125,6 +125,10 @@ impl Controller {
                 next
             };
             let mut due = tokio::time::Instant::now() + wait;
+            // An exception ends on time (SPEC 7): a pass starts at its `expiresAt`.
+            if let Some(left) = report.next_expiry.as_deref().and_then(until) {
+                due = due.min(tokio::time::Instant::now() + left);
+            }
             loop {
                 tokio::select! {
                     () = &mut shutdown => return LeadEnd::Shutdown,
@@ -233,4 +237,11 @@ impl Controller {
             }
         }
     }
+}
+
+/// How long until `at` (a stored RFC 3339 time); zero once it has passed.
+fn until(at: &str) -> Option<Duration> {
+    let at = chrono::DateTime::parse_from_rfc3339(at).ok()?;
+    let left = at.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    Some(left.to_std().unwrap_or(Duration::ZERO))
 }

@@ -180,6 +180,8 @@ pub struct PassReport {
     /// Clusters with a status (the cluster's or its policies') that the store did not take:
     /// logged, counted, and retried with backoff like a failure.
     pub unrecorded: BTreeSet<String>,
+    /// When the first exception in force ends (stored form): a pass follows at that moment.
+    pub next_expiry: Option<String>,
 }
 
 impl PassReport {
@@ -228,6 +230,19 @@ struct BoundaryState {
     policies: Vec<(PolicyRecord, Result<Policy, ControllerError>)>,
     clusters: BTreeSet<String>,
     namespaces: Vec<NamespaceRecord>,
+    /// The approved exceptions to admission rules in force when the state was read (SPEC 7).
+    exceptions: Vec<palisade_policy::Exception>,
+}
+
+impl BoundaryState {
+    /// The exceptions in force in `cluster`.
+    fn exceptions_in(&self, cluster: &str) -> Vec<palisade_policy::Exception> {
+        self.exceptions
+            .iter()
+            .filter(|x| x.in_cluster(cluster))
+            .cloned()
+            .collect()
+    }
 }
 
 /// A cluster's API server start times (milliseconds since the epoch) palisade has seen.

@@ -21,6 +21,10 @@ impl Controller {
                 return report;
             }
         };
+        report.next_expiry = boundaries
+            .iter()
+            .flat_map(|b| b.exceptions.iter().map(|x| x.expires_at.clone()))
+            .min();
         self.stop_drift_watches(Some(&clusters.iter().map(|c| c.name.clone()).collect()));
         let boundaries = Arc::new(boundaries);
         let mut tasks = tokio::task::JoinSet::new();
@@ -155,11 +159,17 @@ impl Controller {
                 Err(StoreError::NotFound) => continue,
                 Err(other) => return Err(other),
             };
+            let exceptions = match self.store.list_exceptions(&boundary.name).await {
+                Ok(records) => in_force(&records),
+                Err(StoreError::NotFound) => continue,
+                Err(other) => return Err(other),
+            };
             boundaries.push(BoundaryState {
                 name,
                 policies,
                 clusters,
                 namespaces,
+                exceptions,
             });
         }
         Ok((clusters, boundaries))
@@ -370,4 +380,22 @@ impl Controller {
         }
         recorded
     }
+}
+
+/// The approved exceptions to admission rules among `records` that are in force now. One that
+/// cannot be decoded is left out, and logged: its objects stay judged by the policy alone.
+fn in_force(records: &[palisade_store::ExceptionRecord]) -> Vec<palisade_policy::Exception> {
+    let now = palisade_store::now();
+    records
+        .iter()
+        .filter(|r| r.state == palisade_app::exceptions::APPROVED && now < r.expires_at)
+        .filter_map(|r| match palisade_app::exceptions::decode_stored(r) {
+            Ok(exception) => Some(exception),
+            Err(error) => {
+                tracing::warn!(boundary = %r.boundary, exception = %r.name, %error, "stored exception cannot be decoded; not installed");
+                None
+            }
+        })
+        .filter(|x| x.object_match.is_some())
+        .collect()
 }

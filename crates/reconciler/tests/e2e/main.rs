@@ -18,6 +18,7 @@ mod audit;
 mod causes;
 mod corpus;
 mod drift;
+mod exceptions;
 mod generated;
 mod guard;
 mod kwok;

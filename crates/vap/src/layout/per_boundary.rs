@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
-use palisade_policy::{Mode, Name, Policy};
+use palisade_policy::{Exception, Mode, Name, Policy};
 
-use crate::layout::per_policy::{render, Rendered};
+use crate::layout::per_policy::{render_excepted, Rendered};
 use crate::layout::shared::MODE_LABEL;
 use crate::render::{labels, POLICY_LABEL};
 
@@ -66,12 +66,27 @@ pub fn render_boundary(
     policies: &[Policy],
     installation: &str,
 ) -> Vec<BoundaryObjects> {
+    render_boundary_excepted(boundary, policies, installation, &[])
+}
+
+/// [`render_boundary`] with the exceptions in force in the cluster (SPEC 7).
+pub fn render_boundary_excepted(
+    boundary: &Name,
+    policies: &[Policy],
+    installation: &str,
+    exceptions: &[&Exception],
+) -> Vec<BoundaryObjects> {
     let mut objects = Vec::new();
     for mode in [Mode::Enforce, Mode::Audit] {
         let rendered: Vec<(Name, Rendered)> = policies
             .iter()
             .filter(|p| p.mode() == mode)
-            .filter_map(|p| Some((p.name().clone(), render(boundary, p, installation)?)))
+            .filter_map(|p| {
+                Some((
+                    p.name().clone(),
+                    render_excepted(boundary, p, installation, exceptions)?,
+                ))
+            })
             .collect();
         for (index, chunk) in rendered.chunks(POLICIES_PER_OBJECT).enumerate() {
             let name = boundary_object_name(boundary, mode, index + 1);

@@ -8,7 +8,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicyBindingSpec, ValidatingAdmissionPolicySpec, Validation, Variable,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use palisade_policy::{Mode, Name, Policy};
+use palisade_policy::{Exception, Mode, Name, Policy};
 
 use crate::cel::PolicyCel;
 use crate::render::{labels, match_conditions, resource_rules, strings, BOUNDARY_LABEL};
@@ -28,7 +28,18 @@ pub fn object_name(boundary: &Name, policy: &Name) -> String {
 /// Renders `policy` of `boundary` for installation `installation`; `None` when the policy has
 /// no admission rules (nothing is installed for it).
 pub fn render(boundary: &Name, policy: &Policy, installation: &str) -> Option<Rendered> {
-    let cel = PolicyCel::of(policy)?;
+    render_excepted(boundary, policy, installation, &[])
+}
+
+/// [`render`] with the exceptions in force in the cluster (SPEC 7): the API server lets the
+/// objects they match past the rules they except; other policies' exceptions are ignored.
+pub fn render_excepted(
+    boundary: &Name,
+    policy: &Policy,
+    installation: &str,
+    exceptions: &[&Exception],
+) -> Option<Rendered> {
+    let cel = PolicyCel::excepted(policy, exceptions)?;
     let name = object_name(boundary, policy.name());
     let metadata = ObjectMeta {
         name: Some(name.clone()),

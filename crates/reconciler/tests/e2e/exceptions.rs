@@ -1,0 +1,242 @@
+//! Exceptions to admission rules (SPEC 7), as `palisade serve` runs, judged by the API server:
+//! in the per-policy and per-boundary layouts on 1.30 and 1.37, an approved exception lets
+//! exactly the matched objects past exactly the excepted rule and images, everything else is
+//! denied with the messages of SPEC 3.3, and at `expiresAt` the matched object is denied again
+//! without any change in the store. The time from `expiresAt` to that first denial is printed
+//! (`EXCEPTION_EXPIRIES` rounds, default 1; the benchmark of docs/benchmarks.md runs more).
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::PostParams;
+use kube::Api;
+use palisade_reconciler::Layout;
+use palisade_testkit::control_plane::unique_name;
+use serde_json::json;
+
+use crate::serve::Stack;
+use crate::support::{on_both_versions, plane};
+
+on_both_versions!(per_policy, per_boundary);
+
+async fn per_policy(version: &str) {
+    exceptions_hold_and_end_on_time(version, Layout::PerPolicy).await;
+}
+
+async fn per_boundary(version: &str) {
+    exceptions_hold_and_end_on_time(version, Layout::PerBoundary).await;
+}
+
+/// The message of SPEC 3.3 for `image`.
+fn latest(image: &str) -> String {
+    palisade_policy::message::image_latest(
+        &palisade_policy::Name::parse("no-latest").unwrap(),
+        image,
+    )
+}
+
+/// The API server's verdict on a dry-run create of a Pod: `None` admitted, else the policy's
+/// message (what follows the API server's `denied request: `).
+async fn verdict(
+    admin: &kube::Client,
+    namespace: &str,
+    labels: serde_json::Value,
+    images: &[&str],
+) -> Option<String> {
+    let containers: Vec<_> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
+        .collect();
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "legacy", "labels": labels},
+        "spec": {"containers": containers},
+    }))
+    .unwrap();
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    match Api::<Pod>::namespaced(admin.clone(), namespace)
+        .create(&params, &pod)
+        .await
+    {
+        Ok(_) => None,
+        Err(kube::Error::Api(status)) => Some(
+            status
+                .message
+                .split_once("denied request: ")
+                .map_or(status.message.clone(), |(_, m)| m.to_owned()),
+        ),
+        Err(other) => panic!("{other}"),
+    }
+}
+
+async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
+    let plane = plane(version).await;
+    let admin = plane.client().await;
+    let stack = Stack::start_in(layout).await;
+    let boundary = unique_name("exc");
+    let web = unique_name("web");
+    let other = unique_name("other");
+    stack
+        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        .await;
+    stack
+        .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
+        .await;
+    for namespace in [&web, &other] {
+        stack
+            .ok(
+                "PUT",
+                &format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}"),
+                None,
+            )
+            .await;
+    }
+    stack
+        .put_policy(
+            &boundary,
+            "no-latest",
+            json!({"rules": [{"disallowLatestTag": {}}]}),
+        )
+        .await;
+    stack
+        .wait_status(&boundary, "no-latest", "k1", |s| s == "enforced")
+        .await;
+    let legacy = json!({"app": "legacy"});
+    let rounds: usize = std::env::var("EXCEPTION_EXPIRIES")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let mut lags = Vec::new();
+    for round in 0..rounds {
+        // Ends a few seconds from now: long enough to look at it, short enough to wait for.
+        let ahead = if round == 0 { 12 } else { 5 };
+        let expires_text = (chrono::Utc::now() + chrono::Duration::seconds(ahead))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let expires = chrono::DateTime::parse_from_rfc3339(&expires_text)
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let name = format!("legacy-{round}");
+        stack
+            .ok(
+                "PUT",
+                &format!("/v1/boundaries/{boundary}/exceptions/{name}"),
+                Some(json!({"policy": "no-latest", "match": {"namespaces": [web],
+                    "labels": {"app": "legacy"}, "images": ["nginx:latest"]},
+                    "expiresAt": expires_text, "reason": "moving to nginx:1.27, OPS-1234"})),
+            )
+            .await;
+        // Installed by the pass the save starts.
+        let started = Instant::now();
+        while verdict(&admin, &web, legacy.clone(), &["nginx:latest"])
+            .await
+            .is_some()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(8),
+                "{layout} {version}: the matched Pod is still denied {:?} after the save",
+                started.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if round == 0 {
+            // Matched / unmatched / partially matched, with the API server's exact messages.
+            let cases: [(&str, serde_json::Value, &[&str], Option<String>); 5] = [
+                ("matched", legacy.clone(), &["nginx:latest"], None),
+                (
+                    "another image of the matched Pod",
+                    legacy.clone(),
+                    &["nginx:latest", "busybox:latest"],
+                    Some(latest("busybox:latest")),
+                ),
+                (
+                    "without the label",
+                    json!({}),
+                    &["nginx:latest"],
+                    Some(latest("nginx:latest")),
+                ),
+                (
+                    "with another label value",
+                    json!({"app": "new"}),
+                    &["nginx:latest"],
+                    Some(latest("nginx:latest")),
+                ),
+                (
+                    "an image not listed",
+                    legacy.clone(),
+                    &["redis:latest"],
+                    Some(latest("redis:latest")),
+                ),
+            ];
+            for (case, labels, images, expected) in cases {
+                assert_eq!(
+                    verdict(&admin, &web, labels, images).await,
+                    expected,
+                    "{layout} {version}: {case}"
+                );
+            }
+            assert_eq!(
+                verdict(&admin, &other, legacy.clone(), &["nginx:latest"]).await,
+                Some(latest("nginx:latest")),
+                "{layout} {version}: another namespace"
+            );
+            // The policy is still confirmed enforced (its probe runs where no exception applies).
+            assert_eq!(
+                stack
+                    .policy_status(&boundary, "no-latest", "k1")
+                    .await
+                    .as_deref(),
+                Some("enforced")
+            );
+        }
+        // Until expiresAt it is admitted; from then on, with no change in the store, the API
+        // server denies it again.
+        let end = std::time::SystemTime::from(expires);
+        if let Ok(wait) = end.duration_since(std::time::SystemTime::now()) {
+            tokio::time::sleep(wait.saturating_sub(Duration::from_millis(300))).await;
+        }
+        assert_eq!(
+            verdict(&admin, &web, legacy.clone(), &["nginx:latest"]).await,
+            None,
+            "{layout} {version}: denied before expiresAt"
+        );
+        if let Ok(wait) = end.duration_since(std::time::SystemTime::now()) {
+            tokio::time::sleep(wait).await;
+        }
+        loop {
+            let lag = std::time::SystemTime::now()
+                .duration_since(end)
+                .unwrap_or_default();
+            if verdict(&admin, &web, legacy.clone(), &["nginx:latest"]).await
+                == Some(latest("nginx:latest"))
+            {
+                lags.push(lag);
+                break;
+            }
+            assert!(
+                lag < Duration::from_secs(10),
+                "{layout} {version}: still admitted {lag:?} after expiresAt"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let shown = stack
+            .ok(
+                "GET",
+                &format!("/v1/boundaries/{boundary}/exceptions/{name}"),
+                None,
+            )
+            .await;
+        assert_eq!(shown["status"], "expired");
+    }
+    lags.sort();
+    let p = |q: f64| lags[((lags.len() as f64 * q).ceil() as usize).saturating_sub(1)];
+    eprintln!(
+        "exception expiry {layout} {version}: {} expiries, expiresAt to first denial p50 {} ms, p99 {} ms, max {} ms",
+        lags.len(),
+        p(0.5).as_millis(),
+        p(0.99).as_millis(),
+        lags.last().map_or(0, |l| l.as_millis())
+    );
+}
