@@ -143,25 +143,6 @@ impl App {
     /// request that waits for approval.
     async fn exception_warnings(&self, boundary: &str, exception: &Exception) -> Vec<String> {
         let mut warnings = Vec::new();
-        if exception.object_match.is_some() {
-            let shared: Vec<String> = self
-                .store
-                .boundary_clusters(boundary)
-                .await
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|c| exception.in_cluster(&c.name))
-                .filter(|c| c.admission_layout.as_deref() == Some("shared"))
-                .map(|c| format!("'{}'", c.name))
-                .collect();
-            if !shared.is_empty() {
-                warnings.push(format!(
-                    "cluster {} uses the shared admission layout, which does not install \
-                     exceptions to admission rules yet: objects there stay judged by the policy alone",
-                    shared.join(", ")
-                ));
-            }
-        }
         if let Err(StoreError::NotFound) = self
             .store
             .get_policy(boundary, exception.policy.as_str())

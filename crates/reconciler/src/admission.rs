@@ -269,11 +269,10 @@ impl AdmissionLayout for Shared {
         installation: &str,
         boundary: &Name,
         policy: &Policy,
-        // Not installed in this layout yet: its objects stay judged by the policy alone.
-        _exceptions: &[Exception],
+        exceptions: &[Exception],
     ) -> Result<()> {
         client
-            .apply_parameters(installation, boundary, policy)
+            .apply_parameters(installation, boundary, policy, exceptions)
             .await
     }
 

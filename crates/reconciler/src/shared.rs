@@ -16,8 +16,9 @@ use kube::Api;
 use palisade_policy::{Mode, Name, Policy};
 use palisade_vap::render::{BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL};
 use palisade_vap::shared::{
-    parameters, parameters_definition, parameters_name, shared_binding_name, shared_objects,
-    shared_policy_name, PARAMS_CRD, PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION,
+    parameters_definition, parameters_excepted, parameters_name, shared_binding_name,
+    shared_objects, shared_policy_name, PARAMS_CRD, PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL,
+    PARAMS_VERSION,
 };
 use palisade_vap::Layout;
 
@@ -137,13 +138,17 @@ impl ClusterClient {
         installation: &str,
         boundary: &Name,
         policy: &Policy,
+        exceptions: &[palisade_policy::Exception],
     ) -> Result<()> {
         if !self.shared_installed(installation) {
             self.install_shared(installation).await?;
         }
         let name = parameters_name(installation, policy.name());
+        let exceptions: Vec<&palisade_policy::Exception> = exceptions.iter().collect();
         for namespace in self.boundary_namespaces(boundary).await? {
-            let Some(object) = parameters(boundary, policy, installation, &namespace) else {
+            let Some(object) =
+                parameters_excepted(boundary, policy, installation, &namespace, &exceptions)
+            else {
                 return self
                     .delete_parameters(installation, boundary, policy.name())
                     .await;

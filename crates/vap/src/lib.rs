@@ -18,7 +18,9 @@ pub use layout::per_boundary::{
     boundary_object_name, render_boundary, render_boundary_excepted, BoundaryObjects,
 };
 pub use layout::per_policy::{object_name, render, render_excepted, Rendered};
-pub use layout::shared::{parameters, parameters_definition, shared_objects, SharedObjects};
+pub use layout::shared::{
+    parameters, parameters_definition, parameters_excepted, shared_objects, SharedObjects,
+};
 pub use layout::{choose, Choice, ClusterFacts, Layout, LayoutChoice, Thresholds};
 pub use layout::{per_boundary, per_policy, shared};
 pub use render::FIELD_MANAGER;

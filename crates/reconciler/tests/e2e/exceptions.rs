@@ -1,5 +1,5 @@
 //! Exceptions to admission rules (SPEC 7), as `palisade serve` runs, judged by the API server:
-//! in the per-policy and per-boundary layouts on 1.30 and 1.37, an approved exception lets
+//! in the per-policy, per-boundary and shared layouts on 1.30 and 1.37, an approved exception lets
 //! exactly the matched objects past exactly the excepted rule and images, everything else is
 //! denied with the messages of SPEC 3.3, and at `expiresAt` the matched object is denied again
 //! without any change in the store. The time from `expiresAt` to that first denial is printed
@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::serve::Stack;
 use crate::support::{on_both_versions, plane};
 
-on_both_versions!(per_policy, per_boundary);
+on_both_versions!(per_policy, per_boundary, shared);
 
 async fn per_policy(version: &str) {
     exceptions_hold_and_end_on_time(version, Layout::PerPolicy).await;
@@ -25,6 +25,10 @@ async fn per_policy(version: &str) {
 
 async fn per_boundary(version: &str) {
     exceptions_hold_and_end_on_time(version, Layout::PerBoundary).await;
+}
+
+async fn shared(version: &str) {
+    exceptions_hold_and_end_on_time(version, Layout::Shared).await;
 }
 
 /// The message of SPEC 3.3 for `image`.

@@ -25,7 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use palisade_policy::image_ref::RegistryPrefix;
 use palisade_policy::message::{self, MAX_MESSAGE_BYTES};
-use palisade_policy::{Mode, Name, Policy, Rule, RuleKind};
+use palisade_policy::{Exception, Mode, Name, Policy, Rule, RuleKind};
 use serde_json::{json, Value};
 
 use crate::cel::{EPHEMERAL_REQUEST, IMAGES, NOT_LATEST, POD_SPEC};
@@ -85,17 +85,31 @@ const LABEL_OK: &str = "(has(object.metadata.labels) && l.key in object.metadata
 /// Whether image `i` is under one of rule `r`'s registries.
 const REGISTRY_OK: &str = "r.registries.exists(p, i == p || i.startsWith(p + '/'))";
 
+/// Whether exception `x` (of rule `r`, in the request's namespace) matches the object by its
+/// own labels (SPEC 7).
+const EXCEPTION_MATCHES: &str = "(!has(x.labels) || x.labels.all(l, has(object.metadata.labels) && l.key in object.metadata.labels && object.metadata.labels[l.key] == l.value))";
+
+/// Whether exception `x` lists image `i` (every image when it lists none).
+const EXCEPTION_IMAGE: &str = "(!has(x.images) || size(x.images) == 0 || i in x.images)";
+
+/// The images rule `r` judges: every image, less those an exception of `r` lets past.
+fn rule_images() -> String {
+    format!("variables.images.filter(i, !(has(r.exceptions) && r.exceptions.exists(x, {EXCEPTION_MATCHES} && {EXCEPTION_IMAGE})))")
+}
+
 fn rule_ok() -> String {
+    let images = rule_images();
     format!(
-        "(r.kind == 'RequiredLabels' ? ({EPHEMERAL_REQUEST} || r.labels.all(l, {LABEL_OK})) : (r.kind == 'AllowedRegistries' ? variables.images.all(i, {REGISTRY_OK}) : (r.kind == 'DisallowLatestTag' ? variables.images.all(i, {NOT_LATEST}) : false)))"
+        "(r.kind == 'RequiredLabels' ? ({EPHEMERAL_REQUEST} || r.labels.all(l, {LABEL_OK}) || (has(r.exceptions) && r.exceptions.exists(x, {EXCEPTION_MATCHES} && variables.images.all(i, {EXCEPTION_IMAGE})))) : (r.kind == 'AllowedRegistries' ? {images}.all(i, {REGISTRY_OK}) : (r.kind == 'DisallowLatestTag' ? {images}.all(i, {NOT_LATEST}) : false)))"
     )
 }
 
 /// The raw message of the first failed rule `r`: the first failed label's, or the rule's
 /// head + the first failing image + its tail.
 fn raw_message() -> String {
+    let images = rule_images();
     format!(
-        "[variables.failed[0]].map(r, r.kind == 'RequiredLabels' ? [r.labels.filter(l, !{LABEL_OK})[0]].map(l, has(l.value) ? l.head + (has(object.metadata.labels) && l.key in object.metadata.labels ? (object.metadata.labels[l.key] == '' ? '\"\"' : object.metadata.labels[l.key]) : '<unset>') : l.missing)[0] : r.head + variables.images.filter(i, !(r.kind == 'AllowedRegistries' ? {REGISTRY_OK} : {NOT_LATEST}))[0] + r.tail)[0]"
+        "[variables.failed[0]].map(r, r.kind == 'RequiredLabels' ? [r.labels.filter(l, !{LABEL_OK})[0]].map(l, has(l.value) ? l.head + (has(object.metadata.labels) && l.key in object.metadata.labels ? (object.metadata.labels[l.key] == '' ? '\"\"' : object.metadata.labels[l.key]) : '<unset>') : l.missing)[0] : r.head + {images}.filter(i, !(r.kind == 'AllowedRegistries' ? {REGISTRY_OK} : {NOT_LATEST}))[0] + r.tail)[0]"
     )
 }
 
@@ -209,6 +223,17 @@ pub fn parameters_definition() -> Value {
         "required": ["key"],
         "properties": {"key": string, "value": string, "missing": string, "head": string},
     });
+    let exception = json!({
+        "type": "object",
+        "properties": {
+            "name": string,
+            "labels": {"type": "array", "maxItems": 64, "items": {
+                "type": "object", "required": ["key", "value"],
+                "properties": {"key": string, "value": string},
+            }},
+            "images": {"type": "array", "maxItems": 64, "items": string},
+        },
+    });
     let rule = json!({
         "type": "object",
         "required": ["kind", "static"],
@@ -216,6 +241,7 @@ pub fn parameters_definition() -> Value {
             "kind": string, "static": string, "head": string, "tail": string,
             "registries": {"type": "array", "items": string},
             "labels": {"type": "array", "items": label},
+            "exceptions": {"type": "array", "maxItems": 100, "items": exception},
         },
     });
     let spec = json!({
@@ -313,10 +339,46 @@ pub fn parameters(
     installation: &str,
     namespace: &str,
 ) -> Option<Value> {
+    parameters_excepted(boundary, policy, installation, namespace, &[])
+}
+
+/// [`parameters`] with the exceptions in force in the cluster (SPEC 7): each rule carries the
+/// exceptions of this policy that except it and apply in `namespace`, as their labels and
+/// images (the namespace is decided here, the rest by the shared CEL).
+pub fn parameters_excepted(
+    boundary: &Name,
+    policy: &Policy,
+    installation: &str,
+    namespace: &str,
+    exceptions: &[&Exception],
+) -> Option<Value> {
     let rules: Vec<Value> = policy
         .rules()
         .iter()
-        .filter_map(|rule| rule_parameters(policy.name(), rule))
+        .filter_map(|rule| {
+            let mut parameters = rule_parameters(policy.name(), rule)?;
+            let excepting: Vec<Value> = exceptions
+                .iter()
+                .filter(|x| &x.policy == policy.name() && x.excepts_admission(rule.kind()))
+                .filter_map(|x| {
+                    let m = x.object_match.as_ref()?;
+                    let here = m.namespaces.is_empty()
+                        || m.namespaces.iter().any(|n| n.as_str() == namespace);
+                    here.then(|| {
+                        let labels: Vec<Value> = m
+                            .labels
+                            .iter()
+                            .map(|(k, v)| json!({"key": k.as_str(), "value": v.as_str()}))
+                            .collect();
+                        json!({"name": x.name.as_str(), "labels": labels, "images": m.images})
+                    })
+                })
+                .collect();
+            if !excepting.is_empty() {
+                parameters["exceptions"] = Value::Array(excepting);
+            }
+            Some(parameters)
+        })
         .collect();
     if rules.is_empty() {
         return None;
