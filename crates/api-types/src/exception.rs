@@ -65,6 +65,37 @@ impl ExceptionDocument {
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
         crate::json::typed(&json_value(bytes)?)
     }
+
+    /// Validates the document at `now` into its boundary and exception.
+    pub fn validate(
+        &self,
+        now: DateTime<Utc>,
+        max_days: u32,
+    ) -> Result<(Name, Exception), DocumentError> {
+        if self.api_version != crate::document::API_VERSION {
+            return Err(error(
+                "/apiVersion",
+                format!(
+                    "must be {}, got '{}'",
+                    crate::document::API_VERSION,
+                    self.api_version
+                ),
+            ));
+        }
+        if self.kind != KIND {
+            return Err(error(
+                "/kind",
+                format!("must be {KIND}, got '{}'", self.kind),
+            ));
+        }
+        let name = Name::parse(&self.metadata.name).map_err(|e| error("/metadata/name", e))?;
+        let boundary =
+            Name::parse(&self.metadata.boundary).map_err(|e| error("/metadata/boundary", e))?;
+        let exception = self
+            .spec
+            .validate_at("/spec", name, Some((now, max_days)))?;
+        Ok((boundary, exception))
+    }
 }
 
 impl ExceptionSpec {

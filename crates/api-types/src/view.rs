@@ -255,11 +255,23 @@ pub struct History {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApplyResult {
+    /// `BoundaryException` for an exception; absent (a `BoundaryPolicy`) otherwise, so that a
+    /// policy's result is the body SPEC 4.1 names.
+    #[serde(default = "policy_kind", skip_serializing_if = "is_policy_kind")]
+    pub kind: String,
     pub boundary: String,
     pub name: String,
     /// `created`, `configured` or `unchanged`.
     pub action: String,
     pub warnings: Vec<String>,
+}
+
+fn policy_kind() -> String {
+    crate::document::KIND.to_owned()
+}
+
+fn is_policy_kind(kind: &str) -> bool {
+    kind == crate::document::KIND
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -88,7 +88,7 @@ fn from_store<'a>(boundary: &'a str, name: &'a str) -> impl Fn(StoreError) -> Ap
 }
 
 /// The spec as saved: validated, with `expiresAt` in the stored form and the reason trimmed.
-fn canonical(spec: &ExceptionSpec, exception: &Exception) -> AppResult<String> {
+pub(crate) fn canonical(spec: &ExceptionSpec, exception: &Exception) -> AppResult<String> {
     let mut spec = spec.clone();
     spec.expires_at = exception.expires_at.replace(".000Z", "Z");
     spec.reason = exception.reason.clone();

@@ -69,7 +69,7 @@ pub struct App {
     /// The uploads being received, within their bounds (`uploads::UploadLimits`).
     uploads: Arc<uploads::InFlight>,
     /// How far ahead an exception may end (`serve --max-exception-days`, SPEC 7).
-    max_exception_days: u32,
+    pub(crate) max_exception_days: u32,
 }
 
 impl App {

@@ -379,13 +379,14 @@ impl App {
     ) -> AppResult<ApplyResults> {
         caller.require_boundary_admin()?;
         let catalog = self.catalog.clone();
+        let max_days = self.max_exception_days;
         let parsed = self
-            .off_workers(move |stop| parse_apply(&body, &catalog, stop))
+            .off_workers(move |stop| parse_apply(&body, &catalog, max_days, stop))
             .await??;
         for boundary in &parsed.boundaries {
             self.visible_boundary(caller, boundary).await?;
         }
-        let valid = parsed.documents?;
+        let (valid, exceptions) = parsed.documents?;
         if !dry_run {
             // One write per document, in its boundary.
             let mut per_boundary: BTreeMap<String, u32> = BTreeMap::new();
@@ -393,6 +394,9 @@ impl App {
                 *per_boundary
                     .entry(checked.boundary.to_string())
                     .or_default() += 1;
+            }
+            for (_, boundary, _, _) in &exceptions {
+                *per_boundary.entry(boundary.to_string()).or_default() += 1;
             }
             let counts: Vec<(&str, u32)> =
                 per_boundary.iter().map(|(b, n)| (b.as_str(), *n)).collect();
@@ -470,29 +474,85 @@ impl App {
                 }
             }
         }
-        let actions: Vec<WriteAction> = if dry_run {
-            dry_run_actions
+        let exception_writes: Vec<palisade_store::ExceptionWrite> = exceptions
+            .iter()
+            .map(
+                |(_, boundary, exception, spec)| palisade_store::ExceptionWrite {
+                    boundary: boundary.to_string(),
+                    name: exception.name.to_string(),
+                    policy: exception.policy.to_string(),
+                    spec_json: spec.clone(),
+                    expires_at: exception.expires_at.clone(),
+                    approve: true,
+                    if_match: None,
+                    max_per_boundary: palisade_policy::exception::MAX_PER_BOUNDARY,
+                },
+            )
+            .collect();
+        let (actions, exception_actions): (Vec<WriteAction>, Vec<WriteAction>) = if dry_run {
+            let mut would = Vec::with_capacity(exception_writes.len());
+            for write in &exception_writes {
+                would.push(
+                    match self.store.get_exception(&write.boundary, &write.name).await {
+                        Ok(stored)
+                            if stored.spec_json == write.spec_json
+                                && stored.state == crate::exceptions::APPROVED =>
+                        {
+                            WriteAction::Unchanged
+                        }
+                        Ok(_) => WriteAction::Configured,
+                        Err(StoreError::NotFound) => WriteAction::Created,
+                        Err(other) => return Err(AppError::from_store(other, "exception")),
+                    },
+                );
+            }
+            (dry_run_actions, would)
         } else {
-            self.store
-                .apply_policies(writes, &caller.actor())
+            let (saved, excepted) = self
+                .store
+                .apply_documents(writes, exception_writes, &caller.actor())
                 .await
-                .map_err(|e| AppError::from_store(e, "boundary"))?
-                .into_iter()
-                .map(|(_, action)| action)
-                .collect()
+                .map_err(|e| AppError::from_store(e, "boundary"))?;
+            (
+                saved.into_iter().map(|(_, action)| action).collect(),
+                excepted.into_iter().map(|(_, action)| action).collect(),
+            )
         };
-        let results = valid
+        let mut results: Vec<(usize, ApplyResult)> = valid
             .iter()
             .zip(actions)
             .zip(warnings)
-            .map(|(((_, _, checked), action), warnings)| ApplyResult {
-                boundary: checked.boundary.to_string(),
-                name: checked.policy.name().to_string(),
-                action: action.as_str().to_owned(),
-                warnings,
+            .map(|(((index, _, checked), action), warnings)| {
+                (
+                    *index,
+                    ApplyResult {
+                        kind: palisade_api_types::document::KIND.to_owned(),
+                        boundary: checked.boundary.to_string(),
+                        name: checked.policy.name().to_string(),
+                        action: action.as_str().to_owned(),
+                        warnings,
+                    },
+                )
             })
             .collect();
-        Ok(ApplyResults { results })
+        results.extend(exceptions.iter().zip(exception_actions).map(
+            |((index, boundary, exception, _), action)| {
+                (
+                    *index,
+                    ApplyResult {
+                        kind: palisade_api_types::exception::KIND.to_owned(),
+                        boundary: boundary.to_string(),
+                        name: exception.name.to_string(),
+                        action: action.as_str().to_owned(),
+                        warnings: Vec::new(),
+                    },
+                )
+            },
+        ));
+        results.sort_by_key(|(index, _)| *index);
+        Ok(ApplyResults {
+            results: results.into_iter().map(|(_, r)| r).collect(),
+        })
     }
 }
 
@@ -517,7 +577,22 @@ type ValidDocument = (usize, PolicyDocument, ValidPolicy);
 /// or the first error.
 struct ParsedApply {
     boundaries: BTreeSet<String>,
-    documents: AppResult<Vec<ValidDocument>>,
+    documents: AppResult<(Vec<ValidDocument>, Vec<ValidException>)>,
+}
+
+/// A validated exception document of an apply: its index, boundary and exception, and the
+/// spec as it will be saved.
+type ValidException = (
+    usize,
+    palisade_policy::Name,
+    palisade_policy::Exception,
+    String,
+);
+
+/// Only `kind`, read from documents that may be invalid otherwise.
+#[derive(Deserialize)]
+struct KindOf {
+    kind: Option<serde_json::Value>,
 }
 
 /// Only `metadata.boundary`, read from documents that may be invalid otherwise.
@@ -538,27 +613,54 @@ struct BoundaryOfMetadata {
 fn parse_apply(
     bytes: &[u8],
     catalog: &Catalog,
+    max_exception_days: u32,
     stop: &std::sync::atomic::AtomicBool,
 ) -> AppResult<ParsedApply> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| AppError::InvalidRequest("the body is not UTF-8 text".into()))?;
     palisade_api_types::yaml::check(text)
         .map_err(|refusal| AppError::InvalidRequest(format!("the body: {refusal}")))?;
-    let documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
-    if documents.len() > MAX_APPLY_DOCUMENTS {
+    // Exceptions (SPEC 7) travel beside policies; each document is read as its kind says.
+    let exception_kind = serde_json::Value::from(palisade_api_types::exception::KIND);
+    let exception_at: BTreeSet<usize> = palisade_api_types::yaml::documents::<KindOf>(text)
+        .into_iter()
+        .filter(|(_, head)| {
+            head.as_ref()
+                .is_ok_and(|h| h.kind.as_ref() == Some(&exception_kind))
+        })
+        .map(|(index, _)| index)
+        .collect();
+    let exceptions = if exception_at.is_empty() {
+        Vec::new()
+    } else {
+        palisade_api_types::yaml::documents::<palisade_api_types::ExceptionDocument>(text)
+            .into_iter()
+            .filter(|(index, _)| exception_at.contains(index))
+            .collect()
+    };
+    let mut documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
+    documents.retain(|(index, _)| !exception_at.contains(index));
+    if documents.len() + exceptions.len() > MAX_APPLY_DOCUMENTS {
         return Err(AppError::LimitExceeded(format!(
             "the body holds {} documents; at most {MAX_APPLY_DOCUMENTS} are accepted in one \
              apply: split it into several requests",
-            documents.len()
+            documents.len() + exceptions.len()
         )));
     }
-    match validate_documents(documents, catalog, stop) {
-        Ok(valid) => Ok(ParsedApply {
+    let validated = validate_documents(documents, exceptions.is_empty(), catalog, stop)
+        .and_then(|valid| Ok((valid, validate_exceptions(exceptions, max_exception_days)?)));
+    match validated {
+        Ok((valid, exceptions)) => Ok(ParsedApply {
             boundaries: valid
                 .iter()
                 .map(|(_, _, checked)| checked.boundary.to_string())
+                .chain(
+                    exceptions
+                        .iter()
+                        .map(|(_, boundary, _, _)| boundary.to_string()),
+                )
                 .collect(),
-            documents: Ok(valid),
+            documents: Ok((valid, exceptions)),
         }),
         // Only an invalid body is read a second time, for the boundaries it names.
         Err(error) => Ok(ParsedApply {
@@ -580,15 +682,56 @@ fn named_boundaries(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The error of a document that cannot be read, at its index in the stream.
+fn unreadable(index: usize, e: palisade_api_types::yaml::YamlError) -> AppError {
+    let pointer = e.pointer.clone().unwrap_or_default();
+    let position = match (e.line, e.column) {
+        (Some(l), Some(c)) => format!(" (line {l} column {c})"),
+        _ => String::new(),
+    };
+    AppError::InvalidRequest(format!("/{index}{pointer}: {}{position}", e.message))
+}
+
+fn validate_exceptions(
+    documents: Vec<(
+        usize,
+        Result<palisade_api_types::ExceptionDocument, palisade_api_types::yaml::YamlError>,
+    )>,
+    max_days: u32,
+) -> AppResult<Vec<ValidException>> {
+    let now = chrono::Utc::now();
+    let mut valid = Vec::with_capacity(documents.len());
+    let mut seen = BTreeSet::new();
+    for (index, document) in documents {
+        let document = document.map_err(|e| unreadable(index, e))?;
+        let (boundary, exception) = document.validate(now, max_days).map_err(|e| {
+            AppError::InvalidRequest(format!("/{index}{}: {}", e.pointer, e.message))
+        })?;
+        if !seen.insert((boundary.to_string(), exception.name.to_string())) {
+            return Err(AppError::invalid(
+                &format!("/{index}/metadata/name"),
+                format!(
+                    "exception '{boundary}/{}' is defined twice in this request",
+                    exception.name
+                ),
+            ));
+        }
+        let spec = crate::exceptions::canonical(&document.spec, &exception)?;
+        valid.push((index, boundary, exception, spec));
+    }
+    Ok(valid)
+}
+
 fn validate_documents(
     documents: Vec<(
         usize,
         Result<PolicyDocument, palisade_api_types::yaml::YamlError>,
     )>,
+    exceptions_none: bool,
     catalog: &Catalog,
     stop: &std::sync::atomic::AtomicBool,
 ) -> AppResult<Vec<ValidDocument>> {
-    if documents.is_empty() {
+    if documents.is_empty() && exceptions_none {
         return Err(AppError::InvalidRequest(
             "the body holds no BoundaryPolicy document".into(),
         ));
@@ -600,14 +743,7 @@ fn validate_documents(
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(AppError::Internal("the client went away".into()));
         }
-        let document = document.map_err(|e| {
-            let pointer = e.pointer.clone().unwrap_or_default();
-            let position = match (e.line, e.column) {
-                (Some(l), Some(c)) => format!(" (line {l} column {c})"),
-                _ => String::new(),
-            };
-            AppError::InvalidRequest(format!("/{index}{pointer}: {}{position}", e.message))
-        })?;
+        let document = document.map_err(|e| unreadable(index, e))?;
         let checked = document.validate(catalog).map_err(|e| {
             AppError::InvalidRequest(format!("/{index}{}: {}", e.pointer, e.message))
         })?;
@@ -670,9 +806,9 @@ mod tests {
     fn validation_stops_when_the_client_has_gone() {
         let catalog = Catalog::builtin();
         let documents = || palisade_api_types::yaml::documents::<PolicyDocument>(TWO);
-        let running = validate_documents(documents(), &catalog, &AtomicBool::new(false));
+        let running = validate_documents(documents(), true, &catalog, &AtomicBool::new(false));
         assert_eq!(running.map(|v| v.len()).ok(), Some(2));
-        let stopped = validate_documents(documents(), &catalog, &AtomicBool::new(true));
+        let stopped = validate_documents(documents(), true, &catalog, &AtomicBool::new(true));
         assert!(matches!(stopped, Err(AppError::Internal(_))));
     }
 
@@ -682,6 +818,7 @@ mod tests {
         let parsed = parse_apply(
             body.as_bytes(),
             &Catalog::builtin(),
+            90,
             &AtomicBool::new(false),
         );
         let parsed = parsed.ok().map(|p| (p.boundaries, p.documents.is_err()));

@@ -166,6 +166,12 @@ Examples:
   palisade get policies shop
   palisade get policies shop -o yaml    # the API's list body";
 
+pub const GET_EXCEPTIONS: &str = "\
+Examples:
+  palisade get exceptions shop
+  palisade get exception shop/legacy-nginx -o yaml > legacy-nginx.yaml
+  palisade apply -f legacy-nginx.yaml   # BoundaryException documents go beside policies";
+
 pub const GET_POLICY: &str = "\
 Examples:
   # As a table row

@@ -268,8 +268,8 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 13 commands, check plan, 9 under get, 6 under delete, and resource,
+        // palisade, its 13 commands, check plan, 11 under get, 6 under delete, and resource,
         // token, boundary, namespace and cluster (add, attach, rbac) subcommands.
-        assert_eq!(seen, 1 + 13 + 1 + 9 + 6 + 2 + 3 + 1 + 2 + 3);
+        assert_eq!(seen, 1 + 13 + 1 + 11 + 6 + 2 + 3 + 1 + 2 + 3);
     }
 }

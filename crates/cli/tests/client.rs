@@ -1290,3 +1290,113 @@ fn uploads_past_the_boundarys_limit_are_refused_naming_it() {
         "{listed}"
     );
 }
+
+/// `apply -f` takes a BoundaryException beside a policy (all or nothing), `get exceptions`
+/// lists it with its time left, `get exception -o yaml` prints a document that applies back
+/// unchanged, and the excepted resource is created with the warning.
+#[test]
+fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
+    let server = serve(&[]);
+    let token = server.token.as_str();
+    palisade(&server.url, Some(token), &["boundary", "create", "shop"]);
+    let expires = (chrono::Utc::now() + chrono::Duration::days(30))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let documents = format!(
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {{name: size, boundary: shop}}\nspec: {{rules: [{{allowedComputePlans: {{plans: [small]}}}}]}}\n---\n\
+         apiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {{name: legacy-reports, boundary: shop}}\nspec:\n  policy: size\n  resources: [app/reports]\n  plans: [large]\n  expiresAt: \"{expires}\"\n  reason: moving to small, OPS-1234\n"
+    );
+    let file = write(&server.dir, "shop.yaml", &documents);
+    let out = palisade(
+        &server.url,
+        Some(token),
+        &["apply", "-f", file.to_str().unwrap()],
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "boundarypolicy shop/size created\nboundaryexception shop/legacy-reports created\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = palisade(&server.url, Some(token), &["get", "exceptions", "shop"]);
+    let listed = text(&out.stdout);
+    let mut lines = listed.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "POLICY",
+            "STATUS",
+            "EXPIRES",
+            "LEFT",
+            "REQUESTED",
+            "BY",
+            "APPROVED",
+            "BY"
+        ]
+    );
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        &row[..5],
+        ["legacy-reports", "size", "active", expires.as_str(), "29d"],
+        "{listed}"
+    );
+    let out = palisade(
+        &server.url,
+        Some(token),
+        &["get", "exception", "shop/legacy-reports", "-o", "yaml"],
+    );
+    let yaml = text(&out.stdout);
+    assert!(yaml.contains("kind: BoundaryException"), "{yaml}");
+    let out = palisade_with_stdin(&server.url, token, &["apply", "-f", "-"], &yaml);
+    assert_eq!(
+        text(&out.stdout),
+        "boundaryexception shop/legacy-reports unchanged\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = palisade(
+        &server.url,
+        Some(token),
+        &[
+            "resource",
+            "create",
+            "shop",
+            "--type",
+            "app",
+            "--name",
+            "reports",
+            "--plan",
+            "large",
+            "--image",
+            "ghcr.io/acme/reports:1.0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "Compute plan 'large' is allowed by exception 'legacy-reports' until {expires}"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    // A broken exception names its file, document and field; nothing is written.
+    let broken = write(
+        &server.dir,
+        "broken.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: other, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n---\napiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {name: bad, boundary: shop}\nspec: {policy: size, resources: [app/reports], expiresAt: \"2030-01-01T00:00:00Z\", reason: r}\n",
+    );
+    let out = palisade(
+        &server.url,
+        Some(token),
+        &["apply", "-f", broken.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("broken.yaml:1: /spec/plans: is required with resources"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = palisade(&server.url, Some(token), &["get", "policies", "shop"]);
+    assert!(!text(&out.stdout).contains("other"), "all or nothing");
+}

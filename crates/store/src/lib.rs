@@ -96,6 +96,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Oldest first. `NotFound` when neither the policy nor any history of it exists.
     async fn policy_history(&self, boundary: &str, name: &str) -> Result<Vec<PolicyHistoryEntry>>;
 
+    /// Policies and exceptions of `POST /v1/apply` in one transaction: all or nothing.
+    async fn apply_documents(
+        &self,
+        policies: Vec<PolicyWrite>,
+        exceptions: Vec<ExceptionWrite>,
+        actor: &str,
+    ) -> Result<(
+        Vec<(PolicyRecord, WriteAction)>,
+        Vec<(ExceptionRecord, WriteAction)>,
+    )>;
+
     // ---- exceptions (SPEC 7) ----
     /// The boundary's exceptions by name; `NotFound` when the boundary does not exist.
     async fn list_exceptions(&self, boundary: &str) -> Result<Vec<ExceptionRecord>>;

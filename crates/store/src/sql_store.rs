@@ -562,6 +562,28 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         policies::history(&mut *self.read().await?, boundary, name).await
     }
 
+    async fn apply_documents(
+        &self,
+        policies: Vec<PolicyWrite>,
+        exceptions: Vec<ExceptionWrite>,
+        actor: &str,
+    ) -> Result<(
+        Vec<(PolicyRecord, WriteAction)>,
+        Vec<(ExceptionRecord, WriteAction)>,
+    )> {
+        let mut tx = self.begin(None).await?;
+        let result = async {
+            let saved = policies::apply(tx.conn(), &policies, actor).await?;
+            let mut excepted = Vec::with_capacity(exceptions.len());
+            for write in &exceptions {
+                excepted.push(exceptions::put(tx.conn(), write, actor).await?);
+            }
+            Ok((saved, excepted))
+        }
+        .await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
     async fn list_exceptions(&self, boundary: &str) -> Result<Vec<ExceptionRecord>> {
         exceptions::list(&mut *self.read().await?, boundary).await
     }

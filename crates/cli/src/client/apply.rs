@@ -1,4 +1,5 @@
-//! `palisade apply -f`: BoundaryPolicy documents to `POST /v1/apply`, all or nothing.
+//! `palisade apply -f`: BoundaryPolicy and BoundaryException documents to `POST /v1/apply`,
+//! all or nothing.
 
 use clap::Args;
 use palisade_api_types::view::ApplyResults;
@@ -56,7 +57,7 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     print_warnings(&answer.warnings);
     if dry_run && connection.output != Format::Table {
         // One body: what would change and what each policy would deny.
-        let documents = documents(&texts)?;
+        let documents = policy_documents(&texts)?;
         let mut previews = Vec::new();
         for (at, document) in &documents {
             previews.push(preview_body(&api, at, document)?);
@@ -74,7 +75,12 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     }
     let suffix = if dry_run { " (dry run)" } else { "" };
     for result in applied.results {
-        let subject = format!("boundarypolicy {}/{}", result.boundary, result.name);
+        let subject = format!(
+            "{} {}/{}",
+            result.kind.to_lowercase(),
+            result.boundary,
+            result.name
+        );
         println!("{subject} {}{suffix}", result.action);
         for warning in result.warnings {
             eprintln!("warning: {subject}: {warning}");
@@ -83,8 +89,26 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     if !dry_run {
         return Ok(None);
     }
-    let documents = documents(&texts)?;
+    let documents = policy_documents(&texts)?;
     Ok(Some(preview_documents(&api, Format::Table, &documents)?))
+}
+
+/// The BoundaryPolicy documents of the files (exceptions have nothing to preview).
+fn policy_documents(
+    texts: &[(String, String)],
+) -> Result<Vec<(String, palisade_api_types::PolicyDocument)>, Failure> {
+    let mut out = Vec::new();
+    for (at, value) in documents::<serde_yaml_ng::Value>(texts)? {
+        if value.get("kind").and_then(serde_yaml_ng::Value::as_str)
+            == Some(palisade_api_types::exception::KIND)
+        {
+            continue;
+        }
+        let document =
+            serde_yaml_ng::from_value(value).map_err(|e| Failure(format!("{at}: {e}")))?;
+        out.push((at, document));
+    }
+    Ok(out)
 }
 
 /// The server's `/<n><pointer>: <message>` about the n-th document of the body, said of the

@@ -6,8 +6,8 @@ use clap::Subcommand;
 use palisade_api_types::document::{ModeDoc, PolicyMetadata, RuleDoc, API_VERSION, KIND};
 use palisade_api_types::resource::Resource;
 use palisade_api_types::view::{
-    BoundaryList, ClusterList, NamespaceList, Picker, PolicyList, PolicyReport, PolicyView,
-    ResourceList,
+    BoundaryList, ClusterList, ExceptionList, ExceptionView, NamespaceList, Picker, PolicyList,
+    PolicyReport, PolicyView, ResourceList,
 };
 use palisade_api_types::{PolicyDocument, PolicySpec};
 use palisade_policy::RuleKind;
@@ -42,6 +42,21 @@ pub enum Kind {
     #[command(after_help = help::GET_POLICY)]
     Policy {
         /// The boundary and the policy, e.g. shop/size-limits.
+        #[arg(value_name = "BOUNDARY/NAME")]
+        target: String,
+    },
+    /// List a boundary's exceptions: policy, status, when each ends and how long is left, who
+    /// asked and who approved.
+    #[command(after_help = help::GET_EXCEPTIONS)]
+    Exceptions {
+        /// The boundary.
+        boundary: String,
+    },
+    /// Show one exception; with -o yaml or -o json, as a BoundaryException document that
+    /// `palisade apply -f` takes back.
+    #[command(after_help = help::GET_EXCEPTIONS)]
+    Exception {
+        /// The boundary and the exception, e.g. shop/legacy-nginx.
         #[arg(value_name = "BOUNDARY/NAME")]
         target: String,
     },
@@ -264,6 +279,43 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
             let rows = policies.iter().map(Policy::row).collect();
             print_table(&POLICY_HEADERS, rows);
         }
+        Kind::Exceptions { boundary } => {
+            let list = all_pages::<ExceptionList>(
+                &api,
+                &format!("/v1/boundaries/{}/exceptions", encode(boundary)),
+            )?;
+            if format != Format::Table {
+                return print_body(format, &list.body);
+            }
+            let rows = list.items.iter().map(exception_row).collect();
+            print_table(&EXCEPTION_HEADERS, rows);
+        }
+        Kind::Exception { target } => {
+            let p = split_target(target, 2, "BOUNDARY/NAME")?;
+            let answer = api.get(&format!(
+                "/v1/boundaries/{}/exceptions/{}",
+                encode(p[0]),
+                encode(p[1])
+            ))?;
+            let view: ExceptionView = answer.decode()?;
+            let document = serde_json::json!({
+                "apiVersion": API_VERSION,
+                "kind": palisade_api_types::exception::KIND,
+                "metadata": {"name": view.name, "boundary": view.boundary},
+                "spec": view.spec,
+            });
+            match format {
+                Format::Table => print_table(&EXCEPTION_HEADERS, vec![exception_row(&view)]),
+                Format::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&document).unwrap_or_default()
+                ),
+                Format::Yaml => print!(
+                    "{}",
+                    serde_yaml_ng::to_string(&document).unwrap_or_default()
+                ),
+            }
+        }
         Kind::Policy { target } => {
             let p = split_target(target, 2, "BOUNDARY/NAME")?;
             let answer = api.get(&format!("/v1/boundaries/{}/policies/{}", p[0], p[1]))?;
@@ -454,4 +506,44 @@ fn install_status(policy: &PolicyView) -> String {
         .map(|c| format!("{}: {}", c.cluster, c.status))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+const EXCEPTION_HEADERS: [&str; 7] = [
+    "NAME",
+    "POLICY",
+    "STATUS",
+    "EXPIRES",
+    "LEFT",
+    "REQUESTED BY",
+    "APPROVED BY",
+];
+
+/// One exception as a table row; `LEFT` counts down to `expiresAt` in days, hours or minutes.
+fn exception_row(view: &ExceptionView) -> Vec<String> {
+    let left = chrono::DateTime::parse_from_rfc3339(&view.expires_at)
+        .ok()
+        .map(|end| end.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .map_or_else(
+            || "?".to_owned(),
+            |left| {
+                if left <= chrono::Duration::zero() {
+                    "-".to_owned()
+                } else if left.num_days() >= 1 {
+                    format!("{}d", left.num_days())
+                } else if left.num_hours() >= 1 {
+                    format!("{}h", left.num_hours())
+                } else {
+                    format!("{}m", left.num_minutes().max(1))
+                }
+            },
+        );
+    vec![
+        view.name.clone(),
+        view.spec["policy"].as_str().unwrap_or("").to_owned(),
+        view.status.clone(),
+        view.expires_at.clone(),
+        left,
+        view.requested_by.clone(),
+        view.approved_by.clone().unwrap_or_else(|| "-".to_owned()),
+    ]
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use palisade_api_types::resource::Resource;
 use palisade_api_types::view::{
-    BoundaryList, ClusterList, NamespaceList, PolicyList, ResourceList, TokenList,
+    BoundaryList, ClusterList, ExceptionList, NamespaceList, PolicyList, ResourceList, TokenList,
 };
 use palisade_api_types::ErrorBody;
 use reqwest::blocking::{Client, RequestBuilder};
@@ -412,6 +412,7 @@ pages! {
     ResourceList => palisade_api_types::view::ResourceView,
     TokenList => palisade_api_types::view::TokenView,
     NamespaceList => palisade_api_types::view::NamespaceView,
+    ExceptionList => palisade_api_types::view::ExceptionView,
 }
 
 /// The items of a page as they came, for `-o json|yaml`.
