@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand, ValueEnum};
 use palisade_api_types::nesting::MAX_MANIFEST_DEPTH;
 use palisade_api_types::yaml::{documents, each_document_within};
-use palisade_api_types::PolicyDocument;
-use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest};
-use palisade_policy::{compute_plan, Catalog, Name, PlanName, Policy, ResourceType};
+use palisade_api_types::{ExceptionDocument, PolicyDocument};
+use palisade_policy::admission::{evaluate_excepted, AdmissionObject, AdmissionRequest};
+use palisade_policy::{compute_plan, Catalog, Exception, Name, PlanName, Policy, ResourceType};
 use serde::Serialize;
 
 use crate::input::{located, read_text, shown, yaml_files};
@@ -28,7 +28,7 @@ pub enum Output {
 #[derive(Debug, Args)]
 #[command(
     subcommand_negates_reqs = true,
-    override_usage = "palisade check [-p POLICY_FILE]... [-o text|json|sarif] [--catalog FILE] MANIFEST...\n       \
+    override_usage = "palisade check [-p POLICY_FILE]... [-e EXCEPTION_FILE]... [--at TIME] [-o text|json|sarif] [--catalog FILE] MANIFEST...\n       \
         palisade check plan [-p POLICY_FILE]... --type TYPE --plan PLAN [--catalog FILE]"
 )]
 pub struct CheckArgs {
@@ -43,6 +43,13 @@ pub struct CheckArgs {
         global = true
     )]
     policies: Vec<PathBuf>,
+    /// A BoundaryException file or directory (repeatable): the exceptions of the policies'
+    /// boundary in force at `--at` let the objects they match past (SPEC 7).
+    #[arg(short = 'e', long = "exception", value_name = "EXCEPTION_FILE")]
+    exceptions: Vec<PathBuf>,
+    /// The time that decides which exceptions are in force (RFC 3339; default: now).
+    #[arg(long = "at", value_name = "TIME")]
+    at: Option<String>,
     /// A plan catalog file (YAML: type -> [{name, cpu, memory}]) instead of the built-in one.
     #[arg(long = "catalog", value_name = "FILE", global = true)]
     catalog: Option<PathBuf>,
@@ -169,6 +176,14 @@ struct WarningOut {
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+struct ExceptedOut {
+    policy: String,
+    exception: String,
+    expires_at: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct ObjectOut {
     file: String,
     index: usize,
@@ -181,17 +196,23 @@ struct ObjectOut {
     admitted: bool,
     denials: Vec<DenialOut>,
     warnings: Vec<WarningOut>,
+    /// The exceptions that let the object past a policy (absent when none did).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    excepted: Vec<ExceptedOut>,
 }
 
 fn evaluate_object(
     policies: &[Policy],
+    exceptions: &[Exception],
     file: &Path,
     index: usize,
     value: &serde_json::Value,
 ) -> Result<ObjectOut, String> {
     let object =
         AdmissionObject::from_json(value).map_err(|e| format!("{}:{index}: {e}", shown(file)))?;
-    let verdict = evaluate(policies, &object, &AdmissionRequest::default());
+    let exceptions: Vec<&Exception> = exceptions.iter().collect();
+    let (verdict, used) =
+        evaluate_excepted(policies, &object, &AdmissionRequest::default(), &exceptions);
     Ok(ObjectOut {
         file: shown(file),
         index,
@@ -218,11 +239,20 @@ fn evaluate_object(
                 message: d.message,
             })
             .collect(),
+        excepted: used
+            .into_iter()
+            .map(|x| ExceptedOut {
+                policy: x.policy.to_string(),
+                exception: x.name.to_string(),
+                expires_at: x.expires_at.replace(".000Z", "Z"),
+            })
+            .collect(),
     })
 }
 
 fn check_manifests(
     policies: &[Policy],
+    exceptions: &[Exception],
     paths: &[PathBuf],
     errors: &mut Vec<String>,
     lines: &mut HashMap<String, Vec<usize>>,
@@ -266,7 +296,7 @@ fn check_manifests(
                     match value.get("items").and_then(|i| i.as_array()) {
                         Some(items) => {
                             for (item_index, item) in items.iter().enumerate() {
-                                match evaluate_object(policies, &file, index, item) {
+                                match evaluate_object(policies, exceptions, &file, index, item) {
                                     Ok(o) => out.push(o),
                                     Err(e) => errors.push(e.replacen(
                                         ": /",
@@ -281,7 +311,7 @@ fn check_manifests(
                         }
                     }
                 } else {
-                    match evaluate_object(policies, &file, index, &value) {
+                    match evaluate_object(policies, exceptions, &file, index, &value) {
                         Ok(o) => out.push(o),
                         Err(e) => errors.push(e),
                     }
@@ -331,8 +361,21 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     if policies.is_empty() {
         warn_no_policies(args, "every object is admitted");
     }
+    let exceptions = match load_exceptions(args) {
+        Ok(exceptions) => exceptions,
+        Err(errors) => {
+            print_errors(&errors);
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
     let mut lines = HashMap::new();
-    let objects = check_manifests(&policies, &args.manifests, &mut errors, &mut lines);
+    let objects = check_manifests(
+        &policies,
+        &exceptions,
+        &args.manifests,
+        &mut errors,
+        &mut lines,
+    );
     let denied = objects.iter().filter(|o| !o.admitted).count();
     let mut stdout = std::io::stdout().lock();
     match args.output {
@@ -391,6 +434,13 @@ pub fn run(args: &CheckArgs) -> ExitCode {
                         o.file, o.index, o.kind, name, w.message
                     );
                 }
+                for x in &o.excepted {
+                    let _ = writeln!(
+                        stderr,
+                        "note: {}:{} {}/{}: let past policy '{}' by exception '{}' (until {})",
+                        o.file, o.index, o.kind, name, x.policy, x.exception, x.expires_at
+                    );
+                }
             }
         }
     }
@@ -404,6 +454,99 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         ExitCode::from(EXIT_DENIED)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The exceptions of `-e` in force at `--at` (default now). Each must belong to the
+/// policies' boundary; errors are collected so one run reports them all.
+fn load_exceptions(args: &CheckArgs) -> Result<Vec<Exception>, Vec<String>> {
+    if args.exceptions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let at = match &args.at {
+        None => chrono::Utc::now(),
+        Some(text) => match chrono::DateTime::parse_from_rfc3339(text) {
+            Ok(at) => at.with_timezone(&chrono::Utc),
+            Err(e) => {
+                return Err(vec![format!(
+                    "--at: must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got '{text}': {e}"
+                )])
+            }
+        },
+    };
+    let at = palisade_api_types::exception::stored_time(at);
+    let mut errors = Vec::new();
+    let mut out: Vec<Exception> = Vec::new();
+    let mut boundary_of_policies: Option<Name> = None;
+    // The policies' boundary is not kept on a Policy: read it again from their files.
+    for path in &args.policies {
+        for file in yaml_files(path).unwrap_or_default() {
+            if let Ok(text) = read(&file) {
+                for (_, document) in documents::<PolicyDocument>(&text) {
+                    if let Ok(document) = document {
+                        boundary_of_policies = Name::parse(&document.metadata.boundary).ok();
+                    }
+                }
+            }
+        }
+    }
+    for path in &args.exceptions {
+        let files = match yaml_files(path) {
+            Ok(files) => files,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        for file in files {
+            let text = match read(&file) {
+                Ok(text) => text,
+                Err(BadInput(e)) => {
+                    errors.push(e);
+                    continue;
+                }
+            };
+            for (index, document) in documents::<ExceptionDocument>(&text) {
+                let here = format!("{}:{index}", shown(&file));
+                let document = match document {
+                    Ok(document) => document,
+                    Err(e) => {
+                        errors.push(located(&shown(&file), &e, index));
+                        continue;
+                    }
+                };
+                let decoded = Name::parse(&document.metadata.name)
+                    .map_err(|e| format!("{here}: /metadata/name: {e}"))
+                    .and_then(|name| {
+                        document
+                            .spec
+                            .decode_stored(name)
+                            .map_err(|e| format!("{here}: /spec{}: {}", e.pointer, e.message))
+                    });
+                match decoded {
+                    Ok(exception) => {
+                        if let Some(boundary) = &boundary_of_policies {
+                            if document.metadata.boundary != boundary.as_str() {
+                                errors.push(format!(
+                                    "{here}: exception of boundary '{}', the policies are of '{boundary}'",
+                                    document.metadata.boundary
+                                ));
+                                continue;
+                            }
+                        }
+                        if exception.active_at(&at) {
+                            out.push(exception);
+                        }
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
     }
 }
 

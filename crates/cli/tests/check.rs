@@ -727,3 +727,120 @@ fn check_plan_has_its_own_help() {
         assert_eq!(out.status.code(), Some(1), "{args:?}");
     }
 }
+
+/// `-e` takes exceptions: a matched object is let past (a note on standard error, `excepted`
+/// in the JSON), an unmatched one is denied as before, and `--at` after `expiresAt` denies it
+/// again; an exception of another boundary is bad input.
+#[test]
+fn exceptions_let_matched_objects_past_until_they_end() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "policy.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: no-latest, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n",
+    );
+    write(
+        dir.path(),
+        "legacy.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {name: legacy-nginx, boundary: shop}\nspec:\n  policy: no-latest\n  match: {labels: {app: legacy}, images: [\"nginx:latest\"]}\n  expiresAt: \"2030-01-31T00:00:00Z\"\n  reason: moving to nginx:1.27\n",
+    );
+    write(
+        dir.path(),
+        "pods.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: legacy, labels: {app: legacy}}\nspec: {containers: [{name: c, image: \"nginx:latest\"}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: other}\nspec: {containers: [{name: c, image: \"nginx:latest\"}]}\n",
+    );
+    let args = [
+        "check",
+        "-p",
+        "policy.yaml",
+        "-e",
+        "legacy.yaml",
+        "--at",
+        "2030-01-01T00:00:00Z",
+        "pods.yaml",
+    ];
+    let out = palisade(&args, dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "pods.yaml:1 Pod/other: Policy 'no-latest' (DisallowLatestTag) denied image nginx:latest: it is tagged latest or carries no tag.\n"
+    );
+    assert!(
+        text(&out.stderr).contains("note: pods.yaml:0 Pod/legacy: let past policy 'no-latest' by exception 'legacy-nginx' (until 2030-01-31T00:00:00Z)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let mut json_args = args.to_vec();
+    json_args.splice(1..1, ["-o", "json"]);
+    let out = palisade(&json_args, dir.path());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json[0]["admitted"], true);
+    assert_eq!(
+        json[0]["excepted"],
+        serde_json::json!([{"policy": "no-latest", "exception": "legacy-nginx", "expiresAt": "2030-01-31T00:00:00Z"}])
+    );
+    assert!(json[1].get("excepted").is_none());
+    // At expiresAt it has ended.
+    let out = palisade(
+        &[
+            "check",
+            "-p",
+            "policy.yaml",
+            "-e",
+            "legacy.yaml",
+            "--at",
+            "2030-01-31T00:00:00Z",
+            "pods.yaml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        2,
+        "{}",
+        text(&out.stdout)
+    );
+    // Another boundary's exception, a bad time: exit 2, named.
+    write(
+        dir.path(),
+        "other.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {name: x, boundary: other}\nspec: {policy: no-latest, match: {namespaces: [web]}, expiresAt: \"2030-01-31T00:00:00Z\", reason: r}\n",
+    );
+    let out = palisade(
+        &[
+            "check",
+            "-p",
+            "policy.yaml",
+            "-e",
+            "other.yaml",
+            "pods.yaml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("other.yaml:0: exception of boundary 'other', the policies are of 'shop'"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = palisade(
+        &[
+            "check",
+            "-p",
+            "policy.yaml",
+            "-e",
+            "legacy.yaml",
+            "--at",
+            "soon",
+            "pods.yaml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--at: must be an RFC 3339 time"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -536,6 +536,49 @@ pub fn evaluate(
     verdict
 }
 
+/// [`evaluate`] with the exceptions in force (SPEC 7; already chosen for the time and the
+/// cluster): a policy an exception lets the object past does not deny it (nor warn). Answers
+/// the verdict and the exceptions that let the object past, once each.
+pub fn evaluate_excepted<'e>(
+    policies: &[Policy],
+    object: &AdmissionObject,
+    request: &AdmissionRequest,
+    exceptions: &[&'e Exception],
+) -> (AdmissionVerdict, Vec<&'e Exception>) {
+    if exceptions.is_empty() {
+        return (evaluate(policies, object, request), Vec::new());
+    }
+    if !object.is_checked() {
+        return (AdmissionVerdict::default(), Vec::new());
+    }
+    let mut verdict = AdmissionVerdict {
+        checked: true,
+        ..AdmissionVerdict::default()
+    };
+    if request.is_exempt_for_terminating(object) || request.is_controller_update() {
+        verdict.exempt = true;
+        return (verdict, Vec::new());
+    }
+    let mut used: Vec<&'e Exception> = Vec::new();
+    for policy in policies {
+        let (denial, by) = first_violation_excepted(policy, object, request, exceptions);
+        for exception in by {
+            if !used.iter().any(|u| u.name == exception.name) {
+                used.push(exception);
+            }
+        }
+        if let Some(denial) = denial {
+            match policy.mode() {
+                Mode::Enforce => verdict.denials.push(denial),
+                Mode::Audit => verdict.warnings.push(denial),
+            }
+        }
+    }
+    verdict.denials.sort_by(|a, b| a.policy.cmp(&b.policy));
+    verdict.warnings.sort_by(|a, b| a.policy.cmp(&b.policy));
+    (verdict, used)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
