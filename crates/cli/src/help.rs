@@ -320,6 +320,21 @@ Examples:
   palisade token revoke 5f0c2d
   palisade token revoke 5f0c2d -o json   # {\"kind\": \"token\", \"id\": \"5f0c2d\", \"action\": \"deleted\"}";
 
+pub const EXCEPTION: &str = "\
+Examples:
+  palisade exception request -f legacy-nginx.yaml   # a developer's request
+  palisade exception approve shop/legacy-nginx      # a boundary-admin approves it
+  palisade get exceptions shop";
+
+pub const EXCEPTION_REQUEST: &str = "\
+Examples:
+  palisade exception request -f legacy-nginx.yaml
+  boundaryexception shop/legacy-nginx requested";
+
+pub const EXCEPTION_APPROVE: &str = "\
+Examples:
+  palisade exception approve shop/legacy-nginx";
+
 pub const BOUNDARY: &str = "\
 Examples:
   palisade boundary create web-team --display-name 'Web team'";

@@ -107,6 +107,15 @@ enum Command {
         #[command(flatten)]
         connection: client::Connection,
     },
+    /// Request or approve exceptions: one workload or resource let past one policy until a
+    /// stated time (SPEC 7).
+    #[command(after_help = help::EXCEPTION)]
+    Exception {
+        #[command(subcommand)]
+        command: client::ExceptionCommand,
+        #[command(flatten)]
+        connection: client::Connection,
+    },
     /// Create a boundary (admin).
     #[command(after_help = help::BOUNDARY)]
     Boundary {
@@ -207,6 +216,10 @@ fn main() -> ExitCode {
             command,
             connection,
         } => finish(client::token(&connection, &command)),
+        Command::Exception {
+            command,
+            connection,
+        } => finish(client::exception(&connection, &command)),
         Command::Boundary {
             command,
             connection,
@@ -268,8 +281,8 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 13 commands, check plan, 11 under get, 6 under delete, and resource,
-        // token, boundary, namespace and cluster (add, attach, rbac) subcommands.
-        assert_eq!(seen, 1 + 13 + 1 + 11 + 6 + 2 + 3 + 1 + 2 + 3);
+        // palisade, its 14 commands, check plan, 11 under get, 6 under delete, and resource,
+        // token, exception, boundary, namespace and cluster (add, attach, rbac) subcommands.
+        assert_eq!(seen, 1 + 14 + 1 + 11 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
     }
 }

@@ -1399,4 +1399,50 @@ fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
     );
     let out = palisade(&server.url, Some(token), &["get", "policies", "shop"]);
     assert!(!text(&out.stdout).contains("other"), "all or nothing");
+
+    // A developer requests, a boundary-admin approves.
+    let create = |role: &str| {
+        let out = palisade(
+            &server.url,
+            Some(token),
+            &["token", "create", "--role", role, "--boundary", "shop"],
+        );
+        text(&out.stdout).trim().to_owned()
+    };
+    let developer = create("developer");
+    let boundary_admin = create("boundary-admin");
+    let request = write(
+        &server.dir,
+        "request.yaml",
+        &format!("apiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {{name: legacy-web, boundary: shop}}\nspec:\n  policy: size\n  resources: [app/web]\n  plans: [large]\n  expiresAt: \"{expires}\"\n  reason: OPS-1235\n"),
+    );
+    let out = palisade(
+        &server.url,
+        Some(&developer),
+        &["exception", "request", "-f", request.to_str().unwrap()],
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "boundaryexception shop/legacy-web requested\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = palisade(
+        &server.url,
+        Some(&developer),
+        &["exception", "approve", "shop/legacy-web"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let out = palisade(
+        &server.url,
+        Some(&boundary_admin),
+        &["exception", "approve", "shop/legacy-web"],
+    );
+    assert!(
+        text(&out.stdout)
+            .starts_with("boundaryexception shop/legacy-web active (approved by token:"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }

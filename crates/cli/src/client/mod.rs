@@ -5,6 +5,7 @@
 mod admin;
 mod apply;
 mod delete;
+mod exception;
 mod get;
 mod preview;
 mod resource;
@@ -14,6 +15,7 @@ mod version;
 pub use admin::{boundary, cluster, namespace, BoundaryCommand, ClusterCommand, NamespaceCommand};
 pub use apply::{apply, ApplyArgs};
 pub use delete::{delete, DeleteKind};
+pub use exception::{exception, ExceptionCommand};
 pub use get::{get, Kind};
 pub use preview::{preview, PreviewArgs};
 pub use resource::{resource, ResourceCommand};
