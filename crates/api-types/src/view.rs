@@ -572,10 +572,24 @@ pub struct ClusterPreview {
     pub warned: Vec<Finding>,
     /// Objects the saved version denies and the previewed one would allow.
     pub loosened: Vec<Finding>,
+    /// Objects the previewed version would deny but for an exception in force (SPEC 7), with
+    /// its name; at most 100, not paged. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excepted: Vec<ExceptedFinding>,
     /// Time spent listing (the API server's share).
     pub list_ms: u64,
     /// Time spent evaluating (palisade's share).
     pub evaluate_ms: u64,
+}
+
+/// An object an exception lets past the previewed policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExceptedFinding {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub exception: String,
 }
 
 /// A platform resource whose plan the previewed version disallows: it keeps running

@@ -44,6 +44,24 @@ pub fn decode_stored(record: &ExceptionRecord) -> Result<Exception, AppError> {
         .map_err(|e| unreadable(e.to_string()))
 }
 
+/// The approved exceptions to admission rules among `records` in force now (one that cannot
+/// be decoded is left out and logged: its objects stay judged by the policy alone).
+pub fn in_force(records: &[ExceptionRecord]) -> Vec<Exception> {
+    let now = palisade_store::now();
+    records
+        .iter()
+        .filter(|r| r.state == APPROVED && now < r.expires_at)
+        .filter_map(|r| match decode_stored(r) {
+            Ok(exception) => Some(exception),
+            Err(error) => {
+                tracing::warn!(boundary = %r.boundary, exception = %r.name, %error, "stored exception cannot be decoded; not applied");
+                None
+            }
+        })
+        .filter(|x| x.object_match.is_some())
+        .collect()
+}
+
 /// `requested`, `active` or `expired` at `now`.
 pub fn status_at(record: &ExceptionRecord, now: &str) -> &'static str {
     if now >= record.expires_at.as_str() {

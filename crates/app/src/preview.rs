@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use palisade_api_types::view::{
-    ClusterPreview, ClusterReport, Denial, Finding, FindingOwner, FindingWorkload,
+    ClusterPreview, ClusterReport, Denial, ExceptedFinding, Finding, FindingOwner, FindingWorkload,
     GrandfatheredResource, PolicyReport, Preview, PreviewSummary,
 };
 use palisade_policy::compute_plan::decide;
@@ -168,6 +168,9 @@ fn in_scope(policy: Option<&Policy>, cluster: &Name) -> bool {
     policy.is_some_and(|p| p.installs_in(cluster))
 }
 
+/// The most excepted objects a cluster's preview lists (they are not paged).
+const MAX_EXCEPTED_SHOWN: usize = 100;
+
 impl App {
     /// The first page of [`App::preview_policy_page`] (the lists' default limit).
     pub async fn preview_policy(
@@ -223,6 +226,15 @@ impl App {
             .boundary_clusters(boundary)
             .await
             .map_err(|e| AppError::from_store(e, "boundary"))?;
+        // The boundary's exceptions in force now: what they let past is not a denial.
+        let exceptions: std::sync::Arc<Vec<palisade_policy::Exception>> =
+            std::sync::Arc::new(crate::exceptions::in_force(
+                &self
+                    .store
+                    .list_exceptions(boundary_name.as_str())
+                    .await
+                    .map_err(|e| AppError::from_store(e, "boundary"))?,
+            ));
         let mut tasks = tokio::task::JoinSet::new();
         let mut cluster_names = Vec::new();
         for record in clusters {
@@ -239,9 +251,16 @@ impl App {
             let boundary = boundary_name.clone();
             let new = new_here.then(|| new.clone());
             let saved = saved.clone().filter(|_| saved_here);
+            let exceptions = exceptions.clone();
             tasks.spawn(async move {
-                app.preview_cluster(&record, &boundary, new.as_ref(), saved.as_ref())
-                    .await
+                app.preview_cluster(
+                    &record,
+                    &boundary,
+                    new.as_ref(),
+                    saved.as_ref(),
+                    &exceptions,
+                )
+                .await
             });
         }
         let mut previews = Vec::new();
@@ -294,6 +313,7 @@ impl App {
         boundary: &Name,
         new: Option<&Policy>,
         saved: Option<&Policy>,
+        exceptions: &[palisade_policy::Exception],
     ) -> (ClusterPreview, Risk) {
         let mut preview = ClusterPreview {
             cluster: record.name.clone(),
@@ -307,7 +327,11 @@ impl App {
             }
         };
         let judged: Vec<&Policy> = new.into_iter().chain(saved).collect();
-        let mut scan = Scan::new(judged);
+        let here: Vec<&palisade_policy::Exception> = exceptions
+            .iter()
+            .filter(|x| x.in_cluster(&record.name))
+            .collect();
+        let mut scan = Scan::new(judged).with_exceptions(here);
         let mut evaluating = Duration::ZERO;
         let mut visit = |page: &[serde_json::Value]| {
             let started = Instant::now();
@@ -354,6 +378,17 @@ impl App {
             _ => Vec::new(),
         };
         if let (Some(policy), Some(found)) = (new, &new_findings) {
+            preview.excepted = found
+                .excepted
+                .iter()
+                .take(MAX_EXCEPTED_SHOWN)
+                .map(|x| ExceptedFinding {
+                    kind: x.object.kind.clone(),
+                    namespace: x.object.namespace.clone(),
+                    name: x.object.name.clone(),
+                    exception: x.exception.to_string(),
+                })
+                .collect();
             let list: Vec<Finding> = found.violations.iter().map(finding).collect();
             match policy.mode() {
                 Mode::Enforce => {

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use crate::admission::{at, first_violation, AdmissionObject};
+use crate::admission::{at, first_violation, first_violation_excepted, AdmissionObject};
 use crate::policy::{Policy, RuleKind};
 
 /// How far an owner chain is followed (Pod → ReplicaSet → Deployment needs 2; a CronJob's Pod
@@ -56,11 +56,23 @@ pub struct Violation {
     pub message: String,
 }
 
+/// An object an exception let past a policy's rules (SPEC 7): not a violation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Excepted {
+    pub object: ObjectRef,
+    pub api_version: String,
+    pub uid: String,
+    /// The exception that let it past.
+    pub exception: crate::Name,
+}
+
 /// What a scan found for one policy.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Findings {
     /// Violations in the order of (namespace, kind, name).
     pub violations: Vec<Violation>,
+    /// Objects that would violate the policy but for an exception, in the same order.
+    pub excepted: Vec<Excepted>,
     /// Checked objects per namespace (violating or not; exempt terminating objects excluded).
     pub checked: BTreeMap<String, u64>,
 }
@@ -119,8 +131,10 @@ struct Found {
 #[derive(Debug)]
 pub struct Scan<'p> {
     policies: Vec<&'p Policy>,
+    exceptions: Vec<&'p crate::Exception>,
     controllers: HashMap<String, Controller>,
     found: Vec<Vec<Found>>,
+    excepted: Vec<Vec<Excepted>>,
     checked: BTreeMap<String, u64>,
     unreadable: u64,
 }
@@ -128,13 +142,23 @@ pub struct Scan<'p> {
 impl<'p> Scan<'p> {
     pub fn new(policies: Vec<&'p Policy>) -> Self {
         let found = policies.iter().map(|_| Vec::new()).collect();
+        let excepted = policies.iter().map(|_| Vec::new()).collect();
         Scan {
             policies,
+            exceptions: Vec::new(),
             controllers: HashMap::new(),
             found,
+            excepted,
             checked: BTreeMap::new(),
             unreadable: 0,
         }
+    }
+
+    /// The same scan judging with `exceptions` in force (SPEC 7): what they let past is listed
+    /// as excepted, not as a violation.
+    pub fn with_exceptions(mut self, exceptions: Vec<&'p crate::Exception>) -> Self {
+        self.exceptions = exceptions;
+        self
     }
 
     /// Objects the rules could not read (they are counted, not judged; the API server would
@@ -182,7 +206,31 @@ impl<'p> Scan<'p> {
             }
         }
         for (index, policy) in self.policies.iter().enumerate() {
-            if let Some(denial) = first_violation(policy, &admission) {
+            let (denial, used) = if self.exceptions.is_empty() {
+                (first_violation(policy, &admission), Vec::new())
+            } else {
+                first_violation_excepted(
+                    policy,
+                    &admission,
+                    &crate::AdmissionRequest::default(),
+                    &self.exceptions,
+                )
+            };
+            if denial.is_none() {
+                if let Some(exception) = used.first() {
+                    self.excepted[index].push(Excepted {
+                        object: ObjectRef {
+                            kind: admission.kind.clone(),
+                            namespace: namespace.to_owned(),
+                            name: name.to_owned(),
+                        },
+                        api_version: admission.api_version.clone(),
+                        uid: uid.to_owned(),
+                        exception: exception.name.clone(),
+                    });
+                }
+            }
+            if let Some(denial) = denial {
                 self.found[index].push(Found {
                     object: ObjectRef {
                         kind: admission.kind.clone(),
@@ -205,12 +253,21 @@ impl<'p> Scan<'p> {
         let Scan {
             controllers,
             found,
+            excepted,
             checked,
             ..
         } = self;
         found
             .into_iter()
-            .map(|list| {
+            .zip(excepted)
+            .map(|(list, mut excepted)| {
+                excepted.sort_by(|a, b| {
+                    (&a.object.namespace, &a.object.kind, &a.object.name).cmp(&(
+                        &b.object.namespace,
+                        &b.object.kind,
+                        &b.object.name,
+                    ))
+                });
                 let mut violations: Vec<Violation> = list
                     .into_iter()
                     .map(|found| resolve(&controllers, found))
@@ -224,6 +281,7 @@ impl<'p> Scan<'p> {
                 });
                 Findings {
                     violations,
+                    excepted,
                     checked: checked.clone(),
                 }
             })

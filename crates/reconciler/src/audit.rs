@@ -25,6 +25,8 @@ pub(crate) struct AuditJob {
     pub boundary: Name,
     /// The in-scope policies with admission rules and the etag of each.
     pub policies: Vec<(String, Policy)>,
+    /// The boundary's exceptions in force in the cluster: what they let past is `skip`.
+    pub exceptions: Vec<palisade_policy::Exception>,
 }
 
 #[derive(Debug)]
@@ -159,7 +161,8 @@ async fn run_one(
     let taken_at = palisade_store::now();
     let seconds = unix_seconds();
     let policies: Vec<&Policy> = job.policies.iter().map(|(_, p)| p).collect();
-    let mut scan = Scan::new(policies);
+    let exceptions: Vec<&palisade_policy::Exception> = job.exceptions.iter().collect();
+    let mut scan = Scan::new(policies).with_exceptions(exceptions);
     let mut visit = |page: &[serde_json::Value]| {
         for object in page {
             scan.observe(object);
@@ -243,6 +246,11 @@ async fn write_reports(
                     .violations
                     .iter()
                     .filter(|v| &v.object.namespace == namespace)
+                    .collect(),
+                excepted: found
+                    .excepted
+                    .iter()
+                    .filter(|x| &x.object.namespace == namespace)
                     .collect(),
             };
             reports.push(render_report(

@@ -45,6 +45,8 @@ pub struct NamespaceAudit<'a> {
     pub checked: u64,
     /// The policy's violations in the namespace.
     pub violations: Vec<&'a Violation>,
+    /// The objects an exception let past the policy (SPEC 7): `skip`, naming the exception.
+    pub excepted: Vec<&'a palisade_policy::scan::Excepted>,
 }
 
 /// The `Report` of `policy` for one namespace. Results are the violations (`fail` in enforce
@@ -88,7 +90,39 @@ pub fn render_report(
             })
         })
         .collect();
+    let skipped = audit
+        .excepted
+        .iter()
+        .take(MAX_RESULTS.saturating_sub(results.len()))
+        .map(|x| {
+            json!({
+                "source": SOURCE,
+                "policy": policy.name().as_str(),
+                "result": "skip",
+                "message": format!("let past by exception '{}'", x.exception),
+                "timestamp": {"seconds": taken_at_seconds, "nanos": 0},
+                "resources": [{
+                    "apiVersion": x.api_version,
+                    "kind": x.object.kind,
+                    "namespace": x.object.namespace,
+                    "name": x.object.name,
+                    "uid": x.uid,
+                }],
+                "properties": {
+                    "boundary": boundary.as_str(),
+                    "exception": x.exception.as_str(),
+                },
+            })
+        })
+        .collect::<Vec<Value>>();
+    let results: Vec<Value> = results.into_iter().chain(skipped).collect();
     let violations = audit.violations.len() as u64;
+    let skips = audit.excepted.len() as u64;
+    let status_filter: Vec<&str> = if skips > 0 {
+        vec![outcome, "skip"]
+    } else {
+        vec![outcome]
+    };
     let (fail, warn) = match policy.mode() {
         Mode::Enforce => (violations, 0),
         Mode::Audit => (0, violations),
@@ -102,13 +136,13 @@ pub fn render_report(
             "labels": labels(installation, boundary, policy.name()),
         },
         "source": SOURCE,
-        "configuration": {"limits": {"maxResults": MAX_RESULTS, "statusFilter": [outcome]}},
+        "configuration": {"limits": {"maxResults": MAX_RESULTS, "statusFilter": status_filter}},
         "summary": {
-            "pass": audit.checked.saturating_sub(violations),
+            "pass": audit.checked.saturating_sub(violations + skips),
             "fail": fail,
             "warn": warn,
             "error": 0,
-            "skip": 0,
+            "skip": skips,
         },
         "results": results,
     })
@@ -193,5 +227,60 @@ impl ClusterClient {
             }
         }
         Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use palisade_policy::scan::{Excepted, ObjectRef};
+
+    use super::*;
+
+    /// What an exception lets past is a `skip` result naming it, counted in `summary.skip`
+    /// and not in `pass` (SPEC 7).
+    #[test]
+    fn excepted_objects_are_skip_results_naming_the_exception() {
+        let boundary = Name::parse("shop").unwrap();
+        let policy = palisade_policy::Policy::new(
+            Name::parse("no-latest").unwrap(),
+            Mode::Enforce,
+            palisade_policy::Scope::default(),
+            vec![palisade_policy::Rule::DisallowLatestTag],
+        )
+        .unwrap();
+        let excepted = Excepted {
+            object: ObjectRef {
+                kind: "Pod".into(),
+                namespace: "web".into(),
+                name: "legacy".into(),
+            },
+            api_version: "v1".into(),
+            uid: "u1".into(),
+            exception: Name::parse("legacy-nginx").unwrap(),
+        };
+        let audit = NamespaceAudit {
+            namespace: "web",
+            checked: 3,
+            violations: Vec::new(),
+            excepted: vec![&excepted],
+        };
+        let report = render_report("i", &boundary, &policy, &audit, 7);
+        assert_eq!(
+            report["summary"],
+            json!({"pass": 2, "fail": 0, "warn": 0, "error": 0, "skip": 1})
+        );
+        assert_eq!(report["results"][0]["result"], "skip");
+        assert_eq!(
+            report["results"][0]["message"],
+            "let past by exception 'legacy-nginx'"
+        );
+        assert_eq!(
+            report["results"][0]["properties"]["exception"],
+            "legacy-nginx"
+        );
+        assert_eq!(
+            report["configuration"]["limits"]["statusFilter"],
+            json!(["fail", "skip"])
+        );
     }
 }

@@ -123,12 +123,17 @@ impl Controller {
             .filter(|n| n.cluster == cluster)
             .map(|n| n.name.as_str())
             .collect();
-        let fingerprint = audit::fingerprint(&policies, &namespaces);
+        let exceptions = boundary.exceptions_in(cluster);
+        let mut fingerprint = audit::fingerprint(&policies, &namespaces);
+        for exception in &exceptions {
+            fingerprint.push_str(&format!(",x:{}@{}", exception.name, exception.expires_at));
+        }
         let job = AuditJob {
             cluster: cluster.to_owned(),
             client: client.clone(),
             boundary: boundary.name.clone(),
             policies,
+            exceptions,
         };
         self.audits
             .offer(job, fingerprint, self.settings.audit_interval)

@@ -160,7 +160,7 @@ impl Controller {
                 Err(other) => return Err(other),
             };
             let exceptions = match self.store.list_exceptions(&boundary.name).await {
-                Ok(records) => in_force(&records),
+                Ok(records) => palisade_app::exceptions::in_force(&records),
                 Err(StoreError::NotFound) => continue,
                 Err(other) => return Err(other),
             };
@@ -380,22 +380,4 @@ impl Controller {
         }
         recorded
     }
-}
-
-/// The approved exceptions to admission rules among `records` that are in force now. One that
-/// cannot be decoded is left out, and logged: its objects stay judged by the policy alone.
-fn in_force(records: &[palisade_store::ExceptionRecord]) -> Vec<palisade_policy::Exception> {
-    let now = palisade_store::now();
-    records
-        .iter()
-        .filter(|r| r.state == palisade_app::exceptions::APPROVED && now < r.expires_at)
-        .filter_map(|r| match palisade_app::exceptions::decode_stored(r) {
-            Ok(exception) => Some(exception),
-            Err(error) => {
-                tracing::warn!(boundary = %r.boundary, exception = %r.name, %error, "stored exception cannot be decoded; not installed");
-                None
-            }
-        })
-        .filter(|x| x.object_match.is_some())
-        .collect()
 }

@@ -186,6 +186,34 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
                 Some(latest("nginx:latest")),
                 "{layout} {version}: another namespace"
             );
+            // A real legacy Pod: the preview lists it as excepted, not as denied.
+            let pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": "legacy-real", "labels": {"app": "legacy"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:latest"}]},
+            }))
+            .unwrap();
+            Api::<Pod>::namespaced(admin.clone(), &web)
+                .create(&PostParams::default(), &pod)
+                .await
+                .unwrap();
+            let preview = stack
+                .ok(
+                    "POST",
+                    &format!("/v1/boundaries/{boundary}/policies/no-latest/preview"),
+                    None,
+                )
+                .await;
+            let cluster = &preview["clusters"][0];
+            assert_eq!(
+                cluster["denied"],
+                json!([]),
+                "{layout} {version}: {preview}"
+            );
+            assert_eq!(
+                cluster["excepted"],
+                json!([{"kind": "Pod", "namespace": web, "name": "legacy-real", "exception": name}]),
+                "{layout} {version}: {preview}"
+            );
             // The policy is still confirmed enforced (its probe runs where no exception applies).
             assert_eq!(
                 stack

@@ -192,6 +192,7 @@ async fn exercise(
                 namespace: &namespace,
                 checked: 0,
                 violations: Vec::new(),
+                excepted: Vec::new(),
             };
             let report = render_report(INSTALLATION, &boundary, &probe, &audit, 1);
             match verb {
