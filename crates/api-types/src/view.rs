@@ -195,6 +195,18 @@ pub struct ExceptionView {
     /// Save warnings (only in the answer to a save or an approval).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
+    /// Per cluster of the boundary in the exception's scope, for exceptions to admission
+    /// rules: `installed` or `pending` while active; after the end, the clusters it could not
+    /// be removed from yet (`still installed: <why>`). Absent for compute-plan exceptions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<ExceptionClusterStatus>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExceptionClusterStatus {
+    pub cluster: String,
+    pub status: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

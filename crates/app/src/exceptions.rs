@@ -3,7 +3,9 @@
 //! by themselves; a developer writes a request, which applies nothing until someone else with
 //! those roles approves it.
 
-use palisade_api_types::view::{ExceptionList, ExceptionView, History, HistoryEntry};
+use palisade_api_types::view::{
+    ExceptionClusterStatus, ExceptionList, ExceptionView, History, HistoryEntry,
+};
 use palisade_api_types::ExceptionSpec;
 use palisade_policy::exception::MAX_PER_BOUNDARY;
 use palisade_policy::{Exception, Name};
@@ -89,6 +91,66 @@ pub fn view(record: ExceptionRecord, now: &str, warnings: Option<Vec<String>>) -
         updated_at: record.updated_at,
         updated_by: record.updated_by,
         warnings,
+        clusters: Vec::new(),
+    }
+}
+
+impl App {
+    /// `view` with its per-cluster statuses (SPEC 7): where an active exception to admission
+    /// rules is installed or pending, and where an ended one is still installed and why (the
+    /// top-level status then says so).
+    async fn with_cluster_statuses(&self, mut view: ExceptionView) -> AppResult<ExceptionView> {
+        let Some(spec) = serde_json::from_value::<ExceptionSpec>(view.spec.clone()).ok() else {
+            return Ok(view);
+        };
+        let Some(object_match) = spec.object_match else {
+            return Ok(view);
+        };
+        let in_scope = |cluster: &str| {
+            object_match
+                .clusters
+                .as_ref()
+                .is_none_or(|list| list.is_empty() || list.iter().any(|c| c == cluster))
+        };
+        let clusters = self
+            .store
+            .boundary_clusters(&view.boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let installs = self
+            .store
+            .exception_installs(&view.boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "exception"))?;
+        let installed_in = |cluster: &str| {
+            installs
+                .iter()
+                .any(|i| i.exception == view.name && i.cluster == cluster)
+        };
+        let mut still = Vec::new();
+        for cluster in clusters.iter().filter(|c| in_scope(&c.name)) {
+            let status = match view.status.as_str() {
+                "active" if installed_in(&cluster.name) => "installed".to_owned(),
+                "active" => "pending".to_owned(),
+                "expired" if installed_in(&cluster.name) => {
+                    let why = cluster
+                        .last_error
+                        .clone()
+                        .unwrap_or_else(|| "not updated yet".to_owned());
+                    still.push(format!("still installed in {}: {why}", cluster.name));
+                    format!("still installed: {why}")
+                }
+                _ => continue,
+            };
+            view.clusters.push(ExceptionClusterStatus {
+                cluster: cluster.name.clone(),
+                status,
+            });
+        }
+        if !still.is_empty() {
+            view.status = format!("expired; {}", still.join("; "));
+        }
+        Ok(view)
     }
 }
 
@@ -233,7 +295,8 @@ impl App {
             .get_exception(boundary, name)
             .await
             .map_err(from_store(boundary, name))?;
-        Ok(view(record, &palisade_store::now(), None))
+        self.with_cluster_statuses(view(record, &palisade_store::now(), None))
+            .await
     }
 
     /// The boundary's exceptions, by name.
@@ -245,7 +308,11 @@ impl App {
             .await
             .map_err(|e| AppError::from_store(e, "boundary"))?;
         let now = palisade_store::now();
-        Ok(records.into_iter().map(|r| view(r, &now, None)).collect())
+        let mut views = Vec::with_capacity(records.len());
+        for record in records {
+            views.push(self.with_cluster_statuses(view(record, &now, None)).await?);
+        }
+        Ok(views)
     }
 
     /// A page of the boundary's exceptions.

@@ -29,6 +29,8 @@ pub const REPAIRS: &str = "palisade_reconcile_repairs_total";
 pub const LAYOUT: &str = "palisade_cluster_admission_layout";
 /// Gauge: 1 while this replica holds the lease and runs passes, 0 otherwise.
 pub const ACTIVE: &str = "palisade_reconcile_active";
+/// Exceptions that have ended but are still installed in a cluster palisade could not update.
+pub const EXCEPTIONS_ENDED_INSTALLED: &str = "palisade_exceptions_ended_still_installed";
 
 /// How a cluster's part of a pass ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +84,10 @@ pub fn describe() {
         "1 for the admission layout a cluster's objects are in, 0 for the others"
     );
     ::metrics::describe_gauge!(
+        EXCEPTIONS_ENDED_INSTALLED,
+        "Exceptions past their expiresAt still installed in a cluster (it could not be updated)"
+    );
+    ::metrics::describe_gauge!(
         ACTIVE,
         "1 while this replica holds the reconciler lease, 0 otherwise"
     );
@@ -130,4 +136,9 @@ pub(crate) fn layout(cluster: &str, layout: palisade_vap::Layout) {
         ::metrics::gauge!(LAYOUT, "cluster" => cluster.to_owned(), "layout" => each.as_str())
             .set(if each == layout { 1.0 } else { 0.0 });
     }
+}
+
+pub(crate) fn ended_still_installed(cluster: &str, count: usize) {
+    ::metrics::gauge!(EXCEPTIONS_ENDED_INSTALLED, "cluster" => cluster.to_owned())
+        .set(count as f64);
 }

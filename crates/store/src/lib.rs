@@ -40,10 +40,10 @@ pub use lease::Lease;
 pub use ops::uploads::{counted as counted_upload_bytes, LEAST_COUNTED_UPLOAD_BYTES};
 pub use records::{
     AuditRecord, BoundaryRecord, ChangeRecord, Check, ClusterRecord, Edit, Editor,
-    ExceptionHistoryEntry, ExceptionRecord, ExceptionWrite, Guard, NamespaceRecord, NewResource,
-    NewUpload, Page, PoliciesVersion, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord,
-    PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, TokenRecord, UploadRecord,
-    WriteAction,
+    ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard,
+    NamespaceRecord, NewResource, NewUpload, Page, PoliciesVersion, PolicyHistoryEntry,
+    PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
+    TokenRecord, UploadRecord, WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -132,6 +132,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<Vec<ExceptionHistoryEntry>>;
     /// Every approved exception of every boundary that has not expired at `now`.
     async fn exceptions_in_force(&self, now: &str) -> Result<Vec<ExceptionRecord>>;
+    /// Replaces what is installed in `cluster` (the reconciler, after a successful pass).
+    async fn replace_exception_installs(
+        &self,
+        cluster: &str,
+        installs: Vec<ExceptionInstall>,
+    ) -> Result<()>;
+    /// Where the boundary's exceptions are installed.
+    async fn exception_installs(&self, boundary: &str) -> Result<Vec<ExceptionInstall>>;
+    /// What is installed in `cluster`.
+    async fn exception_installs_in(&self, cluster: &str) -> Result<Vec<ExceptionInstall>>;
 
     // ---- resources ----
     /// Checks in order: boundary exists (`NotFound`), name free (`Conflict`), then, with a

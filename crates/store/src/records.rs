@@ -166,6 +166,17 @@ pub struct ExceptionWrite {
     pub max_per_boundary: usize,
 }
 
+/// An exception to admission rules installed in a cluster, as the reconciler last wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExceptionInstall {
+    pub cluster: String,
+    pub boundary: String,
+    pub exception: String,
+    /// The exception's end when it was installed.
+    pub expires_at: String,
+    pub installed_at: String,
+}
+
 /// One entry of an exception's history: `put`, `approve` or `delete`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExceptionHistoryEntry {

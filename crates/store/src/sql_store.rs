@@ -19,10 +19,10 @@ use crate::ops::{
 use crate::sql::{by, remaining, Conn, DbResult};
 use crate::{
     AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor,
-    ExceptionHistoryEntry, ExceptionRecord, ExceptionWrite, Guard, Lease, NamespaceRecord,
-    NewResource, NewUpload, Page, PolicyHistoryEntry, PolicyRecord, PolicyStatusRecord,
-    PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store, StoreError,
-    TokenRecord, UploadRecord, WriteAction,
+    ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard, Lease,
+    NamespaceRecord, NewResource, NewUpload, Page, PolicyHistoryEntry, PolicyRecord,
+    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store,
+    StoreError, TokenRecord, UploadRecord, WriteAction,
 };
 
 /// What differs between SQLite and PostgreSQL below the operations: how a write transaction
@@ -624,6 +624,24 @@ impl<B: SqlBackend> Store for SqlStore<B> {
 
     async fn exceptions_in_force(&self, now: &str) -> Result<Vec<ExceptionRecord>> {
         exceptions::read_in_force(&mut *self.read().await?, now).await
+    }
+
+    async fn replace_exception_installs(
+        &self,
+        cluster: &str,
+        installs: Vec<ExceptionInstall>,
+    ) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = exceptions::replace_installs(tx.conn(), cluster, &installs).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn exception_installs(&self, boundary: &str) -> Result<Vec<ExceptionInstall>> {
+        exceptions::installs_of(&mut *self.read().await?, boundary).await
+    }
+
+    async fn exception_installs_in(&self, cluster: &str) -> Result<Vec<ExceptionInstall>> {
+        exceptions::installs_in(&mut *self.read().await?, cluster).await
     }
 
     async fn get_resource(&self, key: &ResourceKey) -> Result<ResourceRecord> {

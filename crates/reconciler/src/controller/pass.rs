@@ -109,6 +109,14 @@ impl Controller {
                 }
             }
         }
+        let installed = match &result {
+            Ok(pass) if pass.enforced => Some(true),
+            // Nothing is written to a cluster that cannot enforce.
+            Ok(_) => Some(false),
+            Err(_) => None,
+        };
+        self.record_exception_installs(cluster, boundaries, installed)
+            .await;
         let outcome = match &result {
             Ok(pass) if pass.enforced => Outcome::Ok,
             Ok(_) => Outcome::NotEnforced,
@@ -123,6 +131,50 @@ impl Controller {
             name: cluster.name.clone(),
             result,
             recorded,
+        }
+    }
+
+    /// After a cluster's pass: what it installed of the exceptions (`Some(true)`: replaced
+    /// whole; `Some(false)`: the cluster cannot enforce and holds none), and how many ended ones
+    /// a cluster that could not be updated (`None`) still holds (`/metrics`).
+    async fn record_exception_installs(
+        &self,
+        cluster: &ClusterRecord,
+        boundaries: &[BoundaryState],
+        installed: Option<bool>,
+    ) {
+        if let Some(installed) = installed {
+            let now = palisade_store::now();
+            let installs = boundaries
+                .iter()
+                .filter(|b| installed && b.clusters.contains(&cluster.name))
+                .flat_map(|b| {
+                    b.exceptions_in(&cluster.name)
+                        .into_iter()
+                        .map(|x| palisade_store::ExceptionInstall {
+                            cluster: cluster.name.clone(),
+                            boundary: b.name.to_string(),
+                            exception: x.name.to_string(),
+                            expires_at: x.expires_at.clone(),
+                            installed_at: now.clone(),
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            if let Err(error) = self
+                .store
+                .replace_exception_installs(&cluster.name, installs)
+                .await
+            {
+                tracing::warn!(cluster = %cluster.name, %error, "exception installs not recorded");
+            }
+            metrics::ended_still_installed(&cluster.name, 0);
+            return;
+        }
+        let now = palisade_store::now();
+        if let Ok(installs) = self.store.exception_installs_in(&cluster.name).await {
+            let ended = installs.iter().filter(|i| i.expires_at <= now).count();
+            metrics::ended_still_installed(&cluster.name, ended);
         }
     }
 

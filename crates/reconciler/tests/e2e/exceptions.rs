@@ -272,3 +272,125 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
         lags.last().map_or(0, |l| l.as_millis())
     );
 }
+
+/// An exception that ends while its cluster's API server is down reads `expired; still
+/// installed in <cluster>: <why>` and counts on `/metrics` until the cluster answers again;
+/// then it is removed and reads `expired`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exception_that_ends_during_an_outage_says_where_it_is_still_installed() {
+    let plane = std::sync::Arc::new(
+        tokio::task::spawn_blocking(|| {
+            palisade_testkit::control_plane::ControlPlane::start("1.37")
+        })
+        .await
+        .unwrap(),
+    );
+    let admin = plane.client().await;
+    let stack = Stack::start_in(Layout::PerPolicy).await;
+    let boundary = unique_name("outage");
+    // Its own name: other tests' clusters named k1 share the process's metrics.
+    let k = unique_name("k");
+    let web = unique_name("web");
+    stack
+        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        .await;
+    stack
+        .add_cluster(&k, plane.kubeconfig_yaml(), &boundary)
+        .await;
+    stack
+        .ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/clusters/{k}/namespaces/{web}"),
+            None,
+        )
+        .await;
+    stack
+        .put_policy(
+            &boundary,
+            "no-latest",
+            json!({"rules": [{"disallowLatestTag": {}}]}),
+        )
+        .await;
+    stack
+        .wait_status(&boundary, "no-latest", &k, |s| s == "enforced")
+        .await;
+    let expires = (chrono::Utc::now() + chrono::Duration::seconds(8))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let path = format!("/v1/boundaries/{boundary}/exceptions/legacy");
+    stack
+        .ok(
+            "PUT",
+            &path,
+            Some(
+                json!({"policy": "no-latest", "match": {"namespaces": [web]},
+                "expiresAt": expires, "reason": "r"}),
+            ),
+        )
+        .await;
+    let started = Instant::now();
+    loop {
+        let shown = stack.ok("GET", &path, None).await;
+        if shown["clusters"] == json!([{"cluster": k, "status": "installed"}]) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{shown}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Installed is written; the API server activates it moments later.
+    let started = Instant::now();
+    while verdict(&admin, &web, json!({}), &["nginx:latest"])
+        .await
+        .is_some()
+    {
+        assert!(started.elapsed() < Duration::from_secs(5), "not admitted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Down from before expiresAt until well after it.
+    let outage = {
+        let plane = plane.clone();
+        tokio::task::spawn_blocking(move || plane.restart_apiserver_after(Duration::from_secs(14)))
+    };
+    let end = chrono::DateTime::parse_from_rfc3339(&expires).unwrap();
+    let until_end = (end.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .unwrap_or_default();
+    tokio::time::sleep(until_end + Duration::from_secs(3)).await;
+    let shown = stack.ok("GET", &path, None).await;
+    let status = shown["status"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        status.starts_with(&format!("expired; still installed in {k}: ")),
+        "{shown}"
+    );
+    let (_, metrics) = stack.call("GET", "/metrics", None).await;
+    let metrics = metrics.as_str().unwrap_or_default().to_owned();
+    assert!(
+        metrics.contains(&format!(
+            "palisade_exceptions_ended_still_installed{{cluster=\"{k}\"}} 1"
+        )),
+        "{metrics}"
+    );
+    outage.await.unwrap();
+    let started = Instant::now();
+    loop {
+        let shown = stack.ok("GET", &path, None).await;
+        if shown["status"] == "expired" && shown.get("clusters").is_none() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{shown}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let started = Instant::now();
+    while verdict(&admin, &web, json!({}), &["nginx:latest"]).await != Some(latest("nginx:latest"))
+    {
+        assert!(started.elapsed() < Duration::from_secs(5), "still admitted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, metrics) = stack.call("GET", "/metrics", None).await;
+    let metrics = metrics.as_str().unwrap_or_default().to_owned();
+    assert!(
+        metrics.contains(&format!(
+            "palisade_exceptions_ended_still_installed{{cluster=\"{k}\"}} 0"
+        )),
+        "{metrics}"
+    );
+}

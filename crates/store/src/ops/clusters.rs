@@ -91,12 +91,15 @@ pub(crate) async fn list<C: Conn>(c: &mut C) -> Result<Vec<ClusterRecord>> {
 
 /// Forgets the cluster's namespaces, statuses and audit reports, detaches it from every boundary, then
 /// deletes it.
+const DELETE_EXCEPTION_INSTALLS: &str = "DELETE FROM exception_installs WHERE cluster = $1";
+
 pub(crate) async fn delete<C: Conn>(c: &mut C, name: &str) -> Result<()> {
     for statement in [
         DELETE_NAMESPACES,
         DELETE_STATUSES,
         DELETE_REPORTS,
         DELETE_ATTACHMENTS,
+        DELETE_EXCEPTION_INSTALLS,
     ] {
         c.execute(statement, &[Text(name)]).await?;
     }

@@ -8,7 +8,8 @@ use crate::sql::{
     Conn, DbResult, Fields,
 };
 use crate::{
-    ExceptionHistoryEntry, ExceptionRecord, ExceptionWrite, Result, StoreError, WriteAction,
+    ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Result, StoreError,
+    WriteAction,
 };
 
 pub(crate) const REQUESTED: &str = "requested";
@@ -262,4 +263,62 @@ pub(crate) async fn history<C: Conn>(
         return Err(StoreError::NotFound);
     }
     Ok(entries)
+}
+
+const DELETE_INSTALLS: &str = "DELETE FROM exception_installs WHERE cluster = $1";
+const INSERT_INSTALL: &str = "INSERT INTO exception_installs \
+     (cluster, boundary, exception, expires_at, installed_at) VALUES ($1, $2, $3, $4, $5)";
+const SELECT_INSTALLS: &str = "SELECT cluster, boundary, exception, expires_at, installed_at \
+     FROM exception_installs WHERE boundary = $1 ORDER BY exception, cluster";
+const SELECT_CLUSTER_INSTALLS: &str = "SELECT cluster, boundary, exception, expires_at, \
+     installed_at FROM exception_installs WHERE cluster = $1 ORDER BY boundary, exception";
+
+fn install(row: &dyn Fields) -> sqlx::Result<ExceptionInstall> {
+    Ok(ExceptionInstall {
+        cluster: row.text("cluster")?,
+        boundary: row.text("boundary")?,
+        exception: row.text("exception")?,
+        expires_at: row.text("expires_at")?,
+        installed_at: row.text("installed_at")?,
+    })
+}
+
+/// Replaces what is installed in `cluster` with `installs`.
+pub(crate) async fn replace_installs<C: Conn>(
+    c: &mut C,
+    cluster: &str,
+    installs: &[ExceptionInstall],
+) -> Result<()> {
+    c.execute(DELETE_INSTALLS, &[Text(cluster)]).await?;
+    for i in installs {
+        let args = [
+            Text(cluster),
+            Text(&i.boundary),
+            Text(&i.exception),
+            Text(&i.expires_at),
+            Text(&i.installed_at),
+        ];
+        c.execute(INSERT_INSTALL, &args).await?;
+    }
+    Ok(())
+}
+
+/// Where the boundary's exceptions are installed, by exception and cluster.
+pub(crate) async fn installs_of<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+) -> Result<Vec<ExceptionInstall>> {
+    Ok(c.fetch_all(SELECT_INSTALLS, &[Text(boundary)], install)
+        .await?)
+}
+
+/// What is installed in `cluster`.
+pub(crate) async fn installs_in<C: Conn>(
+    c: &mut C,
+    cluster: &str,
+) -> Result<Vec<ExceptionInstall>> {
+    Ok(
+        c.fetch_all(SELECT_CLUSTER_INSTALLS, &[Text(cluster)], install)
+            .await?,
+    )
 }
