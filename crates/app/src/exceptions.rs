@@ -132,14 +132,15 @@ impl App {
             let status = match view.status.as_str() {
                 "active" if installed_in(&cluster.name) => "installed".to_owned(),
                 "active" => "pending".to_owned(),
-                "expired" if installed_in(&cluster.name) => {
-                    let why = cluster
-                        .last_error
-                        .clone()
-                        .unwrap_or_else(|| "not updated yet".to_owned());
-                    still.push(format!("still installed in {}: {why}", cluster.name));
-                    format!("still installed: {why}")
-                }
+                // Ended, and the cluster's last pass failed: it could not be removed there.
+                "expired" if installed_in(&cluster.name) => match &cluster.last_error {
+                    Some(why) => {
+                        still.push(format!("still installed in {}: {why}", cluster.name));
+                        format!("still installed: {why}")
+                    }
+                    // The pass that removes it is under way.
+                    None => "removing".to_owned(),
+                },
                 _ => continue,
             };
             view.clusters.push(ExceptionClusterStatus {

@@ -260,7 +260,8 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
                 None,
             )
             .await;
-        assert_eq!(shown["status"], "expired");
+        // Ended; the pass that removed it may still be recording where it is installed.
+        assert_eq!(shown["status"], "expired", "{shown}");
     }
     lags.sort();
     let p = |q: f64| lags[((lags.len() as f64 * q).ceil() as usize).saturating_sub(1)];
