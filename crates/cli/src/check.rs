@@ -29,7 +29,7 @@ pub enum Output {
 #[command(
     subcommand_negates_reqs = true,
     override_usage = "palisade check [-p POLICY_FILE]... [-e EXCEPTION_FILE]... [--at TIME] [-o text|json|sarif] [--catalog FILE] MANIFEST...\n       \
-        palisade check plan [-p POLICY_FILE]... --type TYPE --plan PLAN [--catalog FILE]"
+        palisade check plan [-p POLICY_FILE]... [-e EXCEPTION_FILE]... --type TYPE --plan PLAN [--name NAME] [--at TIME] [--catalog FILE]"
 )]
 pub struct CheckArgs {
     #[command(subcommand)]
@@ -45,10 +45,15 @@ pub struct CheckArgs {
     policies: Vec<PathBuf>,
     /// A BoundaryException file or directory (repeatable): the exceptions of the policies'
     /// boundary in force at `--at` let the objects they match past (SPEC 7).
-    #[arg(short = 'e', long = "exception", value_name = "EXCEPTION_FILE")]
+    #[arg(
+        short = 'e',
+        long = "exception",
+        value_name = "EXCEPTION_FILE",
+        global = true
+    )]
     exceptions: Vec<PathBuf>,
     /// The time that decides which exceptions are in force (RFC 3339; default: now).
-    #[arg(long = "at", value_name = "TIME")]
+    #[arg(long = "at", value_name = "TIME", global = true)]
     at: Option<String>,
     /// A plan catalog file (YAML: type -> [{name, cpu, memory}]) instead of the built-in one.
     #[arg(long = "catalog", value_name = "FILE", global = true)]
@@ -85,6 +90,10 @@ pub struct PlanArgs {
     /// The plan's name, e.g. small or memory-optimized (the catalog lists each type's).
     #[arg(long = "plan", value_name = "PLAN")]
     plan: String,
+    /// The resource's name: exceptions (`-e`) that list `<type>/<name>` and the plan let it
+    /// past the policies they except (SPEC 7).
+    #[arg(long = "name", value_name = "NAME")]
+    name: Option<String>,
 }
 
 const EXIT_DENIED: u8 = 1;
@@ -600,6 +609,45 @@ fn run_plan(args: &CheckArgs, plan_args: &PlanArgs) -> ExitCode {
         let _ = writeln!(
             stderr,
             "note: the API does not enforce plans of {resource_type}"
+        );
+    }
+    let exceptions = match load_exceptions(args) {
+        Ok(exceptions) => exceptions,
+        Err(errors) => {
+            print_errors(&errors);
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let mut decision = decision;
+    if let (Some(name), false) = (&plan_args.name, decision.allowed) {
+        let at = args.at.as_deref().map_or_else(
+            || palisade_api_types::exception::stored_time(chrono::Utc::now()),
+            |at| {
+                chrono::DateTime::parse_from_rfc3339(at)
+                    .map(|t| {
+                        palisade_api_types::exception::stored_time(t.with_timezone(&chrono::Utc))
+                    })
+                    .unwrap_or_default()
+            },
+        );
+        let excepted = palisade_policy::exception::except_plan(&decision, &exceptions, name, &at);
+        for exception in &excepted.used {
+            let _ = writeln!(
+                stderr,
+                "warning: {}",
+                palisade_policy::message::plan_allowed_by_exception(
+                    plan.as_str(),
+                    &exception.name,
+                    &exception.expires_at
+                )
+            );
+        }
+        decision.allowed = excepted.allowed();
+        decision.denied_by = excepted.still_denied_by;
+    } else if plan_args.name.is_none() && !args.exceptions.is_empty() {
+        let _ = writeln!(
+            stderr,
+            "note: exceptions name resources: give --name to apply them"
         );
     }
     let mut stdout = std::io::stdout().lock();

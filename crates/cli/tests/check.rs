@@ -844,3 +844,55 @@ fn exceptions_let_matched_objects_past_until_they_end() {
         text(&out.stderr)
     );
 }
+
+/// `check plan -e ... --name N`: an exception listing the resource and plan lets it past, with
+/// the API's warning; another name, or a time after `expiresAt`, gets the 422 message.
+#[test]
+fn check_plan_takes_exceptions_for_a_named_resource() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "size.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: size, boundary: shop}\nspec: {rules: [{allowedComputePlans: {plans: [small]}}]}\n",
+    );
+    write(
+        dir.path(),
+        "reports.yaml",
+        "apiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {name: legacy-reports, boundary: shop}\nspec: {policy: size, resources: [app/reports], plans: [large], expiresAt: \"2030-01-31T00:00:00Z\", reason: r}\n",
+    );
+    let run = |name: &str, at: &str| {
+        palisade(
+            &[
+                "check",
+                "plan",
+                "-p",
+                "size.yaml",
+                "-e",
+                "reports.yaml",
+                "--type",
+                "app",
+                "--plan",
+                "large",
+                "--name",
+                name,
+                "--at",
+                at,
+            ],
+            dir.path(),
+        )
+    };
+    let out = run("reports", "2030-01-01T00:00:00Z");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "allowed\n");
+    assert_eq!(
+        text(&out.stderr),
+        "warning: Compute plan 'large' is allowed by exception 'legacy-reports' until 2030-01-31T00:00:00Z\n"
+    );
+    let denied = "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small.\n";
+    let out = run("web", "2030-01-01T00:00:00Z");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), denied);
+    let out = run("reports", "2030-01-31T00:00:00Z");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), denied);
+}
