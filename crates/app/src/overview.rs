@@ -140,6 +140,8 @@ pub struct Overview {
     /// Grandfathered resources and the policies that now disallow them; an error when the
     /// policies cannot be read.
     pub grandfathered: Result<Vec<(ResourceRow, Vec<String>)>, AppError>,
+    /// The boundary's exceptions (SPEC 7), by name, with their status.
+    pub exceptions: Vec<palisade_api_types::view::ExceptionView>,
 }
 
 impl App {
@@ -210,6 +212,7 @@ impl App {
                     .collect())
             }
         };
+        let exceptions = self.exceptions(access).await?;
         Ok(Overview {
             caller: caller.clone(),
             name: record.name,
@@ -219,6 +222,7 @@ impl App {
             resources,
             next_page: page.next,
             grandfathered,
+            exceptions,
         })
     }
 

@@ -2083,3 +2083,57 @@ async fn the_editor_shows_the_first_page_of_a_long_preview() {
     );
     assert!(page.body.contains("id=\"preview-more\""), "{}", page.body);
 }
+
+/// The boundary page shows each policy's exceptions with their end and time left, and the
+/// active ones ending within 7 days at the top (SPEC 7), in English and Swedish.
+#[tokio::test]
+async fn exceptions_show_under_their_policy_and_those_ending_soon_on_top() {
+    let portal = Portal::demo().await;
+    let soon = (chrono::Utc::now() + chrono::Duration::days(3))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let later = (chrono::Utc::now() + chrono::Duration::days(30))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    for (name, expires) in [("legacy-web", &soon), ("legacy-db", &later)] {
+        let answer = portal
+            .api(
+                Method::PUT,
+                &format!("/v1/boundaries/shop/exceptions/{name}"),
+                Some(
+                    json!({"policy": "size-limits", "resources": ["app/web"], "plans": ["large"],
+                    "expiresAt": expires, "reason": "moving to medium, OPS-1234"}),
+                ),
+            )
+            .await;
+        assert_eq!(answer.0, StatusCode::CREATED, "{answer:?}");
+    }
+    let developer = portal
+        .sign_in(&portal.token("developer", Some("shop")).await)
+        .await;
+    let page = portal.get("/boundaries/shop", &developer).await;
+    let text = page.text();
+    let top = text
+        .split("Exceptions ending within 7 days")
+        .nth(1)
+        .expect("the section is there");
+    let top = top.split("Policies").next().unwrap_or_default();
+    assert!(
+        top.contains(&format!(
+            "<code>legacy-web</code> (size-limits): {soon} — 2 d"
+        )),
+        "{top}"
+    );
+    assert!(!top.contains("legacy-db"), "{top}");
+    assert!(
+        text.contains(&format!(
+            "<code>legacy-db</code>: active, until {later} (29 d) — moving to medium, OPS-1234"
+        )),
+        "{text}"
+    );
+    let swedish = portal
+        .get(
+            "/boundaries/shop",
+            &developer.clone().with_cookie("lang", "sv"),
+        )
+        .await;
+    assert!(swedish.text().contains("Undantag som upphör inom 7 dagar"));
+}

@@ -139,6 +139,7 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
                 a class="button" href={ "/boundaries/" (b) "/policies/new" } { (ctx.t("New policy")) }
             }
         }
+        (ending_soon(ctx, data))
         @if let Some(clusters) = &data.clusters {
             (clusters_section(ctx, clusters))
         }
@@ -275,12 +276,81 @@ fn policies_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
                                 } }
                             }
                             (rule_lines(ctx, spec))
+                            (policy_exceptions(ctx, data, &policy.name))
                             @if has_admission_rules(spec) {
                                 (scope_clusters(ctx, data, spec, &policy.install))
                             } @else {
                                 p class="muted" { (ctx.t("Compute plans are enforced by palisade's API: nothing is installed in clusters.")) }
                             }
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How long until `expires_at` (RFC 3339): days, hours or minutes; `None` once it has passed.
+fn time_left(expires_at: &str) -> Option<String> {
+    let end = chrono::DateTime::parse_from_rfc3339(expires_at).ok()?;
+    let left = end.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    if left <= chrono::Duration::zero() {
+        None
+    } else if left.num_days() >= 1 {
+        Some(format!("{} d", left.num_days()))
+    } else if left.num_hours() >= 1 {
+        Some(format!("{} h", left.num_hours()))
+    } else {
+        Some(format!("{} min", left.num_minutes().max(1)))
+    }
+}
+
+/// The active exceptions that end within 7 days, with their time left (SPEC 7).
+fn ending_soon(ctx: &Ctx, data: &BoundaryPage) -> Markup {
+    let week = chrono::Utc::now() + chrono::Duration::days(7);
+    let soon: Vec<_> = data
+        .exceptions
+        .iter()
+        .filter(|x| x.status == "active")
+        .filter(|x| {
+            chrono::DateTime::parse_from_rfc3339(&x.expires_at)
+                .is_ok_and(|end| end.with_timezone(&chrono::Utc) <= week)
+        })
+        .collect();
+    html! {
+        @if !soon.is_empty() {
+            section aria-labelledby="ending-heading" {
+                h2 id="ending-heading" { (ctx.t("Exceptions ending within 7 days")) }
+                ul {
+                    @for x in soon {
+                        li {
+                            code { (x.name) } " (" (x.spec["policy"].as_str().unwrap_or("")) "): "
+                            (x.expires_at)
+                            @if let Some(left) = time_left(&x.expires_at) { " — " (left) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A policy's exceptions: name, status, end and time left.
+fn policy_exceptions(ctx: &Ctx, data: &BoundaryPage, policy: &str) -> Markup {
+    let of_policy: Vec<_> = data
+        .exceptions
+        .iter()
+        .filter(|x| x.spec["policy"].as_str() == Some(policy))
+        .collect();
+    html! {
+        @if !of_policy.is_empty() {
+            h4 { (ctx.t("Exceptions")) }
+            ul class="exceptions" {
+                @for x in of_policy {
+                    li {
+                        code { (x.name) } ": " (x.status) ", " (ctx.t("until")) " " (x.expires_at)
+                        @if let Some(left) = time_left(&x.expires_at) { " (" (left) ")" }
+                        " — " (x.spec["reason"].as_str().unwrap_or(""))
                     }
                 }
             }
