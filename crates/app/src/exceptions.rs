@@ -364,30 +364,20 @@ impl App {
             .exception_history(boundary, name)
             .await
             .map_err(from_store(boundary, name))?;
-        let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
-        let numbered: Vec<(String, HistoryEntry)> = entries
+        let entries = entries
             .into_iter()
-            .enumerate()
-            .map(|(position, e)| {
-                (
-                    format!("{position:010}"),
-                    HistoryEntry {
-                        actor: e.actor,
-                        at: e.at,
-                        action: Some(e.action),
-                        before: parse(e.before_json),
-                        after: parse(e.after_json),
-                    },
-                )
+            .map(|e| HistoryEntry {
+                actor: e.actor,
+                at: e.at,
+                action: Some(e.action),
+                before: crate::policies::json_of(e.before_json),
+                after: crate::policies::json_of(e.after_json),
             })
             .collect();
-        let list = format!("history of exception {boundary}/{name}");
-        let page = page.page(&self.continue_tokens(), &list, numbered, |(key, _)| {
-            key.clone()
-        })?;
-        Ok(History {
-            items: page.items.into_iter().map(|(_, entry)| entry).collect(),
-            continue_token: page.continue_token,
-        })
+        self.history_page(
+            &format!("history of exception {boundary}/{name}"),
+            entries,
+            page,
+        )
     }
 }

@@ -55,6 +55,11 @@ pub fn view(record: PolicyRecord, warnings: Option<Vec<String>>) -> PolicyView {
     }
 }
 
+/// A stored document's JSON text as a value (`None` for none, or text that is not JSON).
+pub(crate) fn json_of(text: Option<String>) -> Option<serde_json::Value> {
+    text.and_then(|t| serde_json::from_str(&t).ok())
+}
+
 pub(crate) fn policy_not_found(boundary: &str, name: &str) -> AppError {
     AppError::NotFound(format!(
         "policy '{name}' not found in boundary '{boundary}'"
@@ -337,27 +342,33 @@ impl App {
                 StoreError::NotFound => policy_not_found(boundary, name),
                 other => AppError::from_store(other, "policy"),
             })?;
-        let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
-        // The continue token is the position of the last entry returned, zero-padded so that
-        // positions order as text.
+        let entries = entries
+            .into_iter()
+            .map(|e| HistoryEntry {
+                actor: e.actor,
+                action: None,
+                at: e.at,
+                before: json_of(e.before_json),
+                after: json_of(e.after_json),
+            })
+            .collect();
+        self.history_page(&format!("history of {boundary}/{name}"), entries, page)
+    }
+
+    /// A page of `entries` (oldest first) of the list named `list`. The continue token is the
+    /// position of the last entry returned, zero-padded so that positions order as text.
+    pub(crate) fn history_page(
+        &self,
+        list: &str,
+        entries: Vec<HistoryEntry>,
+        page: &PageRequest,
+    ) -> AppResult<History> {
         let numbered: Vec<(String, HistoryEntry)> = entries
             .into_iter()
             .enumerate()
-            .map(|(position, e)| {
-                (
-                    format!("{position:010}"),
-                    HistoryEntry {
-                        actor: e.actor,
-                        action: None,
-                        at: e.at,
-                        before: parse(e.before_json),
-                        after: parse(e.after_json),
-                    },
-                )
-            })
+            .map(|(position, entry)| (format!("{position:010}"), entry))
             .collect();
-        let list = format!("history of {boundary}/{name}");
-        let page = page.page(&self.continue_tokens(), &list, numbered, |(key, _)| {
+        let page = page.page(&self.continue_tokens(), list, numbered, |(key, _)| {
             key.clone()
         })?;
         Ok(History {

@@ -205,6 +205,11 @@ impl<'p> Scan<'p> {
                 self.checked.insert(namespace.to_owned(), 1);
             }
         }
+        let object_ref = || ObjectRef {
+            kind: admission.kind.clone(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
         for (index, policy) in self.policies.iter().enumerate() {
             let (denial, used) = if self.exceptions.is_empty() {
                 (first_violation(policy, &admission), Vec::new())
@@ -219,11 +224,7 @@ impl<'p> Scan<'p> {
             if denial.is_none() {
                 if let Some(exception) = used.first() {
                     self.excepted[index].push(Excepted {
-                        object: ObjectRef {
-                            kind: admission.kind.clone(),
-                            namespace: namespace.to_owned(),
-                            name: name.to_owned(),
-                        },
+                        object: object_ref(),
                         api_version: admission.api_version.clone(),
                         uid: uid.to_owned(),
                         exception: exception.name.clone(),
@@ -232,11 +233,7 @@ impl<'p> Scan<'p> {
             }
             if let Some(denial) = denial {
                 self.found[index].push(Found {
-                    object: ObjectRef {
-                        kind: admission.kind.clone(),
-                        namespace: namespace.to_owned(),
-                        name: name.to_owned(),
-                    },
+                    object: object_ref(),
                     api_version: admission.api_version.clone(),
                     uid: uid.to_owned(),
                     owner: controller_of(object),
@@ -261,24 +258,12 @@ impl<'p> Scan<'p> {
             .into_iter()
             .zip(excepted)
             .map(|(list, mut excepted)| {
-                excepted.sort_by(|a, b| {
-                    (&a.object.namespace, &a.object.kind, &a.object.name).cmp(&(
-                        &b.object.namespace,
-                        &b.object.kind,
-                        &b.object.name,
-                    ))
-                });
+                excepted.sort_by(|a, b| order(&a.object).cmp(&order(&b.object)));
                 let mut violations: Vec<Violation> = list
                     .into_iter()
                     .map(|found| resolve(&controllers, found))
                     .collect();
-                violations.sort_by(|a, b| {
-                    (&a.object.namespace, &a.object.kind, &a.object.name).cmp(&(
-                        &b.object.namespace,
-                        &b.object.kind,
-                        &b.object.name,
-                    ))
-                });
+                violations.sort_by(|a, b| order(&a.object).cmp(&order(&b.object)));
                 Findings {
                     violations,
                     excepted,
@@ -287,6 +272,11 @@ impl<'p> Scan<'p> {
             })
             .collect()
     }
+}
+
+/// The order findings are listed in: namespace, kind, name.
+fn order(object: &ObjectRef) -> (&str, &str, &str) {
+    (&object.namespace, &object.kind, &object.name)
 }
 
 fn resolve(controllers: &HashMap<String, Controller>, found: Found) -> Violation {
