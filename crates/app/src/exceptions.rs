@@ -97,7 +97,7 @@ pub fn view(record: ExceptionRecord, now: &str, warnings: Option<Vec<String>>) -
 
 impl App {
     /// `view` with its per-cluster statuses (SPEC 7): where an active exception to admission
-    /// rules is installed or pending, and where an ended one is still installed and why (the
+    /// rules is enforced (confirmed by a probe), installed, pending or failing, and where an ended one is still installed and why (the
     /// top-level status then says so).
     async fn with_cluster_statuses(&self, mut view: ExceptionView) -> AppResult<ExceptionView> {
         let Some(spec) = serde_json::from_value::<ExceptionSpec>(view.spec.clone()).ok() else {
@@ -122,16 +122,19 @@ impl App {
             .exception_installs(&view.boundary)
             .await
             .map_err(|e| AppError::from_store(e, "exception"))?;
-        let installed_in = |cluster: &str| {
+        let install_in = |cluster: &str| {
             installs
                 .iter()
-                .any(|i| i.exception == view.name && i.cluster == cluster)
+                .find(|i| i.exception == view.name && i.cluster == cluster)
         };
+        let installed_in = |cluster: &str| install_in(cluster).is_some();
         let mut still = Vec::new();
         for cluster in clusters.iter().filter(|c| in_scope(&c.name)) {
             let status = match view.status.as_str() {
-                "active" if installed_in(&cluster.name) => "installed".to_owned(),
-                "active" => "pending".to_owned(),
+                // What its probe found there (`enforced`, `pending`, `not enforced: ...`,
+                // `error: ...`), or `installed` where nothing it matches could be probed.
+                "active" => install_in(&cluster.name)
+                    .map_or_else(|| "pending".to_owned(), |i| i.status.clone()),
                 // Ended, and the cluster's last pass failed: it could not be removed there.
                 "expired" if installed_in(&cluster.name) => match &cluster.last_error {
                     Some(why) => {

@@ -14,6 +14,7 @@ pub mod cause;
 pub mod cluster;
 pub mod controller;
 pub mod drift;
+pub mod excepted;
 pub mod kubeconfig;
 pub mod metrics;
 mod per_boundary;

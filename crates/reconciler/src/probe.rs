@@ -14,6 +14,14 @@ pub const ADMITTED_VIOLATING: &str = "the API server admitted a violating object
 /// `not enforced` reason of a failed enforcement probe of an audit-mode policy.
 pub const NOT_WARNED: &str = "the API server admitted a violating object without a warning";
 
+/// `not enforced` reason of an exception's probe: an object it matches was denied with the
+/// message the exception lifts (SPEC 7).
+pub const DENIED_EXCEPTED: &str = "the API server denied an object the exception matches";
+
+/// `not enforced` reason of an exception to an audit-mode policy: an object it matches was
+/// still warned about.
+pub const WARNED_EXCEPTED: &str = "the API server warned about an object the exception matches";
+
 /// How an inconclusive probe's reason starts (another policy, or an older version of this one
 /// that the API server has not replaced yet, refused it).
 pub const PROBE_REFUSED: &str = "the API server refused the probe for another reason";

@@ -175,6 +175,10 @@ pub struct ExceptionInstall {
     /// The exception's end when it was installed.
     pub expires_at: String,
     pub installed_at: String,
+    /// What its probe found in the cluster, as an install status reads (`enforced`,
+    /// `pending`, `not enforced: ...`, `error: ...`), or `installed` when nothing it matches
+    /// could be probed there.
+    pub status: String,
 }
 
 /// One entry of an exception's history: `put`, `approve` or `delete`.

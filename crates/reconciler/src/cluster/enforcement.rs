@@ -101,6 +101,42 @@ impl ClusterClient {
         })
     }
 
+    /// Confirms an exception (SPEC 7) like a policy: a server-side dry-run create of `probe`
+    /// ([`crate::excepted::excepted_pod`]), which violates a rule of `policy` the exception
+    /// lifts, must be admitted without the policy's denial or warning. That objects it does
+    /// not match are still denied is the policy's own probe.
+    pub async fn probe_exception(
+        &self,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+        probe: &crate::excepted::ExceptedProbe,
+    ) -> Result<EnforcementProbe> {
+        check_installation(installation)?;
+        let judge = crate::admission::of(self.layout)
+            .judge(self, installation, boundary, policy, &probe.namespace)
+            .await?;
+        let (name, binding) = match judge {
+            Ok(judging) => judging,
+            Err(reason) => return Ok(EnforcementProbe::NotEnforced(reason)),
+        };
+        let answer = self.dry_run_create(&probe.namespace, &probe.pod).await?;
+        Ok(if answer.admitted() {
+            if answer.has_warning(&name, &binding, &probe.message) {
+                EnforcementProbe::NotEnforced(crate::probe::WARNED_EXCEPTED.to_owned())
+            } else {
+                EnforcementProbe::Enforced
+            }
+        } else if answer.denial_message() == Some(probe.message.as_str()) {
+            EnforcementProbe::NotEnforced(crate::probe::DENIED_EXCEPTED.to_owned())
+        } else {
+            EnforcementProbe::Inconclusive(format!(
+                "{PROBE_REFUSED}: {}",
+                answer.message.unwrap_or_default()
+            ))
+        })
+    }
+
     /// The resource name and scope of `kind` in `api_version`, from discovery (cached).
     pub(super) async fn resource_for(
         &self,

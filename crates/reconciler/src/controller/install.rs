@@ -72,6 +72,7 @@ impl Controller {
                 recorded,
                 audits: Vec::new(),
                 workloads_failed: None,
+                exceptions: BTreeMap::new(),
             });
         }
 
@@ -104,6 +105,7 @@ impl Controller {
         let mut written = BTreeSet::new();
         let mut confirmed_now = BTreeSet::new();
         let mut audits = Vec::new();
+        let mut exception_statuses = BTreeMap::new();
         let mut switches_left = 0usize;
         let mut shared_left = false;
         // One read of what is installed before writing (the layouts present) and one after
@@ -194,6 +196,20 @@ impl Controller {
                     .filter(|(_, d)| d.is_err())
                     .filter_map(|(r, _)| Name::parse(&r.name).ok()),
             );
+            let namespaces: Vec<&str> = in_cluster_namespaces().map(|n| n.name.as_str()).collect();
+            for (exception, status) in self
+                .confirm_exceptions(
+                    &client,
+                    &cluster.name,
+                    boundary,
+                    &in_cluster,
+                    &namespaces,
+                    &mut unconfirmed,
+                )
+                .await
+            {
+                exception_statuses.insert((boundary.name.to_string(), exception), status);
+            }
             // During a switch, the earlier layout's objects stay until the new layout's are
             // confirmed (SPEC 3.4: no gap).
             let kept = crate::plan::keep(&present, choice.layout, confirmed);
@@ -300,6 +316,7 @@ impl Controller {
             recorded,
             audits,
             workloads_failed,
+            exceptions: exception_statuses,
         })
     }
 
@@ -503,5 +520,61 @@ impl Controller {
             }
             Err(error) => (status_error(&error.to_string()), false),
         }
+    }
+
+    /// Confirms each exception in force in the cluster whose policy is installed here (SPEC 7:
+    /// "as policies"): a dry-run create of an object it matches, violating a rule it lifts,
+    /// is admitted. By exception name; an exception no such object exists for (e.g. its
+    /// namespaces are not in this cluster) reads `installed`.
+    pub(super) async fn confirm_exceptions(
+        &self,
+        client: &ClusterClient,
+        cluster: &str,
+        boundary: &BoundaryState,
+        in_cluster: &[Policy],
+        namespaces: &[&str],
+        unconfirmed: &mut usize,
+    ) -> Vec<(String, InstallStatus)> {
+        let exceptions = boundary.exceptions_in(cluster);
+        let all: Vec<&palisade_policy::Exception> = exceptions.iter().collect();
+        let mut statuses = Vec::new();
+        for exception in &exceptions {
+            let Some(policy) = in_cluster.iter().find(|p| p.name() == &exception.policy) else {
+                continue;
+            };
+            let probe =
+                crate::excepted::excepted_pod(policy, in_cluster, exception, &all, namespaces);
+            let status = match probe {
+                None => InstallStatus::Installed,
+                Some(probe) => {
+                    match client
+                        .probe_exception(&self.installation, &boundary.name, policy, &probe)
+                        .await
+                    {
+                        Ok(EnforcementProbe::Enforced) => InstallStatus::Enforced,
+                        Ok(EnforcementProbe::EnforcedByEarlierLayout) => InstallStatus::Pending,
+                        Ok(EnforcementProbe::NotEnforced(reason)) => status_not_enforced(&reason),
+                        Ok(EnforcementProbe::Inconclusive(reason)) => status_error(&reason),
+                        Err(ReconcileError::Kube(kube::Error::Api(status)))
+                            if status.code == 404 =>
+                        {
+                            InstallStatus::Installed
+                        }
+                        Err(error) => status_error(&error.to_string()),
+                    }
+                }
+            };
+            // A new exception is denied by the objects it replaces until the API server has
+            // activated them: `pending` for a moment, as a policy is.
+            let key = (
+                cluster.to_owned(),
+                boundary.name.to_string(),
+                format!("exception/{}", exception.name),
+                exception.expires_at.clone(),
+            );
+            let status = self.within_grace(key, status, unconfirmed);
+            statuses.push((exception.name.to_string(), status));
+        }
+        statuses
     }
 }

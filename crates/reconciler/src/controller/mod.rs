@@ -278,6 +278,8 @@ struct ClusterPass {
     /// The workloads could not all be deployed (the cluster's last error says why); the
     /// policies' part is unaffected, and the pass is retried with backoff.
     workloads_failed: Option<String>,
+    /// What each exception's probe found, by (boundary, exception) (SPEC 7).
+    exceptions: BTreeMap<(String, String), InstallStatus>,
 }
 
 /// One cluster's part of a pass, as its task reports it.

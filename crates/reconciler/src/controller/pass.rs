@@ -110,10 +110,10 @@ impl Controller {
             }
         }
         let installed = match &result {
-            Ok(pass) if pass.enforced => Some(true),
+            Ok(pass) if pass.enforced => ExceptionsAfter::Installed(&pass.exceptions),
             // Nothing is written to a cluster that cannot enforce.
-            Ok(_) => Some(false),
-            Err(_) => None,
+            Ok(_) => ExceptionsAfter::NoneInstalled,
+            Err(_) => ExceptionsAfter::Unknown,
         };
         self.record_exception_installs(cluster, boundaries, installed)
             .await;
@@ -134,16 +134,22 @@ impl Controller {
         }
     }
 
-    /// After a cluster's pass: what it installed of the exceptions (`Some(true)`: replaced
-    /// whole; `Some(false)`: the cluster cannot enforce and holds none), and how many ended ones
-    /// a cluster that could not be updated (`None`) still holds (`/metrics`).
+    /// After a cluster's pass: what it installed of the exceptions and what their probes
+    /// found (replaced whole), or how many ended ones a cluster that could not be updated
+    /// still holds (`/metrics`).
     async fn record_exception_installs(
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
-        installed: Option<bool>,
+        after: ExceptionsAfter<'_>,
     ) {
-        if let Some(installed) = installed {
+        let found = match after {
+            ExceptionsAfter::Installed(found) => Some(Some(found)),
+            ExceptionsAfter::NoneInstalled => Some(None),
+            ExceptionsAfter::Unknown => None,
+        };
+        if let Some(found) = found {
+            let installed = found.is_some();
             let now = palisade_store::now();
             let installs = boundaries
                 .iter()
@@ -157,6 +163,10 @@ impl Controller {
                             exception: x.name.to_string(),
                             expires_at: x.expires_at.clone(),
                             installed_at: now.clone(),
+                            status: found
+                                .and_then(|f| f.get(&(b.name.to_string(), x.name.to_string())))
+                                .unwrap_or(&InstallStatus::Installed)
+                                .to_string(),
                         })
                         .collect::<Vec<_>>()
                 })
@@ -432,4 +442,14 @@ impl Controller {
         }
         recorded
     }
+}
+
+/// What a cluster's pass left of the exceptions, for [`Controller::record_exception_installs`].
+enum ExceptionsAfter<'a> {
+    /// Installed, with what each probe found.
+    Installed(&'a BTreeMap<(String, String), InstallStatus>),
+    /// The cluster cannot enforce: it holds none.
+    NoneInstalled,
+    /// The pass failed: what the cluster holds is unknown.
+    Unknown,
 }

@@ -146,6 +146,26 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         if round == 0 {
+            // Confirmed in the cluster like a policy: its probe (a matched violating Pod) was
+            // admitted by the API server.
+            let started = Instant::now();
+            loop {
+                let shown = stack
+                    .ok(
+                        "GET",
+                        &format!("/v1/boundaries/{boundary}/exceptions/{name}"),
+                        None,
+                    )
+                    .await;
+                if shown["clusters"] == json!([{"cluster": "k1", "status": "enforced"}]) {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(8),
+                    "{layout} {version}: not confirmed: {shown}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
             // Matched / unmatched / partially matched, with the API server's exact messages.
             let cases: [(&str, serde_json::Value, &[&str], Option<String>); 5] = [
                 ("matched", legacy.clone(), &["nginx:latest"], None),
@@ -331,13 +351,14 @@ async fn an_exception_that_ends_during_an_outage_says_where_it_is_still_installe
     let started = Instant::now();
     loop {
         let shown = stack.ok("GET", &path, None).await;
-        if shown["clusters"] == json!([{"cluster": k, "status": "installed"}]) {
+        // Confirmed by its probe: a matched violating Pod is admitted.
+        if shown["clusters"] == json!([{"cluster": k, "status": "enforced"}]) {
             break;
         }
         assert!(started.elapsed() < Duration::from_secs(20), "{shown}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Installed is written; the API server activates it moments later.
+    // Confirmed, so the API server admits what it matches.
     let started = Instant::now();
     while verdict(&admin, &web, json!({}), &["nginx:latest"])
         .await

@@ -267,11 +267,12 @@ pub(crate) async fn history<C: Conn>(
 
 const DELETE_INSTALLS: &str = "DELETE FROM exception_installs WHERE cluster = $1";
 const INSERT_INSTALL: &str = "INSERT INTO exception_installs \
-     (cluster, boundary, exception, expires_at, installed_at) VALUES ($1, $2, $3, $4, $5)";
-const SELECT_INSTALLS: &str = "SELECT cluster, boundary, exception, expires_at, installed_at \
-     FROM exception_installs WHERE boundary = $1 ORDER BY exception, cluster";
+     (cluster, boundary, exception, expires_at, installed_at, status) \
+     VALUES ($1, $2, $3, $4, $5, $6)";
+const SELECT_INSTALLS: &str = "SELECT cluster, boundary, exception, expires_at, installed_at, \
+     status FROM exception_installs WHERE boundary = $1 ORDER BY exception, cluster";
 const SELECT_CLUSTER_INSTALLS: &str = "SELECT cluster, boundary, exception, expires_at, \
-     installed_at FROM exception_installs WHERE cluster = $1 ORDER BY boundary, exception";
+     installed_at, status FROM exception_installs WHERE cluster = $1 ORDER BY boundary, exception";
 
 fn install(row: &dyn Fields) -> sqlx::Result<ExceptionInstall> {
     Ok(ExceptionInstall {
@@ -280,6 +281,7 @@ fn install(row: &dyn Fields) -> sqlx::Result<ExceptionInstall> {
         exception: row.text("exception")?,
         expires_at: row.text("expires_at")?,
         installed_at: row.text("installed_at")?,
+        status: row.text("status")?,
     })
 }
 
@@ -297,6 +299,7 @@ pub(crate) async fn replace_installs<C: Conn>(
             Text(&i.exception),
             Text(&i.expires_at),
             Text(&i.installed_at),
+            Text(&i.status),
         ];
         c.execute(INSERT_INSTALL, &args).await?;
     }

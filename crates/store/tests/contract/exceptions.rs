@@ -1,7 +1,7 @@
 //! Exceptions: a request, its approval by another, history, the limit per boundary, the
 //! policies' version they change, and what a guard reads.
 
-use palisade_store::{ExceptionWrite, WriteAction};
+use palisade_store::{ExceptionInstall, ExceptionWrite, WriteAction};
 
 use crate::support::*;
 
@@ -159,6 +159,61 @@ pub async fn exceptions(db: TestDb) {
         .unwrap();
     store.delete_boundary("b").await.unwrap();
     assert_eq!(store.exception_history("b", "left").await.unwrap().len(), 1);
+}
+
+/// What the reconciler records of a cluster's exceptions is replaced whole per cluster, with
+/// each probe's finding, and read back per boundary and per cluster.
+pub async fn exception_installs(db: TestDb) {
+    let store = db.connect().await;
+    let install = |cluster: &str, exception: &str, status: &str| ExceptionInstall {
+        cluster: cluster.into(),
+        boundary: "b".into(),
+        exception: exception.into(),
+        expires_at: "2027-01-31T00:00:00.000Z".into(),
+        installed_at: "2027-01-01T00:00:00.000Z".into(),
+        status: status.into(),
+    };
+    store
+        .replace_exception_installs(
+            "c1",
+            vec![
+                install("c1", "legacy", "enforced"),
+                install("c1", "old", "pending"),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .replace_exception_installs(
+            "c2",
+            vec![install(
+                "c2",
+                "legacy",
+                "not enforced: the API server denied an object the exception matches",
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.exception_installs("b").await.unwrap(),
+        [
+            install("c1", "legacy", "enforced"),
+            install(
+                "c2",
+                "legacy",
+                "not enforced: the API server denied an object the exception matches"
+            ),
+            install("c1", "old", "pending"),
+        ]
+    );
+    store
+        .replace_exception_installs("c1", vec![install("c1", "legacy", "installed")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.exception_installs_in("c1").await.unwrap(),
+        [install("c1", "legacy", "installed")]
+    );
 }
 
 /// A write of an exception changes the boundary's policies' version, so a guard that decided

@@ -31,7 +31,7 @@ use changes::{changes_share_one_sequence, history_is_pruned_oldest_first_in_batc
 use clusters::{
     audit_reports, cluster_layout, clusters_and_attachments, namespaces, policy_statuses,
 };
-use exceptions::{exceptions, exceptions_change_the_policies_version};
+use exceptions::{exception_installs, exceptions, exceptions_change_the_policies_version};
 use guarded_writes::{
     a_deadline_passed_before_the_commit_writes_nothing, concurrent_creates_of_one_name_conflict,
     concurrent_edits_of_one_resource_lose_nothing, guarded_creates_race_policy_changes,
@@ -111,6 +111,7 @@ contract!(
     deleting_a_boundary_takes_its_attachments_and_tokens,
     policies,
     exceptions,
+    exception_installs,
     exceptions_change_the_policies_version,
     policy_if_match,
     apply_policies_is_all_or_nothing,
