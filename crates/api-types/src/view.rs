@@ -196,8 +196,10 @@ pub struct ExceptionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
     /// Per cluster of the boundary in the exception's scope, for exceptions to admission
-    /// rules: `installed` or `pending` while active; after the end, the clusters it could not
-    /// be removed from yet (`still installed: <why>`). Absent for compute-plan exceptions.
+    /// rules: while active, as a policy's (`enforced` once a dry-run create of an object it
+    /// matches was admitted, `pending`, `not enforced: ...`, `error: ...`, or `installed` where
+    /// nothing it matches can be probed); after the end, `removing`, or the clusters it could
+    /// not be removed from yet (`still installed: <why>`). Absent for compute-plan exceptions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<ExceptionClusterStatus>,
 }

@@ -335,6 +335,20 @@ pub const EXCEPTION_APPROVE: &str = "\
 Examples:
   palisade exception approve shop/legacy-nginx";
 
+pub const DESCRIBE: &str = "\
+Examples:
+  palisade describe exception shop/legacy-nginx
+  palisade describe policy shop/trusted
+  palisade describe exception shop/legacy-nginx -o yaml   # the API's body";
+
+pub const DESCRIBE_EXCEPTION: &str = "\
+Examples:
+  palisade describe exception shop/legacy-nginx";
+
+pub const DESCRIBE_POLICY: &str = "\
+Examples:
+  palisade describe policy shop/trusted";
+
 pub const BOUNDARY: &str = "\
 Examples:
   palisade boundary create web-team --display-name 'Web team'";

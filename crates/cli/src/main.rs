@@ -79,6 +79,14 @@ enum Command {
         #[command(flatten)]
         connection: client::Connection,
     },
+    /// Show one exception or policy in words: status per cluster, exceptions, history.
+    #[command(after_help = help::DESCRIBE)]
+    Describe {
+        #[command(subcommand)]
+        kind: client::DescribeKind,
+        #[command(flatten)]
+        connection: client::Connection,
+    },
     /// Delete a boundary, policy, resource, token, cluster or namespace.
     #[command(after_help = help::DELETE)]
     Delete {
@@ -207,6 +215,7 @@ fn main() -> ExitCode {
         },
         Command::Preview(args) => client::preview(&args),
         Command::Get { kind, connection } => finish(client::get(&connection, &kind)),
+        Command::Describe { kind, connection } => finish(client::describe(&connection, &kind)),
         Command::Delete { kind, connection } => finish(client::delete(&connection, &kind)),
         Command::Resource {
             command,
@@ -281,8 +290,9 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 14 commands, check plan, 11 under get, 6 under delete, and resource,
-        // token, exception, boundary, namespace and cluster (add, attach, rbac) subcommands.
-        assert_eq!(seen, 1 + 14 + 1 + 11 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
+        // palisade, its 15 commands, check plan, 11 under get, 2 under describe, 6 under
+        // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
+        // rbac) subcommands.
+        assert_eq!(seen, 1 + 15 + 1 + 11 + 2 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
     }
 }

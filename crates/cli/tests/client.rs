@@ -1445,4 +1445,61 @@ fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
         text(&out.stdout),
         text(&out.stderr)
     );
+
+    // describe: what it lets past, who asked, who approved, and its history.
+    let out = palisade(
+        &server.url,
+        Some(token),
+        &["describe", "exception", "shop/legacy-web"],
+    );
+    let described = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<&str> = described.lines().collect();
+    assert_eq!(lines[0], "Name:          legacy-web", "{described}");
+    assert_eq!(lines[2], "Policy:        size", "{described}");
+    assert_eq!(
+        lines[3], "Rules:         every rule of the policy",
+        "{described}"
+    );
+    assert_eq!(lines[4], "Status:        active", "{described}");
+    assert!(
+        lines[5].starts_with(&format!("Expires:       {expires} (")),
+        "{described}"
+    );
+    assert_eq!(lines[6], "Reason:        OPS-1235", "{described}");
+    assert!(lines[7].ends_with("(developer)"), "{described}");
+    assert!(lines[8].contains("(boundary-admin) at "), "{described}");
+    assert_eq!(lines[9], "Resources:     app/web", "{described}");
+    assert_eq!(lines[10], "Plans:         large", "{described}");
+    assert_eq!(lines[11], "History:", "{described}");
+    assert!(lines[13].ends_with("   put"), "{described}");
+    assert!(lines[14].ends_with("   approve"), "{described}");
+    let out = palisade(
+        &server.url,
+        Some(token),
+        &["describe", "policy", "shop/size"],
+    );
+    let described = text(&out.stdout);
+    assert!(
+        described.starts_with("Name:      size\nBoundary:  shop\nMode:      enforce\n"),
+        "{described}"
+    );
+    assert!(
+        described.contains("Exceptions:\n  NAME             STATUS   EXPIRES"),
+        "{described}"
+    );
+    assert!(
+        described.contains("\n  legacy-reports   active   "),
+        "{described}"
+    );
+    let out = palisade(
+        &server.url,
+        Some(token),
+        &["describe", "exception", "shop/nope"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "error: exception 'nope' not found in boundary 'shop' [not_found]\n"
+    );
 }

@@ -5,6 +5,7 @@
 mod admin;
 mod apply;
 mod delete;
+mod describe;
 mod exception;
 mod get;
 mod preview;
@@ -15,6 +16,7 @@ mod version;
 pub use admin::{boundary, cluster, namespace, BoundaryCommand, ClusterCommand, NamespaceCommand};
 pub use apply::{apply, ApplyArgs};
 pub use delete::{delete, DeleteKind};
+pub use describe::{describe, DescribeKind};
 pub use exception::{exception, ExceptionCommand};
 pub use get::{get, Kind};
 pub use preview::{preview, PreviewArgs};
@@ -354,14 +356,20 @@ fn cell(value: Option<&str>) -> String {
 }
 
 fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
+    print!("{}", table(headers, rows, ""));
+}
+
+/// Columns aligned under `headers`, each line starting with `indent`.
+fn table(headers: &[&str], rows: Vec<Vec<String>>, indent: &str) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (i, c) in row.iter().enumerate() {
             widths[i] = widths[i].max(c.chars().count());
         }
     }
-    let line = |cells: Vec<String>| {
-        let mut out = String::new();
+    let mut text = String::new();
+    let mut line = |cells: Vec<String>| {
+        let mut out = String::from(indent);
         for (i, c) in cells.iter().enumerate() {
             if i + 1 == cells.len() {
                 out.push_str(c);
@@ -369,12 +377,14 @@ fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
                 out.push_str(&format!("{c:<w$}   ", w = widths[i]));
             }
         }
-        println!("{}", out.trim_end());
+        text.push_str(out.trim_end());
+        text.push('\n');
     };
     line(headers.iter().map(|h| (*h).to_owned()).collect());
     for row in rows {
         line(row);
     }
+    text
 }
 
 /// A resource's plans in one cell: `small`, `worker=small,web=medium` for components, `-`
@@ -415,6 +425,7 @@ pages! {
     TokenList => palisade_api_types::view::TokenView,
     NamespaceList => palisade_api_types::view::NamespaceView,
     ExceptionList => palisade_api_types::view::ExceptionView,
+    palisade_api_types::view::History => palisade_api_types::view::HistoryEntry,
 }
 
 /// The items of a page as they came, for `-o json|yaml`.

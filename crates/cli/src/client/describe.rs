@@ -1,0 +1,394 @@
+//! `palisade describe exception|policy B/NAME` (SPEC 4.2 v3): one object in words, as
+//! `kubectl describe` shows it: what it says, its status in each cluster, and who changed it
+//! when. `-o json|yaml` prints the API's body instead.
+
+use clap::Subcommand;
+use palisade_api_types::view::{ExceptionList, ExceptionView, History, PolicyView};
+use serde_json::Value;
+
+use super::{all_pages, encode, print_body, split_target, table, Api, Connection, Format, Outcome};
+use crate::help;
+
+#[derive(Debug, Subcommand)]
+pub enum DescribeKind {
+    /// An exception: what it lets past, until when and why, who asked and who approved, its
+    /// status in each cluster and its history.
+    #[command(after_help = help::DESCRIBE_EXCEPTION)]
+    Exception {
+        /// The boundary and the exception, e.g. shop/legacy-nginx.
+        #[arg(value_name = "BOUNDARY/NAME")]
+        target: String,
+    },
+    /// A policy: its mode, scope and rules, its status in each cluster, the exceptions to it
+    /// and its history.
+    #[command(after_help = help::DESCRIBE_POLICY)]
+    Policy {
+        /// The boundary and the policy, e.g. shop/trusted.
+        #[arg(value_name = "BOUNDARY/NAME")]
+        target: String,
+    },
+}
+
+pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
+    let api = Api::new(connection)?;
+    match kind {
+        DescribeKind::Exception { target } => {
+            let p = split_target(target, 2, "BOUNDARY/NAME")?;
+            let path = format!(
+                "/v1/boundaries/{}/exceptions/{}",
+                encode(p[0]),
+                encode(p[1])
+            );
+            let answer = api.get(&path)?;
+            if connection.output != Format::Table {
+                return print_body(connection.output, &answer.body);
+            }
+            let view: ExceptionView = answer.decode()?;
+            let history = all_pages::<History>(&api, &format!("{path}/history"))?;
+            print!(
+                "{}",
+                exception_text(&view, &history.items, chrono::Utc::now())
+            );
+        }
+        DescribeKind::Policy { target } => {
+            let p = split_target(target, 2, "BOUNDARY/NAME")?;
+            let path = format!("/v1/boundaries/{}/policies/{}", encode(p[0]), encode(p[1]));
+            let answer = api.get(&path)?;
+            if connection.output != Format::Table {
+                return print_body(connection.output, &answer.body);
+            }
+            let view: PolicyView = answer.decode()?;
+            let exceptions = all_pages::<ExceptionList>(
+                &api,
+                &format!("/v1/boundaries/{}/exceptions", encode(p[0])),
+            )?;
+            let history = all_pages::<History>(&api, &format!("{path}/history"))?;
+            let mine: Vec<&ExceptionView> = exceptions
+                .items
+                .iter()
+                .filter(|x| x.spec["policy"].as_str() == Some(view.name.as_str()))
+                .collect();
+            print!(
+                "{}",
+                policy_text(&view, &mine, &history.items, chrono::Utc::now())
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `Label:` lines aligned at one column.
+struct Lines(Vec<(String, String)>);
+
+impl Lines {
+    fn add(&mut self, label: &str, value: impl Into<String>) {
+        self.0.push((label.to_owned(), value.into()));
+    }
+
+    fn text(&self) -> String {
+        let width = self.0.iter().map(|(l, _)| l.len() + 1).max().unwrap_or(0);
+        self.0
+            .iter()
+            .map(|(label, value)| {
+                let label = format!("{label}:");
+                if value.is_empty() {
+                    format!("{label}\n")
+                } else {
+                    format!("{label:<width$}  {value}\n")
+                }
+            })
+            .collect()
+    }
+}
+
+/// The strings of a list field of `value`, joined with `, `; `None` when absent or empty.
+fn list(value: &Value) -> Option<String> {
+    let items: Vec<String> = match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+            .collect(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect(),
+        _ => return None,
+    };
+    (!items.is_empty()).then(|| items.join(", "))
+}
+
+/// How long until `end`: `56d 3h`, `5h 12m`, `12m`, or `ended`.
+fn time_left(end: &str, now: chrono::DateTime<chrono::Utc>) -> String {
+    let Ok(end) = chrono::DateTime::parse_from_rfc3339(end) else {
+        return "?".to_owned();
+    };
+    let left = end.with_timezone(&chrono::Utc) - now;
+    if left <= chrono::Duration::zero() {
+        "ended".to_owned()
+    } else if left.num_days() >= 1 {
+        format!("{}d {}h left", left.num_days(), left.num_hours() % 24)
+    } else if left.num_hours() >= 1 {
+        format!("{}h {}m left", left.num_hours(), left.num_minutes() % 60)
+    } else {
+        format!("{}m left", left.num_minutes().max(1))
+    }
+}
+
+fn history_table(history: &[palisade_api_types::view::HistoryEntry]) -> String {
+    let rows = history
+        .iter()
+        .map(|h| {
+            let action = h.action.clone().unwrap_or_else(|| {
+                match (&h.before, &h.after) {
+                    (None, Some(_)) => "created",
+                    (Some(_), None) => "deleted",
+                    _ => "changed",
+                }
+                .to_owned()
+            });
+            vec![h.at.clone(), h.actor.clone(), action]
+        })
+        .collect();
+    table(&["AT", "BY", "ACTION"], rows, "  ")
+}
+
+/// `describe exception` in words.
+pub(crate) fn exception_text(
+    view: &ExceptionView,
+    history: &[palisade_api_types::view::HistoryEntry],
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
+    let spec = &view.spec;
+    let mut lines = Lines(Vec::new());
+    lines.add("Name", view.name.clone());
+    lines.add("Boundary", view.boundary.clone());
+    lines.add("Policy", spec["policy"].as_str().unwrap_or("-"));
+    lines.add(
+        "Rules",
+        list(&spec["rules"]).unwrap_or_else(|| "every rule of the policy".to_owned()),
+    );
+    lines.add("Status", view.status.clone());
+    lines.add(
+        "Expires",
+        format!("{} ({})", view.expires_at, time_left(&view.expires_at, now)),
+    );
+    lines.add("Reason", spec["reason"].as_str().unwrap_or("-"));
+    lines.add("Requested by", view.requested_by.clone());
+    lines.add(
+        "Approved by",
+        match (&view.approved_by, &view.approved_at) {
+            (Some(by), Some(at)) => format!("{by} at {at}"),
+            (Some(by), None) => by.clone(),
+            _ => "- (a request: it lets nothing past until approved)".to_owned(),
+        },
+    );
+    if let (Some(resources), Some(plans)) = (list(&spec["resources"]), list(&spec["plans"])) {
+        lines.add("Resources", resources);
+        lines.add("Plans", plans);
+    }
+    let mut text = lines.text();
+    let object_match = &spec["match"];
+    if object_match.is_object() {
+        let mut lines = Lines(Vec::new());
+        for (label, field, every) in [
+            (
+                "Clusters",
+                "clusters",
+                "every cluster of the policy's scope",
+            ),
+            (
+                "Namespaces",
+                "namespaces",
+                "every namespace of the boundary",
+            ),
+            ("Labels", "labels", "any"),
+            ("Images", "images", "every image of a matched object"),
+        ] {
+            lines.add(
+                &format!("  {label}"),
+                list(&object_match[field]).unwrap_or_else(|| every.to_owned()),
+            );
+        }
+        text.push_str("Match:\n");
+        text.push_str(&lines.text());
+    }
+    if !view.clusters.is_empty() {
+        text.push_str("Clusters:\n");
+        let rows = view
+            .clusters
+            .iter()
+            .map(|c| vec![c.cluster.clone(), c.status.clone()])
+            .collect();
+        text.push_str(&table(&["CLUSTER", "STATUS"], rows, "  "));
+    }
+    text.push_str("History:\n");
+    text.push_str(&history_table(history));
+    text
+}
+
+/// `describe policy` in words.
+pub(crate) fn policy_text(
+    view: &PolicyView,
+    exceptions: &[&ExceptionView],
+    history: &[palisade_api_types::view::HistoryEntry],
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
+    let spec = &view.spec;
+    let mut lines = Lines(Vec::new());
+    lines.add("Name", view.name.clone());
+    lines.add("Boundary", view.boundary.clone());
+    lines.add("Mode", spec["mode"].as_str().unwrap_or("enforce"));
+    lines.add(
+        "Scope",
+        list(&spec["scope"]["clusters"]).unwrap_or_else(|| "every cluster of the boundary".into()),
+    );
+    if let Some(description) = spec["description"].as_str() {
+        lines.add("Description", description);
+    }
+    lines.add(
+        "Updated",
+        format!("{} by {}", view.updated_at, view.updated_by),
+    );
+    let mut text = lines.text();
+    text.push_str("Rules:\n");
+    for rule in spec["rules"].as_array().into_iter().flatten() {
+        if let Some((kind, body)) = rule.as_object().and_then(|o| o.iter().next()) {
+            let detail = match body {
+                Value::Object(fields) if !fields.is_empty() => fields
+                    .iter()
+                    .map(|(k, v)| {
+                        let v = list(v).unwrap_or_else(|| v.to_string());
+                        format!("{k}: {v}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                _ => String::new(),
+            };
+            text.push_str(format!("  {kind}  {detail}").trim_end());
+            text.push('\n');
+        }
+    }
+    text.push_str("Clusters:\n");
+    if view.status.clusters.is_empty() {
+        text.push_str("  none: nothing of it is installed in clusters\n");
+    } else {
+        let rows = view
+            .status
+            .clusters
+            .iter()
+            .map(|c| {
+                vec![
+                    c.cluster.clone(),
+                    c.status.to_string(),
+                    c.updated_at.clone().unwrap_or_else(|| "-".to_owned()),
+                ]
+            })
+            .collect();
+        text.push_str(&table(&["CLUSTER", "STATUS", "SINCE"], rows, "  "));
+    }
+    text.push_str("Exceptions:\n");
+    if exceptions.is_empty() {
+        text.push_str("  none\n");
+    } else {
+        let rows = exceptions
+            .iter()
+            .map(|x| {
+                vec![
+                    x.name.clone(),
+                    x.status.clone(),
+                    x.expires_at.clone(),
+                    time_left(&x.expires_at, now),
+                ]
+            })
+            .collect();
+        text.push_str(&table(&["NAME", "STATUS", "EXPIRES", "LEFT"], rows, "  "));
+    }
+    text.push_str("History:\n");
+    text.push_str(&history_table(history));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use palisade_api_types::view::{ExceptionClusterStatus, HistoryEntry};
+    use serde_json::json;
+
+    #[test]
+    fn an_exception_is_described_in_words() {
+        let view = ExceptionView {
+            boundary: "shop".into(),
+            name: "legacy-nginx".into(),
+            spec: json!({"policy": "trusted", "rules": ["AllowedRegistries"],
+                "match": {"namespaces": ["web"], "labels": {"app": "legacy"},
+                    "images": ["docker.io/library/nginx:1.27"]},
+                "expiresAt": "2027-01-31T00:00:00Z", "reason": "moving to ghcr.io/acme, OPS-1234"}),
+            status: "active".into(),
+            expires_at: "2027-01-31T00:00:00Z".into(),
+            requested_by: "token:9a1b7e (developer)".into(),
+            approved_by: Some("token:5f0c2d (boundary-admin)".into()),
+            approved_at: Some("2026-12-06T09:00:00Z".into()),
+            etag: "\"1\"".into(),
+            created_at: "2026-12-06T08:00:00Z".into(),
+            updated_at: "2026-12-06T09:00:00Z".into(),
+            updated_by: "token:5f0c2d (boundary-admin)".into(),
+            warnings: None,
+            clusters: vec![
+                ExceptionClusterStatus {
+                    cluster: "prod-1".into(),
+                    status: "enforced".into(),
+                },
+                ExceptionClusterStatus {
+                    cluster: "prod-2".into(),
+                    status: "pending".into(),
+                },
+            ],
+        };
+        let history = [
+            HistoryEntry {
+                actor: "token:9a1b7e (developer)".into(),
+                at: "2026-12-06T08:00:00Z".into(),
+                action: Some("put".into()),
+                before: None,
+                after: Some(json!({})),
+            },
+            HistoryEntry {
+                actor: "token:5f0c2d (boundary-admin)".into(),
+                at: "2026-12-06T09:00:00Z".into(),
+                action: Some("approve".into()),
+                before: Some(json!({})),
+                after: Some(json!({})),
+            },
+        ];
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-06T10:30:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        assert_eq!(
+            exception_text(&view, &history, now),
+            "\
+Name:          legacy-nginx
+Boundary:      shop
+Policy:        trusted
+Rules:         AllowedRegistries
+Status:        active
+Expires:       2027-01-31T00:00:00Z (55d 13h left)
+Reason:        moving to ghcr.io/acme, OPS-1234
+Requested by:  token:9a1b7e (developer)
+Approved by:   token:5f0c2d (boundary-admin) at 2026-12-06T09:00:00Z
+Match:
+  Clusters:    every cluster of the policy's scope
+  Namespaces:  web
+  Labels:      app=legacy
+  Images:      docker.io/library/nginx:1.27
+Clusters:
+  CLUSTER   STATUS
+  prod-1    enforced
+  prod-2    pending
+History:
+  AT                     BY                              ACTION
+  2026-12-06T08:00:00Z   token:9a1b7e (developer)        put
+  2026-12-06T09:00:00Z   token:5f0c2d (boundary-admin)   approve
+"
+        );
+    }
+}
