@@ -317,6 +317,41 @@ describe('portal', () => {
     await page.context().close();
   });
 
+  test('a developer requests an exception and a boundary-admin approves it', async () => {
+    const asked = await server.api('POST', '/v1/tokens', { role: 'developer', boundary: 'shop' });
+    const approver = await server.api('POST', '/v1/tokens', { role: 'boundary-admin', boundary: 'shop' });
+    const page = await newPage(browser, server, asked.body.secret);
+    await page.goto(`${server.url}/boundaries/shop`);
+    await page.getByRole('link', { name: 'Request an exception' }).click();
+    await page.getByLabel('Exception name').fill('legacy-reports-plan');
+    await page.getByLabel('Policy').selectOption('size-limits');
+    await page.getByLabel('AllowedComputePlans').check();
+    await page.getByLabel('Resources', { exact: true }).fill('app/reports');
+    await page.getByLabel('Plans', { exact: true }).fill('large');
+    await page.getByLabel('Reason').fill('moving to medium, OPS-1234');
+    await page.getByRole('button', { name: 'Request the exception' }).click();
+    await page.waitForURL(`${server.url}/boundaries/shop`);
+    assert.match(
+      await page.locator('.notice.success').innerText(),
+      /Requested exception 'legacy-reports-plan'/,
+    );
+    assert.equal(await page.getByRole('button', { name: 'Approve legacy-reports-plan' }).count(), 0);
+    await screenshot(page, 'exception-requested');
+    await page.context().close();
+
+    const admin = await newPage(browser, server, approver.body.secret);
+    await admin.goto(`${server.url}/boundaries/shop`);
+    await admin.getByRole('button', { name: 'Approve legacy-reports-plan' }).click();
+    await admin.waitForURL(`${server.url}/boundaries/shop`);
+    assert.match(
+      await admin.locator('.notice.success').innerText(),
+      /Approved exception 'legacy-reports-plan': active until /,
+    );
+    const stored = await server.api('GET', '/v1/boundaries/shop/exceptions/legacy-reports-plan');
+    assert.equal(stored.body.status, 'active');
+    await admin.context().close();
+  });
+
   test('switches to Swedish and back', async () => {
     const page = await newPage(browser, server);
     await page.goto(`${server.url}/boundaries/shop/resources/new?type=app`);

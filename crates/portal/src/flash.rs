@@ -34,6 +34,10 @@ pub enum Notice {
     },
     /// A policy was saved: `created`, `configured` or `unchanged`.
     PolicySaved { action: String },
+    /// An exception was saved, with its status (`requested` or `active`).
+    ExceptionSaved { name: String, status: String },
+    /// A requested exception was approved; it is active until `until`.
+    ExceptionApproved { name: String, until: String },
 }
 
 /// A notice for one page, with the API's warnings (as text).

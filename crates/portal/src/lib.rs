@@ -55,6 +55,14 @@ where
             get(pages::policy_editor::delete_form).post(pages::policy_editor::delete_submit),
         )
         .route(
+            "/boundaries/{boundary}/exceptions/new",
+            get(pages::exceptions::new_form).post(pages::exceptions::new_submit),
+        )
+        .route(
+            "/boundaries/{boundary}/exceptions/{exception}/approve",
+            post(pages::exceptions::approve_submit),
+        )
+        .route(
             "/boundaries/{boundary}/resources/new",
             get(pages::resource_form::form).post(pages::resource_form::submit),
         )

@@ -2137,3 +2137,144 @@ async fn exceptions_show_under_their_policy_and_those_ending_soon_on_top() {
         .await;
     assert!(swedish.text().contains("Undantag som upphör inom 7 dagar"));
 }
+
+/// A developer requests an exception with the portal's form; a bad field is shown on the form
+/// with the API's message and nothing is saved; the request lets nothing past until a
+/// boundary-admin approves it from the boundary page (post/redirect/get throughout; the
+/// requester sees no Approve button).
+#[tokio::test]
+async fn a_developer_requests_an_exception_and_a_boundary_admin_approves_it() {
+    let portal = Portal::demo().await;
+    let mut developer = portal
+        .sign_in(&portal.token("developer", Some("shop")).await)
+        .await;
+    let form = portal
+        .get(
+            "/boundaries/shop/exceptions/new?policy=size-limits",
+            &developer,
+        )
+        .await;
+    assert_eq!(form.status, StatusCode::OK, "{}", form.body);
+    assert!(form
+        .text()
+        .contains("<option value=\"size-limits\" selected>size-limits</option>"));
+    assert!(form.text().contains("Request the exception"));
+    let expires = (chrono::Utc::now() + chrono::Duration::days(10))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let csrf = developer.csrf.clone();
+    let fields = |expires: &str| {
+        vec![
+            ("csrf".to_owned(), csrf.clone()),
+            ("name".to_owned(), "legacy-web".to_owned()),
+            ("policy".to_owned(), "size-limits".to_owned()),
+            ("rules".to_owned(), "AllowedComputePlans".to_owned()),
+            ("resources".to_owned(), "app/web".to_owned()),
+            ("plans".to_owned(), "large".to_owned()),
+            ("expiresAt".to_owned(), expires.to_owned()),
+            ("reason".to_owned(), "moving to medium, OPS-1234".to_owned()),
+        ]
+    };
+    let as_refs = |f: &[(String, String)]| -> Vec<(String, String)> { f.to_vec() };
+    // In the past: 400 on the form, the field marked, nothing saved.
+    let past = as_refs(&fields("2020-01-01T00:00:00Z"));
+    let past: Vec<(&str, &str)> = past.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let refused = portal
+        .post("/boundaries/shop/exceptions/new", &developer, &past)
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert!(
+        refused.text().contains("/expiresAt: "),
+        "{}",
+        refused.text()
+    );
+    assert!(refused
+        .body
+        .contains("id=\"expiresAt\" name=\"expiresAt\" value=\"2020-01-01T00:00:00Z\""));
+    assert!(refused.body.contains("aria-invalid=\"true\""));
+    let (status, _) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/legacy-web",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing was saved");
+
+    let good = fields(&expires);
+    let good: Vec<(&str, &str)> = good.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let saved = portal
+        .post("/boundaries/shop/exceptions/new", &developer, &good)
+        .await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
+    assert_eq!(saved.location(), "/boundaries/shop");
+    let page = portal.follow(&saved, &mut developer).await;
+    let text = page.text();
+    assert!(
+        text.contains("Requested exception 'legacy-web' (it lets nothing past until an admin or boundary-admin approves it)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<code>legacy-web</code>: requested, until"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("/exceptions/legacy-web/approve"),
+        "a developer cannot approve"
+    );
+    // A reload shows the page alone.
+    let again = portal.get("/boundaries/shop", &developer).await;
+    assert!(!again.text().contains("Requested exception"));
+    let (_, shown) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/legacy-web",
+            None,
+        )
+        .await;
+    assert_eq!(shown["status"], "requested");
+
+    let mut boundary_admin = portal
+        .sign_in(&portal.token("boundary-admin", Some("shop")).await)
+        .await;
+    let page = portal.get("/boundaries/shop", &boundary_admin).await;
+    assert!(page
+        .text()
+        .contains("action=\"/boundaries/shop/exceptions/legacy-web/approve\""));
+    let etag = shown["etag"].as_str().unwrap().to_owned();
+    let csrf = boundary_admin.csrf.clone();
+    let approved = portal
+        .post(
+            "/boundaries/shop/exceptions/legacy-web/approve",
+            &boundary_admin,
+            &[("csrf", &csrf), ("etag", &etag)],
+        )
+        .await;
+    let page = portal.follow(&approved, &mut boundary_admin).await;
+    assert!(
+        page.text().contains(&format!(
+            "Approved exception 'legacy-web': active until {expires}"
+        )),
+        "{}",
+        page.text()
+    );
+    let (_, shown) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/legacy-web",
+            None,
+        )
+        .await;
+    assert_eq!(shown["status"], "active");
+    assert!(shown["approved_by"]
+        .as_str()
+        .unwrap()
+        .ends_with("(boundary-admin)"));
+    // In Swedish, the form speaks Swedish.
+    let swedish = portal
+        .get(
+            "/boundaries/shop/exceptions/new",
+            &developer.clone().with_cookie("lang", "sv"),
+        )
+        .await;
+    assert!(swedish.text().contains("Begär undantaget"));
+}

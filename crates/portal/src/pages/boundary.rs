@@ -13,6 +13,7 @@ use palisade_app::{App, AppError, Caller};
 use palisade_policy::ResourceType;
 
 use super::{query_param, require_session};
+use crate::flash::Notice;
 use crate::i18n::Lang;
 use crate::layout::{alert, error_response, html_response, page, unavailable_notice, Ctx};
 use crate::session::Session;
@@ -58,6 +59,8 @@ pub struct BoundaryPage {
     pub csrf: String,
     /// A notice to show at the top (e.g. after a deletion).
     pub notice: Option<String>,
+    /// The API's warnings of the write that redirected here.
+    pub warnings: Vec<String>,
 }
 
 impl std::ops::Deref for BoundaryPage {
@@ -80,6 +83,7 @@ pub async fn load_boundary_page(
         overview: state.overview(&access, after).await?,
         csrf: String::new(),
         notice: None,
+        warnings: Vec::new(),
     })
 }
 
@@ -100,7 +104,36 @@ pub async fn show(
             data.csrf = session.csrf.clone();
             data.notice = query_param(uri.query(), "deleted")
                 .map(|p| format!("{} '{p}'", ctx.t("Deleted policy")));
-            html_response(StatusCode::OK, render(&ctx, &session, &data))
+            // What an exception's save or approval that redirected here did, shown once.
+            let flash = crate::flash::for_page(&state, &headers, uri.path());
+            if let Some(flash) = &flash {
+                data.notice = match &flash.notice {
+                    Notice::ExceptionSaved { name, status } if status == "requested" => {
+                        Some(format!(
+                        "{} '{name}' {}",
+                        ctx.t("Requested exception"),
+                        ctx.t("(it lets nothing past until an admin or boundary-admin approves it)")
+                    ))
+                    }
+                    Notice::ExceptionSaved { name, .. } => Some(format!(
+                        "{} '{name}' {}",
+                        ctx.t("Saved exception"),
+                        ctx.t("(active)")
+                    )),
+                    Notice::ExceptionApproved { name, until } => Some(format!(
+                        "{} '{name}': {} {until}",
+                        ctx.t("Approved exception"),
+                        ctx.t("active until")
+                    )),
+                    _ => data.notice.take(),
+                };
+                data.warnings = flash.warnings.clone();
+            }
+            let mut response = html_response(StatusCode::OK, render(&ctx, &session, &data));
+            if flash.is_some() {
+                crate::flash::shown(&ctx, &mut response);
+            }
+            response
         }
         Err(error) => error_response(&ctx, Some(&session), &error),
     }
@@ -130,7 +163,10 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
             (ctx.t("Boundary")) " " code { (b) }
             @if let Some(display) = &data.display_name { " " span class="muted" { "(" (display) ")" } }
         }
-        @if let Some(notice) = &data.notice { (alert("success", html! { p { (notice) } })) }
+        @if let Some(notice) = &data.notice { (alert("success", html! {
+            p { (notice) }
+            @for warning in &data.warnings { p { span lang="en" { (warning) } } }
+        })) }
         nav class="actions" aria-label=(ctx.t("Actions")) {
             a class="button" href={ "/boundaries/" (b) "/resources/new" } { (ctx.t("Create a resource")) }
             a class="button" href={ "/boundaries/" (b) "/uploads/new?type=function" } { (ctx.t("Function from uploaded code")) }
@@ -138,6 +174,7 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
             @if can_edit {
                 a class="button" href={ "/boundaries/" (b) "/policies/new" } { (ctx.t("New policy")) }
             }
+            a class="button" href={ "/boundaries/" (b) "/exceptions/new" } { (ctx.t("Request an exception")) }
         }
         (ending_soon(ctx, data))
         @if let Some(clusters) = &data.clusters {
@@ -276,7 +313,7 @@ fn policies_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
                                 } }
                             }
                             (rule_lines(ctx, spec))
-                            (policy_exceptions(ctx, data, &policy.name))
+                            (policy_exceptions(ctx, data, &policy.name, can_edit))
                             @if has_admission_rules(spec) {
                                 (scope_clusters(ctx, data, spec, &policy.install))
                             } @else {
@@ -335,8 +372,9 @@ fn ending_soon(ctx: &Ctx, data: &BoundaryPage) -> Markup {
     }
 }
 
-/// A policy's exceptions: name, status, end and time left.
-fn policy_exceptions(ctx: &Ctx, data: &BoundaryPage, policy: &str) -> Markup {
+/// A policy's exceptions: name, status, end and time left, and for an admin or boundary-admin
+/// the approval of a request.
+fn policy_exceptions(ctx: &Ctx, data: &BoundaryPage, policy: &str, can_approve: bool) -> Markup {
     let of_policy: Vec<_> = data
         .exceptions
         .iter()
@@ -351,6 +389,14 @@ fn policy_exceptions(ctx: &Ctx, data: &BoundaryPage, policy: &str) -> Markup {
                         code { (x.name) } ": " (x.status) ", " (ctx.t("until")) " " (x.expires_at)
                         @if let Some(left) = time_left(&x.expires_at) { " (" (left) ")" }
                         " — " (x.spec["reason"].as_str().unwrap_or(""))
+                        @if can_approve && x.status == "requested" {
+                            form class="inline" method="post" action={ "/boundaries/" (data.name) "/exceptions/" (x.name) "/approve" } {
+                                input type="hidden" name=(crate::session::CSRF_FIELD) value=(data.csrf);
+                                input type="hidden" name="etag" value=(x.etag);
+                                " "
+                                button type="submit" class="small" aria-label={ (ctx.t("Approve")) " " (x.name) } { (ctx.t("Approve")) }
+                            }
+                        }
                     }
                 }
             }

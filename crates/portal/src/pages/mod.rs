@@ -1,6 +1,7 @@
 //! The portal's pages. Each handler resolves the session, asks the API's functions, and renders.
 
 pub mod boundary;
+pub mod exceptions;
 pub mod policy_editor;
 pub mod resource_form;
 pub mod sign_in;

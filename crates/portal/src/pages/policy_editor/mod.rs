@@ -122,7 +122,7 @@ pub async fn edit_form(
     let flash = flash::for_page(&state, &headers, uri.path());
     let saved = flash.as_ref().and_then(|f| match &f.notice {
         Notice::PolicySaved { action } => Some((action.clone(), f.warnings.clone())),
-        Notice::Resource { .. } => None,
+        _ => None,
     });
     let page = EditorPage {
         boundary: &boundary,
