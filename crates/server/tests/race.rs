@@ -1,8 +1,11 @@
-//! No race past a policy (SPEC 2.4): 8 HTTP clients make 10,000 mixed creates and plan moves
-//! while another client keeps replacing the boundary's policy; then the committed history is
-//! replayed and every create or plan move is decided again against the policy committed
-//! before it. Runs on SQLite, on PostgreSQL, and on two replicas sharing one PostgreSQL
-//! (the clients alternate between them, the policy writer uses the first).
+//! No race past a policy (SPEC 2.4) or past an exception's end (SPEC 7): 8 HTTP clients make
+//! 10,000 mixed creates and plan moves while another client keeps replacing the boundary's
+//! policy and a third keeps writing short-lived exceptions (each lets 40 of the resources use
+//! `large` and `xlarge` for 300–800 ms); then the committed history is replayed and every
+//! create or plan move is decided again against the policy committed before it: a plan that
+//! policy disallows must have been let past by an exception written before the change and
+//! not yet ended when it committed. Runs on SQLite, on PostgreSQL, and on two replicas sharing
+//! one PostgreSQL (the clients alternate between them, the writers use the first).
 
 #![allow(
     clippy::unwrap_used,
@@ -42,7 +45,16 @@ struct Counts {
     refused: AtomicUsize,
     other: AtomicUsize,
     policy_changes: AtomicUsize,
+    exception_writes: AtomicUsize,
 }
+
+/// How far past `expiresAt` a change may carry its commit time: the guard reads the clock as
+/// it decides, and the change's time is read just after, in the same transaction (a thread
+/// preempted between the two on a loaded machine). A guard that kept honouring an ended
+/// exception (a cached decision) would commit hundreds of milliseconds past it.
+const COMMIT_CLOCK_SLACK_MS: i64 = 50;
+/// Exception names are reused, keeping the boundary under its limit of 100.
+const EXCEPTION_NAMES: usize = 40;
 
 /// A small deterministic generator (xorshift), one per client.
 struct Rng(u64);
@@ -112,6 +124,56 @@ async fn run(app: TestApp, replicas: usize) {
         })
     };
 
+    // The exception writer: short-lived exceptions for random resources, until the clients
+    // finish.
+    let exceptions = {
+        let (client, base, token, counts, done) = (
+            client.clone(),
+            base.clone(),
+            token.clone(),
+            counts.clone(),
+            done.clone(),
+        );
+        tokio::spawn(async move {
+            let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+            let mut k = 0usize;
+            while !done.load(Ordering::Relaxed) {
+                let resources: Vec<String> = (0..40)
+                    .map(|_| {
+                        format!(
+                            "app/c{}-{}",
+                            rng.next(CLIENTS),
+                            rng.next(OPERATIONS_PER_CLIENT)
+                        )
+                    })
+                    .collect();
+                let ahead = 300 + rng.next(500) as i64;
+                let expires = (chrono::Utc::now() + chrono::Duration::milliseconds(ahead))
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                let answer = client
+                    .put(format!(
+                        "{base}/v1/boundaries/shop/exceptions/ex-{}",
+                        k % EXCEPTION_NAMES
+                    ))
+                    .bearer_auth(&token)
+                    .json(&json!({"policy": "limits", "resources": resources,
+                        "plans": ["large", "xlarge"], "expiresAt": expires, "reason": "race"}))
+                    .send()
+                    .await
+                    .unwrap();
+                if !answer.status().is_success() {
+                    let text = answer.text().await.unwrap_or_default();
+                    // On a loaded machine the request may arrive after its own end.
+                    assert!(text.contains("/expiresAt: must be in the future"), "{text}");
+                    continue;
+                }
+                counts.exception_writes.fetch_add(1, Ordering::Relaxed);
+                k += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+    };
+
     let mut tasks = Vec::new();
     for c in 0..CLIENTS {
         let (client, base, token, counts) = (
@@ -174,6 +236,16 @@ async fn run(app: TestApp, replicas: usize) {
     }
     done.store(true, Ordering::Relaxed);
     writer.await.unwrap();
+    exceptions.await.unwrap();
+
+    let millis = |text: &str| {
+        chrono::DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .timestamp_millis()
+    };
+    let (mut excepted, mut latest_past_end) = (0usize, i64::MIN);
+    // The exceptions written so far in commit order: name → (resources, plans, end in ms).
+    let mut in_force: HashMap<String, (Vec<String>, Vec<String>, i64)> = HashMap::new();
 
     // Replay the committed history in commit order.
     let catalog = Catalog::builtin();
@@ -212,13 +284,59 @@ async fn run(app: TestApp, replicas: usize) {
                 for check in checks {
                     let decision =
                         decide(&policies, &catalog, ResourceType::App, &check.plan).unwrap();
-                    assert!(
-                        decision.allowed,
-                        "change #{} ({} {}) committed plan {} after a policy that disallowed it",
-                        change.seq, change.kind, change.subject, check.plan
-                    );
+                    if decision.allowed {
+                        continue;
+                    }
+                    // Let past only by an exception committed before it and not ended when it
+                    // committed.
+                    let at = millis(&change.at);
+                    let by = in_force
+                        .values()
+                        .filter(|(resources, plans, _)| {
+                            resources.contains(&change.subject)
+                                && plans.iter().any(|p| p == check.plan.as_str())
+                        })
+                        .map(|(_, _, expires)| at - expires)
+                        .min();
+                    match by {
+                        Some(past_end) if past_end < COMMIT_CLOCK_SLACK_MS => {
+                            excepted += 1;
+                            latest_past_end = latest_past_end.max(past_end);
+                        }
+                        Some(past_end) => panic!(
+                            "change #{} ({} {}) committed plan {} {past_end} ms after the end of the exception that allowed it",
+                            change.seq, change.kind, change.subject, check.plan
+                        ),
+                        None => panic!(
+                            "change #{} ({} {}) committed plan {} after a policy that disallowed it",
+                            change.seq, change.kind, change.subject, check.plan
+                        ),
+                    }
                 }
                 current.insert(change.subject.clone(), new);
+            }
+            "exception.put" => {
+                let spec: serde_json::Value =
+                    serde_json::from_str(change.body_json.as_deref().unwrap()).unwrap();
+                let list = |field: &str| -> Vec<String> {
+                    spec[field]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_str().unwrap().to_owned())
+                        .collect()
+                };
+                in_force.insert(
+                    change.subject.clone(),
+                    (
+                        list("resources"),
+                        list("plans"),
+                        millis(spec["expiresAt"].as_str().unwrap()),
+                    ),
+                );
+            }
+            "exception.delete" => {
+                in_force.remove(&change.subject);
             }
             other => panic!("unexpected change kind {other}"),
         }
@@ -240,14 +358,18 @@ async fn run(app: TestApp, replicas: usize) {
     assert_eq!(counts.other.load(Ordering::Relaxed), 0);
     eprintln!(
         "race ({}, {replicas} replica(s)): {} operations by {CLIENTS} clients: {created} creates and {moved} updates committed \
-         ({moves} plan moves), {} refused with 422, {} policy replacements; {} committed changes replayed, none past a disallowing policy",
+         ({moves} plan moves), {} refused with 422, {} policy replacements, {} exception writes; {} committed changes replayed, \
+         none past a disallowing policy; {excepted} plans let past by an exception, the latest committing {latest_past_end} ms \
+         from its end (negative: before it)",
         app.state.store.backend(),
         CLIENTS * OPERATIONS_PER_CLIENT,
         counts.refused.load(Ordering::Relaxed),
         counts.policy_changes.load(Ordering::Relaxed),
+        counts.exception_writes.load(Ordering::Relaxed),
         changes.len()
     );
     assert!(created > 0 && moves > 0 && counts.refused.load(Ordering::Relaxed) > 0);
+    assert!(excepted > 0, "the exceptions let something past");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
