@@ -1,4 +1,5 @@
-//! The published JSON Schema of `BoundaryPolicy` documents (`docs/schemas/boundarypolicy.schema.json`),
+//! The published JSON Schemas of `BoundaryPolicy` and `BoundaryException` documents
+//! (`docs/schemas/boundarypolicy.schema.json`, `docs/schemas/boundaryexception.schema.json`),
 //! generated from the types that read them, for editors (yaml-language-server, IDEs) and CI
 //! linters. It describes the document's shape; what only the validation can say (a plan the
 //! catalog lacks, a registry prefix that is not one) stays the API's and `palisade check`'s.
@@ -9,6 +10,22 @@ use crate::document::{PolicyDocument, API_VERSION, KIND};
 
 /// Where the schema is published in the repository.
 pub const PATH: &str = "docs/schemas/boundarypolicy.schema.json";
+/// Where the exceptions' schema is published in the repository.
+pub const EXCEPTION_PATH: &str = "docs/schemas/boundaryexception.schema.json";
+
+/// The JSON Schema (draft 2020-12) of a `BoundaryException` document (SPEC 7).
+pub fn boundary_exception() -> Value {
+    let mut schema = schemars::schema_for!(crate::exception::ExceptionDocument).to_value();
+    schema["title"] = json!(crate::exception::KIND);
+    schema["description"] = json!(
+        "A palisade BoundaryException document (SPEC 7): one workload or resource let past \
+         one policy of its boundary until expiresAt, with a reason. Generated from the types \
+         palisade reads it with."
+    );
+    schema["properties"]["apiVersion"] = json!({"const": API_VERSION});
+    schema["properties"]["kind"] = json!({"const": crate::exception::KIND});
+    schema
+}
 
 /// The JSON Schema (draft 2020-12) of a `BoundaryPolicy` document.
 pub fn boundary_policy() -> Value {
@@ -32,6 +49,28 @@ pub fn boundary_policy() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_exception_schema_holds_the_document_s_shape() {
+        let schema = boundary_exception();
+        assert_eq!(schema["properties"]["kind"]["const"], "BoundaryException");
+        assert_eq!(schema["additionalProperties"], false);
+        let spec = &schema["$defs"]["ExceptionSpec"];
+        let fields: Vec<&String> = spec["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            fields,
+            [
+                "policy",
+                "rules",
+                "match",
+                "resources",
+                "plans",
+                "expiresAt",
+                "reason"
+            ]
+        );
+        assert_eq!(spec["required"], json!(["policy", "expiresAt", "reason"]));
+    }
 
     #[test]
     fn the_schema_holds_the_document_s_shape() {

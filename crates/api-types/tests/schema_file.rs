@@ -1,5 +1,6 @@
-//! The published JSON Schema of `BoundaryPolicy` is the one the types generate: regenerate it
-//! with `UPDATE_SCHEMAS=1 cargo test -p palisade-api-types --test schema_file`.
+//! The published JSON Schemas of `BoundaryPolicy` and `BoundaryException` are the ones the
+//! types generate: regenerate them with `UPDATE_SCHEMAS=1 cargo test -p palisade-api-types
+//! --test schema_file`.
 
 #![allow(
     clippy::unwrap_used,
@@ -12,23 +13,48 @@ use std::path::Path;
 use palisade_api_types::schema;
 
 #[test]
-fn the_published_schema_is_the_generated_one() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(schema::PATH);
-    let generated = format!(
-        "{}\n",
-        serde_json::to_string_pretty(&schema::boundary_policy()).unwrap()
-    );
-    if std::env::var_os("UPDATE_SCHEMAS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
+fn the_published_schemas_are_the_generated_ones() {
+    for (file, schema) in [
+        (schema::PATH, schema::boundary_policy()),
+        (schema::EXCEPTION_PATH, schema::boundary_exception()),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(file);
+        let generated = format!("{}\n", serde_json::to_string_pretty(&schema).unwrap());
+        if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let published = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            published == generated,
+            "{file} is not the schema the types generate; run UPDATE_SCHEMAS=1 cargo test -p palisade-api-types --test schema_file",
+        );
     }
-    let published = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        published == generated,
-        "{} is not the schema the types generate; run UPDATE_SCHEMAS=1 cargo test -p palisade-api-types --test schema_file",
-        schema::PATH
-    );
+}
+
+/// The README's exception documents use only the exception schema's keys.
+#[test]
+fn the_readme_s_exceptions_use_only_the_schema_s_keys() {
+    let schema = schema::boundary_exception();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let mut checked = 0;
+    for block in readme.split("```yaml\n").skip(1) {
+        let text = block.split("```").next().unwrap_or_default();
+        if !text.contains("kind: BoundaryException") {
+            continue;
+        }
+        for document in serde_yaml_ng::Deserializer::from_str(text) {
+            let value: serde_json::Value = serde::Deserialize::deserialize(document).unwrap();
+            if value["kind"] == "BoundaryException" {
+                keys_known(&schema, &schema, &value, "README.md");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0, "no BoundaryException in the README");
 }
 
 /// Every example policy of the repository is a document the schema describes: its keys are
