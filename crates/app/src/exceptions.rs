@@ -95,67 +95,80 @@ pub fn view(record: ExceptionRecord, now: &str, warnings: Option<Vec<String>>) -
     }
 }
 
+/// The boundary's clusters and where its exceptions are installed, read once per answer.
+struct Placement {
+    clusters: Vec<palisade_store::ClusterRecord>,
+    installs: Vec<palisade_store::ExceptionInstall>,
+}
+
 impl App {
-    /// `view` with its per-cluster statuses (SPEC 7): where an active exception to admission
-    /// rules is enforced (confirmed by a probe), installed, pending or failing, and where an ended one is still installed and why (the
-    /// top-level status then says so).
-    async fn with_cluster_statuses(&self, mut view: ExceptionView) -> AppResult<ExceptionView> {
-        let Some(spec) = serde_json::from_value::<ExceptionSpec>(view.spec.clone()).ok() else {
-            return Ok(view);
-        };
-        let Some(object_match) = spec.object_match else {
-            return Ok(view);
-        };
-        let in_scope = |cluster: &str| {
-            object_match
-                .clusters
-                .as_ref()
-                .is_none_or(|list| list.is_empty() || list.iter().any(|c| c == cluster))
-        };
+    async fn placement(&self, boundary: &str) -> AppResult<Placement> {
         let clusters = self
             .store
-            .boundary_clusters(&view.boundary)
+            .boundary_clusters(boundary)
             .await
             .map_err(|e| AppError::from_store(e, "boundary"))?;
         let installs = self
             .store
-            .exception_installs(&view.boundary)
+            .exception_installs(boundary)
             .await
             .map_err(|e| AppError::from_store(e, "exception"))?;
-        let install_in = |cluster: &str| {
-            installs
-                .iter()
-                .find(|i| i.exception == view.name && i.cluster == cluster)
-        };
-        let installed_in = |cluster: &str| install_in(cluster).is_some();
-        let mut still = Vec::new();
-        for cluster in clusters.iter().filter(|c| in_scope(&c.name)) {
-            let status = match view.status.as_str() {
-                // What its probe found there (`enforced`, `pending`, `not enforced: ...`,
-                // `error: ...`), or `installed` where nothing it matches could be probed.
-                "active" => install_in(&cluster.name)
-                    .map_or_else(|| "pending".to_owned(), |i| i.status.clone()),
-                // Ended, and the cluster's last pass failed: it could not be removed there.
-                "expired" if installed_in(&cluster.name) => match &cluster.last_error {
-                    Some(why) => {
-                        still.push(format!("still installed in {}: {why}", cluster.name));
-                        format!("still installed: {why}")
-                    }
-                    // The pass that removes it is under way.
-                    None => "removing".to_owned(),
-                },
-                _ => continue,
-            };
-            view.clusters.push(ExceptionClusterStatus {
-                cluster: cluster.name.clone(),
-                status,
-            });
-        }
-        if !still.is_empty() {
-            view.status = format!("expired; {}", still.join("; "));
-        }
-        Ok(view)
+        Ok(Placement { clusters, installs })
     }
+}
+
+/// `view` with its per-cluster statuses (SPEC 7): where an active exception to admission
+/// rules is enforced (confirmed by a probe), installed, pending or failing, and where an ended
+/// one is still installed and why (the top-level status then says so).
+fn with_cluster_statuses(mut view: ExceptionView, placement: &Placement) -> ExceptionView {
+    let Some(spec) = serde_json::from_value::<ExceptionSpec>(view.spec.clone()).ok() else {
+        return view;
+    };
+    let Some(object_match) = spec.object_match else {
+        return view;
+    };
+    let in_scope = |cluster: &str| {
+        object_match
+            .clusters
+            .as_ref()
+            .is_none_or(|list| list.is_empty() || list.iter().any(|c| c == cluster))
+    };
+    let install_in = |cluster: &str| {
+        placement
+            .installs
+            .iter()
+            .find(|i| i.exception == view.name && i.cluster == cluster)
+    };
+    let mut still = Vec::new();
+    let mut statuses = Vec::new();
+    for cluster in placement.clusters.iter().filter(|c| in_scope(&c.name)) {
+        let status = match view.status.as_str() {
+            // What its probe found there (`enforced`, `pending`, `not enforced: ...`,
+            // `error: ...`), or `installed` where nothing it matches could be probed.
+            "active" => {
+                install_in(&cluster.name).map_or_else(|| "pending".to_owned(), |i| i.status.clone())
+            }
+            // Ended, and the cluster's last pass failed: it could not be removed there.
+            "expired" if install_in(&cluster.name).is_some() => match &cluster.last_error {
+                Some(why) => {
+                    still.push(format!("still installed in {}: {why}", cluster.name));
+                    format!("still installed: {why}")
+                }
+                // The pass that removes it is under way.
+                None => "removing".to_owned(),
+            },
+            _ => continue,
+        };
+        statuses.push(ExceptionClusterStatus {
+            cluster: cluster.name.clone(),
+            status,
+        });
+    }
+    view.clusters = statuses;
+    if !still.is_empty() {
+        view.status = format!("expired; {}", still.join("; "));
+    }
+    view
 }
 
 fn not_found(boundary: &str, name: &str) -> AppError {
@@ -299,8 +312,11 @@ impl App {
             .get_exception(boundary, name)
             .await
             .map_err(from_store(boundary, name))?;
-        self.with_cluster_statuses(view(record, &palisade_store::now(), None))
-            .await
+        let placement = self.placement(boundary).await?;
+        Ok(with_cluster_statuses(
+            view(record, &palisade_store::now(), None),
+            &placement,
+        ))
     }
 
     /// The boundary's exceptions, by name.
@@ -312,11 +328,12 @@ impl App {
             .await
             .map_err(|e| AppError::from_store(e, "boundary"))?;
         let now = palisade_store::now();
-        let mut views = Vec::with_capacity(records.len());
-        for record in records {
-            views.push(self.with_cluster_statuses(view(record, &now, None)).await?);
-        }
-        Ok(views)
+        // The boundary's clusters and the installs: read once for the whole list.
+        let placement = self.placement(boundary).await?;
+        Ok(records
+            .into_iter()
+            .map(|record| with_cluster_statuses(view(record, &now, None), &placement))
+            .collect())
     }
 
     /// A page of the boundary's exceptions.
