@@ -22,6 +22,7 @@ pub mod plans;
 pub mod policies;
 pub mod ports;
 pub mod preview;
+pub mod reconcile;
 pub mod resources;
 pub mod sealing;
 pub mod tokens;

@@ -61,6 +61,20 @@ impl PolicyCache {
 
     /// Decodes one stored policy (see [`PolicyCache::decode_all`]).
     pub fn decode(&self, record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, AppError> {
+        self.decode_or_why(record, catalog).map_err(|why| {
+            AppError::PolicyUnavailable(format!(
+                "stored policy {}/{} cannot be decoded: {why}",
+                record.boundary, record.name
+            ))
+        })
+    }
+
+    /// Decodes one stored policy, or says why it cannot be (the same validation as the API's).
+    pub fn decode_or_why(
+        &self,
+        record: &PolicyRecord,
+        catalog: &Catalog,
+    ) -> Result<Policy, String> {
         let key = (
             record.boundary.clone(),
             record.name.clone(),
@@ -222,19 +236,10 @@ impl PolicyCache {
     }
 }
 
-fn decode_uncached(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, AppError> {
-    let unreadable = |why: String| {
-        AppError::PolicyUnavailable(format!(
-            "stored policy {}/{} cannot be decoded: {why}",
-            record.boundary, record.name
-        ))
-    };
-    let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
-    let spec = PolicySpec::from_json(record.spec_json.as_bytes())
-        .map_err(|e| unreadable(e.to_string()))?;
-    let (policy, _warnings) = spec
-        .validate(name, catalog)
-        .map_err(|e| unreadable(e.to_string()))?;
+fn decode_uncached(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, String> {
+    let name = Name::parse(&record.name).map_err(|e| e.to_string())?;
+    let spec = PolicySpec::from_json(record.spec_json.as_bytes()).map_err(|e| e.to_string())?;
+    let (policy, _warnings) = spec.validate(name, catalog).map_err(|e| e.to_string())?;
     Ok(policy)
 }
 

@@ -131,6 +131,19 @@ fn the_kubernetes_adapter_knows_no_http_adapter() {
     );
 }
 
+/// The reconciler reaches the store only through the application (issue 24): it reads the
+/// desired state, opens credentials and records statuses with the application's methods.
+#[test]
+fn the_kubernetes_adapter_reaches_the_store_only_through_the_application() {
+    let own = direct("palisade-reconciler");
+    let reached: Vec<&str> = ["palisade-store", "sqlx"]
+        .into_iter()
+        .filter(|name| own.contains(*name))
+        .collect();
+    assert_eq!(reached, Vec::<&str>::new());
+    assert!(own.contains("palisade-app"));
+}
+
 #[test]
 fn the_wire_contract_depends_on_the_core_only() {
     let crates = tree("palisade-api-types");

@@ -305,11 +305,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .installation_id(&palisade_app::new_installation_id())
             .await
             .context("cannot read this installation's id")?;
-        let key = sealing.clone();
-        let unseal: palisade_reconciler::Unseal = std::sync::Arc::new(move |sealed: &[u8]| {
-            let plain = key.open(sealed).map_err(|e| e.to_string())?;
-            String::from_utf8(plain).map_err(|e| e.to_string())
-        });
         let fetch = public_url.clone().map(|public_url| {
             let key = sealing.clone();
             let mint: palisade_reconciler::workloads::FetchMinter =
@@ -325,10 +320,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         });
         // The recorder behind `/metrics` first, so that the first pass is counted too.
         palisade_server::metrics::Metrics::global();
+        // The reconciler's only door to the store is an application of its own (its own
+        // caches), over the same store and key as the API's.
         let controller = palisade_reconciler::Controller::new(
-            store.clone(),
-            std::sync::Arc::new(catalog.clone()),
-            unseal,
+            palisade_app::App::new(store.clone(), catalog.clone(), sealing.clone()),
             installation,
             palisade_reconciler::Settings {
                 audit_interval: args.audit_interval,

@@ -34,7 +34,10 @@
 //! the namespace of no boundary (where the 6 bindings' namespace selectors are checked and do
 //! not match); the median and range over the rounds. A fourth namespace is of a boundary whose
 //! 3 policies are in palisade's per-boundary layout (`--admission-layout per-boundary`: one
-//! ValidatingAdmissionPolicy and one binding holding the 3 validations).
+//! ValidatingAdmissionPolicy and one binding holding the 3 validations). With `EXCEPTIONS=N`,
+//! two more namespaces are of boundaries whose 3 policies (per-policy, and per-boundary) carry
+//! N exceptions each (SPEC 7), matched by labels no created Pod has: what exceptions cost a
+//! create they do not let past.
 
 #![allow(
     clippy::unwrap_used,
@@ -180,6 +183,75 @@ async fn add_boundaries(
         }
     }
     namespaces
+}
+
+/// `per_policy` exceptions to each of [`policies`], matched by a label no bench Pod carries
+/// (`app: legacy-<i>`): every create is judged as usual, and pays for looking at them.
+fn exceptions(per_policy: usize) -> Vec<palisade_policy::Exception> {
+    policies()
+        .iter()
+        .flat_map(|policy| {
+            (0..per_policy).map(move |i| palisade_policy::Exception {
+                name: Name::parse(&format!("x-{}-{i}", policy.name())).unwrap(),
+                policy: policy.name().clone(),
+                rules: Default::default(),
+                object_match: Some(palisade_policy::ObjectMatch {
+                    labels: vec![(
+                        palisade_policy::LabelKey::parse("app").unwrap(),
+                        palisade_policy::LabelValue::parse(&format!("legacy-{i}")).unwrap(),
+                    )],
+                    ..Default::default()
+                }),
+                resources: Vec::new(),
+                plans: Vec::new(),
+                expires_at: "2999-01-01T00:00:00.000Z".to_owned(),
+                reason: "bench".to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// One boundary with [`policies`] and `per_policy` [`exceptions`] each, in `cluster`'s layout;
+/// its namespace, once its policies deny.
+async fn add_excepted_boundary(
+    cluster: &ClusterClient,
+    client: &kube::Client,
+    index: usize,
+    per_policy: usize,
+) -> String {
+    let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
+    let namespace = temp_namespace(client, Some(boundary.as_str())).await;
+    let before = cluster
+        .installed(INSTALLATION, Some(&boundary))
+        .await
+        .unwrap();
+    cluster
+        .apply_boundary_from(
+            &before,
+            INSTALLATION,
+            &boundary,
+            &policies(),
+            &exceptions(per_policy),
+        )
+        .await
+        .unwrap();
+    let latest = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe",
+        "labels": {"team": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/web:latest"}]}});
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while cluster
+        .dry_run_create(&namespace, &latest)
+        .await
+        .unwrap()
+        .admitted()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the excepted policies never acted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    namespace
 }
 
 /// As [`add_boundaries`], with 3 minimal policies per boundary (`FLOOR=1`).
@@ -333,6 +405,22 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
     let per_boundary = cluster.clone().with_layout(Layout::PerBoundary);
     let per_boundary = add_boundaries(&per_boundary, &client, 2, 1).await.remove(0);
     blocks.push(("per-boundary", &per_boundary));
+    // `EXCEPTIONS=N`: the same 3 policies with N exceptions each that match nothing created.
+    let per_policy_exceptions = env_number("EXCEPTIONS", 0);
+    let excepted;
+    let per_boundary_excepted;
+    if per_policy_exceptions > 0 {
+        excepted = add_excepted_boundary(&cluster, &client, 3, per_policy_exceptions).await;
+        blocks.push(("palisade-excepted", &excepted));
+        per_boundary_excepted = add_excepted_boundary(
+            &cluster.clone().with_layout(Layout::PerBoundary),
+            &client,
+            4,
+            per_policy_exceptions,
+        )
+        .await;
+        blocks.push(("per-boundary-excepted", &per_boundary_excepted));
+    }
     for &(name, namespace) in &blocks {
         validate_step(&client, namespace, &format!("warm-{name}"), 50).await;
     }

@@ -10,9 +10,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use palisade_app::preview::{finding, PAGE_SIZE};
+use palisade_app::reconcile::AuditRecord;
+use palisade_app::App;
 use palisade_policy::scan::{Findings, Scan};
 use palisade_policy::{Name, Policy};
-use palisade_store::{AuditRecord, SharedStore};
 
 use crate::reports::{render_report, NamespaceAudit};
 use crate::ClusterClient;
@@ -121,7 +122,7 @@ fn unix_seconds() -> i64 {
 /// Runs an audit, then each one queued behind it.
 pub(crate) async fn run(
     audits: &Audits,
-    store: &SharedStore,
+    app: &App,
     installation: &str,
     job: AuditJob,
     timeout: Duration,
@@ -129,7 +130,7 @@ pub(crate) async fn run(
     let mut next = Some(job);
     while let Some(job) = next {
         let (cluster, boundary) = (job.cluster.clone(), job.boundary.to_string());
-        let succeeded = run_one(store, installation, job, timeout).await;
+        let succeeded = run_one(app, installation, job, timeout).await;
         next = audits.finish(&cluster, &boundary, succeeded);
     }
 }
@@ -137,16 +138,11 @@ pub(crate) async fn run(
 /// Runs one audit: reads the boundary's objects once, judges them with every policy, records
 /// the results, then writes the cluster's reports when it serves them. A boundary without
 /// policies in the cluster is not read: its results and reports are removed.
-async fn run_one(
-    store: &SharedStore,
-    installation: &str,
-    job: AuditJob,
-    timeout: Duration,
-) -> bool {
+async fn run_one(app: &App, installation: &str, job: AuditJob, timeout: Duration) -> bool {
     if job.policies.is_empty() {
         let mut succeeded = true;
-        if let Err(error) = store
-            .replace_audit_reports(&job.cluster, job.boundary.as_str(), Vec::new())
+        if let Err(error) = app
+            .record_audit_reports(&job.cluster, job.boundary.as_str(), Vec::new())
             .await
         {
             tracing::warn!(cluster = %job.cluster, boundary = %job.boundary, %error, "audit not recorded");
@@ -158,7 +154,7 @@ async fn run_one(
         }
         return succeeded;
     }
-    let taken_at = palisade_store::now();
+    let taken_at = palisade_app::reconcile::now();
     let seconds = unix_seconds();
     let policies: Vec<&Policy> = job.policies.iter().map(|(_, p)| p).collect();
     let exceptions: Vec<&palisade_policy::Exception> = job.exceptions.iter().collect();
@@ -208,8 +204,8 @@ async fn run_one(
         })
         .collect();
     let mut succeeded = outcome.is_ok();
-    if let Err(error) = store
-        .replace_audit_reports(&job.cluster, job.boundary.as_str(), records)
+    if let Err(error) = app
+        .record_audit_reports(&job.cluster, job.boundary.as_str(), records)
         .await
     {
         tracing::warn!(cluster = %job.cluster, boundary = %job.boundary, %error, "audit not recorded");

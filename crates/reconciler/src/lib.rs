@@ -32,7 +32,7 @@ pub mod workloads;
 
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome, LabelTampering};
-pub use controller::{Controller, ControllerError, PassReport, Settings, Unseal};
+pub use controller::{Controller, ControllerError, PassReport, Settings};
 pub use palisade_vap::{Layout, LayoutChoice, Thresholds};
 pub use port::KubeClusters;
 pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};

@@ -18,7 +18,8 @@ use k8s_openapi::api::core::v1::Event;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, ResourceExt};
-use palisade_store::{ResourceKey, SharedStore};
+use palisade_app::reconcile::ResourceKey;
+use palisade_app::App;
 use tokio::sync::Notify;
 
 use crate::workloads::{denial, job_condition, Outcome, Target};
@@ -57,7 +58,7 @@ impl StatusWatch {
     pub fn start(
         client: Client,
         installation: &str,
-        store: SharedStore,
+        app: App,
         targets: Vec<Target>,
         pass: Arc<Notify>,
     ) -> Self {
@@ -67,7 +68,7 @@ impl StatusWatch {
         let task = tokio::spawn(run(
             client,
             installation.to_owned(),
-            store,
+            app,
             targets.clone(),
             poke.clone(),
             pass,
@@ -151,7 +152,7 @@ where
 async fn run(
     client: Client,
     installation: String,
-    store: SharedStore,
+    app: App,
     targets: Arc<Mutex<Vec<Target>>>,
     poke: Arc<Notify>,
     pass: Arc<Notify>,
@@ -218,7 +219,7 @@ async fn run(
             if written.get(&target.key) == Some(&status) {
                 continue;
             }
-            match store.set_resource_status(&target.key, &status).await {
+            match app.record_workload_status(&target.key, &status).await {
                 Ok(_) => {
                     written.insert(target.key.clone(), status);
                 }

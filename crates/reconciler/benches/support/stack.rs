@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use palisade_policy::Catalog;
-use palisade_reconciler::{Controller, Settings, Unseal};
+use palisade_reconciler::{Controller, Settings};
 use palisade_server::SealingKey;
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -40,15 +40,8 @@ impl Stack {
             .to_owned();
         let key = SealingKey::random();
         let installation = store.installation_id("bench").await.unwrap();
-        let unseal_key = key.clone();
-        let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
-            String::from_utf8(unseal_key.open(sealed).map_err(|e| e.to_string())?)
-                .map_err(|e| e.to_string())
-        });
         let controller = Controller::new(
-            store.clone(),
-            Arc::new(Catalog::builtin()),
-            unseal,
+            palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone()),
             installation,
             settings,
         );

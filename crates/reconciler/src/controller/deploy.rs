@@ -12,7 +12,7 @@ impl Controller {
         attached: &[&BoundaryState],
     ) -> Result<(), ControllerError> {
         let records = self
-            .store
+            .app
             .resources_in_cluster(cluster)
             .await
             .map_err(ControllerError::ReadWorkloads)?;
@@ -33,7 +33,7 @@ impl Controller {
             &self.installation,
             &records,
             &namespaces,
-            &self.catalog,
+            &self.app.catalog,
             &self.settings.workloads,
         )
         .await
@@ -64,7 +64,7 @@ impl Controller {
         let watch = StatusWatch::start(
             connection.client.client().clone(),
             &self.installation,
-            self.store.clone(),
+            self.app.clone(),
             targets,
             self.builds_done.clone(),
         );
@@ -78,7 +78,7 @@ impl Controller {
         reason: &str,
     ) -> Result<(), ControllerError> {
         let records = self
-            .store
+            .app
             .resources_in_cluster(cluster)
             .await
             .map_err(ControllerError::ReadWorkloads)?;
@@ -87,13 +87,13 @@ impl Controller {
         }
         let status = format!("not deployed: {reason}");
         for record in records {
-            let key = palisade_store::ResourceKey {
+            let key = palisade_app::reconcile::ResourceKey {
                 boundary: record.boundary,
                 resource_type: record.resource_type,
                 name: record.name,
             };
-            self.store
-                .set_resource_status(&key, &status)
+            self.app
+                .record_workload_status(&key, &status)
                 .await
                 .map_err(ControllerError::Statuses)?;
         }

@@ -159,15 +159,15 @@ impl Controller {
         let cluster = drift.cluster.as_str();
         match (&drift.kind, &drift.boundary) {
             (DriftKind::NamespaceLabel, Some(boundary)) => still(
-                self.store
-                    .get_namespace(boundary, cluster, &drift.object)
+                self.app
+                    .namespace_record(boundary, cluster, &drift.object)
                     .await
                     .map(|_| true),
             ),
             (_, Some(boundary)) => {
                 let attached = still(
-                    self.store
-                        .boundary_clusters(boundary)
+                    self.app
+                        .clusters_of_boundary(boundary)
                         .await
                         .map(|c| c.iter().any(|c| c.name == cluster)),
                 );
@@ -179,11 +179,11 @@ impl Controller {
                 }
                 let mut any = false;
                 for policy in &drift.policies {
-                    any |= still(self.store.get_policy(boundary, policy).await.map(|_| true));
+                    any |= still(self.app.policy_record(boundary, policy).await.map(|_| true));
                 }
                 any
             }
-            (_, None) => still(self.store.get_cluster(cluster).await.map(|_| true)),
+            (_, None) => still(self.app.cluster_record(cluster).await.map(|_| true)),
         }
     }
 
@@ -228,7 +228,7 @@ impl Controller {
     /// Rewrites the statuses of `boundary` in `cluster` that an open drift affects and that
     /// claim enforcement (or are about to): `not enforced: <reason>`.
     async fn write_drift_statuses(&self, cluster: &str, boundary: &str) {
-        let Ok(statuses) = self.store.policy_statuses(boundary).await else {
+        let Ok(statuses) = self.app.policy_statuses(boundary).await else {
             return;
         };
         let mut changed = false;
@@ -245,7 +245,7 @@ impl Controller {
                 if claims {
                     if let Some(reason) = self.drift_reason(cluster, boundary, &record.policy) {
                         record.status = status_not_enforced(&reason).to_string();
-                        record.updated_at = palisade_store::now();
+                        record.updated_at = palisade_app::reconcile::now();
                         changed = true;
                     }
                 }
@@ -256,8 +256,8 @@ impl Controller {
             return;
         }
         let result = self
-            .store
-            .replace_policy_statuses(cluster, boundary, statuses)
+            .app
+            .record_policy_statuses(cluster, boundary, statuses)
             .await
             .map_err(ControllerError::Statuses);
         self.recorded(cluster, "the statuses of a drift", result);
@@ -323,7 +323,7 @@ impl Controller {
             tracing::info!(cluster, repair, "drift repaired");
             metrics::repaired(cluster, open.drift.kind.as_str());
             let result = self
-                .store
+                .app
                 .record_repair(cluster, &repair)
                 .await
                 .map_err(ControllerError::ClusterStatus);

@@ -35,8 +35,8 @@ impl Controller {
             Admission::Enforced => (true, None),
             Admission::NotEnforced(reason) => (false, Some(reason.as_str())),
         };
-        self.store
-            .set_cluster_status(
+        self.app
+            .record_cluster_probe(
                 &cluster.name,
                 Some(&probe.kubernetes_version),
                 Some(enforced),
@@ -300,8 +300,8 @@ impl Controller {
                 let text = error.to_string();
                 tracing::warn!(cluster = %cluster.name, error = %text, "workloads not deployed");
                 let result = self
-                    .store
-                    .set_cluster_error(&cluster.name, Some(&text))
+                    .app
+                    .record_cluster_error(&cluster.name, Some(&text))
                     .await
                     .map_err(ControllerError::ClusterStatus);
                 (
@@ -358,7 +358,7 @@ impl Controller {
                 tracing::warn!(cluster, boundary = %boundary.name, repair, "boundary label repaired");
                 metrics::repaired(cluster, "namespace_label");
                 let result = self
-                    .store
+                    .app
                     .record_repair(cluster, &repair)
                     .await
                     .map_err(ControllerError::ClusterStatus);
@@ -379,8 +379,8 @@ impl Controller {
         namespace: &str,
     ) -> bool {
         !matches!(
-            self.store
-                .get_namespace(boundary.as_str(), cluster, namespace)
+            self.app
+                .namespace_record(boundary.as_str(), cluster, namespace)
                 .await,
             Err(StoreError::NotFound)
         )

@@ -122,8 +122,8 @@ impl Controller {
         tracing::info!(cluster, layout = %layout, reason, "admission layout");
         metrics::layout(cluster, layout);
         let result = self
-            .store
-            .set_cluster_layout(cluster, layout.as_str(), &reason)
+            .app
+            .record_cluster_layout(cluster, layout.as_str(), &reason)
             .await
             .map_err(ControllerError::ClusterStatus);
         if !self.recorded(cluster, "the admission layout", result) {

@@ -19,7 +19,7 @@ impl Controller {
         let mut changes = loop {
             let subscribed = tokio::select! {
                 () = &mut shutdown => return,
-                subscribed = self.store.subscribe() => subscribed,
+                subscribed = self.app.subscribe_changes() => subscribed,
             };
             match subscribed {
                 Ok(changes) => break changes,
@@ -36,7 +36,7 @@ impl Controller {
         loop {
             let taken = tokio::select! {
                 () = &mut shutdown => return,
-                taken = self.store.try_lease(&self.installation) => taken,
+                taken = self.app.try_reconcile_lease(&self.installation) => taken,
             };
             let lease = match taken {
                 Ok(Some(lease)) => lease,

@@ -35,13 +35,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use palisade_api_types::PolicySpec;
-use palisade_policy::name::NameError;
-use palisade_policy::{Catalog, Mode, Name, Policy};
-use palisade_store::{
-    ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord, SharedStore,
-    StoreError,
+use palisade_app::reconcile::{
+    ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord, StoreError,
 };
+use palisade_app::App;
+use palisade_policy::name::NameError;
+use palisade_policy::{Mode, Name, Policy};
 
 use crate::audit::{self, AuditJob, Audits};
 use crate::cluster::Keep;
@@ -51,9 +50,6 @@ use crate::statuses::StatusWatch;
 use crate::workloads::{self, Target, Workloads};
 use crate::{ClusterClient, ReconcileError};
 use palisade_vap::{choose, Choice, ClusterFacts, Layout, LayoutChoice, Thresholds};
-
-/// Turns a cluster's sealed kubeconfig back into its text.
-pub type Unseal = Arc<dyn Fn(&[u8]) -> Result<String, String> + Send + Sync>;
 
 /// Timing of the loop.
 #[derive(Clone, Debug)]
@@ -299,9 +295,8 @@ enum LeadEnd {
 
 /// The reconciler of one installation.
 pub struct Controller {
-    store: SharedStore,
-    catalog: Arc<Catalog>,
-    unseal: Unseal,
+    /// The only door to the store: the desired state, credentials and every status recorded.
+    app: App,
     installation: String,
     settings: Settings,
     connections: Mutex<HashMap<String, Connection>>,
@@ -343,19 +338,11 @@ impl fmt::Debug for Controller {
 
 impl Controller {
     /// A controller; its metrics are described to the recorder installed by then.
-    pub fn new(
-        store: SharedStore,
-        catalog: Arc<Catalog>,
-        unseal: Unseal,
-        installation: String,
-        settings: Settings,
-    ) -> Arc<Self> {
+    pub fn new(app: App, installation: String, settings: Settings) -> Arc<Self> {
         metrics::describe();
         let (drift_sender, drift_queue) = tokio::sync::mpsc::channel(drift::QUEUE);
         Arc::new(Controller {
-            store,
-            catalog,
-            unseal,
+            app,
             installation,
             settings,
             connections: Mutex::new(HashMap::new()),
@@ -408,20 +395,8 @@ fn status_record(
         policy_etag: record.etag.clone(),
         // The store keeps the status line; statuses are typed up to here.
         status: status.to_string(),
-        updated_at: palisade_store::now(),
+        updated_at: palisade_app::reconcile::now(),
     }
-}
-
-/// Decodes a stored policy (the same validation as the API's).
-pub fn decode(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, ControllerError> {
-    let unreadable = |why: String| ControllerError::Undecodable(why);
-    let name = Name::parse(&record.name).map_err(|e| unreadable(e.to_string()))?;
-    let spec = PolicySpec::from_json(record.spec_json.as_bytes())
-        .map_err(|e| unreadable(e.to_string()))?;
-    let (policy, _warnings) = spec
-        .validate(name, catalog)
-        .map_err(|e| unreadable(e.to_string()))?;
-    Ok(policy)
 }
 
 #[cfg(test)]

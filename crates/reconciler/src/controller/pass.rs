@@ -47,7 +47,7 @@ impl Controller {
                                     let timeout = this.settings.audit_timeout;
                                     audit::run(
                                         &this.audits,
-                                        &this.store,
+                                        &this.app,
                                         &this.installation,
                                         job,
                                         timeout,
@@ -96,7 +96,7 @@ impl Controller {
         // A cluster deleted while its pass ran: what the pass wrote after the deletion's
         // sweeps (the guard, policies) would stay in a cluster nobody reconciles any more.
         if matches!(
-            self.store.get_cluster(&cluster.name).await,
+            self.app.cluster_record(&cluster.name).await,
             Err(StoreError::NotFound)
         ) {
             if let Ok(connection) = self.connect(cluster).await {
@@ -150,14 +150,14 @@ impl Controller {
         };
         if let Some(found) = found {
             let installed = found.is_some();
-            let now = palisade_store::now();
+            let now = palisade_app::reconcile::now();
             let installs = boundaries
                 .iter()
                 .filter(|b| installed && b.clusters.contains(&cluster.name))
                 .flat_map(|b| {
                     b.exceptions_in(&cluster.name)
                         .into_iter()
-                        .map(|x| palisade_store::ExceptionInstall {
+                        .map(|x| palisade_app::reconcile::ExceptionInstall {
                             cluster: cluster.name.clone(),
                             boundary: b.name.to_string(),
                             exception: x.name.to_string(),
@@ -172,8 +172,8 @@ impl Controller {
                 })
                 .collect();
             if let Err(error) = self
-                .store
-                .replace_exception_installs(&cluster.name, installs)
+                .app
+                .record_exception_installs(&cluster.name, installs)
                 .await
             {
                 tracing::warn!(cluster = %cluster.name, %error, "exception installs not recorded");
@@ -181,60 +181,37 @@ impl Controller {
             metrics::ended_still_installed(&cluster.name, 0);
             return;
         }
-        let now = palisade_store::now();
-        if let Ok(installs) = self.store.exception_installs_in(&cluster.name).await {
+        let now = palisade_app::reconcile::now();
+        if let Ok(installs) = self.app.exception_installs_in(&cluster.name).await {
             let ended = installs.iter().filter(|i| i.expires_at <= now).count();
             metrics::ended_still_installed(&cluster.name, ended);
         }
     }
 
+    /// The desired state, read through the application; a policy that cannot be decoded
+    /// keeps why, for its status.
     pub(super) async fn read_state(
         &self,
     ) -> Result<(Vec<ClusterRecord>, Vec<BoundaryState>), StoreError> {
-        let clusters = self.store.list_clusters().await?;
-        let mut boundaries = Vec::new();
-        for boundary in self.store.list_boundaries().await? {
-            let Ok(name) = Name::parse(&boundary.name) else {
-                tracing::warn!(boundary = %boundary.name, "skipped: not a valid boundary name");
-                continue;
-            };
-            let policies = match self.store.list_policies(&boundary.name).await {
-                Ok(policies) => policies,
-                // Deleted since it was listed.
-                Err(StoreError::NotFound) => continue,
-                Err(other) => return Err(other),
-            };
-            let policies = policies
-                .into_iter()
-                .map(|record| {
-                    let decoded = decode(&record, &self.catalog);
-                    (record, decoded)
-                })
-                .collect();
-            let clusters = match self.store.boundary_clusters(&boundary.name).await {
-                Ok(clusters) => clusters.into_iter().map(|c| c.name).collect(),
-                Err(StoreError::NotFound) => continue,
-                Err(other) => return Err(other),
-            };
-            let namespaces = match self.store.list_namespaces(&boundary.name).await {
-                Ok(namespaces) => namespaces,
-                Err(StoreError::NotFound) => continue,
-                Err(other) => return Err(other),
-            };
-            let exceptions = match self.store.list_exceptions(&boundary.name).await {
-                Ok(records) => palisade_app::exceptions::in_force(&records),
-                Err(StoreError::NotFound) => continue,
-                Err(other) => return Err(other),
-            };
-            boundaries.push(BoundaryState {
-                name,
-                policies,
-                clusters,
-                namespaces,
-                exceptions,
-            });
-        }
-        Ok((clusters, boundaries))
+        let state = self.app.desired_state().await?;
+        let boundaries = state
+            .boundaries
+            .into_iter()
+            .map(|b| BoundaryState {
+                name: b.name,
+                policies: b
+                    .policies
+                    .into_iter()
+                    .map(|(record, decoded)| {
+                        (record, decoded.map_err(ControllerError::Undecodable))
+                    })
+                    .collect(),
+                clusters: b.clusters,
+                namespaces: b.namespaces,
+                exceptions: b.exceptions,
+            })
+            .collect();
+        Ok((state.clusters, boundaries))
     }
 
     /// The cached connection to `cluster`, or a new one when its credentials changed.
@@ -251,8 +228,10 @@ impl Controller {
         if let Some(connection) = cached {
             return Ok(connection);
         }
-        let kubeconfig =
-            (self.unseal)(&cluster.kubeconfig_sealed).map_err(ControllerError::Credentials)?;
+        let kubeconfig = self
+            .app
+            .cluster_kubeconfig(cluster)
+            .map_err(ControllerError::Credentials)?;
         let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
         let connection = Connection {
             sealed: cluster.kubeconfig_sealed.clone(),
@@ -315,8 +294,8 @@ impl Controller {
             );
             metrics::apiserver_restarted(cluster);
             let result = self
-                .store
-                .add_apiserver_restarts(cluster, 1)
+                .app
+                .record_apiserver_restarts(cluster, 1)
                 .await
                 .map_err(ControllerError::ClusterStatus);
             self.recorded(cluster, "an API server restart", result);
@@ -348,8 +327,8 @@ impl Controller {
         boundary: &BoundaryState,
         statuses: Vec<PolicyStatusRecord>,
     ) -> Result<(), ControllerError> {
-        self.store
-            .replace_policy_statuses(cluster, boundary.name.as_str(), statuses)
+        self.app
+            .record_policy_statuses(cluster, boundary.name.as_str(), statuses)
             .await
             .map_err(ControllerError::Statuses)
     }
@@ -380,8 +359,8 @@ impl Controller {
     /// did not take it.
     pub(super) async fn clear_error(&self, cluster: &str) -> bool {
         let result = self
-            .store
-            .set_cluster_error(cluster, None)
+            .app
+            .record_cluster_error(cluster, None)
             .await
             .map_err(ControllerError::ClusterStatus);
         self.recorded(cluster, "the cluster's last error (cleared)", result)
@@ -403,8 +382,8 @@ impl Controller {
             }
         }
         let result = self
-            .store
-            .set_cluster_error(&cluster.name, Some(&reason))
+            .app
+            .record_cluster_error(&cluster.name, Some(&reason))
             .await
             .map_err(ControllerError::ClusterStatus);
         let mut recorded = self.recorded(&cluster.name, "the cluster's last error", result);
@@ -413,8 +392,8 @@ impl Controller {
         if cluster.admission_enforced == Some(true) {
             let unconfirmed = format!("{UNCONFIRMED}: {reason}");
             let result = self
-                .store
-                .set_cluster_status(
+                .app
+                .record_cluster_probe(
                     &cluster.name,
                     cluster.kubernetes_version.as_deref(),
                     Some(false),

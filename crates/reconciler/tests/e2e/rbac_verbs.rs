@@ -290,7 +290,11 @@ async fn exercise(
             let watch = StatusWatch::start(
                 cluster.client().clone(),
                 INSTALLATION,
-                store,
+                palisade_app::App::new(
+                    store,
+                    palisade_policy::Catalog::builtin(),
+                    palisade_app::SealingKey::random(),
+                ),
                 Vec::new(),
                 std::sync::Arc::new(tokio::sync::Notify::new()),
             );

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use palisade_policy::Catalog;
-use palisade_reconciler::{ClusterClient, Controller, Settings, Unseal};
+use palisade_reconciler::{ClusterClient, Controller, Settings};
 use palisade_server::metrics::Metrics;
 use palisade_server::SealingKey;
 use palisade_store::{PolicyWrite, SharedStore};
@@ -62,14 +62,8 @@ fn controller(
     installation: &str,
     settings: Settings,
 ) -> Arc<Controller> {
-    let key = key.clone();
-    let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
-        String::from_utf8(key.open(sealed).map_err(|e| e.to_string())?).map_err(|e| e.to_string())
-    });
     Controller::new(
-        store.clone(),
-        Arc::new(Catalog::builtin()),
-        unseal,
+        palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone()),
         installation.to_owned(),
         settings,
     )

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::PostParams;
 use kube::Api;
 use palisade_policy::Catalog;
-use palisade_reconciler::{Controller, Layout, Settings, Unseal};
+use palisade_reconciler::{Controller, Layout, Settings};
 use palisade_server::SealingKey;
 use palisade_store::SharedStore;
 use palisade_testkit::control_plane::{unique_name, ControlPlane};
@@ -282,10 +282,6 @@ fn controller_tuned(
     free_repairs: usize,
 ) -> Arc<Controller> {
     let opener = key.clone();
-    let unseal: Unseal = Arc::new(move |sealed: &[u8]| {
-        String::from_utf8(opener.open(sealed).map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())
-    });
     let fetch = public_url.map(|public_url| {
         let key = key.clone();
         let public_url = public_url.to_owned();
@@ -300,9 +296,7 @@ fn controller_tuned(
         mint
     });
     Controller::new(
-        store.clone(),
-        Arc::new(Catalog::builtin()),
-        unseal,
+        palisade_app::App::new(store.clone(), Catalog::builtin(), opener.clone()),
         installation.to_owned(),
         Settings {
             workloads: palisade_reconciler::workloads::Workloads {

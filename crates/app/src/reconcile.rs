@@ -1,0 +1,243 @@
+//! What the reconciler reads and records, through the application (issue 24: the application
+//! is its only door to the store). The reconciler is built from an [`App`] and holds no store:
+//! the desired state is read and decoded here (through the same policy cache as the API's plan
+//! guard, so a policy decodes one way), credentials are opened here, and every status it
+//! records goes through these methods.
+//!
+//! Errors stay the store's ([`StoreError`]): the reconciler tells a vanished row (`NotFound`:
+//! deleted while a pass ran) from an unreachable store, and says which in its statuses.
+
+use std::collections::BTreeSet;
+
+use palisade_policy::{Exception, Name, Policy};
+pub use palisade_store::{
+    now, AuditRecord, BoundaryRecord, ClusterRecord, ExceptionInstall, Lease, NamespaceRecord,
+    PolicyRecord, PolicyStatusRecord, ResourceKey, ResourceRecord, StoreError,
+};
+
+use crate::App;
+
+type Result<T> = std::result::Result<T, StoreError>;
+
+/// Everything a pass works from, read at one moment.
+#[derive(Debug)]
+pub struct DesiredState {
+    pub clusters: Vec<ClusterRecord>,
+    pub boundaries: Vec<BoundaryState>,
+}
+
+/// One boundary as a pass sees it.
+#[derive(Debug)]
+pub struct BoundaryState {
+    pub name: Name,
+    /// Every stored policy, decoded (or why it cannot be).
+    pub policies: Vec<(PolicyRecord, std::result::Result<Policy, String>)>,
+    /// The clusters attached to it, by name.
+    pub clusters: BTreeSet<String>,
+    pub namespaces: Vec<NamespaceRecord>,
+    /// The approved exceptions to admission rules in force when the state was read (SPEC 7).
+    pub exceptions: Vec<Exception>,
+}
+
+impl BoundaryState {
+    /// The exceptions in force in `cluster`.
+    pub fn exceptions_in(&self, cluster: &str) -> Vec<Exception> {
+        self.exceptions
+            .iter()
+            .filter(|x| x.in_cluster(cluster))
+            .cloned()
+            .collect()
+    }
+}
+
+impl App {
+    /// The clusters and every boundary with its policies (decoded through the application's
+    /// policy cache), clusters, namespaces and exceptions in force. A boundary deleted while it
+    /// is read is left out.
+    pub async fn desired_state(&self) -> Result<DesiredState> {
+        let clusters = self.store.list_clusters().await?;
+        let mut boundaries = Vec::new();
+        for boundary in self.store.list_boundaries().await? {
+            let Ok(name) = Name::parse(&boundary.name) else {
+                tracing::warn!(boundary = %boundary.name, "skipped: not a valid boundary name");
+                continue;
+            };
+            let read = async {
+                let policies = self.store.list_policies(&boundary.name).await?;
+                let clusters = self.store.boundary_clusters(&boundary.name).await?;
+                let namespaces = self.store.list_namespaces(&boundary.name).await?;
+                let exceptions = self.store.list_exceptions(&boundary.name).await?;
+                Ok::<_, StoreError>((policies, clusters, namespaces, exceptions))
+            };
+            let (policies, clusters, namespaces, exceptions) = match read.await {
+                Ok(read) => read,
+                // Deleted since it was listed.
+                Err(StoreError::NotFound) => continue,
+                Err(other) => return Err(other),
+            };
+            let policies = policies
+                .into_iter()
+                .map(|record| {
+                    let decoded = self.policies.decode_or_why(&record, &self.catalog);
+                    (record, decoded)
+                })
+                .collect();
+            boundaries.push(BoundaryState {
+                name,
+                policies,
+                clusters: clusters.into_iter().map(|c| c.name).collect(),
+                namespaces,
+                exceptions: crate::exceptions::in_force(&exceptions),
+            });
+        }
+        Ok(DesiredState {
+            clusters,
+            boundaries,
+        })
+    }
+
+    /// The plain kubeconfig of `cluster`, opened with the server's key.
+    pub fn cluster_kubeconfig(
+        &self,
+        cluster: &ClusterRecord,
+    ) -> std::result::Result<String, String> {
+        let plain = self
+            .sealing
+            .open(&cluster.kubeconfig_sealed)
+            .map_err(|e| e.to_string())?;
+        String::from_utf8(plain).map_err(|_| "the kubeconfig is not UTF-8".to_owned())
+    }
+
+    /// The cluster as stored now (`NotFound` once deleted).
+    pub async fn cluster_record(&self, name: &str) -> Result<ClusterRecord> {
+        self.store.get_cluster(name).await
+    }
+
+    /// The clusters attached to the boundary now.
+    pub async fn clusters_of_boundary(&self, boundary: &str) -> Result<Vec<ClusterRecord>> {
+        self.store.boundary_clusters(boundary).await
+    }
+
+    /// Whether the policy is still stored.
+    pub async fn policy_record(&self, boundary: &str, name: &str) -> Result<PolicyRecord> {
+        self.store.get_policy(boundary, name).await
+    }
+
+    /// What the cluster's probe found: its version and whether it can enforce.
+    pub async fn record_cluster_probe(
+        &self,
+        name: &str,
+        kubernetes_version: Option<&str>,
+        admission_enforced: Option<bool>,
+        admission_reason: Option<&str>,
+    ) -> Result<()> {
+        self.store
+            .set_cluster_status(
+                name,
+                kubernetes_version,
+                admission_enforced,
+                admission_reason,
+            )
+            .await
+    }
+
+    /// The cluster's last error (`None`: the last pass succeeded).
+    pub async fn record_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()> {
+        self.store.set_cluster_error(name, error).await
+    }
+
+    /// The layout the cluster is in, and why.
+    pub async fn record_cluster_layout(
+        &self,
+        name: &str,
+        layout: &str,
+        reason: &str,
+    ) -> Result<()> {
+        self.store.set_cluster_layout(name, layout, reason).await
+    }
+
+    /// API server restarts seen in the cluster since the last reading.
+    pub async fn record_apiserver_restarts(&self, name: &str, count: i64) -> Result<()> {
+        self.store.add_apiserver_restarts(name, count).await
+    }
+
+    /// A repair of something changed in the cluster by someone else.
+    pub async fn record_repair(&self, name: &str, what: &str) -> Result<()> {
+        self.store.record_repair(name, what).await
+    }
+
+    /// The boundary's policies' statuses in the cluster, replaced whole.
+    pub async fn record_policy_statuses(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        statuses: Vec<PolicyStatusRecord>,
+    ) -> Result<()> {
+        self.store
+            .replace_policy_statuses(cluster, boundary, statuses)
+            .await
+    }
+
+    /// The boundary's policies' statuses in every cluster.
+    pub async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
+        self.store.policy_statuses(boundary).await
+    }
+
+    /// The exceptions installed in the cluster and what their probes found, replaced whole.
+    pub async fn record_exception_installs(
+        &self,
+        cluster: &str,
+        installs: Vec<ExceptionInstall>,
+    ) -> Result<()> {
+        self.store
+            .replace_exception_installs(cluster, installs)
+            .await
+    }
+
+    /// The exceptions last recorded as installed in the cluster.
+    pub async fn exception_installs_in(&self, cluster: &str) -> Result<Vec<ExceptionInstall>> {
+        self.store.exception_installs_in(cluster).await
+    }
+
+    /// A workload's status as Kubernetes decided it; `false` when the resource is gone.
+    pub async fn record_workload_status(&self, key: &ResourceKey, status: &str) -> Result<bool> {
+        self.store.set_resource_status(key, status).await
+    }
+
+    /// The resources placed in the cluster.
+    pub async fn resources_in_cluster(&self, cluster: &str) -> Result<Vec<ResourceRecord>> {
+        self.store.resources_in_cluster(cluster).await
+    }
+
+    /// A namespace of the boundary in the cluster.
+    pub async fn namespace_record(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+    ) -> Result<NamespaceRecord> {
+        self.store.get_namespace(boundary, cluster, name).await
+    }
+
+    /// The boundary's audit reports of the cluster, replaced whole.
+    pub async fn record_audit_reports(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        reports: Vec<AuditRecord>,
+    ) -> Result<()> {
+        self.store
+            .replace_audit_reports(cluster, boundary, reports)
+            .await
+    }
+
+    /// Changes of what the reconciler works from: a counter that moves on every write.
+    pub async fn subscribe_changes(&self) -> Result<tokio::sync::watch::Receiver<u64>> {
+        self.store.subscribe().await
+    }
+
+    /// The installation's reconcile lease, when this process may take it.
+    pub async fn try_reconcile_lease(&self, installation: &str) -> Result<Option<Lease>> {
+        self.store.try_lease(installation).await
+    }
+}
