@@ -18,9 +18,11 @@
 //!
 //! Metrics: see [`crate::metrics`].
 
+mod confirm;
 mod deploy;
 mod drift;
 mod install;
+mod labels;
 mod layout;
 mod lead;
 mod pass;

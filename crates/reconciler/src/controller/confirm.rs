@@ -1,0 +1,93 @@
+//! What a probe's answer means for a status: the activation grace of a new version, and the
+//! confirmation of each exception in force (SPEC 7, "as policies").
+
+use super::*;
+
+impl Controller {
+    /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago
+    /// (admitted, or refused by the version it replaces) is still `pending`: the API server
+    /// has not activated it yet. Counted as unconfirmed, so a pass follows shortly.
+    pub(super) fn within_grace(
+        &self,
+        key: (String, String, String, String),
+        status: InstallStatus,
+        unconfirmed: &mut usize,
+    ) -> InstallStatus {
+        let Ok(mut seen) = self.unconfirmed.lock() else {
+            return status;
+        };
+        seen.retain(|_, first| first.elapsed() < ACTIVATION_GRACE * 10);
+        let settling = match &status {
+            InstallStatus::NotEnforced(_) => true,
+            InstallStatus::Error(reason) => reason.starts_with(crate::probe::PROBE_REFUSED),
+            _ => false,
+        };
+        if !settling {
+            seen.remove(&key);
+            return status;
+        }
+        let first = *seen.entry(key).or_insert_with(Instant::now);
+        if first.elapsed() < ACTIVATION_GRACE {
+            *unconfirmed += 1;
+            InstallStatus::Pending
+        } else {
+            status
+        }
+    }
+
+    /// Confirms each exception in force in the cluster whose policy is installed here (SPEC 7:
+    /// "as policies"): a dry-run create of an object it matches, violating a rule it lifts,
+    /// is admitted. By exception name; an exception no such object exists for (e.g. its
+    /// namespaces are not in this cluster) reads `installed`.
+    pub(super) async fn confirm_exceptions(
+        &self,
+        client: &ClusterClient,
+        cluster: &str,
+        boundary: &BoundaryState,
+        in_cluster: &[Policy],
+        namespaces: &[&str],
+        unconfirmed: &mut usize,
+    ) -> Vec<(String, InstallStatus)> {
+        let exceptions = boundary.exceptions_in(cluster);
+        let all: Vec<&palisade_policy::Exception> = exceptions.iter().collect();
+        let mut statuses = Vec::new();
+        for exception in &exceptions {
+            let Some(policy) = in_cluster.iter().find(|p| p.name() == &exception.policy) else {
+                continue;
+            };
+            let probe =
+                crate::excepted::excepted_pod(policy, in_cluster, exception, &all, namespaces);
+            let status = match probe {
+                None => InstallStatus::Installed,
+                Some(probe) => {
+                    match client
+                        .probe_exception(&self.installation, &boundary.name, policy, &probe)
+                        .await
+                    {
+                        Ok(EnforcementProbe::Enforced) => InstallStatus::Enforced,
+                        Ok(EnforcementProbe::EnforcedByEarlierLayout) => InstallStatus::Pending,
+                        Ok(EnforcementProbe::NotEnforced(reason)) => status_not_enforced(&reason),
+                        Ok(EnforcementProbe::Inconclusive(reason)) => status_error(&reason),
+                        Err(ReconcileError::Kube(kube::Error::Api(status)))
+                            if status.code == 404 =>
+                        {
+                            InstallStatus::Installed
+                        }
+                        Err(error) => status_error(&error.to_string()),
+                    }
+                }
+            };
+            // A new exception is denied by the objects it replaces until the API server has
+            // activated them: `pending` for a moment, as a policy is.
+            let key = (
+                cluster.to_owned(),
+                boundary.name.to_string(),
+                format!("exception/{}", exception.name),
+                exception.expires_at.clone(),
+            );
+            let status = self.within_grace(key, status, unconfirmed);
+            statuses.push((exception.name.to_string(), status));
+        }
+        statuses
+    }
+}
