@@ -52,30 +52,19 @@ impl BoundaryState {
 
 impl App {
     /// The clusters and every boundary with its policies (decoded through the application's
-    /// policy cache), clusters, namespaces and exceptions in force. A boundary deleted while it
-    /// is read is left out.
+    /// policy cache), clusters, namespaces and exceptions in force, as they were at one moment
+    /// (the store's snapshot).
     pub async fn desired_state(&self) -> Result<DesiredState> {
-        let clusters = self.store.list_clusters().await?;
-        let mut boundaries = Vec::new();
-        for boundary in self.store.list_boundaries().await? {
-            let Ok(name) = Name::parse(&boundary.name) else {
-                tracing::warn!(boundary = %boundary.name, "skipped: not a valid boundary name");
+        // One read transaction, six statements, whatever the number of boundaries.
+        let snapshot = self.store.snapshot().await?;
+        let mut boundaries = Vec::with_capacity(snapshot.boundaries.len());
+        for b in snapshot.boundaries {
+            let Ok(name) = Name::parse(&b.boundary.name) else {
+                tracing::warn!(boundary = %b.boundary.name, "skipped: not a valid boundary name");
                 continue;
             };
-            let read = async {
-                let policies = self.store.list_policies(&boundary.name).await?;
-                let clusters = self.store.boundary_clusters(&boundary.name).await?;
-                let namespaces = self.store.list_namespaces(&boundary.name).await?;
-                let exceptions = self.store.list_exceptions(&boundary.name).await?;
-                Ok::<_, StoreError>((policies, clusters, namespaces, exceptions))
-            };
-            let (policies, clusters, namespaces, exceptions) = match read.await {
-                Ok(read) => read,
-                // Deleted since it was listed.
-                Err(StoreError::NotFound) => continue,
-                Err(other) => return Err(other),
-            };
-            let policies = policies
+            let policies = b
+                .policies
                 .into_iter()
                 .map(|record| {
                     let decoded = self.policies.decode_or_why(&record, &self.catalog);
@@ -85,13 +74,13 @@ impl App {
             boundaries.push(BoundaryState {
                 name,
                 policies,
-                clusters: clusters.into_iter().map(|c| c.name).collect(),
-                namespaces,
-                exceptions: crate::exceptions::in_force(&exceptions),
+                clusters: b.clusters.into_iter().collect(),
+                namespaces: b.namespaces,
+                exceptions: crate::exceptions::in_force(&b.exceptions),
             });
         }
         Ok(DesiredState {
-            clusters,
+            clusters: snapshot.clusters,
             boundaries,
         })
     }

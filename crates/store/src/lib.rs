@@ -39,11 +39,11 @@ pub use error::{DatabaseError, DatabaseErrorKind, MigrationError, Result, StoreE
 pub use lease::Lease;
 pub use ops::uploads::{counted as counted_upload_bytes, LEAST_COUNTED_UPLOAD_BYTES};
 pub use records::{
-    AuditRecord, BoundaryRecord, ChangeRecord, Check, ClusterRecord, Edit, Editor,
-    ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard,
+    AuditRecord, BoundaryRecord, BoundarySnapshot, ChangeRecord, Check, ClusterRecord, Edit,
+    Editor, ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard,
     NamespaceRecord, NewResource, NewUpload, Page, PoliciesVersion, PolicyHistoryEntry,
     PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
-    TokenRecord, UploadRecord, WriteAction,
+    Snapshot, TokenRecord, UploadRecord, WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -65,6 +65,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn get_boundary(&self, name: &str) -> Result<BoundaryRecord>;
     /// Every boundary, by name.
     async fn list_boundaries(&self) -> Result<Vec<BoundaryRecord>>;
+    /// Every cluster and every boundary with its policies, attached clusters, namespaces and
+    /// exceptions, read in one read transaction (the reconciler's desired state).
+    async fn snapshot(&self) -> Result<Snapshot>;
     /// `Conflict` while the boundary has resources, policies or namespaces.
     async fn delete_boundary(&self, name: &str) -> Result<()>;
 

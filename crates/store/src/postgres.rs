@@ -75,6 +75,7 @@ impl PostgresStore {
 
 #[async_trait]
 impl SqlBackend for PostgresBackend {
+    const BEGIN_READ: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     const NAME: &'static str = "postgres";
     type Db = Postgres;
     type Conn = PgConnection;

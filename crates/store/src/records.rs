@@ -166,6 +166,25 @@ pub struct ExceptionWrite {
     pub max_per_boundary: usize,
 }
 
+/// Everything a reconcile pass works from, read at one moment ([`crate::Store::snapshot`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub clusters: Vec<ClusterRecord>,
+    /// Every boundary, by name.
+    pub boundaries: Vec<BoundarySnapshot>,
+}
+
+/// One boundary in a [`Snapshot`]: its policies, attached clusters (by name), namespaces and
+/// exceptions, each in the order their own lists give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundarySnapshot {
+    pub boundary: BoundaryRecord,
+    pub policies: Vec<PolicyRecord>,
+    pub clusters: Vec<String>,
+    pub namespaces: Vec<NamespaceRecord>,
+    pub exceptions: Vec<ExceptionRecord>,
+}
+
 /// An exception to admission rules installed in a cluster, as the reconciler last wrote it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExceptionInstall {

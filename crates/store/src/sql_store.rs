@@ -21,8 +21,8 @@ use crate::{
     AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor,
     ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard, Lease,
     NamespaceRecord, NewResource, NewUpload, Page, PolicyHistoryEntry, PolicyRecord,
-    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Store,
-    StoreError, TokenRecord, UploadRecord, WriteAction,
+    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Snapshot,
+    Store, StoreError, TokenRecord, UploadRecord, WriteAction,
 };
 
 /// What differs between SQLite and PostgreSQL below the operations: how a write transaction
@@ -36,6 +36,8 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + Sized + 'static {
     type Db: sqlx::Database<Connection = Self::Conn>;
     /// Its connection, on which the operations run.
     type Conn: Conn + sqlx::Connection<Database = Self::Db>;
+    /// Begins a read transaction that sees one moment of the database.
+    const BEGIN_READ: &'static str;
 
     /// This process's writers take turns here, if the backend wants them to (SQLite); held
     /// until the transaction ends.
@@ -548,6 +550,17 @@ impl<B: SqlBackend> Store for SqlStore<B> {
 
     async fn list_boundaries(&self) -> Result<Vec<BoundaryRecord>> {
         boundaries::list(&mut *self.read().await?).await
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot> {
+        let mut c = self.read().await?;
+        c.run(B::BEGIN_READ).await.map_err(StoreError::from)?;
+        let snapshot = crate::ops::snapshot::read(&mut *c).await;
+        // A read transaction changes nothing: ending it cannot lose anything.
+        if let Err(error) = c.run("ROLLBACK").await {
+            tracing::warn!(%error, "store: a read transaction did not end cleanly");
+        }
+        snapshot
     }
 
     async fn list_policies(&self, boundary: &str) -> Result<Vec<PolicyRecord>> {

@@ -108,6 +108,8 @@ impl SqliteStore {
 
 #[async_trait]
 impl SqlBackend for SqliteBackend {
+    /// A deferred transaction: its first read fixes what it sees (WAL).
+    const BEGIN_READ: &'static str = "BEGIN";
     const NAME: &'static str = "sqlite";
     type Db = Sqlite;
     type Conn = SqliteConnection;

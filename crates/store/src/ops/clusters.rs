@@ -217,6 +217,17 @@ pub(crate) async fn of_boundary<C: Conn>(c: &mut C, boundary: &str) -> Result<Ve
         .await?)
 }
 
+/// Every attachment, as (boundary, cluster), by boundary and cluster (the reconciler's
+/// snapshot).
+pub(crate) async fn attachments<C: Conn>(c: &mut C) -> crate::sql::DbResult<Vec<(String, String)>> {
+    const EVERY: &str =
+        "SELECT boundary, cluster FROM boundary_clusters ORDER BY boundary, cluster";
+    c.fetch_all(EVERY, &[], |row| {
+        Ok((row.text("boundary")?, row.text("cluster")?))
+    })
+    .await
+}
+
 /// Whether the cluster is attached to the boundary.
 pub(crate) async fn is_attached<C: Conn>(c: &mut C, boundary: &str, cluster: &str) -> Result<bool> {
     const ATTACHED: &str = "SELECT EXISTS (SELECT 1 FROM boundary_clusters \

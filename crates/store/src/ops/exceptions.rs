@@ -66,6 +66,12 @@ pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<Excep
     Ok(read_all(c, boundary).await?)
 }
 
+/// Every exception of every boundary, by boundary and name (the reconciler's snapshot).
+pub(crate) async fn read_every<C: Conn>(c: &mut C) -> DbResult<Vec<ExceptionRecord>> {
+    let statement = format!("SELECT {COLUMNS} FROM exceptions ORDER BY boundary, name");
+    c.fetch_all(&statement, &[], exception).await
+}
+
 /// Every exception of the boundary, as stored (a guard's input).
 pub(crate) async fn read_all<C: Conn>(c: &mut C, boundary: &str) -> DbResult<Vec<ExceptionRecord>> {
     let statement = format!("SELECT {COLUMNS} FROM exceptions WHERE boundary = $1 ORDER BY name");

@@ -16,6 +16,7 @@
 //! | `statuses` | policies' install status per cluster |
 //! | `audits` | the audit's reports per policy and cluster |
 //! | `settings` | installation-wide settings (the installation id) |
+//! | `snapshot` | everything a reconcile pass reads, at one moment |
 //! | `uploads` | code uploaded for builds, in chunks; each boundary's use; the sweeper's deletes |
 
 pub(crate) mod audits;
@@ -27,6 +28,7 @@ pub(crate) mod namespaces;
 pub(crate) mod policies;
 pub(crate) mod resources;
 pub(crate) mod settings;
+pub(crate) mod snapshot;
 pub(crate) mod statuses;
 pub(crate) mod tokens;
 pub(crate) mod uploads;

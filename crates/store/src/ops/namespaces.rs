@@ -79,6 +79,14 @@ pub(crate) async fn get<C: Conn>(
 }
 
 /// The boundary's namespaces, by cluster and name; `NotFound` when the boundary is unknown.
+/// Every namespace of every boundary, by boundary, cluster and name (the reconciler's
+/// snapshot).
+pub(crate) async fn read_every<C: Conn>(c: &mut C) -> crate::sql::DbResult<Vec<NamespaceRecord>> {
+    const EVERY: &str = "SELECT cluster, name, boundary, created_at \
+         FROM namespaces ORDER BY boundary, cluster, name";
+    c.fetch_all(EVERY, &[], namespace).await
+}
+
 pub(crate) async fn of_boundary<C: Conn>(
     c: &mut C,
     boundary: &str,

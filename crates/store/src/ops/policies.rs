@@ -58,6 +58,13 @@ pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<Polic
     Ok(read_all(c, boundary).await?)
 }
 
+/// Every policy of every boundary, by boundary and name (the reconciler's snapshot).
+pub(crate) async fn read_every<C: Conn>(c: &mut C) -> DbResult<Vec<PolicyRecord>> {
+    const EVERY: &str = "SELECT boundary, name, spec_json, metadata_json, \
+         etag, created_at, updated_at, updated_by FROM policies ORDER BY boundary, name";
+    c.fetch_all(EVERY, &[], policy).await
+}
+
 /// Every policy of the boundary, as stored (a guard's input: its failure is the caller's to
 /// name).
 pub(crate) async fn read_all<C: Conn>(c: &mut C, boundary: &str) -> DbResult<Vec<PolicyRecord>> {

@@ -263,3 +263,67 @@ impl palisade_store::Check for Reading {
         Ok(Vec::new())
     }
 }
+
+/// The reconciler's snapshot holds every cluster and every boundary with exactly its own
+/// policies, attachments, namespaces and exceptions, the same rows the per-boundary lists give.
+pub async fn the_snapshot_is_every_boundary_s_own_lists(db: TestDb) {
+    let store = db.connect().await;
+    for b in ["a", "b", "empty"] {
+        store.create_boundary(b, None).await.unwrap();
+    }
+    store.put_cluster("c1", b"k").await.unwrap();
+    store.put_cluster("c2", b"k").await.unwrap();
+    for (b, c) in [("a", "c1"), ("a", "c2"), ("b", "c2")] {
+        store.attach_cluster(b, c).await.unwrap();
+    }
+    for (b, p) in [("a", "p1"), ("a", "p2"), ("b", "q")] {
+        store
+            .put_policy(policy_write(b, p, "{}"), "admin")
+            .await
+            .unwrap();
+    }
+    store.put_namespace("a", "c1", "web").await.unwrap();
+    store.put_namespace("b", "c2", "api").await.unwrap();
+    store
+        .put_exception(write("b", "legacy", r#"{"policy":"size"}"#, true), "admin")
+        .await
+        .unwrap();
+    let snapshot = store.snapshot().await.unwrap();
+    let clusters: Vec<&str> = snapshot.clusters.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(clusters, ["c1", "c2"]);
+    let names: Vec<&str> = snapshot
+        .boundaries
+        .iter()
+        .map(|b| b.boundary.name.as_str())
+        .collect();
+    assert_eq!(names, ["a", "b", "empty"]);
+    for b in &snapshot.boundaries {
+        let name = b.boundary.name.as_str();
+        assert_eq!(
+            b.policies,
+            store.list_policies(name).await.unwrap(),
+            "{name}"
+        );
+        let attached: Vec<String> = store
+            .boundary_clusters(name)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(b.clusters, attached, "{name}");
+        assert_eq!(
+            b.namespaces,
+            store.list_namespaces(name).await.unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            b.exceptions,
+            store.list_exceptions(name).await.unwrap(),
+            "{name}"
+        );
+    }
+    assert_eq!(snapshot.boundaries[0].policies.len(), 2);
+    assert_eq!(snapshot.boundaries[1].exceptions.len(), 1);
+    assert!(snapshot.boundaries[2].policies.is_empty());
+}

@@ -31,7 +31,10 @@ use changes::{changes_share_one_sequence, history_is_pruned_oldest_first_in_batc
 use clusters::{
     audit_reports, cluster_layout, clusters_and_attachments, namespaces, policy_statuses,
 };
-use exceptions::{exception_installs, exceptions, exceptions_change_the_policies_version};
+use exceptions::{
+    exception_installs, exceptions, exceptions_change_the_policies_version,
+    the_snapshot_is_every_boundary_s_own_lists,
+};
 use guarded_writes::{
     a_deadline_passed_before_the_commit_writes_nothing, concurrent_creates_of_one_name_conflict,
     concurrent_edits_of_one_resource_lose_nothing, guarded_creates_race_policy_changes,
@@ -112,6 +115,7 @@ contract!(
     policies,
     exceptions,
     exception_installs,
+    the_snapshot_is_every_boundary_s_own_lists,
     exceptions_change_the_policies_version,
     policy_if_match,
     apply_policies_is_all_or_nothing,
