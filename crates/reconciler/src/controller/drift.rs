@@ -25,7 +25,15 @@ pub(super) struct OpenDrift {
     drift: Drift,
     /// The reason the affected statuses give.
     reason: String,
+    /// When palisade saw it: a probe sooner than [`SETTLE`] after proves nothing.
+    seen: Instant,
 }
+
+/// How long after a drift a probe may confirm its repair. The API server activates each
+/// version of an admission object some time after it is written (measured 0.1-1.1 s): a probe
+/// right after the repair may still be judged by the version from before the drift, and the
+/// changed version may then act for a moment before the repaired one does.
+pub(super) const SETTLE: Duration = Duration::from_secs(2);
 
 /// The pause before repairing the `count`-th change of one object within a minute, the first
 /// `free` of them repaired at once.
@@ -114,7 +122,11 @@ impl Controller {
                     let reason = reason(&drift, count, pause);
                     tracing::warn!(cluster = %drift.cluster, reason, "drift: a change palisade did not make");
                     next = Some(next.map_or(pause, |n| n.min(pause)));
-                    opened.push(OpenDrift { drift, reason });
+                    opened.push(OpenDrift {
+                        drift,
+                        reason,
+                        seen: Instant::now(),
+                    });
                 }
             }
         }
@@ -225,6 +237,19 @@ impl Controller {
             .map(|o| o.reason.clone())
     }
 
+    /// The reason of an open drift affecting the policy that palisade saw less than
+    /// [`SETTLE`] ago.
+    fn unsettled_drift(&self, cluster: &str, boundary: &str, policy: &str) -> Option<String> {
+        let open = self.open_drifts.lock().ok()?;
+        open.iter()
+            .find(|o| {
+                o.drift.cluster == cluster
+                    && o.drift.affects(boundary, policy)
+                    && o.seen.elapsed() < SETTLE
+            })
+            .map(|o| o.reason.clone())
+    }
+
     /// Rewrites the statuses of `boundary` in `cluster` that an open drift affects and that
     /// claim enforcement (or are about to): `not enforced: <reason>`.
     async fn write_drift_statuses(&self, cluster: &str, boundary: &str) {
@@ -265,6 +290,8 @@ impl Controller {
 
     /// The status a pass found for a policy, unless an open drift affects it and the pass did
     /// not confirm it: then the drift's reason. `confirmed` collects what the pass confirmed.
+    /// A confirmation sooner than [`SETTLE`] after the drift is not one yet: the drift's reason
+    /// stays, and `unsettled` counts it, so a pass follows shortly.
     pub(super) fn with_drift(
         &self,
         cluster: &str,
@@ -272,12 +299,17 @@ impl Controller {
         policy: &str,
         status: InstallStatus,
         confirmed: &mut BTreeSet<(String, String)>,
+        unsettled: &mut usize,
     ) -> InstallStatus {
         // `installed`: no namespace to probe in; applied is all there is to confirm.
         if matches!(
             status,
             InstallStatus::Enforced | InstallStatus::AuditActive | InstallStatus::Installed
         ) {
+            if let Some(reason) = self.unsettled_drift(cluster, boundary, policy) {
+                *unsettled += 1;
+                return status_not_enforced(&reason);
+            }
             confirmed.insert((boundary.to_owned(), policy.to_owned()));
             return status;
         }

@@ -182,6 +182,7 @@ impl Controller {
                             &record.name,
                             status,
                             &mut confirmed_now,
+                            &mut unconfirmed,
                         )
                     }
                 };
