@@ -7,14 +7,13 @@ use palisade_policy::admission::{first_violation, first_violation_excepted, Admi
 use palisade_policy::{AdmissionObject, Exception, Policy, Rule};
 use serde_json::{json, Map, Value};
 
-use crate::violating::PROBE_GENERATE_NAME;
+use crate::violating::{add_required_labels, PROBE_GENERATE_NAME};
 
 /// Repositories tried when the exception lists no images.
 const PROBE_REPOSITORIES: [&str; 2] = [
     "probe.palisade.invalid/palisade-exception-probe",
     "probe-2.palisade.invalid/palisade-exception-probe",
 ];
-const UNSET_VALUE: &str = "palisade-probe";
 
 /// What a probe of an exception sends, and what it expects back.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,16 +45,7 @@ pub fn excepted_pod(
     let everyone = || std::iter::once(policy).chain(policies.iter());
     // Every label some policy requires, then the exception's own.
     let mut labels = Map::new();
-    for rule in everyone().flat_map(|p| p.rules()) {
-        if let Rule::RequiredLabels(requirements) = rule {
-            for requirement in requirements {
-                let value = requirement.value().map_or(UNSET_VALUE, |v| v.as_str());
-                labels
-                    .entry(requirement.key().as_str().to_owned())
-                    .or_insert_with(|| Value::String(value.to_owned()));
-            }
-        }
-    }
+    add_required_labels(&mut labels, everyone());
     for (key, value) in &object_match.labels {
         labels.insert(
             key.as_str().to_owned(),

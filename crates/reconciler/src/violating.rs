@@ -75,6 +75,27 @@ pub fn violating_pod(policy: &Policy) -> Option<(Value, String)> {
     Some((pod, denial.message))
 }
 
+/// Adds to `labels` each label `policies` require that it lacks: the required value, or
+/// `palisade-probe` when any value will do.
+pub(crate) fn add_required_labels<'p>(
+    labels: &mut Map<String, Value>,
+    policies: impl IntoIterator<Item = &'p Policy>,
+) {
+    for rule in policies.into_iter().flat_map(Policy::rules) {
+        if let Rule::RequiredLabels(requirements) = rule {
+            for requirement in requirements {
+                let value = requirement
+                    .value()
+                    .map_or("palisade-probe", |v| v.as_str())
+                    .to_owned();
+                labels
+                    .entry(requirement.key().as_str().to_owned())
+                    .or_insert(Value::String(value));
+            }
+        }
+    }
+}
+
 /// Like [`violating_pod`], but the Pod also complies with `others` (the other enforce-mode
 /// policies of the boundary in the same cluster) where that is possible, so that the API
 /// server's one reported denial is this policy's and the probe is conclusive. Falls back to
@@ -95,21 +116,7 @@ pub fn violating_pod_among(policy: &Policy, others: &[Policy]) -> Option<(Value,
         .as_object()
         .cloned()
         .unwrap_or_default();
-    for other in &others {
-        for rule in other.rules() {
-            if let Rule::RequiredLabels(requirements) = rule {
-                for requirement in requirements {
-                    let value = requirement
-                        .value()
-                        .map_or("palisade-probe", |v| v.as_str())
-                        .to_owned();
-                    labels
-                        .entry(requirement.key().as_str().to_owned())
-                        .or_insert(Value::String(value));
-                }
-            }
-        }
-    }
+    add_required_labels(&mut labels, others.iter().copied());
     if let Rule::RequiredLabels(requirements) = first {
         labels.remove(requirements.first()?.key().as_str());
     }

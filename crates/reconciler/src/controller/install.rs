@@ -155,7 +155,9 @@ impl Controller {
             let mut confirmed = !boundary.policies.iter().any(|(_, d)| d.is_err());
             for (record, decoded) in wanted(boundary, &cluster_name) {
                 let status = match decoded {
-                    Err(reason) => status_error(&reason.to_string()),
+                    Err(reason) => {
+                        status_error(&ControllerError::Undecodable(reason.clone()).to_string())
+                    }
                     Ok(policy) => {
                         keep.push(policy.name().clone());
                         let install = Install {

@@ -38,7 +38,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use palisade_app::reconcile::{
-    ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord, StoreError,
+    BoundaryState, ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord,
+    StoreError,
 };
 use palisade_app::App;
 use palisade_policy::name::NameError;
@@ -220,29 +221,6 @@ pub fn status_not_enforced(reason: &str) -> InstallStatus {
     InstallStatus::NotEnforced(short(reason))
 }
 
-/// One boundary as the store holds it, read once per pass.
-#[derive(Debug)]
-struct BoundaryState {
-    name: Name,
-    /// Every stored policy, decoded (or why it cannot be).
-    policies: Vec<(PolicyRecord, Result<Policy, ControllerError>)>,
-    clusters: BTreeSet<String>,
-    namespaces: Vec<NamespaceRecord>,
-    /// The approved exceptions to admission rules in force when the state was read (SPEC 7).
-    exceptions: Vec<palisade_policy::Exception>,
-}
-
-impl BoundaryState {
-    /// The exceptions in force in `cluster`.
-    fn exceptions_in(&self, cluster: &str) -> Vec<palisade_policy::Exception> {
-        self.exceptions
-            .iter()
-            .filter(|x| x.in_cluster(cluster))
-            .cloned()
-            .collect()
-    }
-}
-
 /// A cluster's API server start times (milliseconds since the epoch) palisade has seen.
 struct ApiServersSeen {
     /// Wall-clock time (seconds since the epoch) of palisade's first look.
@@ -373,7 +351,7 @@ impl Controller {
 fn wanted<'a>(
     boundary: &'a BoundaryState,
     cluster: &'a Name,
-) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, ControllerError>)> + 'a {
+) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, String>)> + 'a {
     boundary
         .policies
         .iter()

@@ -194,24 +194,7 @@ impl Controller {
         &self,
     ) -> Result<(Vec<ClusterRecord>, Vec<BoundaryState>), StoreError> {
         let state = self.app.desired_state().await?;
-        let boundaries = state
-            .boundaries
-            .into_iter()
-            .map(|b| BoundaryState {
-                name: b.name,
-                policies: b
-                    .policies
-                    .into_iter()
-                    .map(|(record, decoded)| {
-                        (record, decoded.map_err(ControllerError::Undecodable))
-                    })
-                    .collect(),
-                clusters: b.clusters,
-                namespaces: b.namespaces,
-                exceptions: b.exceptions,
-            })
-            .collect();
-        Ok((state.clusters, boundaries))
+        Ok((state.clusters, state.boundaries))
     }
 
     /// The cached connection to `cluster`, or a new one when its credentials changed.
