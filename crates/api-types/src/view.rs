@@ -455,6 +455,10 @@ pub struct ClusterView {
     /// chosen one there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<ClusterLayout>,
+    /// The replica that reconciles the cluster now (its `--replica` name); absent while none
+    /// does (no reconciler runs, or a cluster is being handed over).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciled_by: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

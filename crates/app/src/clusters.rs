@@ -35,6 +35,7 @@ pub fn view(record: ClusterRecord) -> ClusterView {
             .admission_layout
             .zip(record.admission_layout_reason)
             .map(|(name, reason)| ClusterLayout { name, reason }),
+        reconciled_by: None,
         created_at: record.created_at,
         updated_at: record.updated_at,
     }
@@ -137,13 +138,32 @@ impl App {
             .list_clusters()
             .await
             .map_err(|e| AppError::from_store(e, "cluster"))?;
-        cluster_page(&self.continue_tokens(), "clusters", records, page)
+        let mut list = cluster_page(&self.continue_tokens(), "clusters", records, page)?;
+        let holders = self.cluster_holders().await;
+        for cluster in &mut list.items {
+            cluster.reconciled_by = holders.get(&cluster.name).cloned();
+        }
+        Ok(list)
     }
 
     /// One cluster (admin).
     pub async fn get_cluster(&self, caller: &Caller, cluster: &str) -> AppResult<ClusterView> {
         caller.require_admin()?;
-        Ok(view(self.find_cluster(cluster).await?))
+        let mut cluster = view(self.find_cluster(cluster).await?);
+        cluster.reconciled_by = self.cluster_holders().await.remove(&cluster.name);
+        Ok(cluster)
+    }
+
+    /// Which replica reconciles each cluster now; none known when the store cannot say (the
+    /// clusters are shown without).
+    async fn cluster_holders(&self) -> std::collections::BTreeMap<String, String> {
+        let Ok(installation) = self.installation().await else {
+            return Default::default();
+        };
+        self.store
+            .cluster_holders(&installation)
+            .await
+            .unwrap_or_default()
     }
 
     /// Removes palisade's objects from the cluster (every boundary's policies, then the

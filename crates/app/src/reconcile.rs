@@ -225,8 +225,9 @@ impl App {
         self.store.subscribe().await
     }
 
-    /// The installation's reconcile lease, when this process may take it.
-    pub async fn try_reconcile_lease(&self, installation: &str) -> Result<Option<Lease>> {
-        self.store.try_lease(installation).await
+    /// This replica's membership of the installation's fleet of reconcilers, when it may
+    /// join (see [`Lease`]).
+    pub async fn join_fleet(&self, installation: &str, replica: &str) -> Result<Option<Lease>> {
+        self.store.join_fleet(installation, replica).await
     }
 }

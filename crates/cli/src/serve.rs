@@ -77,6 +77,11 @@ pub struct ServeArgs {
     /// reconciler does, or nobody: policy statuses then stay `pending`).
     #[arg(long)]
     no_reconciler: bool,
+    /// This replica's name among those reconciling the installation's clusters (on
+    /// PostgreSQL they share the clusters out), shown as `reconciled_by` on each cluster it
+    /// reconciles. Default: the host's name (a Pod's name in Kubernetes).
+    #[arg(long, env = "PALISADE_REPLICA", value_name = "NAME", value_parser = parse_replica)]
+    replica: Option<String>,
     /// How policies become admission objects in the clusters: `auto` (the default: per cluster,
     /// `per-boundary` below about 200 boundaries, 500 before Kubernetes 1.36, and `shared` from
     /// there; on Kubernetes before 1.36 also `shared` while policies change often), or one
@@ -98,6 +103,20 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = palisade_app::exceptions::MAX_EXCEPTION_DAYS, value_name = "DAYS",
         value_parser = clap::value_parser!(u32).range(1..=3650))]
     max_exception_days: u32,
+}
+
+/// A replica's name: 1 to 63 printable ASCII characters (PostgreSQL keeps it as the lease
+/// connection's `application_name`, which allows no more).
+fn parse_replica(text: &str) -> Result<String, String> {
+    if text.is_empty()
+        || text.len() > 63
+        || !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    {
+        return Err(format!(
+            "'{text}' is not a replica name: 1 to 63 printable ASCII characters"
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 /// `1073741824`, `1Gi`, `512Mi`, `64Ki`: a number of bytes.
@@ -332,6 +351,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     fetch,
                 },
                 layout: args.admission_layout,
+                replica: args
+                    .replica
+                    .clone()
+                    .unwrap_or_else(palisade_reconciler::default_replica),
                 ..palisade_reconciler::Settings::default()
             },
         );

@@ -18,6 +18,7 @@ pub mod excepted;
 pub mod kubeconfig;
 pub mod metrics;
 mod per_boundary;
+mod placement;
 mod plan;
 pub mod port;
 pub mod probe;
@@ -32,7 +33,7 @@ pub mod workloads;
 
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome, LabelTampering};
-pub use controller::{Controller, ControllerError, PassReport, Settings};
+pub use controller::{default_replica, Controller, ControllerError, PassReport, Settings};
 pub use palisade_vap::{Layout, LayoutChoice, Thresholds};
 pub use port::KubeClusters;
 pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};

@@ -27,8 +27,16 @@ pub const REPAIRS: &str = "palisade_reconcile_repairs_total";
 /// Gauge `{cluster, layout}`: 1 for the admission layout a cluster's objects are in, 0 for
 /// the others (`per-policy`, `per-boundary`, `shared`).
 pub const LAYOUT: &str = "palisade_cluster_admission_layout";
-/// Gauge: 1 while this replica holds the lease and runs passes, 0 otherwise.
+/// Gauge: 1 while this replica is a member of the installation's fleet of reconcilers and
+/// runs passes, 0 while it stands by.
 pub const ACTIVE: &str = "palisade_reconcile_active";
+/// Gauge: how many clusters this replica reconciles (holds the lease of).
+pub const CLUSTERS_HELD: &str = "palisade_reconcile_clusters_held";
+/// Gauge: how many replicas reconcile the installation's clusters, as this one last saw.
+pub const FLEET_MEMBERS: &str = "palisade_reconcile_fleet_members";
+/// Counter `{change}`: clusters this replica took (`taken`) or gave up (`released`) as
+/// replicas joined or left.
+pub const HANDOVERS: &str = "palisade_reconcile_cluster_handovers_total";
 /// Exceptions that have ended but are still installed in a cluster palisade could not update.
 pub const EXCEPTIONS_ENDED_INSTALLED: &str = "palisade_exceptions_ended_still_installed";
 
@@ -89,8 +97,32 @@ pub fn describe() {
     );
     ::metrics::describe_gauge!(
         ACTIVE,
-        "1 while this replica holds the reconciler lease, 0 otherwise"
+        "1 while this replica is a member of the installation's fleet of reconcilers, 0 while it stands by"
     );
+    ::metrics::describe_gauge!(
+        CLUSTERS_HELD,
+        "Clusters this replica reconciles (holds the lease of)"
+    );
+    ::metrics::describe_gauge!(
+        FLEET_MEMBERS,
+        "Replicas reconciling the installation's clusters, as this one last saw"
+    );
+    ::metrics::describe_counter!(
+        HANDOVERS,
+        "Clusters this replica took or gave up as replicas joined or left"
+    );
+}
+
+pub(crate) fn fleet(members: usize, held: usize) {
+    ::metrics::gauge!(FLEET_MEMBERS).set(members as f64);
+    ::metrics::gauge!(CLUSTERS_HELD).set(held as f64);
+}
+
+pub(crate) fn handover(taken: bool, clusters: usize) {
+    if clusters > 0 {
+        let change = if taken { "taken" } else { "released" };
+        ::metrics::counter!(HANDOVERS, "change" => change).increment(clusters as u64);
+    }
 }
 
 pub(crate) fn pass(cluster: &str, outcome: Outcome, took: Duration) {

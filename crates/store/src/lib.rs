@@ -316,9 +316,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// been missed (PostgreSQL: the LISTEN connection was re-established). SQLite: an
     /// in-process channel; PostgreSQL: LISTEN/NOTIFY, so every replica hears every change.
     async fn subscribe(&self) -> Result<tokio::sync::watch::Receiver<u64>>;
-    /// Tries to take the reconciler lease of `installation`; `None` while another replica
-    /// holds it.
-    async fn try_lease(&self, installation: &str) -> Result<Option<Lease>>;
+    /// Joins the fleet of `installation`'s reconcilers as `replica` (see [`Lease`]); `None`
+    /// while this replica may not reconcile (SQLite: another process serving the file does;
+    /// PostgreSQL: a replica of an earlier version holds the installation's lease).
+    async fn join_fleet(&self, installation: &str, replica: &str) -> Result<Option<Lease>>;
+    /// Which replica reconciles each cluster of `installation` now, by cluster name; a
+    /// cluster nobody holds is absent (SQLite: only what this process holds is known).
+    async fn cluster_holders(
+        &self,
+        installation: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>>;
 }
 
 /// A store shared by the server's handlers.

@@ -9,6 +9,7 @@
 //! transaction, under the same shared lock (`resources::create_in_one_statement`). Committed changes wake every replica's
 //! reconciler through LISTEN/NOTIFY; an advisory lock elects the one that runs.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -117,18 +118,61 @@ impl SqlBackend for PostgresBackend {
         Ok(receiver)
     }
 
-    /// A session-level advisory lock on a connection of the lease's own: released when the
-    /// lease is dropped or its connection is lost.
-    async fn try_lease(&self, pool: &Pool<Postgres>, installation: &str) -> Result<Option<Lease>> {
-        let options = pool.connect_options();
+    /// A connection of the lease's own, named after the replica, holding the installation's
+    /// key shared: released when the lease is dropped or its connection is lost.
+    async fn join_fleet(
+        &self,
+        pool: &Pool<Postgres>,
+        installation: &str,
+        replica: &str,
+    ) -> Result<Option<Lease>> {
+        let options = pool
+            .connect_options()
+            .as_ref()
+            .clone()
+            .application_name(&application_name(replica));
         let mut connection = PgConnection::connect_with(&options).await.map_err(db)?;
-        let held: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
-            .bind(format!("palisade-reconciler/{installation}"))
-            .fetch_one(&mut connection)
-            .await
-            .map_err(db)?;
-        Ok(held.then(|| Lease::on(connection)))
+        // The member's key as `Lease::members` reads it back: the name as the server keeps it.
+        let (joined, me): (bool, String) = sqlx::query_as(
+            "SELECT pg_try_advisory_lock_shared(hashtextextended($1, 0)), \
+                    current_setting('application_name') || '#' || pg_backend_pid()::text",
+        )
+        .bind(crate::lease::installation_key(installation))
+        .fetch_one(&mut connection)
+        .await
+        .map_err(db)?;
+        Ok(joined.then(|| Lease::on(installation, me, connection)))
     }
+
+    /// The sessions holding each cluster's lock, by their `application_name`.
+    async fn cluster_holders(
+        &self,
+        pool: &Pool<Postgres>,
+        installation: &str,
+    ) -> Result<BTreeMap<String, String>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT c.name, a.application_name FROM clusters c \
+             JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+               AND ((l.classid::bigint << 32) | l.objid::bigint) \
+                   = hashtextextended('palisade-cluster/' || $1 || '/' || c.name, 0) \
+             JOIN pg_stat_activity a ON a.pid = l.pid",
+        )
+        .bind(installation)
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
+        Ok(rows.into_iter().collect())
+    }
+}
+
+/// A replica's name as PostgreSQL keeps it (`application_name`: at most 63 bytes).
+fn application_name(replica: &str) -> String {
+    let mut end = replica.len().min(63);
+    while !replica.is_char_boundary(end) {
+        end -= 1;
+    }
+    replica[..end].to_owned()
 }
 
 /// Forwards notifications to `changes` until every receiver is gone; each (re)connection

@@ -86,8 +86,20 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + Sized + 'static {
     /// `Store::subscribe`.
     async fn subscribe(&self, pool: &Pool<Self::Db>) -> Result<watch::Receiver<u64>>;
 
-    /// `Store::try_lease`.
-    async fn try_lease(&self, pool: &Pool<Self::Db>, installation: &str) -> Result<Option<Lease>>;
+    /// `Store::join_fleet`.
+    async fn join_fleet(
+        &self,
+        pool: &Pool<Self::Db>,
+        installation: &str,
+        replica: &str,
+    ) -> Result<Option<Lease>>;
+
+    /// `Store::cluster_holders`.
+    async fn cluster_holders(
+        &self,
+        pool: &Pool<Self::Db>,
+        installation: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>>;
 }
 
 /// The store: a connection pool and a backend.
@@ -752,7 +764,16 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         self.backend.subscribe(&self.pool).await
     }
 
-    async fn try_lease(&self, installation: &str) -> Result<Option<Lease>> {
-        self.backend.try_lease(&self.pool, installation).await
+    async fn join_fleet(&self, installation: &str, replica: &str) -> Result<Option<Lease>> {
+        self.backend
+            .join_fleet(&self.pool, installation, replica)
+            .await
+    }
+
+    async fn cluster_holders(
+        &self,
+        installation: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>> {
+        self.backend.cluster_holders(&self.pool, installation).await
     }
 }

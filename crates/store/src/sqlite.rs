@@ -53,6 +53,8 @@ pub struct SqliteBackend {
     group: Arc<GroupCommit>,
     /// `<file>.reconciler.lock` (`None`: an in-memory database).
     reconciler_lock: Option<PathBuf>,
+    /// The clusters this process's reconciler holds.
+    holds: crate::lease::LocalHolds,
 }
 
 impl SqliteStore {
@@ -101,6 +103,7 @@ impl SqliteStore {
         let backend = SqliteBackend {
             group: GroupCommit::new(pool.clone(), begin_immediate),
             reconciler_lock: file.as_deref().map(reconciler_lock_path),
+            holds: Default::default(),
         };
         Ok(SqlStore::new(pool, backend))
     }
@@ -141,9 +144,15 @@ impl SqlBackend for SqliteBackend {
 
     /// The process holding `<file>.reconciler.lock` leads; others serving the same file stand
     /// by (and take over when it stops). An in-memory database always leads.
-    async fn try_lease(&self, _pool: &Pool<Sqlite>, _installation: &str) -> Result<Option<Lease>> {
+    async fn join_fleet(
+        &self,
+        _pool: &Pool<Sqlite>,
+        installation: &str,
+        replica: &str,
+    ) -> Result<Option<Lease>> {
+        let local = |file| Lease::local(installation, replica, file, self.holds.clone());
         let Some(path) = self.reconciler_lock.clone() else {
-            return Ok(Some(Lease::local()));
+            return Ok(Some(local(None)));
         };
         let taken = tokio::task::spawn_blocking(move || {
             let file = std::fs::OpenOptions::new()
@@ -162,7 +171,17 @@ impl SqlBackend for SqliteBackend {
         .await
         .map_err(|e| io_error(std::io::Error::other(e)))?
         .map_err(io_error)?;
-        Ok(taken.map(Lease::locked))
+        Ok(taken.map(|file| local(Some(file))))
+    }
+
+    /// What this process holds (another process serving the file holds what it holds
+    /// unseen).
+    async fn cluster_holders(
+        &self,
+        _pool: &Pool<Sqlite>,
+        _installation: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>> {
+        Ok(self.holds.lock().map(|h| h.clone()).unwrap_or_default())
     }
 }
 

@@ -12,6 +12,9 @@ use serde_json::Value;
 /// The API and the reconcile loop on one SQLite store, as `palisade serve` runs them.
 pub struct Stack {
     pub url: String,
+    /// The controller whose loop runs in `tasks`, for benches that call it directly.
+    #[allow(dead_code, reason = "some benches sharing this file do not read it")]
+    pub controller: Arc<Controller>,
     pub token: String,
     http: reqwest::Client,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -45,7 +48,9 @@ impl Stack {
             installation,
             settings,
         );
-        let mut tasks = vec![tokio::spawn(controller.run(std::future::pending()))];
+        let mut tasks = vec![tokio::spawn(
+            Arc::clone(&controller).run(std::future::pending()),
+        )];
         let application = palisade_app::App::new(store, Catalog::builtin(), key)
             .with_clusters(Arc::new(palisade_reconciler::KubeClusters));
         let state = palisade_server::AppState::of(application);
@@ -57,6 +62,7 @@ impl Stack {
         }));
         Stack {
             url: format!("http://{address}"),
+            controller,
             token,
             http: reqwest::Client::new(),
             tasks,

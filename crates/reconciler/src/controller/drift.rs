@@ -22,7 +22,7 @@ pub(super) const QUEUE: usize = 4096;
 /// A drift not yet repaired and confirmed.
 #[derive(Debug)]
 pub(super) struct OpenDrift {
-    drift: Drift,
+    pub(super) drift: Drift,
     /// The reason the affected statuses give.
     reason: String,
     /// When palisade saw it: a probe sooner than [`SETTLE`] after proves nothing.

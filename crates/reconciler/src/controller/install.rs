@@ -35,15 +35,22 @@ impl Controller {
             Admission::Enforced => (true, None),
             Admission::NotEnforced(reason) => (false, Some(reason.as_str())),
         };
-        self.app
-            .record_cluster_probe(
-                &cluster.name,
-                Some(&probe.kubernetes_version),
-                Some(enforced),
-                reason,
-            )
-            .await
-            .map_err(ControllerError::ClusterStatus)?;
+        // Written when it differs from what the pass read: a write per cluster per pass
+        // queues behind the others' on SQLite's one writer.
+        let unchanged = cluster.kubernetes_version.as_deref() == Some(&probe.kubernetes_version)
+            && cluster.admission_enforced == Some(enforced)
+            && cluster.admission_reason.as_deref() == reason;
+        if !unchanged {
+            self.app
+                .record_cluster_probe(
+                    &cluster.name,
+                    Some(&probe.kubernetes_version),
+                    Some(enforced),
+                    reason,
+                )
+                .await
+                .map_err(ControllerError::ClusterStatus)?;
+        }
         let attached: Vec<&BoundaryState> = boundaries
             .iter()
             .filter(|b| b.clusters.contains(&cluster.name))
@@ -65,7 +72,7 @@ impl Controller {
                 cluster.name
             );
             self.not_deployed(&cluster.name, &reason).await?;
-            let recorded = self.clear_error(&cluster.name).await;
+            let recorded = self.clear_error(cluster).await;
             return Ok(ClusterPass {
                 unconfirmed: 0,
                 enforced: false,
@@ -298,7 +305,7 @@ impl Controller {
             }
         }
         let (recorded, workloads_failed) = match workloads {
-            Ok(()) => (self.clear_error(&cluster.name).await, None),
+            Ok(()) => (self.clear_error(cluster).await, None),
             Err(error) => {
                 let text = error.to_string();
                 tracing::warn!(cluster = %cluster.name, error = %text, "workloads not deployed");

@@ -36,7 +36,7 @@ impl Controller {
         loop {
             let taken = tokio::select! {
                 () = &mut shutdown => return,
-                taken = self.app.try_reconcile_lease(&self.installation) => taken,
+                taken = self.app.join_fleet(&self.installation, &self.settings.replica) => taken,
             };
             let lease = match taken {
                 Ok(Some(lease)) => lease,
@@ -44,7 +44,7 @@ impl Controller {
                     if !standing_by {
                         tracing::info!(
                             installation = %self.installation,
-                            "reconciler standing by: another process holds this installation's lease (it takes over when that one stops)"
+                            "reconciler standing by: another process reconciles this installation (this one takes over when that one stops)"
                         );
                         standing_by = true;
                     }
@@ -62,15 +62,12 @@ impl Controller {
                 }
             };
             standing_by = false;
-            tracing::info!(installation = %self.installation, "reconciler active");
+            tracing::info!(installation = %self.installation, replica = %lease.me(), "reconciler active");
             metrics::active(true);
             let end = self.lead(&lease, &mut changes, shutdown.as_mut()).await;
             metrics::active(false);
-            // Only the active replica writes workloads' statuses.
-            if let Ok(mut watches) = self.watches.lock() {
-                watches.clear();
-            }
-            self.stop_drift_watches(None);
+            // Only the holder of a cluster writes its workloads' statuses.
+            self.forget_all(&lease);
             drop(lease);
             match end {
                 LeadEnd::Shutdown => {
@@ -93,9 +90,14 @@ impl Controller {
     ) -> LeadEnd {
         let mut backoff: Option<Duration> = None;
         let mut drifts = self.drift_queue.lock().await;
+        let mut fleet_check = tokio::time::interval(self.settings.fleet_check);
+        fleet_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // After a pass that left policies unconfirmed, and nothing else to do: the clusters
+        // to look at again (the others need no pass until something happens).
+        let mut only: Option<BTreeSet<String>> = None;
         loop {
             changes.borrow_and_update();
-            let pass = self.reconcile_all();
+            let pass = self.pass(Some(lease), only.take());
             tokio::pin!(pass);
             let report = tokio::select! {
                 report = &mut pass => report,
@@ -125,8 +127,13 @@ impl Controller {
                 next
             };
             let mut due = tokio::time::Instant::now() + wait;
+            let mut recheck = (!report.incomplete() && report.unconfirmed > 0)
+                .then(|| report.unconfirmed_in.clone());
             // An exception ends on time (SPEC 7): a pass starts at its `expiresAt`.
             if let Some(left) = report.next_expiry.as_deref().and_then(until) {
+                if left < wait {
+                    recheck = None;
+                }
                 due = due.min(tokio::time::Instant::now() + left);
             }
             loop {
@@ -137,24 +144,45 @@ impl Controller {
                             tracing::warn!("reconciler: the change feed ended");
                             return LeadEnd::Shutdown;
                         }
+                        recheck = None;
                         break;
                     }
                     () = tokio::time::sleep_until(due) => break,
-                    () = self.builds_done.notified() => break,
+                    () = self.builds_done.notified() => {
+                        recheck = None;
+                        break;
+                    }
+                    _ = fleet_check.tick() => {
+                        // A replica joined or left, or a cluster handed over is free now.
+                        match self.rebalance(lease, None).await {
+                            Ok(true) => {
+                                recheck = None;
+                                break;
+                            }
+                            Ok(false) => {}
+                            // Another replica may take the clusters once this one's lease
+                            // connection is gone: no more writes to them.
+                            Err(_) if !lease.held().await => return LeadEnd::LostLease,
+                            Err(_) => {}
+                        }
+                    }
                     () = self.answering_again(&report.failed) => {
                         tracing::info!("an unreachable cluster answers again: reconciling now");
                         backoff = None;
+                        recheck = None;
                         break;
                     }
                     Some(seen) = drifts.recv() => {
                         // A drift is repaired at once, or after its pause; the statuses
                         // already say what happened.
                         if let Some(pause) = self.take_drifts(seen, &mut drifts).await {
+                            recheck = None;
                             due = due.min(tokio::time::Instant::now() + pause);
                         }
                     }
                 }
             }
+            only = recheck.filter(|clusters| !clusters.is_empty());
             let held = tokio::select! {
                 () = &mut shutdown => return LeadEnd::Shutdown,
                 held = lease.held() => held,

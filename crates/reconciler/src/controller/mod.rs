@@ -11,9 +11,10 @@
 //!
 //! Passes run at start, after every change the store reports (an in-process channel on
 //! SQLite, LISTEN/NOTIFY on PostgreSQL, which also reports reconnects), every five minutes,
-//! and after a failure (or a status the store did not take) with exponential backoff. Only
-//! the holder of the installation's lease runs passes; other replicas stand by and take over
-//! when the lease frees. On shutdown the pass in progress may finish its cluster writes for
+//! and after a failure (or a status the store did not take) with exponential backoff. The
+//! replicas on one PostgreSQL database share the clusters out (see `fleet`): each cluster is
+//! reconciled by the one replica holding its lock, and a pass covers the clusters this
+//! replica holds. On shutdown the pass in progress may finish its cluster writes for
 //! [`Settings::shutdown_grace`]; then the loop returns and the lease is released.
 //!
 //! Metrics: see [`crate::metrics`].
@@ -21,6 +22,7 @@
 mod confirm;
 mod deploy;
 mod drift;
+mod fleet;
 mod install;
 mod labels;
 mod layout;
@@ -66,6 +68,12 @@ pub struct Settings {
     pub max_backoff: Duration,
     /// How often a standby replica tries to take the lease.
     pub lease_retry: Duration,
+    /// This replica's name among the installation's reconcilers (`--replica`), shown as the
+    /// holder of the clusters it reconciles.
+    pub replica: String,
+    /// How often a replica looks at who else reconciles the installation's clusters, and
+    /// takes or gives up clusters accordingly.
+    pub fleet_check: Duration,
     /// On shutdown, how long the pass in progress may go on finishing its cluster writes
     /// before the rest of it is abandoned.
     pub shutdown_grace: Duration,
@@ -97,6 +105,8 @@ impl Default for Settings {
             min_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(60),
             lease_retry: Duration::from_secs(5),
+            replica: default_replica(),
+            fleet_check: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(10),
             audit_interval: Duration::from_secs(600),
             audit_timeout: Duration::from_secs(300),
@@ -107,6 +117,17 @@ impl Default for Settings {
             free_repairs: 5,
         }
     }
+}
+
+/// The name a replica goes by unless told otherwise: the host's name (a Pod's name in
+/// Kubernetes), or `palisade` when it cannot be read.
+pub fn default_replica() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "palisade".to_owned())
 }
 
 /// Why a cluster's part of a pass, or a whole pass, failed. The text is the whole reason, as
@@ -176,6 +197,8 @@ pub struct PassReport {
     /// Policies applied but not yet seen enforcing (the API server activates a new policy
     /// within about a second): another pass follows shortly.
     pub unconfirmed: usize,
+    /// The clusters of those policies: the pass that follows shortly looks at them only.
+    pub unconfirmed_in: BTreeSet<String>,
     /// Clusters with a status (the cluster's or its policies') that the store did not take:
     /// logged, counted, and retried with backoff like a failure.
     pub unrecorded: BTreeSet<String>,
@@ -267,11 +290,15 @@ struct ClusterDone {
     recorded: bool,
 }
 
-/// How a lead (the loop while this replica holds the lease) ended.
+/// How a lead (the loop while this replica is a member of the fleet) ended.
 enum LeadEnd {
     Shutdown,
     LostLease,
 }
+
+/// Per cluster: its `created_at`, and rows of exception installs (boundary, exception,
+/// expiry, status).
+type InstallsWritten = HashMap<String, (String, Vec<[String; 4]>)>;
 
 /// The reconciler of one installation.
 pub struct Controller {
@@ -305,6 +332,11 @@ pub struct Controller {
     >,
     /// Per cluster: the boundaries attached to it at the latest pass.
     attached: Mutex<HashMap<String, Vec<String>>>,
+    /// Every cluster of the installation at the latest pass (the fleet shares them out).
+    known: Mutex<BTreeSet<String>>,
+    /// Per cluster: when it was created, and the exception installs this replica recorded
+    /// there last (boundary, exception, expiry, status).
+    installs_written: Mutex<InstallsWritten>,
 }
 
 impl fmt::Debug for Controller {
@@ -338,6 +370,8 @@ impl Controller {
             open_drifts: Mutex::new(Vec::new()),
             drift_history: Mutex::new(HashMap::new()),
             attached: Mutex::new(HashMap::new()),
+            known: Mutex::new(BTreeSet::new()),
+            installs_written: Mutex::new(HashMap::new()),
         })
     }
 

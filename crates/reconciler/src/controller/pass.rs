@@ -9,8 +9,19 @@ pub const UNCONFIRMED: &str = "palisade cannot confirm it";
 impl Controller {
     /// One full pass over every cluster.
     pub async fn reconcile_all(self: &Arc<Self>) -> PassReport {
+        self.pass(None, None).await
+    }
+
+    /// One pass over the clusters `lease` holds, after taking and giving up clusters as the
+    /// replicas share them out; every cluster without a lease. With `only`, a look again at
+    /// those of them a pass left unconfirmed (the others are as that pass left them).
+    pub(super) async fn pass(
+        self: &Arc<Self>,
+        lease: Option<&Lease>,
+        only: Option<BTreeSet<String>>,
+    ) -> PassReport {
         let mut report = PassReport::default();
-        let (clusters, boundaries) = match self.read_state().await {
+        let (mut clusters, boundaries) = match self.read_state().await {
             Ok(state) => state,
             Err(error) => {
                 metrics::store_read_failed();
@@ -25,7 +36,17 @@ impl Controller {
             .iter()
             .flat_map(|b| b.exceptions.iter().map(|x| x.expires_at.clone()))
             .min();
+        if let Some(lease) = lease {
+            let all = clusters.iter().map(|c| c.name.clone()).collect();
+            // On an error the clusters held stay held; the loop checks the lease after the
+            // pass.
+            let _ = self.rebalance(lease, Some(all)).await;
+            clusters.retain(|c| lease.holds(&c.name));
+        }
         self.stop_drift_watches(Some(&clusters.iter().map(|c| c.name.clone()).collect()));
+        if let Some(only) = &only {
+            clusters.retain(|c| only.contains(&c.name));
+        }
         let boundaries = Arc::new(boundaries);
         let mut tasks = tokio::task::JoinSet::new();
         for cluster in clusters {
@@ -56,6 +77,9 @@ impl Controller {
                                 });
                             }
                             report.unconfirmed += pass.unconfirmed;
+                            if pass.unconfirmed > 0 {
+                                report.unconfirmed_in.insert(done.name.clone());
+                            }
                             if let Some(error) = pass.workloads_failed {
                                 report.failed.insert(done.name.clone(), error);
                             }
@@ -170,13 +194,44 @@ impl Controller {
                         })
                         .collect::<Vec<_>>()
                 })
+                .collect::<Vec<_>>();
+            // Written when it differs from what this replica wrote last (the same rows but
+            // their `installed_at`): one write less per cluster per pass.
+            let written: Vec<[String; 4]> = installs
+                .iter()
+                .map(|i| {
+                    [
+                        i.boundary.clone(),
+                        i.exception.clone(),
+                        i.expires_at.clone(),
+                        i.status.clone(),
+                    ]
+                })
                 .collect();
-            if let Err(error) = self
-                .app
-                .record_exception_installs(&cluster.name, installs)
-                .await
-            {
-                tracing::warn!(cluster = %cluster.name, %error, "exception installs not recorded");
+            // Keyed by the cluster's creation too: one deleted and added again has no rows.
+            let written = (cluster.created_at.clone(), written);
+            let same = self
+                .installs_written
+                .lock()
+                .is_ok_and(|w| w.get(&cluster.name) == Some(&written));
+            if !same {
+                match self
+                    .app
+                    .record_exception_installs(&cluster.name, installs)
+                    .await
+                {
+                    Ok(()) => {
+                        if let Ok(mut w) = self.installs_written.lock() {
+                            w.insert(cluster.name.clone(), written);
+                        }
+                    }
+                    Err(error) => {
+                        if let Ok(mut w) = self.installs_written.lock() {
+                            w.remove(&cluster.name);
+                        }
+                        tracing::warn!(cluster = %cluster.name, %error, "exception installs not recorded");
+                    }
+                }
             }
             metrics::ended_still_installed(&cluster.name, 0);
             return;
@@ -340,13 +395,18 @@ impl Controller {
 
     /// Clears the cluster's `last_error` after a part that completed; `false` if the store
     /// did not take it.
-    pub(super) async fn clear_error(&self, cluster: &str) -> bool {
+    pub(super) async fn clear_error(&self, cluster: &ClusterRecord) -> bool {
+        // Nothing to clear when the pass read none (no step of a pass that goes on to here
+        // records one).
+        if cluster.last_error.is_none() {
+            return true;
+        }
         let result = self
             .app
-            .record_cluster_error(cluster, None)
+            .record_cluster_error(&cluster.name, None)
             .await
             .map_err(ControllerError::ClusterStatus);
-        self.recorded(cluster, "the cluster's last error (cleared)", result)
+        self.recorded(&cluster.name, "the cluster's last error (cleared)", result)
     }
 
     /// A cluster's part failed: the cluster and each policy that should be there say why.

@@ -413,8 +413,10 @@ async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
         )
     };
     let lease_free = || async {
-        eventually("the lease is free", Duration::from_secs(10), || async {
-            other.try_lease(&installation).await.unwrap()
+        eventually("the clusters are free", Duration::from_secs(10), || async {
+            let lease = other.join_fleet(&installation, "other").await.unwrap()?;
+            (lease.try_hold(&good).await.unwrap() && lease.try_hold(&hung).await.unwrap())
+                .then_some(())
         })
         .await;
     };

@@ -42,9 +42,7 @@ use guarded_writes::{
 use policies::{
     apply_policies_in_order, apply_policies_is_all_or_nothing, policies, policy_if_match,
 };
-use reconciler::{
-    changes_wake_subscribers, installation_id_is_made_once, one_lease_per_installation,
-};
+use reconciler::{changes_wake_subscribers, installation_id_is_made_once, one_holder_per_cluster};
 use resources::{
     a_boundary_made_again_starts_at_another_version, a_guard_reads_the_policies_once_per_version,
     create_resource_checks_before_the_guard, create_resource_with_guards, delete_resource,
@@ -142,7 +140,7 @@ contract!(
     policy_statuses,
     audit_reports,
     changes_wake_subscribers,
-    one_lease_per_installation,
+    one_holder_per_cluster,
     a_deadline_passed_before_the_commit_writes_nothing,
     concurrent_edits_of_one_resource_lose_nothing,
     concurrent_creates_of_one_name_conflict,

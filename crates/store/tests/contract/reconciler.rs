@@ -50,34 +50,76 @@ pub async fn changes_wake_subscribers(db: TestDb) {
     }
 }
 
-/// PostgreSQL: one lease per installation (an advisory lock); SQLite: one per file (a file
-/// holds one installation), so a second store on the file stands by whatever it asks for.
-pub async fn one_lease_per_installation(db: TestDb) {
+/// PostgreSQL: every replica joins the installation's fleet, and each cluster is held by one
+/// of them at a time, shown as its holder; what a replica held is free once it is gone.
+/// SQLite: one process per file joins (a file holds one installation) and holds every
+/// cluster it asks for.
+pub async fn one_holder_per_cluster(db: TestDb) {
     let store = db.connect().await;
-    let first = store.try_lease("i1").await.unwrap();
-    assert!(first.is_some());
-    assert!(first.as_ref().unwrap().held().await);
+    let first = store.join_fleet("i1", "first").await.unwrap().unwrap();
+    assert!(first.held().await);
+    assert!(first.try_hold("c1").await.unwrap());
+    assert!(
+        first.try_hold("c1").await.unwrap(),
+        "holding twice is holding"
+    );
     let replica = db.connect().await;
-    let second = replica.try_lease("i1").await.unwrap();
-    assert!(second.is_none(), "a second replica must stand by");
-    let other = replica.try_lease("i2").await.unwrap();
-    if store.backend() == "postgres" {
-        assert!(
-            other.is_some(),
-            "another installation has a lease of its own"
-        );
-    } else {
+    let second = replica.join_fleet("i1", "second").await.unwrap();
+    if store.backend() == "sqlite" {
+        assert!(second.is_none(), "one reconciler per SQLite file");
+        let other = replica.join_fleet("i2", "second").await.unwrap();
         assert!(other.is_none(), "one reconciler per SQLite file");
+        return;
     }
+    let second = second.expect("every replica joins");
+    let members = second.members().await.unwrap();
+    assert_eq!(members.len(), 2, "{members:?}");
+    assert!(members.iter().any(|m| m == first.me()));
+    assert!(members.iter().any(|m| m == second.me()));
+    assert!(first.me().starts_with("first#"), "{}", first.me());
+    assert!(
+        !second.try_hold("c1").await.unwrap(),
+        "one holder per cluster"
+    );
+    assert!(second.try_hold("c2").await.unwrap());
+    // Another installation: a fleet and clusters of its own.
+    let other = replica.join_fleet("i2", "second").await.unwrap().unwrap();
+    assert_eq!(other.members().await.unwrap(), [other.me().to_owned()]);
+    assert!(other.try_hold("c1").await.unwrap());
+    drop(other);
+
+    // Holders of clusters the store knows, by replica name.
+    let sealed = b"sealed".to_vec();
+    for name in ["c1", "c2", "c3"] {
+        store.put_cluster(name, &sealed).await.unwrap();
+    }
+    let holders = store.cluster_holders("i1").await.unwrap();
+    assert_eq!(
+        holders.into_iter().collect::<Vec<_>>(),
+        [
+            ("c1".to_owned(), "first".to_owned()),
+            ("c2".to_owned(), "second".to_owned())
+        ]
+    );
+    // Given up: free for the other.
+    second.release("c2").await.unwrap();
+    assert!(!second.holds("c2"));
+    assert!(first.try_hold("c2").await.unwrap());
+
     drop(first);
-    // The lock goes with the lease's connection (PostgreSQL) or file handle (SQLite).
-    let mut taken = None;
+    // The locks go with the lease's connection.
+    let mut taken = false;
     for _ in 0..50 {
-        taken = replica.try_lease("i1").await.unwrap();
-        if taken.is_some() {
+        taken = second.try_hold("c1").await.unwrap();
+        if taken {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(taken.is_some(), "the lease is free once its holder is gone");
+    assert!(taken, "a cluster is free once its holder is gone");
+    assert!(second.try_hold("c2").await.unwrap());
+    assert_eq!(second.members().await.unwrap(), [second.me().to_owned()]);
+    for name in ["c1", "c2", "c3"] {
+        store.delete_cluster(name).await.unwrap();
+    }
 }
