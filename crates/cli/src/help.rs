@@ -339,6 +339,7 @@ pub const DESCRIBE: &str = "\
 Examples:
   palisade describe exception shop/legacy-nginx
   palisade describe policy shop/trusted
+  palisade describe cluster prod-1
   palisade describe exception shop/legacy-nginx -o yaml   # the API's body";
 
 pub const DESCRIBE_EXCEPTION: &str = "\
@@ -348,6 +349,10 @@ Examples:
 pub const DESCRIBE_POLICY: &str = "\
 Examples:
   palisade describe policy shop/trusted";
+
+pub const DESCRIBE_CLUSTER: &str = "\
+Examples:
+  palisade describe cluster prod-1";
 
 pub const BOUNDARY: &str = "\
 Examples:

@@ -583,6 +583,30 @@ fn get_clusters_shows_the_layout_in_use_and_why_and_the_last_repair() {
              staging   -            not enforced: not checked yet: palisade has not reached this cluster   -            -                        -\n"
         )
     );
+    // `describe cluster`: the same in words; no reconciler runs, so no replica holds it.
+    assert_eq!(
+        run(&["describe", "cluster", "prod"])
+            .lines()
+            .filter(|l| !l.starts_with("Created:") && !l.starts_with("Updated:"))
+            .collect::<Vec<_>>(),
+        [
+            "Name:                 prod",
+            "Kubernetes version:   unknown (palisade has not reached it yet)",
+            "Admission rules:      not enforced: not checked yet: palisade has not reached this cluster",
+            "Layout:               shared (212 boundaries)",
+            "Reconciled by:        no replica now",
+            "Last error:           none",
+            "API server restarts:  0",
+            &format!("Repairs:              1 (last at {at}: binding trusted.shop.palisade.dev was deleted; restored)"),
+        ]
+    );
+    let out = palisade(&server.url, t, &["describe", "cluster", "nope"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cluster 'nope' not found"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

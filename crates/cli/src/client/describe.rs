@@ -1,9 +1,9 @@
-//! `palisade describe exception|policy B/NAME` (SPEC 4.2 v3): one object in words, as
+//! `palisade describe exception|policy B/NAME` and `palisade describe cluster NAME` (SPEC 4.2 v3): one object in words, as
 //! `kubectl describe` shows it: what it says, its status in each cluster, and who changed it
 //! when. `-o json|yaml` prints the API's body instead.
 
 use clap::Subcommand;
-use palisade_api_types::view::{ExceptionList, ExceptionView, History, PolicyView};
+use palisade_api_types::view::{ClusterView, ExceptionList, ExceptionView, History, PolicyView};
 use serde_json::Value;
 
 use super::{all_pages, encode, print_body, split_target, table, Api, Connection, Format, Outcome};
@@ -26,6 +26,15 @@ pub enum DescribeKind {
         /// The boundary and the policy, e.g. shop/trusted.
         #[arg(value_name = "BOUNDARY/NAME")]
         target: String,
+    },
+    /// A cluster (admin): its Kubernetes version, whether it enforces admission rules, the
+    /// layout of palisade's objects there, which replica reconciles it, restarts and repairs
+    /// seen, and the last error.
+    #[command(after_help = help::DESCRIBE_CLUSTER)]
+    Cluster {
+        /// The cluster, e.g. prod-1.
+        #[arg(value_name = "NAME")]
+        name: String,
     },
 }
 
@@ -73,8 +82,71 @@ pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
                 policy_text(&view, &mine, &history.items, chrono::Utc::now())
             );
         }
+        DescribeKind::Cluster { name } => {
+            let answer = api.get(&format!("/v1/clusters/{}", encode(name)))?;
+            if connection.output != Format::Table {
+                return print_body(connection.output, &answer.body);
+            }
+            let view: ClusterView = answer.decode()?;
+            print!("{}", cluster_text(&view));
+        }
     }
     Ok(())
+}
+
+/// A cluster in words.
+pub(crate) fn cluster_text(view: &ClusterView) -> String {
+    let mut lines = Lines(Vec::new());
+    lines.add("Name", view.name.clone());
+    lines.add(
+        "Kubernetes version",
+        view.kubernetes_version
+            .clone()
+            .unwrap_or_else(|| "unknown (palisade has not reached it yet)".into()),
+    );
+    let admission = match (&view.admission.enforced, &view.admission.reason) {
+        (true, _) => "enforced".to_owned(),
+        (false, Some(reason)) => format!("not enforced: {reason}"),
+        (false, None) => "not enforced".to_owned(),
+    };
+    lines.add("Admission rules", admission);
+    lines.add(
+        "Layout",
+        view.layout.as_ref().map_or_else(
+            || "not chosen yet".to_owned(),
+            |l| format!("{} ({})", l.name, l.reason),
+        ),
+    );
+    lines.add(
+        "Reconciled by",
+        view.reconciled_by
+            .clone()
+            .unwrap_or_else(|| "no replica now".into()),
+    );
+    lines.add(
+        "Last error",
+        view.last_error.clone().unwrap_or_else(|| "none".into()),
+    );
+    lines.add(
+        "API server restarts",
+        match &view.api_server_restarted_at {
+            Some(at) => format!("{} (last at {at})", view.api_server_restarts),
+            None => view.api_server_restarts.to_string(),
+        },
+    );
+    lines.add(
+        "Repairs",
+        match &view.last_repair {
+            Some(repair) => format!(
+                "{} (last at {}: {})",
+                view.repairs, repair.at, repair.message
+            ),
+            None => view.repairs.to_string(),
+        },
+    );
+    lines.add("Created", view.created_at.clone());
+    lines.add("Updated", view.updated_at.clone());
+    lines.text()
 }
 
 /// `Label:` lines aligned at one column.
@@ -313,6 +385,66 @@ mod tests {
     use super::*;
     use palisade_api_types::view::{ExceptionClusterStatus, HistoryEntry};
     use serde_json::json;
+
+    #[test]
+    fn a_cluster_is_described_in_words() {
+        let mut view = ClusterView {
+            name: "prod-1".into(),
+            kubernetes_version: Some("v1.37.2".into()),
+            admission: palisade_api_types::view::Admission {
+                enforced: true,
+                reason: None,
+            },
+            last_error: None,
+            api_server_restarts: 2,
+            api_server_restarted_at: Some("2026-12-06T08:00:00Z".into()),
+            repairs: 1,
+            last_repair: Some(palisade_api_types::view::Repair {
+                message: "namespace web lost its boundary label; restored".into(),
+                at: "2026-12-06T08:30:00Z".into(),
+            }),
+            layout: Some(palisade_api_types::view::ClusterLayout {
+                name: "per-boundary".into(),
+                reason: "3 boundaries".into(),
+            }),
+            reconciled_by: Some("palisade-7d9f".into()),
+            created_at: "2026-12-01T00:00:00Z".into(),
+            updated_at: "2026-12-06T08:00:00Z".into(),
+        };
+        assert_eq!(
+            cluster_text(&view),
+            "\
+Name:                 prod-1
+Kubernetes version:   v1.37.2
+Admission rules:      enforced
+Layout:               per-boundary (3 boundaries)
+Reconciled by:        palisade-7d9f
+Last error:           none
+API server restarts:  2 (last at 2026-12-06T08:00:00Z)
+Repairs:              1 (last at 2026-12-06T08:30:00Z: namespace web lost its boundary label; restored)
+Created:              2026-12-01T00:00:00Z
+Updated:              2026-12-06T08:00:00Z
+"
+        );
+        view.kubernetes_version = None;
+        view.admission = palisade_api_types::view::Admission {
+            enforced: false,
+            reason: Some("not checked yet: palisade has not reached this cluster".into()),
+        };
+        view.layout = None;
+        view.reconciled_by = None;
+        view.last_error = Some("no answer within 60 s".into());
+        let text = cluster_text(&view);
+        for line in [
+            "Kubernetes version:   unknown (palisade has not reached it yet)\n",
+            "Admission rules:      not enforced: not checked yet: palisade has not reached this cluster\n",
+            "Layout:               not chosen yet\n",
+            "Reconciled by:        no replica now\n",
+            "Last error:           no answer within 60 s\n",
+        ] {
+            assert!(text.contains(line), "{text}");
+        }
+    }
 
     #[test]
     fn an_exception_is_described_in_words() {

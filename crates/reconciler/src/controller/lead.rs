@@ -44,7 +44,7 @@ impl Controller {
                     if !standing_by {
                         tracing::info!(
                             installation = %self.installation,
-                            "reconciler standing by: another process reconciles this installation (this one takes over when that one stops)"
+                            "reconciler standing by: another process holds this installation's lease (it takes over when that one stops)"
                         );
                         standing_by = true;
                     }
