@@ -2,7 +2,8 @@
 //! each, and show which replica reconciles each (`reconciled_by`, `/metrics`). While a
 //! policy changes every 300 ms, one replica is killed with SIGKILL: the clusters it held are
 //! taken over by the others, and afterwards every cluster enforces the last version, as the
-//! store says (statuses `enforced`), with nothing of an earlier version left enforcing.
+//! store says (statuses `enforced`), with nothing of an earlier version left enforcing. A
+//! fourth replica then joins and takes a cluster, one each again.
 //!
 //! Real processes, real control planes (etcd + kube-apiserver 1.37, one per cluster), a real
 //! PostgreSQL server. Prints the takeover time; asserts only what a user sees.
@@ -233,7 +234,10 @@ async fn a_killed_replica_s_clusters_are_taken_over() {
         .unwrap()
         .trim()
         .to_owned();
-    let api = Palisade { http, token };
+    let api = Palisade {
+        http: http.clone(),
+        token,
+    };
     let first = replicas[0].url.clone();
     api.call(
         &first,
@@ -392,4 +396,47 @@ async fn a_killed_replica_s_clusters_are_taken_over() {
         );
     }
     assert_eq!(held, CLUSTERS as f64);
+
+    // A replica joins: it takes a cluster from whoever holds two, and the three hold one each
+    // again.
+    let joined = Instant::now();
+    replicas.push(Replica::start("fleet-d", &database, &data, dir.path()));
+    ready(replicas[replicas.len() - 1].url.clone()).await;
+    let mut expected: BTreeSet<String> = survivors.iter().cloned().collect();
+    expected.insert("fleet-d".to_owned());
+    loop {
+        let holders = api.holders(&through).await;
+        let distinct: BTreeSet<String> = holders.values().flatten().cloned().collect();
+        if holders.values().all(Option::is_some) && distinct == expected {
+            break;
+        }
+        assert!(
+            joined.elapsed() < Duration::from_secs(30),
+            "fleet-d took no cluster within 30 s: {holders:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "fleet-d joined: one cluster each again {:?} after its start",
+        joined.elapsed()
+    );
+    // Enforcement holds through the move: a change after it is enforced everywhere.
+    api.call(
+        &through,
+        "PUT",
+        &format!("/v1/boundaries/{BOUNDARY}/policies/{POLICY}"),
+        Some(spec("team-joined")),
+    )
+    .await;
+    api.wait_enforced(&through, "the change after the join")
+        .await;
+    for plane in &planes {
+        let denied = denial(plane, &[latest.as_str()]).await;
+        assert!(
+            denied
+                .as_deref()
+                .is_some_and(|d| d.contains("requires the label team-joined")),
+            "{denied:?}"
+        );
+    }
 }
