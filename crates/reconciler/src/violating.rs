@@ -34,17 +34,7 @@ pub fn violating_pod(policy: &Policy) -> Option<(Value, String)> {
         None => format!("{}/{IMAGE_NAME}", PROBE_HOSTS[0]),
     };
     let mut labels = Map::new();
-    for rule in &rules {
-        if let Rule::RequiredLabels(requirements) = rule {
-            for requirement in requirements {
-                let value = requirement
-                    .value()
-                    .map_or("palisade-probe", |v| v.as_str())
-                    .to_owned();
-                labels.insert(requirement.key().as_str().to_owned(), Value::String(value));
-            }
-        }
-    }
+    add_required_labels(&mut labels, [policy]);
     let mut image = format!("{repository}:1");
     match first {
         Rule::RequiredLabels(requirements) => {
