@@ -331,25 +331,7 @@ async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
     for (i, plane) in planes.iter().enumerate() {
         let name = cluster_name(i);
         stack
-            .ok(
-                "PUT",
-                &format!("/v1/clusters/{name}"),
-                Some(json!({"kubeconfig": plane.kubeconfig_yaml()})),
-            )
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{BOUNDARY}/clusters/{name}"),
-                None,
-            )
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{BOUNDARY}/clusters/{name}/namespaces/{NAMESPACE}"),
-                None,
-            )
+            .add_cluster(&name, plane.kubeconfig_yaml(), BOUNDARY, NAMESPACE)
             .await;
     }
     let mut peak_kb = 0;

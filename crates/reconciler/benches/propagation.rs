@@ -218,25 +218,7 @@ async fn main() {
     for (i, plane) in planes.iter().enumerate() {
         let name = format!("c{}", i + 1);
         stack
-            .ok(
-                "PUT",
-                &format!("/v1/clusters/{name}"),
-                Some(json!({"kubeconfig": plane.kubeconfig_yaml()})),
-            )
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{BOUNDARY}/clusters/{name}"),
-                None,
-            )
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{BOUNDARY}/clusters/{name}/namespaces/{NAMESPACE}"),
-                None,
-            )
+            .add_cluster(&name, plane.kubeconfig_yaml(), BOUNDARY, NAMESPACE)
             .await;
         clusters.push(
             ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())

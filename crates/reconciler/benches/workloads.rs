@@ -103,25 +103,7 @@ fn main() {
             .ok("POST", "/v1/boundaries", Some(json!({"name": BOUNDARY})))
             .await;
         stack
-            .ok(
-                "PUT",
-                "/v1/clusters/local",
-                Some(json!({"kubeconfig": plane.kubeconfig_yaml()})),
-            )
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{BOUNDARY}/clusters/local"),
-                None,
-            )
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{BOUNDARY}/clusters/local/namespaces/{NAMESPACE}"),
-                None,
-            )
+            .add_cluster("local", plane.kubeconfig_yaml(), BOUNDARY, NAMESPACE)
             .await;
         stack
             .ok(

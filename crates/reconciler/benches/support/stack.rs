@@ -97,4 +97,27 @@ impl Stack {
         assert!(status.is_success(), "{method} {path}: {status} {body}");
         body
     }
+
+    /// Registers a cluster as `name`, attaches it to `boundary` and creates the boundary's
+    /// `namespace` there, through the API.
+    pub async fn add_cluster(&self, name: &str, kubeconfig: &str, boundary: &str, namespace: &str) {
+        self.ok(
+            "PUT",
+            &format!("/v1/clusters/{name}"),
+            Some(serde_json::json!({"kubeconfig": kubeconfig})),
+        )
+        .await;
+        self.ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/clusters/{name}"),
+            None,
+        )
+        .await;
+        self.ok(
+            "PUT",
+            &format!("/v1/boundaries/{boundary}/clusters/{name}/namespaces/{namespace}"),
+            None,
+        )
+        .await;
+    }
 }
