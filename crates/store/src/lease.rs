@@ -29,6 +29,13 @@ pub(crate) fn cluster_key(installation: &str, cluster: &str) -> String {
     format!("palisade-cluster/{installation}/{cluster}")
 }
 
+/// A condition on the `pg_locks` row `l`: a granted advisory lock in this database on the
+/// 64-bit key of the text that follows it (`hashtextextended(<text>, 0)`).
+pub(crate) const GRANTED_ADVISORY_LOCK_ON: &str = "l.locktype = 'advisory' AND l.granted \
+     AND l.objsubid = 1 \
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+     AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended";
+
 /// The clusters held in this process (SQLite), by cluster: the replica's name.
 pub(crate) type LocalHolds = Arc<Mutex<BTreeMap<String, String>>>;
 
@@ -102,17 +109,16 @@ impl Lease {
             return Ok(vec![self.me.clone()]);
         };
         let mut connection = connection.lock().await;
-        let mut members: Vec<String> = sqlx::query_scalar(
+        let query = format!(
             "SELECT a.application_name || '#' || l.pid::text \
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-               AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0)",
-        )
-        .bind(installation_key(&self.installation))
-        .fetch_all(&mut *connection)
-        .await
-        .map_err(db)?;
+             WHERE {GRANTED_ADVISORY_LOCK_ON}($1, 0)"
+        );
+        let mut members: Vec<String> = sqlx::query_scalar(&query)
+            .bind(installation_key(&self.installation))
+            .fetch_all(&mut *connection)
+            .await
+            .map_err(db)?;
         members.sort();
         members.dedup();
         Ok(members)

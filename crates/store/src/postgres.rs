@@ -150,18 +150,18 @@ impl SqlBackend for PostgresBackend {
         pool: &Pool<Postgres>,
         installation: &str,
     ) -> Result<BTreeMap<String, String>> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
+        let query = format!(
             "SELECT c.name, a.application_name FROM clusters c \
-             JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-               AND ((l.classid::bigint << 32) | l.objid::bigint) \
-                   = hashtextextended('palisade-cluster/' || $1 || '/' || c.name, 0) \
+             JOIN pg_locks l ON {}($1 || c.name, 0) \
              JOIN pg_stat_activity a ON a.pid = l.pid",
-        )
-        .bind(installation)
-        .fetch_all(pool)
-        .await
-        .map_err(db)?;
+            crate::lease::GRANTED_ADVISORY_LOCK_ON
+        );
+        let rows: Vec<(String, String)> = sqlx::query_as(&query)
+            // Every cluster's key is this prefix and its name (`lease::cluster_key`).
+            .bind(crate::lease::cluster_key(installation, ""))
+            .fetch_all(pool)
+            .await
+            .map_err(db)?;
         Ok(rows.into_iter().collect())
     }
 }
