@@ -71,6 +71,9 @@ pub struct App {
     uploads: Arc<uploads::InFlight>,
     /// How far ahead an exception may end (`serve --max-exception-days`, SPEC 7).
     pub(crate) max_exception_days: u32,
+    /// This installation's id once read: it never changes, and reading it is a write
+    /// transaction (made on first use).
+    installation: Arc<tokio::sync::OnceCell<String>>,
 }
 
 impl App {
@@ -86,6 +89,7 @@ impl App {
             clusters: Arc::new(ports::NoClusters),
             workload_config: Arc::new(palisade_workload::WorkloadConfig::builtin()),
             builds_uploads: true,
+            installation: Arc::new(tokio::sync::OnceCell::new()),
             write_limits: Arc::new(limits::WriteLimits::default()),
             heavy_work: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
@@ -210,10 +214,15 @@ impl App {
 
     /// This installation's id (made on first use; the reconciler reads the same).
     pub async fn installation(&self) -> AppResult<String> {
-        self.store
-            .installation_id(&new_installation_id())
+        self.installation
+            .get_or_try_init(|| async {
+                self.store
+                    .installation_id(&new_installation_id())
+                    .await
+                    .map_err(|e| AppError::from_store(e, "installation"))
+            })
             .await
-            .map_err(|e| AppError::from_store(e, "installation"))
+            .cloned()
     }
 }
 
