@@ -4,6 +4,13 @@
 use super::*;
 
 impl Controller {
+    /// Whether a (cluster, boundary, policy, etag) was seen applied but not enforcing before.
+    pub(super) fn seen_unconfirmed(&self, key: &(String, String, String, String)) -> bool {
+        self.unconfirmed
+            .lock()
+            .map_or(true, |seen| seen.contains_key(key))
+    }
+
     /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago
     /// (admitted, or refused by the version it replaces) is still `pending`: the API server
     /// has not activated it yet. Counted as unconfirmed, so a pass follows shortly.

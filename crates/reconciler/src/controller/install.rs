@@ -16,6 +16,9 @@ pub(super) struct Install<'a> {
     switching: bool,
     /// The boundary's exceptions in force in the cluster.
     exceptions: &'a [palisade_policy::Exception],
+    /// This version was not seen unconfirmed before: a probe that finds it not yet active is
+    /// repeated for up to [`ACTIVATION_WAIT`] before the status says `pending`.
+    first_look: bool,
 }
 
 impl Controller {
@@ -167,6 +170,12 @@ impl Controller {
                     }
                     Ok(policy) => {
                         keep.push(policy.name().clone());
+                        let key = (
+                            cluster.name.clone(),
+                            boundary.name.to_string(),
+                            record.name.clone(),
+                            record.etag.clone(),
+                        );
                         let install = Install {
                             cluster: &cluster.name,
                             boundary: &boundary.name,
@@ -175,15 +184,10 @@ impl Controller {
                             together: together.as_ref(),
                             switching,
                             exceptions: &exceptions,
+                            first_look: !self.seen_unconfirmed(&key),
                         };
                         let (status, in_new_layout) = self.install(&client, policy, install).await;
                         confirmed &= in_new_layout;
-                        let key = (
-                            cluster.name.clone(),
-                            boundary.name.to_string(),
-                            record.name.clone(),
-                            record.etag.clone(),
-                        );
                         let status = self.within_grace(key, status, &mut unconfirmed);
                         self.with_drift(
                             &cluster.name,
@@ -392,6 +396,7 @@ impl Controller {
             together,
             switching,
             exceptions,
+            first_look,
         } = install;
         let applied = match together {
             Some(result) => result.clone(),
@@ -408,15 +413,35 @@ impl Controller {
             // No namespace of the boundary: nothing is judged by either layout yet.
             return (InstallStatus::Installed, true);
         };
-        let probe = if switching {
-            client
-                .probe_during_switch(&self.installation, boundary, policy, others, namespace)
-                .await
-        } else {
-            client
-                .probe_enforcement_among(&self.installation, boundary, policy, others, namespace)
-                .await
+        let probe_once = || async {
+            if switching {
+                client
+                    .probe_during_switch(&self.installation, boundary, policy, others, namespace)
+                    .await
+            } else {
+                client
+                    .probe_enforcement_among(
+                        &self.installation,
+                        boundary,
+                        policy,
+                        others,
+                        namespace,
+                    )
+                    .await
+            }
         };
+        let mut probe = probe_once().await;
+        // The API server activates what was just written at its next policy reload (about
+        // once a second): the probe is repeated here, in this cluster's part of the pass,
+        // rather than in a pass of its own a moment later.
+        let waiting_since = Instant::now();
+        while first_look
+            && not_yet_active(&probe)
+            && waiting_since.elapsed() + ACTIVATION_POLL <= ACTIVATION_WAIT
+        {
+            tokio::time::sleep(ACTIVATION_POLL).await;
+            probe = probe_once().await;
+        }
         let enforced = || match policy.mode() {
             Mode::Enforce => InstallStatus::Enforced,
             // Confirmed, but it denies nothing: never shown as `enforced`.
@@ -433,5 +458,22 @@ impl Controller {
             }
             Err(error) => (status_error(&error.to_string()), false),
         }
+    }
+}
+
+/// How long a version seen for the first time is probed again while it is not yet active.
+pub(super) const ACTIVATION_WAIT: Duration = Duration::from_millis(2_500);
+/// How often, within [`ACTIVATION_WAIT`].
+const ACTIVATION_POLL: Duration = Duration::from_millis(100);
+
+/// Whether a probe's answer is what a version the API server has not activated yet gives: the
+/// violating object admitted, or refused by the version it replaces.
+fn not_yet_active(probe: &Result<EnforcementProbe, ReconcileError>) -> bool {
+    match probe {
+        Ok(EnforcementProbe::NotEnforced(_)) => true,
+        Ok(EnforcementProbe::Inconclusive(reason)) => {
+            reason.starts_with(crate::probe::PROBE_REFUSED)
+        }
+        _ => false,
     }
 }
