@@ -101,7 +101,7 @@ describe('workloads', () => {
     );
     assert.equal(status, BUILD_REJECTED);
     assert.equal(
-      await page.locator('tr[data-resource="function/hook"] td.resource-status span').getAttribute('class'),
+      await page.locator('tr[data-resource="function/hook"] td.resource-status > span').getAttribute('class'),
       'status bad',
     );
     await screenshot(page, 'workload-status');

@@ -93,6 +93,134 @@ impl<'de> Deserialize<'de> for InstallStatus {
     }
 }
 
+/// What a workload is in its cluster (SPEC 5). On the wire: `deploying`, `running`,
+/// `rejected: <message>`, `degraded: <n>/<m> replicas; pods rejected: <message>`,
+/// `build rejected: <message>`, `build failed: <reason>` or `not deployed: <reason>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkloadStatus {
+    /// Written to its cluster (or about to be), not yet running as asked.
+    Deploying,
+    /// Every replica asked for is available and up to date.
+    Running,
+    /// Kubernetes denied the workload object itself, with this message.
+    Rejected(String),
+    /// The workload was admitted but Kubernetes denies its pods (the owner's `FailedCreate`
+    /// events): `available` of `desired` replicas run.
+    Degraded {
+        available: i32,
+        desired: i32,
+        message: String,
+    },
+    /// Kubernetes denied the build Job, or its pods, with this message.
+    BuildRejected(String),
+    /// The build Job failed, for this reason.
+    BuildFailed(String),
+    /// palisade did not deploy it, for this reason (e.g. nowhere to run it).
+    NotDeployed(String),
+}
+
+/// How a workload status reads at a glance: what a colour or a symbol shows beside its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    /// Running as asked.
+    Ok,
+    /// On its way: nothing is wrong yet.
+    Moving,
+    /// Running, but short of what was asked.
+    Degraded,
+    /// Denied or failed: it will not run until something changes.
+    Failed,
+}
+
+impl WorkloadStatus {
+    pub fn tone(&self) -> Tone {
+        match self {
+            WorkloadStatus::Running => Tone::Ok,
+            WorkloadStatus::Deploying => Tone::Moving,
+            WorkloadStatus::Degraded { .. } => Tone::Degraded,
+            WorkloadStatus::Rejected(_)
+            | WorkloadStatus::BuildRejected(_)
+            | WorkloadStatus::BuildFailed(_)
+            | WorkloadStatus::NotDeployed(_) => Tone::Failed,
+        }
+    }
+}
+
+const DEGRADED: &str = "degraded: ";
+const PODS_REJECTED: &str = " replicas; pods rejected: ";
+
+impl fmt::Display for WorkloadStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkloadStatus::Deploying => f.write_str("deploying"),
+            WorkloadStatus::Running => f.write_str("running"),
+            WorkloadStatus::Rejected(message) => write!(f, "rejected: {message}"),
+            WorkloadStatus::Degraded {
+                available,
+                desired,
+                message,
+            } => write!(f, "{DEGRADED}{available}/{desired}{PODS_REJECTED}{message}"),
+            WorkloadStatus::BuildRejected(message) => write!(f, "build rejected: {message}"),
+            WorkloadStatus::BuildFailed(reason) => write!(f, "build failed: {reason}"),
+            WorkloadStatus::NotDeployed(reason) => write!(f, "not deployed: {reason}"),
+        }
+    }
+}
+
+/// A text that is no workload status.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{0}' is not a workload status (deploying, running, rejected: ..., degraded: <n>/<m> replicas; pods rejected: ..., build rejected: ..., build failed: ..., not deployed: ...)"
+)]
+pub struct UnknownWorkloadStatus(pub String);
+
+impl FromStr for WorkloadStatus {
+    type Err = UnknownWorkloadStatus;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let unknown = || UnknownWorkloadStatus(text.to_owned());
+        let with = |prefix: &str| text.strip_prefix(prefix).map(str::to_owned);
+        match text {
+            "deploying" => return Ok(WorkloadStatus::Deploying),
+            "running" => return Ok(WorkloadStatus::Running),
+            _ => {}
+        }
+        if let Some(message) = with("rejected: ") {
+            return Ok(WorkloadStatus::Rejected(message));
+        }
+        if let Some(message) = with("build rejected: ") {
+            return Ok(WorkloadStatus::BuildRejected(message));
+        }
+        if let Some(reason) = with("build failed: ") {
+            return Ok(WorkloadStatus::BuildFailed(reason));
+        }
+        if let Some(reason) = with("not deployed: ") {
+            return Ok(WorkloadStatus::NotDeployed(reason));
+        }
+        let rest = text.strip_prefix(DEGRADED).ok_or_else(unknown)?;
+        let (available, rest) = rest.split_once('/').ok_or_else(unknown)?;
+        let (desired, message) = rest.split_once(PODS_REJECTED).ok_or_else(unknown)?;
+        Ok(WorkloadStatus::Degraded {
+            available: available.parse().map_err(|_| unknown())?,
+            desired: desired.parse().map_err(|_| unknown())?,
+            message: message.to_owned(),
+        })
+    }
+}
+
+impl Serialize for WorkloadStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkloadStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Health {
@@ -308,7 +436,8 @@ pub struct ResourceView {
     /// Workloads (SPEC 5): what the cluster says about it, e.g. `deploying`, `running`,
     /// `rejected: <message>`, `degraded: 2/3 replicas; pods rejected: <message>`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub status: Option<WorkloadStatus>,
     /// Only in `?grandfathered=true` lists: the policies that now disallow its plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub denied_by: Option<Vec<String>>,
@@ -728,5 +857,67 @@ mod tests {
             assert_eq!(status.to_string(), text);
         }
         assert!("enforcing".parse::<InstallStatus>().is_err());
+    }
+
+    #[test]
+    fn workload_statuses_read_back_what_they_write() {
+        let table = [
+            ("deploying", WorkloadStatus::Deploying, Tone::Moving),
+            ("running", WorkloadStatus::Running, Tone::Ok),
+            (
+                "rejected: ValidatingAdmissionPolicy 'p' denied request: no",
+                WorkloadStatus::Rejected("ValidatingAdmissionPolicy 'p' denied request: no".into()),
+                Tone::Failed,
+            ),
+            (
+                "degraded: 0/3 replicas; pods rejected: pods \"a\" is forbidden: x/y",
+                WorkloadStatus::Degraded {
+                    available: 0,
+                    desired: 3,
+                    message: "pods \"a\" is forbidden: x/y".into(),
+                },
+                Tone::Degraded,
+            ),
+            (
+                "build rejected: jobs \"b\" is forbidden",
+                WorkloadStatus::BuildRejected("jobs \"b\" is forbidden".into()),
+                Tone::Failed,
+            ),
+            (
+                "build failed: BackoffLimitExceeded",
+                WorkloadStatus::BuildFailed("BackoffLimitExceeded".into()),
+                Tone::Failed,
+            ),
+            (
+                "not deployed: no cluster given",
+                WorkloadStatus::NotDeployed("no cluster given".into()),
+                Tone::Failed,
+            ),
+        ];
+        for (text, status, tone) in table {
+            assert_eq!(
+                text.parse::<WorkloadStatus>().as_ref(),
+                Ok(&status),
+                "{text}"
+            );
+            assert_eq!(status.to_string(), text);
+            assert_eq!(status.tone(), tone, "{text}");
+            let json = serde_json::to_string(&status).unwrap_or_default();
+            assert_eq!(
+                serde_json::from_str::<WorkloadStatus>(&json).ok(),
+                Some(status)
+            );
+        }
+        for text in [
+            "Running",
+            "degraded: two/3 replicas; pods rejected: x",
+            "degraded: 2/3 replicas",
+            "rejected",
+        ] {
+            assert_eq!(
+                text.parse::<WorkloadStatus>(),
+                Err(UnknownWorkloadStatus(text.to_owned()))
+            );
+        }
     }
 }

@@ -94,7 +94,7 @@ pub struct ResourceRow {
     /// `medium`, or `worker: small, sidecar: small` for container instances; "" without plans.
     pub plans: String,
     /// Workloads: what the cluster says (as the API's `status`); `None` for other types.
-    pub status: Option<String>,
+    pub status: Option<palisade_api_types::view::WorkloadStatus>,
 }
 
 impl ResourceRow {

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 
+use palisade_api_types::view::WorkloadStatus;
 use palisade_policy::{Exception, Name, Policy};
 pub use palisade_store::{
     now, AuditRecord, BoundaryRecord, ClusterRecord, ExceptionInstall, Lease, NamespaceRecord,
@@ -189,8 +190,14 @@ impl App {
     }
 
     /// A workload's status as Kubernetes decided it; `false` when the resource is gone.
-    pub async fn record_workload_status(&self, key: &ResourceKey, status: &str) -> Result<bool> {
-        self.store.set_resource_status(key, status).await
+    pub async fn record_workload_status(
+        &self,
+        key: &ResourceKey,
+        status: &WorkloadStatus,
+    ) -> Result<bool> {
+        self.store
+            .set_resource_status(key, &status.to_string())
+            .await
     }
 
     /// The resources placed in the cluster.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use palisade_api_types::resource::{merge_patch, Resource};
-use palisade_api_types::view::{Picker, PickerPlan, ResourceList, ResourceView};
+use palisade_api_types::view::{Picker, PickerPlan, ResourceList, ResourceView, WorkloadStatus};
 use palisade_policy::compute_plan::{decide, picker_options, plan_checks, PlanCheck, Plans};
 use palisade_policy::{Name, PlanName, Policy, ResourceType};
 use palisade_store::{Edit, NewResource, ResourceKey, ResourceQuery, ResourceRecord, StoreError};
@@ -55,18 +55,27 @@ pub fn view(record: ResourceRecord, denied_by: Option<Vec<String>>) -> ResourceV
 }
 
 /// A workload's status: what its cluster said, `deploying` until the reconciler has acted,
-/// and for a workload with nowhere to run, why. Other types have none.
-pub(crate) fn status_of(record: &ResourceRecord) -> Option<String> {
-    if let Some(status) = &record.status {
-        return Some(status.clone());
+/// and for a workload with nowhere to run, why. Other types have none. A stored status that
+/// cannot be read (only the reconciler writes them, from the same type) counts as none yet.
+pub(crate) fn status_of(record: &ResourceRecord) -> Option<WorkloadStatus> {
+    if let Some(text) = &record.status {
+        match text.parse() {
+            Ok(status) => return Some(status),
+            Err(error) => tracing::warn!(
+                boundary = %record.boundary,
+                resource = %record.name,
+                %error,
+                "stored workload status unreadable"
+            ),
+        }
     }
     let workload = ResourceType::parse(&record.resource_type).is_ok_and(ResourceType::is_workload);
     match (&record.cluster, workload) {
-        (Some(_), _) => Some("deploying".to_owned()),
-        (None, true) => Some(format!(
-            "not deployed: no cluster given, and boundary '{}' has no single attached cluster and namespace to run it in",
+        (Some(_), _) => Some(WorkloadStatus::Deploying),
+        (None, true) => Some(WorkloadStatus::NotDeployed(format!(
+            "no cluster given, and boundary '{}' has no single attached cluster and namespace to run it in",
             record.boundary
-        )),
+        ))),
         (None, false) => None,
     }
 }

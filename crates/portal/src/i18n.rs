@@ -1,7 +1,8 @@
 //! The portal's languages: English (default) and Swedish, chosen with the `lang` cookie.
-//! Only the portal's own text is translated. Error codes, the API's messages and reasons
-//! (422/503 texts, `Disallowed by boundary policy '...'`), status values and role names stay
-//! English, marked `lang="en"` in the page.
+//! Only the portal's own text is translated, and the words of a workload's status (`running`,
+//! `rejected`, ...). Error codes, the API's messages and reasons (422/503 texts, `Disallowed by
+//! boundary policy '...'`, the message after a status's words), install status values and role
+//! names stay English, marked `lang="en"` in the page.
 
 use axum::http::HeaderMap;
 
@@ -56,6 +57,14 @@ impl Lang {
 
 fn swedish(english: &str) -> Option<&'static str> {
     Some(match english {
+        "deploying" => "driftsätts",
+        "running" => "körs",
+        "rejected" => "nekad",
+        "degraded" => "försämrad",
+        "replicas; pods rejected" => "repliker; poddar nekade",
+        "build rejected" => "bygget nekat",
+        "build failed" => "bygget misslyckades",
+        "not deployed" => "inte driftsatt",
         "Actions" => "Åtgärder",
         "Add a component row" => "Lägg till en komponentrad",
         "Add a label row" => "Lägg till en etikettrad",

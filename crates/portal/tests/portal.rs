@@ -1142,11 +1142,14 @@ async fn the_boundary_page_shows_each_workload_status() {
     let store = portal.state.store.clone();
     store.put_cluster("k1", b"sealed").await.unwrap();
     store.attach_cluster("shop", "k1").await.unwrap();
-    let rejected = "rejected: Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/api:latest: it is tagged latest or carries no tag.";
+    let denial = "Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/api:latest: it is tagged latest or carries no tag.";
+    let rejected = format!("rejected: {denial}");
+    let degraded = format!("degraded: 1/3 replicas; pods rejected: {denial}");
     for (name, status) in [
-        ("api", Some(rejected)),
+        ("api", Some(rejected.as_str())),
         ("site", Some("running")),
         ("new", None),
+        ("half", Some(degraded.as_str())),
     ] {
         let body = json!({"type": "app", "name": name, "plan": "small",
             "image": "ghcr.io/acme/api:latest", "cluster": "k1", "namespace": "web"});
@@ -1188,7 +1191,17 @@ async fn the_boundary_page_shows_each_workload_status() {
             "</tr>",
         );
         assert!(row.ends_with(&format!(
-            r#"<td>small</td><td class="resource-status"><span class="status bad" lang="en">{rejected}</span></td></tr>"#
+            r#"<td>small</td><td class="resource-status"><span class="status bad">rejected: <span lang="en">{denial}</span></span></td></tr>"#
+        )), "{row}");
+        // Degraded is amber, not the red of a refusal.
+        let row = element(
+            &html,
+            r#"id="resources""#,
+            r#"<tr data-resource="app/half">"#,
+            "</tr>",
+        );
+        assert!(row.contains(&format!(
+            r#"<span class="status warn">degraded: 1/3 replicas; pods rejected: <span lang="en">{denial}</span></span>"#
         )), "{row}");
         let row = element(
             &html,
@@ -1197,7 +1210,7 @@ async fn the_boundary_page_shows_each_workload_status() {
             "</tr>",
         );
         assert!(
-            row.contains(r#"<span class="status ok" lang="en">running</span>"#),
+            row.contains(r#"<span class="status ok">running</span>"#),
             "{row}"
         );
         // Placed, not yet acted on by the reconciler.
@@ -1208,7 +1221,7 @@ async fn the_boundary_page_shows_each_workload_status() {
             "</tr>",
         );
         assert!(
-            row.contains(r#"<span class="status unknown" lang="en">deploying</span>"#),
+            row.contains(r#"<span class="status unknown">deploying</span>"#),
             "{row}"
         );
         // A workload with nowhere to run says why; a database has no status.
@@ -1218,7 +1231,7 @@ async fn the_boundary_page_shows_each_workload_status() {
             r#"<tr data-resource="app/web">"#,
             "</tr>",
         );
-        assert!(row.contains(r#"<span class="status bad" lang="en">not deployed: no cluster given, and boundary 'shop' has no single attached cluster and namespace to run it in</span>"#), "{row}");
+        assert!(row.contains(r#"<span class="status bad">not deployed: <span lang="en">no cluster given, and boundary 'shop' has no single attached cluster and namespace to run it in</span></span>"#), "{row}");
         let row = element(
             &html,
             r#"id="resources""#,
@@ -1239,7 +1252,17 @@ async fn the_boundary_page_shows_each_workload_status() {
         .with_cookie("lang", "sv");
     let html = portal.get("/boundaries/shop", &swedish).await.text();
     assert!(html.contains("Funktion från uppladdad kod"), "{html}");
-    assert!(html.contains(rejected), "statuses stay English");
+    // palisade's words of a status in Swedish; Kubernetes' message as it wrote it.
+    for words in [
+        format!(r#"<span class="status bad">nekad: <span lang="en">{denial}</span></span>"#),
+        format!(
+            r#"<span class="status warn">försämrad: 1/3 repliker; poddar nekade: <span lang="en">{denial}</span></span>"#
+        ),
+        r#"<span class="status ok">körs</span>"#.to_owned(),
+        r#"<span class="status unknown">driftsätts</span>"#.to_owned(),
+    ] {
+        assert!(html.contains(&words), "{words} in {html}");
+    }
 }
 
 #[tokio::test]

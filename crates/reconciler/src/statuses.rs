@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::Event;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, ResourceExt};
+use palisade_api_types::view::WorkloadStatus;
 use palisade_app::reconcile::ResourceKey;
 use palisade_app::App;
 use tokio::sync::Notify;
@@ -176,7 +177,7 @@ async fn run(
     };
     let mut streams: SelectAll<_> = futures::stream::select_all([d, r, j, e]);
     let mut ready = [false; 4];
-    let mut written: HashMap<ResourceKey, String> = HashMap::new();
+    let mut written: HashMap<ResourceKey, WorkloadStatus> = HashMap::new();
     let mut finished_builds: Vec<String> = Vec::new();
     loop {
         tokio::select! {
@@ -298,42 +299,42 @@ fn build_finished(target: &Target, seen: &Seen) -> bool {
 }
 
 /// The status of one target from its outcome and what the reflectors hold.
-fn status_of(target: &Target, seen: &Seen) -> String {
+fn status_of(target: &Target, seen: &Seen) -> WorkloadStatus {
     match &target.outcome {
-        Outcome::Rejected(message) => format!("rejected: {message}"),
-        Outcome::BuildRejected(message) => format!("build rejected: {message}"),
-        Outcome::BuildFailed(message) => format!("build failed: {message}"),
-        Outcome::NotDeployed(reason) => format!("not deployed: {reason}"),
+        Outcome::Rejected(message) => WorkloadStatus::Rejected(message.clone()),
+        Outcome::BuildRejected(message) => WorkloadStatus::BuildRejected(message.clone()),
+        Outcome::BuildFailed(message) => WorkloadStatus::BuildFailed(message.clone()),
+        Outcome::NotDeployed(reason) => WorkloadStatus::NotDeployed(reason.clone()),
         Outcome::Building => {
             let job = target
                 .job
                 .as_deref()
                 .and_then(|name| find(&seen.jobs, &target.namespace, name));
             let Some(job) = job else {
-                return "deploying".to_owned();
+                return WorkloadStatus::Deploying;
             };
             if let Some(why) = job_condition(&job, "Failed") {
-                return format!("build failed: {why}");
+                return WorkloadStatus::BuildFailed(why);
             }
             if job_condition(&job, "Complete").is_some() {
-                return "deploying".to_owned();
+                return WorkloadStatus::Deploying;
             }
             match job.uid().and_then(|uid| failed_create(&seen.events, &uid)) {
-                Some(message) => format!("build rejected: {message}"),
-                None => "deploying".to_owned(),
+                Some(message) => WorkloadStatus::BuildRejected(message),
+                None => WorkloadStatus::Deploying,
             }
         }
         Outcome::Applied => {
             let Some(deployment) = find(&seen.deployments, &target.namespace, &target.deployment)
             else {
-                return "deploying".to_owned();
+                return WorkloadStatus::Deploying;
             };
             deployment_status(&deployment, seen)
         }
     }
 }
 
-fn deployment_status(deployment: &Deployment, seen: &Seen) -> String {
+fn deployment_status(deployment: &Deployment, seen: &Seen) -> WorkloadStatus {
     let desired = deployment
         .spec
         .as_ref()
@@ -345,7 +346,7 @@ fn deployment_status(deployment: &Deployment, seen: &Seen) -> String {
     let observed =
         status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);
     if observed && available >= desired && updated >= desired {
-        return "running".to_owned();
+        return WorkloadStatus::Running;
     }
     // The newest ReplicaSet of the Deployment: its pods are the ones being created.
     let uid = deployment.uid().unwrap_or_default();
@@ -368,9 +369,11 @@ fn deployment_status(deployment: &Deployment, seen: &Seen) -> String {
         .and_then(|rs| rs.uid())
         .and_then(|uid| failed_create(&seen.events, &uid));
     match rejected {
-        Some(message) => {
-            format!("degraded: {available}/{desired} replicas; pods rejected: {message}")
-        }
-        None => "deploying".to_owned(),
+        Some(message) => WorkloadStatus::Degraded {
+            available,
+            desired,
+            message,
+        },
+        None => WorkloadStatus::Deploying,
     }
 }

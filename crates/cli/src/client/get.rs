@@ -446,7 +446,9 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                             view.denied_by.as_ref().map(|p| p.join(",")).as_deref(),
                         ));
                     }
-                    row.push(cell(view.status.as_deref()));
+                    row.push(cell(
+                        view.status.as_ref().map(ToString::to_string).as_deref(),
+                    ));
                     row
                 })
                 .collect();

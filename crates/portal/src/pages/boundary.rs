@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::{html, Markup};
-use palisade_api_types::view::{ClusterStatus, InstallStatus};
+use palisade_api_types::view::{ClusterStatus, InstallStatus, Tone, WorkloadStatus};
 use palisade_api_types::PolicySpec;
 use palisade_app::overview::{ClusterAdmission, ClusterRow, Overview};
 use palisade_app::{App, AppError, Caller};
@@ -490,7 +490,7 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
                                 td { a href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) "/edit" } { (r.name) } }
                                 td { (r.plans) }
                                 td class="resource-status" {
-                                    (workload_status(r.status.as_ref()))
+                                    (workload_status(ctx, r.status.as_ref()))
                                 }
                             }
                         }
@@ -512,26 +512,48 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
 }
 
 /// A workload's status as the API says it, in English, marked by kind in text and class:
-/// `running` is fine, a refusal or a failure is an error; none is a dash.
-pub(crate) fn workload_status(status: Option<&String>) -> Markup {
+/// A workload's status: green when running, amber when degraded, red when denied or failed,
+/// grey while it deploys; none is a dash. palisade's own words are in the page's language;
+/// the message after them stays as Kubernetes (or palisade) wrote it.
+pub(crate) fn workload_status(ctx: &Ctx, status: Option<&WorkloadStatus>) -> Markup {
     let Some(status) = status else {
         return html! { span class="muted" { "–" } };
     };
-    const BAD: [&str; 5] = [
-        "rejected:",
-        "degraded:",
-        "build rejected:",
-        "build failed:",
-        "not deployed:",
-    ];
-    let class = if status == "running" {
-        "status ok"
-    } else if BAD.iter().any(|prefix| status.starts_with(prefix)) {
-        "status bad"
-    } else {
-        "status unknown"
+    let class = match status.tone() {
+        Tone::Ok => "status ok",
+        Tone::Moving => "status unknown",
+        Tone::Degraded => "status warn",
+        Tone::Failed => "status bad",
     };
-    html! { span class=(class) lang="en" { (status) } }
+    let (words, message) = match status {
+        WorkloadStatus::Deploying => (ctx.t("deploying"), None),
+        WorkloadStatus::Running => (ctx.t("running"), None),
+        WorkloadStatus::Rejected(message) => (ctx.t("rejected"), Some(message)),
+        WorkloadStatus::BuildRejected(message) => (ctx.t("build rejected"), Some(message)),
+        WorkloadStatus::BuildFailed(reason) => (ctx.t("build failed"), Some(reason)),
+        WorkloadStatus::NotDeployed(reason) => (ctx.t("not deployed"), Some(reason)),
+        WorkloadStatus::Degraded {
+            available,
+            desired,
+            message,
+        } => {
+            return html! {
+                span class=(class) {
+                    (ctx.t("degraded")) ": " (available) "/" (desired) " "
+                    (ctx.t("replicas; pods rejected")) ": "
+                    span lang="en" { (message) }
+                }
+            };
+        }
+    };
+    html! {
+        span class=(class) {
+            (words)
+            @if let Some(message) = message {
+                ": " span lang="en" { (message) }
+            }
+        }
+    }
 }
 
 fn grandfathered_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {

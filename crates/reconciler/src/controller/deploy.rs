@@ -85,7 +85,7 @@ impl Controller {
         if let Ok(mut watches) = self.watches.lock() {
             watches.remove(cluster);
         }
-        let status = format!("not deployed: {reason}");
+        let status = WorkloadStatus::NotDeployed(reason.to_owned());
         for record in records {
             let key = palisade_app::reconcile::ResourceKey {
                 boundary: record.boundary,

@@ -31,7 +31,7 @@ mod pass;
 
 use layout::LayoutState;
 
-use palisade_api_types::view::InstallStatus;
+use palisade_api_types::view::{InstallStatus, WorkloadStatus};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;

@@ -447,7 +447,7 @@ pub(super) fn resource_page(
                     dd lang="en" { (value_text(value)) }
                 }
                 dt { (ctx.t("Status")) }
-                dd { (crate::pages::boundary::workload_status(view.status.as_ref())) }
+                dd { (crate::pages::boundary::workload_status(ctx, view.status.as_ref())) }
             }
             p {
                 a class="button" href={ "/boundaries/" (boundary) } { (ctx.t("Back to the boundary")) }
