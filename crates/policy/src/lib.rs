@@ -11,6 +11,7 @@ pub mod defaulting;
 pub mod exception;
 pub mod image_ref;
 pub mod label;
+pub mod labels;
 pub mod message;
 pub mod name;
 pub mod plan;

@@ -53,10 +53,10 @@ impl std::fmt::Debug for Workloads {
     }
 }
 
-/// The labels the renderer puts on every object, by which objects are matched to resources.
-const BOUNDARY: &str = "palisade.dev/boundary";
-const RESOURCE: &str = "palisade.dev/resource";
-const RESOURCE_TYPE: &str = "palisade.dev/resource-type";
+// The labels the renderer puts on every object, by which objects are matched to resources.
+use palisade_policy::labels::{
+    BOUNDARY_LABEL as BOUNDARY, RESOURCE_LABEL as RESOURCE, RESOURCE_TYPE_LABEL as RESOURCE_TYPE,
+};
 
 /// What applying a resource's objects came to.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,8 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-/// The namespace label that puts a namespace in a boundary.
-pub const BOUNDARY_LABEL: &str = "palisade.dev/boundary";
+pub use palisade_policy::labels::BOUNDARY_LABEL;
 
 const WORKDIR_PREFIX: &str = "palisade-cp-";
 

@@ -13,11 +13,9 @@ use crate::cel::{self, MATCH_CONDITIONS};
 
 /// The server-side-apply field manager of every object palisade writes.
 pub const FIELD_MANAGER: &str = "palisade";
-/// The namespace label that puts a namespace in a boundary.
-pub const BOUNDARY_LABEL: &str = "palisade.dev/boundary";
-pub const INSTALLATION_LABEL: &str = "palisade.dev/installation";
-pub const POLICY_LABEL: &str = "palisade.dev/policy";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub use palisade_policy::labels::{
+    BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL, SWITCH_LABEL,
+};
 
 /// The subresource through which ephemeral containers are added to a Pod.
 pub const EPHEMERAL_CONTAINERS_RESOURCE: &str = "pods/ephemeralcontainers";
@@ -75,9 +73,6 @@ pub(crate) fn match_conditions() -> Vec<MatchCondition> {
         })
         .collect()
 }
-
-/// Marks a switch binding ([`switch_binding`]).
-pub const SWITCH_LABEL: &str = "palisade.dev/switch";
 
 /// `switch.<binding>`, the name of `binding`'s switch binding.
 pub fn switch_binding_name(binding: &str) -> String {

@@ -6,22 +6,12 @@ use serde_json::{Map, Value};
 
 use crate::model::Workload;
 
-/// The boundary the resource belongs to.
-pub const BOUNDARY_LABEL: &str = "palisade.dev/boundary";
-/// The resource's name.
-pub const RESOURCE_LABEL: &str = "palisade.dev/resource";
-/// The resource's type as the API writes it (`app`, `static_web_app`...).
-pub const RESOURCE_TYPE_LABEL: &str = "palisade.dev/resource-type";
-/// `palisade` on every object palisade makes.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// The installation that made the object.
-pub const INSTALLATION_LABEL: &str = "palisade.dev/installation";
-/// The build hash, on a build Job and its pod.
-pub const BUILD_LABEL: &str = "palisade.dev/build";
-/// The Deployment annotation holding its rendering hash (see [`crate::rendering_of`]).
-pub const RENDERING_ANNOTATION: &str = "palisade.dev/rendering";
-/// The value of [`MANAGED_BY_LABEL`].
-pub const MANAGER: &str = "palisade";
+// The keys, defined once in the core; the Deployment's rendering hash is
+// [`crate::rendering_of`].
+pub use palisade_policy::labels::{
+    BOUNDARY_LABEL, BUILD_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, MANAGER,
+    RENDERING_ANNOTATION, RESOURCE_LABEL, RESOURCE_TYPE_LABEL,
+};
 
 /// The labels of every object rendered for `w`: the user's labels, then palisade's five, which
 /// win over a user label with the same key.

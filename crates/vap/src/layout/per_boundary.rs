@@ -28,8 +28,7 @@ use crate::render::{labels, POLICY_LABEL};
 /// The most policies one object holds (the API server's per-object cost budget).
 pub const POLICIES_PER_OBJECT: usize = 5;
 
-/// The annotation listing, comma-separated and in order, the policies an object holds.
-pub const POLICIES_ANNOTATION: &str = "palisade.dev/policies";
+pub use palisade_policy::labels::POLICIES_ANNOTATION;
 
 /// `<mode>-<n>.<boundary>.boundary.palisade.dev` (n from 1), the name of both objects. A
 /// per-policy name (`<policy>.<boundary>.palisade.dev`) has one label fewer, so the two never

@@ -40,8 +40,7 @@ pub const PARAMS_KIND: &str = "BoundaryPolicy";
 pub const PARAMS_PLURAL: &str = "boundarypolicies";
 /// `boundarypolicies.palisade.dev`, the custom resource definition's name.
 pub const PARAMS_CRD: &str = "boundarypolicies.palisade.dev";
-/// The parameters' label that picks the binding: `enforce` or `audit`.
-pub const MODE_LABEL: &str = "palisade.dev/mode";
+pub use palisade_policy::labels::MODE_LABEL;
 
 /// The static message, shown only if the message expression itself fails (it does not on any
 /// input the corpus knows).
