@@ -24,12 +24,7 @@ impl Controller {
             return status;
         };
         seen.retain(|_, first| first.elapsed() < ACTIVATION_GRACE * 10);
-        let settling = match &status {
-            InstallStatus::NotEnforced(_) => true,
-            InstallStatus::Error(reason) => reason.starts_with(crate::probe::PROBE_REFUSED),
-            _ => false,
-        };
-        if !settling {
+        if !settling(&status) {
             seen.remove(&key);
             return status;
         }
@@ -96,5 +91,39 @@ impl Controller {
             statuses.push((exception.name.to_string(), status));
         }
         statuses
+    }
+}
+
+/// Whether a status is what a probe of a version the API server has not activated yet gives:
+/// the violating object admitted (`not enforced`), or refused by the version it replaces
+/// (`error: ` + [`crate::probe::PROBE_REFUSED`]). The one definition the activation wait and
+/// the grace both use.
+pub(super) fn settling(status: &InstallStatus) -> bool {
+    match status {
+        InstallStatus::NotEnforced(_) => true,
+        InstallStatus::Error(reason) => reason.starts_with(crate::probe::PROBE_REFUSED),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_is_settling_only_when_the_new_version_may_not_be_active_yet() {
+        let refused = format!("{}: denied by policy old", crate::probe::PROBE_REFUSED);
+        let cases = [
+            (InstallStatus::NotEnforced("admitted".into()), true),
+            (InstallStatus::Error(refused), true),
+            (InstallStatus::Error("connection refused".into()), false),
+            (InstallStatus::Enforced, false),
+            (InstallStatus::AuditActive, false),
+            (InstallStatus::Installed, false),
+            (InstallStatus::Pending, false),
+        ];
+        for (status, expected) in cases {
+            assert_eq!(settling(&status), expected, "{status}");
+        }
     }
 }

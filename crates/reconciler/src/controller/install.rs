@@ -430,24 +430,12 @@ impl Controller {
                     .await
             }
         };
-        let mut probe = probe_once().await;
-        // The API server activates what was just written at its next policy reload (about
-        // once a second): the probe is repeated here, in this cluster's part of the pass,
-        // rather than in a pass of its own a moment later.
-        let waiting_since = Instant::now();
-        while first_look
-            && not_yet_active(&probe)
-            && waiting_since.elapsed() + ACTIVATION_POLL <= ACTIVATION_WAIT
-        {
-            tokio::time::sleep(ACTIVATION_POLL).await;
-            probe = probe_once().await;
-        }
         let enforced = || match policy.mode() {
             Mode::Enforce => InstallStatus::Enforced,
             // Confirmed, but it denies nothing: never shown as `enforced`.
             Mode::Audit => InstallStatus::AuditActive,
         };
-        match probe {
+        let verdict = |probe: Result<EnforcementProbe, ReconcileError>| match probe {
             Ok(EnforcementProbe::Enforced) => (enforced(), true),
             Ok(EnforcementProbe::EnforcedByEarlierLayout) => (enforced(), false),
             Ok(EnforcementProbe::NotEnforced(reason)) => (status_not_enforced(&reason), false),
@@ -457,7 +445,20 @@ impl Controller {
                 (InstallStatus::Installed, true)
             }
             Err(error) => (status_error(&error.to_string()), false),
+        };
+        let mut result = verdict(probe_once().await);
+        // The API server activates what was just written at its next policy reload (about
+        // once a second): the probe is repeated here, in this cluster's part of the pass,
+        // rather than in a pass of its own a moment later.
+        let waiting_since = Instant::now();
+        while first_look
+            && confirm::settling(&result.0)
+            && waiting_since.elapsed() + ACTIVATION_POLL <= ACTIVATION_WAIT
+        {
+            tokio::time::sleep(ACTIVATION_POLL).await;
+            result = verdict(probe_once().await);
         }
+        result
     }
 }
 
@@ -465,15 +466,3 @@ impl Controller {
 pub(super) const ACTIVATION_WAIT: Duration = Duration::from_millis(2_500);
 /// How often, within [`ACTIVATION_WAIT`].
 const ACTIVATION_POLL: Duration = Duration::from_millis(100);
-
-/// Whether a probe's answer is what a version the API server has not activated yet gives: the
-/// violating object admitted, or refused by the version it replaces.
-fn not_yet_active(probe: &Result<EnforcementProbe, ReconcileError>) -> bool {
-    match probe {
-        Ok(EnforcementProbe::NotEnforced(_)) => true,
-        Ok(EnforcementProbe::Inconclusive(reason)) => {
-            reason.starts_with(crate::probe::PROBE_REFUSED)
-        }
-        _ => false,
-    }
-}
