@@ -10,6 +10,7 @@ pub mod json;
 pub mod kubeconfig;
 pub mod nesting;
 pub mod pointer;
+pub mod policy_test;
 pub mod resource;
 pub mod schema;
 pub mod source;

@@ -13,6 +13,31 @@ pub const PATH: &str = "docs/schemas/boundarypolicy.schema.json";
 /// Where the exceptions' schema is published in the repository.
 pub const EXCEPTION_PATH: &str = "docs/schemas/boundaryexception.schema.json";
 
+/// Where the policy tests' schema is published in the repository.
+pub const POLICY_TEST_PATH: &str = "docs/schemas/policytest.schema.json";
+
+/// The JSON Schema (draft 2020-12) of a `PolicyTest` document (`palisade test`).
+pub fn policy_test() -> Value {
+    let mut schema = schemars::schema_for!(crate::policy_test::PolicyTestDocument).to_value();
+    schema["title"] = json!(crate::policy_test::KIND);
+    schema["description"] = json!(
+        "A palisade PolicyTest document (`palisade test`): cases of objects and resources \
+         with the verdict and exact message a boundary's policies must give them. Generated \
+         from the types palisade reads it with."
+    );
+    schema["properties"]["apiVersion"] = json!({"const": API_VERSION});
+    schema["properties"]["kind"] = json!({"const": crate::policy_test::KIND});
+    // A case is one object, file or resource.
+    if let Some(case) = schema.pointer_mut("/$defs/TestCase") {
+        case["oneOf"] = json!([
+            {"required": ["object"]},
+            {"required": ["file"]},
+            {"required": ["resource"]}
+        ]);
+    }
+    schema
+}
+
 /// The JSON Schema (draft 2020-12) of a `BoundaryException` document (SPEC 7).
 pub fn boundary_exception() -> Value {
     let mut schema = schemars::schema_for!(crate::exception::ExceptionDocument).to_value();

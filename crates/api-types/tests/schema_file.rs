@@ -1,4 +1,4 @@
-//! The published JSON Schemas of `BoundaryPolicy` and `BoundaryException` are the ones the
+//! The published JSON Schemas of `BoundaryPolicy`, `BoundaryException` and `PolicyTest` are the ones the
 //! types generate: regenerate them with `UPDATE_SCHEMAS=1 cargo test -p palisade-api-types
 //! --test schema_file`.
 
@@ -17,6 +17,7 @@ fn the_published_schemas_are_the_generated_ones() {
     for (file, schema) in [
         (schema::PATH, schema::boundary_policy()),
         (schema::EXCEPTION_PATH, schema::boundary_exception()),
+        (schema::POLICY_TEST_PATH, schema::policy_test()),
     ] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../..")

@@ -10,6 +10,7 @@ use palisade_api_types::nesting::MAX_MANIFEST_DEPTH;
 use palisade_api_types::yaml::{documents, each_document_within};
 use palisade_api_types::{ExceptionDocument, PolicyDocument};
 use palisade_policy::admission::{evaluate_excepted, AdmissionObject, AdmissionRequest};
+use palisade_policy::compute_plan::PlanDecision;
 use palisade_policy::{compute_plan, Catalog, Exception, Name, PlanName, Policy, ResourceType};
 use serde::Serialize;
 
@@ -107,7 +108,10 @@ fn read(path: &Path) -> Result<String, BadInput> {
 }
 
 /// Loads every policy; all errors are collected so one run reports them all.
-fn load_policies(paths: &[PathBuf], catalog: &Catalog) -> Result<Vec<Policy>, Vec<String>> {
+pub(crate) fn load_policies(
+    paths: &[PathBuf],
+    catalog: &Catalog,
+) -> Result<Vec<Policy>, Vec<String>> {
     let mut errors = Vec::new();
     let mut policies: Vec<(Name, Policy, String)> = Vec::new();
     for path in paths {
@@ -171,46 +175,46 @@ fn load_policies(paths: &[PathBuf], catalog: &Catalog) -> Result<Vec<Policy>, Ve
 }
 
 #[derive(Debug, Serialize)]
-struct DenialOut {
-    policy: String,
-    rule: String,
-    message: String,
+pub(crate) struct DenialOut {
+    pub(crate) policy: String,
+    pub(crate) rule: String,
+    pub(crate) message: String,
 }
 
 #[derive(Debug, Serialize)]
-struct WarningOut {
-    policy: String,
-    message: String,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ExceptedOut {
-    policy: String,
-    exception: String,
-    expires_at: String,
+pub(crate) struct WarningOut {
+    pub(crate) policy: String,
+    pub(crate) message: String,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ObjectOut {
-    file: String,
-    index: usize,
-    api_version: String,
-    kind: String,
+pub(crate) struct ExceptedOut {
+    pub(crate) policy: String,
+    pub(crate) exception: String,
+    pub(crate) expires_at: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ObjectOut {
+    pub(crate) file: String,
+    pub(crate) index: usize,
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    namespace: Option<String>,
-    name: Option<String>,
-    checked: bool,
-    admitted: bool,
-    denials: Vec<DenialOut>,
-    warnings: Vec<WarningOut>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) checked: bool,
+    pub(crate) admitted: bool,
+    pub(crate) denials: Vec<DenialOut>,
+    pub(crate) warnings: Vec<WarningOut>,
     /// The exceptions that let the object past a policy (absent when none did).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    excepted: Vec<ExceptedOut>,
+    pub(crate) excepted: Vec<ExceptedOut>,
 }
 
-fn evaluate_object(
+pub(crate) fn evaluate_object(
     policies: &[Policy],
     exceptions: &[Exception],
     file: &Path,
@@ -472,23 +476,35 @@ fn load_exceptions(args: &CheckArgs) -> Result<Vec<Exception>, Vec<String>> {
     if args.exceptions.is_empty() {
         return Ok(Vec::new());
     }
-    let at = match &args.at {
-        None => chrono::Utc::now(),
-        Some(text) => match chrono::DateTime::parse_from_rfc3339(text) {
-            Ok(at) => at.with_timezone(&chrono::Utc),
-            Err(e) => {
-                return Err(vec![format!(
-                    "--at: must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got '{text}': {e}"
-                )])
-            }
-        },
+    let at = match args.at.as_deref().map(parse_at).transpose() {
+        Ok(at) => at,
+        Err(e) => return Err(vec![format!("--at: {e}")]),
     };
-    let at = palisade_api_types::exception::stored_time(at);
+    load_exceptions_from(&args.policies, &args.exceptions, at)
+}
+
+/// An RFC 3339 time, as exceptions' times are compared (the error does not name the field).
+pub(crate) fn parse_at(text: &str) -> Result<String, String> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|at| palisade_api_types::exception::stored_time(at.with_timezone(&chrono::Utc)))
+        .map_err(|e| {
+            format!("must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got '{text}': {e}")
+        })
+}
+
+/// The exceptions of the files `exception_paths` in force at `at` (stored form; default
+/// now), each of the boundary of the policies in `policy_paths`.
+pub(crate) fn load_exceptions_from(
+    policy_paths: &[PathBuf],
+    exception_paths: &[PathBuf],
+    at: Option<String>,
+) -> Result<Vec<Exception>, Vec<String>> {
+    let at = at.unwrap_or_else(|| palisade_api_types::exception::stored_time(chrono::Utc::now()));
     let mut errors = Vec::new();
     let mut out: Vec<Exception> = Vec::new();
     let mut boundary_of_policies: Option<Name> = None;
     // The policies' boundary is not kept on a Policy: read it again from their files.
-    for path in &args.policies {
+    for path in policy_paths {
         for file in yaml_files(path).unwrap_or_default() {
             if let Ok(text) = read(&file) {
                 for (_, document) in documents::<PolicyDocument>(&text) {
@@ -499,7 +515,7 @@ fn load_exceptions(args: &CheckArgs) -> Result<Vec<Exception>, Vec<String>> {
             }
         }
     }
-    for path in &args.exceptions {
+    for path in exception_paths {
         let files = match yaml_files(path) {
             Ok(files) => files,
             Err(e) => {
@@ -560,7 +576,12 @@ fn load_exceptions(args: &CheckArgs) -> Result<Vec<Exception>, Vec<String>> {
 }
 
 fn load_catalog(args: &CheckArgs) -> Result<Catalog, String> {
-    match &args.catalog {
+    catalog_from(args.catalog.as_deref())
+}
+
+/// The plan catalog of a file, or the built-in one.
+pub(crate) fn catalog_from(path: Option<&Path>) -> Result<Catalog, String> {
+    match path {
         None => Ok(Catalog::builtin()),
         Some(path) => {
             let text = read(path).map_err(|BadInput(e)| e)?;
@@ -618,33 +639,25 @@ fn run_plan(args: &CheckArgs, plan_args: &PlanArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let mut decision = decision;
-    if let (Some(name), false) = (&plan_args.name, decision.allowed) {
-        let at = args.at.as_deref().map_or_else(
-            || palisade_api_types::exception::stored_time(chrono::Utc::now()),
-            |at| {
-                chrono::DateTime::parse_from_rfc3339(at)
-                    .map(|t| {
-                        palisade_api_types::exception::stored_time(t.with_timezone(&chrono::Utc))
-                    })
-                    .unwrap_or_default()
-            },
-        );
-        let excepted = palisade_policy::exception::except_plan(&decision, &exceptions, name, &at);
-        for exception in &excepted.used {
-            let _ = writeln!(
-                stderr,
-                "warning: {}",
-                palisade_policy::message::plan_allowed_by_exception(
-                    plan.as_str(),
-                    &exception.name,
-                    &exception.expires_at
-                )
-            );
+    let at = match args.at.as_deref().map(parse_at).transpose() {
+        Ok(at) => {
+            at.unwrap_or_else(|| palisade_api_types::exception::stored_time(chrono::Utc::now()))
         }
-        decision.allowed = excepted.allowed();
-        decision.denied_by = excepted.still_denied_by;
-    } else if plan_args.name.is_none() && !args.exceptions.is_empty() {
+        Err(e) => return bad(format!("--at: {e}")),
+    };
+    let (decision, used) = except_decision(decision, &exceptions, plan_args.name.as_deref(), &at);
+    for exception in &used {
+        let _ = writeln!(
+            stderr,
+            "warning: {}",
+            palisade_policy::message::plan_allowed_by_exception(
+                plan.as_str(),
+                &exception.name,
+                &exception.expires_at
+            )
+        );
+    }
+    if plan_args.name.is_none() && !args.exceptions.is_empty() {
         let _ = writeln!(
             stderr,
             "note: exceptions name resources: give --name to apply them"
@@ -660,5 +673,24 @@ fn run_plan(args: &CheckArgs, plan_args: &PlanArgs) -> ExitCode {
             let _ = writeln!(stdout, "{message}");
             ExitCode::from(EXIT_DENIED)
         }
+    }
+}
+
+/// A plan's decision with the exceptions in force at `at` for resource `name` applied: the
+/// decision as they leave it (`allowed`, `denied_by`), and the exceptions that were used.
+pub(crate) fn except_decision<'a>(
+    mut decision: PlanDecision,
+    exceptions: &'a [Exception],
+    name: Option<&str>,
+    at: &str,
+) -> (PlanDecision, Vec<&'a Exception>) {
+    match name {
+        Some(name) if !decision.allowed => {
+            let excepted = palisade_policy::exception::except_plan(&decision, exceptions, name, at);
+            decision.allowed = excepted.allowed();
+            decision.denied_by = excepted.still_denied_by;
+            (decision, excepted.used)
+        }
+        _ => (decision, Vec::new()),
     }
 }

@@ -72,6 +72,40 @@ Exit codes: 0 every object admitted (audit warnings allowed), 1 something denied
 (2 wins over 1). A summary `checked N objects: M denied` goes to standard error. A manifest
 file named plan is written ./plan.";
 
+pub const TEST: &str = "\
+Examples:
+  # Every PolicyTest document under tests/ (searched recursively)
+  palisade test tests/
+
+  # A JUnit XML report for the CI system's test view
+  palisade test -o junit tests/ > palisade-tests.xml
+
+  # A test file: paths are relative to it
+  cat tests/shop.yaml
+  apiVersion: palisade.dev/v1
+  kind: PolicyTest
+  metadata:
+    name: shop
+  spec:
+    policies: [../policies/]
+    cases:
+      - name: an app on the large plan is refused
+        resource: {type: app, name: web, plan: large}
+        expect:
+          verdict: denied
+          message: \"Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium.\"
+      - name: the web Deployment from the chart is admitted
+        file: ../manifests/web.yaml
+        expect: {verdict: admitted}
+
+A case is one of `object` (a manifest inline), `file` (+ `document`, 0-based) or `resource`
+(type, plan, name). `expect`: `verdict` (admitted or allowed, or denied), and optionally
+`message` (exactly one denial's), `policy` (a denying policy), `warnings` (the exact audit
+warnings), `exceptedBy` (the exception that lets it past). `at` fixes the time exceptions
+are judged at.
+
+Exit codes: 0 every case passed, 1 a case failed, 2 bad input (2 wins over 1).";
+
 pub const CHECK_PLAN: &str = "\
 Examples:
   # Prints `allowed` (exit 0) or the API's exact 422 message (exit 1)

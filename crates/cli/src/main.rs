@@ -4,6 +4,7 @@ mod check;
 mod client;
 mod help;
 mod input;
+mod policy_test;
 mod sarif;
 mod serve;
 
@@ -47,6 +48,15 @@ enum Command {
     /// `palisade check plan` decides a compute plan instead.
     #[command(after_help = help::CHECK)]
     Check(check::CheckArgs),
+    /// Run policy test suites: cases with the verdict and message they expect.
+    ///
+    /// Run the cases of PolicyTest documents offline, with `palisade check`'s evaluation:
+    /// each case is an object (inline or from a manifest file) or a resource's compute plan,
+    /// judged by the test's policies and exceptions, and passes when it gets the expected
+    /// verdict and, when given, the exact message, denying policy, audit warnings or
+    /// exception. The documents' schema: docs/schemas/policytest.schema.json.
+    #[command(after_help = help::TEST)]
+    Test(policy_test::TestArgs),
     /// Run the API, the portal and the reconciler.
     ///
     /// Run palisade: the HTTP API, the web portal on the same port, and the reconciler that
@@ -194,6 +204,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check::run(&args),
+        Command::Test(args) => policy_test::run(&args),
         Command::Serve(args) => match serve::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
@@ -291,9 +302,9 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 15 commands, check plan, 11 under get, 3 under describe, 6 under
+        // palisade, its 16 commands, check plan, 11 under get, 3 under describe, 6 under
         // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
         // rbac) subcommands.
-        assert_eq!(seen, 1 + 15 + 1 + 11 + 3 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
+        assert_eq!(seen, 1 + 16 + 1 + 11 + 3 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
     }
 }
