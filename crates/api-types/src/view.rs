@@ -443,6 +443,89 @@ pub struct ResourceView {
     pub denied_by: Option<Vec<String>>,
 }
 
+/// What a cluster holds for one workload resource, read live when asked
+/// (`GET /v1/boundaries/{b}/resources/{type}/{name}/workload`): its Deployment's replicas, its
+/// pods, its build Job, and the latest Kubernetes events about them, denials included.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkloadDetail {
+    pub cluster: String,
+    pub namespace: String,
+    /// The Deployment palisade renders; absent while it does not exist (denied, or waiting
+    /// for its build).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<DeploymentState>,
+    /// The resource's pods (its build's too), by name.
+    pub pods: Vec<PodState>,
+    /// The build Job of the resource's current source; absent when it runs from an image or
+    /// the Job does not exist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildState>,
+    /// The latest events of the Deployment, its ReplicaSets, its pods and its build Job,
+    /// newest first, at most [`WORKLOAD_EVENTS`].
+    pub events: Vec<EventView>,
+}
+
+/// How many events a [`WorkloadDetail`] carries at most.
+pub const WORKLOAD_EVENTS: usize = 20;
+
+/// A Deployment's replicas, as its status counts them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeploymentState {
+    pub name: String,
+    /// `spec.replicas`.
+    pub desired: i32,
+    pub ready: i32,
+    pub available: i32,
+    pub updated: i32,
+}
+
+/// One pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PodState {
+    pub name: String,
+    /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
+    pub phase: String,
+    /// Every container ready.
+    pub ready: bool,
+    /// Container restarts, summed.
+    pub restarts: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+/// A build Job's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BuildState {
+    pub name: String,
+    /// `running`, `succeeded` or `failed`.
+    pub state: String,
+    /// Why it failed, as the Job's condition says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One Kubernetes event, as the API server recorded it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EventView {
+    /// When it last happened (RFC 3339), when recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub reason: String,
+    /// `<Kind>/<name>` of the object it is about.
+    pub object: String,
+    pub message: String,
+    /// How many times it happened.
+    pub count: i32,
+}
+
 /// Code uploaded for a build: what a resource's `upload` names.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

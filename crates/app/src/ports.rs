@@ -75,6 +75,19 @@ pub trait Clusters: Send + Sync + std::fmt::Debug {
         installation: &str,
     ) -> Result<Vec<String>, ClusterError>;
 
+    /// Reads what the cluster holds for one workload resource, live: its Deployment, pods,
+    /// build Job and their latest events (`cluster` and `namespace` of the answer are left
+    /// for the caller to fill).
+    async fn workload_detail(
+        &self,
+        _kubeconfig: &str,
+        _target: &WorkloadTarget,
+    ) -> Result<palisade_api_types::view::WorkloadDetail, ClusterError> {
+        Err(ClusterError::Failed(
+            "this cluster adapter does not read workloads".into(),
+        ))
+    }
+
     /// Reads every checked object (SPEC 3.1 kinds) in the namespaces labelled for `boundary`,
     /// `page_size` at a time, handing each page to `visit` before the next is read.
     async fn scan(
@@ -84,6 +97,18 @@ pub trait Clusters: Send + Sync + std::fmt::Debug {
         page_size: u32,
         visit: Visit<'_>,
     ) -> Result<ScanInfo, ClusterError>;
+}
+
+/// Which objects in a cluster are a workload resource's: where they are and their names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadTarget {
+    pub namespace: String,
+    /// The Deployment palisade renders for it.
+    pub deployment: String,
+    /// The build Job of its current source, when it is built.
+    pub build_job: Option<String>,
+    /// The label selector of every object rendered for it (its type and name).
+    pub selector: String,
 }
 
 /// What reading a boundary's objects in a cluster found and took.

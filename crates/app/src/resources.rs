@@ -388,12 +388,22 @@ impl App {
         resource_type: &str,
         name: &str,
     ) -> AppResult<ResourceView> {
+        let record = self.resource_record(access, resource_type, name).await?;
+        Ok(view(record, None))
+    }
+
+    /// One resource as stored; 404 naming it when the caller's boundary has none such.
+    pub(crate) async fn resource_record(
+        &self,
+        access: &Access,
+        resource_type: &str,
+        name: &str,
+    ) -> AppResult<ResourceRecord> {
         let key = resource_key(access, resource_type, name)?;
-        let record = self.store.get_resource(&key).await.map_err(|e| match e {
+        self.store.get_resource(&key).await.map_err(|e| match e {
             StoreError::NotFound => resource_not_found(&key),
             other => AppError::from_store(other, "resource"),
-        })?;
-        Ok(view(record, None))
+        })
     }
 
     /// Deletes a resource (`if_match`: the etag the caller read).

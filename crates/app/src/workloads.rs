@@ -450,6 +450,67 @@ pub fn latest_builder_policies(policies: &[Policy], cluster: &Name) -> Vec<Strin
         .collect()
 }
 
+impl App {
+    /// What the cluster holds for a workload resource, read live (SPEC 4.2 v3 `describe
+    /// resource`, the portal's resource page): 404 for a type that runs no workload or a
+    /// resource not placed, 503 naming the cluster when it cannot be read.
+    pub async fn resource_workload(
+        &self,
+        access: &Access,
+        resource_type: &str,
+        name: &str,
+    ) -> AppResult<palisade_api_types::view::WorkloadDetail> {
+        let record = self.resource_record(access, resource_type, name).await?;
+        if ResourceType::parse(resource_type)
+            .ok()
+            .and_then(kind_of)
+            .is_none()
+        {
+            return Err(AppError::NotFound(format!(
+                "{resource_type} '{name}' runs no workload in a cluster (databases, caches and vector stores are managed services)"
+            )));
+        }
+        let (Some(cluster), Ok((workload, namespace))) =
+            (record.cluster.clone(), workload_of(&record, ""))
+        else {
+            return Err(AppError::NotFound(format!(
+                "{resource_type} '{name}' is not placed in a cluster and namespace yet"
+            )));
+        };
+        let cluster_record = self.find_cluster(&cluster).await?;
+        let kubeconfig = self.kubeconfig_of(&cluster_record)?;
+        let target = crate::ports::WorkloadTarget {
+            namespace: namespace.clone(),
+            deployment: palisade_workload::deployment_name(&workload),
+            build_job: palisade_workload::build_job_name(&workload, &self.workload_config),
+            selector: format!(
+                "{}={},{}={}",
+                palisade_policy::labels::RESOURCE_TYPE_LABEL,
+                workload.kind.as_str(),
+                palisade_policy::labels::RESOURCE_LABEL,
+                workload.name
+            ),
+        };
+        let unavailable =
+            |why: String| AppError::ClusterUnavailable(format!("cluster '{cluster}': {why}"));
+        let read = tokio::time::timeout(
+            crate::preview::CLUSTER_READ_TIMEOUT,
+            self.clusters.workload_detail(&kubeconfig, &target),
+        )
+        .await
+        .map_err(|_| {
+            unavailable(format!(
+                "no answer within {} s",
+                crate::preview::CLUSTER_READ_TIMEOUT.as_secs()
+            ))
+        })?;
+        let mut detail = read.map_err(|e| unavailable(e.to_string()))?;
+        detail.cluster = cluster.clone();
+        detail.namespace = namespace;
+        Ok(detail)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]

@@ -384,6 +384,14 @@ pub const DESCRIBE_POLICY: &str = "\
 Examples:
   palisade describe policy shop/trusted";
 
+pub const DESCRIBE_RESOURCE: &str = "\
+Examples:
+  # Status, placement, replicas, pods and the latest Kubernetes events (denials among them)
+  palisade describe resource shop/app/web
+
+  # The resource's API body with what its cluster holds under \"workload\"
+  palisade describe resource shop/app/web -o json";
+
 pub const DESCRIBE_CLUSTER: &str = "\
 Examples:
   palisade describe cluster prod-1";

@@ -89,8 +89,9 @@ enum Command {
         #[command(flatten)]
         connection: client::Connection,
     },
-    /// Show one exception, policy or cluster in words: status per cluster, exceptions,
-    /// history; a cluster's version, layout, replica, restarts and repairs.
+    /// Show one exception, policy, resource or cluster in words: status per cluster,
+    /// exceptions, history; a resource's replicas, pods and events; a cluster's version,
+    /// layout, replica, restarts and repairs.
     #[command(after_help = help::DESCRIBE)]
     Describe {
         #[command(subcommand)]
@@ -302,9 +303,9 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 16 commands, check plan, 11 under get, 3 under describe, 6 under
+        // palisade, its 16 commands, check plan, 11 under get, 4 under describe, 6 under
         // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
         // rbac) subcommands.
-        assert_eq!(seen, 1 + 16 + 1 + 11 + 3 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
+        assert_eq!(seen, 1 + 16 + 1 + 11 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
     }
 }

@@ -110,6 +110,14 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The value of a `Label:` line of `describe`'s output.
+fn field<'a>(described: &'a str, label: &str) -> Option<&'a str> {
+    described
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}:")))
+        .map(str::trim)
+}
+
 fn write(dir: &tempfile::TempDir, name: &str, content: &str) -> PathBuf {
     let path = dir.path().join(name);
     std::fs::write(&path, content).unwrap();
@@ -876,6 +884,21 @@ fn the_readme_workloads_flow_rejects_latest_then_runs() {
         table.lines().next().unwrap().trim_end().ends_with("STATUS"),
         "{table}"
     );
+    // Denied: nothing of it in the cluster, and describe says so.
+    let described = run(&["describe", "resource", "shop/app/web"]);
+    for (label, value) in [
+        ("Name", "web"),
+        ("Type", "app"),
+        ("Boundary", "shop"),
+        ("Plan", "small"),
+        ("Image", "ghcr.io/acme/web:latest"),
+        ("Placement", "cluster local, namespace web"),
+        ("Status", "rejected: Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/web:latest: it is tagged latest or carries no tag."),
+        ("Deployment", "none in the cluster"),
+    ] {
+        assert_eq!(field(&described, label), Some(value), "{label}:\n{described}");
+    }
+    assert!(described.contains("\nPods:\n  none\n"), "{described}");
     assert_eq!(
         run(&[
             "resource",
@@ -891,6 +914,49 @@ fn the_readme_workloads_flow_rejects_latest_then_runs() {
     );
     let (_, status) = status_of("web", &|s| s == "running");
     assert_eq!(status, "running");
+    // Running: its replicas, both pods and the Deployment's events, read from the cluster.
+    let described = run(&["describe", "resource", "shop/app/web"]);
+    assert_eq!(field(&described, "Status"), Some("running"), "{described}");
+    assert_eq!(
+        field(&described, "Replicas wanted"),
+        Some("2"),
+        "{described}"
+    );
+    assert_eq!(
+        field(&described, "Deployment"),
+        Some("app-web: 2/2 ready (2 available, 2 up to date)"),
+        "{described}"
+    );
+    for header in ["\nPods:\n  NAME ", "\nEvents (latest first):\n  TIME "] {
+        assert!(
+            described.contains(header),
+            "{header:?} not in:\n{described}"
+        );
+    }
+    let running = described
+        .lines()
+        .filter(|l| l.starts_with("  app-web-") && l.contains(" Running "))
+        .count();
+    assert_eq!(running, 2, "{described}");
+    assert!(
+        described.lines().any(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.get(1..4) == Some(&["Normal", "ScalingReplicaSet", "Deployment/app-web"][..])
+        }),
+        "{described}"
+    );
+    // -o json: the API's body, with what the cluster holds under "workload".
+    let json: serde_json::Value = serde_json::from_str(&run(&[
+        "describe",
+        "resource",
+        "shop/app/web",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(json["name"], "web");
+    assert_eq!(json["workload"]["deployment"]["ready"], 2);
+    assert_eq!(json["workload"]["pods"].as_array().unwrap().len(), 2);
 
     // A function from an uploaded directory: the warning comes with the create.
     let code = tempfile::tempdir().unwrap();

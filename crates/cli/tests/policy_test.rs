@@ -429,7 +429,13 @@ fn bad_input_names_the_file_the_document_and_the_field() {
 fn the_example_suite_passes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out = palisade(&["test", "examples/tests"], &root);
-    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     assert!(
         text(&out.stdout).ends_with("6 cases in 1 test: 6 passed, 0 failed\n"),
         "{}",

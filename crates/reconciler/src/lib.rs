@@ -13,6 +13,7 @@ mod audit;
 pub mod cause;
 pub mod cluster;
 pub mod controller;
+mod detail;
 pub mod drift;
 pub mod excepted;
 pub mod kubeconfig;

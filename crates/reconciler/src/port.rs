@@ -2,7 +2,9 @@
 //! ask of a cluster themselves (namespaces, removing an installation, the loader's own check
 //! of a kubeconfig). The binary injects [`KubeClusters`] into the application.
 
-use palisade_app::ports::{ClusterError, Clusters, LabelOutcome as Outcome, ScanInfo, Visit};
+use palisade_app::ports::{
+    ClusterError, Clusters, LabelOutcome as Outcome, ScanInfo, Visit, WorkloadTarget,
+};
 use palisade_policy::Name;
 
 use crate::{ClusterClient, LabelOutcome, ReconcileError};
@@ -77,6 +79,18 @@ impl Clusters for KubeClusters {
         client(kubeconfig)
             .await?
             .remove_installation(installation)
+            .await
+            .map_err(failed)
+    }
+
+    async fn workload_detail(
+        &self,
+        kubeconfig: &str,
+        target: &WorkloadTarget,
+    ) -> Result<palisade_api_types::view::WorkloadDetail, ClusterError> {
+        client(kubeconfig)
+            .await?
+            .workload_detail(target)
             .await
             .map_err(failed)
     }

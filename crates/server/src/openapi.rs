@@ -65,7 +65,7 @@ impl Modify for BearerAuth {
         policies::apply, policies::preview, policies::report,
         exceptions::list, exceptions::get_one, exceptions::put, exceptions::approve,
         exceptions::delete, exceptions::history,
-        resources::create, resources::list, resources::get_one, resources::patch,
+        resources::create, resources::list, resources::get_one, resources::workload, resources::patch,
         resources::delete, resources::plans, uploads::create, uploads::content,
         tokens::create, tokens::list, tokens::delete,
         clusters::put, clusters::list, clusters::get_one, clusters::delete,

@@ -1,12 +1,17 @@
-//! `palisade describe exception|policy B/NAME` and `palisade describe cluster NAME` (SPEC 4.2 v3): one object in words, as
+//! `palisade describe exception|policy B/NAME`, `describe resource B/TYPE/NAME` and `palisade
+//! describe cluster NAME` (SPEC 4.2 v3): one object in words, as
 //! `kubectl describe` shows it: what it says, its status in each cluster, and who changed it
 //! when. `-o json|yaml` prints the API's body instead.
 
 use clap::Subcommand;
-use palisade_api_types::view::{ClusterView, ExceptionList, ExceptionView, History, PolicyView};
+use palisade_api_types::view::{
+    ClusterView, ExceptionList, ExceptionView, History, PolicyView, ResourceView, WorkloadDetail,
+};
 use serde_json::Value;
 
-use super::{all_pages, encode, print_body, split_target, table, Api, Connection, Format, Outcome};
+use super::{
+    all_pages, encode, print_body, split_target, table, Api, Connection, Failure, Format, Outcome,
+};
 use crate::help;
 
 #[derive(Debug, Subcommand)]
@@ -25,6 +30,14 @@ pub enum DescribeKind {
     Policy {
         /// The boundary and the policy, e.g. shop/trusted.
         #[arg(value_name = "BOUNDARY/NAME")]
+        target: String,
+    },
+    /// A resource: its plan, image or source, placement, status, and what its cluster holds
+    /// for a workload (replicas, pods, build Job, latest events and denials), read live.
+    #[command(after_help = help::DESCRIBE_RESOURCE)]
+    Resource {
+        /// The boundary, type and name, e.g. shop/app/web.
+        #[arg(value_name = "BOUNDARY/TYPE/NAME")]
         target: String,
     },
     /// A cluster (admin): its Kubernetes version, whether it enforces admission rules, the
@@ -82,6 +95,36 @@ pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
                 policy_text(&view, &mine, &history.items, chrono::Utc::now())
             );
         }
+        DescribeKind::Resource { target } => {
+            let p = split_target(target, 3, "BOUNDARY/TYPE/NAME")?;
+            let path = format!(
+                "/v1/boundaries/{}/resources/{}/{}",
+                encode(p[0]),
+                encode(p[1]),
+                encode(p[2])
+            );
+            let answer = api.get(&path)?;
+            let view: ResourceView = answer.decode()?;
+            let workload = if !WORKLOAD_TYPES.contains(&p[1]) || view.body["cluster"].is_null() {
+                None
+            } else {
+                Some(
+                    api.get(&format!("{path}/workload"))
+                        .and_then(|a| a.decode::<WorkloadDetail>()),
+                )
+            };
+            if connection.output != Format::Table {
+                let mut body = answer.body.clone();
+                if let (Some(Ok(detail)), Some(map)) = (&workload, body.as_object_mut()) {
+                    map.insert(
+                        "workload".into(),
+                        serde_json::to_value(detail).unwrap_or_default(),
+                    );
+                }
+                return print_body(connection.output, &body);
+            }
+            print!("{}", resource_text(&view, workload.as_ref()));
+        }
         DescribeKind::Cluster { name } => {
             let answer = api.get(&format!("/v1/clusters/{}", encode(name)))?;
             if connection.output != Format::Table {
@@ -92,6 +135,142 @@ pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
         }
     }
     Ok(())
+}
+
+/// The types palisade runs a workload for (SPEC 5).
+const WORKLOAD_TYPES: [&str; 4] = ["app", "function", "static_web_app", "container_instance"];
+
+/// A resource in words: what it is, where it runs, and what its cluster holds for it.
+pub(crate) fn resource_text(
+    view: &ResourceView,
+    workload: Option<&Result<WorkloadDetail, Failure>>,
+) -> String {
+    let body = &view.body;
+    let text = |key: &str| body[key].as_str().map(str::to_owned);
+    let mut lines = Lines(Vec::new());
+    lines.add("Name", text("name").unwrap_or_default());
+    lines.add("Type", text("type").unwrap_or_default());
+    lines.add("Boundary", view.boundary.clone());
+    if let Some(plan) = text("plan") {
+        lines.add("Plan", plan);
+    }
+    for component in body["components"].as_array().into_iter().flatten() {
+        lines.add(
+            "Component",
+            format!(
+                "{}: plan {}, image {}",
+                component["name"].as_str().unwrap_or_default(),
+                component["plan"].as_str().unwrap_or_default(),
+                component["image"].as_str().unwrap_or_default()
+            ),
+        );
+    }
+    for key in ["image", "source", "upload"] {
+        if let Some(value) = text(key) {
+            let mut label = key.to_owned();
+            label[..1].make_ascii_uppercase();
+            lines.add(&label, value);
+        }
+    }
+    if let Some(replicas) = body["replicas"].as_u64() {
+        lines.add("Replicas wanted", replicas.to_string());
+    }
+    if let Some(labels) = list(&body["labels"]) {
+        lines.add("Labels", labels);
+    }
+    let workload_type = WORKLOAD_TYPES.contains(&body["type"].as_str().unwrap_or_default());
+    if workload_type {
+        lines.add(
+            "Placement",
+            match (text("cluster"), text("namespace")) {
+                (Some(cluster), Some(namespace)) => {
+                    format!("cluster {cluster}, namespace {namespace}")
+                }
+                _ => "not placed yet".to_owned(),
+            },
+        );
+        lines.add(
+            "Status",
+            view.status
+                .as_ref()
+                .map_or_else(|| "not deployed yet".to_owned(), ToString::to_string),
+        );
+    }
+    let mut after = String::new();
+    match workload {
+        Some(Ok(detail)) => {
+            lines.add(
+                "Deployment",
+                match &detail.deployment {
+                    Some(d) => format!(
+                        "{}: {}/{} ready ({} available, {} up to date)",
+                        d.name, d.ready, d.desired, d.available, d.updated
+                    ),
+                    None => "none in the cluster".to_owned(),
+                },
+            );
+            if let Some(build) = &detail.build {
+                lines.add(
+                    "Build",
+                    match &build.message {
+                        Some(message) => format!("{}: {} ({message})", build.name, build.state),
+                        None => format!("{}: {}", build.name, build.state),
+                    },
+                );
+            }
+            after.push_str("\nPods:\n");
+            if detail.pods.is_empty() {
+                after.push_str("  none\n");
+            } else {
+                let rows = detail
+                    .pods
+                    .iter()
+                    .map(|p| {
+                        vec![
+                            p.name.clone(),
+                            p.phase.clone(),
+                            if p.ready { "yes" } else { "no" }.to_owned(),
+                            p.restarts.to_string(),
+                            p.node.clone().unwrap_or_else(|| "-".into()),
+                        ]
+                    })
+                    .collect();
+                after.push_str(&table(
+                    &["NAME", "PHASE", "READY", "RESTARTS", "NODE"],
+                    rows,
+                    "  ",
+                ));
+            }
+            after.push_str("\nEvents (latest first):\n");
+            if detail.events.is_empty() {
+                after.push_str("  none\n");
+            } else {
+                let rows = detail
+                    .events
+                    .iter()
+                    .map(|e| {
+                        vec![
+                            e.time.clone().unwrap_or_else(|| "-".into()),
+                            e.event_type.clone(),
+                            e.reason.clone(),
+                            e.object.clone(),
+                            e.message.clone(),
+                        ]
+                    })
+                    .collect();
+                after.push_str(&table(
+                    &["TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+                    rows,
+                    "  ",
+                ));
+            }
+        }
+        Some(Err(Failure(why))) => lines.add("Cluster", format!("could not be read: {why}")),
+        None => {}
+    }
+    lines.add("Created", view.created_at.clone());
+    lines.add("Updated", view.updated_at.clone());
+    format!("{}{after}", lines.text())
 }
 
 /// A cluster in words.

@@ -118,6 +118,17 @@ impl Fixture {
         panic!("{path}: status never as expected; last answer {last}");
     }
 
+    /// `GET .../resources/{path}/workload`: what the cluster holds for it, read live.
+    async fn workload(&self, path: &str) -> Value {
+        self.stack
+            .ok(
+                "GET",
+                &format!("{}/{path}/workload", self.resources()),
+                None,
+            )
+            .await
+    }
+
     fn deployments(&self) -> Api<Deployment> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
@@ -200,6 +211,29 @@ async fn a_denied_image_is_rejected_and_a_fixed_one_runs() {
     assert_eq!(limits["cpu"].0, "500m");
     // As the API server writes quantities back (1024Mi is 1Gi).
     assert_eq!(limits["memory"].0, "1Gi");
+    // What `describe resource` and the resource page read: the replicas, the pod, the events.
+    let detail = f.workload("app/web").await;
+    assert_eq!(detail["cluster"], "k1");
+    assert_eq!(detail["namespace"], f.namespace.as_str());
+    assert_eq!(
+        detail["deployment"],
+        json!({"name": "app-web", "desired": 1, "ready": 1, "available": 1, "updated": 1})
+    );
+    assert_eq!(detail["pods"].as_array().unwrap().len(), 1, "{detail}");
+    assert_eq!(
+        detail["pods"][0]["name"],
+        pod.metadata.name.clone().unwrap().as_str()
+    );
+    assert_eq!(detail["pods"][0]["phase"], "Running");
+    assert!(detail["pods"][0]["node"].is_string(), "{detail}");
+    assert!(
+        detail["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["reason"] == "ScalingReplicaSet" && e["object"] == "Deployment/app-web"),
+        "{detail}"
+    );
     // A plan move the API refuses changes nothing in the cluster.
     f.stack
         .put_policy(
@@ -257,6 +291,26 @@ async fn scaling_under_a_newer_policy_keeps_the_old_pods_and_denies_new_ones() {
         before.spec.as_ref().unwrap().template
     );
     assert_eq!(f.pods_of("api").await.len(), 2);
+    // The denial, as the resource's page and `describe resource` show it: the ReplicaSet's
+    // FailedCreate event with the API server's message, and 2 of 3 replicas.
+    let detail = f.workload("app/api").await;
+    assert_eq!(detail["deployment"]["desired"], 3, "{detail}");
+    assert_eq!(detail["deployment"]["ready"], 2, "{detail}");
+    let denial = detail["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "FailedCreate")
+        .unwrap_or_else(|| panic!("no FailedCreate event: {detail}"));
+    assert_eq!(denial["type"], "Warning");
+    assert!(denial["object"]
+        .as_str()
+        .unwrap()
+        .starts_with("ReplicaSet/app-api-"));
+    assert!(
+        denial["message"].as_str().unwrap().contains(message),
+        "{denial}"
+    );
 
     // A pod that goes is not replaced.
     let victim = f.pods_of("api").await[0].metadata.name.clone().unwrap();

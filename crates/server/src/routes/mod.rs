@@ -80,6 +80,10 @@ pub fn router() -> Router<AppState> {
                 .patch(resources::patch)
                 .delete(resources::delete),
         )
+        .route(
+            "/v1/boundaries/{boundary}/resources/{resource_type}/{name}/workload",
+            get(resources::workload),
+        )
         .route("/v1/boundaries/{boundary}/plans", get(resources::plans))
         // The body streams into the store; the application bounds it (8 MiB).
         .route(

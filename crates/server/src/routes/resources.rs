@@ -124,6 +124,28 @@ pub async fn get_one(
     Ok((etag_header(&view.etag), Json(view)))
 }
 
+/// What the cluster holds for a workload resource, read live: replicas, pods, the build Job and
+/// the latest Kubernetes events (denials among them).
+#[utoipa::path(get, path = "/v1/boundaries/{boundary}/resources/{resource_type}/{name}/workload", tag = "resources",
+    params(("boundary" = String, Path), ("resource_type" = String, Path), ("name" = String, Path)),
+    responses((status = 200, body = palisade_api_types::view::WorkloadDetail),
+        (status = 401, body = crate::openapi::Error),
+        (status = 404, body = crate::openapi::Error, description = "no such resource, a type that runs no workload, or not placed yet"),
+        (status = 503, body = crate::openapi::Error, description = "the cluster could not be read")),
+    security(("bearer" = [])))]
+pub async fn workload(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, resource_type, name)): Path<(String, String, String)>,
+) -> ApiResult<impl IntoResponse> {
+    let access = open(&state, &caller, &boundary).await?;
+    Ok(Json(
+        state
+            .resource_workload(&access, &resource_type, &name)
+            .await?,
+    ))
+}
+
 #[utoipa::path(patch, path = "/v1/boundaries/{boundary}/resources/{resource_type}/{name}", tag = "resources",
     params(("boundary" = String, Path), ("resource_type" = String, Path), ("name" = String, Path),
         ("If-Match" = Option<String>, Header, description = "the etag you read")),
