@@ -130,6 +130,36 @@ Prints one summary line per policy, then one line per finding:
 Exit 0 when nothing would be denied, 1 when something would, 2 when the preview could not be
 made.";
 
+pub const DIFF: &str = "\
+Examples:
+  # What applying a directory of policies would change
+  palisade diff -f policies/
+
+  # In CI: exit 1 when the stored policies are not what git holds (2: could not compare)
+  palisade diff -f policies/
+
+  # From standard input
+  palisade get policy shop/size-limits -o yaml | palisade diff -f -
+
+Prints one unified diff per document that apply would change, the stored document first:
+  --- boundarypolicy shop/size-limits (live)
+  +++ boundarypolicy shop/size-limits (policies/size-limits.yaml:0)
+  @@ -9,6 +9,7 @@
+     - allowedComputePlans:
+         plans:
+         - small
+  +      - medium
+     - allowedRegistries:
+         registries:
+         - docker.io/library
+A document not stored yet is compared with nothing (`(not stored)`, every line added). Both
+sides are written as the server stores them (as `get policy -o yaml` prints them), so a
+registry prefix's trailing / or an omitted mode is no difference. The save warnings of the
+documents that would change go to standard error. diff asks the server what apply would do
+(POST /v1/apply?dry_run=true), so its token must be one that may apply (admin or
+boundary-admin). Exit 0 when nothing differs, 1 when something does, 2 on bad input or a
+server that cannot be asked.";
+
 pub const GET: &str = "\
 Examples:
   # Boundaries, clusters and tokens the token can see

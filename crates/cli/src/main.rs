@@ -70,6 +70,15 @@ enum Command {
     /// 1 when something would, 2 when the preview could not be made.
     #[command(after_help = help::PREVIEW)]
     Preview(client::PreviewArgs),
+    /// Show how the stored documents differ from the files, as a unified diff.
+    ///
+    /// Compare BoundaryPolicy and BoundaryException documents in files, directories or standard
+    /// input with what the server stores, as `kubectl diff` does: one unified diff per document
+    /// that `palisade apply -f` would create or change (nothing for one it would leave
+    /// unchanged). Both sides are the documents as the server stores them. Exit 0 when nothing
+    /// differs, 1 when something does, 2 on bad input or a server that cannot be asked.
+    #[command(after_help = help::DIFF)]
+    Diff(client::DiffArgs),
     /// Show objects: boundaries, clusters, policies, policy, resources, namespaces, tokens,
     /// plans.
     #[command(after_help = help::GET)]
@@ -215,6 +224,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Preview(args) => client::preview(&args),
+        Command::Diff(args) => client::diff(&args),
         Command::Get { kind, connection } => finish(client::get(&connection, &kind)),
         Command::Describe { kind, connection } => finish(client::describe(&connection, &kind)),
         Command::Delete { kind, connection } => finish(client::delete(&connection, &kind)),
@@ -291,9 +301,9 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 15 commands, check plan, 11 under get, 3 under describe, 6 under
+        // palisade, its 16 commands, check plan, 11 under get, 3 under describe, 6 under
         // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
         // rbac) subcommands.
-        assert_eq!(seen, 1 + 15 + 1 + 11 + 3 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
+        assert_eq!(seen, 1 + 16 + 1 + 11 + 3 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
     }
 }

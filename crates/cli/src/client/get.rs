@@ -113,7 +113,7 @@ struct ViewMetadata {
 }
 
 /// A policy view with its spec and metadata read as their types.
-struct Policy {
+pub(super) struct Policy {
     view: PolicyView,
     spec: PolicySpec,
     metadata: ViewMetadata,
@@ -121,7 +121,7 @@ struct Policy {
 
 impl Policy {
     /// Reads the spec and metadata of `view`, found at `at` in the answer to `request`.
-    fn read(request: &str, at: &str, view: PolicyView) -> Result<Self, Failure> {
+    pub(super) fn read(request: &str, at: &str, view: PolicyView) -> Result<Self, Failure> {
         let field = |name: &str| {
             if at.is_empty() {
                 name.to_owned()
@@ -137,7 +137,7 @@ impl Policy {
     }
 
     /// The policy as the document that saved it.
-    fn document(self) -> PolicyDocument {
+    pub(super) fn document(self) -> PolicyDocument {
         PolicyDocument {
             api_version: API_VERSION.to_owned(),
             kind: KIND.to_owned(),

@@ -6,6 +6,7 @@ mod admin;
 mod apply;
 mod delete;
 mod describe;
+mod diff;
 mod exception;
 mod get;
 mod preview;
@@ -17,6 +18,7 @@ pub use admin::{boundary, cluster, namespace, BoundaryCommand, ClusterCommand, N
 pub use apply::{apply, ApplyArgs};
 pub use delete::{delete, DeleteKind};
 pub use describe::{describe, DescribeKind};
+pub use diff::{diff, DiffArgs};
 pub use exception::{exception, ExceptionCommand};
 pub use get::{get, Kind};
 pub use preview::{preview, PreviewArgs};

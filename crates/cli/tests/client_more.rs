@@ -1,0 +1,414 @@
+//! `palisade diff`, contexts, list output and `--watch`, end to end: `palisade serve` as a
+//! real process on a free port, driven by the `palisade` client commands; exact output and
+//! exit codes.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_palisade");
+
+struct Server {
+    child: Child,
+    url: String,
+    token: String,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn serve() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env_remove("PALISADE_DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let token_file = dir.path().join("admin.token");
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && token_file.exists() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "palisade serve did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let token = std::fs::read_to_string(token_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    Server {
+        child,
+        url,
+        token,
+        dir,
+    }
+}
+
+/// A `palisade` command with no palisade settings from the test's environment: no
+/// `PALISADE_*` variable, and a config file in a directory of its own (none there).
+fn command(home: &std::path::Path) -> Command {
+    let mut command = Command::new(BIN);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PALISADE_") {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"));
+    command
+}
+
+fn palisade(server: &Server, args: &[&str]) -> Output {
+    command(server.dir.path())
+        .args(args)
+        .env("PALISADE_URL", &server.url)
+        .env("PALISADE_TOKEN", &server.token)
+        .output()
+        .unwrap()
+}
+
+/// `palisade` with `input` on its standard input.
+fn palisade_with_stdin(server: &Server, args: &[&str], input: &str) -> Output {
+    let mut child = command(server.dir.path())
+        .args(args)
+        .env("PALISADE_URL", &server.url)
+        .env("PALISADE_TOKEN", &server.token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// (exit code, standard output, standard error).
+fn outcome(out: &Output) -> (Option<i32>, String, String) {
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, content: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+fn path(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const SIZE_LIMITS: &str = "\
+apiVersion: palisade.dev/v1
+kind: BoundaryPolicy
+metadata: {name: size-limits, boundary: shop}
+spec:
+  rules:
+    - allowedComputePlans: {plans: [small]}
+    - allowedRegistries: {registries: [docker.io/library/]}
+";
+
+/// The document as the server stores it, every line added.
+const SIZE_LIMITS_ADDED: &str = "\
+@@ -0,0 +1,14 @@
++apiVersion: palisade.dev/v1
++kind: BoundaryPolicy
++metadata:
++  name: size-limits
++  boundary: shop
++spec:
++  mode: enforce
++  rules:
++  - allowedComputePlans:
++      plans:
++      - small
++  - allowedRegistries:
++      registries:
++      - docker.io/library
+";
+
+#[test]
+fn diff_shows_what_apply_would_change_and_exits_as_kubectl_diff() {
+    let server = serve();
+    palisade(&server, &["boundary", "create", "shop"]);
+    let file = write(&server.dir, "size-limits.yaml", SIZE_LIMITS);
+    let shown = format!("{}:0", file.display());
+
+    // Not stored yet: every line added, with the save warnings of what would change.
+    let out = palisade(&server, &["diff", "-f", path(&file)]);
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(1),
+            format!(
+                "--- boundarypolicy shop/size-limits (not stored)\n\
+                 +++ boundarypolicy shop/size-limits ({shown})\n{SIZE_LIMITS_ADDED}"
+            ),
+            "warning: boundarypolicy shop/size-limits: registry prefix 'docker.io/library/' saved as 'docker.io/library'\n".to_owned()
+        )
+    );
+
+    // Stored: the file that apply reports unchanged diffs as nothing (the trailing / and the
+    // omitted mode are the server's normalisations, not differences).
+    let out = palisade(&server, &["apply", "-f", path(&file)]);
+    assert_eq!(
+        text(&out.stdout),
+        "boundarypolicy shop/size-limits created\n"
+    );
+    let out = palisade(&server, &["diff", "-f", path(&file)]);
+    assert_eq!(outcome(&out), (Some(0), String::new(), String::new()));
+    let out = palisade(&server, &["apply", "-f", path(&file), "--dry-run"]);
+    assert!(
+        text(&out.stdout).starts_with("boundarypolicy shop/size-limits unchanged (dry run)\n"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // A changed file: the stored document first, the file's second.
+    let changed = write(
+        &server.dir,
+        "changed.yaml",
+        &SIZE_LIMITS.replace("[small]", "[small, medium]"),
+    );
+    let out = palisade(&server, &["diff", "-f", path(&changed)]);
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(1),
+            format!(
+                "--- boundarypolicy shop/size-limits (live)\n\
+                 +++ boundarypolicy shop/size-limits ({}:0)\n\
+                 @@ -9,6 +9,7 @@\n   \
+                 - allowedComputePlans:\n       \
+                 plans:\n       \
+                 - small\n\
+                 +      - medium\n   \
+                 - allowedRegistries:\n       \
+                 registries:\n       \
+                 - docker.io/library\n",
+                changed.display()
+            ),
+            "warning: boundarypolicy shop/size-limits: registry prefix 'docker.io/library/' saved as 'docker.io/library'\n".to_owned()
+        )
+    );
+
+    // What `get policy -o yaml` prints diffs as nothing, from standard input too.
+    let yaml = text(
+        &palisade(
+            &server,
+            &["get", "policy", "shop/size-limits", "-o", "yaml"],
+        )
+        .stdout,
+    );
+    let out = palisade_with_stdin(&server, &["diff", "-f", "-"], &yaml);
+    assert_eq!(outcome(&out), (Some(0), String::new(), String::new()));
+}
+
+#[test]
+fn diff_compares_exceptions_and_says_when_apply_would_approve_a_request() {
+    let server = serve();
+    palisade(&server, &["boundary", "create", "shop"]);
+    let expires = (chrono::Utc::now() + chrono::Duration::days(30))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let exception = format!(
+        "apiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {{name: legacy, boundary: shop}}\n\
+         spec:\n  policy: size-limits\n  resources: [app/reports]\n  plans: [large]\n  expiresAt: \"{expires}\"\n  reason: moving to small\n"
+    );
+    let file = write(&server.dir, "legacy.yaml", &exception);
+    let out = palisade(&server, &["diff", "-f", path(&file)]);
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(1),
+            format!(
+                "--- boundaryexception shop/legacy (not stored)\n\
+                 +++ boundaryexception shop/legacy ({}:0)\n\
+                 @@ -0,0 +1,13 @@\n\
+                 +apiVersion: palisade.dev/v1\n\
+                 +kind: BoundaryException\n\
+                 +metadata:\n\
+                 +  name: legacy\n\
+                 +  boundary: shop\n\
+                 +spec:\n\
+                 +  policy: size-limits\n\
+                 +  resources:\n\
+                 +  - app/reports\n\
+                 +  plans:\n\
+                 +  - large\n\
+                 +  expiresAt: {expires}\n\
+                 +  reason: moving to small\n",
+                file.display()
+            ),
+            String::new()
+        )
+    );
+
+    // A developer's request of the same document: apply would approve it.
+    let out = palisade(
+        &server,
+        &[
+            "token",
+            "create",
+            "--role",
+            "developer",
+            "--boundary",
+            "shop",
+            "-o",
+            "json",
+        ],
+    );
+    let secret: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let developer = secret["secret"].as_str().unwrap();
+    let out = command(server.dir.path())
+        .args(["exception", "request", "-f", path(&file)])
+        .env("PALISADE_URL", &server.url)
+        .env("PALISADE_TOKEN", developer)
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stdout),
+        "boundaryexception shop/legacy requested\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = palisade(&server, &["diff", "-f", path(&file)]);
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(1),
+            "boundaryexception shop/legacy: the same document; apply would approve the request\n"
+                .to_owned(),
+            String::new()
+        )
+    );
+    let out = palisade(&server, &["apply", "-f", path(&file)]);
+    assert_eq!(
+        text(&out.stdout),
+        "boundaryexception shop/legacy configured\n"
+    );
+    let out = palisade(&server, &["diff", "-f", path(&file)]);
+    assert_eq!(outcome(&out), (Some(0), String::new(), String::new()));
+
+    // The developer may not ask what apply would do.
+    let out = command(server.dir.path())
+        .args(["diff", "-f", path(&file)])
+        .env("PALISADE_URL", &server.url)
+        .env("PALISADE_TOKEN", developer)
+        .output()
+        .unwrap();
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(2),
+            String::new(),
+            "error: this needs the role admin or boundary-admin; the token is a developer token [forbidden]\n".to_owned()
+        )
+    );
+}
+
+#[test]
+fn diff_exits_2_on_bad_input_or_an_unreachable_server() {
+    let server = serve();
+    palisade(&server, &["boundary", "create", "shop"]);
+    let missing = server.dir.path().join("missing.yaml");
+    let out = palisade(&server, &["diff", "-f", path(&missing)]);
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(2),
+            String::new(),
+            format!(
+                "error: {}: No such file or directory (os error 2)\n",
+                missing.display()
+            )
+        )
+    );
+
+    let broken = write(
+        &server.dir,
+        "broken.yaml",
+        &SIZE_LIMITS.replace("[small]", "[small, small]"),
+    );
+    let out = palisade(&server, &["diff", "-f", path(&broken)]);
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(2),
+            String::new(),
+            format!(
+                "error: {}:0: /spec/rules/0/allowedComputePlans/plans/1: duplicates entry 0 [invalid_request]\n",
+                broken.display()
+            )
+        )
+    );
+
+    let file = write(&server.dir, "size-limits.yaml", SIZE_LIMITS);
+    let out = palisade(&server, &["diff", "-f", path(&file), "-o", "json"]);
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(2),
+            String::new(),
+            "error: diff prints unified diffs only; -o json|yaml is not supported\n".to_owned()
+        )
+    );
+
+    let port = free_port();
+    let out = command(server.dir.path())
+        .args(["diff", "-f", path(&file)])
+        .env("PALISADE_URL", format!("http://127.0.0.1:{port}"))
+        .env("PALISADE_TOKEN", "x")
+        .output()
+        .unwrap();
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(2),
+            String::new(),
+            format!(
+                "error: cannot reach palisade at http://127.0.0.1:{port}: connection refused\n"
+            )
+        )
+    );
+}
