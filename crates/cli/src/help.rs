@@ -50,9 +50,14 @@ Examples:
   # A server behind HTTPS whose certificate a private CA signed
   export PALISADE_URL=https://palisade.example.internal PALISADE_CA_FILE=platform-ca.pem
 
+  # Or name servers as contexts in a config file, and switch between them
+  palisade config set-context prod --url https://palisade.example.internal --token \"$(cat prod.token)\"
+  palisade config use-context prod
+
 Client commands read the server from PALISADE_URL (or --url), the token from PALISADE_TOKEN
 (or --token), and for https:// a private CA's certificates (PEM) from PALISADE_CA_FILE (or
---ca-file), trusted besides the built-in and system ones.";
+--ca-file), trusted besides the built-in and system ones; what these leave unset comes from
+the config file's current context (or --context NAME; see palisade config --help).";
 
 pub const CHECK: &str = "\
 Examples:
@@ -449,6 +454,58 @@ Examples:
 
   # The cluster as the API answers it (name, Kubernetes version, admission)
   palisade cluster attach shop prod-1 -o json";
+
+pub const CONFIG: &str = "\
+Examples:
+  # Name two servers, with the token and CA file of each, and use prod from now on
+  palisade config set-context prod --url https://palisade.example.internal --token \"$(cat prod.token)\" --ca-file platform-ca.pem
+  palisade config set-context local --url http://127.0.0.1:8080 --token \"$(cat .palisade/admin.token)\"
+  palisade config use-context prod
+  palisade get boundaries
+
+  # One command against another context
+  palisade get policies shop --context local
+
+  # The contexts, and the file with its tokens redacted
+  palisade config get-contexts
+  palisade config view
+
+For each of the URL, the token and the CA file, the flag wins, then the PALISADE_URL,
+PALISADE_TOKEN or PALISADE_CA_FILE variable, then the context (--context, else the current
+one), then the default URL http://127.0.0.1:8080. A context's token is sent only to its own
+URL: with another --url or PALISADE_URL, give the token too. The file is YAML, written
+atomically and readable by its owner only (0600):
+  current-context: prod
+  contexts:
+    prod:
+      url: https://palisade.example.internal
+      token: pal_...
+      ca-file: /home/me/platform-ca.pem";
+
+pub const CONFIG_SET_CONTEXT: &str = "\
+Examples:
+  palisade config set-context prod --url https://palisade.example.internal --ca-file platform-ca.pem
+  palisade config set-context prod --token \"$(cat prod.token)\"    # only the token changes
+  palisade config set-context prod --ca-file ''                   # no CA file any more
+
+Prints `context prod created` (or `updated`).";
+
+pub const CONFIG_USE_CONTEXT: &str = "\
+Examples:
+  palisade config use-context prod
+  palisade get boundaries        # asks prod's server with prod's token";
+
+pub const CONFIG_VIEW: &str = "\
+Examples:
+  palisade config view
+  PALISADE_CONFIG=ci-config.yaml palisade config view";
+
+pub const CONFIG_GET_CONTEXTS: &str = "\
+Examples:
+  palisade config get-contexts
+  CURRENT   NAME    URL                                  TOKEN      CA FILE
+  *         prod    https://palisade.example.internal    REDACTED   /home/me/platform-ca.pem
+            local   http://127.0.0.1:8080                REDACTED   -";
 
 pub const VERSION: &str = "\
 Examples:

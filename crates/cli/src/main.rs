@@ -2,6 +2,7 @@
 
 mod check;
 mod client;
+mod contexts;
 mod help;
 mod input;
 mod sarif;
@@ -158,6 +159,18 @@ enum Command {
         #[command(flatten)]
         connection: client::Connection,
     },
+    /// Name servers, tokens and CA files as contexts in the config file, and pick one.
+    ///
+    /// Keep named contexts (a server URL, a token, a CA file) in the config file:
+    /// $PALISADE_CONFIG, else $XDG_CONFIG_HOME/palisade/config.yaml, else
+    /// ~/.config/palisade/config.yaml. Client commands use the current context, or the one
+    /// --context names; each of --url, --token and --ca-file (and PALISADE_URL,
+    /// PALISADE_TOKEN, PALISADE_CA_FILE) still wins over the context's.
+    #[command(after_help = help::CONFIG)]
+    Config {
+        #[command(subcommand)]
+        command: client::ConfigCommand,
+    },
     /// Print the client's version, and the server's when PALISADE_URL (or --url) is set.
     #[command(after_help = help::VERSION)]
     Version(client::VersionArgs),
@@ -252,6 +265,7 @@ fn main() -> ExitCode {
             command,
             connection,
         } => finish(client::cluster(&connection, &command)),
+        Command::Config { command } => finish(client::config(&command)),
         Command::Version(args) => finish(client::version(&args)),
         Command::Completion { shell } => completion(shell),
     }
@@ -301,9 +315,9 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 16 commands, check plan, 11 under get, 3 under describe, 6 under
+        // palisade, its 17 commands, check plan, 11 under get, 3 under describe, 6 under
         // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
-        // rbac) subcommands.
-        assert_eq!(seen, 1 + 16 + 1 + 11 + 3 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
+        // rbac) and config (set-context, use-context, view, get-contexts) subcommands.
+        assert_eq!(seen, 1 + 17 + 1 + 11 + 3 + 6 + 2 + 3 + 2 + 1 + 2 + 3 + 4);
     }
 }

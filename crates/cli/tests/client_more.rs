@@ -412,3 +412,277 @@ fn diff_exits_2_on_bad_input_or_an_unreachable_server() {
         )
     );
 }
+
+/// `palisade` with only the config file to go by (no PALISADE_URL or PALISADE_TOKEN), its
+/// config directory under `home`.
+fn with_config(home: &std::path::Path, args: &[&str]) -> Output {
+    command(home).args(args).output().unwrap()
+}
+
+#[test]
+fn contexts_are_kept_in_the_config_file_and_picked_by_name() {
+    let server = serve();
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("config/palisade/config.yaml");
+    let run = |args: &[&str]| outcome(&with_config(home.path(), args));
+    let ok = |stdout: &str| (Some(0), stdout.to_owned(), String::new());
+
+    // No file yet: an empty config, and the default server.
+    assert_eq!(run(&["config", "view"]), ok("contexts: {}\n"));
+    assert_eq!(
+        run(&["get", "boundaries"]),
+        (
+            Some(1),
+            String::new(),
+            "error: cannot reach palisade at http://127.0.0.1:8080: connection refused\n"
+                .to_owned()
+        )
+    );
+
+    assert_eq!(
+        run(&[
+            "config",
+            "set-context",
+            "local",
+            "--url",
+            &server.url,
+            "--token",
+            &server.token
+        ]),
+        ok("context local created\n")
+    );
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    assert_eq!(
+        run(&["config", "set-context", "dead", "--url", &dead]),
+        ok("context dead created\n")
+    );
+    assert_eq!(
+        run(&["config", "set-context", "dead", "--token", "pal_x"]),
+        ok("context dead updated\n")
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!(
+            "contexts:\n  dead:\n    url: {dead}\n    token: pal_x\n  local:\n    url: {}\n    token: {}\n",
+            server.url, server.token
+        )
+    );
+
+    // No current context yet: the default server still.
+    assert_eq!(run(&["get", "boundaries"]).0, Some(1));
+    assert_eq!(
+        run(&["config", "use-context", "local"]),
+        ok("switched to context local\n")
+    );
+    assert_eq!(
+        run(&["config", "view"]),
+        ok(&format!(
+            "current-context: local\ncontexts:\n  dead:\n    url: {dead}\n    token: REDACTED\n  local:\n    url: {}\n    token: REDACTED\n",
+            server.url
+        ))
+    );
+    let width = dead.len().max(server.url.len());
+    assert_eq!(
+        run(&["config", "get-contexts"]),
+        ok(&format!(
+            "CURRENT   NAME    {:w$}   TOKEN      CA FILE\n          dead    {dead:w$}   REDACTED   -\n*         local   {:w$}   REDACTED   -\n",
+            "URL",
+            server.url,
+            w = width
+        ))
+    );
+    assert_eq!(
+        run(&["boundary", "create", "shop"]),
+        ok("boundary shop created\n")
+    );
+    assert_eq!(run(&["get", "boundaries", "-o", "json"]).0, Some(0));
+
+    // --context picks another; the variables and flags win over any context.
+    let refused = |url: &str| {
+        (
+            Some(1),
+            String::new(),
+            format!("error: cannot reach palisade at {url}: connection refused\n"),
+        )
+    };
+    assert_eq!(
+        run(&["get", "boundaries", "--context", "dead"]),
+        refused(&dead)
+    );
+    let out = command(home.path())
+        .args(["get", "boundaries", "--context", "local"])
+        .env("PALISADE_URL", &dead)
+        .output()
+        .unwrap();
+    assert_eq!(outcome(&out), refused(&dead));
+    let out = command(home.path())
+        .args(["get", "boundaries", "--url", &server.url])
+        .env("PALISADE_URL", &dead)
+        .output()
+        .unwrap();
+    assert_eq!(outcome(&out).0, Some(0), "{}", text(&out.stderr));
+    // A context's token goes only to its own URL.
+    let out = command(home.path())
+        .args([
+            "get",
+            "boundaries",
+            "--context",
+            "dead",
+            "--url",
+            &server.url,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(1),
+            String::new(),
+            "error: missing Authorization: Bearer <token> header [unauthorized] (set PALISADE_TOKEN)\n"
+                .to_owned()
+        )
+    );
+    let out = command(home.path())
+        .args([
+            "get",
+            "boundaries",
+            "--context",
+            "dead",
+            "--url",
+            &server.url,
+        ])
+        .env("PALISADE_TOKEN", &server.token)
+        .output()
+        .unwrap();
+    assert_eq!(outcome(&out).0, Some(0), "{}", text(&out.stderr));
+
+    // The version command asks the current context's server.
+    let out = run(&["version"]);
+    assert_eq!(out.0, Some(0), "{}", out.2);
+    assert!(out.1.contains("Server Version: "), "{}", out.1);
+
+    // Unknown names and bad settings.
+    assert_eq!(
+        run(&["config", "use-context", "prod"]),
+        (
+            Some(1),
+            String::new(),
+            format!(
+                "error: no context 'prod' in {} (contexts: dead, local)\n",
+                file.display()
+            )
+        )
+    );
+    assert_eq!(
+        run(&["get", "boundaries", "--context", "prod"]),
+        (
+            Some(1),
+            String::new(),
+            format!(
+                "error: no context 'prod' in {} (contexts: dead, local)\n",
+                file.display()
+            )
+        )
+    );
+    assert_eq!(
+        run(&["config", "set-context", "prod", "--url", "palisade.example"]),
+        (
+            Some(1),
+            String::new(),
+            "error: --url: 'palisade.example' is not an http:// or https:// URL\n".to_owned()
+        )
+    );
+    let missing = home.path().join("ca.pem");
+    assert_eq!(
+        run(&["config", "set-context", "prod", "--ca-file", path(&missing)]),
+        (
+            Some(1),
+            String::new(),
+            format!("error: --ca-file: {}: no such file\n", missing.display())
+        )
+    );
+    assert_eq!(
+        run(&["config", "set-context", "a b"]),
+        (
+            Some(1),
+            String::new(),
+            "error: context name 'a b': use letters, digits, '.', '_' and '-' (at most 253)\n"
+                .to_owned()
+        )
+    );
+    // An empty value removes a setting.
+    assert_eq!(
+        run(&["config", "set-context", "dead", "--token", ""]),
+        ok("context dead updated\n")
+    );
+    assert!(!std::fs::read_to_string(&file).unwrap().contains("pal_x"));
+}
+
+#[test]
+fn the_config_file_is_found_by_variable_and_a_malformed_one_is_named() {
+    let home = tempfile::tempdir().unwrap();
+    let own = home.path().join("elsewhere/palisade.yaml");
+    let out = command(home.path())
+        .args([
+            "config",
+            "set-context",
+            "ci",
+            "--url",
+            "https://palisade.example",
+        ])
+        .env("PALISADE_CONFIG", &own)
+        .output()
+        .unwrap();
+    assert_eq!(
+        outcome(&out),
+        (Some(0), "context ci created\n".to_owned(), String::new())
+    );
+    assert_eq!(
+        std::fs::read_to_string(&own).unwrap(),
+        "contexts:\n  ci:\n    url: https://palisade.example\n"
+    );
+    // Without XDG_CONFIG_HOME: ~/.config/palisade/config.yaml.
+    let out = command(home.path())
+        .args(["config", "set-context", "h"])
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(outcome(&out).0, Some(0));
+    assert!(home.path().join(".config/palisade/config.yaml").is_file());
+
+    let file = home.path().join("config/palisade/config.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    for (content, problem) in [
+        (
+            "contexts:\n  prod: {uri: https://x}\n",
+            "not a palisade config file: contexts.prod: unknown field `uri`, expected one of `url`, `token`, `ca-file` at line 2 column 10",
+        ),
+        (
+            "current-context: prod\ncontexts: {}\n",
+            "current-context 'prod' names no context in it",
+        ),
+        (
+            "contexts:\n\tprod: {}\n",
+            "not a palisade config file: found character that cannot start any token at line 2 column 1, while scanning for the next token",
+        ),
+    ] {
+        std::fs::write(&file, content).unwrap();
+        for args in [&["get", "boundaries"][..], &["config", "view"][..]] {
+            let out = with_config(home.path(), args);
+            assert_eq!(
+                outcome(&out),
+                (
+                    Some(1),
+                    String::new(),
+                    format!("error: {}: {problem}\n", file.display())
+                ),
+                "{args:?}"
+            );
+        }
+    }
+}
