@@ -183,7 +183,15 @@ Examples:
   # The plan picker: which app plans the policies allow
   palisade get plans shop --type app
 
-Object types: boundaries, clusters, policies, policy, resources, namespaces, tokens, plans.";
+  # Names only, one a line, as the other commands take them; more columns
+  palisade get policies shop -o name | xargs -n1 palisade describe policy
+  palisade get resources shop -o wide
+
+Object types: boundaries, clusters, policies, policy, resources, namespaces, tokens, plans.
+-o name prints boundary/NAME, cluster/NAME and token/ID for the platform's objects, and
+BOUNDARY/NAME (resources: BOUNDARY/TYPE/NAME) for a boundary's. -o wide adds columns to
+policies (UPDATED BY, LABELS), resources (IMAGE, PLACEMENT, REPLICAS, LABELS), exceptions
+(REASON) and tokens (CREATED BY); other lists print their usual table.";
 
 pub const GET_BOUNDARIES: &str = "\
 Examples:
@@ -236,7 +244,18 @@ pub const GET_RESOURCES: &str = "\
 Examples:
   palisade get resources shop
   palisade get resources shop --type container_instance
-  palisade get resources shop --grandfathered     # with the policies that disallow them";
+  palisade get resources shop --grandfathered     # with the policies that disallow them
+
+  # By label: team web, not in tier front, with an owner label at all
+  palisade get resources shop -l team=web,tier!=front,owner
+
+  # Image, placement, replicas and labels too; or only the names (shop/app/web)
+  palisade get resources shop -o wide
+  palisade get resources shop -l '!owner' -o name
+
+-l takes key=value (or key==value), key!=value (true as well where the label is absent), key
+(the label is there) and !key (it is not), separated by commas; all must hold. The client
+filters the list (the API has no label query).";
 
 pub const GET_TOKENS: &str = "\
 Examples:

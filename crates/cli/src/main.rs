@@ -6,6 +6,7 @@ mod contexts;
 mod help;
 mod input;
 mod sarif;
+mod selector;
 mod serve;
 
 use std::io::Write;

@@ -686,3 +686,206 @@ fn the_config_file_is_found_by_variable_and_a_malformed_one_is_named() {
         }
     }
 }
+
+/// The cells of a table's lines (columns are three or more spaces apart).
+fn cells(table: &str) -> Vec<Vec<String>> {
+    let gap = regex::Regex::new(" {3,}").unwrap();
+    table
+        .lines()
+        .map(|line| gap.split(line).map(str::to_owned).collect())
+        .collect()
+}
+
+#[test]
+fn lists_print_names_wide_tables_and_select_by_label() {
+    let server = serve();
+    let run = |args: &[&str]| outcome(&palisade(&server, args));
+    let ok = |stdout: &str| (Some(0), stdout.to_owned(), String::new());
+    assert_eq!(
+        run(&["boundary", "create", "shop"]),
+        ok("boundary shop created\n")
+    );
+    let policy = write(&server.dir, "size-limits.yaml", SIZE_LIMITS);
+    palisade(&server, &["apply", "-f", path(&policy)]);
+    for (name, labels) in [
+        ("web", "team=web,tier=front"),
+        ("api", "team=web,tier=back"),
+    ] {
+        let mut args = vec![
+            "resource",
+            "create",
+            "shop",
+            "--type",
+            "app",
+            "--name",
+            name,
+            "--plan",
+            "small",
+            "--image",
+            "ghcr.io/acme/web:1.4",
+        ];
+        for label in labels.split(',') {
+            args.extend(["--label", label]);
+        }
+        assert_eq!(run(&args).0, Some(0));
+    }
+    assert_eq!(
+        run(&[
+            "resource",
+            "create",
+            "shop",
+            "--type",
+            "postgresql",
+            "--name",
+            "db",
+            "--plan",
+            "small"
+        ])
+        .0,
+        Some(0)
+    );
+
+    assert_eq!(
+        run(&["get", "boundaries", "-o", "name"]),
+        ok("boundary/shop\n")
+    );
+    assert_eq!(
+        run(&["get", "policies", "shop", "-o", "name"]),
+        ok("shop/size-limits\n")
+    );
+    assert_eq!(
+        run(&["get", "policy", "shop/size-limits", "-o", "name"]),
+        ok("shop/size-limits\n")
+    );
+    let tokens = run(&["get", "tokens", "-o", "name"]).1;
+    assert!(
+        tokens.lines().count() == 1 && tokens.starts_with("token/"),
+        "{tokens}"
+    );
+    assert_eq!(
+        run(&["get", "resources", "shop", "-o", "name"]),
+        ok("shop/app/api\nshop/app/web\nshop/postgresql/db\n")
+    );
+
+    // Selectors.
+    for (selector, names) in [
+        ("team=web", "shop/app/api\nshop/app/web\n"),
+        ("team==web,tier!=back", "shop/app/web\n"),
+        ("tier!=back", "shop/app/web\nshop/postgresql/db\n"),
+        ("!team", "shop/postgresql/db\n"),
+        ("tier", "shop/app/api\nshop/app/web\n"),
+        ("team=db", ""),
+    ] {
+        assert_eq!(
+            run(&["get", "resources", "shop", "-l", selector, "-o", "name"]),
+            ok(names),
+            "{selector}"
+        );
+    }
+    let out = palisade(
+        &server,
+        &["get", "resources", "shop", "-l", "tier=front", "-o", "json"],
+    );
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(body["items"][0]["name"], "web");
+    let table = run(&["get", "resources", "shop", "--selector", "tier=front"]).1;
+    let rows = cells(&table);
+    assert_eq!(rows[0], ["TYPE", "NAME", "PLAN", "UPDATED", "STATUS"]);
+    assert_eq!(rows.len(), 2, "{table}");
+    assert_eq!(rows[1][..3], ["app", "web", "small"]);
+
+    // Wide tables.
+    let table = run(&["get", "resources", "shop", "-o", "wide", "-l", "team"]).1;
+    let rows = cells(&table);
+    assert_eq!(
+        rows[0],
+        [
+            "TYPE",
+            "NAME",
+            "PLAN",
+            "UPDATED",
+            "STATUS",
+            "IMAGE",
+            "PLACEMENT",
+            "REPLICAS",
+            "LABELS"
+        ]
+    );
+    assert_eq!(
+        rows[2][5..],
+        ["ghcr.io/acme/web:1.4", "-", "-", "team=web,tier=front"],
+        "{table}"
+    );
+    let table = run(&["get", "policies", "shop", "-o", "wide"]).1;
+    let rows = cells(&table);
+    assert_eq!(
+        rows[0],
+        [
+            "NAME",
+            "MODE",
+            "SCOPE",
+            "RULES",
+            "STATUS",
+            "UPDATED",
+            "UPDATED BY",
+            "LABELS"
+        ]
+    );
+    assert_eq!(
+        rows[1][6..],
+        [
+            "token:".to_owned() + &server.token[4..20] + " (admin)",
+            "-".to_owned()
+        ]
+    );
+    let table = run(&["get", "boundaries", "-o", "wide"]).1;
+    assert_eq!(cells(&table)[0], ["NAME", "DISPLAY NAME", "CREATED"]);
+
+    // Where they do not apply, and a malformed selector (exit 2, as clap's usage errors).
+    assert_eq!(
+        run(&["delete", "policy", "shop/size-limits", "-o", "name"]),
+        (
+            Some(1),
+            String::new(),
+            "error: -o name and -o wide are for the lists of palisade get; use table, json or yaml\n"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        run(&["get", "plans", "shop", "--type", "app", "-o", "wide"]),
+        (
+            Some(1),
+            String::new(),
+            "error: -o name and -o wide are for lists (and one policy or exception); use table, json or yaml\n"
+                .to_owned()
+        )
+    );
+    for (selector, problem) in [
+        (
+            "team=a=b",
+            "'team=a=b': only =, == and != are understood (key=value, key!=value, key, !key)",
+        ),
+        (
+            "team in (web)",
+            "'team in (web)': only =, == and != are understood (key=value, key!=value, key, !key)",
+        ),
+        ("team=web,", "'team=web,' is empty between commas"),
+        (
+            "Team_=web",
+            "'Team_=web': label key name 'Team_' must be at most 63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
+        ),
+    ] {
+        assert_eq!(
+            run(&["get", "resources", "shop", "-l", selector]),
+            (
+                Some(2),
+                String::new(),
+                format!(
+                    "error: invalid value '{selector}' for '-l <SELECTOR>': {problem}\n\nFor more information, try '--help'.\n"
+                )
+            ),
+            "{selector}"
+        );
+    }
+}

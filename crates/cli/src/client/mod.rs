@@ -53,6 +53,17 @@ pub enum Format {
     Json,
     /// The API's body as YAML.
     Yaml,
+    /// One name per line, as the other commands take it (lists of `get` only).
+    Name,
+    /// The table with more columns (lists of `get` only).
+    Wide,
+}
+
+impl Format {
+    /// `-o name` and `-o wide`, which only lists of `get` print.
+    fn is_for_lists(self) -> bool {
+        matches!(self, Format::Name | Format::Wide)
+    }
 }
 
 /// Where the server is and who is calling; read from the environment unless given.
@@ -187,7 +198,19 @@ struct Api<'c> {
 }
 
 impl<'c> Api<'c> {
+    /// A client for a command that prints a table, JSON or YAML (`-o name|wide` are refused).
     fn new(connection: &'c Connection) -> Result<Self, Failure> {
+        if connection.output.is_for_lists() {
+            return Err(Failure(
+                "-o name and -o wide are for the lists of palisade get; use table, json or yaml"
+                    .to_owned(),
+            ));
+        }
+        Self::listing(connection)
+    }
+
+    /// A client for `get`, which prints every output format.
+    fn listing(connection: &'c Connection) -> Result<Self, Failure> {
         let target = connection.target()?;
         Self::to(connection, target)
     }
@@ -393,7 +416,7 @@ fn print_body(format: Format, body: &Value) -> Outcome {
         Format::Json => {
             println!("{}", serde_json::to_string_pretty(body).unwrap_or_default());
         }
-        Format::Yaml | Format::Table => {
+        Format::Yaml | Format::Table | Format::Name | Format::Wide => {
             print!("{}", serde_yaml_ng::to_string(body).unwrap_or_default());
         }
     }
