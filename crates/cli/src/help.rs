@@ -187,11 +187,17 @@ Examples:
   palisade get policies shop -o name | xargs -n1 palisade describe policy
   palisade get resources shop -o wide
 
+  # Keep watching: a line for every resource that is new or changes, until Ctrl-C
+  palisade get resources shop --watch
+  palisade get policies shop -w -o json     # one JSON object per line
+
 Object types: boundaries, clusters, policies, policy, resources, namespaces, tokens, plans.
 -o name prints boundary/NAME, cluster/NAME and token/ID for the platform's objects, and
 BOUNDARY/NAME (resources: BOUNDARY/TYPE/NAME) for a boundary's. -o wide adds columns to
 policies (UPDATED BY, LABELS), resources (IMAGE, PLACEMENT, REPLICAS, LABELS), exceptions
-(REASON) and tokens (CREATED BY); other lists print their usual table.";
+(REASON) and tokens (CREATED BY); other lists print their usual table. --watch reads the list
+every second and prints a line (a row, a JSON object, a YAML document or a name) for each
+object that is new or whose row changed; deletions print nothing.";
 
 pub const GET_BOUNDARIES: &str = "\
 Examples:

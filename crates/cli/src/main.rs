@@ -87,6 +87,10 @@ enum Command {
     Get {
         #[command(subcommand)]
         kind: client::Kind,
+        /// After the list, print a line for every object that is new or whose row changed
+        /// (the list is read every second), until interrupted. Lists only.
+        #[arg(short = 'w', long, global = true)]
+        watch: bool,
         #[command(flatten)]
         connection: client::Connection,
     },
@@ -239,7 +243,11 @@ fn main() -> ExitCode {
         },
         Command::Preview(args) => client::preview(&args),
         Command::Diff(args) => client::diff(&args),
-        Command::Get { kind, connection } => finish(client::get(&connection, &kind)),
+        Command::Get {
+            kind,
+            watch,
+            connection,
+        } => finish(client::get(&connection, &kind, watch)),
         Command::Describe { kind, connection } => finish(client::describe(&connection, &kind)),
         Command::Delete { kind, connection } => finish(client::delete(&connection, &kind)),
         Command::Resource {

@@ -889,3 +889,144 @@ fn lists_print_names_wide_tables_and_select_by_label() {
         );
     }
 }
+
+/// A running `palisade ... --watch`: its standard output, line by line.
+struct Watch {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watch {
+    fn start(server: &Server, args: &[&str]) -> Watch {
+        let mut child = command(server.dir.path())
+            .args(args)
+            .env("PALISADE_URL", &server.url)
+            .env("PALISADE_TOKEN", &server.token)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watch { child, lines }
+    }
+
+    /// The next line printed, within 10 seconds.
+    fn next(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the watch printed no line within 10 s")
+    }
+
+    /// True when nothing more is printed within `wait`.
+    fn quiet_for(&self, wait: Duration) -> bool {
+        self.lines.recv_timeout(wait).is_err()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn watch_prints_the_table_then_a_row_for_each_change() {
+    let server = serve();
+    palisade(&server, &["boundary", "create", "shop"]);
+    let create = |name: &str, plan: &str| {
+        let out = palisade(
+            &server,
+            &[
+                "resource",
+                "create",
+                "shop",
+                "--type",
+                "postgresql",
+                "--name",
+                name,
+                "--plan",
+                plan,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    };
+    create("orders", "small");
+
+    let watch = Watch::start(&server, &["get", "resources", "shop", "--watch"]);
+    let header = cells(&watch.next());
+    assert_eq!(header[0], ["TYPE", "NAME", "PLAN", "UPDATED", "STATUS"]);
+    assert_eq!(
+        cells(&watch.next())[0][..3],
+        ["postgresql", "orders", "small"]
+    );
+    // Nothing changes: nothing more is printed.
+    assert!(watch.quiet_for(Duration::from_millis(2500)));
+
+    create("billing", "medium");
+    let billing = watch.next();
+    assert_eq!(
+        cells(&billing)[0][..3],
+        ["postgresql", "billing", "medium"],
+        "{billing}"
+    );
+    let out = palisade(
+        &server,
+        &[
+            "resource",
+            "update",
+            "shop/postgresql/orders",
+            "--plan",
+            "large",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let row = watch.next();
+    assert_eq!(
+        cells(&row)[0][..3],
+        ["postgresql", "orders", "large"],
+        "{row}"
+    );
+    // The first table's column widths; a wider cell (`billing`) widens only its own line.
+    assert!(row.starts_with("postgresql   orders   large   2"), "{row}");
+    assert!(
+        billing.starts_with("postgresql   billing   medium   2"),
+        "{billing}"
+    );
+    assert!(watch.quiet_for(Duration::from_millis(1500)));
+    drop(watch);
+
+    // -o json: one item per line.
+    let watch = Watch::start(&server, &["get", "boundaries", "-w", "-o", "json"]);
+    let first: serde_json::Value = serde_json::from_str(&watch.next()).unwrap();
+    assert_eq!(first["name"], "shop");
+    palisade(&server, &["boundary", "create", "web-team"]);
+    let next: serde_json::Value = serde_json::from_str(&watch.next()).unwrap();
+    assert_eq!(next["name"], "web-team");
+    drop(watch);
+
+    // Not a list.
+    let out = palisade(
+        &server,
+        &["get", "plans", "shop", "--type", "app", "--watch"],
+    );
+    assert_eq!(
+        outcome(&out),
+        (
+            Some(1),
+            String::new(),
+            "error: --watch is for lists (boundaries, clusters, policies, exceptions, resources, namespaces, tokens)\n"
+                .to_owned()
+        )
+    );
+}

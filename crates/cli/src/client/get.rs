@@ -227,9 +227,12 @@ fn rule_kinds(rule: &RuleDoc) -> Vec<RuleKind> {
     .collect()
 }
 
-pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
+pub fn get(connection: &Connection, kind: &Kind, watch: bool) -> Outcome {
     let api = Api::listing(connection)?;
     let format = connection.output;
+    if watch {
+        return watch_list(&api, kind, format);
+    }
     if let Some(listing) = listing(&api, kind, format == Format::Wide)? {
         return listing.print(format);
     }
@@ -384,9 +387,10 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
     Ok(())
 }
 
-/// One object of a list: its name as `-o name` prints it, its row and the item as the API
-/// answered it.
+/// One object of a list: its key (unique in the list), its name as `-o name` prints it, its
+/// row and the item as the API answered it.
 pub(super) struct Row {
+    pub key: String,
     pub name: String,
     pub cells: Vec<String>,
     pub item: Value,
@@ -416,9 +420,9 @@ impl Listing {
             .iter()
             .zip(raw)
             .map(|(item, raw)| {
-                // The key (unique in the list) is for --watch.
-                let (_key, name, cells) = row(item);
+                let (key, name, cells) = row(item);
                 Row {
+                    key,
                     name,
                     cells,
                     item: raw,
@@ -451,6 +455,87 @@ impl Listing {
             }
         }
     }
+}
+
+/// How often `--watch` reads the list again.
+const WATCH_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `get ... --watch`: the list once, then every second a line for each object whose printed
+/// row (with -o json|yaml|name: whose item) changed or that is new, until interrupted or a
+/// read fails. Tables keep the first table's header and column widths; -o json prints one
+/// item per line, -o yaml one document per item.
+fn watch_list(api: &Api<'_>, kind: &Kind, format: Format) -> Outcome {
+    let wide = format == Format::Wide;
+    let Some(first) = listing(api, kind, wide)? else {
+        return Err(Failure(
+            "--watch is for lists (boundaries, clusters, policies, exceptions, resources, \
+             namespaces, tokens)"
+                .to_owned(),
+        ));
+    };
+    let mut widths: Vec<usize> = first.headers.iter().map(|h| h.len()).collect();
+    for row in &first.rows {
+        for (width, cell) in widths.iter_mut().zip(&row.cells) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let seen_as = |row: &Row| match format {
+        Format::Table | Format::Wide => Value::from(row.cells.clone()),
+        Format::Json | Format::Yaml | Format::Name => row.item.clone(),
+    };
+    let print = |row: &Row| -> Outcome {
+        match format {
+            Format::Table | Format::Wide => println!("{}", aligned(&row.cells, &widths)),
+            Format::Name => println!("{}", row.name),
+            Format::Json => println!(
+                "{}",
+                serde_json::to_string(&row.item)
+                    .map_err(|e| Failure(format!("cannot print {}: {e}", row.name)))?
+            ),
+            Format::Yaml => print!(
+                "---\n{}",
+                serde_yaml_ng::to_string(&row.item)
+                    .map_err(|e| Failure(format!("cannot print {}: {e}", row.name)))?
+            ),
+        }
+        Ok(())
+    };
+    if matches!(format, Format::Table | Format::Wide) {
+        let headers: Vec<String> = first.headers.iter().map(|h| (*h).to_owned()).collect();
+        println!("{}", aligned(&headers, &widths));
+    }
+    let mut seen: BTreeMap<String, Value> = BTreeMap::new();
+    for row in &first.rows {
+        print(row)?;
+        seen.insert(row.key.clone(), seen_as(row));
+    }
+    loop {
+        std::thread::sleep(WATCH_PERIOD);
+        let Some(next) = listing(api, kind, wide)? else {
+            return Ok(());
+        };
+        for row in &next.rows {
+            let now = seen_as(row);
+            if seen.get(&row.key) != Some(&now) {
+                print(row)?;
+                seen.insert(row.key.clone(), now);
+            }
+        }
+    }
+}
+
+/// A table line with the columns padded to `widths` (a longer cell widens only its line).
+fn aligned(cells: &[String], widths: &[usize]) -> String {
+    let mut line = String::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if i + 1 == cells.len() {
+            line.push_str(cell);
+        } else {
+            let width = widths.get(i).copied().unwrap_or(0);
+            line.push_str(&format!("{cell:<width$}   "));
+        }
+    }
+    line.trim_end().to_owned()
 }
 
 /// The list `kind` names, read whole (every page), with `wide`'s extra columns; None for a

@@ -69,7 +69,7 @@ pub fn token(connection: &Connection, command: &TokenCommand) -> Outcome {
             );
             println!("{}", created.secret);
         }
-        TokenCommand::List => return super::get(connection, &super::Kind::Tokens),
+        TokenCommand::List => return super::get(connection, &super::Kind::Tokens, false),
         TokenCommand::Revoke { id } => {
             return super::delete::delete_token(&Api::new(connection)?, id, "revoked")
         }
