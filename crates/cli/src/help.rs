@@ -50,9 +50,14 @@ Examples:
   # A server behind HTTPS whose certificate a private CA signed
   export PALISADE_URL=https://palisade.example.internal PALISADE_CA_FILE=platform-ca.pem
 
+  # Or name servers as contexts in a config file, and switch between them
+  palisade config set-context prod --url https://palisade.example.internal --token \"$(cat prod.token)\"
+  palisade config use-context prod
+
 Client commands read the server from PALISADE_URL (or --url), the token from PALISADE_TOKEN
 (or --token), and for https:// a private CA's certificates (PEM) from PALISADE_CA_FILE (or
---ca-file), trusted besides the built-in and system ones.";
+--ca-file), trusted besides the built-in and system ones; what these leave unset comes from
+the config file's current context (or --context NAME; see palisade config --help).";
 
 pub const CHECK: &str = "\
 Examples:
@@ -164,6 +169,36 @@ Prints one summary line per policy, then one line per finding:
 Exit 0 when nothing would be denied, 1 when something would, 2 when the preview could not be
 made.";
 
+pub const DIFF: &str = "\
+Examples:
+  # What applying a directory of policies would change
+  palisade diff -f policies/
+
+  # In CI: exit 1 when the stored policies are not what git holds (2: could not compare)
+  palisade diff -f policies/
+
+  # From standard input
+  palisade get policy shop/size-limits -o yaml | palisade diff -f -
+
+Prints one unified diff per document that apply would change, the stored document first:
+  --- boundarypolicy shop/size-limits (live)
+  +++ boundarypolicy shop/size-limits (policies/size-limits.yaml:0)
+  @@ -9,6 +9,7 @@
+     - allowedComputePlans:
+         plans:
+         - small
+  +      - medium
+     - allowedRegistries:
+         registries:
+         - docker.io/library
+A document not stored yet is compared with nothing (`(not stored)`, every line added). Both
+sides are written as the server stores them (as `get policy -o yaml` prints them), so a
+registry prefix's trailing / or an omitted mode is no difference. The save warnings of the
+documents that would change go to standard error. diff asks the server what apply would do
+(POST /v1/apply?dry_run=true), so its token must be one that may apply (admin or
+boundary-admin). Exit 0 when nothing differs, 1 when something does, 2 on bad input or a
+server that cannot be asked.";
+
 pub const GET: &str = "\
 Examples:
   # Boundaries, clusters and tokens the token can see
@@ -182,7 +217,21 @@ Examples:
   # The plan picker: which app plans the policies allow
   palisade get plans shop --type app
 
-Object types: boundaries, clusters, policies, policy, resources, namespaces, tokens, plans.";
+  # Names only, one a line, as the other commands take them; more columns
+  palisade get policies shop -o name | xargs -n1 palisade describe policy
+  palisade get resources shop -o wide
+
+  # Keep watching: a line for every resource that is new or changes, until Ctrl-C
+  palisade get resources shop --watch
+  palisade get policies shop -w -o json     # one JSON object per line
+
+Object types: boundaries, clusters, policies, policy, resources, namespaces, tokens, plans.
+-o name prints boundary/NAME, cluster/NAME and token/ID for the platform's objects, and
+BOUNDARY/NAME (resources: BOUNDARY/TYPE/NAME) for a boundary's. -o wide adds columns to
+policies (UPDATED BY, LABELS), resources (IMAGE, PLACEMENT, REPLICAS, LABELS), exceptions
+(REASON) and tokens (CREATED BY); other lists print their usual table. --watch reads the list
+every second and prints a line (a row, a JSON object, a YAML document or a name) for each
+object that is new or whose row changed; deletions print nothing.";
 
 pub const GET_BOUNDARIES: &str = "\
 Examples:
@@ -235,7 +284,18 @@ pub const GET_RESOURCES: &str = "\
 Examples:
   palisade get resources shop
   palisade get resources shop --type container_instance
-  palisade get resources shop --grandfathered     # with the policies that disallow them";
+  palisade get resources shop --grandfathered     # with the policies that disallow them
+
+  # By label: team web, not in tier front, with an owner label at all
+  palisade get resources shop -l team=web,tier!=front,owner
+
+  # Image, placement, replicas and labels too; or only the names (shop/app/web)
+  palisade get resources shop -o wide
+  palisade get resources shop -l '!owner' -o name
+
+-l takes key=value (or key==value), key!=value (true as well where the label is absent), key
+(the label is there) and !key (it is not), separated by commas; all must hold. The client
+filters the list (the API has no label query).";
 
 pub const GET_TOKENS: &str = "\
 Examples:
@@ -461,6 +521,58 @@ Examples:
 
   # The cluster as the API answers it (name, Kubernetes version, admission)
   palisade cluster attach shop prod-1 -o json";
+
+pub const CONFIG: &str = "\
+Examples:
+  # Name two servers, with the token and CA file of each, and use prod from now on
+  palisade config set-context prod --url https://palisade.example.internal --token \"$(cat prod.token)\" --ca-file platform-ca.pem
+  palisade config set-context local --url http://127.0.0.1:8080 --token \"$(cat .palisade/admin.token)\"
+  palisade config use-context prod
+  palisade get boundaries
+
+  # One command against another context
+  palisade get policies shop --context local
+
+  # The contexts, and the file with its tokens redacted
+  palisade config get-contexts
+  palisade config view
+
+For each of the URL, the token and the CA file, the flag wins, then the PALISADE_URL,
+PALISADE_TOKEN or PALISADE_CA_FILE variable, then the context (--context, else the current
+one), then the default URL http://127.0.0.1:8080. A context's token is sent only to its own
+URL: with another --url or PALISADE_URL, give the token too. The file is YAML, written
+atomically and readable by its owner only (0600):
+  current-context: prod
+  contexts:
+    prod:
+      url: https://palisade.example.internal
+      token: pal_...
+      ca-file: /home/me/platform-ca.pem";
+
+pub const CONFIG_SET_CONTEXT: &str = "\
+Examples:
+  palisade config set-context prod --url https://palisade.example.internal --ca-file platform-ca.pem
+  palisade config set-context prod --token \"$(cat prod.token)\"    # only the token changes
+  palisade config set-context prod --ca-file ''                   # no CA file any more
+
+Prints `context prod created` (or `updated`).";
+
+pub const CONFIG_USE_CONTEXT: &str = "\
+Examples:
+  palisade config use-context prod
+  palisade get boundaries        # asks prod's server with prod's token";
+
+pub const CONFIG_VIEW: &str = "\
+Examples:
+  palisade config view
+  PALISADE_CONFIG=ci-config.yaml palisade config view";
+
+pub const CONFIG_GET_CONTEXTS: &str = "\
+Examples:
+  palisade config get-contexts
+  CURRENT   NAME    URL                                  TOKEN      CA FILE
+  *         prod    https://palisade.example.internal    REDACTED   /home/me/platform-ca.pem
+            local   http://127.0.0.1:8080                REDACTED   -";
 
 pub const VERSION: &str = "\
 Examples:

@@ -2,10 +2,12 @@
 
 mod check;
 mod client;
+mod contexts;
 mod help;
 mod input;
 mod policy_test;
 mod sarif;
+mod selector;
 mod serve;
 
 use std::io::Write;
@@ -80,12 +82,25 @@ enum Command {
     /// 1 when something would, 2 when the preview could not be made.
     #[command(after_help = help::PREVIEW)]
     Preview(client::PreviewArgs),
+    /// Show how the stored documents differ from the files, as a unified diff.
+    ///
+    /// Compare BoundaryPolicy and BoundaryException documents in files, directories or standard
+    /// input with what the server stores, as `kubectl diff` does: one unified diff per document
+    /// that `palisade apply -f` would create or change (nothing for one it would leave
+    /// unchanged). Both sides are the documents as the server stores them. Exit 0 when nothing
+    /// differs, 1 when something does, 2 on bad input or a server that cannot be asked.
+    #[command(after_help = help::DIFF)]
+    Diff(client::DiffArgs),
     /// Show objects: boundaries, clusters, policies, policy, resources, namespaces, tokens,
     /// plans.
     #[command(after_help = help::GET)]
     Get {
         #[command(subcommand)]
         kind: client::Kind,
+        /// After the list, print a line for every object that is new or whose row changed
+        /// (the list is read every second), until interrupted. Lists only.
+        #[arg(short = 'w', long, global = true)]
+        watch: bool,
         #[command(flatten)]
         connection: client::Connection,
     },
@@ -160,6 +175,18 @@ enum Command {
         #[command(flatten)]
         connection: client::Connection,
     },
+    /// Name servers, tokens and CA files as contexts in the config file, and pick one.
+    ///
+    /// Keep named contexts (a server URL, a token, a CA file) in the config file:
+    /// $PALISADE_CONFIG, else $XDG_CONFIG_HOME/palisade/config.yaml, else
+    /// ~/.config/palisade/config.yaml. Client commands use the current context, or the one
+    /// --context names; each of --url, --token and --ca-file (and PALISADE_URL,
+    /// PALISADE_TOKEN, PALISADE_CA_FILE) still wins over the context's.
+    #[command(after_help = help::CONFIG)]
+    Config {
+        #[command(subcommand)]
+        command: client::ConfigCommand,
+    },
     /// Print the client's version, and the server's when PALISADE_URL (or --url) is set.
     #[command(after_help = help::VERSION)]
     Version(client::VersionArgs),
@@ -227,7 +254,12 @@ fn main() -> ExitCode {
             }
         },
         Command::Preview(args) => client::preview(&args),
-        Command::Get { kind, connection } => finish(client::get(&connection, &kind)),
+        Command::Diff(args) => client::diff(&args),
+        Command::Get {
+            kind,
+            watch,
+            connection,
+        } => finish(client::get(&connection, &kind, watch)),
         Command::Describe { kind, connection } => finish(client::describe(&connection, &kind)),
         Command::Delete { kind, connection } => finish(client::delete(&connection, &kind)),
         Command::Resource {
@@ -254,6 +286,7 @@ fn main() -> ExitCode {
             command,
             connection,
         } => finish(client::cluster(&connection, &command)),
+        Command::Config { command } => finish(client::config(&command)),
         Command::Version(args) => finish(client::version(&args)),
         Command::Completion { shell } => completion(shell),
     }
@@ -303,9 +336,9 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 16 commands, check plan, 11 under get, 4 under describe, 6 under
+        // palisade, its 18 commands, check plan, 11 under get, 4 under describe, 6 under
         // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
-        // rbac) subcommands.
-        assert_eq!(seen, 1 + 16 + 1 + 11 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 3);
+        // rbac) and config (set-context, use-context, view, get-contexts) subcommands.
+        assert_eq!(seen, 1 + 18 + 1 + 11 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 3 + 4);
     }
 }

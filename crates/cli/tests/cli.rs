@@ -15,6 +15,11 @@ fn palisade(args: &[&str]) -> Output {
         .args(args)
         .env_remove("PALISADE_URL")
         .env_remove("PALISADE_TOKEN")
+        // No context of the user's config file either.
+        .env(
+            "PALISADE_CONFIG",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/no-palisade-config.yaml"),
+        )
         .output()
         .unwrap()
 }

@@ -8,7 +8,7 @@ use reqwest::Method;
 use super::preview::{
     documents, preview_body, preview_documents, read_files, verdict_of, PolicyFiles, Verdict,
 };
-use super::{print_body, print_warnings, Api, Connection, Failure, Format};
+use super::{print_body, print_warnings, Answer, Api, Connection, Failure, Format};
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
@@ -29,30 +29,7 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     let dry_run = args.dry_run;
     let api = Api::new(connection)?;
     let texts = read_files(&args.files.files)?;
-    // Read here, so that a document that is not YAML is named by its file and the line in it
-    // (as `check` names it), and sent as read, one after another, so that the server's
-    // pointers (`/<n>/...`: the n-th document of the body) name a file and document too. The
-    // server reads every document as a YAML value first as well: sending the values is sending
-    // what it would have read.
-    let read: Vec<(String, serde_yaml_ng::Value)> = documents(&texts)?;
-    let mut text = String::new();
-    for (at, value) in &read {
-        let document = serde_yaml_ng::to_string(value)
-            .map_err(|e| Failure(format!("{at}: cannot encode the document: {e}")))?;
-        text.push_str("---\n");
-        text.push_str(&document);
-    }
-    let path = if dry_run {
-        "/v1/apply?dry_run=true"
-    } else {
-        "/v1/apply"
-    };
-    let answer = api.send_relocated(
-        api.request(Method::POST, path)
-            .header("content-type", "application/yaml")
-            .body(text),
-        &|message| relocate(&read, message),
-    )?;
+    let (_, answer) = send_documents(&api, &texts, dry_run)?;
     let applied: ApplyResults = answer.decode()?;
     print_warnings(&answer.warnings);
     if dry_run && connection.output != Format::Table {
@@ -91,6 +68,40 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
     }
     let documents = policy_documents(&texts)?;
     Ok(Some(preview_documents(&api, Format::Table, &documents)?))
+}
+
+/// The documents of `texts`, sent to `POST /v1/apply` (with `?dry_run=true` when `dry_run`):
+/// the documents as read, each with where it came from (`file:index`), and the answer.
+pub(super) fn send_documents(
+    api: &Api<'_>,
+    texts: &[(String, String)],
+    dry_run: bool,
+) -> Result<(Vec<(String, serde_yaml_ng::Value)>, Answer), Failure> {
+    // Read here, so that a document that is not YAML is named by its file and the line in it
+    // (as `check` names it), and sent as read, one after another, so that the server's
+    // pointers (`/<n>/...`: the n-th document of the body) name a file and document too. The
+    // server reads every document as a YAML value first as well: sending the values is sending
+    // what it would have read.
+    let read: Vec<(String, serde_yaml_ng::Value)> = documents(texts)?;
+    let mut text = String::new();
+    for (at, value) in &read {
+        let document = serde_yaml_ng::to_string(value)
+            .map_err(|e| Failure(format!("{at}: cannot encode the document: {e}")))?;
+        text.push_str("---\n");
+        text.push_str(&document);
+    }
+    let path = if dry_run {
+        "/v1/apply?dry_run=true"
+    } else {
+        "/v1/apply"
+    };
+    let answer = api.send_relocated(
+        api.request(Method::POST, path)
+            .header("content-type", "application/yaml")
+            .body(text),
+        &|message| relocate(&read, message),
+    )?;
+    Ok((read, answer))
 }
 
 /// The BoundaryPolicy documents of the files (exceptions have nothing to preview).

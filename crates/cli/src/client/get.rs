@@ -7,17 +7,19 @@ use palisade_api_types::document::{ModeDoc, PolicyMetadata, RuleDoc, API_VERSION
 use palisade_api_types::resource::Resource;
 use palisade_api_types::view::{
     BoundaryList, ClusterList, ExceptionList, ExceptionView, NamespaceList, Picker, PolicyList,
-    PolicyReport, PolicyView, ResourceList,
+    PolicyReport, PolicyView, ResourceList, TokenList,
 };
 use palisade_api_types::{PolicyDocument, PolicySpec};
 use palisade_policy::RuleKind;
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::{
-    all_pages, cell, decode_at, encode, plans_of, print_body, print_table, split_target, token,
-    Api, Connection, Failure, Format, Outcome, TokenCommand,
+    all_pages, cell, decode_at, encode, plans_of, print_body, print_table, split_target, Api,
+    Connection, Failure, Format, Listed, Outcome,
 };
 use crate::help;
+use crate::selector::Selector;
 
 #[derive(Debug, Subcommand)]
 pub enum Kind {
@@ -84,6 +86,11 @@ pub enum Kind {
         /// policy), with the policies that disallow it.
         #[arg(long)]
         grandfathered: bool,
+        /// Only resources whose labels match: key=value, key!=value, key or !key, separated
+        /// by commas, all of which must hold. Filtered by the client (the API has no label
+        /// query).
+        #[arg(short = 'l', visible_alias = "selector", value_name = "SELECTOR", value_parser = parse_selector)]
+        selector: Option<Selector>,
     },
     /// List API tokens (never their secrets).
     #[command(after_help = help::GET_TOKENS)]
@@ -105,6 +112,10 @@ pub enum Kind {
     },
 }
 
+fn parse_selector(text: &str) -> Result<Selector, String> {
+    Selector::parse(text).map_err(|e| e.to_string())
+}
+
 /// The `metadata` of a policy view: the document's labels and annotations.
 #[derive(Deserialize)]
 struct ViewMetadata {
@@ -113,7 +124,7 @@ struct ViewMetadata {
 }
 
 /// A policy view with its spec and metadata read as their types.
-struct Policy {
+pub(super) struct Policy {
     view: PolicyView,
     spec: PolicySpec,
     metadata: ViewMetadata,
@@ -121,7 +132,7 @@ struct Policy {
 
 impl Policy {
     /// Reads the spec and metadata of `view`, found at `at` in the answer to `request`.
-    fn read(request: &str, at: &str, view: PolicyView) -> Result<Self, Failure> {
+    pub(super) fn read(request: &str, at: &str, view: PolicyView) -> Result<Self, Failure> {
         let field = |name: &str| {
             if at.is_empty() {
                 name.to_owned()
@@ -137,7 +148,7 @@ impl Policy {
     }
 
     /// The policy as the document that saved it.
-    fn document(self) -> PolicyDocument {
+    pub(super) fn document(self) -> PolicyDocument {
         PolicyDocument {
             api_version: API_VERSION.to_owned(),
             kind: KIND.to_owned(),
@@ -151,8 +162,10 @@ impl Policy {
         }
     }
 
-    fn row(&self) -> Vec<String> {
-        vec![
+    /// The policy's row, and the headers above it (`wide`: with its labels and who last
+    /// changed it).
+    fn row(&self, wide: bool) -> (Vec<&'static str>, Vec<String>) {
+        let mut row = vec![
             self.view.name.clone(),
             cell(self.spec.mode.map(mode_name)),
             match &self.spec.scope {
@@ -168,8 +181,21 @@ impl Policy {
                 .join(","),
             install_status(&self.view),
             self.view.updated_at.clone(),
-        ]
+        ];
+        if wide {
+            row.push(self.view.updated_by.clone());
+            row.push(labels_cell(self.metadata.labels.as_ref()));
+        }
+        (policy_headers(wide), row)
     }
+}
+
+fn policy_headers(wide: bool) -> Vec<&'static str> {
+    let mut headers = vec!["NAME", "MODE", "SCOPE", "RULES", "STATUS", "UPDATED"];
+    if wide {
+        headers.extend(["UPDATED BY", "LABELS"]);
+    }
+    headers
 }
 
 fn mode_name(mode: ModeDoc) -> &'static str {
@@ -201,95 +227,22 @@ fn rule_kinds(rule: &RuleDoc) -> Vec<RuleKind> {
     .collect()
 }
 
-const POLICY_HEADERS: [&str; 6] = ["NAME", "MODE", "SCOPE", "RULES", "STATUS", "UPDATED"];
-
-pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
-    let api = Api::new(connection)?;
+pub fn get(connection: &Connection, kind: &Kind, watch: bool) -> Outcome {
+    let api = Api::listing(connection)?;
     let format = connection.output;
+    if watch {
+        return watch_list(&api, kind, format);
+    }
+    if let Some(listing) = listing(&api, kind, format == Format::Wide)? {
+        return listing.print(format);
+    }
+    if format.is_for_lists() && !matches!(kind, Kind::Policy { .. } | Kind::Exception { .. }) {
+        return Err(Failure(
+            "-o name and -o wide are for lists (and one policy or exception); use table, json or yaml"
+                .to_owned(),
+        ));
+    }
     match kind {
-        Kind::Boundaries => {
-            let list = all_pages::<BoundaryList>(&api, "/v1/boundaries")?;
-            if format != Format::Table {
-                return print_body(format, &list.body);
-            }
-            let rows = list
-                .items
-                .into_iter()
-                .map(|b| vec![b.name, cell(b.display_name.as_deref()), b.created_at])
-                .collect();
-            print_table(&["NAME", "DISPLAY NAME", "CREATED"], rows);
-        }
-        Kind::Clusters => {
-            let list = all_pages::<ClusterList>(&api, "/v1/clusters")?;
-            if format != Format::Table {
-                return print_body(format, &list.body);
-            }
-            let rows = list
-                .items
-                .into_iter()
-                .map(|c| {
-                    let admission = if c.admission.enforced {
-                        "enforced".to_owned()
-                    } else {
-                        format!("not enforced: {}", cell(c.admission.reason.as_deref()))
-                    };
-                    // The admission layout in use and why, e.g. `shared: 212 boundaries`.
-                    let layout = c
-                        .layout
-                        .map_or_else(|| "-".to_owned(), |l| format!("{}: {}", l.name, l.reason));
-                    // What palisade last put back there, e.g. `2026-12-05T22:30:00Z binding
-                    // trusted.shop.palisade.dev was deleted; restored`.
-                    let repair = c
-                        .last_repair
-                        .map_or_else(|| "-".to_owned(), |r| format!("{} {}", r.at, r.message));
-                    vec![
-                        c.name,
-                        cell(c.kubernetes_version.as_deref()),
-                        admission,
-                        cell(c.last_error.as_deref()),
-                        layout,
-                        repair,
-                    ]
-                })
-                .collect();
-            print_table(
-                &[
-                    "NAME",
-                    "KUBERNETES",
-                    "ADMISSION RULES",
-                    "LAST ERROR",
-                    "LAYOUT",
-                    "LAST REPAIR",
-                ],
-                rows,
-            );
-        }
-        Kind::Policies { boundary } => {
-            let list =
-                all_pages::<PolicyList>(&api, &format!("/v1/boundaries/{boundary}/policies"))?;
-            let policies = list
-                .items
-                .into_iter()
-                .enumerate()
-                .map(|(i, view)| Policy::read(&list.request, &format!("items[{i}]"), view))
-                .collect::<Result<Vec<_>, _>>()?;
-            if format != Format::Table {
-                return print_body(format, &list.body);
-            }
-            let rows = policies.iter().map(Policy::row).collect();
-            print_table(&POLICY_HEADERS, rows);
-        }
-        Kind::Exceptions { boundary } => {
-            let list = all_pages::<ExceptionList>(
-                &api,
-                &format!("/v1/boundaries/{}/exceptions", encode(boundary)),
-            )?;
-            if format != Format::Table {
-                return print_body(format, &list.body);
-            }
-            let rows = list.items.iter().map(exception_row).collect();
-            print_table(&EXCEPTION_HEADERS, rows);
-        }
         Kind::Exception { target } => {
             let p = split_target(target, 2, "BOUNDARY/NAME")?;
             let answer = api.get(&format!(
@@ -305,7 +258,11 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                 "spec": view.spec,
             });
             match format {
-                Format::Table => print_table(&EXCEPTION_HEADERS, vec![exception_row(&view)]),
+                Format::Table | Format::Wide => {
+                    let (headers, row) = exception_row(&view, format == Format::Wide);
+                    print_table(&headers, vec![row]);
+                }
+                Format::Name => println!("{}/{}", view.boundary, view.name),
                 Format::Json => println!(
                     "{}",
                     serde_json::to_string_pretty(&document).unwrap_or_default()
@@ -321,7 +278,11 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
             let answer = api.get(&format!("/v1/boundaries/{}/policies/{}", p[0], p[1]))?;
             let policy = Policy::read(&answer.request, "", answer.decode()?)?;
             match format {
-                Format::Table => print_table(&POLICY_HEADERS, vec![policy.row()]),
+                Format::Table | Format::Wide => {
+                    let (headers, row) = policy.row(format == Format::Wide);
+                    print_table(&headers, vec![row]);
+                }
+                Format::Name => println!("{}/{}", policy.view.boundary, policy.view.name),
                 Format::Json => println!(
                     "{}",
                     serde_json::to_string_pretty(&policy.document()).unwrap_or_default()
@@ -384,77 +345,6 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                 }
             }
         }
-        Kind::Namespaces { boundary } => {
-            let list =
-                all_pages::<NamespaceList>(&api, &format!("/v1/boundaries/{boundary}/namespaces"))?;
-            if format != Format::Table {
-                return print_body(format, &list.body);
-            }
-            let rows = list
-                .items
-                .into_iter()
-                .map(|n| vec![n.cluster, n.name, n.created_at])
-                .collect();
-            print_table(&["CLUSTER", "NAMESPACE", "CREATED"], rows);
-        }
-        Kind::Resources {
-            boundary,
-            resource_type,
-            grandfathered,
-        } => {
-            let mut path = format!("/v1/boundaries/{boundary}/resources");
-            let mut query = Vec::new();
-            if let Some(ty) = resource_type {
-                query.push(format!("type={}", encode(ty)));
-            }
-            if *grandfathered {
-                query.push("grandfathered=true".into());
-            }
-            if !query.is_empty() {
-                path = format!("{path}?{}", query.join("&"));
-            }
-            let list = all_pages::<ResourceList>(&api, &path)?;
-            let resources = list
-                .items
-                .iter()
-                .enumerate()
-                .map(|(i, view)| {
-                    decode_at::<Resource>(&list.request, &format!("items[{i}]"), &view.body)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            if format != Format::Table {
-                return print_body(format, &list.body);
-            }
-            let mut headers = vec!["TYPE", "NAME", "PLAN", "UPDATED"];
-            if *grandfathered {
-                headers.push("DISALLOWED BY");
-            }
-            headers.push("STATUS");
-            let rows = list
-                .items
-                .iter()
-                .zip(&resources)
-                .map(|(view, resource)| {
-                    let mut row = vec![
-                        resource.resource_type.clone(),
-                        resource.name.clone(),
-                        plans_of(resource),
-                        view.updated_at.clone(),
-                    ];
-                    if *grandfathered {
-                        row.push(cell(
-                            view.denied_by.as_ref().map(|p| p.join(",")).as_deref(),
-                        ));
-                    }
-                    row.push(cell(
-                        view.status.as_ref().map(ToString::to_string).as_deref(),
-                    ));
-                    row
-                })
-                .collect();
-            print_table(&headers, rows);
-        }
-        Kind::Tokens => return token(connection, &TokenCommand::List),
         Kind::Plans {
             boundary,
             resource_type,
@@ -485,8 +375,436 @@ pub fn get(connection: &Connection, kind: &Kind) -> Outcome {
                 eprintln!("note: the API does not enforce plans of {resource_type}");
             }
         }
+        // Lists, printed above.
+        Kind::Boundaries
+        | Kind::Clusters
+        | Kind::Policies { .. }
+        | Kind::Exceptions { .. }
+        | Kind::Resources { .. }
+        | Kind::Tokens
+        | Kind::Namespaces { .. } => {}
     }
     Ok(())
+}
+
+/// One object of a list: its key (unique in the list), its name as `-o name` prints it, its
+/// row and the item as the API answered it.
+pub(super) struct Row {
+    pub key: String,
+    pub name: String,
+    pub cells: Vec<String>,
+    pub item: Value,
+}
+
+/// A list as read once, ready to print in any format.
+pub(super) struct Listing {
+    pub headers: Vec<&'static str>,
+    pub rows: Vec<Row>,
+}
+
+impl Listing {
+    fn new<T>(
+        headers: Vec<&'static str>,
+        listed: Listed<T>,
+        row: impl Fn(&T) -> (String, String, Vec<String>),
+    ) -> Self {
+        let raw = match listed.body {
+            Value::Object(mut body) => match body.remove("items") {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        let rows = listed
+            .items
+            .iter()
+            .zip(raw)
+            .map(|(item, raw)| {
+                let (key, name, cells) = row(item);
+                Row {
+                    key,
+                    name,
+                    cells,
+                    item: raw,
+                }
+            })
+            .collect();
+        Listing { headers, rows }
+    }
+
+    /// The body `-o json|yaml` prints: `{"items": [...]}`, the items as the API answered them.
+    fn body(&self) -> Value {
+        serde_json::json!({"items": self.rows.iter().map(|r| r.item.clone()).collect::<Vec<_>>()})
+    }
+
+    fn print(self, format: Format) -> Outcome {
+        match format {
+            Format::Json | Format::Yaml => print_body(format, &self.body()),
+            Format::Name => {
+                for row in self.rows {
+                    println!("{}", row.name);
+                }
+                Ok(())
+            }
+            Format::Table | Format::Wide => {
+                print_table(
+                    &self.headers,
+                    self.rows.into_iter().map(|r| r.cells).collect(),
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+/// How often `--watch` reads the list again.
+const WATCH_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `get ... --watch`: the list once, then every second a line for each object whose printed
+/// row (with -o json|yaml|name: whose item) changed or that is new, until interrupted or a
+/// read fails. Tables keep the first table's header and column widths; -o json prints one
+/// item per line, -o yaml one document per item.
+fn watch_list(api: &Api<'_>, kind: &Kind, format: Format) -> Outcome {
+    let wide = format == Format::Wide;
+    let Some(first) = listing(api, kind, wide)? else {
+        return Err(Failure(
+            "--watch is for lists (boundaries, clusters, policies, exceptions, resources, \
+             namespaces, tokens)"
+                .to_owned(),
+        ));
+    };
+    let mut widths: Vec<usize> = first.headers.iter().map(|h| h.len()).collect();
+    for row in &first.rows {
+        for (width, cell) in widths.iter_mut().zip(&row.cells) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let seen_as = |row: &Row| match format {
+        Format::Table | Format::Wide => Value::from(row.cells.clone()),
+        Format::Json | Format::Yaml | Format::Name => row.item.clone(),
+    };
+    let print = |row: &Row| -> Outcome {
+        match format {
+            Format::Table | Format::Wide => println!("{}", aligned(&row.cells, &widths)),
+            Format::Name => println!("{}", row.name),
+            Format::Json => println!(
+                "{}",
+                serde_json::to_string(&row.item)
+                    .map_err(|e| Failure(format!("cannot print {}: {e}", row.name)))?
+            ),
+            Format::Yaml => print!(
+                "---\n{}",
+                serde_yaml_ng::to_string(&row.item)
+                    .map_err(|e| Failure(format!("cannot print {}: {e}", row.name)))?
+            ),
+        }
+        Ok(())
+    };
+    if matches!(format, Format::Table | Format::Wide) {
+        let headers: Vec<String> = first.headers.iter().map(|h| (*h).to_owned()).collect();
+        println!("{}", aligned(&headers, &widths));
+    }
+    let mut seen: BTreeMap<String, Value> = BTreeMap::new();
+    for row in &first.rows {
+        print(row)?;
+        seen.insert(row.key.clone(), seen_as(row));
+    }
+    loop {
+        std::thread::sleep(WATCH_PERIOD);
+        let Some(next) = listing(api, kind, wide)? else {
+            return Ok(());
+        };
+        for row in &next.rows {
+            let now = seen_as(row);
+            if seen.get(&row.key) != Some(&now) {
+                print(row)?;
+                seen.insert(row.key.clone(), now);
+            }
+        }
+    }
+}
+
+/// A table line with the columns padded to `widths` (a longer cell widens only its line).
+fn aligned(cells: &[String], widths: &[usize]) -> String {
+    let mut line = String::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if i + 1 == cells.len() {
+            line.push_str(cell);
+        } else {
+            let width = widths.get(i).copied().unwrap_or(0);
+            line.push_str(&format!("{cell:<width$}   "));
+        }
+    }
+    line.trim_end().to_owned()
+}
+
+/// The list `kind` names, read whole (every page), with `wide`'s extra columns; None for a
+/// kind that is not a list.
+pub(super) fn listing(api: &Api<'_>, kind: &Kind, wide: bool) -> Result<Option<Listing>, Failure> {
+    let listing = match kind {
+        Kind::Boundaries => Listing::new(
+            vec!["NAME", "DISPLAY NAME", "CREATED"],
+            all_pages::<BoundaryList>(api, "/v1/boundaries")?,
+            |b| {
+                (
+                    b.name.clone(),
+                    format!("boundary/{}", b.name),
+                    vec![
+                        b.name.clone(),
+                        cell(b.display_name.as_deref()),
+                        b.created_at.clone(),
+                    ],
+                )
+            },
+        ),
+        Kind::Clusters => Listing::new(
+            vec![
+                "NAME",
+                "KUBERNETES",
+                "ADMISSION RULES",
+                "LAST ERROR",
+                "LAYOUT",
+                "LAST REPAIR",
+            ],
+            all_pages::<ClusterList>(api, "/v1/clusters")?,
+            |c| {
+                (
+                    c.name.clone(),
+                    format!("cluster/{}", c.name),
+                    cluster_row(c),
+                )
+            },
+        ),
+        Kind::Policies { boundary } => {
+            let list =
+                all_pages::<PolicyList>(api, &format!("/v1/boundaries/{boundary}/policies"))?;
+            let policies = list
+                .items
+                .iter()
+                .enumerate()
+                .map(|(i, view)| Policy::read(&list.request, &format!("items[{i}]"), view.clone()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let listed = Listed {
+                request: list.request,
+                items: policies,
+                body: list.body,
+            };
+            let headers = policy_headers(wide);
+            Listing::new(headers, listed, |p| {
+                (
+                    p.view.name.clone(),
+                    format!("{}/{}", p.view.boundary, p.view.name),
+                    p.row(wide).1,
+                )
+            })
+        }
+        Kind::Exceptions { boundary } => Listing::new(
+            exception_headers(wide),
+            all_pages::<ExceptionList>(
+                api,
+                &format!("/v1/boundaries/{}/exceptions", encode(boundary)),
+            )?,
+            |e| {
+                (
+                    e.name.clone(),
+                    format!("{}/{}", e.boundary, e.name),
+                    exception_row(e, wide).1,
+                )
+            },
+        ),
+        Kind::Namespaces { boundary } => Listing::new(
+            vec!["CLUSTER", "NAMESPACE", "CREATED"],
+            all_pages::<NamespaceList>(api, &format!("/v1/boundaries/{boundary}/namespaces"))?,
+            |n| {
+                (
+                    format!("{}/{}", n.cluster, n.name),
+                    format!("{}/{}", n.boundary, n.name),
+                    vec![n.cluster.clone(), n.name.clone(), n.created_at.clone()],
+                )
+            },
+        ),
+        Kind::Tokens => {
+            let mut headers = vec!["ID", "ROLE", "BOUNDARY", "EXPIRES", "CREATED"];
+            if wide {
+                headers.push("CREATED BY");
+            }
+            Listing::new(headers, all_pages::<TokenList>(api, "/v1/tokens")?, |t| {
+                let mut cells = vec![
+                    t.id.clone(),
+                    t.role.clone(),
+                    cell(t.boundary.as_deref()),
+                    cell(t.expires_at.as_deref()),
+                    t.created_at.clone(),
+                ];
+                if wide {
+                    cells.push(t.created_by.clone());
+                }
+                (t.id.clone(), format!("token/{}", t.id), cells)
+            })
+        }
+        Kind::Resources {
+            boundary,
+            resource_type,
+            grandfathered,
+            selector,
+        } => resources(
+            api,
+            boundary,
+            resource_type.as_deref(),
+            *grandfathered,
+            selector.as_ref(),
+            wide,
+        )?,
+        Kind::Policy { .. } | Kind::Exception { .. } | Kind::Report { .. } | Kind::Plans { .. } => {
+            return Ok(None)
+        }
+    };
+    Ok(Some(listing))
+}
+
+/// A cluster's row of `get clusters`.
+fn cluster_row(c: &palisade_api_types::view::ClusterView) -> Vec<String> {
+    let admission = if c.admission.enforced {
+        "enforced".to_owned()
+    } else {
+        format!("not enforced: {}", cell(c.admission.reason.as_deref()))
+    };
+    // The admission layout in use and why, e.g. `shared: 212 boundaries`.
+    let layout = c
+        .layout
+        .as_ref()
+        .map_or_else(|| "-".to_owned(), |l| format!("{}: {}", l.name, l.reason));
+    // What palisade last put back there, e.g. `2026-12-05T22:30:00Z binding
+    // trusted.shop.palisade.dev was deleted; restored`.
+    let repair = c
+        .last_repair
+        .as_ref()
+        .map_or_else(|| "-".to_owned(), |r| format!("{} {}", r.at, r.message));
+    vec![
+        c.name.clone(),
+        cell(c.kubernetes_version.as_deref()),
+        admission,
+        cell(c.last_error.as_deref()),
+        layout,
+        repair,
+    ]
+}
+
+/// A boundary's resources (`get resources`), those `selector` selects (client-side: the API
+/// has no label query).
+fn resources(
+    api: &Api<'_>,
+    boundary: &str,
+    resource_type: Option<&str>,
+    grandfathered: bool,
+    selector: Option<&Selector>,
+    wide: bool,
+) -> Result<Listing, Failure> {
+    let mut path = format!("/v1/boundaries/{boundary}/resources");
+    let mut query = Vec::new();
+    if let Some(ty) = resource_type {
+        query.push(format!("type={}", encode(ty)));
+    }
+    if grandfathered {
+        query.push("grandfathered=true".into());
+    }
+    if !query.is_empty() {
+        path = format!("{path}?{}", query.join("&"));
+    }
+    let list = all_pages::<ResourceList>(api, &path)?;
+    let resources = list
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, view)| {
+            decode_at::<Resource>(&list.request, &format!("items[{i}]"), &view.body)
+                .map(|resource| (view.clone(), resource))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut headers = vec!["TYPE", "NAME", "PLAN", "UPDATED"];
+    if grandfathered {
+        headers.push("DISALLOWED BY");
+    }
+    headers.push("STATUS");
+    if wide {
+        headers.extend(["IMAGE", "PLACEMENT", "REPLICAS", "LABELS"]);
+    }
+    let listed = Listed {
+        request: list.request,
+        items: resources,
+        body: list.body,
+    };
+    let mut listing = Listing::new(headers, listed, |(view, resource)| {
+        let mut row = vec![
+            resource.resource_type.clone(),
+            resource.name.clone(),
+            plans_of(resource),
+            view.updated_at.clone(),
+        ];
+        if grandfathered {
+            row.push(cell(
+                view.denied_by.as_ref().map(|p| p.join(",")).as_deref(),
+            ));
+        }
+        row.push(cell(
+            view.status.as_ref().map(ToString::to_string).as_deref(),
+        ));
+        if wide {
+            row.push(images_of(resource));
+            row.push(match (&resource.cluster, &resource.namespace) {
+                (Some(cluster), Some(namespace)) => format!("{cluster}/{namespace}"),
+                (Some(cluster), None) => cluster.clone(),
+                _ => "-".to_owned(),
+            });
+            row.push(cell(resource.replicas.map(|r| r.to_string()).as_deref()));
+            row.push(labels_cell(resource.labels.as_ref()));
+        }
+        (
+            format!("{}/{}", resource.resource_type, resource.name),
+            format!(
+                "{}/{}/{}",
+                view.boundary, resource.resource_type, resource.name
+            ),
+            row,
+        )
+    });
+    if let Some(selector) = selector {
+        // The labels as the item came; rows and items were built in the same order.
+        listing.rows.retain(|row| {
+            let labels: Option<BTreeMap<String, String>> = row
+                .item
+                .get("labels")
+                .and_then(|l| serde_json::from_value(l.clone()).ok());
+            selector.matches(labels.as_ref())
+        });
+    }
+    Ok(listing)
+}
+
+/// What a resource runs: its image, its source, or its components' images.
+fn images_of(resource: &Resource) -> String {
+    match (&resource.components, &resource.image, &resource.source) {
+        (Some(components), _, _) => components
+            .iter()
+            .map(|c| format!("{}={}", c.name, c.image))
+            .collect::<Vec<_>>()
+            .join(","),
+        (None, Some(image), _) => image.clone(),
+        (None, None, Some(source)) => source.clone(),
+        (None, None, None) => "-".to_owned(),
+    }
+}
+
+/// Labels in one cell: `team=web,tier=front`, `-` for none.
+fn labels_cell(labels: Option<&BTreeMap<String, String>>) -> String {
+    match labels {
+        Some(labels) if !labels.is_empty() => labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => "-".to_owned(),
+    }
 }
 
 /// vCPU as the API writes the number (`0.5`, `2.0`).
@@ -510,18 +828,25 @@ fn install_status(policy: &PolicyView) -> String {
         .join("; ")
 }
 
-const EXCEPTION_HEADERS: [&str; 7] = [
-    "NAME",
-    "POLICY",
-    "STATUS",
-    "EXPIRES",
-    "LEFT",
-    "REQUESTED BY",
-    "APPROVED BY",
-];
+fn exception_headers(wide: bool) -> Vec<&'static str> {
+    let mut headers = vec![
+        "NAME",
+        "POLICY",
+        "STATUS",
+        "EXPIRES",
+        "LEFT",
+        "REQUESTED BY",
+        "APPROVED BY",
+    ];
+    if wide {
+        headers.push("REASON");
+    }
+    headers
+}
 
-/// One exception as a table row; `LEFT` counts down to `expiresAt` in days, hours or minutes.
-fn exception_row(view: &ExceptionView) -> Vec<String> {
+/// One exception as a table row, and the headers above it (`wide`: with its reason); `LEFT`
+/// counts down to `expiresAt` in days, hours or minutes.
+fn exception_row(view: &ExceptionView, wide: bool) -> (Vec<&'static str>, Vec<String>) {
     let left = chrono::DateTime::parse_from_rfc3339(&view.expires_at)
         .ok()
         .map(|end| end.with_timezone(&chrono::Utc) - chrono::Utc::now())
@@ -539,7 +864,7 @@ fn exception_row(view: &ExceptionView) -> Vec<String> {
                 }
             },
         );
-    vec![
+    let mut row = vec![
         view.name.clone(),
         view.spec["policy"].as_str().unwrap_or("").to_owned(),
         view.status.clone(),
@@ -547,5 +872,9 @@ fn exception_row(view: &ExceptionView) -> Vec<String> {
         left,
         view.requested_by.clone(),
         view.approved_by.clone().unwrap_or_else(|| "-".to_owned()),
-    ]
+    ];
+    if wide {
+        row.push(view.spec["reason"].as_str().unwrap_or("-").to_owned());
+    }
+    (exception_headers(wide), row)
 }

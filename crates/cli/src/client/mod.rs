@@ -4,8 +4,10 @@
 
 mod admin;
 mod apply;
+mod config;
 mod delete;
 mod describe;
+mod diff;
 mod exception;
 mod get;
 mod preview;
@@ -15,8 +17,10 @@ mod version;
 
 pub use admin::{boundary, cluster, namespace, BoundaryCommand, ClusterCommand, NamespaceCommand};
 pub use apply::{apply, ApplyArgs};
+pub use config::{config, ConfigCommand};
 pub use delete::{delete, DeleteKind};
 pub use describe::{describe, DescribeKind};
+pub use diff::{diff, DiffArgs};
 pub use exception::{exception, ExceptionCommand};
 pub use get::{get, Kind};
 pub use preview::{preview, PreviewArgs};
@@ -27,6 +31,7 @@ pub use version::{version, VersionArgs};
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
+use crate::contexts::{self, Config, Given, Target};
 use clap::{Args, ValueEnum};
 use palisade_api_types::resource::Resource;
 use palisade_api_types::view::{
@@ -48,22 +53,32 @@ pub enum Format {
     Json,
     /// The API's body as YAML.
     Yaml,
+    /// One name per line, as the other commands take it (lists of `get` only).
+    Name,
+    /// The table with more columns (lists of `get` only).
+    Wide,
+}
+
+impl Format {
+    /// `-o name` and `-o wide`, which only lists of `get` print.
+    fn is_for_lists(self) -> bool {
+        matches!(self, Format::Name | Format::Wide)
+    }
 }
 
 /// Where the server is and who is calling; read from the environment unless given.
 #[derive(Debug, Args)]
 pub struct Connection {
-    /// The palisade server's URL.
+    /// The palisade server's URL [default: the context's, else http://127.0.0.1:8080].
     #[arg(
         long,
         visible_alias = "server",
         env = "PALISADE_URL",
-        default_value = "http://127.0.0.1:8080",
         value_name = "URL",
         global = true,
         help_heading = "Global Options"
     )]
-    url: String,
+    url: Option<String>,
     /// An API token (`palisade serve` writes the first admin token to
     /// <data-dir>/admin.token).
     #[arg(
@@ -85,6 +100,15 @@ pub struct Connection {
         help_heading = "Global Options"
     )]
     ca_file: Option<PathBuf>,
+    /// The context of the config file to use instead of its current one (see `palisade
+    /// config`); --url, --token, --ca-file and their PALISADE_* variables still win.
+    #[arg(
+        long,
+        value_name = "NAME",
+        global = true,
+        help_heading = "Global Options"
+    )]
+    context: Option<String>,
     /// Output format.
     #[arg(
         short = 'o',
@@ -142,23 +166,68 @@ fn ca_certificates(path: &Path) -> Result<Vec<reqwest::Certificate>, Failure> {
     Ok(certificates)
 }
 
+impl Connection {
+    /// The server, token and CA file to use: each as given (flag, then PALISADE_* variable),
+    /// else from the config file's context, else the default URL.
+    fn target(&self) -> Result<Target, Failure> {
+        let given = Given {
+            url: self.url.clone(),
+            token: self.token.clone(),
+            ca_file: self.ca_file.clone(),
+            context: self.context.clone(),
+        };
+        let (config, path) = if given.is_complete() {
+            (Config::default(), PathBuf::new())
+        } else {
+            let path = contexts::default_location().map_err(|e| Failure(e.to_string()))?;
+            (
+                Config::load(&path).map_err(|e| Failure(e.to_string()))?,
+                path,
+            )
+        };
+        given
+            .resolve(&config, &path)
+            .map_err(|e| Failure(e.to_string()))
+    }
+}
+
 struct Api<'c> {
     client: Client,
     connection: &'c Connection,
+    target: Target,
 }
 
 impl<'c> Api<'c> {
+    /// A client for a command that prints a table, JSON or YAML (`-o name|wide` are refused).
     fn new(connection: &'c Connection) -> Result<Self, Failure> {
+        if connection.output.is_for_lists() {
+            return Err(Failure(
+                "-o name and -o wide are for the lists of palisade get; use table, json or yaml"
+                    .to_owned(),
+            ));
+        }
+        Self::listing(connection)
+    }
+
+    /// A client for `get`, which prints every output format.
+    fn listing(connection: &'c Connection) -> Result<Self, Failure> {
+        let target = connection.target()?;
+        Self::to(connection, target)
+    }
+
+    /// A client of `target` (whatever `connection` says of the server), printing as
+    /// `connection` says.
+    fn to(connection: &'c Connection, target: Target) -> Result<Self, Failure> {
         let mut builder = Client::builder()
             .timeout(std::time::Duration::from_secs(30))
             // The built-in and system roots are read only when they can be needed.
-            .tls_built_in_root_certs(connection.url.starts_with("https:"));
-        if let Some(path) = &connection.ca_file {
+            .tls_built_in_root_certs(target.url.starts_with("https:"));
+        if let Some(path) = &target.ca_file {
             for certificate in ca_certificates(path)? {
                 builder = builder.add_root_certificate(certificate);
             }
         }
-        let client = builder.build().map_err(|e| match &connection.ca_file {
+        let client = builder.build().map_err(|e| match &target.ca_file {
             // The CA file's certificates are parsed here, when the trust store is made.
             Some(path) => Failure(format!(
                 "{}: not a usable CA certificate ({})",
@@ -171,13 +240,17 @@ impl<'c> Api<'c> {
                 palisade_reconciler::cause::transport(&e)
             )),
         })?;
-        Ok(Api { client, connection })
+        Ok(Api {
+            client,
+            connection,
+            target,
+        })
     }
 
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        let url = format!("{}{}", self.connection.url.trim_end_matches('/'), path);
+        let url = format!("{}{}", self.target.url.trim_end_matches('/'), path);
         let mut request = self.client.request(method, url);
-        if let Some(token) = &self.connection.token {
+        if let Some(token) = &self.target.token {
             request = request.bearer_auth(token.trim());
         }
         request
@@ -214,7 +287,7 @@ impl<'c> Api<'c> {
             .map_err(|e| Failure(format!("cannot read the answer to {name}: {e}")))?;
         if !status.is_success() {
             let hint = match status.as_u16() {
-                401 if self.connection.token.is_none() => " (set PALISADE_TOKEN)",
+                401 if self.target.token.is_none() => " (set PALISADE_TOKEN)",
                 _ => "",
             };
             return Err(Failure(match serde_json::from_str::<ErrorBody>(&text) {
@@ -246,14 +319,14 @@ impl<'c> Api<'c> {
 
     fn unreachable(&self, error: &reqwest::Error) -> Failure {
         let cause = unreachable_cause(error);
-        let hint = match &self.connection.ca_file {
+        let hint = match &self.target.ca_file {
             _ if !cause.contains(UNKNOWN_ISSUER) => String::new(),
             Some(path) => format!(" (nor by a CA of {})", path.display()),
             None => " (trust its CA with --ca-file or PALISADE_CA_FILE)".to_owned(),
         };
         Failure(format!(
             "cannot reach palisade at {}: {cause}{hint}",
-            self.connection.url
+            self.target.url
         ))
     }
 
@@ -343,7 +416,7 @@ fn print_body(format: Format, body: &Value) -> Outcome {
         Format::Json => {
             println!("{}", serde_json::to_string_pretty(body).unwrap_or_default());
         }
-        Format::Yaml | Format::Table => {
+        Format::Yaml | Format::Table | Format::Name | Format::Wide => {
             print!("{}", serde_yaml_ng::to_string(body).unwrap_or_default());
         }
     }

@@ -1,10 +1,10 @@
 //! `palisade token create|list|revoke`.
 
 use clap::Subcommand;
-use palisade_api_types::view::{CreatedToken, NewToken, TokenList};
+use palisade_api_types::view::{CreatedToken, NewToken};
 use reqwest::Method;
 
-use super::{all_pages, cell, print_body, print_table, Api, Connection, Format, Outcome};
+use super::{print_body, Api, Connection, Format, Outcome};
 use crate::help;
 
 #[derive(Debug, Subcommand)]
@@ -39,13 +39,13 @@ pub enum TokenCommand {
 }
 
 pub fn token(connection: &Connection, command: &TokenCommand) -> Outcome {
-    let api = Api::new(connection)?;
     match command {
         TokenCommand::Create {
             role,
             boundary,
             expires_in_days,
         } => {
+            let api = Api::new(connection)?;
             let body = NewToken {
                 role: role.clone(),
                 boundary: boundary.clone(),
@@ -69,27 +69,10 @@ pub fn token(connection: &Connection, command: &TokenCommand) -> Outcome {
             );
             println!("{}", created.secret);
         }
-        TokenCommand::List => {
-            let list = all_pages::<TokenList>(&api, "/v1/tokens")?;
-            if connection.output != Format::Table {
-                return print_body(connection.output, &list.body);
-            }
-            let rows = list
-                .items
-                .into_iter()
-                .map(|t| {
-                    vec![
-                        t.id,
-                        t.role,
-                        cell(t.boundary.as_deref()),
-                        cell(t.expires_at.as_deref()),
-                        t.created_at,
-                    ]
-                })
-                .collect();
-            print_table(&["ID", "ROLE", "BOUNDARY", "EXPIRES", "CREATED"], rows);
+        TokenCommand::List => return super::get(connection, &super::Kind::Tokens, false),
+        TokenCommand::Revoke { id } => {
+            return super::delete::delete_token(&Api::new(connection)?, id, "revoked")
         }
-        TokenCommand::Revoke { id } => return super::delete::delete_token(&api, id, "revoked"),
     }
     Ok(())
 }
