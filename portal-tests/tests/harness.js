@@ -55,8 +55,10 @@ async function waitForHealthy(url, child, log) {
  */
 export async function startServer({ reconciler = false, publicUrl = false } = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'palisade-portal-'));
-  const binary = path.join(root, 'target', 'debug', 'palisade');
-  const seed = path.join(root, 'target', 'debug', 'examples', 'browser_seed');
+  // Where cargo put them: CARGO_TARGET_DIR when set, as cargo itself reads it.
+  const target = process.env.CARGO_TARGET_DIR || path.join(root, 'target');
+  const binary = path.join(target, 'debug', 'palisade');
+  const seed = path.join(target, 'debug', 'examples', 'browser_seed');
   execFileSync(seed, [dataDir], { stdio: 'pipe' });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -114,6 +116,23 @@ export async function newPage(browser, server, token = server.admin) {
   return page;
 }
 
+const AXE = fs.readFileSync(path.join(root, 'portal-tests', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+
+/**
+ * The axe-core violations of the page as it is now (WCAG 2.x A and AA rules), as
+ * `rule: target` lines. axe is evaluated through the browser's debugging protocol, which the
+ * portal's Content-Security-Policy (scripts from the portal only) does not apply to.
+ */
+export async function axeViolations(page) {
+  await page.evaluate(AXE);
+  const violations = await page.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const result = await axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] });
+    return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+  return violations;
+}
+
 export async function screenshot(page, name) {
   fs.mkdirSync(screenshots, { recursive: true });
   await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: true });
@@ -123,11 +142,16 @@ export async function screenshot(page, name) {
  * A real control plane (testenv/start.sh: etcd and kube-apiserver built from their Go modules,
  * cached), stopped with `stop()`; `create(path, object)` POSTs an object as the cluster's admin.
  */
-export async function startControlPlane(version = '1.37') {
+export async function startControlPlane(version = '1.37', { workloads = false } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'palisade-k8s-'));
   execFileSync('bash', [path.join(root, 'testenv', 'start.sh'), version, dir], {
     stdio: 'pipe',
-    env: { ...process.env, PALISADE_TESTENV_PARENT_PID: String(process.pid) },
+    env: {
+      ...process.env,
+      PALISADE_TESTENV_PARENT_PID: String(process.pid),
+      // kube-controller-manager, kube-scheduler and kwok's fake nodes: pods become Running.
+      ...(workloads ? { START_WORKLOADS: '1' } : {}),
+    },
   });
   const env = Object.fromEntries(
     fs.readFileSync(path.join(dir, 'env'), 'utf8').split('\n')

@@ -32,6 +32,8 @@ pub enum Notice {
         name: String,
         updated: bool,
     },
+    /// A resource was deleted.
+    ResourceDeleted { resource_type: String, name: String },
     /// A policy was saved: `created`, `configured` or `unchanged`.
     PolicySaved { action: String },
     /// An exception was saved, with its status (`requested` or `active`).

@@ -47,6 +47,7 @@ pub fn page(ctx: &Ctx, session: Option<&Session>, title: &str, body: Markup) -> 
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · palisade" }
                 link rel="stylesheet" href=(crate::assets::css_href());
+                script src=(crate::assets::live_js_href()) defer {}
             }
             body {
                 a class="skip" href="#main" { (ctx.t("Skip to content")) }
@@ -200,14 +201,14 @@ impl CodeText for AppError {
     }
 }
 
-/// Security headers on every portal answer: no scripts at all, forms only to this site, no
-/// framing, no caching of pages that show a boundary's data.
+/// Security headers on every portal answer: only the portal's own script (no inline script),
+/// forms only to this site, no framing, no caching of pages that show a boundary's data.
 pub async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         ),
     );
     headers.insert(

@@ -1,4 +1,5 @@
-//! palisade's portal: server-rendered pages (maud, no JavaScript) served by `palisade serve`
+//! palisade's portal: server-rendered pages (maud; one small script, a progressive
+//! enhancement, makes a resource page follow its cluster) served by `palisade serve`
 //! next to the API. Every decision is a use case of `palisade-app`, the same the API calls:
 //! the same roles, the same picker data, the same validation and the same messages.
 //!
@@ -78,6 +79,10 @@ where
         .route(
             "/boundaries/{boundary}/resources/{resource_type}/{name}",
             get(pages::resource_form::show),
+        )
+        .route(
+            "/boundaries/{boundary}/resources/{resource_type}/{name}/delete",
+            get(pages::resource_form::delete::form).post(pages::resource_form::delete::submit),
         )
         .route(
             "/boundaries/{boundary}/resources/{resource_type}/{name}/edit",

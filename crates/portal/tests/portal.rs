@@ -1015,8 +1015,18 @@ async fn the_portal_leaves_the_api_paths_alone() {
         .unwrap()
         .to_str()
         .unwrap()
-        .contains("default-src 'none'"));
-    assert!(!page.body.contains("<script"));
+        .contains("default-src 'none'; script-src 'self';"));
+    // One script, the portal's own file (the live region's); nothing inline.
+    assert_eq!(page.body.matches("<script").count(), 1, "{}", page.body);
+    assert!(page.body.contains(r#"<script src="/static/live.js?v="#));
+    assert!(page.body.contains(" defer></script>"));
+    let script = portal.get("/static/live.js", &anonymous).await;
+    assert_eq!(script.status, StatusCode::OK);
+    assert_eq!(
+        script.headers.get("content-type").unwrap(),
+        "text/javascript; charset=utf-8"
+    );
+    assert!(script.body.contains("data-moving"));
 }
 
 #[tokio::test]

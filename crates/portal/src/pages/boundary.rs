@@ -115,6 +115,10 @@ pub async fn show(
                         ctx.t("(it lets nothing past until an admin or boundary-admin approves it)")
                     ))
                     }
+                    Notice::ResourceDeleted {
+                        resource_type,
+                        name,
+                    } => Some(format!("{} {resource_type} '{name}'", ctx.t("Deleted"))),
                     Notice::ExceptionSaved { name, .. } => Some(format!(
                         "{} '{name}' {}",
                         ctx.t("Saved exception"),

@@ -4,6 +4,8 @@
 //! through the application's `create_resource`, as the API's do, so a disallowed plan (sent by a crafted request) gets
 //! the API's exact 422 message, and unreadable policies its 503.
 
+mod cluster;
+pub(crate) mod delete;
 mod picker;
 mod render;
 mod typed;
@@ -209,15 +211,35 @@ pub async fn show(
                 "{resource_type} '{name}' not found in boundary '{boundary}'"
             ))
         })?;
-        Ok::<_, AppError>((ty, view))
+        // What the cluster holds for a placed workload, read now (its failure is shown on
+        // the page, not instead of it).
+        let workload =
+            if palisade_app::workloads::kind_of(ty).is_some() && !view.body["cluster"].is_null() {
+                Some(
+                    state
+                        .resource_workload(&access, &resource_type, &name)
+                        .await,
+                )
+            } else {
+                None
+            };
+        Ok::<_, AppError>((ty, view, workload))
     }
     .await;
-    let (ty, view) = match loaded {
+    let (ty, view, workload) = match loaded {
         Ok(found) => found,
         Err(e) => return error_response(&ctx, Some(&session), &e),
     };
     let flash = flash::for_page(&state, &headers, uri.path());
-    let markup = resource_page(&ctx, &session, &boundary, ty, &view, flash.as_ref());
+    let markup = resource_page(
+        &ctx,
+        &session,
+        &boundary,
+        ty,
+        &view,
+        flash.as_ref(),
+        workload.as_ref(),
+    );
     let mut response = html_response(StatusCode::OK, markup);
     if flash.is_some() {
         flash::shown(&ctx, &mut response);

@@ -402,6 +402,7 @@ pub(super) fn resource_page(
     ty: ResourceType,
     view: &ResourceView,
     flash: Option<&Flash>,
+    workload: Option<&Result<palisade_api_types::view::WorkloadDetail, palisade_app::AppError>>,
 ) -> Markup {
     let name = view
         .body
@@ -446,8 +447,9 @@ pub(super) fn resource_page(
                     dt { code { (key) } }
                     dd lang="en" { (value_text(value)) }
                 }
-                dt { (ctx.t("Status")) }
-                dd { (crate::pages::boundary::workload_status(ctx, view.status.as_ref())) }
+            }
+            @if palisade_app::workloads::kind_of(ty).is_some() {
+                (super::cluster::live_region(ctx, view.status.as_ref(), !view.body["cluster"].is_null(), workload, flash.is_some_and(|f| matches!(f.notice, Notice::Resource { .. }))))
             }
             p {
                 a class="button" href={ "/boundaries/" (boundary) } { (ctx.t("Back to the boundary")) }
@@ -455,6 +457,8 @@ pub(super) fn resource_page(
                 a class="button" href={ (resource_path(boundary, ty, name)) "/edit" } { (ctx.t("Edit")) }
                 " "
                 a class="button" href={ "/boundaries/" (boundary) "/resources/new?type=" (ty.as_str()) } { (ctx.t("Create another")) }
+                " "
+                a class="button danger" href={ (resource_path(boundary, ty, name)) "/delete" } { (ctx.t("Delete")) }
             }
         },
     )

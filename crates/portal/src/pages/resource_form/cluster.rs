@@ -1,0 +1,162 @@
+//! A resource page's live part: its status and what its cluster holds for a workload (the
+//! Deployment's replicas, pods, the build Job, the latest Kubernetes events, denials among
+//! them), read when the page is made. While the status is moving (`deploying`, or nothing
+//! recorded yet for a placed workload) the region says so, and `/static/live.js` fetches the
+//! page again and swaps the region in, so the page follows the cluster without a reload; it
+//! still works without JavaScript (a reload shows the same). Right after a create or update
+//! (`follow`), the status shown may still be the one of the version before: the region then
+//! asks to be followed for [`FOLLOW_SECS`] whatever it says.
+
+use maud::{html, Markup};
+use palisade_api_types::view::{Tone, WorkloadDetail, WorkloadStatus};
+use palisade_app::AppError;
+
+use crate::layout::{alert, Ctx};
+
+/// How long a page reached by a create or update is followed, at least.
+pub(super) const FOLLOW_SECS: u64 = 20;
+
+/// Whether a status may still change on its own: `deploying`, or none recorded yet for a
+/// placed workload.
+pub(super) fn moving(status: Option<&WorkloadStatus>, placed: bool) -> bool {
+    match status {
+        Some(status) => status.tone() == Tone::Moving,
+        None => placed,
+    }
+}
+
+/// The live region: the status, then the cluster's part (`None`: not a workload, or not
+/// placed).
+pub(super) fn live_region(
+    ctx: &Ctx,
+    status: Option<&WorkloadStatus>,
+    placed: bool,
+    workload: Option<&Result<WorkloadDetail, AppError>>,
+    follow: bool,
+) -> Markup {
+    let moving = moving(status, placed);
+    let follow = if follow && placed { FOLLOW_SECS } else { 0 };
+    html! {
+        section id="live" aria-live="polite" data-moving=(if moving { "true" } else { "false" }) data-follow=(follow) {
+            dl class="facts" {
+                dt { (ctx.t("Status")) }
+                dd id="status" { (crate::pages::boundary::workload_status(ctx, status)) }
+            }
+            @match workload {
+                Some(Ok(detail)) => (cluster_part(ctx, detail)),
+                Some(Err(error)) => {
+                    h2 { (ctx.t("In the cluster")) }
+                    (alert("warning", html! {
+                        p { (ctx.t("The cluster could not be read:")) " " span lang="en" { (error.to_string()) } }
+                    }))
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+fn cluster_part(ctx: &Ctx, detail: &WorkloadDetail) -> Markup {
+    html! {
+        h2 { (ctx.t("In the cluster")) }
+        dl id="workload" class="facts" {
+            dt { (ctx.t("Placement")) }
+            dd { code { (detail.cluster) } " / " code { (detail.namespace) } }
+            dt { (ctx.t("Deployment")) }
+            dd {
+                @match &detail.deployment {
+                    Some(d) => {
+                        code { (d.name) } ": "
+                        span id="replicas" { (d.ready) "/" (d.desired) } " " (ctx.t("ready")) " ("
+                        (d.available) " " (ctx.t("available")) ", " (d.updated) " " (ctx.t("up to date")) ")"
+                    }
+                    None => { (ctx.t("none in the cluster")) }
+                }
+            }
+            @if let Some(build) = &detail.build {
+                dt { (ctx.t("Build")) }
+                dd {
+                    code { (build.name) } ": "
+                    (match build.state.as_str() {
+                        "running" => ctx.t("running build"),
+                        "succeeded" => ctx.t("succeeded"),
+                        _ => ctx.t("failed"),
+                    })
+                    @if let Some(message) = &build.message { " (" span lang="en" { (message) } ")" }
+                }
+            }
+        }
+        h3 { (ctx.t("Pods")) }
+        @if detail.pods.is_empty() {
+            p id="no-pods" class="muted" { (ctx.t("No pods.")) }
+        } @else {
+            table id="pods" {
+                thead { tr {
+                    th scope="col" { (ctx.t("Name")) }
+                    th scope="col" { (ctx.t("Phase")) }
+                    th scope="col" { (ctx.t("Ready")) }
+                    th scope="col" { (ctx.t("Restarts")) }
+                    th scope="col" { (ctx.t("Node")) }
+                } }
+                tbody {
+                    @for pod in &detail.pods {
+                        tr {
+                            td { code { (pod.name) } }
+                            td lang="en" { (pod.phase) }
+                            td { (if pod.ready { ctx.t("yes") } else { ctx.t("no") }) }
+                            td { (pod.restarts) }
+                            td { @if let Some(node) = &pod.node { code { (node) } } @else { "–" } }
+                        }
+                    }
+                }
+            }
+        }
+        h3 { (ctx.t("Recent events")) }
+        @if detail.events.is_empty() {
+            p id="no-events" class="muted" { (ctx.t("No events.")) }
+        } @else {
+            table id="events" {
+                thead { tr {
+                    th scope="col" { (ctx.t("Time")) }
+                    th scope="col" { (ctx.t("Type")) }
+                    th scope="col" { (ctx.t("Reason")) }
+                    th scope="col" { (ctx.t("Object")) }
+                    th scope="col" { (ctx.t("Message")) }
+                } }
+                tbody {
+                    @for event in &detail.events {
+                        tr class=(if event.event_type == "Warning" { "event-warning" } else { "event" }) {
+                            td { (event.time.as_deref().unwrap_or("–")) }
+                            td lang="en" {
+                                @if event.event_type == "Warning" { span class="status bad" { (event.event_type) } }
+                                @else { (event.event_type) }
+                            }
+                            td lang="en" { (event.reason) }
+                            td { code { (event.object) } }
+                            td lang="en" { (event.message) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_deploying_or_unrecorded_placed_workload_is_moving() {
+        let cases = [
+            (Some(WorkloadStatus::Deploying), true, true),
+            (None, true, true),
+            (None, false, false),
+            (Some(WorkloadStatus::Running), true, false),
+            (Some(WorkloadStatus::Rejected("no".into())), true, false),
+        ];
+        for (status, placed, expected) in cases {
+            assert_eq!(moving(status.as_ref(), placed), expected, "{status:?}");
+        }
+    }
+}
