@@ -280,6 +280,13 @@ After the table, one line per violating object:
 Clusters that serve openreports.io/v1alpha1 also hold the results as Report objects, one per
 namespace and policy (`kubectl get reports -A`).";
 
+pub const GET_RESOURCE: &str = "\
+Examples:
+  palisade get resource shop/app/web
+  palisade get resource shop/app/web -o wide      # with image, placement, replicas, labels
+  palisade get resource shop/app/web -o yaml      # the API's body
+  palisade describe resource shop/app/web         # with its pods and events, read from the cluster";
+
 pub const GET_RESOURCES: &str = "\
 Examples:
   palisade get resources shop

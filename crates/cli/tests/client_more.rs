@@ -1030,3 +1030,69 @@ fn watch_prints_the_table_then_a_row_for_each_change() {
         )
     );
 }
+
+/// `get resource B/TYPE/NAME` prints the list's row for one resource (wide too), its name, or
+/// the API's body; the client flags may also come before the subcommand, as kubectl's do.
+#[test]
+fn get_resource_shows_one_row_and_flags_may_precede_the_subcommand() {
+    let server = serve();
+    let run = |args: &[&str]| outcome(&palisade(&server, args));
+    assert_eq!(run(&["boundary", "create", "shop"]).0, Some(0));
+    let created = run(&[
+        "resource",
+        "create",
+        "shop",
+        "--type",
+        "app",
+        "--name",
+        "web",
+        "--plan",
+        "small",
+        "--image",
+        "ghcr.io/acme/web:1.4",
+        "--label",
+        "team=web",
+    ]);
+    assert_eq!(created.0, Some(0), "{created:?}");
+
+    let (code, table, stderr) = run(&["get", "resource", "shop/app/web"]);
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let rows = cells(&table);
+    assert_eq!(rows[0], ["TYPE", "NAME", "PLAN", "UPDATED", "STATUS"]);
+    assert_eq!(rows.len(), 2, "{table}");
+    assert_eq!(&rows[1][..3], ["app", "web", "small"]);
+    // Unplaced (the boundary has no cluster): the status says why nothing runs.
+    assert_eq!(
+        rows[1][4],
+        "not deployed: no cluster given, and boundary 'shop' has no single attached cluster and namespace to run it in"
+    );
+    let (_, wide, _) = run(&["get", "resource", "shop/app/web", "-o", "wide"]);
+    let rows = cells(&wide);
+    assert_eq!(&rows[0][5..], ["IMAGE", "PLACEMENT", "REPLICAS", "LABELS"]);
+    assert_eq!(rows[1][5], "ghcr.io/acme/web:1.4");
+    assert_eq!(rows[1][8], "team=web");
+    assert_eq!(
+        run(&["get", "resource", "shop/app/web", "-o", "name"]),
+        (Some(0), "shop/app/web\n".to_owned(), String::new())
+    );
+    // -o json, before the subcommand: the API's body.
+    let (code, json, _) = run(&["-o", "json", "get", "resource", "shop/app/web"]);
+    assert_eq!(code, Some(0));
+    let body: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(body["name"], "web");
+    assert_eq!(body["labels"]["team"], "web");
+    assert_eq!(
+        run(&["--output=name", "get", "boundaries"]),
+        (Some(0), "boundary/shop\n".to_owned(), String::new())
+    );
+    // Named as the others are: not found, and a target of the wrong shape.
+    let (code, _, stderr) = run(&["get", "resource", "shop/app/nope"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "error: app 'nope' not found in boundary 'shop' [not_found]\n"
+    );
+    let (code, _, stderr) = run(&["get", "resource", "shop/web"]);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("BOUNDARY/TYPE/NAME"), "{stderr}");
+}

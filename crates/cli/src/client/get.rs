@@ -7,7 +7,7 @@ use palisade_api_types::document::{ModeDoc, PolicyMetadata, RuleDoc, API_VERSION
 use palisade_api_types::resource::Resource;
 use palisade_api_types::view::{
     BoundaryList, ClusterList, ExceptionList, ExceptionView, NamespaceList, Picker, PolicyList,
-    PolicyReport, PolicyView, ResourceList, TokenList,
+    PolicyReport, PolicyView, ResourceList, ResourceView, TokenList,
 };
 use palisade_api_types::{PolicyDocument, PolicySpec};
 use palisade_policy::RuleKind;
@@ -91,6 +91,14 @@ pub enum Kind {
         /// query).
         #[arg(short = 'l', visible_alias = "selector", value_name = "SELECTOR", value_parser = parse_selector)]
         selector: Option<Selector>,
+    },
+    /// Show one resource: its plan, status and, with -o wide, image, placement, replicas and
+    /// labels; -o json|yaml prints the API's body.
+    #[command(after_help = help::GET_RESOURCE)]
+    Resource {
+        /// The boundary, type and name, e.g. shop/app/web.
+        #[arg(value_name = "BOUNDARY/TYPE/NAME")]
+        target: String,
     },
     /// List API tokens (never their secrets).
     #[command(after_help = help::GET_TOKENS)]
@@ -236,9 +244,14 @@ pub fn get(connection: &Connection, kind: &Kind, watch: bool) -> Outcome {
     if let Some(listing) = listing(&api, kind, format == Format::Wide)? {
         return listing.print(format);
     }
-    if format.is_for_lists() && !matches!(kind, Kind::Policy { .. } | Kind::Exception { .. }) {
+    if format.is_for_lists()
+        && !matches!(
+            kind,
+            Kind::Policy { .. } | Kind::Exception { .. } | Kind::Resource { .. }
+        )
+    {
         return Err(Failure(
-            "-o name and -o wide are for lists (and one policy or exception); use table, json or yaml"
+            "-o name and -o wide are for lists (and one policy, exception or resource); use table, json or yaml"
                 .to_owned(),
         ));
     }
@@ -271,6 +284,26 @@ pub fn get(connection: &Connection, kind: &Kind, watch: bool) -> Outcome {
                     "{}",
                     serde_yaml_ng::to_string(&document).unwrap_or_default()
                 ),
+            }
+        }
+        Kind::Resource { target } => {
+            let p = split_target(target, 3, "BOUNDARY/TYPE/NAME")?;
+            let answer = api.get(&format!(
+                "/v1/boundaries/{}/resources/{}/{}",
+                encode(p[0]),
+                encode(p[1]),
+                encode(p[2])
+            ))?;
+            let view: ResourceView = answer.decode()?;
+            let resource: Resource = decode_at(&answer.request, "", &view.body)?;
+            match format {
+                Format::Table | Format::Wide => {
+                    let wide = format == Format::Wide;
+                    let (_, _, row) = resource_row(&view, &resource, false, wide);
+                    print_table(&resource_headers(false, wide), vec![row]);
+                }
+                Format::Name => println!("{}/{}/{}", p[0], p[1], p[2]),
+                Format::Json | Format::Yaml => return print_body(format, &answer.body),
             }
         }
         Kind::Policy { target } => {
@@ -655,9 +688,11 @@ pub(super) fn listing(api: &Api<'_>, kind: &Kind, wide: bool) -> Result<Option<L
             selector.as_ref(),
             wide,
         )?,
-        Kind::Policy { .. } | Kind::Exception { .. } | Kind::Report { .. } | Kind::Plans { .. } => {
-            return Ok(None)
-        }
+        Kind::Policy { .. }
+        | Kind::Exception { .. }
+        | Kind::Resource { .. }
+        | Kind::Report { .. }
+        | Kind::Plans { .. } => return Ok(None),
     };
     Ok(Some(listing))
 }
@@ -721,52 +756,14 @@ fn resources(
                 .map(|resource| (view.clone(), resource))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut headers = vec!["TYPE", "NAME", "PLAN", "UPDATED"];
-    if grandfathered {
-        headers.push("DISALLOWED BY");
-    }
-    headers.push("STATUS");
-    if wide {
-        headers.extend(["IMAGE", "PLACEMENT", "REPLICAS", "LABELS"]);
-    }
+    let headers = resource_headers(grandfathered, wide);
     let listed = Listed {
         request: list.request,
         items: resources,
         body: list.body,
     };
     let mut listing = Listing::new(headers, listed, |(view, resource)| {
-        let mut row = vec![
-            resource.resource_type.clone(),
-            resource.name.clone(),
-            plans_of(resource),
-            view.updated_at.clone(),
-        ];
-        if grandfathered {
-            row.push(cell(
-                view.denied_by.as_ref().map(|p| p.join(",")).as_deref(),
-            ));
-        }
-        row.push(cell(
-            view.status.as_ref().map(ToString::to_string).as_deref(),
-        ));
-        if wide {
-            row.push(images_of(resource));
-            row.push(match (&resource.cluster, &resource.namespace) {
-                (Some(cluster), Some(namespace)) => format!("{cluster}/{namespace}"),
-                (Some(cluster), None) => cluster.clone(),
-                _ => "-".to_owned(),
-            });
-            row.push(cell(resource.replicas.map(|r| r.to_string()).as_deref()));
-            row.push(labels_cell(resource.labels.as_ref()));
-        }
-        (
-            format!("{}/{}", resource.resource_type, resource.name),
-            format!(
-                "{}/{}/{}",
-                view.boundary, resource.resource_type, resource.name
-            ),
-            row,
-        )
+        resource_row(view, resource, grandfathered, wide)
     });
     if let Some(selector) = selector {
         // The labels as the item came; rows and items were built in the same order.
@@ -779,6 +776,60 @@ fn resources(
         });
     }
     Ok(listing)
+}
+
+/// The columns of a resource row.
+fn resource_headers(grandfathered: bool, wide: bool) -> Vec<&'static str> {
+    let mut headers = vec!["TYPE", "NAME", "PLAN", "UPDATED"];
+    if grandfathered {
+        headers.push("DISALLOWED BY");
+    }
+    headers.push("STATUS");
+    if wide {
+        headers.extend(["IMAGE", "PLACEMENT", "REPLICAS", "LABELS"]);
+    }
+    headers
+}
+
+/// A resource's key in a list, its name as `-o name` prints it, and its row.
+fn resource_row(
+    view: &ResourceView,
+    resource: &Resource,
+    grandfathered: bool,
+    wide: bool,
+) -> (String, String, Vec<String>) {
+    let mut row = vec![
+        resource.resource_type.clone(),
+        resource.name.clone(),
+        plans_of(resource),
+        view.updated_at.clone(),
+    ];
+    if grandfathered {
+        row.push(cell(
+            view.denied_by.as_ref().map(|p| p.join(",")).as_deref(),
+        ));
+    }
+    row.push(cell(
+        view.status.as_ref().map(ToString::to_string).as_deref(),
+    ));
+    if wide {
+        row.push(images_of(resource));
+        row.push(match (&resource.cluster, &resource.namespace) {
+            (Some(cluster), Some(namespace)) => format!("{cluster}/{namespace}"),
+            (Some(cluster), None) => cluster.clone(),
+            _ => "-".to_owned(),
+        });
+        row.push(cell(resource.replicas.map(|r| r.to_string()).as_deref()));
+        row.push(labels_cell(resource.labels.as_ref()));
+    }
+    (
+        format!("{}/{}", resource.resource_type, resource.name),
+        format!(
+            "{}/{}/{}",
+            view.boundary, resource.resource_type, resource.name
+        ),
+        row,
+    )
 }
 
 /// What a resource runs: its image, its source, or its components' images.
