@@ -32,6 +32,12 @@ pub enum Notice {
         name: String,
         updated: bool,
     },
+    /// A management page's action was done (`text`, in the page's language); a token's
+    /// secret is shown once with it.
+    Done {
+        text: String,
+        secret: Option<String>,
+    },
     /// A resource was deleted.
     ResourceDeleted { resource_type: String, name: String },
     /// A policy was saved: `created`, `configured` or `unchanged`.

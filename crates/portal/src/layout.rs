@@ -53,9 +53,15 @@ pub fn page(ctx: &Ctx, session: Option<&Session>, title: &str, body: Markup) -> 
                 a class="skip" href="#main" { (ctx.t("Skip to content")) }
                 header class="top" {
                     a class="brand" href="/" { "palisade" }
-                    @if session.is_some() {
+                    @if let Some(session) = session {
                         nav aria-label=(ctx.t("Main")) {
                             a href="/" { (ctx.t("Boundaries")) }
+                            @if session.caller.require_admin().is_ok() {
+                                " " a href="/clusters" { (ctx.t("Clusters")) }
+                            }
+                            @if session.caller.require_boundary_admin().is_ok() {
+                                " " a href="/tokens" { (ctx.t("Tokens")) }
+                            }
                         }
                     }
                     div class="spacer" {}

@@ -42,6 +42,28 @@ where
         .route("/sign-out", post(pages::sign_in::sign_out))
         .route("/lang/{lang}", get(pages::sign_in::set_lang))
         .route("/static/{file}", get(assets::serve))
+        .route("/boundaries", post(pages::manage::boundaries::create))
+        .route(
+            "/clusters",
+            get(pages::manage::clusters::show).post(pages::manage::clusters::add),
+        )
+        .route(
+            "/tokens",
+            get(pages::manage::tokens::show).post(pages::manage::tokens::create),
+        )
+        .route("/tokens/{id}/revoke", post(pages::manage::tokens::revoke))
+        .route(
+            "/boundaries/{boundary}/clusters",
+            get(pages::manage::placement::show).post(pages::manage::placement::attach),
+        )
+        .route(
+            "/boundaries/{boundary}/namespaces",
+            post(pages::manage::placement::put_namespace),
+        )
+        .route(
+            "/boundaries/{boundary}/namespaces/release",
+            post(pages::manage::placement::release),
+        )
         .route("/boundaries/{boundary}", get(pages::boundary::show))
         .route(
             "/boundaries/{boundary}/policies/new",

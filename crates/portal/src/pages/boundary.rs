@@ -24,13 +24,30 @@ pub async fn list(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Res
         Ok(session) => session,
         Err(response) => return response,
     };
-    let boundaries = match state.boundaries(&session.caller).await {
-        Ok(visible) => visible,
-        Err(e) => return error_response(&ctx, Some(&session), &e),
-    };
+    let flash = crate::flash::for_page(&state, &headers, uri.path());
+    let shown = flash.is_some();
+    let said = crate::pages::manage::Said::from_flash(flash);
+    let page = list_page(&state, &ctx, &session, &said).await;
+    let mut response = crate::pages::manage::answer(&ctx, &session, StatusCode::OK, page);
+    if shown {
+        crate::flash::shown(&ctx, &mut response);
+    }
+    response
+}
+
+/// The boundaries the caller can see, and for an admin the form that creates one, with what
+/// a POST that came back here did or why it was refused.
+pub(crate) async fn list_page(
+    state: &App,
+    ctx: &Ctx,
+    session: &Session,
+    said: &crate::pages::manage::Said,
+) -> Result<Markup, AppError> {
+    let boundaries = state.boundaries(&session.caller).await?;
     let title = ctx.t("Boundaries");
     let body = html! {
         h1 { (title) }
+        (said.render(ctx))
         @if boundaries.is_empty() {
             p { (ctx.t("No boundaries yet.")) }
         } @else {
@@ -47,8 +64,9 @@ pub async fn list(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Res
                 }
             }
         }
+        (crate::pages::manage::boundaries::create_form(ctx, session))
     };
-    html_response(StatusCode::OK, page(&ctx, Some(&session), title, body))
+    Ok(page(ctx, Some(session), title, body))
 }
 
 /// Everything the boundary page shows: the application's overview, read once, and what the
@@ -115,6 +133,7 @@ pub async fn show(
                         ctx.t("(it lets nothing past until an admin or boundary-admin approves it)")
                     ))
                     }
+                    Notice::Done { text, .. } => Some(text.clone()),
                     Notice::ResourceDeleted {
                         resource_type,
                         name,
@@ -179,6 +198,9 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
                 a class="button" href={ "/boundaries/" (b) "/policies/new" } { (ctx.t("New policy")) }
             }
             a class="button" href={ "/boundaries/" (b) "/exceptions/new" } { (ctx.t("Request an exception")) }
+            @if can_edit {
+                a class="button" href={ "/boundaries/" (b) "/clusters" } { (ctx.t("Clusters and namespaces")) }
+            }
         }
         (ending_soon(ctx, data))
         @if let Some(clusters) = &data.clusters {

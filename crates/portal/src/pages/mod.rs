@@ -2,6 +2,7 @@
 
 pub mod boundary;
 pub mod exceptions;
+pub mod manage;
 pub mod policy_editor;
 pub mod resource_form;
 pub mod sign_in;

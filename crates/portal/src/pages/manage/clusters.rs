@@ -1,0 +1,139 @@
+//! The clusters page (admin): every registered cluster with its Kubernetes version, whether it
+//! enforces admission rules, the layout in use, the replica that reconciles it and its last
+//! error; and the form that registers one from a kubeconfig (`PUT /v1/clusters/{c}`'s rules:
+//! one cluster, user and context, an https server, inline credentials; stored encrypted).
+
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+use maud::{html, Markup};
+use palisade_app::{App, AppError, PageRequest};
+
+use super::{answer, done, status_for, Said};
+use crate::flash;
+use crate::form::FormData;
+use crate::layout::{csrf_field, page, Ctx};
+use crate::pages::{require_form_session, require_session};
+use crate::session::Session;
+
+pub async fn show(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let flash = flash::for_page(&state, &headers, uri.path());
+    let shown = flash.is_some();
+    let said = Said::from_flash(flash);
+    let page = clusters_page(&state, &ctx, &session, &said, "", "").await;
+    let mut response = answer(&ctx, &session, status_for(&said), page);
+    if shown {
+        flash::shown(&ctx, &mut response);
+    }
+    response
+}
+
+pub async fn add(
+    State(state): State<App>,
+    headers: HeaderMap,
+    uri: Uri,
+    data: FormData,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_form_session(&state, &headers, &ctx, &data).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let name = data.get("name").trim().to_owned();
+    let kubeconfig = data.get("kubeconfig");
+    match state.put_cluster(&session.caller, &name, kubeconfig).await {
+        Ok((_, created)) => {
+            let verb = if created {
+                ctx.t("Registered cluster")
+            } else {
+                ctx.t("Replaced the credentials of cluster")
+            };
+            done(&state, &ctx, "/clusters", format!("{verb} {name}"))
+        }
+        Err(error) => {
+            let said = Said::Refused(error);
+            let status = status_for(&said);
+            // The form keeps what was typed, except the kubeconfig's secrets.
+            let page = clusters_page(&state, &ctx, &session, &said, &name, "").await;
+            answer(&ctx, &session, status, page)
+        }
+    }
+}
+
+async fn clusters_page(
+    state: &App,
+    ctx: &Ctx,
+    session: &Session,
+    said: &Said,
+    name: &str,
+    kubeconfig: &str,
+) -> Result<Markup, AppError> {
+    let clusters = state
+        .list_clusters(
+            &session.caller,
+            &PageRequest {
+                limit: Some(1000),
+                continue_token: None,
+            },
+        )
+        .await?;
+    let title = ctx.t("Clusters");
+    let body = html! {
+        p class="crumbs" { a href="/" { (ctx.t("Boundaries")) } " / " (title) }
+        h1 { (title) }
+        (said.render(ctx))
+        @if clusters.items.is_empty() {
+            p id="no-clusters" { (ctx.t("No cluster is registered yet.")) }
+        } @else {
+            table id="cluster-list" {
+                caption class="visually-hidden" { (title) }
+                thead { tr {
+                    th scope="col" { (ctx.t("Cluster")) }
+                    th scope="col" { (ctx.t("Kubernetes version")) }
+                    th scope="col" { (ctx.t("Admission rules")) }
+                    th scope="col" { (ctx.t("Admission layout")) }
+                    th scope="col" { (ctx.t("Reconciled by")) }
+                    th scope="col" { (ctx.t("Last error")) }
+                } }
+                tbody {
+                    @for c in &clusters.items {
+                        tr data-cluster=(c.name) {
+                            th scope="row" { (c.name) }
+                            td { (c.kubernetes_version.as_deref().unwrap_or(ctx.t("unknown"))) }
+                            td lang="en" {
+                                @if c.admission.enforced { span class="status ok" { "enforced" } }
+                                @else if let Some(reason) = &c.admission.reason { span class="status bad" { "not enforced: " (reason) } }
+                                @else { span class="status unknown" { "not checked yet" } }
+                            }
+                            td lang="en" { @if let Some(layout) = &c.layout { (layout.name) " (" (layout.reason) ")" } @else { "–" } }
+                            td { @if let Some(replica) = &c.reconciled_by { code { (replica) } } @else { (ctx.t("no replica now")) } }
+                            td lang="en" { (c.last_error.as_deref().unwrap_or("–")) }
+                        }
+                    }
+                }
+            }
+        }
+        section aria-labelledby="add-cluster-heading" {
+            h2 id="add-cluster-heading" { (ctx.t("Register a cluster")) }
+            p class="help" { (ctx.t("A kubeconfig with exactly one cluster, user and context, an https server, and inline credentials (certificate-authority-data; client-certificate-data and client-key-data, or a token). It is stored encrypted and never shown again. palisade needs the RBAC that `palisade cluster rbac` prints.")) }
+            form method="post" action="/clusters" id="cluster-form" {
+                (csrf_field(session))
+                div class="field" {
+                    label for="cluster-name" { (ctx.t("Name")) }
+                    input id="cluster-name" name="name" required value=(name);
+                }
+                div class="field" {
+                    label for="cluster-kubeconfig" { (ctx.t("Kubeconfig (YAML)")) }
+                    textarea id="cluster-kubeconfig" name="kubeconfig" rows="12" required spellcheck="false" { (kubeconfig) }
+                }
+                div class="buttons" { button type="submit" class="primary" { (ctx.t("Register the cluster")) } }
+            }
+        }
+    };
+    Ok(page(ctx, Some(session), title, body))
+}

@@ -1,0 +1,210 @@
+//! Tokens (admin, or boundary-admin for its boundary's developer tokens): the list (never the
+//! secrets), the form that creates one, whose secret the page after the redirect shows once,
+//! and revoking one.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+use maud::{html, Markup};
+use palisade_api_types::view::NewToken;
+use palisade_app::caller::Role;
+use palisade_app::{App, AppError, PageRequest};
+
+use super::{answer, done, status_for, Said};
+use crate::flash::{self, Notice};
+use crate::form::FormData;
+use crate::layout::{csrf_field, page, Ctx};
+use crate::pages::{require_form_session, require_session};
+use crate::session::Session;
+
+const HERE: &str = "/tokens";
+
+pub async fn show(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let flash = flash::for_page(&state, &headers, uri.path());
+    let shown = flash.is_some();
+    let said = Said::from_flash(flash);
+    let page = tokens_page(&state, &ctx, &session, &said).await;
+    let mut response = answer(&ctx, &session, status_for(&said), page);
+    if shown {
+        flash::shown(&ctx, &mut response);
+    }
+    response
+}
+
+pub async fn create(
+    State(state): State<App>,
+    headers: HeaderMap,
+    uri: Uri,
+    data: FormData,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_form_session(&state, &headers, &ctx, &data).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let boundary = data.get("boundary").trim();
+    let days = data.get("expires_in_days").trim();
+    let new = NewToken {
+        role: data.get("role").to_owned(),
+        boundary: (!boundary.is_empty()).then(|| boundary.to_owned()),
+        expires_in_days: match days.parse::<u32>() {
+            Ok(days) => Some(days),
+            Err(_) if days.is_empty() => None,
+            Err(_) => {
+                let said = Said::Refused(AppError::invalid(
+                    "/expires_in_days",
+                    "must be a whole number of days from 1 to 3650",
+                ));
+                let page = tokens_page(&state, &ctx, &session, &said).await;
+                return answer(&ctx, &session, status_for(&said), page);
+            }
+        },
+    };
+    match state.create_token(&session.caller, new).await {
+        Ok(created) => {
+            let text = format!(
+                "{} {} ({})",
+                ctx.t("Created token"),
+                created.token.id,
+                created.token.role
+            );
+            flash::redirect(
+                &state,
+                &ctx,
+                HERE,
+                Notice::Done {
+                    text,
+                    secret: Some(created.secret),
+                },
+                &[],
+            )
+        }
+        Err(error) => {
+            let said = Said::Refused(error);
+            let page = tokens_page(&state, &ctx, &session, &said).await;
+            answer(&ctx, &session, status_for(&said), page)
+        }
+    }
+}
+
+pub async fn revoke(
+    State(state): State<App>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    data: FormData,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_form_session(&state, &headers, &ctx, &data).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    match state.revoke_token(&session.caller, &id).await {
+        Ok(()) => done(
+            &state,
+            &ctx,
+            HERE,
+            format!("{} {id}", ctx.t("Revoked token")),
+        ),
+        Err(error) => {
+            let said = Said::Refused(error);
+            let page = tokens_page(&state, &ctx, &session, &said).await;
+            answer(&ctx, &session, status_for(&said), page)
+        }
+    }
+}
+
+async fn tokens_page(
+    state: &App,
+    ctx: &Ctx,
+    session: &Session,
+    said: &Said,
+) -> Result<Markup, AppError> {
+    let tokens = state
+        .list_tokens(
+            &session.caller,
+            &PageRequest {
+                limit: Some(1000),
+                continue_token: None,
+            },
+        )
+        .await?;
+    let boundaries = state.boundaries(&session.caller).await?;
+    // The roles this caller may give (the API refuses the others all the same).
+    let roles: &[&str] = match &session.caller.role {
+        Role::Admin => &["developer", "boundary-admin", "admin"],
+        _ => &["developer"],
+    };
+    let title = ctx.t("Tokens");
+    let body = html! {
+        p class="crumbs" { a href="/" { (ctx.t("Boundaries")) } " / " (title) }
+        h1 { (title) }
+        (said.render(ctx))
+        @if tokens.items.is_empty() {
+            p { (ctx.t("No tokens.")) }
+        } @else {
+            table id="token-list" {
+                caption class="visually-hidden" { (title) }
+                thead { tr {
+                    th scope="col" { (ctx.t("Token")) }
+                    th scope="col" { (ctx.t("Role")) }
+                    th scope="col" { (ctx.t("Boundary")) }
+                    th scope="col" { (ctx.t("Created")) }
+                    th scope="col" { (ctx.t("Expires")) }
+                    th scope="col" { (ctx.t("Actions")) }
+                } }
+                tbody {
+                    @for t in &tokens.items {
+                        tr data-token=(t.id) {
+                            th scope="row" { code { (t.id) } }
+                            td lang="en" { (t.role) }
+                            td { (t.boundary.as_deref().unwrap_or("–")) }
+                            td { (t.created_at) }
+                            td { (t.expires_at.as_deref().unwrap_or(ctx.t("never"))) }
+                            td {
+                                @if t.id != session.caller.token_id {
+                                    form method="post" action={ "/tokens/" (t.id) "/revoke" } class="inline" {
+                                        (csrf_field(session))
+                                        button type="submit" class="small danger" aria-label={ (ctx.t("Revoke")) " " (t.id) } { (ctx.t("Revoke")) }
+                                    }
+                                } @else {
+                                    span class="muted" { (ctx.t("this session's")) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        section aria-labelledby="token-heading" {
+            h2 id="token-heading" { (ctx.t("Create a token")) }
+            form method="post" action="/tokens" id="token-form" {
+                (csrf_field(session))
+                div class="field" {
+                    label for="token-role" { (ctx.t("Role")) }
+                    select id="token-role" name="role" {
+                        @for role in roles { option value=(role) { (role) } }
+                    }
+                }
+                div class="field" {
+                    label for="token-boundary" { (ctx.t("Boundary")) " " span class="muted" { (ctx.t("(none for admin)")) } }
+                    select id="token-boundary" name="boundary" {
+                        @if session.caller.require_admin().is_ok() { option value="" { "–" } }
+                        @for b in &boundaries { option value=(b.name) { (b.name) } }
+                    }
+                }
+                div class="field" {
+                    label for="token-days" { (ctx.t("Expires in days")) " " span class="muted" { (ctx.t("(optional)")) } }
+                    input id="token-days" name="expires_in_days" inputmode="numeric";
+                }
+                div class="buttons" { button type="submit" class="primary" { (ctx.t("Create the token")) } }
+            }
+        }
+    };
+    Ok(page(ctx, Some(session), title, body))
+}
