@@ -120,7 +120,7 @@ async fn clusters_page(
         }
         section aria-labelledby="add-cluster-heading" {
             h2 id="add-cluster-heading" { (ctx.t("Register a cluster")) }
-            p class="help" { (ctx.t("A kubeconfig with exactly one cluster, user and context, an https server, and inline credentials (certificate-authority-data; client-certificate-data and client-key-data, or a token). It is stored encrypted and never shown again. palisade needs the RBAC that `palisade cluster rbac` prints.")) }
+            p class="help" { (ctx.t("A kubeconfig with exactly one cluster, user and context, an https server, and inline credentials (certificate-authority-data; client-certificate-data and client-key-data, or a token). It is stored encrypted and never shown again. palisade needs the RBAC that this command prints:")) " " code { "palisade cluster rbac" } }
             form method="post" action="/clusters" id="cluster-form" {
                 (csrf_field(session))
                 div class="field" {

@@ -176,7 +176,11 @@ async fn placement_page(
     } else {
         Vec::new()
     };
-    let title = format!("{} {boundary}: {}", ctx.t("Boundary"), ctx.t("clusters and namespaces"));
+    let title = format!(
+        "{} {boundary}: {}",
+        ctx.t("Boundary"),
+        ctx.t("clusters and namespaces")
+    );
     let b = boundary;
     let body = html! {
         p class="crumbs" {

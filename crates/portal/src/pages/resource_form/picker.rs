@@ -16,10 +16,28 @@ fn plan_text(plan: &PickerPlan) -> String {
 
 /// The disallowed reason as the page shows it: the API's English text, introduced in the
 /// page's language when that is not English.
+/// A picker reason in the page's language. The API's text is English (SPEC 2.5:
+/// `Disallowed by boundary policy 'a'`, or `... policies 'a', 'b'`); the portal says the same
+/// in its own words, the policy names as they are. A text of another shape stays English.
+fn reason_text(ctx: &Ctx, reason: &str) -> Option<String> {
+    if ctx.lang == Lang::En {
+        return Some(reason.to_owned());
+    }
+    if let Some(names) = reason.strip_prefix("Disallowed by boundary policy ") {
+        return Some(format!(
+            "{} {names}",
+            ctx.t("Disallowed by boundary policy")
+        ));
+    }
+    reason
+        .strip_prefix("Disallowed by boundary policies ")
+        .map(|names| format!("{} {names}", ctx.t("Disallowed by boundary policies")))
+}
+
 fn reason_markup(ctx: &Ctx, reason: &str) -> Markup {
-    html! {
-        @if ctx.lang != Lang::En { (ctx.t("Not allowed")) ": " }
-        span lang="en" { (reason) }
+    match reason_text(ctx, reason) {
+        Some(text) => html! { (text) },
+        None => html! { (ctx.t("Not allowed")) ": " span lang="en" { (reason) } },
     }
 }
 
@@ -86,13 +104,12 @@ pub(super) fn plan_select(
                 } @else if kept == Some(plan.name.as_str()) {
                     option value=(plan.name) selected[selected == plan.name] {
                         (plan_text(plan)) " — " (ctx.t("current plan, kept")) "; "
-                        (plan.reason.as_deref().unwrap_or(""))
+                        (plan.reason.as_deref().map(|r| reason_text(ctx, r).unwrap_or_else(|| r.to_owned())).unwrap_or_default())
                     }
                 } @else {
                     option value=(plan.name) disabled {
                         (plan_text(plan)) " — "
-                        @if ctx.lang != Lang::En { (ctx.t("Not allowed")) ": " }
-                        (plan.reason.as_deref().unwrap_or(""))
+                        (plan.reason.as_deref().map(|r| reason_text(ctx, r).unwrap_or_else(|| format!("{}: {r}", ctx.t("Not allowed")))).unwrap_or_default())
                     }
                 }
             }
