@@ -237,6 +237,7 @@ async fn no_swedish_page_holds_an_english_phrase_of_palisade_s_own() {
         }
     }
     assert!(pages > 30, "{pages} pages");
+    eprintln!("{pages} Swedish pages read");
     assert!(
         found.is_empty(),
         "English of palisade's own on Swedish pages:\n{}",
