@@ -361,10 +361,10 @@ describe('portal', () => {
     await page.getByRole('button', { name: 'Logga ut' }).waitFor();
     assert.equal(await page.locator('#plan-picker legend').innerText(), 'Plan');
     assert.equal(await page.getByRole('button', { name: 'Skapa' }).count(), 1);
-    // The portal's own words are Swedish; the API's reason stays visible in English.
+    // The portal's own words are Swedish, the picker's reason too (SPEC 2.5); names as named.
     assert.equal(
       (await page.locator('#reason-large').innerText()).trim(),
-      "Inte tillåten: Disallowed by boundary policy 'size-limits'",
+      "Otillåten enligt boundary-policyn 'size-limits'",
     );
     await screenshot(page, 'swedish-picker');
     await page.goto(`${server.url}/boundaries/shop`);

@@ -1,13 +1,14 @@
 // palisade's portal: the one script, a progressive enhancement. A page whose live region says
-// it is moving (`<section id="live" data-moving="true">`, a workload still deploying) is
-// fetched again every quarter second and the region swapped in, until the region says it has
-// settled, so a resource's status, replicas, pods and events follow the cluster without a
-// reload. A page reached right after a create or update (`data-follow="20"`) is followed for
-// that many seconds whatever it says, since the status shown may still be the version
-// before's. Without JavaScript the page is the same, one reload at a time.
+// it is moving (`id="live" data-moving="true"`: a workload still deploying, a policy pending)
+// is fetched again every quarter second (or every `data-poll` milliseconds) and the region
+// swapped in, until the region says it has settled, so statuses, replicas, pods and events
+// follow the cluster without a reload. A page reached right after a create or update
+// (`data-follow="20"`) is followed for that many seconds whatever it says, since the status
+// shown may still be the version before's. Without JavaScript the page is the same, one
+// reload at a time.
 (function () {
   'use strict';
-  var POLL_MS = 250;
+  var DEFAULT_POLL_MS = 250;
   var GIVE_UP_MS = 10 * 60 * 1000;
   var started = Date.now();
   var first = document.getElementById('live');
@@ -22,7 +23,8 @@
     if (!live) return;
     if (live.getAttribute('data-moving') !== 'true' && Date.now() >= followUntil) return;
     if (Date.now() - started > GIVE_UP_MS) return;
-    window.setTimeout(refresh, POLL_MS);
+    var poll = parseInt(live.getAttribute('data-poll') || '', 10) || DEFAULT_POLL_MS;
+    window.setTimeout(refresh, poll);
   }
 
   function refresh() {

@@ -206,11 +206,31 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
         @if let Some(clusters) = &data.clusters {
             (clusters_section(ctx, clusters))
         }
-        (policies_section(ctx, data, can_edit))
-        (resources_section(ctx, data))
-        (grandfathered_section(ctx, data, can_edit))
+        // Followed by /static/live.js while something in it is moving (a policy pending in a
+        // cluster, a workload deploying), once a second.
+        div id="live" data-moving=(if moving(data) { "true" } else { "false" }) data-poll="1000" {
+            (policies_section(ctx, data, can_edit))
+            (resources_section(ctx, data))
+            (grandfathered_section(ctx, data, can_edit))
+        }
     };
     page(ctx, Some(session), &title, body)
+}
+
+/// Whether a status on the page may still change on its own: a policy with admission rules
+/// not yet recorded, or pending, in a cluster in its scope; a workload deploying.
+fn moving(data: &BoundaryPage) -> bool {
+    let attached = data.clusters.as_ref().map_or(0, Vec::len);
+    let policies = data.policies.iter().any(|p| {
+        p.spec.as_ref().is_some_and(has_admission_rules)
+            && (p.install.len() < attached.min(1)
+                || p.install.iter().any(|s| s.status == InstallStatus::Pending))
+    });
+    let workloads = data
+        .resources
+        .iter()
+        .any(|r| r.status == Some(WorkloadStatus::Deploying));
+    policies || workloads
 }
 
 /// `enforced`, `not enforced: <reason>`, or not checked yet. Status values stay English (they
@@ -512,8 +532,11 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
                     tbody {
                         @for r in &data.resources {
                             tr data-resource={ (r.resource_type) "/" (r.name) } {
-                                td { code { (r.resource_type) } }
-                                td { a href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) "/edit" } { (r.name) } }
+                                td { @match ResourceType::parse(&r.resource_type) {
+                                    Ok(ty) => (crate::pages::resource_form::type_name(ctx, ty)),
+                                    Err(_) => code { (r.resource_type) },
+                                } }
+                                td { a href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) } { (r.name) } }
                                 td { (r.plans) }
                                 td class="resource-status" {
                                     (workload_status(ctx, r.status.as_ref()))
@@ -537,7 +560,6 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
     }
 }
 
-/// A workload's status as the API says it, in English, marked by kind in text and class:
 /// A workload's status: green when running, amber when degraded, red when denied or failed,
 /// grey while it deploys; none is a dash. palisade's own words are in the page's language;
 /// the message after them stays as Kubernetes (or palisade) wrote it.

@@ -20,6 +20,7 @@ use palisade_policy::ResourceType;
 use serde_json::Value;
 
 use self::picker::picker_for;
+pub(crate) use self::render::type_name;
 use self::render::{
     render_form, resource_page, resource_path, type_chooser, Existing, FormPage, Outcome,
 };

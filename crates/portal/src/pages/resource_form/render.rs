@@ -23,7 +23,7 @@ pub(super) struct Outcome {
     pub(super) plan_error: Option<AppError>,
 }
 
-pub(super) fn type_name(ctx: &Ctx, ty: ResourceType) -> &'static str {
+pub(crate) fn type_name(ctx: &Ctx, ty: ResourceType) -> &'static str {
     ctx.t(match ty {
         ResourceType::App => "App",
         ResourceType::ContainerInstance => "Container instance",
