@@ -57,6 +57,11 @@ describe('preview and audit', () => {
     const summary = page.locator('#preview-summary');
     await summary.waitFor();
     assert.match(await summary.innerText(), /Would deny 1 objects of 1 workloads, 2 replicas at risk/);
+    // The result is where the user looks: the answer's URL ends in #preview, and the browser
+    // scrolled the result's heading into the window.
+    assert.match(page.url(), /#preview$/);
+    const top = await page.locator('#preview-heading').evaluate((h) => h.getBoundingClientRect().top);
+    assert.ok(top >= 0 && top < 900, `the preview's heading is at ${top} px`);
     const row = page.locator('#preview-denied tbody tr');
     assert.equal(await row.count(), 1);
     const cells = await row.locator('td').allInnerTexts();

@@ -214,7 +214,8 @@ pub(super) fn render_editor(ctx: &Ctx, session: &Session, p: &EditorPage<'_>) ->
                 }
                 div class="buttons" {
                     button type="submit" name="action" value="save" class="primary" { (ctx.t("Save")) }
-                    button type="submit" name="action" value="preview" { (ctx.t("Preview")) }
+                    // To the result: the browser keeps the fragment of the form's answer.
+                    button type="submit" name="action" value="preview" formaction={ (action) "#preview" } { (ctx.t("Preview")) }
                     @if let (Some(preview), Some(false)) = (&p.outcome.preview, p.outcome.confirm) {
                         button type="submit" name="action" value="save-confirmed" class="danger" id="save-anyway" { (confirm_label(ctx, preview)) }
                     }
@@ -239,7 +240,7 @@ pub(super) fn render_editor(ctx: &Ctx, session: &Session, p: &EditorPage<'_>) ->
                 }
                 div class="buttons" {
                     button type="submit" name="action" value="save" class="primary" { (ctx.t("Save YAML")) }
-                    button type="submit" name="action" value="preview" { (ctx.t("Preview YAML")) }
+                    button type="submit" name="action" value="preview" formaction={ (action) "#preview" } { (ctx.t("Preview YAML")) }
                     @if let (Some(preview), Some(true)) = (&p.outcome.preview, p.outcome.confirm) {
                         button type="submit" name="action" value="save-confirmed" class="danger" id="save-anyway" { (confirm_label(ctx, preview)) }
                     }
