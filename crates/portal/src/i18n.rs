@@ -66,6 +66,7 @@ fn swedish(english: &str) -> Option<&'static str> {
         "build failed" => "bygget misslyckades",
         "not deployed" => "inte driftsatt",
         "Actions" => "Åtgärder",
+        "Place it" => "Placera den",
         "Disallowed by boundary policy" => "Otillåten enligt boundary-policyn",
         "Disallowed by boundary policies" => "Otillåten enligt boundary-policyerna",
         "Tokens" => "Token",

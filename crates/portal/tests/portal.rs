@@ -1242,6 +1242,8 @@ async fn the_boundary_page_shows_each_workload_status() {
             "</tr>",
         );
         assert!(row.contains(r#"<span class="status bad">not deployed: <span lang="en">no cluster given, and boundary 'shop' has no single attached cluster and namespace to run it in</span></span>"#), "{row}");
+        // ... and offers to place it: the edit form, at its cluster field.
+        assert!(row.contains(r#"<a class="small" href="/boundaries/shop/resources/app/web/edit#cluster">Place it</a>"#), "{row}");
         let row = element(
             &html,
             r#"id="resources""#,

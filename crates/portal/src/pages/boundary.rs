@@ -540,6 +540,10 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
                                 td { (r.plans) }
                                 td class="resource-status" {
                                     (workload_status(ctx, r.status.as_ref()))
+                                    @if matches!(r.status, Some(WorkloadStatus::NotDeployed(_))) {
+                                        " "
+                                        a class="small" href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) "/edit#cluster" } { (ctx.t("Place it")) }
+                                    }
                                 }
                             }
                         }
