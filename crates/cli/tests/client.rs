@@ -8,73 +8,13 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
+mod common;
+
+use common::{free_port, serve, text, write, BIN};
+
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_palisade");
-
-struct Server {
-    child: Child,
-    url: String,
-    token: String,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn serve(extra: &[&str]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let child = Command::new(BIN)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .args(extra)
-        .env_remove("PALISADE_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let token_file = dir.path().join("admin.token");
-    loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && token_file.exists() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "palisade serve did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let token = std::fs::read_to_string(token_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    Server {
-        child,
-        url,
-        token,
-        dir,
-    }
-}
 
 fn palisade(server_url: &str, token: Option<&str>, args: &[&str]) -> Output {
     let mut command = Command::new(BIN);
@@ -106,22 +46,12 @@ fn palisade_with_stdin(server_url: &str, token: &str, args: &[&str], input: &str
     child.wait_with_output().unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// The value of a `Label:` line of `describe`'s output.
 fn field<'a>(described: &'a str, label: &str) -> Option<&'a str> {
     described
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{label}:")))
         .map(str::trim)
-}
-
-fn write(dir: &tempfile::TempDir, name: &str, content: &str) -> PathBuf {
-    let path = dir.path().join(name);
-    std::fs::write(&path, content).unwrap();
-    path
 }
 
 #[test]

@@ -9,72 +9,13 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
+mod common;
+
+use common::{free_port, serve, text, write, Server, BIN};
+
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_palisade");
-
-struct Server {
-    child: Child,
-    url: String,
-    token: String,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn serve() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let child = Command::new(BIN)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .env_remove("PALISADE_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let token_file = dir.path().join("admin.token");
-    loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && token_file.exists() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "palisade serve did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let token = std::fs::read_to_string(token_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    Server {
-        child,
-        url,
-        token,
-        dir,
-    }
-}
+use std::time::Duration;
 
 /// A `palisade` command with no palisade settings from the test's environment: no
 /// `PALISADE_*` variable, and a config file in a directory of its own (none there).
@@ -120,19 +61,9 @@ fn palisade_with_stdin(server: &Server, args: &[&str], input: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// (exit code, standard output, standard error).
 fn outcome(out: &Output) -> (Option<i32>, String, String) {
     (out.status.code(), text(&out.stdout), text(&out.stderr))
-}
-
-fn write(dir: &tempfile::TempDir, name: &str, content: &str) -> PathBuf {
-    let path = dir.path().join(name);
-    std::fs::write(&path, content).unwrap();
-    path
 }
 
 fn path(p: &std::path::Path) -> &str {
@@ -170,7 +101,7 @@ const SIZE_LIMITS_ADDED: &str = "\
 
 #[test]
 fn diff_shows_what_apply_would_change_and_exits_as_kubectl_diff() {
-    let server = serve();
+    let server = serve(&[]);
     palisade(&server, &["boundary", "create", "shop"]);
     let file = write(&server.dir, "size-limits.yaml", SIZE_LIMITS);
     let shown = format!("{}:0", file.display());
@@ -247,7 +178,7 @@ fn diff_shows_what_apply_would_change_and_exits_as_kubectl_diff() {
 
 #[test]
 fn diff_compares_exceptions_and_says_when_apply_would_approve_a_request() {
-    let server = serve();
+    let server = serve(&[]);
     palisade(&server, &["boundary", "create", "shop"]);
     let expires = (chrono::Utc::now() + chrono::Duration::days(30))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -349,7 +280,7 @@ fn diff_compares_exceptions_and_says_when_apply_would_approve_a_request() {
 
 #[test]
 fn diff_exits_2_on_bad_input_or_an_unreachable_server() {
-    let server = serve();
+    let server = serve(&[]);
     palisade(&server, &["boundary", "create", "shop"]);
     let missing = server.dir.path().join("missing.yaml");
     let out = palisade(&server, &["diff", "-f", path(&missing)]);
@@ -421,7 +352,7 @@ fn with_config(home: &std::path::Path, args: &[&str]) -> Output {
 
 #[test]
 fn contexts_are_kept_in_the_config_file_and_picked_by_name() {
-    let server = serve();
+    let server = serve(&[]);
     let home = tempfile::tempdir().unwrap();
     let file = home.path().join("config/palisade/config.yaml");
     let run = |args: &[&str]| outcome(&with_config(home.path(), args));
@@ -698,7 +629,7 @@ fn cells(table: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn lists_print_names_wide_tables_and_select_by_label() {
-    let server = serve();
+    let server = serve(&[]);
     let run = |args: &[&str]| outcome(&palisade(&server, args));
     let ok = |stdout: &str| (Some(0), stdout.to_owned(), String::new());
     assert_eq!(
@@ -857,7 +788,7 @@ fn lists_print_names_wide_tables_and_select_by_label() {
         (
             Some(1),
             String::new(),
-            "error: -o name and -o wide are for lists (and one policy or exception); use table, json or yaml\n"
+            "error: -o name and -o wide are for lists (and one policy, exception or resource); use table, json or yaml\n"
                 .to_owned()
         )
     );
@@ -942,7 +873,7 @@ impl Drop for Watch {
 
 #[test]
 fn watch_prints_the_table_then_a_row_for_each_change() {
-    let server = serve();
+    let server = serve(&[]);
     palisade(&server, &["boundary", "create", "shop"]);
     let create = |name: &str, plan: &str| {
         let out = palisade(
@@ -1035,7 +966,7 @@ fn watch_prints_the_table_then_a_row_for_each_change() {
 /// the API's body; the client flags may also come before the subcommand, as kubectl's do.
 #[test]
 fn get_resource_shows_one_row_and_flags_may_precede_the_subcommand() {
-    let server = serve();
+    let server = serve(&[]);
     let run = |args: &[&str]| outcome(&palisade(&server, args));
     assert_eq!(run(&["boundary", "create", "shop"]).0, Some(0));
     let created = run(&[

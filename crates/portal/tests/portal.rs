@@ -242,7 +242,8 @@ async fn roles_see_what_the_api_lets_them_see() {
     assert!(!shop.body.contains("/policies/new"));
     assert!(!shop.body.contains("/policies/size-limits/edit"));
     assert!(
-        shop.body.contains(r#"href="/boundaries/shop/resources/app/web">web</a>"#),
+        shop.body
+            .contains(r#"href="/boundaries/shop/resources/app/web">web</a>"#),
         "resources link to their pages"
     );
     assert!(shop.body.contains("size-limits"), "policies are readable");
