@@ -19,20 +19,10 @@ use crate::layout::{alert, error_response, html_response, page, unavailable_noti
 use crate::session::Session;
 
 pub async fn list(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
-    let flash = crate::flash::for_page(&state, &headers, uri.path());
-    let shown = flash.is_some();
-    let said = crate::pages::manage::Said::from_flash(flash);
-    let page = list_page(&state, &ctx, &session, &said).await;
-    let mut response = crate::pages::manage::answer(&ctx, &session, StatusCode::OK, page);
-    if shown {
-        crate::flash::shown(&ctx, &mut response);
-    }
-    response
+    crate::pages::manage::get_page(&state, &headers, &uri, async |ctx, session, said| {
+        list_page(&state, ctx, session, said).await
+    })
+    .await
 }
 
 /// The boundaries the caller can see, and for an admin the form that creates one, with what

@@ -10,7 +10,7 @@ pub mod clusters;
 pub mod placement;
 pub mod tokens;
 
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::{html, Markup};
 use palisade_app::{App, AppError};
@@ -89,4 +89,28 @@ pub(crate) fn status_for(said: &Said) -> StatusCode {
         Said::Refused(error) => status_of(error),
         _ => StatusCode::OK,
     }
+}
+
+/// A management page's GET: the session, the notice of the POST that redirected here (shown
+/// once), and the page `page` makes.
+pub(crate) async fn get_page(
+    state: &App,
+    headers: &HeaderMap,
+    uri: &Uri,
+    page: impl AsyncFnOnce(&Ctx, &Session, &Said) -> Result<Markup, AppError>,
+) -> Response {
+    let ctx = Ctx::new(headers, uri);
+    let session = match crate::pages::require_session(state, headers, &ctx).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let flash = flash::for_page(state, headers, uri.path());
+    let shown = flash.is_some();
+    let said = Said::from_flash(flash);
+    let page = page(&ctx, &session, &said).await;
+    let mut response = answer(&ctx, &session, status_for(&said), page);
+    if shown {
+        flash::shown(&ctx, &mut response);
+    }
+    response
 }

@@ -8,11 +8,10 @@ use axum::response::Response;
 use maud::{html, Markup};
 use palisade_app::{App, AppError, PageRequest};
 
-use super::{answer, done, status_for, Said};
-use crate::flash;
+use super::{answer, done, get_page, status_for, Said};
 use crate::form::FormData;
 use crate::layout::{csrf_field, page, Ctx};
-use crate::pages::{require_form_session, require_session};
+use crate::pages::require_form_session;
 use crate::session::Session;
 
 fn all() -> PageRequest {
@@ -32,20 +31,10 @@ pub async fn show(
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let flash = flash::for_page(&state, &headers, uri.path());
-    let shown = flash.is_some();
-    let said = Said::from_flash(flash);
-    let page = placement_page(&state, &ctx, &session, &boundary, &said).await;
-    let mut response = answer(&ctx, &session, status_for(&said), page);
-    if shown {
-        flash::shown(&ctx, &mut response);
-    }
-    response
+    get_page(&state, &headers, &uri, async |ctx, session, said| {
+        placement_page(&state, ctx, session, &boundary, said).await
+    })
+    .await
 }
 
 /// `POST /boundaries/{b}/clusters`: attach a registered cluster (admin).

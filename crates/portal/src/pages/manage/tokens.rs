@@ -10,30 +10,20 @@ use palisade_api_types::view::NewToken;
 use palisade_app::caller::Role;
 use palisade_app::{App, AppError, PageRequest};
 
-use super::{answer, done, status_for, Said};
+use super::{answer, done, get_page, status_for, Said};
 use crate::flash::{self, Notice};
 use crate::form::FormData;
 use crate::layout::{csrf_field, page, Ctx};
-use crate::pages::{require_form_session, require_session};
+use crate::pages::require_form_session;
 use crate::session::Session;
 
 const HERE: &str = "/tokens";
 
 pub async fn show(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let flash = flash::for_page(&state, &headers, uri.path());
-    let shown = flash.is_some();
-    let said = Said::from_flash(flash);
-    let page = tokens_page(&state, &ctx, &session, &said).await;
-    let mut response = answer(&ctx, &session, status_for(&said), page);
-    if shown {
-        flash::shown(&ctx, &mut response);
-    }
-    response
+    get_page(&state, &headers, &uri, async |ctx, session, said| {
+        tokens_page(&state, ctx, session, said).await
+    })
+    .await
 }
 
 pub async fn create(
