@@ -3,10 +3,12 @@
 //! boundary's policies and exceptions must give it. Kept in git beside the policies and run in
 //! CI; paths are relative to the file the document is in.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::document::API_VERSION;
 
 /// The document's `kind`.
 pub const KIND: &str = "PolicyTest";
@@ -118,5 +120,70 @@ impl Verdict {
     /// Whether the verdict lets the object or plan through.
     pub fn passes(self) -> bool {
         !matches!(self, Self::Denied)
+    }
+}
+
+impl PolicyTestDocument {
+    /// What the types cannot say: the API version, one subject per case, unique case names,
+    /// expectations a verdict can have. The error starts with the field's JSON Pointer.
+    pub fn validate(&self) -> Result<(), String> {
+        let document = self;
+        if document.api_version != API_VERSION {
+            return Err(format!(
+                "/apiVersion: must be {API_VERSION}, got '{}'",
+                document.api_version
+            ));
+        }
+        if document.metadata.name.trim().is_empty() {
+            return Err("/metadata/name: must not be empty".to_owned());
+        }
+        if document.spec.policies.is_empty() {
+            return Err(
+                "/spec/policies: name at least one BoundaryPolicy file or directory".to_owned(),
+            );
+        }
+        let mut names = BTreeSet::new();
+        for (i, case) in document.spec.cases.iter().enumerate() {
+            let at = format!("/spec/cases/{i}");
+            if case.name.trim().is_empty() {
+                return Err(format!("{at}/name: must not be empty"));
+            }
+            if !names.insert(case.name.as_str()) {
+                return Err(format!(
+                    "{at}/name: '{}' names an earlier case too; case names are unique in a test",
+                    case.name
+                ));
+            }
+            let subjects = [
+                case.object.is_some(),
+                case.file.is_some(),
+                case.resource.is_some(),
+            ];
+            if subjects.iter().filter(|s| **s).count() != 1 {
+                return Err(format!(
+                    "{at}: give exactly one of object, file or resource"
+                ));
+            }
+            if case.document.is_some() && case.file.is_none() {
+                return Err(format!("{at}/document: only a file case picks a document"));
+            }
+            let expect = &case.expect;
+            if expect.verdict.passes() {
+                if expect.message.is_some() {
+                    return Err(format!(
+                    "{at}/expect/message: only a denial has a message (an audit policy's is a warning: use warnings)"
+                ));
+                }
+                if expect.policy.is_some() {
+                    return Err(format!(
+                        "{at}/expect/policy: only a denial names a denying policy"
+                    ));
+                }
+            }
+        }
+        if document.spec.cases.is_empty() {
+            return Err("/spec/cases: give at least one case".to_owned());
+        }
+        Ok(())
     }
 }

@@ -2,14 +2,13 @@
 //! with `palisade check`'s evaluation, and says which give the verdict and message they
 //! expect. Exit 0 all pass, 1 a case fails, 2 bad input (2 wins over 1).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use palisade_api_types::document::API_VERSION;
 use palisade_api_types::nesting::MAX_MANIFEST_DEPTH;
 use palisade_api_types::policy_test::{
     Expectation, PolicyTestDocument, TestCase, TestResource, KIND,
@@ -260,7 +259,7 @@ fn run_file(
                 continue;
             }
         };
-        if let Err(e) = valid(&document) {
+        if let Err(e) = document.validate() {
             errors.push(format!("{here}: {e}"));
             continue;
         }
@@ -273,68 +272,6 @@ fn run_file(
         test.run(loaded, results, errors);
     }
     tests
-}
-
-/// What the types cannot say: the API version, one subject per case, unique case names,
-/// expectations a verdict can have.
-fn valid(document: &PolicyTestDocument) -> Result<(), String> {
-    if document.api_version != API_VERSION {
-        return Err(format!(
-            "/apiVersion: must be {API_VERSION}, got '{}'",
-            document.api_version
-        ));
-    }
-    if document.metadata.name.trim().is_empty() {
-        return Err("/metadata/name: must not be empty".to_owned());
-    }
-    if document.spec.policies.is_empty() {
-        return Err(
-            "/spec/policies: name at least one BoundaryPolicy file or directory".to_owned(),
-        );
-    }
-    let mut names = BTreeSet::new();
-    for (i, case) in document.spec.cases.iter().enumerate() {
-        let at = format!("/spec/cases/{i}");
-        if case.name.trim().is_empty() {
-            return Err(format!("{at}/name: must not be empty"));
-        }
-        if !names.insert(case.name.as_str()) {
-            return Err(format!(
-                "{at}/name: '{}' names an earlier case too; case names are unique in a test",
-                case.name
-            ));
-        }
-        let subjects = [
-            case.object.is_some(),
-            case.file.is_some(),
-            case.resource.is_some(),
-        ];
-        if subjects.iter().filter(|s| **s).count() != 1 {
-            return Err(format!(
-                "{at}: give exactly one of object, file or resource"
-            ));
-        }
-        if case.document.is_some() && case.file.is_none() {
-            return Err(format!("{at}/document: only a file case picks a document"));
-        }
-        let expect = &case.expect;
-        if expect.verdict.passes() {
-            if expect.message.is_some() {
-                return Err(format!(
-                    "{at}/expect/message: only a denial has a message (an audit policy's is a warning: use warnings)"
-                ));
-            }
-            if expect.policy.is_some() {
-                return Err(format!(
-                    "{at}/expect/policy: only a denial names a denying policy"
-                ));
-            }
-        }
-    }
-    if document.spec.cases.is_empty() {
-        return Err("/spec/cases: give at least one case".to_owned());
-    }
-    Ok(())
 }
 
 /// One test document, with where it was read.
