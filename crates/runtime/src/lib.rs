@@ -1,7 +1,8 @@
 //! palisade's composition root: a [`RuntimeConfig`] becomes a running installation (the store
 //! opened and migrated, the application with its clusters port, the API and portal on one
 //! router, the reconcile loop), stopped cleanly through the [`Runtime`] handle. `palisade
-//! serve` starts here.
+//! serve`, the end-to-end tests and the benchmarks all start here; nothing else composes
+//! these crates.
 
 mod config;
 
