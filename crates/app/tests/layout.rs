@@ -1,8 +1,9 @@
 //! The architecture as the dependency graph shows it (ARCHITECTURE.md, "Dependencies point
 //! inward"): adapters depend on the application and never on each other, the application
 //! knows no HTTP and no Kubernetes, the HTTP adapter knows no Kubernetes, and the portal
-//! reaches neither the server's internals nor the store. Checked on the normal (non-dev)
-//! dependency trees that `cargo tree` resolves from the lock file.
+//! reaches neither the server's internals nor the store; one crate, `runtime`, composes them
+//! and only the binary depends on it. Checked on the normal (non-dev) dependency trees that
+//! `cargo tree` resolves from the lock file.
 
 #![allow(
     clippy::unwrap_used,
@@ -178,4 +179,74 @@ fn the_workload_renderer_is_pure() {
         intruders("palisade-workload", &forbidden),
         Vec::<String>::new()
     );
+}
+
+/// One composition root (issue 24): `palisade-runtime` turns a configuration into the store,
+/// the application, the API, the portal and the reconcile loop. Only the binary depends on it
+/// (tests and benchmarks may, as dev-dependencies), and it depends on what it composes.
+#[test]
+fn only_the_binary_depends_on_the_composition_root() {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--workspace",
+            "-e",
+            "normal",
+            "--invert",
+            "palisade-runtime",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree --invert palisade-runtime: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dependents: BTreeSet<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        dependents,
+        BTreeSet::from(["palisade-cli".to_owned(), "palisade-runtime".to_owned()])
+    );
+    let composed: BTreeSet<String> = direct("palisade-runtime")
+        .into_iter()
+        .filter(|c| c.starts_with("palisade-") && c != "palisade-runtime")
+        .collect();
+    let expected = [
+        "palisade-app",
+        "palisade-policy",
+        "palisade-portal",
+        "palisade-reconciler",
+        "palisade-server",
+        "palisade-store",
+        "palisade-workload",
+    ];
+    assert_eq!(composed, expected.map(str::to_owned).into());
+}
+
+/// The store is opened in one place: no adapter and not the binary list it among their
+/// dependencies; the application (its port) and the composition root do.
+#[test]
+fn only_the_composition_root_opens_the_store() {
+    for package in [
+        "palisade-server",
+        "palisade-portal",
+        "palisade-reconciler",
+        "palisade-cli",
+    ] {
+        assert!(
+            !direct(package).contains("palisade-store"),
+            "{package} lists palisade-store"
+        );
+    }
+    assert!(direct("palisade-runtime").contains("palisade-store"));
 }

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use palisade_app::limits::Rate;
 use palisade_policy::Catalog;
+use palisade_runtime::{ReconcilerConfig, Runtime, RuntimeConfig, TlsFiles};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -142,17 +144,6 @@ fn parse_layout(text: &str) -> Result<palisade_reconciler::LayoutChoice, String>
     text.parse()
 }
 
-/// Without `--public-url`, the address palisade listens on, when it is one a build Job could
-/// be pointed at (`http://127.0.0.1:8080` for the default `--listen`; `https` with TLS); `None`
-/// for an unspecified address (`0.0.0.0`, `[::]`), which names no host.
-fn default_public_url(listen: SocketAddr, tls: bool) -> Option<String> {
-    if listen.ip().is_unspecified() {
-        return None;
-    }
-    let scheme = if tls { "https" } else { "http" };
-    Some(format!("{scheme}://{listen}"))
-}
-
 /// An `http://` or `https://` URL without query or fragment.
 fn parse_public_url(text: &str) -> Result<String, String> {
     let rest = text
@@ -214,229 +205,90 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 /// How long blocking work (reading a request) may still run once serving has stopped.
 const BLOCKING_WORK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let catalog = match &args.catalog {
-        None => Catalog::builtin(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read the catalog file {}", path.display()))?;
-            palisade_api_types::catalog_file::parse(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
-        }
-    };
-    let workload_config = match &args.workload_config {
-        None => palisade_workload::WorkloadConfig::builtin(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| {
-                format!("cannot read the workload configuration {}", path.display())
-            })?;
-            palisade_workload::WorkloadConfig::from_yaml(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
-        }
-    };
-    // Checked before anything is created, like the database URL below.
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(palisade_server::tls_config(cert, key)?),
-        _ => None,
-    };
-    let given_admin = match std::env::var("PALISADE_ADMIN_TOKEN") {
-        Ok(text) => Some(
-            palisade_app::caller::given_token(&text)
-                .map_err(|why| anyhow::anyhow!("PALISADE_ADMIN_TOKEN: {why}"))?,
-        ),
-        Err(_) => None,
-    };
-    // Refused before anything is created: a mistyped scheme must not become a SQLite file
-    // whose path holds the password.
-    if let Some(url) = &args.database {
-        let backend =
-            palisade_store::backend_of(url).map_err(|e| anyhow::anyhow!("--database: {e}"))?;
-        let in_memory = backend == palisade_store::Backend::Sqlite
-            && palisade_store::sqlite::is_in_memory_url(url);
-        if in_memory && !args.ephemeral {
-            anyhow::bail!(
-                "--database: {} is an in-memory database: everything stored is lost when palisade stops; add --ephemeral to run on it anyway",
-                redact(url)
-            );
-        }
-        if in_memory {
-            tracing::warn!(
-                "--ephemeral: the store is in memory; everything is lost when palisade stops"
-            );
-        }
-    }
-    std::fs::create_dir_all(&args.data_dir).with_context(|| {
-        format!(
-            "cannot create the data directory {}",
-            args.data_dir.display()
-        )
-    })?;
-    let url = match &args.database {
-        Some(url) => url.clone(),
-        None => format!("sqlite://{}", args.data_dir.join("palisade.db").display()),
-    };
-    let store = palisade_store::connect(&url)
-        .await
-        .with_context(|| format!("cannot open the store {}", redact(&url)))?;
-    tracing::info!(backend = store.backend(), "store ready");
-    let sealing = palisade_app::SealingKey::load_or_create(&args.data_dir)
-        .context("cannot load the encryption key")?;
-    match given_admin {
-        Some((id, token)) => {
-            if palisade_app::caller::bootstrap_given_admin(store.as_ref(), id, &token).await? {
-                tracing::info!("first start: PALISADE_ADMIN_TOKEN is the admin token");
+impl ServeArgs {
+    /// What the flags mean, with the files they name read and parsed; `admin_token` is
+    /// `PALISADE_ADMIN_TOKEN`, as set.
+    fn into_config(self, admin_token: Option<String>) -> anyhow::Result<RuntimeConfig> {
+        let catalog = match &self.catalog {
+            None => Catalog::builtin(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read the catalog file {}", path.display()))?;
+                palisade_api_types::catalog_file::parse(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
             }
-        }
-        None => {
-            if let Some(path) =
-                palisade_app::caller::bootstrap_admin(store.as_ref(), &args.data_dir).await?
-            {
-                tracing::info!(path = %path.display(), "first start: admin token written (mode 0600)");
+        };
+        let workload_config = match &self.workload_config {
+            None => palisade_workload::WorkloadConfig::builtin(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| {
+                    format!("cannot read the workload configuration {}", path.display())
+                })?;
+                palisade_workload::WorkloadConfig::from_yaml(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
             }
-        }
-    }
-    if args.demo {
-        if palisade_app::demo::load(store.as_ref(), &catalog).await? {
-            tracing::info!("demo data loaded: boundary 'shop'");
-        } else {
-            tracing::info!("demo data not loaded: the store already holds boundaries");
-        }
-    }
-    let public_url = args
-        .public_url
-        .clone()
-        .or_else(|| default_public_url(args.listen, tls.is_some()));
-    match &public_url {
-        Some(url) => tracing::info!(url, "build Jobs fetch uploaded code from here (--public-url)"),
-        None => tracing::warn!(
-            "uploaded code is not built: --listen {} is no address build Jobs can reach; set --public-url",
-            args.listen
-        ),
-    }
-    // The reconcile loop stops on Ctrl-C or SIGTERM (with the HTTP server), or when serving
-    // ends otherwise (`stop` dropped).
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let reconciler = if args.no_reconciler {
-        tracing::info!("reconciler off (--no-reconciler): nothing is installed in clusters");
-        None
-    } else {
-        let installation = store
-            .installation_id(&palisade_app::new_installation_id())
-            .await
-            .context("cannot read this installation's id")?;
-        let fetch = public_url.clone().map(|public_url| {
-            let key = sealing.clone();
-            let mint: palisade_reconciler::workloads::FetchMinter =
-                std::sync::Arc::new(move |boundary: &str, id: &str| {
-                    let token = palisade_app::workloads::fetch_token(&key, boundary, id)
-                        .map_err(|e| e.to_string())?;
-                    Ok(palisade_workload::Fetch {
-                        url: palisade_app::workloads::fetch_url(&public_url, boundary, id),
-                        token,
-                    })
-                });
-            mint
-        });
-        // The recorder behind `/metrics` first, so that the first pass is counted too.
-        palisade_server::metrics::Metrics::global();
-        // The reconciler's only door to the store is an application of its own (its own
-        // caches), over the same store and key as the API's.
-        let controller = palisade_reconciler::Controller::new(
-            palisade_app::App::new(store.clone(), catalog.clone(), sealing.clone()),
-            installation,
-            palisade_reconciler::Settings {
-                audit_interval: args.audit_interval,
-                workloads: palisade_reconciler::workloads::Workloads {
-                    config: workload_config.clone(),
-                    fetch,
-                },
-                layout: args.admission_layout,
-                replica: args
-                    .replica
-                    .clone()
-                    .unwrap_or_else(palisade_reconciler::default_replica),
-                ..palisade_reconciler::Settings::default()
+        };
+        Ok(RuntimeConfig {
+            database: self.database,
+            ephemeral: self.ephemeral,
+            listen: self.listen,
+            data_dir: self.data_dir,
+            admin_token,
+            catalog,
+            workload_config,
+            tls: match (self.tls_cert, self.tls_key) {
+                (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+                _ => None,
             },
-        );
-        Some(tokio::spawn(controller.run(async move {
-            tokio::select! {
-                () = palisade_server::shutdown_signal() => {}
-                _ = stopped => {}
-            }
-        })))
-    };
-    // The application, reaching clusters through the Kubernetes adapter.
-    let mut app = palisade_app::App::new(store, catalog, sealing)
-        .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters))
-        .with_workload_config(workload_config)
-        .with_upload_limits(palisade_app::uploads::UploadLimits {
-            stored_per_boundary: args.max_upload_bytes,
-            ..palisade_app::uploads::UploadLimits::default()
+            demo: self.demo,
+            public_url: self.public_url,
+            token_writes: Rate::new(self.token_write_rate, self.token_write_burst),
+            boundary_writes: Rate::new(self.boundary_write_rate, self.boundary_write_burst),
+            history_days: self.history_days,
+            max_upload_bytes: self.max_upload_bytes,
+            max_exception_days: self.max_exception_days,
+            reconciler: (!self.no_reconciler).then(|| ReconcilerConfig {
+                replica: self
+                    .replica
+                    .unwrap_or_else(palisade_reconciler::default_replica),
+                audit_interval: self.audit_interval,
+                layout: self.admission_layout,
+                ..ReconcilerConfig::default()
+            }),
         })
-        .with_max_exception_days(args.max_exception_days);
-    if public_url.is_none() {
-        app = app.without_upload_builds();
     }
-    app = app.with_write_limits(palisade_app::limits::WriteLimits::new(
-        palisade_app::limits::Rate::new(args.token_write_rate, args.token_write_burst),
-        palisade_app::limits::Rate::new(args.boundary_write_rate, args.boundary_write_burst),
-    ));
-    if args.history_days > 0 {
-        tokio::spawn(app.clone().retain_history(args.history_days));
-    }
-
-    tracing::info!(
-        max_upload_bytes = args.max_upload_bytes,
-        "uploads no resource names are deleted 24 hours after they were made or last named"
-    );
-    // Every replica sweeps; each deletion is decided in a transaction of its own.
-    let sweeper = tokio::spawn(palisade_app::uploads::sweep_every(
-        app.clone(),
-        palisade_app::uploads::SWEEP_EVERY,
-    ));
-    let state = palisade_server::AppState::of(app);
-    let served = palisade_server::serve(
-        palisade_server::app_with(state, palisade_portal::router()),
-        args.listen,
-        tls,
-    )
-    .await
-    .with_context(|| format!("cannot serve on {}", args.listen));
-    sweeper.abort();
-    // The pass in progress finishes its cluster writes (bounded by the reconciler's shutdown
-    // grace), then the loop releases its lease and returns.
-    drop(stop);
-    if let Some(reconciler) = reconciler {
-        if let Err(error) = reconciler.await {
-            tracing::warn!(%error, "the reconcile loop did not stop cleanly");
-        }
-    }
-    served
 }
 
-/// A database URL without its password, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            match credentials.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    &url[..scheme + 3],
-                    &credentials[..colon],
-                    &url[at..]
-                ),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let config = args.into_config(std::env::var("PALISADE_ADMIN_TOKEN").ok())?;
+    Runtime::start(config).await?.run().await?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_bytes, parse_interval};
+    use super::{parse_bytes, parse_interval, ServeArgs};
+    use clap::Parser;
+    use palisade_runtime::RuntimeConfig;
     use std::time::Duration;
+
+    #[derive(Debug, Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    /// The flags' defaults (written in their help) are the runtime's, which the harnesses of
+    /// the tests and benchmarks start from.
+    #[test]
+    fn serve_without_flags_is_the_runtimes_default_configuration() {
+        let mut args = Serve::try_parse_from(["serve"]).unwrap().args;
+        // Set in the environment of some test runs; not a default.
+        args.database = None;
+        args.public_url = None;
+        args.replica = None;
+        assert_eq!(args.into_config(None).unwrap(), RuntimeConfig::default());
+    }
 
     #[test]
     fn upload_limits_read_as_bytes() {

@@ -4,11 +4,12 @@
 //! Starts `max(CLUSTERS)` private Kubernetes 1.37 control planes (etcd + kube-apiserver from
 //! `testenv/`, one each, one after the other). Then, for each count `N` of `CLUSTERS` in
 //! ascending order, a fresh copy of what `palisade serve` runs (the HTTP API and the reconcile
-//! loop on a new SQLite store, default `Settings`, in this process) gets the first `N` of
-//! them: one boundary attached to all `N`, one namespace of it in each (created through the
-//! API), and one policy requiring the label `team-0`. Once the API reports that version
-//! `enforced` in all `N` clusters, and after 5 s of quiet, it measures, of THIS process only
-//! (the API and the loop; the control planes are child processes and not counted):
+//! loop on a new SQLite store, `serve`'s defaults without write limits, in this process) gets
+//! the first `N` of them: one boundary attached to all `N`, one namespace of it in each
+//! (created through the API), and one policy requiring the label `team-0`. Once the API
+//! reports that version `enforced` in all `N` clusters, and after 5 s of quiet, it measures,
+//! of THIS process only (the API and the loop; the control planes are child processes and
+//! not counted):
 //!
 //! - idle: CPU time (`utime + stime` of `/proc/self/stat`, all threads, in clock ticks of
 //!   `getconf CLK_TCK`) over `IDLE_SECONDS` (default 30) in which nothing is asked of it, as a
@@ -50,8 +51,8 @@
 //! Between counts the clusters are deleted through the API (`DELETE /v1/clusters/{c}`, which
 //! removes palisade's objects from each), the stack is dropped, and what is left of its
 //! installation is swept once more with `ClusterClient::remove_installation`: every stack's
-//! store takes the same installation id (`bench`), so the next stack would otherwise find
-//! the previous one's objects and take them for its own. Only the namespaces stay, labelled
+//! store takes an installation id of its own, so the previous one's objects would otherwise
+//! stay in the clusters and add to the admission work the next count measures. Only the namespaces stay, labelled
 //! for the boundary `bench`, which the next stack creates again (the API finds them labelled
 //! already). The process's memory is not reset between counts: the allocator may keep what
 //! earlier stacks freed, so `VmRSS` of a later count includes that; for the memory of one
@@ -69,7 +70,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use palisade_reconciler::{ClusterClient, Settings};
+use palisade_reconciler::ClusterClient;
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::ControlPlane;
 use serde_json::{json, Value};
@@ -324,7 +325,7 @@ struct Config {
 /// Everything for one count of clusters: a fresh stack on `planes`, measured, then cleaned up.
 async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
     let count = planes.len();
-    let stack = Stack::start(Settings::default()).await;
+    let stack = Stack::start().await;
     stack
         .ok("POST", "/v1/boundaries", Some(json!({"name": BOUNDARY})))
         .await;

@@ -29,7 +29,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use palisade_reconciler::{ClusterClient, Settings};
+use palisade_reconciler::ClusterClient;
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::ControlPlane;
 use serde_json::{json, Value};
@@ -210,7 +210,7 @@ async fn main() {
             .unwrap();
         planes.push(plane);
     }
-    let stack = Stack::start(Settings::default()).await;
+    let stack = Stack::start().await;
     stack
         .ok("POST", "/v1/boundaries", Some(json!({"name": BOUNDARY})))
         .await;

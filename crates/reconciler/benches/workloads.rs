@@ -23,7 +23,6 @@
 
 use std::time::{Duration, Instant};
 
-use palisade_reconciler::Settings;
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{ControlPlane, Options};
 use serde_json::json;
@@ -98,7 +97,7 @@ fn main() {
     let plane = ControlPlane::start_with("1.37", &options);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let stack = Stack::start(Settings::default()).await;
+        let stack = Stack::start().await;
         stack
             .ok("POST", "/v1/boundaries", Some(json!({"name": BOUNDARY})))
             .await;

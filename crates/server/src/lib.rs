@@ -89,7 +89,9 @@ pub fn app_with(state: AppState, extra: Router<AppState>) -> Router {
         .with_state(state)
 }
 
-pub use serving::{serve, serve_on, serve_with, shutdown_signal, tls_config, Limits, TlsError};
+pub use serving::{
+    serve, serve_listener, serve_on, serve_with, shutdown_signal, tls_config, Limits, TlsError,
+};
 
 /// A request body not read yet. A handler reads it ([`UnreadBody::read`]) only once it knows
 /// the caller may send it: after the token (401), the boundary (404) and the role (403), as

@@ -225,6 +225,18 @@ pub async fn serve(
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> std::io::Result<()> {
     let listener = TcpListener::bind(listen).await?;
+    serve_listener(listener, router, shutdown_signal(), tls).await
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, as many connections at once as
+/// the process's open-files limit allows ([`connections_for_open_files`]); with `tls`, HTTPS
+/// only.
+pub async fn serve_listener(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> std::io::Result<()> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     let limits = Limits {
         max_connections: connections_for_open_files(),
@@ -236,7 +248,7 @@ pub async fn serve(
         max_connections = limits.max_connections,
         "palisade is listening"
     );
-    serve_with(listener, router, shutdown_signal(), limits, tls).await
+    serve_with(listener, router, shutdown, limits, tls).await
 }
 
 /// Serves `router` on `listener` (HTTP/1.1) under `limits` until `shutdown` completes, then

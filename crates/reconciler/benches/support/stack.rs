@@ -1,71 +1,50 @@
-//! The API and the reconcile loop on one SQLite store, in this process, as `palisade serve`
-//! runs them: shared by the benchmarks that measure what a user sees through the API.
+//! The API and the reconcile loop on one SQLite store, in this process, started as `palisade
+//! serve` starts them (`palisade_runtime`): shared by the benchmarks that measure what a user
+//! sees through the API.
 
 use std::sync::Arc;
 
-use palisade_policy::Catalog;
-use palisade_reconciler::{Controller, Settings};
-use palisade_server::SealingKey;
+use palisade_reconciler::Controller;
+use palisade_runtime::{Runtime, RuntimeConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
 
 /// The API and the reconcile loop on one SQLite store, as `palisade serve` runs them.
 pub struct Stack {
     pub url: String,
-    /// The controller whose loop runs in `tasks`, for benches that call it directly.
+    /// The controller whose loop the runtime runs, for benches that call it directly.
     #[allow(dead_code, reason = "some benches sharing this file do not read it")]
     pub controller: Arc<Controller>,
     pub token: String,
     http: reqwest::Client,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Dropped with the stack: its tasks are aborted.
+    _runtime: Runtime,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Stack {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
 impl Stack {
-    pub async fn start(settings: Settings) -> Stack {
+    /// A stack with `palisade serve`'s defaults, without write rate limits, in a temporary
+    /// directory.
+    pub async fn start() -> Stack {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
-        let store = palisade_store::connect(&url).await.unwrap();
-        palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
-            .await
-            .unwrap();
+        let config = RuntimeConfig {
+            data_dir: dir.path().to_owned(),
+            token_writes: None,
+            boundary_writes: None,
+            ..RuntimeConfig::default()
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let runtime = Runtime::start_on(listener, config).await.unwrap();
         let token = std::fs::read_to_string(dir.path().join("admin.token"))
             .unwrap()
             .trim()
             .to_owned();
-        let key = SealingKey::random();
-        let installation = store.installation_id("bench").await.unwrap();
-        let controller = Controller::new(
-            palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone()),
-            installation,
-            settings,
-        );
-        let mut tasks = vec![tokio::spawn(
-            Arc::clone(&controller).run(std::future::pending()),
-        )];
-        let application = palisade_app::App::new(store, Catalog::builtin(), key)
-            .with_clusters(Arc::new(palisade_reconciler::KubeClusters));
-        let state = palisade_server::AppState::of(application);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let app = palisade_server::app(state);
-        tasks.push(tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        }));
         Stack {
-            url: format!("http://{address}"),
-            controller,
+            url: format!("http://{}", runtime.address()),
+            controller: Arc::clone(runtime.controller().unwrap()),
             token,
             http: reqwest::Client::new(),
-            tasks,
+            _runtime: runtime,
             _dir: dir,
         }
     }

@@ -11,17 +11,18 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::PostParams;
 use kube::Api;
+use palisade_app::{SealingKey, SharedStore};
 use palisade_policy::Catalog;
-use palisade_reconciler::{Controller, Layout, Settings};
-use palisade_server::SealingKey;
-use palisade_store::SharedStore;
+use palisade_reconciler::{Controller, Layout, LayoutChoice, Settings};
+use palisade_runtime::{ReconcilerConfig, RuntimeConfig};
 use palisade_testkit::control_plane::{unique_name, ControlPlane};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::{on_both_versions, plane};
 
-/// The API and the reconcile loop on one store, as `palisade serve` runs them.
+/// The API and the reconcile loop on one store, started as `palisade serve` starts them
+/// (`palisade_runtime`).
 pub struct Stack {
     pub url: String,
     #[allow(dead_code, reason = "kept for tests that inspect the store directly")]
@@ -32,16 +33,10 @@ pub struct Stack {
     /// Its reconciler's replica name (`reconciled_by`).
     pub replica: String,
     http: reqwest::Client,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
+    /// Dropped with the stack: its tasks are aborted.
+    _runtime: palisade_runtime::Runtime,
+    /// Its data directory (admin token, encryption key).
+    dir: tempfile::TempDir,
 }
 
 impl Stack {
@@ -75,7 +70,7 @@ impl Stack {
             database,
             replica_of,
             layout,
-            Settings::default().free_repairs,
+            ReconcilerConfig::default().free_repairs,
         )
         .await
     }
@@ -87,59 +82,51 @@ impl Stack {
         free_repairs: usize,
     ) -> Stack {
         let dir = tempfile::tempdir().unwrap();
-        let url = database
-            .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("palisade.db").display()));
-        let store = palisade_store::connect(&url).await.unwrap();
-        let (key, token) = match replica_of {
-            Some(first) => (first.key.clone(), first.token.clone()),
-            None => {
-                palisade_app::caller::bootstrap_admin(store.as_ref(), dir.path())
-                    .await
-                    .unwrap();
-                let token = std::fs::read_to_string(dir.path().join("admin.token"))
-                    .unwrap()
-                    .trim()
-                    .to_owned();
-                (SealingKey::random(), token)
-            }
+        if let Some(first) = replica_of {
+            // Replicas share the encryption key, as they would a mounted secret.
+            std::fs::copy(
+                first.dir.path().join("encryption.key"),
+                dir.path().join("encryption.key"),
+            )
+            .unwrap();
+        }
+        let replica = unique_name("replica");
+        let config = RuntimeConfig {
+            database,
+            data_dir: dir.path().to_owned(),
+            // No write limits, so that tests may write as fast as they like.
+            token_writes: None,
+            boundary_writes: None,
+            reconciler: Some(ReconcilerConfig {
+                replica: replica.clone(),
+                layout: LayoutChoice::Fixed(layout),
+                free_repairs,
+                ..ReconcilerConfig::default()
+            }),
+            ..RuntimeConfig::default()
         };
-        let installation = store
-            .installation_id(&format!("e2e{}", unique_name("i").replace('-', "")))
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let runtime = palisade_runtime::Runtime::start_on(listener, config)
             .await
             .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let public_url = format!("http://{address}");
-        let replica = unique_name("replica");
-        let mut tasks = vec![tokio::spawn(
-            controller_tuned(
-                &store,
-                &key,
-                &installation,
-                Some(&public_url),
-                layout,
-                free_repairs,
-                &replica,
-            )
-            .run(std::future::pending()),
-        )];
-        let application = palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone())
-            .with_clusters(std::sync::Arc::new(palisade_reconciler::KubeClusters));
-        let state = palisade_server::AppState::of(application);
-        let app = palisade_server::app(state);
-        tasks.push(tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        }));
+        let token = match replica_of {
+            Some(first) => first.token.clone(),
+            None => std::fs::read_to_string(dir.path().join("admin.token"))
+                .unwrap()
+                .trim()
+                .to_owned(),
+        };
+        let controller = runtime.controller().unwrap();
         Stack {
-            url: format!("http://{address}"),
-            store,
-            installation,
-            key,
+            url: format!("http://{}", runtime.address()),
+            store: runtime.app().store.clone(),
+            installation: controller.installation().to_owned(),
+            key: runtime.app().sealing.clone(),
             token,
             replica,
             http: reqwest::Client::new(),
-            tasks,
-            _dir: dir,
+            _runtime: runtime,
+            dir,
         }
     }
 
@@ -245,74 +232,14 @@ impl Stack {
     }
 }
 
-/// The reconcile loop `palisade serve` would run on `store`.
+/// A reconcile loop on `store` with the default settings, with no API in front of it.
 pub fn controller(store: &SharedStore, key: &SealingKey, installation: &str) -> Arc<Controller> {
-    controller_with(store, key, installation, None)
-}
-
-/// As [`controller`], with build Jobs fetching uploads from `public_url` (`--public-url`).
-pub fn controller_with(
-    store: &SharedStore,
-    key: &SealingKey,
-    installation: &str,
-    public_url: Option<&str>,
-) -> Arc<Controller> {
-    controller_in(store, key, installation, public_url, Layout::default())
-}
-
-/// As [`controller_with`], writing policies in `layout`.
-pub fn controller_in(
-    store: &SharedStore,
-    key: &SealingKey,
-    installation: &str,
-    public_url: Option<&str>,
-    layout: Layout,
-) -> Arc<Controller> {
-    controller_tuned(
-        store,
-        key,
-        installation,
-        public_url,
-        layout,
-        Settings::default().free_repairs,
-        &unique_name("replica"),
-    )
-}
-
-fn controller_tuned(
-    store: &SharedStore,
-    key: &SealingKey,
-    installation: &str,
-    public_url: Option<&str>,
-    layout: Layout,
-    free_repairs: usize,
-    replica: &str,
-) -> Arc<Controller> {
-    let opener = key.clone();
-    let fetch = public_url.map(|public_url| {
-        let key = key.clone();
-        let public_url = public_url.to_owned();
-        let mint: palisade_reconciler::workloads::FetchMinter =
-            Arc::new(move |boundary: &str, id: &str| {
-                Ok(palisade_workload::Fetch {
-                    url: palisade_app::workloads::fetch_url(&public_url, boundary, id),
-                    token: palisade_app::workloads::fetch_token(&key, boundary, id)
-                        .map_err(|e| e.to_string())?,
-                })
-            });
-        mint
-    });
     Controller::new(
-        palisade_app::App::new(store.clone(), Catalog::builtin(), opener.clone()),
+        palisade_app::App::new(store.clone(), Catalog::builtin(), key.clone()),
         installation.to_owned(),
         Settings {
-            workloads: palisade_reconciler::workloads::Workloads {
-                config: palisade_workload::WorkloadConfig::builtin(),
-                fetch,
-            },
-            layout: palisade_reconciler::LayoutChoice::Fixed(layout),
-            free_repairs,
-            replica: replica.to_owned(),
+            layout: LayoutChoice::Fixed(Layout::default()),
+            replica: unique_name("replica"),
             ..Settings::default()
         },
     )
