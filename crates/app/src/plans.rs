@@ -10,7 +10,7 @@ use palisade_api_types::error::compute_plan_not_allowed;
 use palisade_api_types::PolicySpec;
 use palisade_policy::compute_plan::{decide, CompiledPlans, PlanCheck, PlanDecision};
 use palisade_policy::exception::except_plan;
-use palisade_policy::{Catalog, Exception, Name, Policy, ResourceType};
+use palisade_policy::{Catalog, Exception, Name, Policy, ResourceType, Warning};
 use palisade_store::{Check, ExceptionRecord, Guard, PoliciesVersion, PolicyRecord, Veto};
 
 use crate::error::AppError;
@@ -251,7 +251,7 @@ pub fn check_compiled(
     catalog: &Catalog,
     ty: ResourceType,
     checks: &[PlanCheck],
-) -> Result<Vec<String>, AppError> {
+) -> Result<Vec<Warning>, AppError> {
     check_excepted(compiled, &[], "", "", catalog, ty, checks)
 }
 
@@ -266,7 +266,7 @@ pub fn check_excepted(
     catalog: &Catalog,
     ty: ResourceType,
     checks: &[PlanCheck],
-) -> Result<Vec<String>, AppError> {
+) -> Result<Vec<Warning>, AppError> {
     let mut warnings = Vec::new();
     for check in checks {
         let decision: &PlanDecision = match compiled.decide(ty, &check.plan) {
@@ -288,11 +288,11 @@ pub fn check_excepted(
         }
         let excepted = except_plan(decision, exceptions, name, now);
         for exception in &excepted.used {
-            warnings.push(palisade_policy::message::plan_allowed_by_exception(
-                check.plan.as_str(),
-                &exception.name,
-                &exception.expires_at,
-            ));
+            warnings.push(Warning::PlanAllowedByException {
+                plan: check.plan.to_string(),
+                exception: exception.name.to_string(),
+                until: exception.expires_at.clone(),
+            });
         }
         if !excepted.allowed() {
             let mut still = decision.clone();
@@ -300,12 +300,16 @@ pub fn check_excepted(
             let component = check.component.as_ref().map(Name::as_str);
             return Err(AppError::PlanNotAllowed(
                 Box::new(compute_plan_not_allowed(&still, component)),
-                warnings,
+                warnings.iter().map(ToString::to_string).collect(),
             ));
         }
     }
     Ok(warnings)
 }
+
+/// Where a [`plan_guard`] leaves the warnings of its last answer, typed: the store hands
+/// warnings back as texts, which it does not interpret.
+pub type WarningSink = Arc<std::sync::Mutex<Vec<Warning>>>;
 
 /// The guard the store runs for a create or plan move of resource `name` of a checked type.
 pub fn plan_guard(
@@ -314,6 +318,7 @@ pub fn plan_guard(
     ty: ResourceType,
     name: String,
     checks: Vec<PlanCheck>,
+    sink: WarningSink,
 ) -> Guard {
     Box::new(PlanGuard {
         cache,
@@ -321,6 +326,7 @@ pub fn plan_guard(
         ty,
         name,
         checks,
+        sink,
     })
 }
 
@@ -332,9 +338,11 @@ struct PlanGuard {
     ty: ResourceType,
     name: String,
     checks: Vec<PlanCheck>,
+    sink: WarningSink,
 }
 
 impl PlanGuard {
+    /// The answer as the store takes it (texts), the typed warnings left in the sink.
     fn answer(&self, plans: &CompiledPlans, exceptions: &[Exception]) -> Result<Vec<String>, Veto> {
         // The clock is read as the transaction decides: an exception ends at `expiresAt`.
         let now = palisade_store::now();
@@ -347,6 +355,13 @@ impl PlanGuard {
             self.ty,
             &self.checks,
         )
+        .map(|warnings| {
+            let texts = warnings.iter().map(ToString::to_string).collect();
+            if let Ok(mut sink) = self.sink.lock() {
+                *sink = warnings;
+            }
+            texts
+        })
         .map_err(boxed)
     }
 }
@@ -385,28 +400,6 @@ impl Check for PlanGuard {
 fn boxed(error: AppError) -> palisade_store::Veto {
     Box::new(error)
 }
-
-/// The warning of a function whose plan is disallowed (SPEC 2.2). Warnings leave the
-/// application as texts; the HTTP adapter makes them `Warning` headers.
-pub fn function_warning(plan: &str, denied_by: &[Name]) -> String {
-    let policies = denied_by
-        .iter()
-        .map(|n| format!("'{n}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let noun = if denied_by.len() == 1 {
-        "policy"
-    } else {
-        "policies"
-    };
-    format!(
-        "Compute plan '{plan}' is disallowed by boundary {noun} {policies}; plans of functions are not enforced"
-    )
-}
-
-/// The warning when a function's plan could not be compared.
-pub const FUNCTION_UNREAD_WARNING: &str =
-    "The boundary's policies could not be read; the plan was not compared with them";
 
 /// Counts a plan decision: `allowed`, `denied`, `unavailable`, or `not_enforced` (functions).
 pub fn count_decision(resource_type: &str, outcome: &'static str) {

@@ -17,9 +17,7 @@ use tokio::time::Instant;
 use crate::caller::Access;
 use crate::error::{boundary_not_found, AppError, AppResult};
 use crate::paging::PageRequest;
-use crate::plans::{
-    count_decision, function_warning, outcome_of, plan_guard, FUNCTION_UNREAD_WARNING,
-};
+use crate::plans::{count_decision, outcome_of, plan_guard, WarningSink};
 use crate::uploads::upload_missing;
 use crate::workloads::{place, Placements};
 use crate::App;
@@ -28,7 +26,7 @@ use crate::App;
 #[derive(Clone, Debug)]
 pub struct Written {
     pub view: ResourceView,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<palisade_policy::Warning>,
 }
 
 /// What a resource list asks for.
@@ -144,7 +142,11 @@ impl App {
     }
 
     /// The `Warning` for a function whose plan changes (never a refusal).
-    async fn function_warnings(&self, boundary: &str, checks: &[PlanCheck]) -> Vec<String> {
+    async fn function_warnings(
+        &self,
+        boundary: &str,
+        checks: &[PlanCheck],
+    ) -> Vec<palisade_policy::Warning> {
         if checks.is_empty() {
             return Vec::new();
         }
@@ -152,7 +154,7 @@ impl App {
             Ok(policies) => policies,
             Err(_) => {
                 count_decision("function", "unavailable");
-                return vec![FUNCTION_UNREAD_WARNING.to_owned()];
+                return vec![palisade_policy::Warning::FunctionPlanUnchecked];
             }
         };
         let mut warnings = Vec::new();
@@ -165,7 +167,10 @@ impl App {
             ) {
                 count_decision("function", "not_enforced");
                 if !decision.allowed {
-                    warnings.push(function_warning(check.plan.as_str(), &decision.denied_by));
+                    warnings.push(palisade_policy::Warning::FunctionPlanNotEnforced {
+                        plan: check.plan.to_string(),
+                        policies: decision.denied_by.iter().map(ToString::to_string).collect(),
+                    });
                 }
             }
         }
@@ -195,6 +200,7 @@ impl App {
             None
         };
         let checks = plan_checks(None, &resource.plans());
+        let sink = WarningSink::default();
         let guard = (ty.is_plan_checked() && !checks.is_empty()).then(|| {
             plan_guard(
                 self.policies_arc(),
@@ -202,6 +208,7 @@ impl App {
                 ty,
                 resource.name.clone(),
                 checks.clone(),
+                sink.clone(),
             )
         });
         let guarded = guard.is_some();
@@ -227,7 +234,7 @@ impl App {
                 other if guarded => AppError::from_store_on_plan_path(other, "resource"),
                 other => AppError::from_store(other, "resource"),
             });
-        let (record, mut warnings) = match result {
+        let (record, _texts) = match result {
             Ok(done) => done,
             Err(error) => {
                 if guarded {
@@ -239,6 +246,8 @@ impl App {
         if guarded {
             count_decision(ty.as_str(), "allowed");
         }
+        // The guard's warnings, typed (the store handed back their texts).
+        let mut warnings = sink.lock().map(|w| w.clone()).unwrap_or_default();
         if ty == ResourceType::Function {
             warnings.extend(self.function_warnings(boundary, &checks).await);
             if let (Some(cluster), Some(_)) = (&cluster, &resource.upload) {
@@ -289,6 +298,8 @@ impl App {
         let function_checks_out = function_checks.clone();
         let guarded = Arc::new(AtomicBool::new(false));
         let guarded_out = guarded.clone();
+        let sink = WarningSink::default();
+        let sink_out = sink.clone();
         let editor: palisade_store::Editor = Box::new(move |current: &ResourceRecord| {
             let veto = |e: AppError| -> palisade_store::Veto { Box::new(e) };
             let old = stored_resource(current).map_err(veto)?;
@@ -322,6 +333,7 @@ impl App {
                     ty,
                     new.name.clone(),
                     checks,
+                    sink.clone(),
                 ))
             } else {
                 if ty == ResourceType::Function {
@@ -352,7 +364,7 @@ impl App {
             Err(e) => Err(AppError::from_store(e, "resource")),
             Ok(done) => Ok(done),
         };
-        let (record, mut warnings) = match result {
+        let (record, _texts) = match result {
             Ok(done) => done,
             Err(error) => {
                 if was_guarded {
@@ -364,6 +376,7 @@ impl App {
         if was_guarded {
             count_decision(&key.resource_type, "allowed");
         }
+        let mut warnings = sink_out.lock().map(|w| w.clone()).unwrap_or_default();
         let checks = function_checks_out
             .lock()
             .map(|c| c.clone())

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use palisade_api_types::resource::Resource;
 use palisade_policy::policy::{Mode, Rule};
-use palisade_policy::{Name, Policy, ResourceType};
+use palisade_policy::{Name, Policy, ResourceType, Warning};
 use palisade_store::{NamespaceRecord, ResourceRecord};
 use palisade_workload::{Container, Kind, Source, Workload, WorkloadConfig};
 
@@ -19,14 +19,6 @@ use crate::App;
 
 /// How long a build Job's fetch token is good for.
 pub const FETCH_TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
-
-/// The warning of SPEC 5 for a function built from uploaded code where `policy` applies.
-pub fn latest_builder_warning(policy: &str) -> String {
-    format!(
-        "Policy '{policy}' (DisallowLatestTag) denies builds of uploaded code: the function \
-         builder is referenced by the tag latest"
-    )
-}
 
 /// The renderer's kind of a workload type; `None` for the other types.
 pub fn kind_of(ty: ResourceType) -> Option<Kind> {
@@ -91,17 +83,7 @@ pub fn workload_of(
     Ok((workload, namespace))
 }
 
-/// The warning on a write that names an upload in a process that does not build uploads.
-pub const UPLOADS_NOT_BUILT: &str = "uploaded code is not built: palisade serve has no --public-url for build Jobs to fetch it from";
-
-/// What palisade itself runs for a workload, besides the images its user names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PlatformObject {
-    /// The build Job (the builder image).
-    BuildJob,
-    /// The Deployment (the image a build pushes, the file server).
-    Deployment,
-}
+pub use palisade_policy::PlatformObject;
 
 /// The images palisade runs for `w` that its user did not name, with the object that runs
 /// each: the builder (build Job), the image a build pushes, and a static web app's file
@@ -119,17 +101,6 @@ pub fn platform_images(w: &Workload, config: &WorkloadConfig) -> Vec<(PlatformOb
         images.push((PlatformObject::Deployment, config.file_server.clone()));
     }
     images
-}
-
-/// The warning for an image palisade runs for `resource` (`<type>/<name>`) that a policy
-/// will deny, e.g. `the build Job palisade runs for app/web will be denied: Policy 'trusted'
-/// (AllowedRegistries) denied image ...: it is not under ghcr.io/acme.`
-pub fn platform_image_warning(object: PlatformObject, resource: &str, denial: &str) -> String {
-    let object = match object {
-        PlatformObject::BuildJob => "build Job",
-        PlatformObject::Deployment => "Deployment",
-    };
-    format!("the {object} palisade runs for {resource} will be denied: {denial}")
 }
 
 /// Where a boundary's workloads can run: its attached clusters and its namespaces.
@@ -349,7 +320,7 @@ impl App {
     /// uploaded function code there is denied, and these warnings say so before it happens.
     /// Policies that cannot be read give no warning (the create itself does not depend on
     /// them).
-    pub async fn latest_builder_warnings(&self, boundary: &str, cluster: &str) -> Vec<String> {
+    pub async fn latest_builder_warnings(&self, boundary: &str, cluster: &str) -> Vec<Warning> {
         let Ok(cluster) = Name::parse(cluster) else {
             return Vec::new();
         };
@@ -358,16 +329,16 @@ impl App {
         };
         latest_builder_policies(&policies, &cluster)
             .into_iter()
-            .map(|name| latest_builder_warning(&name))
+            .map(|policy| Warning::LatestBuilderDenied { policy })
             .collect()
     }
 
     /// Warnings for every enforce-mode policy in scope of `record`'s cluster that will deny an
     /// image palisade itself runs for it (builder, built image, file server), each with the
     /// message the cluster will give. A function's upload builder tagged `latest` is left to
-    /// [`latest_builder_warning`]. Policies that cannot be read give no warning (the write does
+    /// [`Warning::LatestBuilderDenied`]. Policies that cannot be read give no warning (the write does
     /// not depend on them).
-    pub async fn platform_image_warnings(&self, record: &ResourceRecord) -> Vec<String> {
+    pub async fn platform_image_warnings(&self, record: &ResourceRecord) -> Vec<Warning> {
         let Some(cluster) = record.cluster.as_deref().and_then(|c| Name::parse(c).ok()) else {
             return Vec::new();
         };
@@ -375,7 +346,7 @@ impl App {
             return Vec::new();
         };
         if matches!(workload.source, Some(Source::Upload { .. })) && !self.builds_uploads {
-            return vec![UPLOADS_NOT_BUILT.to_owned()];
+            return vec![Warning::UploadsNotBuilt];
         }
         let images = platform_images(&workload, &self.workload_config);
         if images.is_empty() {
@@ -399,7 +370,11 @@ impl App {
                     && from_upload
                     && *object == PlatformObject::BuildJob
                     && denial.rule == palisade_policy::RuleKind::DisallowLatestTag;
-                let warning = platform_image_warning(*object, &resource, &denial.message);
+                let warning = Warning::PlatformImageDenied {
+                    object: *object,
+                    resource: resource.clone(),
+                    denial: denial.message,
+                };
                 if !said_already && !warnings.contains(&warning) {
                     warnings.push(warning);
                 }
@@ -411,7 +386,7 @@ impl App {
     /// The warnings an upload form for a function shows before anything is built: the
     /// enforce-mode DisallowLatestTag policies that apply to any cluster the boundary's
     /// functions can be placed in (each named once).
-    pub async fn upload_form_warnings(&self, access: &Access) -> AppResult<Vec<String>> {
+    pub async fn upload_form_warnings(&self, access: &Access) -> AppResult<Vec<Warning>> {
         let boundary = access.boundary();
         let placements = self.placements(boundary).await?;
         let policies = self.read_policies(boundary).await?;
@@ -426,7 +401,10 @@ impl App {
                 }
             }
         }
-        Ok(names.iter().map(|n| latest_builder_warning(n)).collect())
+        Ok(names
+            .into_iter()
+            .map(|policy| Warning::LatestBuilderDenied { policy })
+            .collect())
     }
 
     /// A token that opens one upload, and nothing else, for [`FETCH_TOKEN_TTL`].

@@ -650,11 +650,11 @@ fn run_plan(args: &CheckArgs, plan_args: &PlanArgs) -> ExitCode {
         let _ = writeln!(
             stderr,
             "warning: {}",
-            palisade_policy::message::plan_allowed_by_exception(
-                plan.as_str(),
-                &exception.name,
-                &exception.expires_at
-            )
+            palisade_policy::Warning::PlanAllowedByException {
+                plan: plan.to_string(),
+                exception: exception.name.to_string(),
+                until: exception.expires_at.clone(),
+            }
         );
     }
     if plan_args.name.is_none() && !args.exceptions.is_empty() {

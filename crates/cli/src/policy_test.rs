@@ -474,7 +474,11 @@ fn judge_resource(
     let plan = PlanName::parse(&resource.plan).map_err(|e| format!("{at}/plan: {e}"))?;
     let decision = compute_plan::decide(subjects.policies, subjects.catalog, resource_type, &plan)
         .map_err(|e| format!("{at}/plan: {e}"))?;
-    let mut warnings = decision.audit_warnings.clone();
+    let mut warnings: Vec<String> = decision
+        .audit_warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let (decision, used) = except_decision(
         decision,
         subjects.exceptions,
@@ -484,10 +488,13 @@ fn judge_resource(
     let enforced = resource_type.is_plan_checked();
     if !enforced && !decision.allowed {
         // What the API answers a function on a disallowed plan: created, with a warning.
-        warnings.push(palisade_app::plans::function_warning(
-            plan.as_str(),
-            &decision.denied_by,
-        ));
+        warnings.push(
+            palisade_policy::Warning::FunctionPlanNotEnforced {
+                plan: plan.to_string(),
+                policies: decision.denied_by.iter().map(ToString::to_string).collect(),
+            }
+            .to_string(),
+        );
     }
     Ok(Got {
         admitted: decision.allowed || !enforced,

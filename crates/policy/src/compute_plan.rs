@@ -32,7 +32,7 @@ pub struct PlanDecision {
     /// Enforce-mode policies that speak about the type and do not name the plan, by name.
     pub denied_by: Vec<Name>,
     /// `Policy 'watch' (audit) would deny: <message>`, by policy name.
-    pub audit_warnings: Vec<String>,
+    pub audit_warnings: Vec<crate::Warning>,
 }
 
 impl PlanDecision {
@@ -158,11 +158,10 @@ pub fn decide(
         .into_iter()
         .map(|audit| {
             let allowed = allowed_with(policies, catalog, ty, Some(audit));
-            format!(
-                "Policy '{}' (audit) would deny: {}",
-                audit.name(),
-                denial_message(plan, &allowed)
-            )
+            crate::Warning::AuditWouldDeny {
+                policy: audit.name().to_string(),
+                message: denial_message(plan, &allowed),
+            }
         })
         .collect();
     Ok(PlanDecision {

@@ -18,6 +18,7 @@ pub mod plan;
 pub mod policy;
 pub mod resource_type;
 pub mod scan;
+pub mod warning;
 
 pub use admission::{
     AdmissionObject, AdmissionRequest, AdmissionVerdict, Denial, Operation, Subresource,
@@ -31,3 +32,4 @@ pub use name::Name;
 pub use plan::{PlanEntry, PlanName};
 pub use policy::{Mode, Policy, Rule, RuleKind, SaveWarning, Scope};
 pub use resource_type::ResourceType;
+pub use warning::{PlatformObject, Warning};

@@ -72,14 +72,6 @@ pub fn finalize(raw: String, policy: &Name, kind: RuleKind) -> String {
     }
 }
 
-/// The warning of a create or plan move that an exception lets past (SPEC 7).
-pub fn plan_allowed_by_exception(plan: &str, exception: &Name, expires_at: &str) -> String {
-    format!(
-        "Compute plan '{plan}' is allowed by exception '{exception}' until {}",
-        expires_at.replace(".000Z", "Z")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

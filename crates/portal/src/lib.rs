@@ -14,6 +14,7 @@ mod i18n;
 mod layout;
 mod pages;
 mod session;
+mod warnings;
 
 use axum::extract::FromRef;
 use axum::routing::{get, post};

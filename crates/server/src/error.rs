@@ -82,9 +82,9 @@ pub fn warning_header(text: &str) -> String {
 }
 
 /// Appends `Warning` headers for `warnings`.
-pub fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
+pub fn with_warnings<T: std::fmt::Display>(mut response: Response, warnings: &[T]) -> Response {
     for warning in warnings {
-        if let Ok(value) = HeaderValue::from_str(&warning_header(warning)) {
+        if let Ok(value) = HeaderValue::from_str(&warning_header(&warning.to_string())) {
             response.headers_mut().append(header::WARNING, value);
         }
     }

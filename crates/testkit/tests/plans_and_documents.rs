@@ -36,7 +36,11 @@ fn plan_decisions_match_the_corpus() {
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>(),
-            decision.audit_warnings.clone(),
+            decision
+                .audit_warnings
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
         );
         let want = (
             case.expect.allowed,

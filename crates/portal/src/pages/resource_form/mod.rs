@@ -174,7 +174,7 @@ pub(super) fn created(
     boundary: &str,
     ty: ResourceType,
     name: &str,
-    warnings: &[String],
+    warnings: &[palisade_policy::Warning],
     updated: bool,
 ) -> Response {
     let notice = Notice::Resource {
@@ -187,7 +187,10 @@ pub(super) fn created(
         ctx,
         &resource_path(boundary, ty, name),
         notice,
-        warnings,
+        &warnings
+            .iter()
+            .map(|w| crate::warnings::text(ctx, w))
+            .collect::<Vec<_>>(),
     )
 }
 

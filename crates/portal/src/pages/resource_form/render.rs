@@ -435,7 +435,8 @@ pub(super) fn resource_page(
                 @if !flash.warnings.is_empty() || flash.more_warnings > 0 {
                     (alert("warning", html! {
                         p { (ctx.t("The API answered with warnings:")) }
-                        ul id="warnings" { @for w in &flash.warnings { li lang="en" { (w) } } }
+                        // In the page's language (the portal's words for palisade's warnings).
+                        ul id="warnings" { @for w in &flash.warnings { li { (w) } } }
                         @if flash.more_warnings > 0 {
                             p { (flash.more_warnings) " " (ctx.t("more warnings are not shown here.")) }
                         }

@@ -105,7 +105,7 @@ struct UploadPage<'a> {
     typed: UploadTyped,
     picker: Option<Result<Picker, AppError>>,
     /// Functions: the policies that will deny a build of uploaded code.
-    warnings: Result<Vec<String>, AppError>,
+    warnings: Result<Vec<palisade_policy::Warning>, AppError>,
     outcome: Outcome,
     /// The submitted form could not be read whole (the client stopped sending it).
     unreadable: bool,
@@ -467,14 +467,17 @@ pub async fn upload_submit(
     }
 }
 
-fn warnings_notice(ctx: &Ctx, warnings: &Result<Vec<String>, AppError>) -> Markup {
+fn warnings_notice(
+    ctx: &Ctx,
+    warnings: &Result<Vec<palisade_policy::Warning>, AppError>,
+) -> Markup {
     html! {
         @match warnings {
             Ok(list) if list.is_empty() => {}
             Ok(list) => {
                 div class="notice warning" role="status" id="upload-warnings" {
                     p { (ctx.t("A policy of this boundary denies builds of uploaded function code, so the function will not be deployed:")) }
-                    ul { @for warning in list { li lang="en" { (warning) } } }
+                    ul { @for warning in list { li { (crate::warnings::text(ctx, warning)) } } }
                 }
             }
             Err(error) => {

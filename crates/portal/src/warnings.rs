@@ -1,0 +1,108 @@
+//! palisade's warnings in the page's language. The API sends them in English (the `Display` of
+//! `palisade_policy::Warning`); the portal says the same from their parts, and leaves what
+//! they quote (a denial's message, names, plans, times) as written.
+
+use palisade_policy::{PlatformObject, Warning};
+
+use crate::i18n::Lang;
+use crate::layout::Ctx;
+
+/// The warning as the page says it.
+pub fn text(ctx: &Ctx, warning: &Warning) -> String {
+    match ctx.lang {
+        Lang::En => warning.to_string(),
+        Lang::Sv => swedish(warning),
+    }
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn swedish(warning: &Warning) -> String {
+    match warning {
+        Warning::AuditWouldDeny { policy, message } => {
+            format!("Policyn '{policy}' (audit) skulle neka: {message}")
+        }
+        Warning::PlanAllowedByException {
+            plan,
+            exception,
+            until,
+        } => format!(
+            "Beräkningsplanen '{plan}' tillåts av undantaget '{exception}' till {}",
+            until.replace(".000Z", "Z")
+        ),
+        Warning::FunctionPlanNotEnforced { plan, policies } => {
+            let noun = if policies.len() == 1 {
+                "boundary-policyn"
+            } else {
+                "boundary-policyerna"
+            };
+            format!(
+                "Beräkningsplanen '{plan}' är otillåten enligt {noun} {}; funktioners planer upprätthålls inte",
+                quoted(policies)
+            )
+        }
+        Warning::FunctionPlanUnchecked => {
+            "Boundaryns policyer kunde inte läsas; planen jämfördes inte med dem".to_owned()
+        }
+        Warning::LatestBuilderDenied { policy } => format!(
+            "Policyn '{policy}' (DisallowLatestTag) nekar byggen av uppladdad kod: \
+             funktionsbyggaren refereras med taggen latest"
+        ),
+        Warning::PlatformImageDenied {
+            object,
+            resource,
+            denial,
+        } => {
+            let object = match object {
+                PlatformObject::BuildJob => "Bygg-Jobbet",
+                PlatformObject::Deployment => "Deploymenten",
+            };
+            format!("{object} som palisade kör för {resource} kommer att nekas: {denial}")
+        }
+        Warning::UploadsNotBuilt => "uppladdad kod byggs inte: palisade serve har ingen \
+             --public-url som bygg-Jobs kan hämta den från"
+            .to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(lang: Lang) -> Ctx {
+        Ctx {
+            lang,
+            secure: false,
+            here: "/".into(),
+        }
+    }
+
+    #[test]
+    fn a_warning_is_english_as_the_api_sends_it_and_swedish_in_its_own_words() {
+        let warning = Warning::FunctionPlanNotEnforced {
+            plan: "large".into(),
+            policies: vec!["size-limits".into()],
+        };
+        assert_eq!(text(&ctx(Lang::En), &warning), warning.to_string());
+        assert_eq!(
+            text(&ctx(Lang::Sv), &warning),
+            "Beräkningsplanen 'large' är otillåten enligt boundary-policyn 'size-limits'; funktioners planer upprätthålls inte"
+        );
+        let denial = "Policy 'trusted' (AllowedRegistries) denied image x: it is not under y.";
+        let platform = Warning::PlatformImageDenied {
+            object: PlatformObject::BuildJob,
+            resource: "app/api".into(),
+            denial: denial.into(),
+        };
+        assert_eq!(
+            text(&ctx(Lang::Sv), &platform),
+            format!("Bygg-Jobbet som palisade kör för app/api kommer att nekas: {denial}")
+        );
+    }
+}
