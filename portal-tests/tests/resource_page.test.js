@@ -1,6 +1,7 @@
 // A workload's page in a real browser against a real control plane with fake nodes (kwok): the
 // user creates an app in the portal and, without touching the page, reads what Kubernetes
-// decided (rejected, then after a fix deploying and running, with its pods and events), in
+// decided (rejected; after a fix deploying and running; degraded after a scale-up a newer
+// policy denies, with its pods and the denial event), in
 // English and Swedish with no axe violations; then deletes it after a confirmation. The time
 // from the click on Create to the verdict on the page is measured and printed.
 import assert from 'node:assert/strict';
@@ -122,14 +123,37 @@ describe('resource page', () => {
     assert.deepEqual(await axeViolations(page), []);
     await screenshot(page, 'resource-running');
 
+    // A newer policy its image breaks, then a scale-up: the old pod keeps running, the new
+    // ones are denied; the page (reached by the save, so followed) turns amber and shows the
+    // ReplicaSet's FailedCreate event with the API server's message.
+    await ok('PUT', '/v1/boundaries/live-team/policies/registries', {
+      rules: [{ allowedRegistries: { registries: ['registry.acme.internal'] } }],
+    });
+    await poll(
+      async () => (await ok('GET', '/v1/boundaries/live-team/policies/registries')).status.clusters,
+      (clusters) => clusters.some((c) => c.cluster === 'local' && c.status === 'enforced'),
+      60,
+    );
+    await page.getByRole('link', { name: 'Edit' }).click();
+    await page.getByLabel('Replicas').fill('2');
+    await page.locator('#resource-form button.primary').click();
+    await page.waitForURL(`${server.url}/boundaries/live-team/resources/app/web`);
+    await waitForLive(page, /degraded/);
+    assert.equal(await page.locator('#status .status').getAttribute('class'), 'status warn');
+    await waitForLive(page, /FailedCreate/);
+    const warning = page.locator('#events tr.event-warning').first();
+    assert.match(await warning.innerText(), /Warning\s+FailedCreate\s+ReplicaSet\/app-web-\S+\s+.*Policy 'registries' \(AllowedRegistries\) denied image ghcr.io\/acme\/web:1.4/);
+    assert.deepEqual(await axeViolations(page), []);
+    await screenshot(page, 'resource-degraded');
+
     // In Swedish: palisade's words translated, Kubernetes' own as written.
     await page.goto(`${server.url}/lang/sv`);
     await page.goto(`${server.url}/boundaries/live-team/resources/app/web`);
-    assert.equal(await page.locator('#status').innerText(), 'körs');
+    assert.match(await page.locator('#status').innerText(), /^försämrad: 1\/2 repliker; poddar nekade: /);
     assert.match(await page.locator('#live h2').innerText(), /I klustret/);
-    assert.match(await page.locator('#workload').innerText(), /1\/1 redo \(1 tillgängliga, 1 uppdaterade\)/);
+    assert.match(await page.locator('#workload').innerText(), /1\/2 redo \(1 tillgängliga, 1 uppdaterade\)/);
     assert.deepEqual(await axeViolations(page), []);
-    await screenshot(page, 'resource-running-sv');
+    await screenshot(page, 'resource-degraded-sv');
     await page.goto(`${server.url}/lang/en`);
 
     // Delete, after a confirmation that says what stops.
