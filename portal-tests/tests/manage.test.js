@@ -80,6 +80,10 @@ describe('management pages', () => {
     assert.match(await page.locator('section[data-cluster="local"]').innerText(), /walk-web/);
     const namespaces = await server.api('GET', '/v1/boundaries/walk/clusters/local/namespaces/walk-web');
     assert.equal(namespaces.status, 200, JSON.stringify(namespaces.body));
+    // The boundary page shows it in its cluster's row.
+    await page.goto(`${server.url}/boundaries/walk`);
+    assert.match(await page.locator('#clusters tr[data-cluster="local"]').innerText(), /walk-web/);
+    await page.goto(`${server.url}/boundaries/walk/clusters`);
     // The same namespace again is no change; another boundary's is refused with the API's 409.
     await page.locator('#namespace-form').getByLabel('Name', { exact: true }).fill('walk-web');
     assert.equal(await submit(page, page.getByRole('button', { name: 'Create or adopt' })), 303);

@@ -854,16 +854,16 @@ async fn the_boundary_page_shows_cluster_status_and_grandfathered_resources() {
     let browser = portal.sign_in(&portal.admin).await;
     let html = portal.get("/boundaries/shop", &browser).await.text();
     assert!(html.contains(
-        r#"<tr data-cluster="staging-1"><th scope="row">staging-1</th><td>v1.37.2</td><td><span class="status ok" lang="en">enforced</span><br>Admission layout: <span lang="en">shared (212 boundaries)</span></td></tr>"#
+        r#"<tr data-cluster="staging-1"><th scope="row">staging-1</th><td>v1.37.2</td><td><span class="status ok" lang="en">enforced</span><br>Admission layout: <span lang="en">shared (212 boundaries)</span></td><td><span class="muted">–</span></td></tr>"#
     ), "{html}");
     assert!(html.contains(
-        r#"<tr data-cluster="legacy-1"><th scope="row">legacy-1</th><td>v1.29.4</td><td><span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></td></tr>"#
+        r#"<tr data-cluster="legacy-1"><th scope="row">legacy-1</th><td>v1.29.4</td><td><span class="status bad" lang="en">not enforced: Kubernetes 1.29 is older than 1.30</span></td><td><span class="muted">–</span></td></tr>"#
     ), "{html}");
     assert!(html.contains(
-        r#"<tr data-cluster="noapi-1"><th scope="row">noapi-1</th><td>v1.37.2</td><td><span class="status bad" lang="en">not enforced: the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy</span></td></tr>"#
+        r#"<tr data-cluster="noapi-1"><th scope="row">noapi-1</th><td>v1.37.2</td><td><span class="status bad" lang="en">not enforced: the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy</span></td><td><span class="muted">–</span></td></tr>"#
     ), "{html}");
     assert!(html.contains(&format!(
-        r#"<tr data-cluster="prod-1"><th scope="row">prod-1</th><td>v1.31.2</td><td><span class="status ok" lang="en">enforced</span><br>Last repair: <span lang="en">binding trusted.shop.palisade.dev was deleted; restored</span> <time datetime="{repaired_at}">({repaired_at})</time></td></tr>"#
+        r#"<tr data-cluster="prod-1"><th scope="row">prod-1</th><td>v1.31.2</td><td><span class="status ok" lang="en">enforced</span><br>Last repair: <span lang="en">binding trusted.shop.palisade.dev was deleted; restored</span> <time datetime="{repaired_at}">({repaired_at})</time></td><td><span class="muted">–</span></td></tr>"#
     )), "{html}");
     assert!(html.contains(r#"<span lang="en">not checked yet</span>"#));
     assert!(html.contains(

@@ -69,6 +69,8 @@ pub struct BoundaryPage {
     pub notice: Option<String>,
     /// The API's warnings of the write that redirected here.
     pub warnings: Vec<String>,
+    /// The boundary's namespaces, by cluster and name.
+    pub namespaces: Vec<palisade_api_types::view::NamespaceView>,
 }
 
 impl std::ops::Deref for BoundaryPage {
@@ -87,8 +89,13 @@ pub async fn load_boundary_page(
     after: Option<String>,
 ) -> Result<BoundaryPage, AppError> {
     let access = state.open(caller, boundary).await?;
+    let all = palisade_app::PageRequest {
+        limit: Some(1000),
+        continue_token: None,
+    };
     Ok(BoundaryPage {
         overview: state.overview(&access, after).await?,
+        namespaces: state.list_namespaces(&access, &all).await?.items,
         csrf: String::new(),
         notice: None,
         warnings: Vec::new(),
@@ -194,7 +201,7 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
         }
         (ending_soon(ctx, data))
         @if let Some(clusters) = &data.clusters {
-            (clusters_section(ctx, clusters))
+            (clusters_section(ctx, clusters, &data.namespaces))
         }
         // Followed by /static/live.js while something in it is moving (a policy pending in a
         // cluster, a workload deploying), once a second.
@@ -239,7 +246,11 @@ pub fn admission_status(ctx: &Ctx, cluster: &ClusterRow) -> Markup {
     }
 }
 
-fn clusters_section(ctx: &Ctx, clusters: &[ClusterRow]) -> Markup {
+fn clusters_section(
+    ctx: &Ctx,
+    clusters: &[ClusterRow],
+    namespaces: &[palisade_api_types::view::NamespaceView],
+) -> Markup {
     html! {
         section aria-labelledby="clusters-heading" {
             h2 id="clusters-heading" { (ctx.t("Clusters")) }
@@ -251,6 +262,7 @@ fn clusters_section(ctx: &Ctx, clusters: &[ClusterRow]) -> Markup {
                         th scope="col" { (ctx.t("Cluster")) }
                         th scope="col" { (ctx.t("Kubernetes version")) }
                         th scope="col" { (ctx.t("Admission rules")) }
+                        th scope="col" { (ctx.t("Namespaces")) }
                     } }
                     tbody {
                         @for c in clusters {
@@ -275,6 +287,14 @@ fn clusters_section(ctx: &Ctx, clusters: &[ClusterRow]) -> Markup {
                                         span class="status bad" {
                                             (ctx.t("Last attempt failed")) ": " span lang="en" { (error) }
                                         }
+                                    }
+                                }
+                                td {
+                                    @let here: Vec<&str> = namespaces.iter().filter(|n| n.cluster == c.name).map(|n| n.name.as_str()).collect();
+                                    @if here.is_empty() { span class="muted" { "–" } }
+                                    @for (i, name) in here.iter().enumerate() {
+                                        @if i > 0 { ", " }
+                                        code { (name) }
                                     }
                                 }
                             }
