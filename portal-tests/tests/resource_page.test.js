@@ -146,6 +146,22 @@ describe('resource page', () => {
     assert.deepEqual(await axeViolations(page), []);
     await screenshot(page, 'resource-degraded');
 
+    // A page that is following the cluster stops when the session ends (its next fetch is the
+    // sign-in page), instead of fetching that page over and over.
+    await page.getByRole('link', { name: 'Edit' }).click();
+    await page.locator('#resource-form button.primary').click();
+    await page.waitForURL(`${server.url}/boundaries/live-team/resources/app/web`);
+    const fetches = [];
+    page.on('request', (r) => {
+      if (!r.isNavigationRequest()) fetches.push(new URL(r.url()).pathname);
+    });
+    const cookies = await page.context().cookies();
+    await page.context().clearCookies();
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.ok(fetches.length <= 2, `fetches after the session ended: ${fetches.join(', ')}`);
+    await page.context().addCookies(cookies);
+    await page.reload();
+
     // In Swedish: palisade's words translated, Kubernetes' own as written.
     await page.goto(`${server.url}/lang/sv`);
     await page.goto(`${server.url}/boundaries/live-team/resources/app/web`);

@@ -36,7 +36,9 @@
       .then(function (text) {
         var fresh = region(new DOMParser().parseFromString(text, 'text/html'));
         var live = region(document);
-        if (fresh && live) {
+        // Not the page any more (e.g. the session ended: the sign-in page): stop here.
+        if (!fresh) return;
+        if (live) {
           live.setAttribute('data-moving', fresh.getAttribute('data-moving') || 'false');
           live.innerHTML = fresh.innerHTML;
         }
