@@ -8,7 +8,7 @@ use palisade_api_types::view::{
 };
 use palisade_api_types::ExceptionSpec;
 use palisade_policy::exception::MAX_PER_BOUNDARY;
-use palisade_policy::{Exception, Name};
+use palisade_policy::{Exception, ExceptionWarning, Name};
 use palisade_store::{ExceptionRecord, ExceptionWrite, StoreError, WriteAction};
 
 use crate::caller::{Access, Role};
@@ -26,8 +26,11 @@ const REQUESTED: &str = "requested";
 /// A saved exception and what the save did.
 #[derive(Clone, Debug)]
 pub struct SavedException {
+    /// The exception as the API answers it (its `warnings` are the texts of `warnings`).
     pub view: ExceptionView,
     pub action: WriteAction,
+    /// The save warnings, typed: each edge says them in its own words.
+    pub warnings: Vec<ExceptionWarning>,
 }
 
 /// Decodes a stored exception (as validated when saved; its time is not judged again). A
@@ -230,25 +233,31 @@ impl App {
             .map_err(from_store(boundary, name))?;
         tracing::info!(%boundary, exception = %name, action = action.as_str(), state = %record.state, %actor, "exception saved");
         let warnings = self.exception_warnings(boundary, &exception).await;
+        let texts = warnings.iter().map(ToString::to_string).collect();
         Ok(SavedException {
-            view: view(record, &palisade_store::now(), Some(warnings)),
+            view: view(record, &palisade_store::now(), Some(texts)),
             action,
+            warnings,
         })
     }
 
     /// What a save should tell its writer: a policy the boundary does not have (yet), a
     /// request that waits for approval.
-    async fn exception_warnings(&self, boundary: &str, exception: &Exception) -> Vec<String> {
+    async fn exception_warnings(
+        &self,
+        boundary: &str,
+        exception: &Exception,
+    ) -> Vec<ExceptionWarning> {
         let mut warnings = Vec::new();
         if let Err(StoreError::NotFound) = self
             .store
             .get_policy(boundary, exception.policy.as_str())
             .await
         {
-            warnings.push(format!(
-                "boundary '{boundary}' has no policy '{}' (yet): the exception applies once it has",
-                exception.policy
-            ));
+            warnings.push(ExceptionWarning::NoSuchPolicy {
+                boundary: boundary.to_owned(),
+                policy: exception.policy.to_string(),
+            });
         }
         warnings
     }

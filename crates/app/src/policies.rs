@@ -25,8 +25,11 @@ use crate::App;
 /// A saved policy and what the save did.
 #[derive(Clone, Debug)]
 pub struct Saved {
+    /// The policy as the API answers it (its `warnings` are the texts of `warnings`).
     pub view: PolicyView,
     pub action: WriteAction,
+    /// The save warnings, typed: each edge says them in its own words.
+    pub warnings: Vec<SaveWarning>,
 }
 
 /// How a save may overwrite.
@@ -301,6 +304,7 @@ impl App {
         Ok(Saved {
             view: self.with_status(record, Some(texts(&warnings))).await?,
             action,
+            warnings,
         })
     }
 

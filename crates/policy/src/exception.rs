@@ -149,6 +149,24 @@ pub fn except_plan<'a>(
     }
 }
 
+/// A save warning of an exception: it is saved, and its writer is told something about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExceptionWarning {
+    /// The boundary has no policy of the name the exception excepts from (yet).
+    NoSuchPolicy { boundary: String, policy: String },
+}
+
+impl std::fmt::Display for ExceptionWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExceptionWarning::NoSuchPolicy { boundary, policy } => write!(
+                f,
+                "boundary '{boundary}' has no policy '{policy}' (yet): the exception applies once it has"
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +297,17 @@ mod tests {
         let decided = except_plan(&denied(&["cost", "size"]), &exceptions, "reports", BEFORE);
         assert_eq!(decided.still_denied_by, vec![name("cost")]);
         assert!(!decided.allowed());
+    }
+
+    #[test]
+    fn a_save_warning_reads_as_the_api_sends_it() {
+        let warning = ExceptionWarning::NoSuchPolicy {
+            boundary: "shop".into(),
+            policy: "size-limits".into(),
+        };
+        assert_eq!(
+            warning.to_string(),
+            "boundary 'shop' has no policy 'size-limits' (yet): the exception applies once it has"
+        );
     }
 }

@@ -25,7 +25,7 @@ pub use admission::{
 };
 pub use catalog::{Catalog, CatalogPlan};
 pub use compute_plan::{PickerOption, PlanDecision, PlanError};
-pub use exception::{Exception, ObjectMatch, ResourceRef};
+pub use exception::{Exception, ExceptionWarning, ObjectMatch, ResourceRef};
 pub use image_ref::{ImageRef, RegistryPrefix};
 pub use label::{LabelKey, LabelRequirement, LabelValue};
 pub use name::Name;

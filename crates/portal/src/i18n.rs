@@ -1,8 +1,8 @@
 //! The portal's languages: English (default) and Swedish, chosen with the `lang` cookie.
-//! Only the portal's own text is translated, and the words of a workload's status (`running`,
-//! `rejected`, ...). Error codes, the API's messages and reasons (422/503 texts, `Disallowed by
-//! boundary policy '...'`, the message after a status's words), install status values and role
-//! names stay English, marked `lang="en"` in the page.
+//! The portal's own text is translated, and palisade's words around what it quotes: the words
+//! of a status (`running`, `rejected`, `enforced`, `pending`, ...), warnings (`warnings.rs`).
+//! Error codes, the API's messages and reasons (422/503 texts, the reason after a status's
+//! words, Kubernetes' messages) and role names stay English, marked `lang="en"` in the page.
 
 use axum::http::HeaderMap;
 
@@ -58,6 +58,16 @@ impl Lang {
 fn swedish(english: &str) -> Option<&'static str> {
     Some(match english {
         "deploying" => "driftsätts",
+        "pending" => "väntar",
+        "installed" => "installerad",
+        "enforced" => "upprätthålls",
+        "active (audit)" => "aktiv (audit)",
+        "error" => "fel",
+        "not enforced" => "upprätthålls inte",
+        "not checked yet" => "inte kontrollerad ännu",
+        "created" => "skapad",
+        "configured" => "ändrad",
+        "unchanged" => "oförändrad",
         "running" => "körs",
         "rejected" => "nekad",
         "degraded" => "försämrad",
@@ -194,7 +204,7 @@ fn swedish(english: &str) -> Option<&'static str> {
         "Grandfathered resources" => "Resurser som behåller en otillåten plan",
         "Image" => "Avbildning",
         "Image of component" => "Avbildning för komponent",
-        "enforced: a violating object was denied in a namespace of the boundary; installed: no namespace to confirm it in yet; pending: not yet applied." => "enforced: ett objekt som bryter mot policyn nekades i ett namnområde i boundaryn; installed: inget namnområde att bekräfta i ännu; pending: inte tillämpad ännu.",
+        "enforced: a violating object was denied in a namespace of the boundary; installed: no namespace to confirm it in yet; pending: not yet applied." => "upprätthålls: ett objekt som bryter mot policyn nekades i ett namnområde i boundaryn; installerad: inget namnområde att bekräfta i ännu; väntar: inte tillämpad ännu.",
         "Last repair" => "Senaste reparation",
         "Last attempt failed" => "Senaste försöket misslyckades",
         "Key" => "Nyckel",

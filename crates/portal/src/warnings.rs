@@ -2,7 +2,7 @@
 //! `palisade_policy::Warning`); the portal says the same from their parts, and leaves what
 //! they quote (a denial's message, names, plans, times) as written.
 
-use palisade_policy::{PlatformObject, Warning};
+use palisade_policy::{ExceptionWarning, PlatformObject, SaveWarning, Warning};
 
 use crate::i18n::Lang;
 use crate::layout::Ctx;
@@ -12,6 +12,43 @@ pub fn text(ctx: &Ctx, warning: &Warning) -> String {
     match ctx.lang {
         Lang::En => warning.to_string(),
         Lang::Sv => swedish(warning),
+    }
+}
+
+/// A policy's save warning as the page says it.
+pub fn save_text(ctx: &Ctx, warning: &SaveWarning) -> String {
+    match ctx.lang {
+        Lang::En => warning.to_string(),
+        Lang::Sv => match warning {
+            SaveWarning::EmptyLabelValue(key) => {
+                format!("etiketten '{key}' med värdet \"\" sparades som valfritt värde")
+            }
+            SaveWarning::RegistryTrimmed { given, saved } => {
+                format!("registerprefixet '{given}' sparades som '{saved}'")
+            }
+            SaveWarning::UnknownPlanEntry(entry) => format!(
+                "planposten '{entry}' namnger ingen plan av någon typ som den gäller för"
+            ),
+            SaveWarning::BlockedType(ty) => format!(
+                "att skapa resurser av typen {ty} nekas nu: ingen policy tillåter någon plan för {ty}"
+            ),
+            SaveWarning::RepositoryPrefix(prefix) => format!(
+                "registerprefixet '{prefix}' namnger ett repository: dess taggade avbilder \
+                 ({prefix}:tagg) ligger inte under det"
+            ),
+        },
+    }
+}
+
+/// An exception's save warning as the page says it.
+pub fn exception_text(ctx: &Ctx, warning: &ExceptionWarning) -> String {
+    match ctx.lang {
+        Lang::En => warning.to_string(),
+        Lang::Sv => match warning {
+            ExceptionWarning::NoSuchPolicy { boundary, policy } => format!(
+                "boundaryn '{boundary}' har ingen policy '{policy}' (ännu): undantaget gäller när den får en"
+            ),
+        },
     }
 }
 

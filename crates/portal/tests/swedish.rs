@@ -245,6 +245,59 @@ async fn no_swedish_page_holds_an_english_phrase_of_palisade_s_own() {
     );
 }
 
+/// Save warnings of a policy and of an exception are said in Swedish on the page the save
+/// redirects to, with what they quote (names, prefixes) as written.
+#[tokio::test]
+async fn save_warnings_are_swedish_on_swedish_pages() {
+    let portal = Portal::demo().await;
+    let browser = portal
+        .sign_in(&portal.admin)
+        .await
+        .with_cookie("lang", "sv");
+    let yaml = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: warned\n  boundary: shop\nspec:\n  rules:\n    - allowedRegistries: {registries: [ghcr.io/acme/]}\n    - requiredLabels: {labels: [{key: team, value: \"\"}]}\n";
+    let saved = portal
+        .post(
+            "/boundaries/shop/policies/new",
+            &browser,
+            &[("csrf", &browser.csrf), ("view", "yaml"), ("yaml", yaml)],
+        )
+        .await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text());
+    let page = portal.follow(&saved, &mut browser.clone()).await;
+    let text = unescape(&page.body);
+    assert!(text.contains("Sparad. (skapad)"), "{text}");
+    assert!(
+        text.contains("<li>registerprefixet 'ghcr.io/acme/' sparades som 'ghcr.io/acme'</li>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<li>etiketten 'team' med värdet \"\" sparades som valfritt värde</li>"),
+        "{text}"
+    );
+
+    let expires = chrono::Utc::now() + chrono::Duration::days(30);
+    let expires = expires.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let fields = [
+        ("csrf", browser.csrf.as_str()),
+        ("name", "early"),
+        ("policy", "not-yet"),
+        ("resources", "app/web"),
+        ("plans", "large"),
+        ("expiresAt", expires.as_str()),
+        ("reason", "before the policy"),
+    ];
+    let saved = portal
+        .post("/boundaries/shop/exceptions/new", &browser, &fields)
+        .await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text());
+    let page = portal.follow(&saved, &mut browser.clone()).await;
+    let text = unescape(&page.body);
+    assert!(
+        text.contains("<p>boundaryn 'shop' har ingen policy 'not-yet' (ännu): undantaget gäller när den får en</p>"),
+        "{text}"
+    );
+}
+
 /// The checker finds what it must: an English phrase outside `lang="en"` is found, inside it
 /// or in code it is not.
 #[test]

@@ -185,7 +185,8 @@ fn render(ctx: &Ctx, session: &Session, data: &BoundaryPage) -> Markup {
         }
         @if let Some(notice) = &data.notice { (alert("success", html! {
             p { (notice) }
-            @for warning in &data.warnings { p { span lang="en" { (warning) } } }
+            // In the page's language: every notice that lands here says its warnings so.
+            @for warning in &data.warnings { p { (warning) } }
         })) }
         nav class="actions" aria-label=(ctx.t("Actions")) {
             a class="button" href={ "/boundaries/" (b) "/resources/new" } { (ctx.t("Create a resource")) }
@@ -230,18 +231,18 @@ fn moving(data: &BoundaryPage) -> bool {
     policies || workloads
 }
 
-/// `enforced`, `not enforced: <reason>`, or not checked yet. Status values stay English (they
-/// are palisade's status texts, as the API shows them).
+/// `enforced`, `not enforced: <reason>`, or not checked yet, in the page's words; a reason
+/// stays as written.
 pub fn admission_status(ctx: &Ctx, cluster: &ClusterRow) -> Markup {
     match &cluster.admission {
         ClusterAdmission::NotChecked => html! {
             span class="status unknown" {
-                span lang="en" { "not checked yet" } " — " (ctx.t("palisade has not reached this cluster yet"))
+                (ctx.t("not checked yet")) " — " (ctx.t("palisade has not reached this cluster yet"))
             }
         },
-        ClusterAdmission::Enforced => html! { span class="status ok" lang="en" { "enforced" } },
+        ClusterAdmission::Enforced => html! { span class="status ok" { (ctx.t("enforced")) } },
         ClusterAdmission::NotEnforced(reason) => html! {
-            span class="status bad" lang="en" { "not enforced: " (reason) }
+            span class="status bad" { (ctx.t("not enforced")) ": " span lang="en" { (reason) } }
         },
     }
 }
@@ -460,15 +461,27 @@ fn policy_exceptions(ctx: &Ctx, data: &BoundaryPage, policy: &str, can_approve: 
     }
 }
 
-/// A policy's install status in one cluster (`enforced`, `pending`, `error: ...`), in
-/// English like the API's, marked by kind in text and class.
-fn install_status(status: &InstallStatus) -> Markup {
+/// A policy's install status in one cluster (`enforced`, `pending`, `error: ...`) in the
+/// page's words, marked by kind in text and class; a reason after the words stays as written.
+fn install_status(ctx: &Ctx, status: &InstallStatus) -> Markup {
     let class = match status {
         InstallStatus::Enforced | InstallStatus::AuditActive => "status ok",
         InstallStatus::Installed | InstallStatus::Pending => "status unknown",
         InstallStatus::Error(_) | InstallStatus::NotEnforced(_) => "status bad",
     };
-    html! { span class=(class) lang="en" { (status) } }
+    let (words, reason) = match status {
+        InstallStatus::Pending => (ctx.t("pending"), None),
+        InstallStatus::Installed => (ctx.t("installed"), None),
+        InstallStatus::Enforced => (ctx.t("enforced"), None),
+        InstallStatus::AuditActive => (ctx.t("active (audit)"), None),
+        InstallStatus::Error(reason) => (ctx.t("error"), Some(reason)),
+        InstallStatus::NotEnforced(reason) => (ctx.t("not enforced"), Some(reason)),
+    };
+    html! {
+        span class=(class) {
+            (words) @if let Some(reason) = reason { ": " span lang="en" { (reason) } }
+        }
+    }
 }
 
 fn scope_clusters(
@@ -509,7 +522,7 @@ fn scope_clusters(
                             .map_or(InstallStatus::Pending, |s| s.status.clone());
                         li data-install=(c.name) {
                             strong { (c.name) } ": "
-                            (install_status(&status))
+                            (install_status(ctx, &status))
                             @if matches!(c.admission, ClusterAdmission::NotEnforced(_)) && !c.says_own_reason(&status) {
                                 " — " (admission_status(ctx, c))
                             }

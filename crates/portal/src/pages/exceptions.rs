@@ -204,7 +204,11 @@ pub async fn new_submit(
                 name: saved.view.name.clone(),
                 status: saved.view.status.clone(),
             };
-            let warnings = saved.view.warnings.clone().unwrap_or_default();
+            let warnings: Vec<String> = saved
+                .warnings
+                .iter()
+                .map(|w| crate::warnings::exception_text(&ctx, w))
+                .collect();
             flash::redirect(
                 &state,
                 &ctx,

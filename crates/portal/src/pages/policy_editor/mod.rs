@@ -277,9 +277,12 @@ async fn submit(
                             };
                             match state.save_policy(&access, &name, &bytes, condition).await {
                                 Ok(saved) => {
-                                    let mut view = saved.view;
-                                    let warnings = view.warnings.take().unwrap_or_default();
-                                    Attempt::Saved(view, saved.action, warnings)
+                                    let warnings = saved
+                                        .warnings
+                                        .iter()
+                                        .map(|w| crate::warnings::save_text(&ctx, w))
+                                        .collect();
+                                    Attempt::Saved(saved.view, saved.action, warnings)
                                 }
                                 Err(error) => Attempt::Failed(
                                     crate::layout::status_of(&error),

@@ -126,10 +126,10 @@ pub(super) fn render_editor(ctx: &Ctx, session: &Session, p: &EditorPage<'_>) ->
         h1 { (title) }
         @if let Some((written, warnings)) = &p.outcome.saved {
             (alert("success", html! {
-                p { (ctx.t("Saved.")) " " span lang="en" { "(" (written) ")" } }
+                p { (ctx.t("Saved.")) " (" (action_words(ctx, written)) ")" }
                 @if !warnings.is_empty() {
                     p { (ctx.t("Save warnings:")) }
-                    ul id="save-warnings" { @for w in warnings { li lang="en" { (w) } } }
+                    ul id="save-warnings" { @for w in warnings { li { (w) } } }
                 }
             }))
         }
@@ -319,5 +319,14 @@ fn rule_fieldset(
                 }
             }
         }
+    }
+}
+
+/// What a save did (`created`, `configured`, `unchanged`) in the page's words.
+fn action_words(ctx: &Ctx, written: &str) -> &'static str {
+    match written {
+        "created" => ctx.t("created"),
+        "configured" => ctx.t("configured"),
+        _ => ctx.t("unchanged"),
     }
 }
