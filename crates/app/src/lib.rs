@@ -15,6 +15,7 @@ pub mod demo;
 pub mod error;
 pub mod exceptions;
 pub mod limits;
+pub mod live;
 pub mod namespaces;
 pub mod overview;
 pub mod paging;
@@ -74,6 +75,8 @@ pub struct App {
     /// This installation's id once read: it never changes, and reading it is a write
     /// transaction (made on first use).
     installation: Arc<tokio::sync::OnceCell<String>>,
+    /// Wakes the reads that wait for a workload's status to move (`live`).
+    live: Arc<live::WorkloadChanges>,
 }
 
 impl App {
@@ -96,6 +99,7 @@ impl App {
             )),
             uploads: uploads::InFlight::new(uploads::UploadLimits::default()),
             max_exception_days: exceptions::MAX_EXCEPTION_DAYS,
+            live: Arc::new(live::WorkloadChanges::default()),
         }
     }
 
@@ -119,6 +123,13 @@ impl App {
     /// The same application reaching clusters through `clusters`.
     pub fn with_clusters(mut self, clusters: Arc<dyn ports::Clusters>) -> Self {
         self.clusters = clusters;
+        self
+    }
+
+    /// The same application waking the same waiting reads as others sharing `changes` (the
+    /// reconciler's application records the statuses the API's waits for).
+    pub fn with_workload_changes(mut self, changes: Arc<live::WorkloadChanges>) -> Self {
+        self.live = changes;
         self
     }
 

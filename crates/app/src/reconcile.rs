@@ -195,9 +195,14 @@ impl App {
         key: &ResourceKey,
         status: &WorkloadStatus,
     ) -> Result<bool> {
-        self.store
+        let written = self
+            .store
             .set_resource_status(key, &status.to_string())
-            .await
+            .await?;
+        if written {
+            self.live.moved();
+        }
+        Ok(written)
     }
 
     /// The resources placed in the cluster.

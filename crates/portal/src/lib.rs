@@ -104,6 +104,10 @@ where
             get(pages::resource_form::show),
         )
         .route(
+            "/boundaries/{boundary}/resources/{resource_type}/{name}/live",
+            get(pages::resource_form::live),
+        )
+        .route(
             "/boundaries/{boundary}/resources/{resource_type}/{name}/delete",
             get(pages::resource_form::delete::form).post(pages::resource_form::delete::submit),
         )

@@ -2315,3 +2315,102 @@ async fn a_developer_requests_an_exception_and_a_boundary_admin_approves_it() {
         .await;
     assert!(swedish.text().contains("Begär undantaget"));
 }
+
+/// A resource page's live region alone (`.../live?status=`, read by `/static/live.js`): it
+/// answers at once when the status shown is not the stored one, waits when it is, and is
+/// woken by the status palisade records, before its wait ends.
+#[tokio::test]
+async fn the_live_region_answers_when_the_status_moves() {
+    use palisade_api_types::view::WorkloadStatus;
+    let portal = Portal::demo().await;
+    let store = portal.state.store.clone();
+    let body = json!({"type": "app", "name": "follow", "plan": "small",
+        "image": "ghcr.io/acme/api:1.0"});
+    store
+        .create_resource(
+            palisade_store::NewResource {
+                boundary: "shop".into(),
+                resource_type: "app".into(),
+                name: "follow".into(),
+                body_json: body.to_string(),
+                cluster: None,
+                upload: None,
+            },
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let key = palisade_store::ResourceKey {
+        boundary: "shop".into(),
+        resource_type: "app".into(),
+        name: "follow".into(),
+    };
+    let app = portal.state.app.clone();
+    assert!(app
+        .record_workload_status(&key, &WorkloadStatus::Deploying)
+        .await
+        .unwrap());
+    let browser = portal.sign_in(&portal.admin).await;
+    let page = portal
+        .get("/boundaries/shop/resources/app/follow", &browser)
+        .await;
+    assert!(
+        page.body.contains(
+            r#"data-live="/boundaries/shop/resources/app/follow/live" data-status="deploying""#
+        ),
+        "{}",
+        page.body
+    );
+
+    // The page shows another status: answered at once, with the stored one.
+    let live = "/boundaries/shop/resources/app/follow/live";
+    let stale = portal
+        .get(&format!("{live}?status=running"), &browser)
+        .await;
+    assert_eq!(stale.status, StatusCode::OK);
+    assert!(
+        stale.body.starts_with(r#"<section id="live""#),
+        "{}",
+        stale.body
+    );
+    assert!(stale.body.contains(r#"data-status="deploying""#));
+    assert!(!stale.body.contains("<html"), "the region alone");
+
+    // The page shows the stored status: the read waits for a change, up to a second.
+    let started = std::time::Instant::now();
+    let same = portal
+        .get(&format!("{live}?status=deploying"), &browser)
+        .await;
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900));
+    assert!(same.body.contains(r#"data-status="deploying""#));
+
+    // A status recorded meanwhile ends the wait with the new region.
+    let started = std::time::Instant::now();
+    let recorder = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        app.record_workload_status(&key, &WorkloadStatus::Running)
+            .await
+            .unwrap()
+    });
+    let moved = portal
+        .get(&format!("{live}?status=deploying"), &browser)
+        .await;
+    assert!(recorder.await.unwrap());
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(900),
+        "woken by the write, not the end of the wait: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        moved.body.contains(r#"data-status="running""#),
+        "{}",
+        moved.body
+    );
+    assert!(moved.body.contains(r#"data-moving="false""#));
+
+    // Signed out: the sign-in page, which has no region (the script stops there).
+    let anonymous = Browser::anonymous();
+    let out = portal.get(live, &anonymous).await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+}

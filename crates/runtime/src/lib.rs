@@ -297,6 +297,8 @@ impl Runtime {
         // The reconcile loop stops when asked (with the HTTP server), or when the runtime's
         // stop sender is dropped.
         let (stop, stopping) = watch::channel(false);
+        // Statuses the reconciler records wake the API's reads that wait for them.
+        let workload_changes = Arc::new(palisade_app::live::WorkloadChanges::default());
         let controller = match &config.reconciler {
             None => {
                 tracing::info!(
@@ -315,7 +317,8 @@ impl Runtime {
                 // The reconciler's only door to the store is an application of its own (its
                 // own caches), over the same store and key as the API's.
                 let controller = Controller::new(
-                    App::new(store.clone(), config.catalog.clone(), sealing.clone()),
+                    App::new(store.clone(), config.catalog.clone(), sealing.clone())
+                        .with_workload_changes(Arc::clone(&workload_changes)),
                     installation,
                     palisade_reconciler::Settings {
                         audit_interval: reconciler.audit_interval,
@@ -337,6 +340,7 @@ impl Runtime {
         };
         // The application, reaching clusters through the Kubernetes adapter.
         let mut app = App::new(store, config.catalog, sealing)
+            .with_workload_changes(workload_changes)
             .with_clusters(Arc::new(palisade_reconciler::KubeClusters))
             .with_workload_config(config.workload_config)
             .with_upload_limits(palisade_app::uploads::UploadLimits {

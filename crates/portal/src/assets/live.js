@@ -1,14 +1,22 @@
 // palisade's portal: the one script, a progressive enhancement. A page whose live region says
 // it is moving (`id="live" data-moving="true"`: a workload still deploying, a policy pending)
-// is fetched again every quarter second (or every `data-poll` milliseconds) and the region
-// swapped in, until the region says it has settled, so statuses, replicas, pods and events
+// is followed until the region says it has settled, so statuses, replicas, pods and events
 // follow the cluster without a reload. A page reached right after a create or update
 // (`data-follow="20"`) is followed for that many seconds whatever it says, since the status
 // shown may still be the version before's. Without JavaScript the page is the same, one
 // reload at a time.
+//
+// A region that names where it is read alone (`data-live`, a resource page) asks for it with
+// the status it shows (`data-status`); the server answers the moment that status changes, or
+// after a second, so the page learns Kubernetes' verdict as soon as palisade records it.
+// Other regions (the boundary page) are read with the whole page every `data-poll`
+// milliseconds (a quarter second by default).
 (function () {
   'use strict';
   var DEFAULT_POLL_MS = 250;
+  // Between two reads of a region that answered at once (a change, or a server that does not
+  // wait), so that a page never asks faster than this.
+  var MIN_GAP_MS = 200;
   var GIVE_UP_MS = 10 * 60 * 1000;
   var started = Date.now();
   var first = document.getElementById('live');
@@ -18,17 +26,32 @@
     return doc.getElementById('live');
   }
 
-  function schedule() {
-    var live = region(document);
-    if (!live) return;
-    if (live.getAttribute('data-moving') !== 'true' && Date.now() >= followUntil) return;
-    if (Date.now() - started > GIVE_UP_MS) return;
-    var poll = parseInt(live.getAttribute('data-poll') || '', 10) || DEFAULT_POLL_MS;
-    window.setTimeout(refresh, poll);
+  function following(live) {
+    if (!live) return false;
+    if (live.getAttribute('data-moving') !== 'true' && Date.now() >= followUntil) return false;
+    return Date.now() - started <= GIVE_UP_MS;
   }
 
-  function refresh() {
-    fetch(window.location.href, { credentials: 'same-origin', headers: { accept: 'text/html' } })
+  function schedule(delay) {
+    var live = region(document);
+    if (!following(live)) return;
+    if (live.getAttribute('data-live')) {
+      window.setTimeout(read, delay);
+    } else {
+      var poll = parseInt(live.getAttribute('data-poll') || '', 10) || DEFAULT_POLL_MS;
+      window.setTimeout(read, poll);
+    }
+  }
+
+  function read() {
+    var live = region(document);
+    if (!live) return;
+    var alone = live.getAttribute('data-live');
+    var url = alone
+      ? alone + '?status=' + encodeURIComponent(live.getAttribute('data-status') || '')
+      : window.location.href;
+    var asked = Date.now();
+    fetch(url, { credentials: 'same-origin', headers: { accept: 'text/html' } })
       .then(function (response) {
         if (!response.ok) throw new Error('HTTP ' + response.status);
         return response.text();
@@ -40,14 +63,15 @@
         if (!fresh) return;
         if (live) {
           live.setAttribute('data-moving', fresh.getAttribute('data-moving') || 'false');
+          live.setAttribute('data-status', fresh.getAttribute('data-status') || '');
           live.innerHTML = fresh.innerHTML;
         }
-        schedule();
+        schedule(Math.max(0, MIN_GAP_MS - (Date.now() - asked)));
       })
       .catch(function () {
         // Stop quietly: a reload shows the page as it is.
       });
   }
 
-  schedule();
+  schedule(0);
 })();

@@ -10,11 +10,35 @@
 use maud::{html, Markup};
 use palisade_api_types::view::{Tone, WorkloadDetail, WorkloadStatus};
 use palisade_app::AppError;
+use palisade_policy::ResourceType;
 
 use crate::layout::{alert, Ctx};
 
 /// How long a page reached by a create or update is followed, at least.
 pub(super) const FOLLOW_SECS: u64 = 20;
+
+/// How long a read of the region waits for the status to move before it answers anyway (the
+/// pods and events may have moved meanwhile).
+pub(super) const LIVE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The resource a live region is of.
+pub(super) struct LiveOf<'a> {
+    pub boundary: &'a str,
+    pub ty: ResourceType,
+    pub name: &'a str,
+}
+
+impl LiveOf<'_> {
+    /// Where the region alone is read, waiting for a change (`super::live`).
+    fn href(&self) -> String {
+        format!(
+            "/boundaries/{}/resources/{}/{}/live",
+            self.boundary,
+            self.ty.as_str(),
+            self.name
+        )
+    }
+}
 
 /// Whether a status may still change on its own: `deploying`, or none recorded yet for a
 /// placed workload.
@@ -29,6 +53,7 @@ pub(super) fn moving(status: Option<&WorkloadStatus>, placed: bool) -> bool {
 /// placed).
 pub(super) fn live_region(
     ctx: &Ctx,
+    of: &LiveOf<'_>,
     status: Option<&WorkloadStatus>,
     placed: bool,
     workload: Option<&Result<WorkloadDetail, AppError>>,
@@ -37,7 +62,8 @@ pub(super) fn live_region(
     let moving = moving(status, placed);
     let follow = if follow && placed { FOLLOW_SECS } else { 0 };
     html! {
-        section id="live" aria-live="polite" data-moving=(if moving { "true" } else { "false" }) data-follow=(follow) {
+        section id="live" aria-live="polite" data-moving=(if moving { "true" } else { "false" }) data-follow=(follow)
+            data-live=(of.href()) data-status=(status.map(ToString::to_string).unwrap_or_default()) {
             dl class="facts" {
                 dt { (ctx.t("Status")) }
                 dd id="status" { (crate::pages::boundary::workload_status(ctx, status)) }

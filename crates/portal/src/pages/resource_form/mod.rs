@@ -207,33 +207,11 @@ pub async fn show(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let loaded = async {
-        let access = state.open(&session.caller, &boundary).await?;
-        let view = state.get_resource(&access, &resource_type, &name).await?;
-        let ty = ResourceType::parse(&resource_type).map_err(|_| {
-            AppError::NotFound(format!(
-                "{resource_type} '{name}' not found in boundary '{boundary}'"
-            ))
-        })?;
-        // What the cluster holds for a placed workload, read now (its failure is shown on
-        // the page, not instead of it).
-        let workload =
-            if palisade_app::workloads::kind_of(ty).is_some() && !view.body["cluster"].is_null() {
-                Some(
-                    state
-                        .resource_workload(&access, &resource_type, &name)
-                        .await,
-                )
-            } else {
-                None
-            };
-        Ok::<_, AppError>((ty, view, workload))
-    }
-    .await;
-    let (ty, view, workload) = match loaded {
-        Ok(found) => found,
-        Err(e) => return error_response(&ctx, Some(&session), &e),
-    };
+    let (ty, view, workload) =
+        match load(&state, &session, &boundary, &resource_type, &name, None).await {
+            Ok(found) => found,
+            Err(e) => return error_response(&ctx, Some(&session), &e),
+        };
     let flash = flash::for_page(&state, &headers, uri.path());
     let markup = resource_page(
         &ctx,
@@ -250,6 +228,95 @@ pub async fn show(
     }
     response
 }
+
+/// A resource page's live region alone, for `/static/live.js`: answered as soon as the
+/// resource's status differs from `?status=` (the one the page shows), or after
+/// [`cluster::LIVE_WAIT`], so a page learns what Kubernetes decided the moment palisade
+/// records it.
+pub async fn live(
+    State(state): State<App>,
+    Path((boundary, resource_type, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let ctx = Ctx::new(&headers, &uri);
+    let session = match require_session(&state, &headers, &ctx).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let seen = query_param(uri.query(), "status").unwrap_or_default();
+    let (ty, view, workload) = match load(
+        &state,
+        &session,
+        &boundary,
+        &resource_type,
+        &name,
+        Some(&seen),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(e) => return error_response(&ctx, Some(&session), &e),
+    };
+    let placed = !view.body["cluster"].is_null();
+    let markup = cluster::live_region(
+        &ctx,
+        &cluster::LiveOf {
+            boundary: &boundary,
+            ty,
+            name: &name,
+        },
+        view.status.as_ref(),
+        placed,
+        workload.as_ref(),
+        false,
+    );
+    let mut response = html_response(StatusCode::OK, markup);
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A resource, its type, and, for a placed workload, what its cluster holds, read now (a
+/// cluster's failure is shown on the page, not instead of it). With `seen`, the resource is
+/// read once its status differs from it, or after a short wait.
+async fn load(
+    state: &App,
+    session: &Session,
+    boundary: &str,
+    resource_type: &str,
+    name: &str,
+    seen: Option<&str>,
+) -> Result<Loaded, AppError> {
+    let access = state.open(&session.caller, boundary).await?;
+    let view = match seen {
+        Some(seen) => {
+            state
+                .resource_after_change(&access, resource_type, name, seen, cluster::LIVE_WAIT)
+                .await?
+        }
+        None => state.get_resource(&access, resource_type, name).await?,
+    };
+    let ty = ResourceType::parse(resource_type).map_err(|_| {
+        AppError::NotFound(format!(
+            "{resource_type} '{name}' not found in boundary '{boundary}'"
+        ))
+    })?;
+    let workload =
+        if palisade_app::workloads::kind_of(ty).is_some() && !view.body["cluster"].is_null() {
+            Some(state.resource_workload(&access, resource_type, name).await)
+        } else {
+            None
+        };
+    Ok((ty, view, workload))
+}
+
+type Loaded = (
+    ResourceType,
+    palisade_api_types::view::ResourceView,
+    Option<Result<palisade_api_types::view::WorkloadDetail, AppError>>,
+);
 
 /// The form again after a failed create or update: a 400 or 409 at its field, a 422 or 503
 /// with the API's code and exact message (a 503 asks to retry).

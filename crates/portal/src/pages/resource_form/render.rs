@@ -450,7 +450,7 @@ pub(super) fn resource_page(
                 }
             }
             @if palisade_app::workloads::kind_of(ty).is_some() {
-                (super::cluster::live_region(ctx, view.status.as_ref(), !view.body["cluster"].is_null(), workload, flash.is_some_and(|f| matches!(f.notice, Notice::Resource { .. }))))
+                (super::cluster::live_region(ctx, &super::cluster::LiveOf { boundary, ty, name }, view.status.as_ref(), !view.body["cluster"].is_null(), workload, flash.is_some_and(|f| matches!(f.notice, Notice::Resource { .. }))))
             }
             p {
                 a class="button" href={ "/boundaries/" (boundary) } { (ctx.t("Back to the boundary")) }
