@@ -461,13 +461,7 @@ impl App {
             namespace: namespace.clone(),
             deployment: palisade_workload::deployment_name(&workload),
             build_job: palisade_workload::build_job_name(&workload, &self.workload_config),
-            selector: format!(
-                "{}={},{}={}",
-                palisade_policy::labels::RESOURCE_TYPE_LABEL,
-                workload.kind.as_str(),
-                palisade_policy::labels::RESOURCE_LABEL,
-                workload.name
-            ),
+            selector: palisade_workload::workload_selector(&workload),
         };
         let unavailable =
             |why: String| AppError::ClusterUnavailable(format!("cluster '{cluster}': {why}"));

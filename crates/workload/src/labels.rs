@@ -37,6 +37,16 @@ pub(crate) fn selector_labels(w: &Workload) -> Value {
     Value::Object(labels)
 }
 
+/// The Deployment's selector as a label selector string, which also finds its ReplicaSets
+/// and pods: `palisade.dev/resource-type=<type>,palisade.dev/resource=<name>`.
+pub fn workload_selector(w: &Workload) -> String {
+    format!(
+        "{RESOURCE_TYPE_LABEL}={},{RESOURCE_LABEL}={}",
+        w.kind.as_str(),
+        w.name
+    )
+}
+
 /// Labels as a JSON object, keys sorted.
 pub(crate) fn to_json(labels: BTreeMap<String, String>) -> Value {
     Value::Object(

@@ -16,7 +16,7 @@ pub use build::{build_hash, build_job_name, builder_image, built_image, render_b
 pub use config::{ConfigError, WorkloadConfig};
 pub use deployment::{deployment_name, render_deployment, rendering_hash, rendering_of};
 pub use error::RenderError;
-pub use labels::{owned_selector, resource_labels};
+pub use labels::{owned_selector, resource_labels, workload_selector};
 pub use model::{Container, Fetch, Kind, Source, Workload};
 
 #[cfg(test)]

@@ -751,6 +751,11 @@ fn user_labels_never_override_palisade_labels() {
         rendered["spec"]["selector"]["matchLabels"],
         json!({"palisade.dev/resource-type": "app", "palisade.dev/resource": "web"})
     );
+    // The same selector as a string, for the reads that find its ReplicaSets and pods.
+    assert_eq!(
+        crate::workload_selector(&w),
+        "palisade.dev/resource-type=app,palisade.dev/resource=web"
+    );
 }
 
 #[test]
