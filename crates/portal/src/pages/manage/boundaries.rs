@@ -7,10 +7,9 @@ use maud::{html, Markup};
 use palisade_api_types::view::NewBoundary;
 use palisade_app::App;
 
-use super::{answer, done, status_for, Said};
+use super::{done, post_page};
 use crate::form::FormData;
 use crate::layout::{csrf_field, Ctx};
-use crate::pages::require_form_session;
 use crate::session::Session;
 
 /// The form (admins only; the list page shows it).
@@ -45,29 +44,25 @@ pub async fn create(
     uri: Uri,
     data: FormData,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let name = data.get("name").trim().to_owned();
-    let display = data.get("display_name").trim();
-    let new = NewBoundary {
-        name: name.clone(),
-        display_name: (!display.is_empty()).then(|| display.to_owned()),
-    };
-    match state.create_boundary(&session.caller, new).await {
-        Ok(_) => done(
-            &state,
-            &ctx,
-            &format!("/boundaries/{name}"),
-            format!("{} {name}", ctx.t("Created boundary")),
-        ),
-        Err(error) => {
-            let said = Said::Refused(error);
-            let status = status_for(&said);
-            let page = crate::pages::boundary::list_page(&state, &ctx, &session, &said).await;
-            answer(&ctx, &session, status, page)
-        }
-    }
+    post_page(
+        &state,
+        &headers,
+        &uri,
+        &data,
+        async |ctx, session| {
+            let name = data.get("name").trim().to_owned();
+            let display = data.get("display_name").trim();
+            let new = NewBoundary {
+                name: name.clone(),
+                display_name: (!display.is_empty()).then(|| display.to_owned()),
+            };
+            state.create_boundary(&session.caller, new).await?;
+            let text = format!("{} {name}", ctx.t("Created boundary"));
+            Ok(done(&state, ctx, &format!("/boundaries/{name}"), text))
+        },
+        async |ctx, session, said| {
+            crate::pages::boundary::list_page(&state, ctx, session, said).await
+        },
+    )
+    .await
 }

@@ -9,10 +9,9 @@ use axum::response::Response;
 use maud::{html, Markup};
 use palisade_app::{App, AppError, PageRequest};
 
-use super::{answer, done, get_page, status_for, Said};
+use super::{done, get_page, post_page, Said};
 use crate::form::FormData;
 use crate::layout::{csrf_field, page, Ctx};
-use crate::pages::require_form_session;
 use crate::session::Session;
 
 pub async fn show(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
@@ -28,30 +27,28 @@ pub async fn add(
     uri: Uri,
     data: FormData,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let name = data.get("name").trim().to_owned();
-    let kubeconfig = data.get("kubeconfig");
-    match state.put_cluster(&session.caller, &name, kubeconfig).await {
-        Ok((_, created)) => {
+    post_page(
+        &state,
+        &headers,
+        &uri,
+        &data,
+        async |ctx, session| {
+            let kubeconfig = data.get("kubeconfig");
+            let (_, created) = state
+                .put_cluster(&session.caller, &name, kubeconfig)
+                .await?;
             let verb = if created {
                 ctx.t("Registered cluster")
             } else {
                 ctx.t("Replaced the credentials of cluster")
             };
-            done(&state, &ctx, "/clusters", format!("{verb} {name}"))
-        }
-        Err(error) => {
-            let said = Said::Refused(error);
-            let status = status_for(&said);
-            // The form keeps what was typed, except the kubeconfig's secrets.
-            let page = clusters_page(&state, &ctx, &session, &said, &name, "").await;
-            answer(&ctx, &session, status, page)
-        }
-    }
+            Ok(done(&state, ctx, "/clusters", format!("{verb} {name}")))
+        },
+        // The form keeps what was typed, except the kubeconfig's secrets.
+        async |ctx, session, said| clusters_page(&state, ctx, session, said, &name, "").await,
+    )
+    .await
 }
 
 async fn clusters_page(

@@ -8,10 +8,9 @@ use axum::response::Response;
 use maud::{html, Markup};
 use palisade_app::{App, AppError, PageRequest};
 
-use super::{answer, done, get_page, status_for, Said};
+use super::{done, get_page, post_page, Said};
 use crate::form::FormData;
 use crate::layout::{csrf_field, page, Ctx};
-use crate::pages::require_form_session;
 use crate::session::Session;
 
 fn all() -> PageRequest {
@@ -45,19 +44,20 @@ pub async fn attach(
     uri: Uri,
     data: FormData,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let cluster = data.get("cluster").to_owned();
-    let result = async {
-        let access = state.open(&session.caller, &boundary).await?;
-        state.attach_cluster(&access, &cluster).await
-    }
-    .await;
-    let text = format!("{} {cluster}", ctx.t("Attached cluster"));
-    finish(&state, &ctx, &session, &boundary, result.map(|_| text)).await
+    post_here(
+        &state,
+        &boundary,
+        &headers,
+        &uri,
+        &data,
+        async |ctx, session| {
+            let cluster = data.get("cluster");
+            let access = state.open(&session.caller, &boundary).await?;
+            state.attach_cluster(&access, cluster).await?;
+            Ok(format!("{} {cluster}", ctx.t("Attached cluster")))
+        },
+    )
+    .await
 }
 
 /// `POST /boundaries/{b}/namespaces`: create, or with `adopt` label, a namespace.
@@ -68,28 +68,28 @@ pub async fn put_namespace(
     uri: Uri,
     data: FormData,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let cluster = data.get("cluster").to_owned();
-    let name = data.get("name").trim().to_owned();
-    let adopt = data.has("adopt");
-    let result = async {
-        let access = state.open(&session.caller, &boundary).await?;
-        state.put_namespace(&access, &cluster, &name, adopt).await
-    }
+    post_here(
+        &state,
+        &boundary,
+        &headers,
+        &uri,
+        &data,
+        async |ctx, session| {
+            let cluster = data.get("cluster");
+            let name = data.get("name").trim();
+            let access = state.open(&session.caller, &boundary).await?;
+            let (view, _) = state
+                .put_namespace(&access, cluster, name, data.has("adopt"))
+                .await?;
+            let verb = match view.action.as_deref() {
+                Some("adopted") => ctx.t("Adopted namespace"),
+                Some("unchanged") => ctx.t("Namespace already the boundary's:"),
+                _ => ctx.t("Created namespace"),
+            };
+            Ok(format!("{verb} {name} ({} {cluster})", ctx.t("cluster")))
+        },
+    )
     .await
-    .map(|(view, _)| {
-        let verb = match view.action.as_deref() {
-            Some("adopted") => ctx.t("Adopted namespace"),
-            Some("unchanged") => ctx.t("Namespace already the boundary's:"),
-            _ => ctx.t("Created namespace"),
-        };
-        format!("{verb} {name} ({} {cluster})", ctx.t("cluster"))
-    });
-    finish(&state, &ctx, &session, &boundary, result).await
 }
 
 /// `POST /boundaries/{b}/namespaces/release`: remove the boundary's label; the namespace and
@@ -101,45 +101,49 @@ pub async fn release(
     uri: Uri,
     data: FormData,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let cluster = data.get("cluster").to_owned();
-    let name = data.get("name").to_owned();
-    let result = async {
-        let access = state.open(&session.caller, &boundary).await?;
-        state.release_namespace(&access, &cluster, &name).await
-    }
+    post_here(
+        &state,
+        &boundary,
+        &headers,
+        &uri,
+        &data,
+        async |ctx, session| {
+            let cluster = data.get("cluster");
+            let name = data.get("name");
+            let access = state.open(&session.caller, &boundary).await?;
+            state.release_namespace(&access, cluster, name).await?;
+            Ok(format!(
+                "{} {name} ({} {cluster})",
+                ctx.t("Released namespace"),
+                ctx.t("cluster")
+            ))
+        },
+    )
     .await
-    .map(|()| {
-        format!(
-            "{} {name} ({} {cluster})",
-            ctx.t("Released namespace"),
-            ctx.t("cluster")
-        )
-    });
-    finish(&state, &ctx, &session, &boundary, result).await
 }
 
-/// Back to the page: what was done, or the page again with the API's refusal.
-async fn finish(
+/// A POST of this page: back to it with what `act` says it did, or the page again with the
+/// API's refusal.
+async fn post_here(
     state: &App,
-    ctx: &Ctx,
-    session: &Session,
     boundary: &str,
-    result: Result<String, AppError>,
+    headers: &HeaderMap,
+    uri: &Uri,
+    data: &FormData,
+    act: impl AsyncFnOnce(&Ctx, &Session) -> Result<String, AppError>,
 ) -> Response {
-    match result {
-        Ok(text) => done(state, ctx, &here(boundary), text),
-        Err(error) => {
-            let said = Said::Refused(error);
-            let status = status_for(&said);
-            let page = placement_page(state, ctx, session, boundary, &said).await;
-            answer(ctx, session, status, page)
-        }
-    }
+    post_page(
+        state,
+        headers,
+        uri,
+        data,
+        async |ctx, session| {
+            let text = act(ctx, session).await?;
+            Ok(done(state, ctx, &here(boundary), text))
+        },
+        async |ctx, session, said| placement_page(state, ctx, session, boundary, said).await,
+    )
+    .await
 }
 
 async fn placement_page(

@@ -10,11 +10,10 @@ use palisade_api_types::view::NewToken;
 use palisade_app::caller::Role;
 use palisade_app::{App, AppError, PageRequest};
 
-use super::{answer, done, get_page, status_for, Said};
+use super::{done, get_page, post_page, Said};
 use crate::flash::{self, Notice};
 use crate::form::FormData;
 use crate::layout::{csrf_field, page, Ctx};
-use crate::pages::require_form_session;
 use crate::session::Session;
 
 const HERE: &str = "/tokens";
@@ -32,54 +31,44 @@ pub async fn create(
     uri: Uri,
     data: FormData,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let boundary = data.get("boundary").trim();
-    let days = data.get("expires_in_days").trim();
-    let new = NewToken {
-        role: data.get("role").to_owned(),
-        boundary: (!boundary.is_empty()).then(|| boundary.to_owned()),
-        expires_in_days: match days.parse::<u32>() {
-            Ok(days) => Some(days),
-            Err(_) if days.is_empty() => None,
-            Err(_) => {
-                let said = Said::Refused(AppError::invalid(
-                    "/expires_in_days",
-                    "must be a whole number of days from 1 to 3650",
-                ));
-                let page = tokens_page(&state, &ctx, &session, &said).await;
-                return answer(&ctx, &session, status_for(&said), page);
-            }
-        },
-    };
-    match state.create_token(&session.caller, new).await {
-        Ok(created) => {
+    post_page(
+        &state,
+        &headers,
+        &uri,
+        &data,
+        async |ctx, session| {
+            let boundary = data.get("boundary").trim();
+            let days = data.get("expires_in_days").trim();
+            let new = NewToken {
+                role: data.get("role").to_owned(),
+                boundary: (!boundary.is_empty()).then(|| boundary.to_owned()),
+                expires_in_days: match days.parse::<u32>() {
+                    Ok(days) => Some(days),
+                    Err(_) if days.is_empty() => None,
+                    Err(_) => {
+                        return Err(AppError::invalid(
+                            "/expires_in_days",
+                            "must be a whole number of days from 1 to 3650",
+                        ))
+                    }
+                },
+            };
+            let created = state.create_token(&session.caller, new).await?;
             let text = format!(
                 "{} {} ({})",
                 ctx.t("Created token"),
                 created.token.id,
                 created.token.role
             );
-            flash::redirect(
-                &state,
-                &ctx,
-                HERE,
-                Notice::Done {
-                    text,
-                    secret: Some(created.secret),
-                },
-                &[],
-            )
-        }
-        Err(error) => {
-            let said = Said::Refused(error);
-            let page = tokens_page(&state, &ctx, &session, &said).await;
-            answer(&ctx, &session, status_for(&said), page)
-        }
-    }
+            let notice = Notice::Done {
+                text,
+                secret: Some(created.secret),
+            };
+            Ok(flash::redirect(&state, ctx, HERE, notice, &[]))
+        },
+        async |ctx, session, said| tokens_page(&state, ctx, session, said).await,
+    )
+    .await
 }
 
 pub async fn revoke(
@@ -89,24 +78,19 @@ pub async fn revoke(
     uri: Uri,
     data: FormData,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    match state.revoke_token(&session.caller, &id).await {
-        Ok(()) => done(
-            &state,
-            &ctx,
-            HERE,
-            format!("{} {id}", ctx.t("Revoked token")),
-        ),
-        Err(error) => {
-            let said = Said::Refused(error);
-            let page = tokens_page(&state, &ctx, &session, &said).await;
-            answer(&ctx, &session, status_for(&said), page)
-        }
-    }
+    post_page(
+        &state,
+        &headers,
+        &uri,
+        &data,
+        async |ctx, session| {
+            state.revoke_token(&session.caller, &id).await?;
+            let text = format!("{} {id}", ctx.t("Revoked token"));
+            Ok(done(&state, ctx, HERE, text))
+        },
+        async |ctx, session, said| tokens_page(&state, ctx, session, said).await,
+    )
+    .await
 }
 
 async fn tokens_page(
