@@ -307,8 +307,8 @@ pub fn check_excepted(
     Ok(warnings)
 }
 
-/// Where a [`plan_guard`] leaves the warnings of its last answer, typed: the store hands
-/// warnings back as texts, which it does not interpret.
+/// Where a [`plan_guard`] leaves the warnings of its last answer: the store only learns
+/// whether the guard allowed the write, and the caller reads the warnings here.
 pub type WarningSink = Arc<std::sync::Mutex<Vec<Warning>>>;
 
 /// The guard the store runs for a create or plan move of resource `name` of a checked type.
@@ -342,8 +342,8 @@ struct PlanGuard {
 }
 
 impl PlanGuard {
-    /// The answer as the store takes it (texts), the typed warnings left in the sink.
-    fn answer(&self, plans: &CompiledPlans, exceptions: &[Exception]) -> Result<Vec<String>, Veto> {
+    /// The answer as the store takes it (allowed or vetoed), the warnings left in the sink.
+    fn answer(&self, plans: &CompiledPlans, exceptions: &[Exception]) -> Result<(), Veto> {
         // The clock is read as the transaction decides: an exception ends at `expiresAt`.
         let now = palisade_store::now();
         check_excepted(
@@ -356,18 +356,16 @@ impl PlanGuard {
             &self.checks,
         )
         .map(|warnings| {
-            let texts = warnings.iter().map(ToString::to_string).collect();
             if let Ok(mut sink) = self.sink.lock() {
                 *sink = warnings;
             }
-            texts
         })
         .map_err(boxed)
     }
 }
 
 impl Check for PlanGuard {
-    fn known(&self, boundary: &str, version: PoliciesVersion) -> Option<Result<Vec<String>, Veto>> {
+    fn known(&self, boundary: &str, version: PoliciesVersion) -> Option<Result<(), Veto>> {
         let (plans, exceptions) = self.cache.known_with_exceptions(boundary, version)?;
         Some(self.answer(&plans, &exceptions))
     }
@@ -382,7 +380,7 @@ impl Check for PlanGuard {
         version: PoliciesVersion,
         policies: &[PolicyRecord],
         exceptions: &[ExceptionRecord],
-    ) -> Result<Vec<String>, Veto> {
+    ) -> Result<(), Veto> {
         let (plans, exceptions) = self
             .cache
             .compiled_with_exceptions(

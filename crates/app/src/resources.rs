@@ -234,7 +234,7 @@ impl App {
                 other if guarded => AppError::from_store_on_plan_path(other, "resource"),
                 other => AppError::from_store(other, "resource"),
             });
-        let (record, _texts) = match result {
+        let record = match result {
             Ok(done) => done,
             Err(error) => {
                 if guarded {
@@ -246,7 +246,7 @@ impl App {
         if guarded {
             count_decision(ty.as_str(), "allowed");
         }
-        // The guard's warnings, typed (the store handed back their texts).
+        // The guard's warnings, from its last answer.
         let mut warnings = sink.lock().map(|w| w.clone()).unwrap_or_default();
         if ty == ResourceType::Function {
             warnings.extend(self.function_warnings(boundary, &checks).await);
@@ -364,7 +364,7 @@ impl App {
             Err(e) => Err(AppError::from_store(e, "resource")),
             Ok(done) => Ok(done),
         };
-        let (record, _texts) = match result {
+        let record = match result {
             Ok(done) => done,
             Err(error) => {
                 if was_guarded {

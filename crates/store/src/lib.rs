@@ -149,7 +149,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     // ---- resources ----
     /// Checks in order: boundary exists (`NotFound`), name free (`Conflict`), then, with a
     /// guard, reads every policy of the boundary (`PolicyUnavailable` if that fails) and runs
-    /// the guard (`Vetoed`), then writes. Returns the record and the guard's warnings.
+    /// the guard (`Vetoed`), then writes. Returns the record.
     ///
     /// With a `deadline`, everything before the commit (waiting for the write lock, a
     /// connection, the reads, the guard, the writes) must finish by then, and the deadline is
@@ -160,7 +160,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         resource: NewResource,
         guard: Option<Guard>,
         deadline: Option<Instant>,
-    ) -> Result<(ResourceRecord, Vec<String>)>;
+    ) -> Result<ResourceRecord>;
     async fn get_resource(&self, key: &ResourceKey) -> Result<ResourceRecord>;
     async fn list_resources(
         &self,
@@ -177,7 +177,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         if_match: Option<&str>,
         editor: Editor,
         deadline: Option<Instant>,
-    ) -> Result<(ResourceRecord, Vec<String>)>;
+    ) -> Result<ResourceRecord>;
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()>;
     /// Where the boundary's workloads can run, in one read: each attached cluster with each of
     /// the boundary's namespaces in it (`None` when it has none there). Empty for a boundary

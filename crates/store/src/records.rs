@@ -3,8 +3,9 @@
 
 use crate::Veto;
 
-/// A check run inside a write's transaction against every policy of the boundary, as stored.
-/// `Ok` carries warnings to hand back to the caller (e.g. audit-mode would-be denials).
+/// A check run inside a write's transaction against every policy of the boundary, as stored:
+/// it allows the write or vetoes it. What else it learns for its caller (e.g. audit-mode
+/// would-be denials) it keeps to itself: the store does not interpret it.
 pub type Guard = Box<dyn Check>;
 
 /// What a [`Guard`] does. The store reads the boundary's [`PoliciesVersion`] with its lock and
@@ -13,11 +14,7 @@ pub type Guard = Box<dyn Check>;
 pub trait Check: Send {
     /// The answer for the policies the boundary had when its version was `version`, if this
     /// check has seen them before (it then must not need them again).
-    fn known(
-        &self,
-        _boundary: &str,
-        _version: PoliciesVersion,
-    ) -> Option<Result<Vec<String>, Veto>> {
+    fn known(&self, _boundary: &str, _version: PoliciesVersion) -> Option<Result<(), Veto>> {
         None
     }
 
@@ -36,12 +33,12 @@ pub trait Check: Send {
         version: PoliciesVersion,
         policies: &[PolicyRecord],
         exceptions: &[ExceptionRecord],
-    ) -> Result<Vec<String>, Veto>;
+    ) -> Result<(), Veto>;
 }
 
 impl<F> Check for F
 where
-    F: FnOnce(&[PolicyRecord]) -> Result<Vec<String>, Veto> + Send,
+    F: FnOnce(&[PolicyRecord]) -> Result<(), Veto> + Send,
 {
     fn check(
         self: Box<Self>,
@@ -49,7 +46,7 @@ where
         _version: PoliciesVersion,
         policies: &[PolicyRecord],
         _exceptions: &[ExceptionRecord],
-    ) -> Result<Vec<String>, Veto> {
+    ) -> Result<(), Veto> {
         (*self)(policies)
     }
 }

@@ -170,10 +170,9 @@ impl<B: SqlBackend> SqlStore<B> {
         resource: NewResource,
         guard: Option<Guard>,
         deadline: Option<Instant>,
-    ) -> Result<(ResourceRecord, Vec<String>)> {
+    ) -> Result<ResourceRecord> {
         let op: Op<B::Conn, _> = Box::new(move |c| Box::pin(resources::create(c, resource, guard)));
-        self.write_resource(deadline, op, |(record, _)| wakes(record))
-            .await
+        self.write_resource(deadline, op, wakes).await
     }
 
     /// A resource write: grouped with others if the backend groups them, else in a
@@ -314,7 +313,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         resource: NewResource,
         guard: Option<Guard>,
         deadline: Option<Instant>,
-    ) -> Result<(ResourceRecord, Vec<String>)> {
+    ) -> Result<ResourceRecord> {
         let Some(channel) = B::ONE_STATEMENT_CREATE else {
             return self.create_in_transaction(resource, guard, deadline).await;
         };
@@ -325,15 +324,15 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         // The version the guard last saw, when it allowed there: the create then runs as one
         // statement that writes only if the boundary is still at that version.
         let allowed_at = match &guard {
-            None => Some((None, Vec::new())),
+            None => Some(None),
             Some(guard) => guard.latest(&resource.boundary).and_then(|version| {
                 match guard.known(&resource.boundary, version) {
-                    Some(Ok(warnings)) => Some((Some(version), warnings)),
+                    Some(Ok(())) => Some(Some(version)),
                     _ => None,
                 }
             }),
         };
-        let Some((version, warnings)) = allowed_at else {
+        let Some(version) = allowed_at else {
             return self.create_in_transaction(resource, guard, deadline).await;
         };
         if let Some(deadline) = deadline {
@@ -346,7 +345,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         // Back to the pool before a fallback takes one of its own.
         drop(conn);
         match outcome {
-            Ok(Some(record)) => Ok((record, warnings)),
+            Ok(Some(record)) => Ok(record),
             Ok(None) => self.create_in_transaction(resource, guard, deadline).await,
             Err(StoreError::Database(error)) if B::gave_up_waiting(&error) => {
                 Err(StoreError::Timeout)
@@ -361,13 +360,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         if_match: Option<&str>,
         editor: Editor,
         deadline: Option<Instant>,
-    ) -> Result<(ResourceRecord, Vec<String>)> {
+    ) -> Result<ResourceRecord> {
         let (key, if_match) = (key.clone(), if_match.map(str::to_owned));
         let op: Op<B::Conn, _> = Box::new(move |c| {
             Box::pin(async move { resources::update(c, &key, if_match.as_deref(), editor).await })
         });
-        self.write_resource(deadline, op, |(record, _)| wakes(record))
-            .await
+        self.write_resource(deadline, op, wakes).await
     }
 
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()> {

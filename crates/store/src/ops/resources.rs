@@ -98,9 +98,9 @@ async fn run_guard<C: Conn>(
     boundary: &str,
     version: PoliciesVersion,
     guard: Option<Guard>,
-) -> Result<Vec<String>> {
+) -> Result<()> {
     let Some(guard) = guard else {
-        return Ok(Vec::new());
+        return Ok(());
     };
     if let Some(answer) = guard.known(boundary, version) {
         return answer.map_err(StoreError::Vetoed);
@@ -138,7 +138,7 @@ pub(crate) async fn create<C: Conn>(
     c: &mut C,
     resource: NewResource,
     guard: Option<Guard>,
-) -> Result<(ResourceRecord, Vec<String>)> {
+) -> Result<ResourceRecord> {
     let subject = subject(&resource.resource_type, &resource.name);
     let key = [
         Text(&resource.boundary),
@@ -151,7 +151,7 @@ pub(crate) async fn create<C: Conn>(
             "resource {subject} already exists"
         )));
     }
-    let warnings = run_guard(c, &resource.boundary, version, guard).await?;
+    run_guard(c, &resource.boundary, version, guard).await?;
 
     let now = crate::now();
     let etag = crate::etag_of(&[&resource.body_json]);
@@ -177,7 +177,7 @@ pub(crate) async fn create<C: Conn>(
     let kind = changes::RESOURCE_CREATE;
     let body = Some(resource.body_json.as_str());
     changes::append(c, &resource.boundary, kind, &subject, body, &now).await?;
-    Ok((created(resource, etag, now), warnings))
+    Ok(created(resource, etag, now))
 }
 
 /// The record of `resource` as a create wrote it, with its etag and creation time.
@@ -344,7 +344,7 @@ pub(crate) async fn update<C: Conn>(
     key: &ResourceKey,
     if_match: Option<&str>,
     editor: Editor,
-) -> Result<(ResourceRecord, Vec<String>)> {
+) -> Result<ResourceRecord> {
     let version = boundaries::lock_shared(c, &key.boundary).await?;
     let current = get_for_update(c, key).await?;
     check_if_match(if_match, &current.etag)?;
@@ -354,9 +354,9 @@ pub(crate) async fn update<C: Conn>(
         cluster,
         upload,
     } = editor(&current).map_err(StoreError::Vetoed)?;
-    let warnings = run_guard(c, &key.boundary, version, guard).await?;
+    run_guard(c, &key.boundary, version, guard).await?;
     if body_json == current.body_json && cluster == current.cluster {
-        return Ok((current, warnings));
+        return Ok(current);
     }
 
     let now = crate::now();
@@ -385,7 +385,7 @@ pub(crate) async fn update<C: Conn>(
         cluster,
         ..current
     };
-    Ok((record, warnings))
+    Ok(record)
 }
 
 /// Deletes the resource; answers what it was.

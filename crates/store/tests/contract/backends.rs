@@ -84,7 +84,7 @@ async fn sqlite_unreadable_policies_stop_guarded_writes() {
     );
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     assert_not_found(store.get_resource(&key("b", "db", "r")).await);
-    let (created, _) = store
+    let created = store
         .create_resource(new_resource("b", "db", "unguarded", "{}"), None, None)
         .await
         .unwrap();

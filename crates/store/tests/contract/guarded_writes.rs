@@ -45,12 +45,13 @@ pub async fn guarded_creates_race_policy_changes(db: TestDb) {
                 for i in 0..CREATES {
                     let name = format!("t{task}-{i}");
                     let resource = new_resource("race", "svc", &name, "{}");
+                    let saw = Arc::new(Mutex::new(None));
                     match store
-                        .create_resource(resource, Some(Box::new(gate_guard)), None)
+                        .create_resource(resource, Some(gate_guard(&saw)), None)
                         .await
                     {
-                        Ok((_, warnings)) => {
-                            let n: u64 = warnings[0].parse().unwrap();
+                        Ok(_) => {
+                            let n = saw.lock().unwrap().expect("the guard allowed at a counter");
                             passed.insert(format!("svc/{name}"), n);
                         }
                         Err(StoreError::Vetoed(_)) => vetoed += 1,
@@ -113,20 +114,24 @@ pub async fn guarded_creates_race_policy_changes(db: TestDb) {
     assert_eq!(creates, passed.len());
 }
 
-/// Allows when the `gate` policy says `"allow": true`, and hands back its counter `n` as the
-/// only warning, so the test knows which version each create was checked against.
-pub fn gate_guard(policies: &[PolicyRecord]) -> Result<Vec<String>, Veto> {
-    let gate = policies
-        .iter()
-        .find(|p| p.name == "gate")
-        .ok_or("no gate policy")?;
-    let spec: serde_json::Value = serde_json::from_str(&gate.spec_json)?;
-    let n = spec["n"].as_u64().ok_or("no counter")?;
-    if spec["allow"] == serde_json::Value::Bool(true) {
-        Ok(vec![n.to_string()])
-    } else {
-        Err(format!("denied by gate {n}").into())
-    }
+/// Allows when the `gate` policy says `"allow": true`, and leaves its counter `n` in `saw`,
+/// so the test knows which version each create was checked against.
+pub fn gate_guard(saw: &Arc<Mutex<Option<u64>>>) -> Guard {
+    let saw = Arc::clone(saw);
+    Box::new(move |policies: &[PolicyRecord]| -> Result<(), Veto> {
+        let gate = policies
+            .iter()
+            .find(|p| p.name == "gate")
+            .ok_or("no gate policy")?;
+        let spec: serde_json::Value = serde_json::from_str(&gate.spec_json)?;
+        let n = spec["n"].as_u64().ok_or("no counter")?;
+        if spec["allow"] == serde_json::Value::Bool(true) {
+            *saw.lock().unwrap() = Some(n);
+            Ok(())
+        } else {
+            Err(format!("denied by gate {n}").into())
+        }
+    })
 }
 
 /// A guarded write whose deadline passes before its commit is `Timeout` and writes nothing,
@@ -148,7 +153,7 @@ pub async fn a_deadline_passed_before_the_commit_writes_nothing(db: TestDb) {
     let slow_guard = |sleep: Duration| -> Guard {
         Box::new(move |_: &[PolicyRecord]| {
             std::thread::sleep(sleep);
-            Ok(Vec::new())
+            Ok(())
         })
     };
 
@@ -172,7 +177,7 @@ pub async fn a_deadline_passed_before_the_commit_writes_nothing(db: TestDb) {
 
     // With time left, the same writes commit.
     let later = std::time::Instant::now() + Duration::from_secs(5);
-    let (record, _) = store
+    let record = store
         .create_resource(
             new_resource("b", "db", "slow", r#"{"plan":"small"}"#),
             Some(slow_guard(Duration::from_millis(10))),

@@ -30,17 +30,16 @@ pub async fn create_resource_with_guards(db: TestDb) {
         [vec!["p1".to_owned(), "p2".to_owned()]]
     );
 
-    // A pass returns the guard's warnings.
+    // A pass writes.
     let body = r#"{"plan":"small"}"#;
-    let (record, warnings) = store
+    let record = store
         .create_resource(
             new_resource("b", "db", "ok", body),
-            Some(recording_guard(&seen, Ok(vec!["audit: would deny".into()]))),
+            Some(recording_guard(&seen, Ok(()))),
             None,
         )
         .await
         .unwrap();
-    assert_eq!(warnings, ["audit: would deny"]);
     assert_eq!(record.boundary, "b");
     assert_eq!(record.resource_type, "db");
     assert_eq!(record.name, "ok");
@@ -52,12 +51,11 @@ pub async fn create_resource_with_guards(db: TestDb) {
         record
     );
 
-    // Without a guard: no warnings.
-    let (_, warnings) = store
+    // Without a guard.
+    store
         .create_resource(new_resource("b", "db", "unguarded", "{}"), None, None)
         .await
         .unwrap();
-    assert!(warnings.is_empty());
 
     let changes = store.list_changes("b").await.unwrap();
     let resource_changes: Vec<&ChangeRecord> = changes
@@ -123,7 +121,7 @@ pub async fn update_resource(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
     let k = key("b", "db", "r");
-    let (original, _) = store
+    let original = store
         .create_resource(
             new_resource("b", "db", "r", r#"{"plan":"small"}"#),
             None,
@@ -136,7 +134,7 @@ pub async fn update_resource(db: TestDb) {
     // The editor sees the current record; the edit's guard runs on the policies.
     let edited_from = Arc::new(Mutex::new(None));
     let from = Arc::clone(&edited_from);
-    let guard = recording_guard(&seen, Ok(vec!["warned".into()]));
+    let guard = recording_guard(&seen, Ok(()));
     let edit: Editor = Box::new(move |current: &ResourceRecord| -> Result<Edit, Veto> {
         *from.lock().unwrap() = Some(current.clone());
         Ok(Edit {
@@ -146,12 +144,11 @@ pub async fn update_resource(db: TestDb) {
             upload: None,
         })
     });
-    let (updated, warnings) = store
+    let updated = store
         .update_resource(&k, Some(&original.etag), edit, None)
         .await
         .unwrap();
     assert_eq!(edited_from.lock().unwrap().as_ref(), Some(&original));
-    assert_eq!(warnings, ["warned"]);
     assert_eq!(seen.lock().unwrap().len(), 1);
     assert_eq!(updated.body_json, r#"{"plan":"medium"}"#);
     assert_eq!(updated.etag, etag_of(&[r#"{"plan":"medium"}"#]));
@@ -225,12 +222,12 @@ pub async fn unchanged_body_writes_nothing(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
     let k = key("b", "db", "r");
-    let (original, _) = store
+    let original = store
         .create_resource(new_resource("b", "db", "r", r#"{"a":1}"#), None, None)
         .await
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let (same, warnings) = store
+    let same = store
         .update_resource(
             &k,
             Some(&original.etag),
@@ -240,7 +237,6 @@ pub async fn unchanged_body_writes_nothing(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(same, original);
-    assert!(warnings.is_empty());
     assert_eq!(calls.load(Ordering::SeqCst), 1, "the guard still runs");
     assert_eq!(store.get_resource(&k).await.unwrap(), original);
     assert_eq!(
@@ -253,7 +249,7 @@ pub async fn delete_resource(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
     let k = key("b", "db", "r");
-    let (record, _) = store
+    let record = store
         .create_resource(new_resource("b", "db", "r", "{}"), None, None)
         .await
         .unwrap();
@@ -394,7 +390,7 @@ pub async fn placed_workloads_and_statuses(db: TestDb) {
         cluster: Some("k1".into()),
         ..new_resource(boundary, "app", name, r#"{"image":"x:1"}"#)
     };
-    let (record, _) = store
+    let record = store
         .create_resource(placed("b", "web"), None, None)
         .await
         .unwrap();
@@ -468,16 +464,16 @@ struct Memo {
     seen: Arc<Mutex<HashMap<i64, Vec<String>>>>,
     reads: Arc<AtomicUsize>,
     last: Arc<Mutex<Option<i64>>>,
+    /// What it answered last: the policies it judged (`name=spec`).
+    answered: Arc<Mutex<Vec<String>>>,
 }
 
 impl Check for Memo {
-    fn known(
-        &self,
-        _boundary: &str,
-        version: PoliciesVersion,
-    ) -> Option<Result<Vec<String>, Veto>> {
+    fn known(&self, _boundary: &str, version: PoliciesVersion) -> Option<Result<(), Veto>> {
         let seen = self.seen.lock().unwrap();
-        seen.get(&version.0).map(|names| Ok(names.clone()))
+        let names = seen.get(&version.0)?;
+        *self.answered.lock().unwrap() = names.clone();
+        Some(Ok(()))
     }
 
     fn latest(&self, _boundary: &str) -> Option<PoliciesVersion> {
@@ -490,7 +486,7 @@ impl Check for Memo {
         version: PoliciesVersion,
         policies: &[PolicyRecord],
         _exceptions: &[palisade_store::ExceptionRecord],
-    ) -> Result<Vec<String>, Veto> {
+    ) -> Result<(), Veto> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         let names: Vec<String> = policies
             .iter()
@@ -498,7 +494,8 @@ impl Check for Memo {
             .collect();
         self.seen.lock().unwrap().insert(version.0, names.clone());
         *self.last.lock().unwrap() = Some(version.0);
-        Ok(names)
+        *self.answered.lock().unwrap() = names;
+        Ok(())
     }
 }
 
@@ -511,16 +508,19 @@ pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
     let reads = Arc::new(AtomicUsize::new(0));
     let last = Arc::new(Mutex::new(None));
     let n = AtomicUsize::new(0);
+    let answered = Arc::new(Mutex::new(Vec::new()));
     let memo = || Memo {
         seen: seen.clone(),
         reads: reads.clone(),
         last: last.clone(),
+        answered: answered.clone(),
     };
     // Creates one resource under the memo guard: what the guard answered, and how many times
     // it has been handed the policies so far.
     let create = || async {
         let name = format!("r{}", n.fetch_add(1, Ordering::SeqCst));
-        let (_, answer) = store
+        answered.lock().unwrap().clear();
+        store
             .create_resource(
                 new_resource("b", "db", &name, "{}"),
                 Some(Box::new(memo())),
@@ -528,6 +528,7 @@ pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
             )
             .await
             .unwrap();
+        let answer = answered.lock().unwrap().clone();
         (answer, reads.load(Ordering::SeqCst))
     };
 
@@ -568,7 +569,8 @@ pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
     assert_eq!(create().await, (vec![], 5));
 
     // A plan move is guarded the same way.
-    let moved = store
+    answered.lock().unwrap().push("not judged".into());
+    store
         .update_resource(
             &key("b", "db", "r0"),
             None,
@@ -587,7 +589,7 @@ pub async fn a_guard_reads_the_policies_once_per_version(db: TestDb) {
         )
         .await
         .unwrap();
-    assert_eq!(moved.1, Vec::<String>::new());
+    assert_eq!(*answered.lock().unwrap(), Vec::<String>::new());
     assert_eq!(reads.load(Ordering::SeqCst), 5);
 
     // At a version the guard knows, a taken name is still a conflict and an unknown boundary
@@ -660,8 +662,8 @@ impl Check for Peek {
         version: PoliciesVersion,
         _policies: &[PolicyRecord],
         _exceptions: &[palisade_store::ExceptionRecord],
-    ) -> Result<Vec<String>, Veto> {
+    ) -> Result<(), Veto> {
         *self.0.lock().unwrap() = Some(version.0);
-        Ok(Vec::new())
+        Ok(())
     }
 }

@@ -73,25 +73,23 @@ pub fn token(id: &str, boundary: Option<&str>, created_at: &str) -> TokenRecord 
 /// A guard that records the policy names it saw and then answers `answer`.
 pub fn recording_guard(
     seen: &Arc<Mutex<Vec<Vec<String>>>>,
-    answer: Result<Vec<String>, &'static str>,
+    answer: Result<(), &'static str>,
 ) -> Guard {
     let seen = Arc::clone(seen);
-    Box::new(
-        move |policies: &[PolicyRecord]| -> Result<Vec<String>, Veto> {
-            seen.lock()
-                .unwrap()
-                .push(policies.iter().map(|p| p.name.clone()).collect());
-            answer.map_err(Into::into)
-        },
-    )
+    Box::new(move |policies: &[PolicyRecord]| -> Result<(), Veto> {
+        seen.lock()
+            .unwrap()
+            .push(policies.iter().map(|p| p.name.clone()).collect());
+        answer.map_err(Into::into)
+    })
 }
 
 /// A guard that counts its calls and allows.
 pub fn counting_guard(calls: &Arc<AtomicUsize>) -> Guard {
     let calls = Arc::clone(calls);
-    Box::new(move |_: &[PolicyRecord]| -> Result<Vec<String>, Veto> {
+    Box::new(move |_: &[PolicyRecord]| -> Result<(), Veto> {
         calls.fetch_add(1, Ordering::SeqCst);
-        Ok(Vec::new())
+        Ok(())
     })
 }
 
