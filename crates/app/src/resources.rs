@@ -70,10 +70,9 @@ pub(crate) fn status_of(record: &ResourceRecord) -> Option<WorkloadStatus> {
     let workload = ResourceType::parse(&record.resource_type).is_ok_and(ResourceType::is_workload);
     match (&record.cluster, workload) {
         (Some(_), _) => Some(WorkloadStatus::Deploying),
-        (None, true) => Some(WorkloadStatus::NotDeployed(format!(
-            "no cluster given, and boundary '{}' has no single attached cluster and namespace to run it in",
-            record.boundary
-        ))),
+        (None, true) => Some(WorkloadStatus::NotDeployed(
+            palisade_policy::reason::no_placement(&record.boundary),
+        )),
         (None, false) => None,
     }
 }

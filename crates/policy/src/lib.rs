@@ -16,6 +16,7 @@ pub mod message;
 pub mod name;
 pub mod plan;
 pub mod policy;
+pub mod reason;
 pub mod resource_type;
 pub mod scan;
 pub mod warning;

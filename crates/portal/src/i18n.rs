@@ -1,8 +1,9 @@
 //! The portal's languages: English (default) and Swedish, chosen with the `lang` cookie.
 //! The portal's own text is translated, and palisade's words around what it quotes: the words
-//! of a status (`running`, `rejected`, `enforced`, `pending`, ...), warnings (`warnings.rs`).
-//! Error codes, the API's messages and reasons (422/503 texts, the reason after a status's
-//! words, Kubernetes' messages) and role names stay English, marked `lang="en"` in the page.
+//! of a status (`running`, `rejected`, `enforced`, `pending`, ...), warnings (`warnings.rs`)
+//! and the reasons palisade words itself (`reasons.rs`). Error codes, the API's messages
+//! (422/503 texts), what a reason quotes, Kubernetes' messages and role names stay English,
+//! marked `lang="en"` in the page.
 
 use axum::http::HeaderMap;
 

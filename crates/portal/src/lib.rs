@@ -13,6 +13,7 @@ mod form;
 mod i18n;
 mod layout;
 mod pages;
+mod reasons;
 mod session;
 mod warnings;
 

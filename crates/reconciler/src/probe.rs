@@ -4,27 +4,10 @@
 /// ValidatingAdmissionPolicy (GA in 1.30).
 pub const OLDEST_MINOR: u32 = 30;
 
-/// `not enforced` reason of a cluster that does not serve the v1 API.
-pub const NOT_SERVED: &str =
-    "the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy";
-
-/// `not enforced` reason of a failed enforcement probe.
-pub const ADMITTED_VIOLATING: &str = "the API server admitted a violating object";
-
-/// `not enforced` reason of a failed enforcement probe of an audit-mode policy.
-pub const NOT_WARNED: &str = "the API server admitted a violating object without a warning";
-
-/// `not enforced` reason of an exception's probe: an object it matches was denied with the
-/// message the exception lifts (SPEC 7).
-pub const DENIED_EXCEPTED: &str = "the API server denied an object the exception matches";
-
-/// `not enforced` reason of an exception to an audit-mode policy: an object it matches was
-/// still warned about.
-pub const WARNED_EXCEPTED: &str = "the API server warned about an object the exception matches";
-
-/// How an inconclusive probe's reason starts (another policy, or an older version of this one
-/// that the API server has not replaced yet, refused it).
-pub const PROBE_REFUSED: &str = "the API server refused the probe for another reason";
+// The `not enforced` and `error` reasons, defined once in the core.
+pub use palisade_policy::reason::{
+    ADMITTED_VIOLATING, DENIED_EXCEPTED, NOT_SERVED, NOT_WARNED, PROBE_REFUSED, WARNED_EXCEPTED,
+};
 
 /// Whether admission rules are enforced in a cluster, with the reason when not.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,8 +51,12 @@ pub fn parse_minor(minor: &str) -> Option<u32> {
 /// `Some(reason)` when Kubernetes `major.minor` is too old to enforce anything.
 pub fn too_old(major: &str, minor: u32) -> Option<String> {
     let major_number = parse_minor(major)?;
-    (major_number == 1 && minor < OLDEST_MINOR)
-        .then(|| format!("Kubernetes {major_number}.{minor} is older than 1.{OLDEST_MINOR}"))
+    (major_number == 1 && minor < OLDEST_MINOR).then(|| {
+        palisade_policy::reason::too_old(
+            &format!("{major_number}.{minor}"),
+            &format!("1.{OLDEST_MINOR}"),
+        )
+    })
 }
 
 #[cfg(test)]

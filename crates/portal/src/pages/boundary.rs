@@ -242,7 +242,7 @@ pub fn admission_status(ctx: &Ctx, cluster: &ClusterRow) -> Markup {
         },
         ClusterAdmission::Enforced => html! { span class="status ok" { (ctx.t("enforced")) } },
         ClusterAdmission::NotEnforced(reason) => html! {
-            span class="status bad" { (ctx.t("not enforced")) ": " span lang="en" { (reason) } }
+            span class="status bad" { (ctx.t("not enforced")) ": " (crate::reasons::reason(ctx, reason)) }
         },
     }
 }
@@ -479,7 +479,7 @@ fn install_status(ctx: &Ctx, status: &InstallStatus) -> Markup {
     };
     html! {
         span class=(class) {
-            (words) @if let Some(reason) = reason { ": " span lang="en" { (reason) } }
+            (words) @if let Some(reason) = reason { ": " (crate::reasons::reason(ctx, reason)) }
         }
     }
 }
@@ -606,7 +606,13 @@ pub(crate) fn workload_status(ctx: &Ctx, status: Option<&WorkloadStatus>) -> Mar
         WorkloadStatus::Rejected(message) => (ctx.t("rejected"), Some(message)),
         WorkloadStatus::BuildRejected(message) => (ctx.t("build rejected"), Some(message)),
         WorkloadStatus::BuildFailed(reason) => (ctx.t("build failed"), Some(reason)),
-        WorkloadStatus::NotDeployed(reason) => (ctx.t("not deployed"), Some(reason)),
+        WorkloadStatus::NotDeployed(reason) => {
+            return html! {
+                span class=(class) {
+                    (ctx.t("not deployed")) ": " (crate::reasons::reason(ctx, reason))
+                }
+            };
+        }
         WorkloadStatus::Degraded {
             available,
             desired,

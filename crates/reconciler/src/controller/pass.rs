@@ -4,7 +4,7 @@
 use super::*;
 
 /// The start of a cluster's admission reason while its pass fails.
-pub const UNCONFIRMED: &str = "palisade cannot confirm it";
+pub use palisade_policy::reason::UNCONFIRMED;
 
 impl Controller {
     /// One full pass over every cluster.

@@ -91,10 +91,10 @@ async fn clusters_page(
                         tr data-cluster=(c.name) {
                             th scope="row" { (c.name) }
                             td { (c.kubernetes_version.as_deref().unwrap_or(ctx.t("unknown"))) }
-                            td lang="en" {
-                                @if c.admission.enforced { span class="status ok" { "enforced" } }
-                                @else if let Some(reason) = &c.admission.reason { span class="status bad" { "not enforced: " (reason) } }
-                                @else { span class="status unknown" { "not checked yet" } }
+                            td {
+                                @if c.admission.enforced { span class="status ok" { (ctx.t("enforced")) } }
+                                @else if let Some(reason) = &c.admission.reason { span class="status bad" { (ctx.t("not enforced")) ": " (crate::reasons::reason(ctx, reason)) } }
+                                @else { span class="status unknown" { (ctx.t("not checked yet")) } }
                             }
                             td lang="en" { @if let Some(layout) = &c.layout { (layout.name) " (" (layout.reason) ")" } @else { "–" } }
                             td { @if let Some(replica) = &c.reconciled_by { code { (replica) } } @else { (ctx.t("no replica now")) } }
