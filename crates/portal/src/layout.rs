@@ -20,6 +20,16 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// A page's context in `lang`, for unit tests of what a page says.
+    #[cfg(test)]
+    pub fn in_lang(lang: Lang) -> Ctx {
+        Ctx {
+            lang,
+            secure: false,
+            here: "/".into(),
+        }
+    }
+
     pub fn new(headers: &HeaderMap, uri: &Uri) -> Ctx {
         Ctx {
             lang: Lang::from_headers(headers),

@@ -95,11 +95,7 @@ mod tests {
     use palisade_policy::reason::{no_placement, too_old};
 
     fn ctx(lang: Lang) -> Ctx {
-        Ctx {
-            lang,
-            secure: false,
-            here: "/".into(),
-        }
+        Ctx::in_lang(lang)
     }
 
     #[test]

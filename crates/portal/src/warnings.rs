@@ -113,11 +113,7 @@ mod tests {
     use super::*;
 
     fn ctx(lang: Lang) -> Ctx {
-        Ctx {
-            lang,
-            secure: false,
-            here: "/".into(),
-        }
+        Ctx::in_lang(lang)
     }
 
     #[test]
