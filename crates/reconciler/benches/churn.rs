@@ -13,8 +13,13 @@
 //!   creates alongside: how many, how many failed other than by a denial, and their p50/p99.
 //!
 //! `cargo bench -p palisade-reconciler --bench churn --profile dev -- VERSION...` (e.g. `1.30 1.37`;
-//! environment: `LAYOUT=per-policy|shared|per-boundary`, `CHANGES`, `RATE`, `BOUNDARIES`; in the
-//! per-boundary layout each change re-applies the boundary's one object holding its 3 policies).
+//! environment: `LAYOUT=per-policy|shared|per-boundary|auto`, `CHANGES`, `RATE`, `BOUNDARIES`; in
+//! the per-boundary layout each change re-applies the boundary's one object holding its 3
+//! policies). With `LAYOUT=auto` palisade itself makes the changes: `palisade serve`'s API and
+//! reconcile loop run in this process (`--admission-layout auto`), each change is a `PUT` of a
+//! boundary's policy, and the reconciler decides what the cluster gets, in which layout; the
+//! table then also says the layout before and after, and how long after the last change every
+//! boundary's last version was `enforced`.
 
 #![allow(
     clippy::unwrap_used,
@@ -43,8 +48,11 @@ use serde_json::json;
 
 #[path = "support/plane.rs"]
 mod plane;
+#[path = "support/stack.rs"]
+mod stack;
 
 use plane::{layout_from_env, private_plane};
+use stack::Stack;
 
 const INSTALLATION: &str = "benchchurn";
 
@@ -75,9 +83,14 @@ fn fixed_policies() -> Vec<palisade_policy::Policy> {
     ]
 }
 
-/// The summed `metadata.generation` of the installation's policies and bindings.
-async fn generations(client: &kube::Client) -> i64 {
-    let params = ListParams::default().labels(&format!("palisade.dev/installation={INSTALLATION}"));
+/// The objects this bench's fixed layouts write.
+fn installation_selector() -> String {
+    format!("palisade.dev/installation={INSTALLATION}")
+}
+
+/// The summed `metadata.generation` of the policies and bindings `selector` picks.
+async fn generations(client: &kube::Client, selector: &str) -> i64 {
+    let params = ListParams::default().labels(selector);
     let policies = Api::<ValidatingAdmissionPolicy>::all(client.clone())
         .list(&params)
         .await
@@ -99,8 +112,8 @@ async fn generations(client: &kube::Client) -> i64 {
         .sum()
 }
 
-/// The summed `metadata.generation` of the installation's parameter objects (0 without any).
-async fn parameter_generations(client: &kube::Client) -> i64 {
+/// The summed `metadata.generation` of the parameter objects `selector` picks (0 without any).
+async fn parameter_generations(client: &kube::Client, selector: &str) -> i64 {
     let api = Api::<DynamicObject>::all_with(
         client.clone(),
         &ApiResource::from_gvk_with_plural(
@@ -108,7 +121,7 @@ async fn parameter_generations(client: &kube::Client) -> i64 {
             PARAMS_PLURAL,
         ),
     );
-    let params = ListParams::default().labels(&format!("palisade.dev/installation={INSTALLATION}"));
+    let params = ListParams::default().labels(selector);
     match api.list(&params).await {
         Ok(list) => list
             .items
@@ -165,10 +178,22 @@ async fn main() {
     ) else {
         return;
     };
-    let layout = layout_from_env();
     let changes = env_number("CHANGES", 10_000);
     let rate = env_number("RATE", 100);
     let boundaries = env_number("BOUNDARIES", 50);
+    if std::env::var("LAYOUT").is_ok_and(|l| l == "auto") {
+        let mut rows = Vec::new();
+        for version in versions {
+            rows.push(churn_auto(&version, changes, rate, boundaries).await);
+        }
+        println!("| Kubernetes | layout before | layout after | boundaries × 3 policies | policy changes (PUTs) | API server crashes | `fatal error` lines | policy/binding spec writes per change | parameter writes per change | creates alongside | create p50 | create p99 | last versions enforced after the changes |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for row in rows {
+            println!("{row}");
+        }
+        return;
+    }
+    let layout = layout_from_env();
     let label = layout.as_str();
     let mut rows = Vec::new();
     for version in versions {
@@ -202,8 +227,8 @@ async fn main() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let pid = apiserver_pid(&plane);
-        let generations_before = generations(&client).await;
-        let parameters_before = parameter_generations(&client).await;
+        let generations_before = generations(&client, &installation_selector()).await;
+        let parameters_before = parameter_generations(&client, &installation_selector()).await;
 
         // Creates alongside, one after the other, until the changes are done.
         let done = Arc::new(AtomicBool::new(false));
@@ -257,8 +282,8 @@ async fn main() {
             apiserver_pid(&plane) == pid && std::path::Path::new(&format!("/proc/{pid}")).exists();
         let (compiled, parameters) = if alive {
             (
-                generations(&client).await - generations_before,
-                parameter_generations(&client).await - parameters_before,
+                generations(&client, &installation_selector()).await - generations_before,
+                parameter_generations(&client, &installation_selector()).await - parameters_before,
             )
         } else {
             (-1, -1)
@@ -290,4 +315,201 @@ async fn main() {
     for row in rows {
         println!("{row}");
     }
+}
+
+/// The API documents of a boundary's 3 policies, `trusted` in `version`.
+fn policy_specs(version: usize) -> [(&'static str, serde_json::Value); 3] {
+    let registries = if version.is_multiple_of(2) {
+        json!(["ghcr.io/acme"])
+    } else {
+        json!(["ghcr.io/acme", "registry.acme.internal"])
+    };
+    [
+        (
+            "owner",
+            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
+        ),
+        ("no-latest", json!({"rules": [{"disallowLatestTag": {}}]})),
+        (
+            "trusted",
+            json!({"rules": [{"allowedRegistries": {"registries": registries}}]}),
+        ),
+    ]
+}
+
+/// Waits until every boundary's `trusted` policy, as stored now, is `enforced` in the cluster;
+/// how long that took, or `None` after `limit`.
+async fn all_enforced(stack: &Stack, boundaries: &[String], limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut waiting: Vec<&String> = boundaries.iter().collect();
+    while !waiting.is_empty() {
+        if started.elapsed() > limit {
+            return None;
+        }
+        let mut still = Vec::new();
+        for boundary in waiting {
+            let policy = stack
+                .ok(
+                    "GET",
+                    &format!("/v1/boundaries/{boundary}/policies/trusted"),
+                    None,
+                )
+                .await;
+            let enforced = policy["status"]["clusters"]
+                .as_array()
+                .is_some_and(|c| c.iter().all(|c| c["status"] == "enforced") && !c.is_empty());
+            if !enforced {
+                still.push(boundary);
+            }
+        }
+        waiting = still;
+        if !waiting.is_empty() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    Some(started.elapsed())
+}
+
+/// `LAYOUT=auto`: palisade as `serve` runs it (the API and the reconcile loop, with
+/// `--admission-layout auto`, the default) makes the changes: each is a `PUT` of a boundary's
+/// `trusted` policy, and the reconciler decides what the cluster gets and in which layout.
+async fn churn_auto(version: &str, changes: usize, rate: usize, boundaries: usize) -> String {
+    let wanted = version.to_owned();
+    let plane = tokio::task::spawn_blocking(move || ControlPlane::start(&wanted))
+        .await
+        .unwrap();
+    let client = plane.client().await;
+    let stack = Stack::start().await;
+    stack
+        .ok(
+            "PUT",
+            "/v1/clusters/churn",
+            Some(json!({"kubeconfig": plane.kubeconfig_yaml()})),
+        )
+        .await;
+    let mut names = Vec::new();
+    for index in 0..boundaries {
+        let boundary = format!("tenant-{index}");
+        stack
+            .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+            .await;
+        stack
+            .ok(
+                "PUT",
+                &format!("/v1/boundaries/{boundary}/clusters/churn"),
+                None,
+            )
+            .await;
+        stack
+            .ok(
+                "PUT",
+                &format!("/v1/boundaries/{boundary}/clusters/churn/namespaces/{boundary}-web"),
+                None,
+            )
+            .await;
+        for (name, spec) in policy_specs(0) {
+            stack
+                .ok(
+                    "PUT",
+                    &format!("/v1/boundaries/{boundary}/policies/{name}"),
+                    Some(spec),
+                )
+                .await;
+        }
+        names.push(boundary);
+    }
+    all_enforced(&stack, &names, Duration::from_secs(300))
+        .await
+        .expect("the policies were never enforced");
+    let layout_before = stack.ok("GET", "/v1/clusters/churn", None).await["layout"].clone();
+    let selector = "app.kubernetes.io/managed-by=palisade";
+    let pid = apiserver_pid(&plane);
+    let generations_before = generations(&client, selector).await;
+    let parameters_before = parameter_generations(&client, selector).await;
+
+    let namespace = format!("{}-web", names[0]);
+    let done = Arc::new(AtomicBool::new(false));
+    let creates = {
+        let done = done.clone();
+        let api = Api::<Pod>::namespaced(client.clone(), &namespace);
+        tokio::spawn(async move {
+            let (mut latencies, mut failures, mut index) = (Vec::new(), 0usize, 0usize);
+            while !done.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                match api.create(&PostParams::default(), &pod(index)).await {
+                    Ok(_) => latencies.push(started.elapsed()),
+                    Err(_) => failures += 1,
+                }
+                index += 1;
+            }
+            (latencies, failures)
+        })
+    };
+    let started = Instant::now();
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failed_changes = 0usize;
+    for change in 0..changes {
+        ticker.tick().await;
+        let boundary = &names[change % names.len()];
+        let (_, spec) = policy_specs(change / names.len() + 1)[2].clone();
+        let (status, _) = stack
+            .call(
+                "PUT",
+                &format!("/v1/boundaries/{boundary}/policies/trusted"),
+                Some(spec),
+            )
+            .await;
+        if !status.is_success() {
+            failed_changes += 1;
+        }
+    }
+    let took = started.elapsed();
+    let settled = all_enforced(&stack, &names, Duration::from_secs(120)).await;
+    done.store(true, Ordering::Relaxed);
+    let (mut latencies, create_failures) = creates.await.unwrap();
+    latencies.sort();
+    let alive =
+        apiserver_pid(&plane) == pid && std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let (compiled, parameters) = if alive {
+        (
+            generations(&client, selector).await - generations_before,
+            parameter_generations(&client, selector).await - parameters_before,
+        )
+    } else {
+        (-1, -1)
+    };
+    let fatal = fatal_errors(&plane);
+    for (index, text) in fatal.iter().enumerate() {
+        eprintln!(
+            "churn auto {}: kube-apiserver fatal error {index}:\n{text}",
+            plane.version()
+        );
+    }
+    let layout = stack.ok("GET", "/v1/clusters/churn", None).await["layout"].clone();
+    let shown = |l: &serde_json::Value| {
+        format!(
+            "{} ({})",
+            l["name"].as_str().unwrap_or("-"),
+            l["reason"].as_str().unwrap_or("-")
+        )
+    };
+    let row = format!(
+        "| {} | {} | {} | {boundaries} | {changes} in {:.1} s ({:.0}/s), {failed_changes} failed | {} | {} | {:.3} | {:.3} | {} ({create_failures} failed) | {:.2} ms | {:.2} ms | {} |",
+        plane.version(),
+        shown(&layout_before),
+        shown(&layout),
+        took.as_secs_f64(),
+        changes as f64 / took.as_secs_f64(),
+        if alive { "0" } else { "1 (process gone)" },
+        fatal.len(),
+        compiled as f64 / changes as f64,
+        parameters as f64 / changes as f64,
+        latencies.len(),
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        settled.map_or("not within 120 s".to_owned(), |d| format!("{:.1} s", d.as_secs_f64())),
+    );
+    eprintln!("churn auto {row}");
+    row
 }

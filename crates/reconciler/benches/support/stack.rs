@@ -24,15 +24,21 @@ pub struct Stack {
 
 impl Stack {
     /// A stack with `palisade serve`'s defaults, without write rate limits, in a temporary
-    /// directory.
+    /// directory; `LAYOUT` (`auto`, the default, or a layout's name) is its
+    /// `--admission-layout`.
     pub async fn start() -> Stack {
         let dir = tempfile::tempdir().unwrap();
-        let config = RuntimeConfig {
+        let mut config = RuntimeConfig {
             data_dir: dir.path().to_owned(),
             token_writes: None,
             boundary_writes: None,
             ..RuntimeConfig::default()
         };
+        if let (Ok(layout), Some(reconciler)) = (std::env::var("LAYOUT"), &mut config.reconciler) {
+            reconciler.layout = layout
+                .parse()
+                .expect("LAYOUT: auto, per-policy, per-boundary or shared");
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let runtime = Runtime::start_on(listener, config).await.unwrap();
         let token = std::fs::read_to_string(dir.path().join("admin.token"))
@@ -79,6 +85,7 @@ impl Stack {
 
     /// Registers a cluster as `name`, attaches it to `boundary` and creates the boundary's
     /// `namespace` there, through the API.
+    #[allow(dead_code, reason = "some benches sharing this file do not call it")]
     pub async fn add_cluster(&self, name: &str, kubeconfig: &str, boundary: &str, namespace: &str) {
         self.ok(
             "PUT",
