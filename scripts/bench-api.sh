@@ -2,8 +2,8 @@
 # Load benchmark of the API on loopback:
 #  - create-with-check (POST .../resources, app on plan small, a unique name per request) at a
 #    fixed 1,000 req/s for DURATION seconds (default 60), on SQLite and on PostgreSQL, with 0
-#    and with 20 applied policies, by the open-loop generator crates/server/benches/load.rs
-#    (`cargo bench -p palisade-server --bench load -- URL TOKEN RATE SECONDS`)
+#    and with 20 applied policies, by the open-loop generator crates/bench/benches/load.rs
+#    (`cargo bench -p palisade-bench --bench load -- URL TOKEN RATE SECONDS`)
 #    (latency from the moment each request was due);
 #  - the plan picker (GET .../plans?type=app, 20 policies) with oha (crates.io, installed into
 #    the cache dir), closed loop, 16 connections.
@@ -21,9 +21,9 @@ CACHE="${PALISADE_CACHE_DIR:-${HOME}/.cache/palisade}"
 OHA="${CACHE}/tools/bin/oha"
 [[ -x "${OHA}" ]] || cargo install oha --version 1.16.0 --locked --root "${CACHE}/tools"
 cargo build --quiet --release -p palisade-cli --locked
-cargo bench --quiet --locked -p palisade-server --bench load --no-run
+cargo bench --quiet --locked -p palisade-bench --bench load --no-run
 BIN="${CARGO_TARGET_DIR:-target}/release/palisade"
-LOAD=(cargo bench --quiet --locked -p palisade-server --bench load --)
+LOAD=(cargo bench --quiet --locked -p palisade-bench --bench load --)
 WORK="$(mktemp -d)"
 SERVER=""
 cleanup() { [[ -n "${SERVER}" ]] && kill "${SERVER}" 2>/dev/null; wait 2>/dev/null; rm -rf "${WORK}"; }

@@ -5,11 +5,11 @@
 #    namespace without, then with 3 palisade policies (requiredLabels, allowedRegistries,
 #    disallowLatestTag, all satisfied), after a warm-up of WARMUP_PODS (default 100), on
 #    Kubernetes 1.30 and 1.37, then without policies again (order check); and once more with
-#    both runs cut into 10 blocks, alternated (crates/reconciler/benches/admission.rs);
+#    both runs cut into 10 blocks, alternated (crates/bench/benches/admission.rs);
 #  - propagation: from the answer to a policy PUT to the first dry-run create each cluster
 #    denies with the new version, CHANGES (default 50) changes, with 1 and with 3 Kubernetes
-#    1.37 control planes (crates/reconciler/benches/propagation.rs).
-# Both are `cargo bench` targets of palisade-reconciler, run with their arguments.
+#    1.37 control planes (crates/bench/benches/propagation.rs).
+# Both are `cargo bench` targets of palisade-bench, run with their arguments.
 # Prints a table of figures per benchmark; progress goes to stderr.
 # PROFILE=debug runs a debug build instead of the release build.
 set -euo pipefail
@@ -26,9 +26,9 @@ esac
 bench() { # name args...
   local name=$1
   shift
-  cargo bench --quiet --locked --profile "${CARGO_PROFILE}" -p palisade-reconciler --bench "${name}" -- "$@"
+  cargo bench --quiet --locked --profile "${CARGO_PROFILE}" -p palisade-bench --bench "${name}" -- "$@"
 }
-cargo bench --quiet --locked --profile "${CARGO_PROFILE}" -p palisade-reconciler \
+cargo bench --quiet --locked --profile "${CARGO_PROFILE}" -p palisade-bench \
   --bench admission --bench propagation --no-run
 
 CPU="$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"

@@ -3,7 +3,8 @@
 //! knows no HTTP and no Kubernetes, the HTTP adapter knows no Kubernetes, and the portal
 //! reaches neither the server's internals nor the store; one crate, `runtime`, composes them
 //! and only the binary depends on it. Checked on the normal (non-dev) dependency trees that
-//! `cargo tree` resolves from the lock file.
+//! `cargo tree` resolves from the lock file. The dev-only crates (the test kit, the
+//! benchmarks) are no crate's normal dependency, and the benchmarks live in their own crate.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,6 +14,7 @@
 )]
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::process::Command;
 
 /// Every crate in the normal dependency tree of `package` (itself included).
@@ -61,6 +63,38 @@ fn cargo_tree(package: &str, depth: Option<u32>) -> BTreeSet<String> {
         .collect();
     assert!(crates.contains(package), "{package} not in its own tree");
     crates
+}
+
+/// `package` and every workspace crate that depends on it, directly or not, through normal
+/// dependencies.
+fn dependents(package: &str) -> BTreeSet<String> {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--workspace",
+            "-e",
+            "normal",
+            "--invert",
+            package,
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree --invert {package}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The crates of `forbidden` found in `package`'s tree.
@@ -186,35 +220,8 @@ fn the_workload_renderer_is_pure() {
 /// (tests and benchmarks may, as dev-dependencies), and it depends on what it composes.
 #[test]
 fn only_the_binary_depends_on_the_composition_root() {
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "--workspace",
-            "-e",
-            "normal",
-            "--invert",
-            "palisade-runtime",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        output.status.success(),
-        "cargo tree --invert palisade-runtime: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let dependents: BTreeSet<String> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_owned)
-        .collect();
     assert_eq!(
-        dependents,
+        dependents("palisade-runtime"),
         BTreeSet::from(["palisade-cli".to_owned(), "palisade-runtime".to_owned()])
     );
     let composed: BTreeSet<String> = direct("palisade-runtime")
@@ -249,4 +256,74 @@ fn only_the_composition_root_opens_the_store() {
         );
     }
     assert!(direct("palisade-runtime").contains("palisade-store"));
+}
+
+/// The crates only tests and benchmarks use: no crate depends on them but as a
+/// dev-dependency, and they are never published.
+const DEV_ONLY: [(&str, &str); 2] = [("palisade-testkit", "testkit"), ("palisade-bench", "bench")];
+
+#[test]
+fn the_dev_only_crates_are_no_normal_dependency() {
+    for (package, dir) in DEV_ONLY {
+        assert_eq!(
+            dependents(package),
+            BTreeSet::from([package.to_owned()]),
+            "{package} is a normal dependency"
+        );
+        let manifest = crates_dir().join(dir).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        assert!(
+            text.lines().any(|l| l.trim() == "publish = false"),
+            "{} lacks publish = false",
+            manifest.display()
+        );
+    }
+    // Everything the benchmarks use is a dev-dependency: their crate's own tree is itself.
+    assert_eq!(
+        tree("palisade-bench"),
+        BTreeSet::from(["palisade-bench".to_owned()])
+    );
+}
+
+/// The workspace's `crates/` directory.
+fn crates_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crates/app has a parent")
+}
+
+/// Every benchmark lives in `palisade-bench`: no other crate, the adapters (server, portal,
+/// reconciler, store) and the binary included, has a `benches/` directory (whose files
+/// `cargo` would find by itself) or a `[[bench]]` target, so their builds and dependency
+/// lists carry no benchmark.
+#[test]
+fn benchmarks_live_in_the_bench_crate_only() {
+    let mut crates = BTreeSet::new();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(crates_dir()).unwrap() {
+        let dir = entry.unwrap().path();
+        let manifest = dir.join("Cargo.toml");
+        if !manifest.is_file() {
+            continue;
+        }
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        crates.insert(name.clone());
+        if name == "bench" {
+            continue;
+        }
+        if dir.join("benches").exists() {
+            found.push(format!("crates/{name}/benches"));
+        }
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        if text
+            .lines()
+            .any(|l| l.trim_start().starts_with("[[bench]]"))
+        {
+            found.push(format!("crates/{name}/Cargo.toml: [[bench]]"));
+        }
+    }
+    for name in ["bench", "server", "portal", "reconciler", "store", "cli"] {
+        assert!(crates.contains(name), "no crates/{name}: {crates:?}");
+    }
+    assert_eq!(found, Vec::<String>::new());
 }

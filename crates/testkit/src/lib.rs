@@ -1,7 +1,7 @@
 //! Dev-only helpers: the `testdata/` corpus and its harness, a CEL evaluator that runs the rendered
 //! expressions the way a Kubernetes API server does, on the `cel` crate, PostgreSQL
 //! servers for the store's, the server's and the reconciler's tests, and (feature `control-plane`) real
-//! Kubernetes control planes for the reconciler's end-to-end tests and benchmarks, and the
+//! Kubernetes control planes for the reconciler's end-to-end tests and the benchmarks, and the
 //! argument handling of the benchmarks that need them.
 
 pub mod bench;

@@ -19,7 +19,7 @@
 //! number of Pods (none) at the start of every measured run. Prints p50/p99 of the three runs and
 //! their ratios to the first run without policies.
 //!
-//! `cargo bench -p palisade-reconciler --bench admission -- VERSION...` (e.g. `1.30 1.37`)
+//! `cargo bench -p palisade-bench --bench admission -- VERSION...` (e.g. `1.30 1.37`)
 //! (environment: `PODS`, `WARMUP`, `POLICIES` to install only the first 0, 1 or 2 of the
 //! three policies, for a breakdown, and `BLOCKS`: with `BLOCKS=10` both runs are cut into 10
 //! blocks of `PODS/10` Pods, alternated without/with, with/without, ..., so that slow drifts
@@ -307,7 +307,7 @@ async fn main() {
     let Some(versions) = args_or_usage(
         "admission",
         "real control planes and several minutes",
-        "cargo bench -p palisade-reconciler --bench admission -- 1.30 1.37 (or scripts/bench-k8s.sh)",
+        "cargo bench -p palisade-bench --bench admission -- 1.30 1.37 (or scripts/bench-k8s.sh)",
     ) else {
         return;
     };

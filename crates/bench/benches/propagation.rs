@@ -18,7 +18,7 @@
 //! one-second policy reload. `WARMUP_CHANGES` (default 2) changes are not counted, `CHANGES`
 //! (default 50) are. Prints min/p50/p99/max (nearest rank: with 50 samples p99 is the max).
 //!
-//! `cargo bench -p palisade-reconciler --bench propagation -- CLUSTERS` (e.g. `3`)
+//! `cargo bench -p palisade-bench --bench propagation -- CLUSTERS` (e.g. `3`)
 
 #![allow(
     clippy::unwrap_used,
@@ -193,7 +193,7 @@ async fn main() {
     let Some(args) = args_or_usage(
         "propagation",
         "real control planes and several minutes",
-        "cargo bench -p palisade-reconciler --bench propagation -- CLUSTERS (or scripts/bench-k8s.sh)",
+        "cargo bench -p palisade-bench --bench propagation -- CLUSTERS (or scripts/bench-k8s.sh)",
     ) else {
         return;
     };

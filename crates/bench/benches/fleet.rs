@@ -58,7 +58,7 @@
 //! earlier stacks freed, so `VmRSS` of a later count includes that; for the memory of one
 //! count alone, run it alone.
 //!
-//! `cargo bench -p palisade-reconciler --bench fleet -- CLUSTERS...` (e.g. `1 5 10 20`;
+//! `cargo bench -p palisade-bench --bench fleet -- CLUSTERS...` (e.g. `1 5 10 20`;
 //! environment: `IDLE_SECONDS`, `CHANGES`, `WARMUP_CHANGES`)
 
 #![allow(
@@ -470,7 +470,7 @@ async fn main() {
     let Some(args) = args_or_usage(
         "fleet",
         "real control planes and many minutes",
-        "cargo bench -p palisade-reconciler --bench fleet -- CLUSTERS... (e.g. 1 5 10 20)",
+        "cargo bench -p palisade-bench --bench fleet -- CLUSTERS... (e.g. 1 5 10 20)",
     ) else {
         return;
     };

@@ -18,7 +18,7 @@
 //! step waiting until its last policy is active (a dry-run it denies). One private control plane
 //! per version asked for.
 //!
-//! `cargo bench -p palisade-reconciler --bench tenants -- VERSION...` (e.g. `1.30 1.37`)
+//! `cargo bench -p palisade-bench --bench tenants -- VERSION...` (e.g. `1.30 1.37`)
 //! (environment: `PODS`, `STEPS`, e.g. `STEPS=0,1,10`; `LAYOUT=shared` for the shared layout:
 //! one policy and two bindings per installation, each policy's rules in a `BoundaryPolicy` in
 //! its boundary's namespace; `LAYOUT=per-boundary`: one policy and binding per boundary; `FLOOR=1` for the floor: instead of palisade's policies, 3 minimal
@@ -453,7 +453,7 @@ async fn main() {
     let Some(versions) = args_or_usage(
         "tenants",
         "Kubernetes versions (private control planes, minutes each)",
-        "cargo bench -p palisade-reconciler --bench tenants -- 1.30 1.37",
+        "cargo bench -p palisade-bench --bench tenants -- 1.30 1.37",
     ) else {
         return;
     };

@@ -2,7 +2,7 @@
 //! with a unique resource name, and measures every latency from the moment the request was
 //! due (so a slow server cannot hide queueing: no coordinated omission).
 //!
-//! `cargo bench -p palisade-server --bench load -- URL TOKEN RATE SECONDS`; without arguments
+//! `cargo bench -p palisade-bench --bench load -- URL TOKEN RATE SECONDS`; without arguments
 //! (a plain `cargo bench`) it only says what it needs. `RATE` `max:N` runs closed loop instead:
 //! N workers each sending its next create when the last is answered, which measures the
 //! sustainable create rate.
@@ -16,7 +16,7 @@ async fn main() -> anyhow::Result<()> {
     let Some(args) = palisade_testkit::bench::args_or_usage(
         "load",
         "a running palisade server",
-        "cargo bench -p palisade-server --bench load -- URL TOKEN RATE SECONDS (or scripts/bench-api.sh)",
+        "cargo bench -p palisade-bench --bench load -- URL TOKEN RATE SECONDS (or scripts/bench-api.sh)",
     ) else {
         return Ok(());
     };

@@ -12,7 +12,7 @@
 //! after another: `CREATES` (default 50) of each kind, after `WARMUP` (default 2) of each that
 //! are not counted. Prints min/p50/p99/max (nearest rank: with 50 samples p99 is the max).
 //!
-//! `cargo bench -p palisade-reconciler --bench workloads -- run`
+//! `cargo bench -p palisade-bench --bench workloads -- run`
 
 #![allow(
     clippy::unwrap_used,
@@ -82,7 +82,7 @@ fn main() {
     if args_or_usage(
         "workloads",
         "a control plane with kwok (minutes)",
-        "cargo bench -p palisade-reconciler --bench workloads -- run",
+        "cargo bench -p palisade-bench --bench workloads -- run",
     )
     .is_none()
     {

@@ -14,7 +14,7 @@
 //! heap memory the preview took above what was live before it (a counting allocator), beside
 //! the size of the JSON the API servers sent.
 //!
-//! `cargo bench -p palisade-reconciler --bench preview -- OBJECTS CLUSTERS`
+//! `cargo bench -p palisade-bench --bench preview -- OBJECTS CLUSTERS`
 
 #![allow(
     clippy::unwrap_used,
@@ -119,7 +119,7 @@ async fn main() {
     let Some(args) = args_or_usage(
         "preview",
         "OBJECTS and CLUSTERS (private control planes, minutes to fill)",
-        "cargo bench -p palisade-reconciler --bench preview -- 100000 3",
+        "cargo bench -p palisade-bench --bench preview -- 100000 3",
     ) else {
         return;
     };

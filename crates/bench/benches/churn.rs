@@ -12,7 +12,7 @@
 //! - parameter objects written per change (shared layout), the changes' achieved rate, and the
 //!   creates alongside: how many, how many failed other than by a denial, and their p50/p99.
 //!
-//! `cargo bench -p palisade-reconciler --bench churn --profile dev -- VERSION...` (e.g. `1.30 1.37`;
+//! `cargo bench -p palisade-bench --bench churn --profile dev -- VERSION...` (e.g. `1.30 1.37`;
 //! environment: `LAYOUT=per-policy|shared|per-boundary|auto`, `CHANGES`, `RATE`, `BOUNDARIES`; in
 //! the per-boundary layout each change re-applies the boundary's one object holding its 3
 //! policies). With `LAYOUT=auto` palisade itself makes the changes: `palisade serve`'s API and
@@ -174,7 +174,7 @@ async fn main() {
     let Some(versions) = args_or_usage(
         "churn",
         "Kubernetes versions (private control planes, minutes each)",
-        "cargo bench -p palisade-reconciler --bench churn -- 1.30 1.37",
+        "cargo bench -p palisade-bench --bench churn -- 1.30 1.37",
     ) else {
         return;
     };
