@@ -3,6 +3,20 @@
 
 use super::*;
 
+/// A boundary's part of a cluster's pass once its objects are written, before its policies
+/// are confirmed.
+struct Prepared<'b> {
+    boundary: &'b BoundaryState,
+    probe_namespace: Option<String>,
+    /// Its policies in the cluster (decoded).
+    in_cluster: Vec<Policy>,
+    /// The layouts its objects were found in before the pass wrote.
+    present: BTreeSet<Layout>,
+    switching: bool,
+    /// What writing each of `in_cluster` gave, in order.
+    applied: Vec<Result<(), String>>,
+}
+
 /// One policy's part of a boundary's pass, for [`Controller::install`].
 pub(super) struct Install<'a> {
     cluster: &'a str,
@@ -10,12 +24,10 @@ pub(super) struct Install<'a> {
     /// The boundary's other policies in the cluster (the probe complies with them).
     others: &'a [Policy],
     probe_namespace: Option<&'a str>,
-    /// The boundary's policies were written together already, with this outcome.
-    together: Option<&'a Result<(), String>>,
+    /// What writing it gave (written before any policy of the cluster is probed).
+    applied: Result<(), String>,
     /// The cluster is changing layout and the earlier layout's objects are still there.
     switching: bool,
-    /// The boundary's exceptions in force in the cluster.
-    exceptions: &'a [palisade_policy::Exception],
     /// This version was not seen unconfirmed before: a probe that finds it not yet active is
     /// repeated for up to [`ACTIVATION_WAIT`] before the status says `pending`.
     first_look: bool,
@@ -121,7 +133,10 @@ impl Controller {
         // One read of what is installed before writing (the layouts present) and one after
         // (what is stale), for every boundary of the cluster at once.
         let before = client.installed(&self.installation, None).await?;
-        let mut collections = Vec::new();
+        // Every boundary's objects are written first, then each is confirmed: the API server
+        // judges with what was written from its next policy reload (once a second), so a pass
+        // that changes many boundaries waits for one reload, not one per boundary.
+        let mut prepared = Vec::with_capacity(attached.len());
         for boundary in &attached {
             attached_names.insert(boundary.name.to_string());
             // A namespace no exception names, when there is one: a probe there is judged by
@@ -143,8 +158,6 @@ impl Controller {
                 .find(|n| !named_by_exceptions(&n.name))
                 .or_else(|| in_cluster_namespaces().next())
                 .map(|n| n.name.clone());
-            let mut keep = Vec::new();
-            let mut statuses = Vec::new();
             let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
                 .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
                 .collect();
@@ -161,6 +174,51 @@ impl Controller {
                     switching,
                 )
                 .await;
+            // What writing each decodable policy gave, in `wanted`'s order.
+            let mut applied = Vec::new();
+            for (_, decoded) in wanted(boundary, &cluster_name) {
+                let Ok(policy) = decoded else { continue };
+                applied.push(match &together {
+                    Some(result) => result.clone(),
+                    None => client
+                        .apply_policy_excepted(
+                            &self.installation,
+                            &boundary.name,
+                            policy,
+                            &exceptions,
+                        )
+                        .await
+                        .map_err(|error| error.to_string()),
+                });
+            }
+            prepared.push(Prepared {
+                boundary,
+                probe_namespace,
+                in_cluster,
+                present,
+                switching,
+                applied,
+            });
+        }
+        let mut collections = Vec::new();
+        for Prepared {
+            boundary,
+            probe_namespace,
+            in_cluster,
+            present,
+            switching,
+            applied,
+        } in prepared
+        {
+            let in_cluster_namespaces = || {
+                boundary
+                    .namespaces
+                    .iter()
+                    .filter(|n| n.cluster == cluster.name)
+            };
+            let mut keep = Vec::new();
+            let mut statuses = Vec::new();
+            let mut applied = applied.into_iter();
             // Every probe of the boundary saw the new layout's objects at work.
             let mut confirmed = !boundary.policies.iter().any(|(_, d)| d.is_err());
             for (record, decoded) in wanted(boundary, &cluster_name) {
@@ -176,14 +234,16 @@ impl Controller {
                             record.name.clone(),
                             record.etag.clone(),
                         );
+                        let written_as = applied.next().unwrap_or_else(|| {
+                            Err("palisade lost track of this policy's write".to_owned())
+                        });
                         let install = Install {
                             cluster: &cluster.name,
                             boundary: &boundary.name,
                             others: &in_cluster,
                             probe_namespace: probe_namespace.as_deref(),
-                            together: together.as_ref(),
+                            applied: written_as,
                             switching,
-                            exceptions: &exceptions,
                             first_look: !self.seen_unconfirmed(&key),
                         };
                         let (status, in_new_layout) = self.install(&client, policy, install).await;
@@ -231,7 +291,7 @@ impl Controller {
                 switches_left += 1;
                 shared_left |= present.contains(&Layout::Shared);
             }
-            collections.push((*boundary, keep, kept, statuses));
+            collections.push((boundary, keep, kept, statuses));
         }
         let after = client.installed(&self.installation, None).await?;
         for (boundary, keep, kept, statuses) in collections {
@@ -379,9 +439,9 @@ impl Controller {
         Some(result.map_err(|error| error.to_string()))
     }
 
-    /// Applies one policy (unless the boundary's policies were applied `together`) and reads
-    /// back what it enforces. The flag: the policy is confirmed in the client's layout (or
-    /// there is nothing to probe), so a switch may remove the earlier layout's objects.
+    /// Reads back what one policy, written already, enforces. The flag: the policy is
+    /// confirmed in the client's layout (or there is nothing to probe), so a switch may remove
+    /// the earlier layout's objects.
     pub(super) async fn install(
         &self,
         client: &ClusterClient,
@@ -393,18 +453,10 @@ impl Controller {
             boundary,
             others,
             probe_namespace,
-            together,
+            applied,
             switching,
-            exceptions,
             first_look,
         } = install;
-        let applied = match together {
-            Some(result) => result.clone(),
-            None => client
-                .apply_policy_excepted(&self.installation, boundary, policy, exceptions)
-                .await
-                .map_err(|error| error.to_string()),
-        };
         if let Err(error) = applied {
             return (status_error(&error), false);
         }
