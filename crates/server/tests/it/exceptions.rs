@@ -9,12 +9,10 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{plans, Answer, TestApp};
 use axum::http::{Method, StatusCode};
-use common::{plans, Answer, TestApp};
 use serde_json::{json, Value};
 
 async fn shop() -> TestApp {

@@ -7,10 +7,8 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
-use common::{plans, TestApp};
 use serde_json::json;
 
 async fn shop() -> TestApp {
@@ -375,7 +373,7 @@ async fn openapi_document_is_served_and_the_committed_copy_is_current() {
     assert_eq!(
         on_disk.trim_end(),
         current,
-        "docs/openapi.json is stale: run PALISADE_UPDATE_OPENAPI=1 cargo test -p palisade-server --test requests"
+        "docs/openapi.json is stale: run PALISADE_UPDATE_OPENAPI=1 cargo test -p palisade-server --test it requests::"
     );
 }
 

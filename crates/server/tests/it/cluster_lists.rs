@@ -9,10 +9,9 @@
     reason = "a test fails loudly"
 )]
 
-mod common;
-
+use crate::common;
+use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
-use common::TestApp;
 use serde_json::json;
 
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";

@@ -13,12 +13,10 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
 use std::time::Instant;
 
+use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
-use common::TestApp;
 use serde_json::json;
 
 const DEPTH: usize = 100_000;

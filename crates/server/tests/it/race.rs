@@ -14,14 +14,13 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::common::TestApp;
 use axum::http::StatusCode;
-use common::TestApp;
 use palisade_api_types::resource::Resource;
 use palisade_policy::compute_plan::{decide, plan_checks, Plans};
 use palisade_policy::{Catalog, Name, Policy, ResourceType};

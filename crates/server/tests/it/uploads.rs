@@ -12,14 +12,12 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
 use std::time::{Duration, SystemTime};
 
+use crate::common::{Answer, TestApp};
 use axum::body::{Body, Bytes};
 use axum::http::{Method, Request, StatusCode};
 use axum::Router;
-use common::{Answer, TestApp};
 use http_body_util::BodyExt;
 use palisade_app::uploads::{Swept, UploadLimits};
 use serde_json::{json, Value};

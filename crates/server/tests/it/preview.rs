@@ -13,10 +13,8 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
-use common::{plans, TestApp};
 use palisade_app::ports::{ClusterError, Clusters, LabelOutcome, ScanInfo, Visit};
 use palisade_policy::Name;
 use serde_json::{json, Value};

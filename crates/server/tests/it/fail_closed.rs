@@ -11,10 +11,8 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common::{plans, Answer, TestApp};
 use axum::http::{Method, StatusCode};
-use common::{plans, Answer, TestApp};
 use serde_json::json;
 use sqlx::ConnectOptions;
 

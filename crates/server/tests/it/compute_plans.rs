@@ -8,10 +8,8 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
-use common::{plans, TestApp};
 use serde_json::json;
 
 async fn shop() -> TestApp {

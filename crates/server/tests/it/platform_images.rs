@@ -11,10 +11,8 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
-use common::TestApp;
 use serde_json::json;
 
 /// A boundary `shop` placed in cluster `c1`, namespace `web`, with `trusted` (registries under

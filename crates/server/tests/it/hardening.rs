@@ -9,14 +9,13 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
-use common::TestApp;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -12,15 +12,13 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{plans, TestApp};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{plans, TestApp};
 use http_body_util::BodyExt;
 use palisade_store::{ResourceKey, StoreError};
 use sqlx::{ConnectOptions, Connection};

@@ -8,10 +8,8 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
-use common::TestApp;
 
 async fn shop() -> TestApp {
     let app = TestApp::sqlite().await;

@@ -9,10 +9,8 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
+use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
-use common::{plans, TestApp};
 use serde_json::{json, Value};
 
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";

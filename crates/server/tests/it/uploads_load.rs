@@ -3,9 +3,10 @@
 //! plan-checked creates from their 2 s bound on SQLite, and how much database 40 uploads make.
 //! Figures are printed (`--nocapture`) for docs/benchmarks.md; only answers are asserted
 //! (memory and wall-clock figures are reported, never asserted). The tests take turns (a
-//! process-wide lock), so that one's load does not land in another's figures:
+//! process-wide lock), so that one's load does not land in another's figures, and the filter
+//! keeps the binary's other tests out of them:
 //!
-//! `cargo test -p palisade-server --test uploads_load -- --nocapture --test-threads=1`
+//! `cargo test -p palisade-server --test it uploads_load:: -- --nocapture --test-threads=1`
 
 #![allow(
     clippy::unwrap_used,
@@ -14,16 +15,14 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::{plans, TestApp};
 use axum::body::Bytes;
 use axum::http::StatusCode;
-use common::{plans, TestApp};
 use serde_json::json;
 
 const MIB: usize = 1024 * 1024;

@@ -10,12 +10,10 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
+use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
-use common::TestApp;
 use palisade_api_types::view::{DeploymentState, PodState, WorkloadDetail};
 use palisade_app::ports::{ClusterError, Clusters, LabelOutcome, ScanInfo, Visit, WorkloadTarget};
 use serde_json::json;

@@ -8,10 +8,9 @@
     reason = "a test fails loudly"
 )]
 
-mod common;
-
+use crate::common;
+use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
-use common::TestApp;
 use serde_json::json;
 
 /// A kubeconfig whose `cluster` and `user` bodies are given, plus extra top-level text
