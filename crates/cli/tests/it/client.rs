@@ -8,9 +8,7 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
-use common::{free_port, serve, text, write, BIN};
+use crate::common::{free_port, serve, text, write, BIN};
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

@@ -9,9 +9,7 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-mod common;
-
-use common::{free_port, serve, text, write, Server, BIN};
+use crate::common::{free_port, serve, text, write, Server, BIN};
 
 use std::io::Write;
 use std::process::{Child, Command, Output, Stdio};
