@@ -8,10 +8,9 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-use crate::common::{free_port, serve, text, write, BIN};
+use crate::common::{free_port, palisade_with_stdin, serve, text, write, BIN};
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn palisade(server_url: &str, token: Option<&str>, args: &[&str]) -> Output {
@@ -22,26 +21,6 @@ fn palisade(server_url: &str, token: Option<&str>, args: &[&str]) -> Output {
         None => command.env_remove("PALISADE_TOKEN"),
     };
     command.output().unwrap()
-}
-
-/// `palisade` with `input` on its standard input.
-fn palisade_with_stdin(server_url: &str, token: &str, args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .env("PALISADE_URL", server_url)
-        .env("PALISADE_TOKEN", token)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }
 
 /// The value of a `Label:` line of `describe`'s output.
@@ -551,7 +530,7 @@ fn get_policy_prints_a_document_that_applies_unchanged() {
     let token = server.token.as_str();
     let t = Some(token);
     palisade(&server.url, t, &["boundary", "create", "shop"]);
-    let out = palisade_with_stdin(&server.url, token, &["apply", "-f", "-"], TRUSTED);
+    let out = palisade_with_stdin(&server, &["apply", "-f", "-"], TRUSTED);
     assert_eq!(
         text(&out.stdout),
         "boundarypolicy shop/trusted created\n",
@@ -581,7 +560,7 @@ fn get_policy_prints_a_document_that_applies_unchanged() {
             String::new()
         )
     );
-    let out = palisade_with_stdin(&server.url, token, &["apply", "-f", "-"], &yaml);
+    let out = palisade_with_stdin(&server, &["apply", "-f", "-"], &yaml);
     assert_eq!(text(&out.stdout), "boundarypolicy shop/trusted unchanged\n");
 
     let out = palisade(
@@ -595,12 +574,7 @@ fn get_policy_prints_a_document_that_applies_unchanged() {
         serde_json::to_value(serde_yaml_ng::from_str::<serde_json::Value>(TRUSTED_SAVED).unwrap())
             .unwrap()
     );
-    let out = palisade_with_stdin(
-        &server.url,
-        token,
-        &["apply", "-f", "-"],
-        &text(&out.stdout),
-    );
+    let out = palisade_with_stdin(&server, &["apply", "-f", "-"], &text(&out.stdout));
     assert_eq!(text(&out.stdout), "boundarypolicy shop/trusted unchanged\n");
 
     let out = palisade(&server.url, t, &["get", "policy", "shop/trusted"]);
@@ -647,8 +621,7 @@ fn apply_takes_several_files_and_standard_input_once() {
         "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: no-latest, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n",
     );
     let out = palisade_with_stdin(
-        &server.url,
-        token,
+        &server,
         &[
             "apply",
             "-f",
@@ -668,12 +641,7 @@ fn apply_takes_several_files_and_standard_input_once() {
         "{}",
         text(&out.stderr)
     );
-    let out = palisade_with_stdin(
-        &server.url,
-        token,
-        &["apply", "-f", "-", "-f", "-"],
-        TRUSTED,
-    );
+    let out = palisade_with_stdin(&server, &["apply", "-f", "-", "-f", "-"], TRUSTED);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
@@ -1366,7 +1334,7 @@ fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
     );
     let yaml = text(&out.stdout);
     assert!(yaml.contains("kind: BoundaryException"), "{yaml}");
-    let out = palisade_with_stdin(&server.url, token, &["apply", "-f", "-"], &yaml);
+    let out = palisade_with_stdin(&server, &["apply", "-f", "-"], &yaml);
     assert_eq!(
         text(&out.stdout),
         "boundaryexception shop/legacy-reports unchanged\n",

@@ -9,26 +9,10 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-use crate::common::{free_port, serve, text, write, Server, BIN};
+use crate::common::{command, free_port, palisade_with_stdin, serve, text, write, Server};
 
-use std::io::Write;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::Duration;
-
-/// A `palisade` command with no palisade settings from the test's environment: no
-/// `PALISADE_*` variable, and a config file in a directory of its own (none there).
-fn command(home: &std::path::Path) -> Command {
-    let mut command = Command::new(BIN);
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PALISADE_") {
-            command.env_remove(name);
-        }
-    }
-    command
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("config"));
-    command
-}
 
 fn palisade(server: &Server, args: &[&str]) -> Output {
     command(server.dir.path())
@@ -37,26 +21,6 @@ fn palisade(server: &Server, args: &[&str]) -> Output {
         .env("PALISADE_TOKEN", &server.token)
         .output()
         .unwrap()
-}
-
-/// `palisade` with `input` on its standard input.
-fn palisade_with_stdin(server: &Server, args: &[&str], input: &str) -> Output {
-    let mut child = command(server.dir.path())
-        .args(args)
-        .env("PALISADE_URL", &server.url)
-        .env("PALISADE_TOKEN", &server.token)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }
 
 /// (exit code, standard output, standard error).

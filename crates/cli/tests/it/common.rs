@@ -1,10 +1,9 @@
 //! What the client tests share: `palisade serve` as a real process on a free port, and small
 //! helpers for its output and files.
 
-#![allow(dead_code, reason = "each test binary uses its part of the helpers")]
-
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_palisade");
@@ -80,4 +79,41 @@ pub fn write(dir: &tempfile::TempDir, name: &str, content: &str) -> PathBuf {
     let path = dir.path().join(name);
     std::fs::write(&path, content).unwrap();
     path
+}
+
+/// A `palisade` command with no palisade settings from the test's environment: no
+/// `PALISADE_*` variable, and a config file in a directory of its own (none there).
+pub fn command(home: &std::path::Path) -> Command {
+    let mut command = Command::new(BIN);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PALISADE_") {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"));
+    command
+}
+
+/// `palisade ARGS` against `server` as its admin, with `input` on its standard input, and no
+/// palisade settings from the test's environment ([`command`], at home in the server's
+/// directory).
+pub fn palisade_with_stdin(server: &Server, args: &[&str], input: &str) -> Output {
+    let mut child = command(server.dir.path())
+        .args(args)
+        .env("PALISADE_URL", &server.url)
+        .env("PALISADE_TOKEN", &server.token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
