@@ -2,8 +2,9 @@
 //! migrations run under a lock), and the file palisade creates is private (mode 0600).
 //!
 //! The concurrent start runs in separate processes, as it happens in production: the test
-//! re-invokes its own binary, whose `child_opens_the_store` test then opens the store named
-//! by `PALISADE_TEST_CHILD_DB` at the moment `PALISADE_TEST_CHILD_AT` names.
+//! re-invokes its own binary, whose `child_opens_the_store` test (named by its path in the
+//! binary) then opens the store named by `PALISADE_TEST_CHILD_DB` at the moment
+//! `PALISADE_TEST_CHILD_AT` names.
 
 #![allow(
     clippy::unwrap_used,
@@ -30,6 +31,15 @@ fn unix_millis() -> u128 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis()
+}
+
+/// The name the test harness gives `child_opens_the_store`: its path in the test binary.
+fn child_test() -> String {
+    let module = module_path!();
+    match module.split_once("::") {
+        Some((_, path)) => format!("{path}::child_opens_the_store"),
+        None => "child_opens_the_store".to_owned(),
+    }
 }
 
 /// In a child process: waits for the common start time, opens the store, and uses it.
@@ -61,7 +71,7 @@ fn processes_starting_together_on_a_new_file_all_open_it() {
         let children: Vec<_> = (0..PROCESSES)
             .map(|_| {
                 Command::new(&exe)
-                    .args(["--exact", "child_opens_the_store", "--nocapture"])
+                    .args(["--exact", &child_test(), "--nocapture"])
                     .env(CHILD_DB, &db)
                     .env(CHILD_AT, at.to_string())
                     .stdout(Stdio::piped())
