@@ -9,6 +9,7 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
+#[path = "it/common.rs"]
 mod common;
 
 use std::collections::BTreeSet;

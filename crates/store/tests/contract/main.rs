@@ -1,6 +1,8 @@
 //! The storage contract, one suite run against both backends: SQLite (a file in a temporary
 //! directory) and PostgreSQL (a fresh database on the test server named by
-//! `PALISADE_TEST_POSTGRES_URL`; see `palisade_testkit::postgres`).
+//! `PALISADE_TEST_POSTGRES_URL`; see `palisade_testkit::postgres`). The store's other
+//! integration tests (`database_url`, `migrations`, `sqlite_file`) are modules of this binary
+//! too, so that the crate's tests link once.
 
 #![allow(
     clippy::unwrap_used,
@@ -21,6 +23,10 @@ mod resources;
 mod support;
 mod tokens;
 mod uploads;
+
+mod database_url;
+mod migrations;
+mod sqlite_file;
 
 use palisade_store::SharedStore;
 use palisade_testkit::postgres::test_database_url;

@@ -1,0 +1,443 @@
+//! Compute-plan enforcement through the HTTP API (SPEC 2): exact 422 bodies, component
+//! checks, grandfathering, functions, static web apps, the picker and the answer order.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+use crate::common::{plans, TestApp};
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+async fn shop() -> TestApp {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app
+}
+
+#[tokio::test]
+async fn create_on_a_disallowed_plan_answers_the_exact_422() {
+    let app = shop().await;
+    app.policy("shop", "size-limits", plans(&["small", "medium"]))
+        .await;
+    let dev = app.token("developer", Some("shop")).await;
+    let answer = app
+        .create("shop", &dev, json!({"type": "app", "name": "web", "plan": "large", "image": "ghcr.io/acme/web:1.4", "labels": {}}))
+        .await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        answer.body,
+        json!({"error": {"code": "compute_plan_not_allowed",
+            "message": "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium.",
+            "resource_type": "app", "plan": "large", "component": null,
+            "allowed_plans": ["small", "medium"], "denied_by": ["size-limits"]}})
+    );
+    // Nothing was written.
+    let got = app
+        .call(
+            Method::GET,
+            "/v1/boundaries/shop/resources/app/web",
+            Some(&dev),
+            None,
+        )
+        .await;
+    assert_eq!(got.status, StatusCode::NOT_FOUND);
+    // An allowed plan is created.
+    let answer = app
+        .create("shop", &dev, json!({"type": "app", "name": "web", "plan": "medium", "image": "ghcr.io/acme/web:1.4"}))
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    assert_eq!(answer.body["plan"], "medium");
+    assert_eq!(answer.body["boundary"], "shop");
+    assert!(answer.headers.get("etag").is_some());
+}
+
+#[tokio::test]
+async fn every_checked_type_is_refused_and_none_allowed_reads_none() {
+    let app = shop().await;
+    app.policy("shop", "a", plans(&["small", "valkey/medium"]))
+        .await;
+    app.policy("shop", "b", plans(&["medium", "app/small"]))
+        .await;
+    // app: a allows small; b allows medium + app/small -> small only.
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "app", "name": "x", "plan": "medium", "image": "i"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer.body["error"]["allowed_plans"], json!(["small"]));
+    assert_eq!(answer.body["error"]["denied_by"], json!(["a"]));
+    // postgresql: a allows small, b allows medium: nothing.
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "postgresql", "name": "db", "plan": "small"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        answer.message(),
+        "Compute plan 'small' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: none."
+    );
+    assert_eq!(answer.body["error"]["denied_by"], json!(["b"]));
+    for (ty, plan) in [
+        ("sqlserver", "large"),
+        ("qdrant", "large"),
+        ("valkey", "large"),
+    ] {
+        let answer = app
+            .create(
+                "shop",
+                &app.admin,
+                json!({"type": ty, "name": "r", "plan": plan}),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{ty}");
+        assert_eq!(answer.body["error"]["resource_type"], ty);
+    }
+}
+
+#[tokio::test]
+async fn container_instance_components_are_checked_in_request_order() {
+    let app = shop().await;
+    app.policy("shop", "size-limits", plans(&["small"])).await;
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "container_instance", "name": "batch", "components": [
+            {"name": "worker", "plan": "small", "image": "a"},
+            {"name": "cruncher", "plan": "large", "image": "b"},
+            {"name": "other", "plan": "xlarge", "image": "c"}]}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer.body["error"]["component"], "cruncher");
+    assert_eq!(answer.body["error"]["plan"], "large");
+    assert_eq!(answer.body["error"]["resource_type"], "container_instance");
+
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "container_instance", "name": "batch", "components": [
+            {"name": "worker", "plan": "small", "image": "a"}]}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    let path = "/v1/boundaries/shop/resources/container_instance/batch";
+    // A renamed component is a create of that component: checked.
+    let answer = app
+        .admin(
+            Method::PATCH,
+            path,
+            Some(json!({"components": [{"name": "renamed", "plan": "medium", "image": "a"}]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer.body["error"]["component"], "renamed");
+    // Adding a component on an allowed plan, keeping the first, succeeds.
+    let answer = app
+        .admin(
+            Method::PATCH,
+            path,
+            Some(json!({"components": [
+            {"name": "worker", "plan": "small", "image": "a2"},
+            {"name": "helper", "plan": "small", "image": "h"}]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    assert_eq!(answer.body["components"][1]["name"], "helper");
+}
+
+#[tokio::test]
+async fn grandfathered_resources_keep_their_plan_and_accept_other_changes() {
+    let app = shop().await;
+    let created = app
+        .create("shop", &app.admin, json!({"type": "app", "name": "legacy", "plan": "large", "image": "ghcr.io/acme/r:1", "labels": {"team": "a"}}))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    app.policy("shop", "size-limits", plans(&["small", "medium"]))
+        .await;
+    let path = "/v1/boundaries/shop/resources/app/legacy";
+    // Image and labels change: no plan move, succeeds.
+    let answer = app
+        .raw(
+            Method::PATCH,
+            path,
+            Some(&app.admin),
+            Some(r#"{"image": "ghcr.io/acme/r:2", "labels": {"team": "b"}}"#),
+            Some("application/merge-patch+json"),
+            &[],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    assert_eq!(answer.body["image"], "ghcr.io/acme/r:2");
+    assert_eq!(answer.body["plan"], "large");
+    // Patching the same plan again is not a move.
+    let answer = app
+        .admin(Method::PATCH, path, Some(json!({"plan": "large"})))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    // Moving to another disallowed plan is refused.
+    let answer = app
+        .admin(Method::PATCH, path, Some(json!({"plan": "xlarge"})))
+        .await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer.body["error"]["plan"], "xlarge");
+    // The grandfathered list names it with the denying policy.
+    let list = app
+        .admin(
+            Method::GET,
+            "/v1/boundaries/shop/resources?grandfathered=true",
+            None,
+        )
+        .await;
+    assert_eq!(list.status, StatusCode::OK);
+    let items = list.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["name"], "legacy");
+    assert_eq!(items[0]["denied_by"], json!(["size-limits"]));
+    // Moving to an allowed plan succeeds, and it is no longer grandfathered.
+    let answer = app
+        .admin(Method::PATCH, path, Some(json!({"plan": "small"})))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let list = app
+        .admin(
+            Method::GET,
+            "/v1/boundaries/shop/resources?grandfathered=true",
+            None,
+        )
+        .await;
+    assert_eq!(list.body["items"], json!([]));
+}
+
+#[tokio::test]
+async fn functions_are_never_refused_but_carry_a_warning() {
+    let app = shop().await;
+    app.policy("shop", "size-limits", plans(&["small"])).await;
+    let answer = app
+        .create("shop", &app.admin, json!({"type": "function", "name": "f", "plan": "xlarge", "source": "https://git.example/f.git"}))
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    assert_eq!(
+        answer.warnings(),
+        vec![
+            r#"299 palisade "Compute plan 'xlarge' is disallowed by boundary policy 'size-limits'; plans of functions are not enforced""#
+        ]
+    );
+    let picker = app
+        .admin(Method::GET, "/v1/boundaries/shop/plans?type=function", None)
+        .await;
+    assert_eq!(picker.body["enforced"], false);
+    assert_eq!(
+        picker.body["plans"][3]["reason"],
+        "Disallowed by boundary policy 'size-limits'"
+    );
+    // An allowed plan: no warning.
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "function", "name": "g", "plan": "small", "image": "ghcr.io/acme/g:1"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    assert!(answer.warnings().is_empty());
+}
+
+#[tokio::test]
+async fn static_web_apps_take_no_plan_and_unknown_plans_list_the_catalog() {
+    let app = shop().await;
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "static_web_app", "name": "docs", "plan": "small"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer.message(), "/plan: static web apps take no plan");
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "valkey", "name": "c", "plan": "huge"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        answer.message(),
+        "/plan: plan 'huge' is not in the catalog of valkey; its plans are small, medium, large"
+    );
+    let answer = app
+        .create("shop", &app.admin, json!({"type": "static_web_app", "name": "docs", "source": "https://git.example/d.git"}))
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn picker_lists_catalog_order_with_reasons_and_audit_warnings() {
+    let app = shop().await;
+    app.policy("shop", "b-limits", plans(&["small", "medium"]))
+        .await;
+    app.policy("shop", "a-limits", plans(&["small"])).await;
+    app.policy("shop", "watch", json!({"mode": "audit", "rules": [{"allowedComputePlans": {"plans": ["small", "medium", "large"]}}]})).await;
+    let picker = app
+        .admin(Method::GET, "/v1/boundaries/shop/plans?type=app", None)
+        .await;
+    assert_eq!(picker.status, StatusCode::OK);
+    assert_eq!(
+        picker.body,
+        json!({"type": "app", "enforced": true, "plans": [
+            {"name": "small", "cpu": 0.5, "memory": "1 GiB", "allowed": true},
+            {"name": "medium", "cpu": 1.0, "memory": "2 GiB", "allowed": false, "reason": "Disallowed by boundary policy 'a-limits'"},
+            {"name": "large", "cpu": 2.0, "memory": "4 GiB", "allowed": false, "reason": "Disallowed by boundary policies 'a-limits', 'b-limits'"},
+            {"name": "xlarge", "cpu": 4.0, "memory": "8 GiB", "allowed": false, "reason": "Disallowed by boundary policies 'a-limits', 'b-limits'", "audit_warning": "Would be disallowed by audit policy 'watch'"}
+        ]})
+    );
+    let answer = app
+        .admin(Method::GET, "/v1/boundaries/shop/plans?type=nope", None)
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert!(answer
+        .message()
+        .starts_with("/type: unknown resource type 'nope'"));
+}
+
+#[tokio::test]
+async fn audit_policies_warn_and_never_deny() {
+    let app = shop().await;
+    app.policy(
+        "shop",
+        "watch",
+        json!({"mode": "audit", "rules": [{"allowedComputePlans": {"plans": ["small"]}}]}),
+    )
+    .await;
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "app", "name": "w", "plan": "large", "image": "i"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    assert_eq!(
+        answer.warnings(),
+        vec![
+            r#"299 palisade "Policy 'watch' (audit) would deny: Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small.""#
+        ]
+    );
+}
+
+#[tokio::test]
+async fn answers_come_in_the_documented_order() {
+    let app = shop().await;
+    app.boundary("other").await;
+    app.policy("shop", "size-limits", plans(&["small"])).await;
+    let dev = app.token("developer", Some("shop")).await;
+    let bad_plan = json!({"type": "app", "name": "web", "plan": "large", "image": "i"});
+    // 401 before anything.
+    let answer = app
+        .call(
+            Method::POST,
+            "/v1/boundaries/nope/resources",
+            None,
+            Some(json!("junk")),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    // 404 for an unknown boundary or another's, before the body is read.
+    let answer = app.create("nope", &dev, json!("junk")).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    let answer = app.create("other", &dev, bad_plan.clone()).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    assert_eq!(answer.message(), "boundary 'other' not found");
+    // 400 before 409 and 422.
+    let answer = app
+        .create(
+            "shop",
+            &dev,
+            json!({"type": "app", "name": "Web", "plan": "large", "image": "i"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert!(
+        answer.message().starts_with("/name: "),
+        "{}",
+        answer.message()
+    );
+    // 409 before 422.
+    let ok = app
+        .create(
+            "shop",
+            &dev,
+            json!({"type": "app", "name": "web", "plan": "small", "image": "i"}),
+        )
+        .await;
+    assert_eq!(ok.status, StatusCode::CREATED);
+    let answer = app.create("shop", &dev, bad_plan).await;
+    assert_eq!(answer.status, StatusCode::CONFLICT);
+    assert_eq!(
+        answer.message(),
+        "app 'web' already exists in boundary 'shop'"
+    );
+}
+
+#[tokio::test]
+async fn if_match_guards_updates_and_deletes() {
+    let app = shop().await;
+    let created = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "valkey", "name": "c", "plan": "small"}),
+        )
+        .await;
+    let etag = created.body["etag"].as_str().unwrap().to_owned();
+    let path = "/v1/boundaries/shop/resources/valkey/c";
+    let stale = app
+        .raw(
+            Method::PATCH,
+            path,
+            Some(&app.admin),
+            Some(r#"{"plan": "medium"}"#),
+            Some("application/merge-patch+json"),
+            &[("if-match", "\"0000\"")],
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
+    assert_eq!(stale.code(), "precondition_failed");
+    let fresh = app
+        .raw(
+            Method::PATCH,
+            path,
+            Some(&app.admin),
+            Some(r#"{"plan": "medium"}"#),
+            Some("application/merge-patch+json"),
+            &[("if-match", &format!("\"{etag}\""))],
+        )
+        .await;
+    assert_eq!(fresh.status, StatusCode::OK);
+    let answer = app
+        .raw(
+            Method::DELETE,
+            path,
+            Some(&app.admin),
+            None,
+            None,
+            &[("if-match", &format!("\"{etag}\""))],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::PRECONDITION_FAILED);
+    let answer = app.admin(Method::DELETE, path, None).await;
+    assert_eq!(answer.status, StatusCode::NO_CONTENT);
+}

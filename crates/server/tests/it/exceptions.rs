@@ -1,0 +1,365 @@
+//! Exceptions through the HTTP API (SPEC 7): a developer's request, an approval by another,
+//! the compute-plan check letting exactly the listed resource and plan past exactly the
+//! excepted policy until `expiresAt`, with the warning; validation naming the field; roles.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+use std::time::Duration;
+
+use crate::common::{plans, Answer, TestApp};
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+async fn shop() -> TestApp {
+    shop_on(TestApp::sqlite().await).await
+}
+
+async fn shop_on(app: TestApp) -> TestApp {
+    app.boundary("shop").await;
+    app.policy("shop", "size", plans(&["small"])).await;
+    app
+}
+
+/// `expiresAt` `seconds` from now, as RFC 3339.
+fn in_seconds(seconds: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::seconds(seconds))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn spec(resource: &str, expires_at: &str) -> Value {
+    json!({"policy": "size", "resources": [resource], "plans": ["large"],
+        "expiresAt": expires_at, "reason": "moving to small, ticket OPS-1234"})
+}
+
+async fn put(app: &TestApp, token: &str, name: &str, body: Value) -> Answer {
+    app.call(
+        Method::PUT,
+        &format!("/v1/boundaries/shop/exceptions/{name}"),
+        Some(token),
+        Some(body),
+    )
+    .await
+}
+
+fn app_body(name: &str, plan: &str) -> Value {
+    json!({"type": "app", "name": name, "plan": plan, "image": "ghcr.io/acme/web:1.4"})
+}
+
+#[tokio::test]
+async fn a_request_applies_nothing_until_another_approves_it_then_exactly_its_resource_passes() {
+    request_and_approval(shop().await).await;
+}
+
+#[tokio::test]
+async fn a_request_and_its_approval_on_postgres() {
+    request_and_approval(shop_on(TestApp::postgres().await).await).await;
+}
+
+async fn request_and_approval(app: TestApp) {
+    let dev = app.token("developer", Some("shop")).await;
+    let boundary_admin = app.token("boundary-admin", Some("shop")).await;
+    let expires = in_seconds(3600);
+
+    let requested = put(&app, &dev, "legacy-reports", spec("app/reports", &expires)).await;
+    assert_eq!(requested.status, StatusCode::CREATED, "{requested:?}");
+    assert_eq!(requested.body["status"], "requested");
+    assert!(requested.body["requested_by"]
+        .as_str()
+        .unwrap()
+        .ends_with("(developer)"));
+    assert!(requested.body.get("approved_by").is_none());
+
+    // A request lets nothing past.
+    let refused = app.create("shop", &dev, app_body("reports", "large")).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(refused.body["error"]["denied_by"], json!(["size"]));
+
+    // A developer cannot approve.
+    let path = "/v1/boundaries/shop/exceptions/legacy-reports/approve";
+    let forbidden = app.call(Method::POST, path, Some(&dev), None).await;
+    assert_eq!(forbidden.status, StatusCode::FORBIDDEN);
+
+    let approved = app
+        .call(Method::POST, path, Some(&boundary_admin), None)
+        .await;
+    assert_eq!(approved.status, StatusCode::OK, "{approved:?}");
+    assert_eq!(approved.body["status"], "active");
+    assert!(approved.body["approved_by"]
+        .as_str()
+        .unwrap()
+        .ends_with("(boundary-admin)"));
+    assert!(approved.body["requested_by"]
+        .as_str()
+        .unwrap()
+        .ends_with("(developer)"));
+
+    // Exactly the listed resource and plan pass, with the warning.
+    let created = app.create("shop", &dev, app_body("reports", "large")).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
+    assert_eq!(
+        created.warnings(),
+        [format!(
+            "299 palisade \"Compute plan 'large' is allowed by exception 'legacy-reports' until {expires}\""
+        )]
+    );
+    let other = app.create("shop", &dev, app_body("web", "large")).await;
+    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        other.message(),
+        "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small."
+    );
+    let postgres = app
+        .create(
+            "shop",
+            &dev,
+            json!({"type": "postgresql", "name": "reports", "plan": "large"}),
+        )
+        .await;
+    assert_eq!(postgres.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // Another policy still denies: the exception lets it past `size` only.
+    app.policy("shop", "cost", plans(&["small", "medium"]))
+        .await;
+    let patched = app
+        .call(
+            Method::DELETE,
+            "/v1/boundaries/shop/resources/app/reports",
+            Some(&dev),
+            None,
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::NO_CONTENT);
+    let refused = app.create("shop", &dev, app_body("reports", "large")).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(refused.body["error"]["denied_by"], json!(["cost"]));
+
+    // The history names who asked and who approved.
+    let history = app
+        .call(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/legacy-reports/history",
+            Some(&dev),
+            None,
+        )
+        .await;
+    let actions: Vec<&str> = history.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["put", "approve"]);
+
+    // A developer's change makes it a request again.
+    let changed = put(
+        &app,
+        &dev,
+        "legacy-reports",
+        spec("app/reports", &in_seconds(7200)),
+    )
+    .await;
+    assert_eq!(changed.status, StatusCode::OK, "{changed:?}");
+    assert_eq!(changed.body["status"], "requested");
+}
+
+#[tokio::test]
+async fn a_plan_move_is_excepted_and_the_api_stops_at_expires_at() {
+    plan_move_and_expiry(shop().await).await;
+}
+
+/// PostgreSQL creates in one statement when the guard knows the policies' version: the
+/// exception is part of that version.
+#[tokio::test]
+async fn on_postgres_too() {
+    plan_move_and_expiry(shop_on(TestApp::postgres().await).await).await;
+}
+
+async fn plan_move_and_expiry(app: TestApp) {
+    let dev = app.token("developer", Some("shop")).await;
+    let created = app.create("shop", &dev, app_body("reports", "small")).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    // A create decided before the exception existed: its version is known to the guard.
+    let refused = app.create("shop", &dev, app_body("fresh", "large")).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let expires = in_seconds(3);
+    let saved = put(&app, &app.admin, "short", spec("app/reports", &expires)).await;
+    assert_eq!(saved.status, StatusCode::CREATED, "{saved:?}");
+    assert_eq!(saved.body["status"], "active");
+    let path = "/v1/boundaries/shop/resources/app/reports";
+    let moved = app
+        .call(
+            Method::PATCH,
+            path,
+            Some(&dev),
+            Some(json!({"plan": "large"})),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{moved:?}");
+    assert_eq!(moved.warnings().len(), 1, "{moved:?}");
+    let fresh = app.create("shop", &dev, app_body("fresh", "large")).await;
+    assert_eq!(
+        fresh.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "not listed: {fresh:?}"
+    );
+    // Back to small, then wait for the end.
+    let back = app
+        .call(
+            Method::PATCH,
+            path,
+            Some(&dev),
+            Some(json!({"plan": "small"})),
+        )
+        .await;
+    assert_eq!(back.status, StatusCode::OK);
+    let end = chrono::DateTime::parse_from_rfc3339(&expires).unwrap();
+    let wait = (end.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .unwrap_or_default();
+    tokio::time::sleep(wait + Duration::from_millis(20)).await;
+    let refused = app
+        .call(
+            Method::PATCH,
+            path,
+            Some(&dev),
+            Some(json!({"plan": "large"})),
+        )
+        .await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{refused:?}"
+    );
+    let shown = app
+        .call(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/short",
+            Some(&dev),
+            None,
+        )
+        .await;
+    assert_eq!(shown.body["status"], "expired");
+    // Approving an ended request is refused in words.
+    let dev_request = put(&app, &dev, "late", spec("app/reports", &in_seconds(1))).await;
+    assert_eq!(dev_request.status, StatusCode::CREATED);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let late = app
+        .call(
+            Method::POST,
+            "/v1/boundaries/shop/exceptions/late/approve",
+            Some(&app.admin),
+            None,
+        )
+        .await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{late:?}");
+}
+
+#[tokio::test]
+async fn refusals_name_the_field_and_roles_hold() {
+    let app = shop().await;
+    let expires = in_seconds(3600);
+    let cases = [
+        (
+            json!({"policy": "size", "resources": ["app/reports"], "expiresAt": expires, "reason": "r"}),
+            "/plans: is required with resources: the plans those resources may use",
+        ),
+        (
+            spec("app/reports", "2020-01-01T00:00:00Z"),
+            "/expiresAt: must be in the future, got '2020-01-01T00:00:00Z'",
+        ),
+        (
+            spec("app/reports", &in_seconds(91 * 86_400)),
+            "/expiresAt: must be at most 90 days ahead (serve --max-exception-days)",
+        ),
+        (
+            json!({"policy": "size", "match": {"clusters": ["prod-1"]}, "expiresAt": expires, "reason": "r"}),
+            "/match: must name namespaces, labels or images",
+        ),
+        (
+            json!({"policy": "size", "resources": ["app/reports"], "plans": ["large"], "expiresAt": expires, "reason": ""}),
+            "/reason: must be 1 to 500 characters, got 0",
+        ),
+    ];
+    for (body, expected) in cases {
+        let answer = put(&app, &app.admin, "x", body).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+        assert_eq!(answer.code(), "invalid_request");
+        assert!(
+            answer.message().starts_with(expected),
+            "{}",
+            answer.message()
+        );
+    }
+    let bad_name = put(
+        &app,
+        &app.admin,
+        "Not_A_Name",
+        spec("app/reports", &expires),
+    )
+    .await;
+    assert_eq!(bad_name.status, StatusCode::BAD_REQUEST);
+    assert!(bad_name.message().starts_with("/path/exception: "));
+
+    // Another boundary's developer sees nothing; a developer cannot delete.
+    app.boundary("other").await;
+    let stranger = app.token("developer", Some("other")).await;
+    let saved = put(&app, &app.admin, "legacy", spec("app/reports", &expires)).await;
+    assert_eq!(saved.status, StatusCode::CREATED);
+    let hidden = app
+        .call(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/legacy",
+            Some(&stranger),
+            None,
+        )
+        .await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND);
+    let dev = app.token("developer", Some("shop")).await;
+    let delete = app
+        .call(
+            Method::DELETE,
+            "/v1/boundaries/shop/exceptions/legacy",
+            Some(&dev),
+            None,
+        )
+        .await;
+    assert_eq!(delete.status, StatusCode::FORBIDDEN);
+    let list = app
+        .call(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions",
+            Some(&dev),
+            None,
+        )
+        .await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert_eq!(list.body["items"][0]["name"], "legacy");
+    // A policy the boundary does not have yet is a warning, not a refusal.
+    let ahead = put(
+        &app,
+        &app.admin,
+        "ahead",
+        json!({"policy": "later", "resources": ["app/reports"],
+        "plans": ["large"], "expiresAt": expires, "reason": "r"}),
+    )
+    .await;
+    assert_eq!(ahead.status, StatusCode::CREATED);
+    assert_eq!(
+        ahead.body["warnings"],
+        json!(["boundary 'shop' has no policy 'later' (yet): the exception applies once it has"])
+    );
+    let delete = app
+        .call(
+            Method::DELETE,
+            "/v1/boundaries/shop/exceptions/legacy",
+            Some(&app.admin),
+            None,
+        )
+        .await;
+    assert_eq!(delete.status, StatusCode::NO_CONTENT);
+}

@@ -1,0 +1,237 @@
+//! Fail closed (SPEC 2.4): when the boundary's policies cannot be read, every create and plan
+//! move gets 503 `compute_plan_policy_unavailable` with `Retry-After: 5`, nothing is written,
+//! and the same request succeeds after recovery. Proven on a SQLite store whose policy table
+//! becomes unreadable, on a stored policy that cannot be decoded, and on a real PostgreSQL
+//! server stopped and restarted mid-run.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+use crate::common::{plans, Answer, TestApp};
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+use sqlx::ConnectOptions;
+
+fn assert_unavailable(answer: &Answer) {
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{answer:?}");
+    assert_eq!(
+        answer.body,
+        json!({"error": {"code": "compute_plan_policy_unavailable",
+            "message": "The boundary's policies could not be read; the request was not applied. Try again shortly."}})
+    );
+    assert_eq!(answer.headers.get("retry-after").unwrap(), "5");
+}
+
+async fn resource_names(app: &TestApp) -> Vec<String> {
+    let list = app
+        .admin(Method::GET, "/v1/boundaries/shop/resources", None)
+        .await;
+    assert_eq!(list.status, StatusCode::OK, "{list:?}");
+    list.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A second connection to the same SQLite file, as an operator (or a failing disk) would have.
+async fn side_connection(app: &TestApp) -> sqlx::SqliteConnection {
+    app.url
+        .parse::<sqlx::sqlite::SqliteConnectOptions>()
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Makes the policy table unreadable (renamed) through a side connection, which it answers.
+async fn hide_policies(app: &TestApp) -> sqlx::SqliteConnection {
+    let mut side = side_connection(app).await;
+    sqlx::query("ALTER TABLE policies RENAME TO policies_unreadable")
+        .execute(&mut side)
+        .await
+        .unwrap();
+    side
+}
+
+async fn setup() -> TestApp {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app.policy("shop", "size-limits", plans(&["small", "medium"]))
+        .await;
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "app", "name": "old", "plan": "small", "image": "i"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    app
+}
+
+#[tokio::test]
+async fn an_unreadable_policy_table_refuses_creates_and_moves() {
+    let app = setup().await;
+    let mut side = hide_policies(&app).await;
+    // The policies changed before they became unreadable (as the database's trigger counts a
+    // policy write): the decisions palisade made from them before no longer apply.
+    sqlx::query("UPDATE boundaries SET policies_version = policies_version + 1")
+        .execute(&mut side)
+        .await
+        .unwrap();
+    let create = json!({"type": "app", "name": "web", "plan": "small", "image": "i"});
+    assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
+    assert_unavailable(
+        &app.admin(
+            Method::PATCH,
+            "/v1/boundaries/shop/resources/app/old",
+            Some(json!({"plan": "medium"})),
+        )
+        .await,
+    );
+    assert_unavailable(
+        &app.admin(Method::GET, "/v1/boundaries/shop/plans?type=app", None)
+            .await,
+    );
+    // Changes that do not move a plan do not need the policies.
+    let answer = app
+        .admin(
+            Method::PATCH,
+            "/v1/boundaries/shop/resources/app/old",
+            Some(json!({"image": "j"})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    // Functions are still created, with the warning that says the plan was not compared.
+    let answer = app
+        .create(
+            "shop",
+            &app.admin,
+            json!({"type": "function", "name": "f", "plan": "xlarge", "image": "i"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    assert_eq!(
+        answer.warnings(),
+        vec![
+            r#"299 palisade "The boundary's policies could not be read; the plan was not compared with them""#
+        ]
+    );
+    assert_eq!(
+        resource_names(&app).await,
+        vec!["old".to_owned(), "f".to_owned()]
+    );
+    // Recovery: the same request succeeds.
+    sqlx::query("ALTER TABLE policies_unreadable RENAME TO policies")
+        .execute(&mut side)
+        .await
+        .unwrap();
+    let answer = app.create("shop", &app.admin, create).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    let answer = app
+        .admin(
+            Method::PATCH,
+            "/v1/boundaries/shop/resources/app/old",
+            Some(json!({"plan": "medium"})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+}
+
+/// A create checked against policies that have not changed since palisade last read them
+/// (the same `policies_version`) is decided from what it read then: it needs no read, so an
+/// unreadable policy table does not stop it; the plan picker, which reads, answers 503.
+#[tokio::test]
+async fn unchanged_policies_are_not_read_again() {
+    let app = setup().await;
+    let _side = hide_policies(&app).await;
+    let allowed = json!({"type": "app", "name": "web", "plan": "small", "image": "i"});
+    let answer = app.create("shop", &app.admin, allowed).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    let denied = json!({"type": "app", "name": "big", "plan": "large", "image": "i"});
+    let answer = app.create("shop", &app.admin, denied).await;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{answer:?}"
+    );
+    assert_eq!(answer.body["error"]["denied_by"], json!(["size-limits"]));
+    assert_unavailable(
+        &app.admin(Method::GET, "/v1/boundaries/shop/plans?type=app", None)
+            .await,
+    );
+}
+
+#[tokio::test]
+async fn a_stored_policy_that_cannot_be_decoded_refuses_creates() {
+    let app = setup().await;
+    let mut side = side_connection(&app).await;
+    sqlx::query("UPDATE policies SET spec_json = '{\"rules\": [{\"allowedComputePlans\": {\"plans\": [\"BAD PLAN\"]}}]}'")
+        .execute(&mut side)
+        .await
+        .unwrap();
+    let create = json!({"type": "valkey", "name": "cache", "plan": "small"});
+    assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
+    assert_eq!(resource_names(&app).await, vec!["old".to_owned()]);
+    // The admin repairs the policy; the same request succeeds.
+    app.policy("shop", "size-limits", plans(&["small"])).await;
+    let answer = app.create("shop", &app.admin, create).await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn a_stopped_postgresql_refuses_creates_until_it_is_back() {
+    let mut server = tokio::task::spawn_blocking(palisade_testkit::postgres::TempPostgres::start)
+        .await
+        .unwrap()
+        .expect("an own PostgreSQL cluster starts");
+    let app = TestApp::on(server.url(), tempfile::tempdir().unwrap()).await;
+    app.boundary("shop").await;
+    app.policy("shop", "size-limits", plans(&["small", "medium"]))
+        .await;
+    let create = json!({"type": "postgresql", "name": "db", "plan": "small"});
+
+    server = tokio::task::spawn_blocking(move || {
+        server.stop().expect("stop");
+        server
+    })
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
+    let elapsed = started.elapsed();
+    assert_unavailable(
+        &app.admin(
+            Method::GET,
+            "/v1/boundaries/shop/plans?type=postgresql",
+            None,
+        )
+        .await,
+    );
+    eprintln!("503 while PostgreSQL was stopped, answered in {elapsed:?}");
+
+    server = tokio::task::spawn_blocking(move || {
+        server.restart().expect("restart");
+        server
+    })
+    .await
+    .unwrap();
+    // The pool reconnects; the same request now succeeds, and it is the only resource.
+    let mut answer = app.create("shop", &app.admin, create.clone()).await;
+    for _ in 0..50 {
+        if answer.status != StatusCode::SERVICE_UNAVAILABLE {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        answer = app.create("shop", &app.admin, create.clone()).await;
+    }
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    assert_eq!(resource_names(&app).await, vec!["db".to_owned()]);
+    drop(server);
+}

@@ -1,0 +1,516 @@
+//! Preview and report through the HTTP API without clusters (SPEC 4.1; issue: preview and
+//! audit): the resources a compute-plan rule would grandfather, with the 422 message a create
+//! on that plan would get; what a preview needs (role, a valid spec, a saved version for an
+//! empty body); the report of a policy with no cluster in its scope; which denials are new
+//! compared with the saved version (clusters read through a test double of the clusters port);
+//! the preview paged like a list over clusters an adapter in the test holds.
+//! The cluster half is proven on real API servers in `crates/reconciler/tests/e2e/{preview,audit}.rs`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on bad fixtures"
+)]
+
+use crate::common::{plans, TestApp};
+use axum::http::{Method, StatusCode};
+use palisade_app::ports::{ClusterError, Clusters, LabelOutcome, ScanInfo, Visit};
+use palisade_policy::Name;
+use serde_json::{json, Value};
+
+const PREVIEW: &str = "/v1/boundaries/shop/policies/size-limits/preview";
+
+#[tokio::test]
+async fn a_compute_plan_rule_lists_the_resources_it_would_grandfather() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let dev = app.token("developer", Some("shop")).await;
+    for (name, plan) in [("big", "large"), ("web", "small")] {
+        let answer = app
+            .create(
+                "shop",
+                &dev,
+                json!({"type": "app", "name": name, "plan": plan, "image": "ghcr.io/acme/web:1.4"}),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    }
+    let answer = app
+        .admin(Method::POST, PREVIEW, Some(plans(&["small", "medium"])))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    assert_eq!(
+        answer.body,
+        json!({
+            "boundary": "shop", "policy": "size-limits", "mode": "enforce", "saved": false,
+            "summary": {"objects": 0, "workloads": 0, "replicas_at_risk": 0, "warned": 0,
+                        "loosened": 0, "resources_grandfathered": 1, "clusters_unreadable": 0,
+                        "new_objects": 0, "new_workloads": 0, "new_replicas_at_risk": 0},
+            "clusters": [],
+            "grandfathered": [{"type": "app", "name": "big", "plans": ["large"],
+                "message": "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium."}],
+        })
+    );
+    // Nothing was saved; audit mode grandfathers nothing.
+    let got = app
+        .admin(
+            Method::GET,
+            "/v1/boundaries/shop/policies/size-limits",
+            None,
+        )
+        .await;
+    assert_eq!(got.status, StatusCode::NOT_FOUND);
+    let mut audit = plans(&["small"]);
+    audit["mode"] = json!("audit");
+    let answer = app.admin(Method::POST, PREVIEW, Some(audit)).await;
+    assert_eq!(
+        answer.body["summary"]["resources_grandfathered"], 0,
+        "{answer:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_preview_needs_an_editor_a_valid_spec_and_a_saved_version_for_an_empty_body() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let answer = app.admin(Method::POST, PREVIEW, None).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        answer.message(),
+        "policy 'size-limits' not found in boundary 'shop'"
+    );
+    let answer = app
+        .admin(
+            Method::POST,
+            PREVIEW,
+            Some(json!({"rules": [{"allowedRegistries": {"registries": []}}]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert!(
+        answer
+            .message()
+            .starts_with("/rules/0/allowedRegistries/registries: "),
+        "{answer:?}"
+    );
+    let dev = app.token("developer", Some("shop")).await;
+    let answer = app
+        .call(Method::POST, PREVIEW, Some(&dev), Some(plans(&["small"])))
+        .await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
+    // The saved version, previewed with an empty body.
+    app.policy("shop", "size-limits", plans(&["small"])).await;
+    let answer = app.admin(Method::POST, PREVIEW, None).await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    assert_eq!(answer.body["saved"], true);
+}
+
+#[tokio::test]
+async fn a_report_lists_the_clusters_in_scope_and_is_readable_by_developers() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let dev = app.token("developer", Some("shop")).await;
+    let report = "/v1/boundaries/shop/policies/no-latest/report";
+    let answer = app.call(Method::GET, report, Some(&dev), None).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    app.policy(
+        "shop",
+        "no-latest",
+        json!({"rules": [{"disallowLatestTag": {}}]}),
+    )
+    .await;
+    let answer = app.call(Method::GET, report, Some(&dev), None).await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    assert_eq!(
+        answer.body,
+        json!({"boundary": "shop", "policy": "no-latest", "mode": "enforce", "clusters": []})
+    );
+}
+
+/// A test double of the clusters port: every cluster holds `objects`.
+#[derive(Debug)]
+struct FixedClusters {
+    objects: Vec<serde_json::Value>,
+}
+
+#[async_trait::async_trait]
+impl palisade_app::ports::Clusters for FixedClusters {
+    fn check_kubeconfig(&self, _: &str) -> Result<(), palisade_app::ports::ClusterError> {
+        Ok(())
+    }
+    async fn label_namespace(
+        &self,
+        _: &str,
+        _: &palisade_policy::Name,
+        _: &str,
+        _: bool,
+    ) -> Result<palisade_app::ports::LabelOutcome, palisade_app::ports::ClusterError> {
+        Ok(palisade_app::ports::LabelOutcome::Created)
+    }
+    async fn release_namespace(
+        &self,
+        _: &str,
+        _: &palisade_policy::Name,
+        _: &str,
+    ) -> Result<(), palisade_app::ports::ClusterError> {
+        Ok(())
+    }
+    async fn remove_installation(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<Vec<String>, palisade_app::ports::ClusterError> {
+        Ok(Vec::new())
+    }
+    async fn scan(
+        &self,
+        _: &str,
+        _: &palisade_policy::Name,
+        _: u32,
+        visit: palisade_app::ports::Visit<'_>,
+    ) -> Result<palisade_app::ports::ScanInfo, palisade_app::ports::ClusterError> {
+        visit(&self.objects);
+        Ok(palisade_app::ports::ScanInfo {
+            namespaces: vec!["web".into()],
+            listed: self.objects.len() as u64,
+            list_time: std::time::Duration::ZERO,
+        })
+    }
+}
+
+fn deployment(
+    name: &str,
+    replicas: u64,
+    image: &str,
+    labels: serde_json::Value,
+) -> serde_json::Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "web", "labels": labels.clone(), "uid": name},
+        "spec": {"replicas": replicas, "template": {"metadata": {"labels": labels},
+            "spec": {"containers": [{"name": name, "image": image}]}}},
+        "status": {"replicas": replicas}
+    })
+}
+
+#[tokio::test]
+async fn a_denial_is_new_unless_the_saved_version_denies_its_workload() {
+    let mut app = TestApp::sqlite().await;
+    let clusters = FixedClusters {
+        objects: vec![
+            deployment("web", 2, "nginx:latest", json!({"team": "web"})),
+            deployment("api", 3, "ghcr.io/acme/api:1.0", json!({})),
+        ],
+    };
+    app.state.app = app
+        .state
+        .app
+        .clone()
+        .with_clusters(std::sync::Arc::new(clusters));
+    app.router = palisade_server::app(app.state.clone());
+    app.boundary("shop").await;
+    let store = app.state.store.clone();
+    let sealed = app.state.sealing.seal(b"kubeconfig").unwrap();
+    store.put_cluster("k1", &sealed).await.unwrap();
+    store.attach_cluster("shop", "k1").await.unwrap();
+    store.put_namespace("shop", "k1", "web").await.unwrap();
+    let path = "/v1/boundaries/shop/policies/strict/preview";
+    let no_latest = json!({"rules": [{"disallowLatestTag": {}}]});
+    let stricter = json!({"rules": [{"disallowLatestTag": {}},
+        {"requiredLabels": {"labels": [{"key": "team"}]}}]});
+
+    // Nothing saved: every denial is new.
+    let answer = app.admin(Method::POST, path, Some(no_latest.clone())).await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    assert_eq!(
+        answer.body["summary"],
+        json!({"objects": 1, "workloads": 1, "replicas_at_risk": 2, "new_objects": 1,
+               "new_workloads": 1, "new_replicas_at_risk": 2, "warned": 0, "loosened": 0,
+               "resources_grandfathered": 0, "clusters_unreadable": 0})
+    );
+    assert_eq!(answer.body["clusters"][0]["denied"][0]["new"], true);
+
+    // Saved: the same version again denies nothing new.
+    app.policy("shop", "strict", no_latest).await;
+    let answer = app.admin(Method::POST, path, None).await;
+    assert_eq!(answer.body["summary"]["objects"], 1, "{answer:?}");
+    assert_eq!(answer.body["summary"]["new_objects"], 0, "{answer:?}");
+    assert_eq!(
+        answer.body["summary"]["new_replicas_at_risk"], 0,
+        "{answer:?}"
+    );
+    assert_eq!(answer.body["clusters"][0]["denied"][0]["new"], false);
+
+    // A required label: api is newly denied; web, denied already, is not.
+    let answer = app.admin(Method::POST, path, Some(stricter)).await;
+    let denied: Vec<(String, bool)> = answer.body["clusters"][0]["denied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["name"].as_str().unwrap().to_owned(),
+                d["new"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        denied,
+        [("api".to_owned(), true), ("web".to_owned(), false)],
+        "{answer:?}"
+    );
+    assert_eq!(
+        answer.body["summary"],
+        json!({"objects": 2, "workloads": 2, "replicas_at_risk": 5, "new_objects": 1,
+               "new_workloads": 1, "new_replicas_at_risk": 3, "warned": 0, "loosened": 0,
+               "resources_grandfathered": 0, "clusters_unreadable": 0})
+    );
+}
+
+/// A cluster adapter whose every cluster holds the same Pods in namespace `ns`: `latest` Pods
+/// labelled `team` whose image is tagged `latest`, and `unlabelled` Pods of a pinned image.
+#[derive(Debug)]
+struct Pods {
+    latest: usize,
+    unlabelled: usize,
+}
+
+#[async_trait::async_trait]
+impl Clusters for Pods {
+    fn check_kubeconfig(&self, _kubeconfig: &str) -> Result<(), ClusterError> {
+        Ok(())
+    }
+
+    async fn label_namespace(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        _namespace: &str,
+        _adopt: bool,
+    ) -> Result<LabelOutcome, ClusterError> {
+        Err(ClusterError::Failed("not in this test".into()))
+    }
+
+    async fn release_namespace(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        _namespace: &str,
+    ) -> Result<(), ClusterError> {
+        Err(ClusterError::Failed("not in this test".into()))
+    }
+
+    async fn remove_installation(
+        &self,
+        _kubeconfig: &str,
+        _installation: &str,
+    ) -> Result<Vec<String>, ClusterError> {
+        Err(ClusterError::Failed("not in this test".into()))
+    }
+
+    async fn scan(
+        &self,
+        _kubeconfig: &str,
+        _boundary: &Name,
+        page_size: u32,
+        visit: Visit<'_>,
+    ) -> Result<ScanInfo, ClusterError> {
+        let pod = |name: String, labels: Value, image: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "ns", "labels": labels},
+                "spec": {"containers": [{"name": "c", "image": image}]}})
+        };
+        // Listed in reverse name order: the preview orders its findings itself.
+        let objects: Vec<Value> = (0..self.latest)
+            .rev()
+            .map(|i| {
+                pod(
+                    format!("web-{i:03}"),
+                    json!({"team": "a"}),
+                    "ghcr.io/acme/web:latest",
+                )
+            })
+            .chain(
+                (0..self.unlabelled)
+                    .map(|i| pod(format!("job-{i}"), json!({}), "ghcr.io/acme/job:1.0")),
+            )
+            .collect();
+        for page in objects.chunks(page_size as usize) {
+            visit(page);
+        }
+        Ok(ScanInfo {
+            namespaces: vec!["ns".into()],
+            listed: objects.len() as u64,
+            list_time: std::time::Duration::ZERO,
+        })
+    }
+}
+
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
+
+/// Every finding of a preview body, by list (`denied of c1`, ..., `grandfathered`).
+fn findings(body: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for cluster in body["clusters"].as_array().unwrap() {
+        for list in ["denied", "warned", "loosened"] {
+            for finding in cluster[list].as_array().unwrap() {
+                out.push((format!("{list} of {}", cluster["cluster"]), finding.clone()));
+            }
+        }
+    }
+    for resource in body["grandfathered"].as_array().unwrap() {
+        out.push(("grandfathered".to_owned(), resource.clone()));
+    }
+    out
+}
+
+/// A preview's clusters without their findings: what every page repeats whole.
+fn clusters_without_findings(body: &Value) -> Value {
+    let mut clusters = body["clusters"].clone();
+    for cluster in clusters.as_array_mut().unwrap() {
+        for list in ["denied", "warned", "loosened", "list_ms", "evaluate_ms"] {
+            cluster.as_object_mut().unwrap().remove(list);
+        }
+    }
+    clusters
+}
+
+#[tokio::test]
+async fn a_preview_pages_its_findings_like_a_list() {
+    let app = TestApp::sqlite_with_clusters(std::sync::Arc::new(Pods {
+        latest: 60,
+        unlabelled: 5,
+    }))
+    .await;
+    app.boundary("shop").await;
+    for cluster in ["c1", "c2"] {
+        let answer = app
+            .admin(
+                Method::PUT,
+                &format!("/v1/clusters/{cluster}"),
+                Some(json!({ "kubeconfig": KUBECONFIG })),
+            )
+            .await;
+        assert!(answer.status.is_success(), "{answer:?}");
+        let answer = app
+            .admin(
+                Method::PUT,
+                &format!("/v1/boundaries/shop/clusters/{cluster}"),
+                None,
+            )
+            .await;
+        assert!(answer.status.is_success(), "{answer:?}");
+    }
+    for name in ["db1", "db2", "db3"] {
+        let answer = app
+            .create(
+                "shop",
+                &app.admin,
+                json!({"type": "postgresql", "name": name, "plan": "large"}),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    }
+    // Saved: every Pod needs a team label (the unlabelled ones are denied today).
+    app.policy(
+        "shop",
+        "size-limits",
+        json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
+    )
+    .await;
+    let enforce = json!({"rules": [{"disallowLatestTag": {}},
+        {"allowedComputePlans": {"plans": ["small"]}}]});
+    let audit = json!({"mode": "audit", "rules": [{"disallowLatestTag": {}}]});
+    for (spec, total) in [(enforce, 120 + 10 + 3), (audit, 120 + 10)] {
+        let whole = app
+            .admin(
+                Method::POST,
+                &format!("{PREVIEW}?limit=1000"),
+                Some(spec.clone()),
+            )
+            .await;
+        assert_eq!(whole.status, StatusCode::OK, "{whole:?}");
+        assert!(
+            whole.body.get("continue").is_none(),
+            "{:?}",
+            whole.body["summary"]
+        );
+        let all = findings(&whole.body);
+        assert_eq!(all.len(), total, "{:?}", whole.body["summary"]);
+        // Without a limit: the lists' default of 100.
+        let first = app.admin(Method::POST, PREVIEW, Some(spec.clone())).await;
+        assert_eq!(findings(&first.body).len(), 100);
+        assert!(
+            first.body["continue"].is_string(),
+            "{:?}",
+            first.body["summary"]
+        );
+        // Pages of 25, in order: each with the whole summary and every cluster.
+        let mut paged = Vec::new();
+        let mut next: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let path = match &next {
+                None => format!("{PREVIEW}?limit=25"),
+                Some(token) => format!("{PREVIEW}?limit=25&continue={token}"),
+            };
+            let page = app.admin(Method::POST, &path, Some(spec.clone())).await;
+            assert_eq!(page.status, StatusCode::OK, "{page:?}");
+            pages += 1;
+            assert_eq!(page.body["summary"], whole.body["summary"], "page {pages}");
+            assert_eq!(
+                clusters_without_findings(&page.body),
+                clusters_without_findings(&whole.body),
+                "page {pages}"
+            );
+            let items = findings(&page.body);
+            match page.body["continue"].as_str() {
+                Some(token) => {
+                    assert_eq!(items.len(), 25, "page {pages}");
+                    next = Some(token.to_owned());
+                    paged.extend(items);
+                }
+                None => {
+                    assert_eq!(items.len(), total - 25 * (pages - 1), "last page");
+                    paged.extend(items);
+                    break;
+                }
+            }
+        }
+        assert_eq!(pages, total.div_ceil(25));
+        assert_eq!(
+            paged, all,
+            "the pages hold the whole preview, once, in order"
+        );
+    }
+    // A continue it did not issue, or another list's, is refused before anything is read.
+    let policies = app
+        .admin(Method::GET, "/v1/boundaries/shop/policies?limit=1", None)
+        .await;
+    assert!(policies.body.get("continue").is_none());
+    let tokens_list = app.admin(Method::GET, "/v1/tokens", None).await;
+    assert_eq!(tokens_list.status, StatusCode::OK);
+    for token in ["not-a-key", "0", "c1"] {
+        let answer = app
+            .admin(
+                Method::POST,
+                &format!("{PREVIEW}?continue={token}"),
+                Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+        assert_eq!(
+            answer.message(),
+            "/continue: is not a continue token of this list"
+        );
+    }
+    let answer = app
+        .admin(
+            Method::POST,
+            &format!("{PREVIEW}?limit=0"),
+            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
+        )
+        .await;
+    assert_eq!(answer.message(), "/limit: must be from 1 to 1000, got 0");
+}
