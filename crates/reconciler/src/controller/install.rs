@@ -7,6 +7,8 @@ use super::*;
 /// are confirmed.
 struct Prepared<'b> {
     boundary: &'b BoundaryState,
+    /// Its namespaces in the cluster.
+    namespaces: Vec<&'b str>,
     probe_namespace: Option<String>,
     /// Its policies in the cluster (decoded).
     in_cluster: Vec<Policy>,
@@ -148,16 +150,17 @@ impl Controller {
                         .is_some_and(|m| m.namespaces.iter().any(|n| n.as_str() == namespace))
                 })
             };
-            let in_cluster_namespaces = || {
-                boundary
-                    .namespaces
-                    .iter()
-                    .filter(|n| n.cluster == cluster.name)
-            };
-            let probe_namespace = in_cluster_namespaces()
-                .find(|n| !named_by_exceptions(&n.name))
-                .or_else(|| in_cluster_namespaces().next())
-                .map(|n| n.name.clone());
+            let namespaces: Vec<&str> = boundary
+                .namespaces
+                .iter()
+                .filter(|n| n.cluster == cluster.name)
+                .map(|n| n.name.as_str())
+                .collect();
+            let probe_namespace = namespaces
+                .iter()
+                .find(|n| !named_by_exceptions(n))
+                .or_else(|| namespaces.first())
+                .map(|n| (*n).to_owned());
             let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
                 .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
                 .collect();
@@ -174,10 +177,9 @@ impl Controller {
                     switching,
                 )
                 .await;
-            // What writing each decodable policy gave, in `wanted`'s order.
+            // What writing each of `in_cluster` gave.
             let mut applied = Vec::new();
-            for (_, decoded) in wanted(boundary, &cluster_name) {
-                let Ok(policy) = decoded else { continue };
+            for policy in &in_cluster {
                 applied.push(match &together {
                     Some(result) => result.clone(),
                     None => client
@@ -193,6 +195,7 @@ impl Controller {
             }
             prepared.push(Prepared {
                 boundary,
+                namespaces,
                 probe_namespace,
                 in_cluster,
                 present,
@@ -203,6 +206,7 @@ impl Controller {
         let mut collections = Vec::new();
         for Prepared {
             boundary,
+            namespaces,
             probe_namespace,
             in_cluster,
             present,
@@ -210,12 +214,6 @@ impl Controller {
             applied,
         } in prepared
         {
-            let in_cluster_namespaces = || {
-                boundary
-                    .namespaces
-                    .iter()
-                    .filter(|n| n.cluster == cluster.name)
-            };
             let mut keep = Vec::new();
             let mut statuses = Vec::new();
             let mut applied = applied.into_iter();
@@ -270,7 +268,6 @@ impl Controller {
                     .filter(|(_, d)| d.is_err())
                     .filter_map(|(r, _)| Name::parse(&r.name).ok()),
             );
-            let namespaces: Vec<&str> = in_cluster_namespaces().map(|n| n.name.as_str()).collect();
             for (exception, status) in self
                 .confirm_exceptions(
                     &client,
