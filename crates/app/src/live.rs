@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use palisade_api_types::view::ResourceView;
+use palisade_api_types::view::{ResourceView, WorkloadStatus};
 use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
@@ -63,7 +63,7 @@ impl App {
         loop {
             let view = self.get_resource(access, resource_type, name).await?;
             let now = Instant::now();
-            if status_text(&view) != seen || turn.is_err() || now >= deadline {
+            if status_text(view.status.as_ref()) != seen || turn.is_err() || now >= deadline {
                 return Ok(view);
             }
             let pause = (deadline - now).min(RECHECK);
@@ -75,10 +75,7 @@ impl App {
     }
 }
 
-/// A resource's status as a page shows it to compare (`""`: none recorded).
-pub fn status_text(view: &ResourceView) -> String {
-    view.status
-        .as_ref()
-        .map(ToString::to_string)
-        .unwrap_or_default()
+/// A status as a page names the one it shows, to be compared here (`""`: none recorded).
+pub fn status_text(status: Option<&WorkloadStatus>) -> String {
+    status.map(ToString::to_string).unwrap_or_default()
 }

@@ -63,7 +63,7 @@ pub(super) fn live_region(
     let follow = if follow && placed { FOLLOW_SECS } else { 0 };
     html! {
         section id="live" aria-live="polite" data-moving=(if moving { "true" } else { "false" }) data-follow=(follow)
-            data-live=(of.href()) data-status=(status.map(ToString::to_string).unwrap_or_default()) {
+            data-live=(of.href()) data-status=(palisade_app::live::status_text(status)) {
             dl class="facts" {
                 dt { (ctx.t("Status")) }
                 dd id="status" { (crate::pages::boundary::workload_status(ctx, status)) }
