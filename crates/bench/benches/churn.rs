@@ -60,27 +60,93 @@ fn policy(name: &str, spec: serde_json::Value) -> palisade_policy::Policy {
     palisade_testkit::corpus::policy(name, "bench", spec)
 }
 
-/// The `allowedRegistries` policy in one of two versions (even, odd).
-fn trusted(version: usize) -> palisade_policy::Policy {
+/// A boundary's 3 policies as documents (name, spec): two that never change, then the
+/// `allowedRegistries` policy `trusted` in one of two versions (even, odd).
+fn policy_specs(version: usize) -> [(&'static str, serde_json::Value); 3] {
     let registries = if version.is_multiple_of(2) {
         json!(["ghcr.io/acme"])
     } else {
         json!(["ghcr.io/acme", "registry.acme.internal"])
     };
-    policy(
-        "trusted",
-        json!({"rules": [{"allowedRegistries": {"registries": registries}}]}),
-    )
-}
-
-fn fixed_policies() -> Vec<palisade_policy::Policy> {
-    vec![
-        policy(
+    [
+        (
             "owner",
             json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
         ),
-        policy("no-latest", json!({"rules": [{"disallowLatestTag": {}}]})),
+        ("no-latest", json!({"rules": [{"disallowLatestTag": {}}]})),
+        (
+            "trusted",
+            json!({"rules": [{"allowedRegistries": {"registries": registries}}]}),
+        ),
     ]
+}
+
+/// `trusted` in `version`.
+fn trusted(version: usize) -> palisade_policy::Policy {
+    let [_, _, (name, spec)] = policy_specs(version);
+    policy(name, spec)
+}
+
+/// The two policies that never change.
+fn fixed_policies() -> Vec<palisade_policy::Policy> {
+    let [owner, no_latest, _] = policy_specs(0);
+    [owner, no_latest]
+        .into_iter()
+        .map(|(name, spec)| policy(name, spec))
+        .collect()
+}
+
+/// Compliant Pods created one after the other in `namespace` until `done`: their latencies
+/// and how many failed.
+fn creates_alongside(
+    client: &kube::Client,
+    namespace: &str,
+    done: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<(Vec<Duration>, usize)> {
+    let api = Api::<Pod>::namespaced(client.clone(), namespace);
+    tokio::spawn(async move {
+        let (mut latencies, mut failures, mut index) = (Vec::new(), 0usize, 0usize);
+        while !done.load(Ordering::Relaxed) {
+            let started = Instant::now();
+            match api.create(&PostParams::default(), &pod(index)).await {
+                Ok(_) => latencies.push(started.elapsed()),
+                Err(_) => failures += 1,
+            }
+            index += 1;
+        }
+        (latencies, failures)
+    })
+}
+
+/// What a run of changes did to the API server: whether the process started is still alive,
+/// the growth of the policies' and parameters' generations (`-1` each when it is not), and
+/// its `fatal error` lines (printed with `context`).
+async fn aftermath(
+    plane: &ControlPlane,
+    client: &kube::Client,
+    selector: &str,
+    pid: &str,
+    (policies_before, parameters_before): (i64, i64),
+    context: &str,
+) -> (bool, i64, i64, usize) {
+    let alive =
+        apiserver_pid(plane) == pid && std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let (compiled, parameters) = if alive {
+        (
+            generations(client, selector).await - policies_before,
+            parameter_generations(client, selector).await - parameters_before,
+        )
+    } else {
+        (-1, -1)
+    };
+    let fatal = fatal_errors(plane);
+    for (index, text) in fatal.iter().enumerate() {
+        eprintln!(
+            "churn {}: kube-apiserver fatal error {index} ({context}):\n{text}",
+            plane.version()
+        );
+    }
+    (alive, compiled, parameters, fatal.len())
 }
 
 /// The objects this bench's fixed layouts write.
@@ -232,22 +298,7 @@ async fn main() {
 
         // Creates alongside, one after the other, until the changes are done.
         let done = Arc::new(AtomicBool::new(false));
-        let creates = {
-            let done = done.clone();
-            let api = Api::<Pod>::namespaced(client.clone(), &namespace);
-            tokio::spawn(async move {
-                let (mut latencies, mut failures, mut index) = (Vec::new(), 0usize, 0usize);
-                while !done.load(Ordering::Relaxed) {
-                    let started = Instant::now();
-                    match api.create(&PostParams::default(), &pod(index)).await {
-                        Ok(_) => latencies.push(started.elapsed()),
-                        Err(_) => failures += 1,
-                    }
-                    index += 1;
-                }
-                (latencies, failures)
-            })
-        };
+        let creates = creates_alongside(&client, &namespace, done.clone());
         let started = Instant::now();
         let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -278,20 +329,15 @@ async fn main() {
         done.store(true, Ordering::Relaxed);
         let (mut latencies, create_failures) = creates.await.unwrap();
         latencies.sort();
-        let alive =
-            apiserver_pid(&plane) == pid && std::path::Path::new(&format!("/proc/{pid}")).exists();
-        let (compiled, parameters) = if alive {
-            (
-                generations(&client, &installation_selector()).await - generations_before,
-                parameter_generations(&client, &installation_selector()).await - parameters_before,
-            )
-        } else {
-            (-1, -1)
-        };
-        let fatal = fatal_errors(&plane);
-        for (index, text) in fatal.iter().enumerate() {
-            eprintln!("churn {}: kube-apiserver fatal error {index} (first failed change: {first_failure:?}):\n{text}", plane.version());
-        }
+        let (alive, compiled, parameters, fatal) = aftermath(
+            &plane,
+            &client,
+            &installation_selector(),
+            &pid,
+            (generations_before, parameters_before),
+            &format!("first failed change: {first_failure:?}"),
+        )
+        .await;
         let row = format!(
             "| {} | {} | {} | {changes} in {:.1} s ({:.0}/s), {failed_changes} failed | {} | {} | {:.3} | {:.3} | {} ({create_failures} failed) | {:.2} ms | {:.2} ms |",
             plane.version(),
@@ -300,7 +346,7 @@ async fn main() {
             took.as_secs_f64(),
             changes as f64 / took.as_secs_f64(),
             if alive { "0" } else { "1 (process gone)" },
-            fatal.len(),
+            fatal,
             compiled as f64 / changes as f64,
             parameters as f64 / changes as f64,
             latencies.len(),
@@ -315,26 +361,6 @@ async fn main() {
     for row in rows {
         println!("{row}");
     }
-}
-
-/// The API documents of a boundary's 3 policies, `trusted` in `version`.
-fn policy_specs(version: usize) -> [(&'static str, serde_json::Value); 3] {
-    let registries = if version.is_multiple_of(2) {
-        json!(["ghcr.io/acme"])
-    } else {
-        json!(["ghcr.io/acme", "registry.acme.internal"])
-    };
-    [
-        (
-            "owner",
-            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
-        ),
-        ("no-latest", json!({"rules": [{"disallowLatestTag": {}}]})),
-        (
-            "trusted",
-            json!({"rules": [{"allowedRegistries": {"registries": registries}}]}),
-        ),
-    ]
 }
 
 /// Waits until every boundary's `trusted` policy, as stored now, is `enforced` in the cluster;
@@ -422,29 +448,20 @@ async fn churn_auto(version: &str, changes: usize, rate: usize, boundaries: usiz
         .await
         .expect("the policies were never enforced");
     let layout_before = stack.ok("GET", "/v1/clusters/churn", None).await["layout"].clone();
-    let selector = "app.kubernetes.io/managed-by=palisade";
+    // Every object palisade writes (the installation's id is the runtime's own).
+    let selector = format!(
+        "{}={}",
+        palisade_policy::labels::MANAGED_BY_LABEL,
+        palisade_policy::labels::MANAGER
+    );
+    let selector = selector.as_str();
     let pid = apiserver_pid(&plane);
     let generations_before = generations(&client, selector).await;
     let parameters_before = parameter_generations(&client, selector).await;
 
     let namespace = format!("{}-web", names[0]);
     let done = Arc::new(AtomicBool::new(false));
-    let creates = {
-        let done = done.clone();
-        let api = Api::<Pod>::namespaced(client.clone(), &namespace);
-        tokio::spawn(async move {
-            let (mut latencies, mut failures, mut index) = (Vec::new(), 0usize, 0usize);
-            while !done.load(Ordering::Relaxed) {
-                let started = Instant::now();
-                match api.create(&PostParams::default(), &pod(index)).await {
-                    Ok(_) => latencies.push(started.elapsed()),
-                    Err(_) => failures += 1,
-                }
-                index += 1;
-            }
-            (latencies, failures)
-        })
-    };
+    let creates = creates_alongside(&client, &namespace, done.clone());
     let started = Instant::now();
     let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -469,23 +486,15 @@ async fn churn_auto(version: &str, changes: usize, rate: usize, boundaries: usiz
     done.store(true, Ordering::Relaxed);
     let (mut latencies, create_failures) = creates.await.unwrap();
     latencies.sort();
-    let alive =
-        apiserver_pid(&plane) == pid && std::path::Path::new(&format!("/proc/{pid}")).exists();
-    let (compiled, parameters) = if alive {
-        (
-            generations(&client, selector).await - generations_before,
-            parameter_generations(&client, selector).await - parameters_before,
-        )
-    } else {
-        (-1, -1)
-    };
-    let fatal = fatal_errors(&plane);
-    for (index, text) in fatal.iter().enumerate() {
-        eprintln!(
-            "churn auto {}: kube-apiserver fatal error {index}:\n{text}",
-            plane.version()
-        );
-    }
+    let (alive, compiled, parameters, fatal) = aftermath(
+        &plane,
+        &client,
+        selector,
+        &pid,
+        (generations_before, parameters_before),
+        "auto",
+    )
+    .await;
     let layout = stack.ok("GET", "/v1/clusters/churn", None).await["layout"].clone();
     let shown = |l: &serde_json::Value| {
         format!(
@@ -502,7 +511,7 @@ async fn churn_auto(version: &str, changes: usize, rate: usize, boundaries: usiz
         took.as_secs_f64(),
         changes as f64 / took.as_secs_f64(),
         if alive { "0" } else { "1 (process gone)" },
-        fatal.len(),
+        fatal,
         compiled as f64 / changes as f64,
         parameters as f64 / changes as f64,
         latencies.len(),
