@@ -1,13 +1,6 @@
 //! `palisade check` as users run it: the corpus through the binary, output formats, exit codes
 //! and bad input.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::path::Path;
 use std::process::{Command, Output};
 

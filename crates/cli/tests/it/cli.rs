@@ -1,13 +1,6 @@
 //! The command line itself, as users meet it: help with examples, values listed where they
 //! are taken and refused with the list, usage lines, shell completion, `version --client`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::process::{Command, Output};
 
 fn palisade(args: &[&str]) -> Output {

@@ -1,13 +1,6 @@
 //! The README tour, end to end: `palisade serve` as a real process on a free port, driven by
 //! the `palisade` client commands; exact output lines and exit codes.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::{free_port, palisade_with_stdin, serve, text, write, BIN};
 
 use std::process::{Command, Output};

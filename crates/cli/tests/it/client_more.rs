@@ -2,13 +2,6 @@
 //! real process on a free port, driven by the `palisade` client commands; exact output and
 //! exit codes.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::{command, free_port, palisade_with_stdin, serve, text, write, Server};
 
 use std::process::{Child, Output, Stdio};

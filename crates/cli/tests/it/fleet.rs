@@ -8,13 +8,6 @@
 //! Real processes, real control planes (etcd + kube-apiserver 1.37, one per cluster), a real
 //! PostgreSQL server. Prints the takeover time; asserts only what a user sees.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

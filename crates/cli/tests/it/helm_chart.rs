@@ -4,13 +4,6 @@
 //! (1.30 and 1.37) in a server-side dry-run apply. helm is built from its Go module
 //! (`testenv/build.sh helm`, cached like the control plane).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use std::path::PathBuf;
 use std::process::{Command, Output};
 

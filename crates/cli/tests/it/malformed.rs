@@ -2,12 +2,6 @@
 //! canned response, and the client reports it as one error line naming the request and what
 //! is wrong, with exit code 1 (never a table of silent defaults).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Output};

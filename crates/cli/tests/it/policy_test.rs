@@ -2,13 +2,6 @@
 //! and every case with its verdict turned fails), the exact text, JSON and JUnit reports,
 //! exceptions at a fixed time, and bad input named by file, document and field.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::path::Path;
 use std::process::{Command, Output};
 

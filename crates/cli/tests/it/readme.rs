@@ -7,13 +7,6 @@
 //! command the README marks with a comment (`# a moment later`) is repeated until it shows
 //! them (at most 90 s). `/tmp/k8s` is the test's control-plane directory.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,13 +1,6 @@
 //! `palisade serve --database`: a value that names no supported store is a start-up error
 //! that echoes no password and creates no file; the SQLite file palisade creates is private.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -3,13 +3,6 @@
 //! files that do not make a TLS identity refused at start-up with the file named. The client
 //! commands speak HTTPS to it, trusting a private CA given with `--ca-file`/`PALISADE_CA_FILE`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

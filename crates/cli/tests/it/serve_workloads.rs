@@ -3,13 +3,6 @@
 //! builder, an unknown field, a public URL that is not http(s) or a limit that is no number of
 //! bytes stops `serve` with the field named, and no data directory is made.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_palisade");

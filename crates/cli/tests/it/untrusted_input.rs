@@ -8,13 +8,6 @@
 //! a probe must answer within 5 s (it took minutes before), and the process must exit within
 //! its 10 s grace plus 5 s (it ran on until killed before).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;

@@ -2,13 +2,6 @@
 //! developer of the boundary, boundary-admin and developer of another boundary), each on a
 //! fresh store, asserting the exact status.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};

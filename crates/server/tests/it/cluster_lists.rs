@@ -2,13 +2,6 @@
 //! `limit` is a 400 naming `/limit` (a bad `continue`: see `hardening.rs`). A cluster shows
 //! the admission layout in use in it and why (SPEC 3.4) once the reconciler has said.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use crate::common;
 use crate::common::TestApp;
 use axum::http::{Method, StatusCode};

@@ -1,12 +1,6 @@
 //! Test harness: an app on a fresh store (SQLite in a temp dir, or a fresh PostgreSQL
 //! database), called in-process with `oneshot`, plus tokens of every role.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
 #![allow(dead_code, reason = "each test binary uses part of the harness")]
 
 use axum::body::Body;

@@ -1,13 +1,6 @@
 //! Compute-plan enforcement through the HTTP API (SPEC 2): exact 422 bodies, component
 //! checks, grandfathering, functions, static web apps, the picker and the answer order.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;

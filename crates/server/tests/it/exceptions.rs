@@ -2,13 +2,6 @@
 //! the compute-plan check letting exactly the listed resource and plan past exactly the
 //! excepted policy until `expiresAt`, with the warning; validation naming the field; roles.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::time::Duration;
 
 use crate::common::{plans, Answer, TestApp};

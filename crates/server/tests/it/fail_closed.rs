@@ -4,13 +4,6 @@
 //! becomes unreadable, on a stored policy that cannot be decoded, and on a real PostgreSQL
 //! server stopped and restarted mid-run.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::{plans, Answer, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;

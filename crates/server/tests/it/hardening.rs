@@ -2,13 +2,6 @@
 //! are parsed strictly with messages that name the field, every list pages, and answers come
 //! in the order SPEC 2.4 gives.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

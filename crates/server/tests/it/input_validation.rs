@@ -1,13 +1,6 @@
 //! Hardening of inputs through the API: policy documents' metadata and YAML tags on
 //! `POST /v1/apply`, resources' `image` and `source` on create.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
 

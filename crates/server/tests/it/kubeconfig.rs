@@ -1,13 +1,6 @@
 //! `PUT /v1/clusters/{c}` refuses every kubeconfig SPEC 4.1 refuses, however the YAML spells
 //! it (aliases, merge keys, nested merges), and stores exactly the document it validated.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use crate::common;
 use crate::common::TestApp;
 use axum::http::{Method, StatusCode};

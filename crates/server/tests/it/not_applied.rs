@@ -5,13 +5,6 @@
 //! SQLite: a second connection holding `BEGIN IMMEDIATE`; PostgreSQL: a transaction holding
 //! the boundary's row `FOR UPDATE`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,13 +4,6 @@
 //! each with the message the cluster will give. Images the user names are the user's own
 //! business and give no warning.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::TestApp;
 use axum::http::{Method, StatusCode};
 use serde_json::json;

@@ -6,13 +6,6 @@
 //! the preview paged like a list over clusters an adapter in the test holds.
 //! The cluster half is proven on real API servers in `crates/reconciler/tests/e2e/{preview,audit}.rs`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
 use palisade_app::ports::{ClusterError, Clusters, LabelOutcome, ScanInfo, Visit};

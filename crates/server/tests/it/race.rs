@@ -7,13 +7,6 @@
 //! not yet ended when it committed. Runs on SQLite, on PostgreSQL, and on two replicas sharing
 //! one PostgreSQL (the clients alternate between them, the writers use the first).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1,12 +1,5 @@
 //! Bad input, policy saving, apply, history, lists and the public endpoints, through the API.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;

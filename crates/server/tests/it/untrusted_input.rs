@@ -6,13 +6,6 @@
 //! The answer times are printed (`--nocapture`) and recorded in docs/benchmarks.md, not
 //! asserted: wall-clock bounds do not belong in these tests.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::time::Instant;
 
 use crate::common::TestApp;

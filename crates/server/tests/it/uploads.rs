@@ -5,13 +5,6 @@
 //! received at once is bounded per boundary (429) and per process (503), both with
 //! `Retry-After`. Content streams in and out whole and unchanged.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::time::{Duration, SystemTime};
 
 use crate::common::{Answer, TestApp};

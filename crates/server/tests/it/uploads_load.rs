@@ -8,13 +8,6 @@
 //!
 //! `cargo test -p palisade-server --test it uploads_load:: -- --nocapture --test-threads=1`
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

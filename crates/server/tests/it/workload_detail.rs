@@ -3,13 +3,6 @@
 //! what it answers, and the 404s and 503 a user gets instead, each naming what is wrong. The
 //! live read itself is proven on a real control plane (reconciler e2e, platform workloads).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use std::sync::{Arc, Mutex};
 
 use crate::common::TestApp;

@@ -2,13 +2,6 @@
 //! `postgres://` and `postgresql://` PostgreSQL; any other scheme is refused before anything
 //! is opened or created, with a message that holds no credentials.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use palisade_store::{backend_of, Backend, StoreError};
 
 #[test]

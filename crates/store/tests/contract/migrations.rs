@@ -3,13 +3,6 @@
 //! first chunk), are counted against their boundary's limit, and a resource that names one
 //! keeps it from the sweeper. On SQLite and on PostgreSQL.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use std::borrow::Cow;
 
 use palisade_store::StoreError;

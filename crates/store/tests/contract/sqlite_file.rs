@@ -6,13 +6,6 @@
 //! binary) then opens the store named by `PALISADE_TEST_CHILD_DB` at the moment
 //! `PALISADE_TEST_CHILD_AT` names.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly"
-)]
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -1,13 +1,6 @@
 //! Property tests: for generated images and label maps, the Rust evaluator and the rendered CEL
 //! give the same verdict and the same message.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use palisade_policy::admission::{first_violation, AdmissionObject};
 use palisade_testkit::cel_eval::{request_for, to_cel, CelOutcome, CompiledPolicy};
 use palisade_testkit::generated::{image, labels, pod, policies};

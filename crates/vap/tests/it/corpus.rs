@@ -2,13 +2,6 @@
 //! evaluator and the rendered CEL run on the `cel` crate. (`palisade check` runs it in the CLI's
 //! tests; the real API server in the reconciler's end-to-end tests.)
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use palisade_policy::admission::{evaluate, AdmissionObject, AdmissionRequest, Denial};
 use palisade_testkit::cel_eval::{request_for, to_cel, CelOutcome, CompiledPolicy};
 use palisade_testkit::corpus::{

@@ -1,13 +1,6 @@
 //! The per-boundary layout's rendering: which object holds which policy, at most 5 per object,
 //! each policy's validation exactly as the per-policy layout renders it, variables once.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use palisade_policy::{Mode, Name, Policy};
 use palisade_vap::per_boundary::{
     boundary_object_name, held_policies, object_holding, render_boundary, POLICIES_PER_OBJECT,

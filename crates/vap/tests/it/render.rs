@@ -1,12 +1,5 @@
 //! Reviewed snapshots of the rendered objects (SPEC 3.4).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a test fails loudly on bad fixtures"
-)]
-
 use palisade_api_types::PolicyDocument;
 use palisade_policy::{Catalog, Name};
 use palisade_vap::render;
