@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use palisade_policy::exception::{ObjectMatch, ResourceRef, MAX_REASON_CHARS};
+use palisade_policy::exception::{
+    ObjectMatch, ResourceRef, MAX_LIST_ENTRIES, MAX_REASON_CHARS, MAX_SPEC_BYTES,
+};
 use palisade_policy::label::{LabelKey, LabelValue};
 use palisade_policy::{Exception, Name, PlanName, ResourceType, RuleKind};
 use schemars::JsonSchema;
@@ -91,6 +93,13 @@ impl ExceptionDocument {
         let name = Name::parse(&self.metadata.name).map_err(|e| error("/metadata/name", e))?;
         let boundary =
             Name::parse(&self.metadata.boundary).map_err(|e| error("/metadata/boundary", e))?;
+        let size = serde_json::to_vec(&self.spec).map_or(usize::MAX, |json| json.len());
+        if size > MAX_SPEC_BYTES {
+            return Err(error(
+                "/spec",
+                format!("must be at most {MAX_SPEC_BYTES} bytes (16 KiB) as JSON, got {size}"),
+            ));
+        }
         let exception = self
             .spec
             .validate_at("/spec", name, Some((now, max_days)))?;
@@ -101,7 +110,58 @@ impl ExceptionDocument {
 impl ExceptionSpec {
     /// Parses a JSON spec (the body of a `PUT`); errors carry the pointer of the field.
     pub fn from_json(bytes: &[u8]) -> Result<Self, DocumentError> {
+        Self::check_size(bytes.len())?;
         crate::json::typed(&json_value(bytes)?)
+    }
+
+    /// Refuses a spec body of more than [`MAX_SPEC_BYTES`], before anything parses it.
+    pub fn check_size(bytes: usize) -> Result<(), DocumentError> {
+        if bytes > MAX_SPEC_BYTES {
+            return Err(error(
+                "",
+                format!(
+                    "must be at most {MAX_SPEC_BYTES} bytes (16 KiB) for an exception's spec, \
+                     got {bytes}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The first list of the spec with more than [`MAX_LIST_ENTRIES`] entries, as the error
+    /// naming it (pointers under `base`).
+    fn check_lists(&self, base: &str) -> Result<(), DocumentError> {
+        let object_match = self.object_match.as_ref();
+        let lists = [
+            ("/rules", self.rules.as_ref().map(Vec::len)),
+            (
+                "/match/clusters",
+                object_match.and_then(|m| m.clusters.as_ref().map(Vec::len)),
+            ),
+            (
+                "/match/namespaces",
+                object_match.and_then(|m| m.namespaces.as_ref().map(Vec::len)),
+            ),
+            (
+                "/match/labels",
+                object_match.and_then(|m| m.labels.as_ref().map(BTreeMap::len)),
+            ),
+            (
+                "/match/images",
+                object_match.and_then(|m| m.images.as_ref().map(Vec::len)),
+            ),
+            ("/resources", self.resources.as_ref().map(Vec::len)),
+            ("/plans", self.plans.as_ref().map(Vec::len)),
+        ];
+        for (field, len) in lists {
+            if let Some(len) = len.filter(|&n| n > MAX_LIST_ENTRIES) {
+                return Err(error(
+                    format!("{base}{field}"),
+                    format!("must have at most {MAX_LIST_ENTRIES} entries, got {len}"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Validates the spec of exception `name` at `now`: `expiresAt` must be after `now` and
@@ -129,6 +189,7 @@ impl ExceptionSpec {
         window: Option<(DateTime<Utc>, u32)>,
     ) -> Result<Exception, DocumentError> {
         let at = |field: &str| format!("{base}{field}");
+        self.check_lists(base)?;
         let policy = Name::parse(&self.policy).map_err(|e| error(at("/policy"), e))?;
         let mut rules = std::collections::BTreeSet::new();
         if let Some(list) = &self.rules {
@@ -242,6 +303,16 @@ impl ExceptionSpec {
             check_window(expires, &self.expires_at, &at("/expiresAt"), now, max_days)?;
         }
         let reason = self.reason.trim();
+        if let Some((position, found)) = reason.chars().enumerate().find(|(_, c)| c.is_control()) {
+            return Err(error(
+                at("/reason"),
+                format!(
+                    "must contain no control characters, found U+{:04X} at character {}",
+                    u32::from(found),
+                    position + 1
+                ),
+            ));
+        }
         let chars = reason.chars().count();
         if chars == 0 || chars > MAX_REASON_CHARS {
             return Err(error(
@@ -452,6 +523,104 @@ mod tests {
             let got = validate(body).expect_err(case);
             assert!(got.contains(expected), "{case}: {got}");
         }
+    }
+
+    /// SPEC 7 v3.2: each list holds at most 64 entries; the 65th is a 400 naming the list
+    /// in the words of the policy lists' bounds.
+    #[test]
+    fn every_list_holds_at_most_64_entries() {
+        use serde_json::json;
+        let many = |n: usize, f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>();
+        let base = || {
+            json!({"policy": "size", "match": {"namespaces": ["web"]},
+                "expiresAt": "2027-01-31T00:00:00Z", "reason": "OPS-1234"})
+        };
+        let images = |n| many(n, &|i| format!("ghcr.io/acme/app:{i}"));
+        let labels = |n: usize| {
+            (0..n)
+                .map(|i| (format!("k{i}"), json!("v")))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        let cases: Vec<(&str, serde_json::Value, serde_json::Value)> = vec![
+            (
+                "/match/clusters",
+                json!({"namespaces": ["web"], "clusters": many(65, &|i| format!("c{i}"))}),
+                json!(null),
+            ),
+            (
+                "/match/namespaces",
+                json!({"namespaces": many(65, &|i| format!("n{i}"))}),
+                json!(null),
+            ),
+            ("/match/labels", json!({"labels": labels(65)}), json!(null)),
+            ("/match/images", json!({"images": images(65)}), json!(null)),
+            (
+                "/rules",
+                json!({"namespaces": ["web"]}),
+                json!({"rules": many(65, &|_| "RequiredLabels".to_owned())}),
+            ),
+            (
+                "/resources",
+                json!({"namespaces": ["web"]}),
+                json!({"resources": many(65, &|i| format!("app/r{i}")), "plans": ["large"]}),
+            ),
+            (
+                "/plans",
+                json!({"namespaces": ["web"]}),
+                json!({"resources": ["app/r"], "plans": many(65, &|i| format!("p{i}"))}),
+            ),
+        ];
+        for (field, object_match, extra) in cases {
+            let mut body = base();
+            body["match"] = object_match.clone();
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                body[k] = v.clone();
+            }
+            assert_eq!(
+                validate(body.clone()),
+                Err(format!("{field}: must have at most 64 entries, got 65")),
+                "{field}"
+            );
+        }
+        // 64 of each is fine.
+        let mut body = base();
+        body["match"] = json!({"namespaces": many(64, &|i| format!("n{i}")),
+            "images": images(64), "labels": labels(64)});
+        assert!(validate(body).is_ok());
+    }
+
+    #[test]
+    fn a_spec_holds_at_most_16_kib() {
+        let big = serde_json::json!({"policy": "size", "match": {"namespaces": ["web"]},
+            "expiresAt": "2027-01-31T00:00:00Z", "reason": "x".repeat(17 * 1024)})
+        .to_string();
+        assert_eq!(
+            ExceptionSpec::from_json(big.as_bytes()).map_err(|e| e.to_string()),
+            Err(format!(
+                "the body must be at most 16384 bytes (16 KiB) for an exception's spec, got {}",
+                big.len()
+            ))
+        );
+        let document = format!(
+            "apiVersion: palisade.dev/v1\nkind: BoundaryException\n\
+             metadata: {{name: legacy, boundary: shop}}\nspec: {big}\n"
+        );
+        let document: ExceptionDocument = serde_yaml_ng::from_str(&document).unwrap();
+        let error = document.validate(now(), 90).unwrap_err().to_string();
+        assert!(
+            error.starts_with("/spec: must be at most 16384 bytes (16 KiB) as JSON, got "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_reason_holds_no_control_characters() {
+        let body = serde_json::json!({"policy": "size", "match": {"namespaces": ["web"]},
+            "expiresAt": "2027-01-31T00:00:00Z", "reason": "OPS-1234\u{1b}[2J ok"});
+        assert_eq!(
+            validate(body),
+            Err("/reason: must contain no control characters, found U+001B at character 9".into())
+        );
     }
 
     #[test]

@@ -209,6 +209,8 @@ impl App {
         self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
         let exception_name = crate::path_name("exception", name)?;
+        ExceptionSpec::check_size(spec_json.len())
+            .map_err(|e| AppError::InvalidRequest(e.to_string()))?;
         let value = palisade_api_types::json::parse_value(spec_json)?;
         let spec: ExceptionSpec = palisade_api_types::json::from_value(value)?;
         let exception = spec

@@ -12,6 +12,11 @@ use crate::{Name, PlanName, ResourceType, RuleKind};
 pub const MAX_PER_BOUNDARY: usize = 100;
 /// The longest reason, in characters.
 pub const MAX_REASON_CHARS: usize = 500;
+/// The most entries each list of an exception's spec holds (`rules`, `match.clusters`,
+/// `match.namespaces`, `match.labels`, `match.images`, `resources`, `plans`).
+pub const MAX_LIST_ENTRIES: usize = 64;
+/// The largest spec, in bytes (of the `PUT` body, or of an applied document's spec as JSON).
+pub const MAX_SPEC_BYTES: usize = 16 * 1024;
 
 /// A resource an exception names: `<type>/<name>`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

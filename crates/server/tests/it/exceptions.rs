@@ -356,3 +356,90 @@ async fn refusals_name_the_field_and_roles_hold() {
         .await;
     assert_eq!(delete.status, StatusCode::NO_CONTENT);
 }
+
+/// SPEC 7 v3.2 bounds: at most 64 entries per list, a spec of at most 16 KiB (a `PUT` body and
+/// each applied document), a reason without control characters; each a 400 naming the field.
+#[tokio::test]
+async fn bounds_name_the_field() {
+    let app = shop().await;
+    let expires = in_seconds(3600);
+    let namespaces: Vec<String> = (0..65).map(|i| format!("ns-{i}")).collect();
+    let images: Vec<String> = (0..65).map(|i| format!("ghcr.io/acme/a:{i}")).collect();
+    let cases = [
+        (
+            json!({"policy": "size", "match": {"namespaces": namespaces}, "expiresAt": expires, "reason": "r"}),
+            "/match/namespaces: must have at most 64 entries, got 65",
+        ),
+        (
+            json!({"policy": "size", "match": {"namespaces": ["web"], "images": images}, "expiresAt": expires, "reason": "r"}),
+            "/match/images: must have at most 64 entries, got 65",
+        ),
+        (
+            json!({"policy": "size", "match": {"namespaces": ["web"]}, "expiresAt": expires,
+                "reason": "OPS-1234\u{7}"}),
+            "/reason: must contain no control characters, found U+0007 at character 9",
+        ),
+    ];
+    for (body, expected) in cases {
+        let answer = put(&app, &app.admin, "x", body).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+        assert_eq!(answer.code(), "invalid_request");
+        assert_eq!(answer.message(), expected);
+    }
+    let big = json!({"policy": "size", "match": {"namespaces": ["web"]}, "expiresAt": expires,
+        "reason": "r", "padding": "x".repeat(16 * 1024)});
+    let size = big.to_string().len();
+    let answer = put(&app, &app.admin, "x", big).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+    assert_eq!(
+        answer.message(),
+        format!(
+            "the body must be at most 16384 bytes (16 KiB) for an exception's spec, got {size}"
+        )
+    );
+    // In an apply, the document's spec.
+    let labels: String = (0..65).map(|i| format!("k{i}: v, ")).collect();
+    let document = format!(
+        "apiVersion: palisade.dev/v1\nkind: BoundaryException\n\
+         metadata: {{name: x, boundary: shop}}\n\
+         spec: {{policy: size, match: {{labels: {{{labels}}}}}, expiresAt: '{expires}', reason: r}}\n"
+    );
+    let applied = app
+        .raw(
+            Method::POST,
+            "/v1/apply",
+            Some(&app.admin),
+            Some(&document),
+            Some("application/yaml"),
+            &[],
+        )
+        .await;
+    assert_eq!(applied.status, StatusCode::BAD_REQUEST, "{applied:?}");
+    assert_eq!(
+        applied.message(),
+        "/0/spec/match/labels: must have at most 64 entries, got 65"
+    );
+    let document = format!(
+        "apiVersion: palisade.dev/v1\nkind: BoundaryException\n\
+         metadata: {{name: x, boundary: shop}}\n\
+         spec: {{policy: size, match: {{namespaces: [web]}}, expiresAt: '{expires}', reason: '{}'}}\n",
+        "x".repeat(17 * 1024)
+    );
+    let applied = app
+        .raw(
+            Method::POST,
+            "/v1/apply",
+            Some(&app.admin),
+            Some(&document),
+            Some("application/yaml"),
+            &[],
+        )
+        .await;
+    assert_eq!(applied.status, StatusCode::BAD_REQUEST, "{applied:?}");
+    assert!(
+        applied
+            .message()
+            .starts_with("/0/spec: must be at most 16384 bytes (16 KiB) as JSON, got "),
+        "{applied:?}"
+    );
+}
