@@ -381,7 +381,8 @@ impl App {
         Ok(())
     }
 
-    /// A page of an exception's history, oldest first: who asked, who approved, when.
+    /// A page of an exception's history, oldest first: who asked, who approved, when. Read as
+    /// one page from the store.
     pub async fn exception_history(
         &self,
         access: &Access,
@@ -389,26 +390,26 @@ impl App {
         page: &PageRequest,
     ) -> AppResult<History> {
         let boundary = access.boundary();
-        page.limit()?;
+        let list = format!("history of exception {boundary}/{name}");
+        let (after, read) = self.history_window(&list, page)?;
         let entries = self
             .store
-            .exception_history(boundary, name)
+            .exception_history(boundary, name, after, read)
             .await
             .map_err(from_store(boundary, name))?;
         let entries = entries
             .into_iter()
-            .map(|e| HistoryEntry {
-                actor: e.actor,
-                at: e.at,
-                action: Some(e.action),
-                before: crate::policies::json_of(e.before_json),
-                after: crate::policies::json_of(e.after_json),
+            .map(|e| {
+                let entry = HistoryEntry {
+                    actor: e.actor,
+                    at: e.at,
+                    action: Some(e.action),
+                    before: crate::policies::json_of(e.before_json),
+                    after: crate::policies::json_of(e.after_json),
+                };
+                (e.seq, entry)
             })
             .collect();
-        self.history_page(
-            &format!("history of exception {boundary}/{name}"),
-            entries,
-            page,
-        )
+        self.history_page(&list, entries, read)
     }
 }

@@ -329,7 +329,7 @@ impl App {
         Ok(())
     }
 
-    /// A page of a policy's history, oldest first.
+    /// A page of a policy's history, oldest first, read as one page from the store.
     pub async fn policy_history(
         &self,
         access: &Access,
@@ -337,10 +337,11 @@ impl App {
         page: &PageRequest,
     ) -> AppResult<History> {
         let boundary = access.boundary();
-        page.limit()?;
+        let list = format!("history of {boundary}/{name}");
+        let (after, read) = self.history_window(&list, page)?;
         let entries = self
             .store
-            .policy_history(boundary, name)
+            .policy_history(boundary, name, after, read)
             .await
             .map_err(|e| match e {
                 StoreError::NotFound => policy_not_found(boundary, name),
@@ -348,36 +349,61 @@ impl App {
             })?;
         let entries = entries
             .into_iter()
-            .map(|e| HistoryEntry {
-                actor: e.actor,
-                action: None,
-                at: e.at,
-                before: json_of(e.before_json),
-                after: json_of(e.after_json),
+            .map(|e| {
+                let entry = HistoryEntry {
+                    actor: e.actor,
+                    action: None,
+                    at: e.at,
+                    before: json_of(e.before_json),
+                    after: json_of(e.after_json),
+                };
+                (e.seq, entry)
             })
             .collect();
-        self.history_page(&format!("history of {boundary}/{name}"), entries, page)
+        self.history_page(&list, entries, read)
     }
 
-    /// A page of `entries` (oldest first) of the list named `list`. The continue token is the
-    /// position of the last entry returned, zero-padded so that positions order as text.
+    /// The window of a history page: the sequence number it starts after (the `continue`
+    /// token's, or the 400 naming `/continue`), and how many entries to read: one more than
+    /// the limit, to know whether another page follows.
+    pub(crate) fn history_window(
+        &self,
+        list: &str,
+        page: &PageRequest,
+    ) -> AppResult<(Option<i64>, u32)> {
+        let limit = page.limit()?;
+        let after = match page.after(&self.continue_tokens(), list)? {
+            None => None,
+            Some(key) => Some(key.parse::<i64>().map_err(|_| {
+                AppError::invalid("/continue", "is not a continue token of this list")
+            })?),
+        };
+        let read = u32::try_from(limit).unwrap_or(1000).saturating_add(1);
+        Ok((after, read))
+    }
+
+    /// The page of `list` whose entries (oldest first, with their sequence numbers) the store
+    /// read in a window of `read` (the limit and one more): at most the limit, and the token
+    /// that continues after the last of them when more follow.
     pub(crate) fn history_page(
         &self,
         list: &str,
-        entries: Vec<HistoryEntry>,
-        page: &PageRequest,
+        mut entries: Vec<(i64, HistoryEntry)>,
+        read: u32,
     ) -> AppResult<History> {
-        let numbered: Vec<(String, HistoryEntry)> = entries
-            .into_iter()
-            .enumerate()
-            .map(|(position, entry)| (format!("{position:010}"), entry))
-            .collect();
-        let page = page.page(&self.continue_tokens(), list, numbered, |(key, _)| {
-            key.clone()
-        })?;
+        let limit = usize::try_from(read.saturating_sub(1)).unwrap_or(usize::MAX);
+        let continue_token = if entries.len() > limit {
+            entries.truncate(limit);
+            match entries.last() {
+                Some((seq, _)) => Some(self.continue_tokens().issue(list, &seq.to_string())?),
+                None => None,
+            }
+        } else {
+            None
+        };
         Ok(History {
-            items: page.items.into_iter().map(|(_, entry)| entry).collect(),
-            continue_token: page.continue_token,
+            items: entries.into_iter().map(|(_, entry)| entry).collect(),
+            continue_token,
         })
     }
 
@@ -780,15 +806,35 @@ fn validate_documents(
     Ok(valid)
 }
 
+/// The most days of history `serve --history-days` may keep (a hundred years): its value is
+/// refused beyond it when the flag is read.
+pub const MAX_HISTORY_DAYS: u32 = 36_500;
+
+/// The time before which retention deletes history, `days` before `now` (RFC 3339, as the
+/// store writes times). `days` is taken at most [`MAX_HISTORY_DAYS`], so the subtraction
+/// cannot leave the calendar; `None` only if it could anyway (nothing is deleted then).
+pub fn retention_cutoff(now: chrono::DateTime<chrono::Utc>, days: u32) -> Option<String> {
+    let days = chrono::TimeDelta::try_days(i64::from(days.min(MAX_HISTORY_DAYS)))?;
+    let before = now.checked_sub_signed(days)?;
+    Some(before.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
 impl App {
     /// History retention (`serve --history-days`), forever: every 10 minutes, deletes policy
-    /// history and change rows older than `days`, 500 of each at a time, each batch a short
-    /// transaction of its own (writes wait for one batch at most).
+    /// history, exception history and change rows older than `days` (the newest entry of each
+    /// policy and exception stays), 500 of each at a time, each batch a short transaction of
+    /// its own (writes wait for one batch at most).
     pub async fn retain_history(self, days: u32) {
         const BATCH: u32 = 500;
         loop {
-            let before = (chrono::Utc::now() - chrono::Duration::days(i64::from(days)))
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let Some(before) = retention_cutoff(chrono::Utc::now(), days) else {
+                tracing::warn!(
+                    days,
+                    "history retention: no time is that many days ago; nothing deleted"
+                );
+                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+                continue;
+            };
             let mut pruned = 0;
             loop {
                 match self.store.prune_history(&before, BATCH).await {
@@ -816,6 +862,30 @@ mod tests {
     use super::*;
 
     const TWO: &str = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: a, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n---\napiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: b, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n";
+
+    /// A huge `--history-days` can neither overflow nor stop the retention task.
+    #[test]
+    fn the_retention_cutoff_never_overflows() {
+        let now = chrono::DateTime::parse_from_rfc3339("2027-01-31T00:00:00Z")
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .unwrap_or_default();
+        assert_eq!(
+            retention_cutoff(now, 30).as_deref(),
+            Some("2027-01-01T00:00:00.000Z")
+        );
+        for days in [
+            MAX_HISTORY_DAYS,
+            MAX_HISTORY_DAYS + 1,
+            100_000_000,
+            u32::MAX,
+        ] {
+            assert_eq!(
+                retention_cutoff(now, days).as_deref(),
+                Some("1927-02-25T00:00:00.000Z"),
+                "{days}"
+            );
+        }
+    }
 
     #[test]
     fn validation_stops_when_the_client_has_gone() {

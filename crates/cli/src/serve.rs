@@ -52,9 +52,11 @@ pub struct ServeArgs {
     /// How many writes a boundary may take at once before --boundary-write-rate applies.
     #[arg(long, default_value_t = 250, value_name = "WRITES")]
     boundary_write_burst: u32,
-    /// Keep policy history and the change log this many days (older rows are deleted in
-    /// small batches every 10 minutes); 0 keeps everything.
-    #[arg(long, default_value_t = 0, value_name = "DAYS")]
+    /// Keep policy and exception history and the change log this many days (older rows are
+    /// deleted in small batches every 10 minutes; the newest entry of each policy and
+    /// exception always stays); 0 keeps everything. At most 36500.
+    #[arg(long, default_value_t = 0, value_name = "DAYS",
+        value_parser = clap::value_parser!(u32).range(0..=i64::from(palisade_app::policies::MAX_HISTORY_DAYS)))]
     history_days: u32,
     /// Allow an in-memory SQLite database (`--database sqlite::memory:`), which loses
     /// everything when palisade stops: for trials and tests only.

@@ -96,8 +96,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         if_match: Option<&str>,
         actor: &str,
     ) -> Result<()>;
-    /// Oldest first. `NotFound` when neither the policy nor any history of it exists.
-    async fn policy_history(&self, boundary: &str, name: &str) -> Result<Vec<PolicyHistoryEntry>>;
+    /// A page of the history, oldest first: at most `limit` entries after sequence number
+    /// `after` (from the first without it), read as one page from the database. `NotFound`
+    /// when the first page is empty (neither the policy nor any history of it exists).
+    async fn policy_history(
+        &self,
+        boundary: &str,
+        name: &str,
+        after: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<PolicyHistoryEntry>>;
 
     /// Policies and exceptions of `POST /v1/apply` in one transaction: all or nothing.
     async fn apply_documents(
@@ -127,11 +135,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         if_match: Option<&str>,
         actor: &str,
     ) -> Result<()>;
-    /// Oldest first. `NotFound` when neither the exception nor any history of it exists.
+    /// A page of the history, oldest first, as [`Store::policy_history`] reads one. `NotFound`
+    /// when the first page is empty (neither the exception nor any history of it exists).
     async fn exception_history(
         &self,
         boundary: &str,
         name: &str,
+        after: Option<i64>,
+        limit: u32,
     ) -> Result<Vec<ExceptionHistoryEntry>>;
     /// Every approved exception of every boundary that has not expired at `now`.
     async fn exceptions_in_force(&self, now: &str) -> Result<Vec<ExceptionRecord>>;
@@ -229,9 +240,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     // ---- committed history (all boundaries share one sequence) ----
     async fn list_changes(&self, boundary: &str) -> Result<Vec<ChangeRecord>>;
-    /// History retention: deletes up to `batch` of the oldest policy-history rows and up to
-    /// `batch` of the oldest change rows made before `before` (RFC 3339), each in a short
-    /// transaction of its own; answers how many rows went (0: nothing older is left).
+    /// History retention: deletes up to `batch` of the oldest policy-history rows, up to
+    /// `batch` of the oldest exception-history rows and up to `batch` of the oldest change rows
+    /// made before `before` (RFC 3339), each in a short transaction of its own; answers how
+    /// many rows went (0: nothing older is left). The newest history entry of each policy and
+    /// each exception always stays.
     async fn prune_history(&self, before: &str, batch: u32) -> Result<u64>;
 
     // ---- tokens ----

@@ -581,8 +581,14 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         policies::get(&mut *self.read().await?, boundary, name).await
     }
 
-    async fn policy_history(&self, boundary: &str, name: &str) -> Result<Vec<PolicyHistoryEntry>> {
-        policies::history(&mut *self.read().await?, boundary, name).await
+    async fn policy_history(
+        &self,
+        boundary: &str,
+        name: &str,
+        after: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<PolicyHistoryEntry>> {
+        policies::history(&mut *self.read().await?, boundary, name, after, limit).await
     }
 
     async fn apply_documents(
@@ -641,8 +647,10 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         &self,
         boundary: &str,
         name: &str,
+        after: Option<i64>,
+        limit: u32,
     ) -> Result<Vec<ExceptionHistoryEntry>> {
-        exceptions::history(&mut *self.read().await?, boundary, name).await
+        exceptions::history(&mut *self.read().await?, boundary, name, after, limit).await
     }
 
     async fn exceptions_in_force(&self, now: &str) -> Result<Vec<ExceptionRecord>> {
@@ -687,6 +695,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let mut deleted = 0;
         for table in [
             changes::HistoryTable::PolicyHistory,
+            changes::HistoryTable::ExceptionHistory,
             changes::HistoryTable::Changes,
         ] {
             let mut tx = self.begin(None).await?;

@@ -320,3 +320,18 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
         "error: --service-account 'palisade' must be written NAMESPACE/NAME\n"
     );
 }
+
+/// A `--history-days` so large that no time is that long ago is refused when read, naming the
+/// flag, instead of stopping history retention later.
+#[test]
+fn a_huge_history_days_is_refused_naming_the_flag() {
+    let out = palisade(&["serve", "--history-days", "100000000"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "error: invalid value '100000000' for '--history-days <DAYS>': 100000000 is not in 0..=36500"
+        ),
+        "{stderr}"
+    );
+}

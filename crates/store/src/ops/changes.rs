@@ -58,9 +58,10 @@ pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<Chang
     Ok(c.fetch_all(SELECT, &[Text(boundary)], change).await?)
 }
 
-/// Deletes up to `batch` of the oldest rows of `table` (`changes` or `policy_history`) made
-/// before `before` (RFC 3339, as `crate::now` writes it). Rows are appended in time order, so
-/// the oldest sequence numbers come first and the scan stops after the batch.
+/// Deletes up to `batch` of the oldest rows of `table` made before `before` (RFC 3339, as
+/// `crate::now` writes it). Rows are appended in time order, so the oldest sequence numbers
+/// come first and the scan stops after the batch. Of a policy's or an exception's history the
+/// newest entry always stays, however old: a live object's history is never empty.
 pub(crate) async fn prune<C: Conn>(
     c: &mut C,
     table: HistoryTable,
@@ -70,6 +71,7 @@ pub(crate) async fn prune<C: Conn>(
     let statement = match table {
         HistoryTable::Changes => PRUNE_CHANGES,
         HistoryTable::PolicyHistory => PRUNE_POLICY_HISTORY,
+        HistoryTable::ExceptionHistory => PRUNE_EXCEPTION_HISTORY,
     };
     Ok(c.execute(statement, &[Text(before), Int(batch)]).await?)
 }
@@ -79,9 +81,20 @@ pub(crate) async fn prune<C: Conn>(
 pub(crate) enum HistoryTable {
     Changes,
     PolicyHistory,
+    ExceptionHistory,
 }
 
 const PRUNE_CHANGES: &str = "DELETE FROM changes WHERE seq IN \
      (SELECT seq FROM changes WHERE at < $1 ORDER BY seq LIMIT $2)";
+/// Old rows that a newer row of the same policy follows (the index by policy finds it).
 const PRUNE_POLICY_HISTORY: &str = "DELETE FROM policy_history WHERE seq IN \
-     (SELECT seq FROM policy_history WHERE at < $1 ORDER BY seq LIMIT $2)";
+     (SELECT h.seq FROM policy_history h WHERE h.at < $1 AND EXISTS \
+       (SELECT 1 FROM policy_history n \
+        WHERE n.boundary = h.boundary AND n.name = h.name AND n.seq > h.seq) \
+      ORDER BY h.seq LIMIT $2)";
+/// Old rows that a newer row of the same exception follows.
+const PRUNE_EXCEPTION_HISTORY: &str = "DELETE FROM exception_history WHERE seq IN \
+     (SELECT h.seq FROM exception_history h WHERE h.at < $1 AND EXISTS \
+       (SELECT 1 FROM exception_history n \
+        WHERE n.boundary = h.boundary AND n.name = h.name AND n.seq > h.seq) \
+      ORDER BY h.seq LIMIT $2)";

@@ -4,7 +4,7 @@
 
 use super::{boundaries, changes, check_if_match, on_insert};
 use crate::sql::{
-    Arg::{OptText, Text},
+    Arg::{Int, OptText, Text},
     Conn, DbResult, Fields,
 };
 use crate::{
@@ -28,8 +28,10 @@ const COUNT: &str = "SELECT COUNT(*) AS n FROM exceptions WHERE boundary = $1";
 const INSERT_HISTORY: &str = "INSERT INTO exception_history \
      (boundary, name, actor, at, action, before_json, after_json) \
      VALUES ($1, $2, $3, $4, $5, $6, $7)";
+/// One page: the entries after sequence number `$3`, at most `$4` of them.
 const SELECT_HISTORY: &str = "SELECT seq, actor, at, action, before_json, after_json \
-     FROM exception_history WHERE boundary = $1 AND name = $2 ORDER BY seq";
+     FROM exception_history WHERE boundary = $1 AND name = $2 AND seq > $3 \
+     ORDER BY seq LIMIT $4";
 
 fn exception(row: &dyn Fields) -> sqlx::Result<ExceptionRecord> {
     Ok(ExceptionRecord {
@@ -257,15 +259,24 @@ pub(crate) async fn delete<C: Conn>(
     changes::append(c, boundary, changes::EXCEPTION_DELETE, name, None, &now).await
 }
 
-/// Oldest first. `NotFound` when neither the exception nor any history of it exists.
+/// A page of the history, oldest first: at most `limit` entries after sequence number
+/// `after` (from the first without it). `NotFound` when the first page is empty (neither the
+/// exception nor any history of it exists).
 pub(crate) async fn history<C: Conn>(
     c: &mut C,
     boundary: &str,
     name: &str,
+    after: Option<i64>,
+    limit: u32,
 ) -> Result<Vec<ExceptionHistoryEntry>> {
-    let args = [Text(boundary), Text(name)];
+    let args = [
+        Text(boundary),
+        Text(name),
+        Int(after.unwrap_or(-1)),
+        Int(i64::from(limit)),
+    ];
     let entries = c.fetch_all(SELECT_HISTORY, &args, history_entry).await?;
-    if entries.is_empty() {
+    if entries.is_empty() && after.is_none() {
         return Err(StoreError::NotFound);
     }
     Ok(entries)

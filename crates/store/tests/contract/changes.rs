@@ -103,9 +103,82 @@ pub async fn history_is_pruned_oldest_first_in_batches(db: TestDb) {
         }
     }
     assert_eq!(calls, [4, 4, 2, 0]);
-    let history = store.policy_history("b", "p").await.unwrap();
+    let history = store.policy_history("b", "p", None, 1000).await.unwrap();
     assert_eq!(history.len(), 1, "the newest entry stays");
     assert_eq!(history[0].after_json.as_deref(), Some(r#"{"v":99}"#));
     let changes = store.list_changes("b").await.unwrap();
     assert_eq!(changes.len(), 1);
+}
+
+fn exception(name: &str, spec: &str) -> palisade_store::ExceptionWrite {
+    palisade_store::ExceptionWrite {
+        boundary: "b".into(),
+        name: name.into(),
+        policy: "p".into(),
+        spec_json: spec.into(),
+        expires_at: "2099-01-31T00:00:00.000Z".into(),
+        approve: true,
+        if_match: None,
+        max_per_boundary: 100,
+    }
+}
+
+/// SPEC 7 v3.2: an exception's history is pruned like a policy's, and however old, the newest
+/// entry of each policy and each exception stays (a live object's history never answers
+/// `NotFound`); a history is read a page at a time.
+pub async fn history_keeps_each_newest_entry_and_reads_pages(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    for version in 0..3 {
+        let spec = format!(r#"{{"v":{version}}}"#);
+        for name in ["p", "q"] {
+            store
+                .put_policy(policy_write("b", name, &spec), "a")
+                .await
+                .unwrap();
+        }
+        for name in ["x", "y"] {
+            store
+                .put_exception(exception(name, &spec), "a")
+                .await
+                .unwrap();
+        }
+    }
+    // Pages: two entries, then the one after the last of them.
+    let first = store.policy_history("b", "p", None, 2).await.unwrap();
+    assert_eq!(first.len(), 2);
+    let rest = store
+        .policy_history("b", "p", Some(first[1].seq), 2)
+        .await
+        .unwrap();
+    let bodies: Vec<Option<&str>> = rest.iter().map(|e| e.after_json.as_deref()).collect();
+    assert_eq!(bodies, [Some(r#"{"v":2}"#)]);
+    let none = store
+        .policy_history("b", "p", Some(rest[0].seq), 2)
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "past the last page: an empty page");
+    let first = store.exception_history("b", "x", None, 1).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let rest = store
+        .exception_history("b", "x", Some(first[0].seq), 10)
+        .await
+        .unwrap();
+    assert_eq!(rest.len(), 2);
+
+    // Everything is older than the cutoff: all but the newest entry of each goes.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let cutoff = palisade_store::now();
+    while store.prune_history(&cutoff, 3).await.unwrap() > 0 {}
+    for name in ["p", "q"] {
+        let history = store.policy_history("b", name, None, 100).await.unwrap();
+        let bodies: Vec<Option<&str>> = history.iter().map(|e| e.after_json.as_deref()).collect();
+        assert_eq!(bodies, [Some(r#"{"v":2}"#)], "policy {name}");
+    }
+    for name in ["x", "y"] {
+        let history = store.exception_history("b", name, None, 100).await.unwrap();
+        let bodies: Vec<Option<&str>> = history.iter().map(|e| e.after_json.as_deref()).collect();
+        assert_eq!(bodies, [Some(r#"{"v":2}"#)], "exception {name}");
+    }
+    assert!(store.list_changes("b").await.unwrap().is_empty());
 }

@@ -126,7 +126,7 @@ pub async fn exceptions(db: TestDb) {
         Err(StoreError::NotFound)
     ));
     let actions: Vec<(String, String)> = store
-        .exception_history("b", "legacy")
+        .exception_history("b", "legacy", None, 1000)
         .await
         .unwrap()
         .into_iter()
@@ -140,7 +140,14 @@ pub async fn exceptions(db: TestDb) {
             ("dev".to_owned(), "put".to_owned()),
         ]
     );
-    assert_eq!(store.exception_history("b", "two").await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .exception_history("b", "two", None, 1000)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
     assert!(matches!(
         store.list_exceptions("nope").await,
         Err(StoreError::NotFound)
@@ -158,7 +165,14 @@ pub async fn exceptions(db: TestDb) {
         .await
         .unwrap();
     store.delete_boundary("b").await.unwrap();
-    assert_eq!(store.exception_history("b", "left").await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .exception_history("b", "left", None, 1000)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 /// What the reconciler records of a cluster's exceptions is replaced whole per cluster, with

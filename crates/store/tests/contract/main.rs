@@ -33,7 +33,10 @@ use palisade_testkit::postgres::test_database_url;
 
 use backends::{reconnects_to_existing_data, reports_its_backend};
 use boundaries::{boundaries, deleting_a_boundary_takes_its_attachments_and_tokens};
-use changes::{changes_share_one_sequence, history_is_pruned_oldest_first_in_batches};
+use changes::{
+    changes_share_one_sequence, history_is_pruned_oldest_first_in_batches,
+    history_keeps_each_newest_entry_and_reads_pages,
+};
 use clusters::{
     audit_reports, cluster_layout, clusters_and_attachments, namespaces, policy_statuses,
 };
@@ -135,6 +138,7 @@ contract!(
     placed_workloads_and_statuses,
     changes_share_one_sequence,
     history_is_pruned_oldest_first_in_batches,
+    history_keeps_each_newest_entry_and_reads_pages,
     tokens,
     bootstrap_admin_token,
     bootstrap_admin_token_concurrently,

@@ -70,7 +70,7 @@ pub async fn policies(db: TestDb) {
             .await,
     );
 
-    let history = store.policy_history("b", "p").await.unwrap();
+    let history = store.policy_history("b", "p", None, 1000).await.unwrap();
     let summary: Vec<(&str, Option<&str>, Option<&str>)> = history
         .iter()
         .map(|h| {
@@ -97,12 +97,12 @@ pub async fn policies(db: TestDb) {
     assert_not_found(store.get_policy("b", "p").await);
     assert_not_found(store.delete_policy("b", "p", None, "dave").await);
     assert_not_found(store.delete_policy("nope", "p", None, "dave").await);
-    let history = store.policy_history("b", "p").await.unwrap();
+    let history = store.policy_history("b", "p", None, 1000).await.unwrap();
     assert_eq!(history.len(), 4);
     assert_eq!(history[3].actor, "dave");
     assert_eq!(history[3].before_json.as_deref(), Some(spec2));
     assert_eq!(history[3].after_json, None);
-    assert_not_found(store.policy_history("b", "never").await);
+    assert_not_found(store.policy_history("b", "never", None, 1000).await);
 
     let changes = store.list_changes("b").await.unwrap();
     assert_eq!(
@@ -143,7 +143,14 @@ pub async fn policy_if_match(db: TestDb) {
             .await,
     );
     assert_eq!(store.get_policy("b", "p").await.unwrap(), p1);
-    assert_eq!(store.policy_history("b", "p").await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .policy_history("b", "p", None, 1000)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     // Quoted, weak and bare forms of the etag all match.
     let quoted = format!("\"{}\"", p1.etag);
@@ -207,9 +214,16 @@ pub async fn apply_policies_is_all_or_nothing(db: TestDb) {
     assert!(store.list_policies("b2").await.unwrap().is_empty());
     assert_eq!(store.list_changes("b1").await.unwrap(), changes_before);
     assert!(store.list_changes("b2").await.unwrap().is_empty());
-    assert_not_found(store.policy_history("b1", "new").await);
-    assert_not_found(store.policy_history("b2", "other").await);
-    assert_eq!(store.policy_history("b1", "keep").await.unwrap().len(), 1);
+    assert_not_found(store.policy_history("b1", "new", None, 1000).await);
+    assert_not_found(store.policy_history("b2", "other", None, 1000).await);
+    assert_eq!(
+        store
+            .policy_history("b1", "keep", None, 1000)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 pub async fn apply_policies_in_order(db: TestDb) {
@@ -254,7 +268,14 @@ pub async fn apply_policies_in_order(db: TestDb) {
         r#"{"v":3}"#
     );
     assert_eq!(store.get_policy("b2", "new").await.unwrap(), results[0].0);
-    assert_eq!(store.policy_history("b1", "edit").await.unwrap().len(), 3);
+    assert_eq!(
+        store
+            .policy_history("b1", "edit", None, 1000)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
     assert_eq!(
         kinds(&store.list_changes("b1").await.unwrap()),
         [
