@@ -141,6 +141,7 @@ impl AppError {
             },
             StoreError::Database(e) => AppError::Unavailable(e.to_string()),
             StoreError::Timeout => AppError::Unavailable("the store did not answer in time".into()),
+            StoreError::LeaseLost(reason) => AppError::Unavailable(reason),
             StoreError::Migrate(e) => AppError::Internal(e.to_string()),
             StoreError::UnsupportedUrl(e) => AppError::Internal(e),
             StoreError::Corrupt(what) => AppError::Internal(format!("corrupt row: {what}")),

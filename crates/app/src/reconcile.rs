@@ -12,8 +12,9 @@ use std::collections::BTreeSet;
 use palisade_api_types::view::WorkloadStatus;
 use palisade_policy::{Exception, Name, Policy};
 pub use palisade_store::{
-    now, AuditRecord, BoundaryRecord, ClusterRecord, ExceptionInstall, Lease, NamespaceRecord,
-    PolicyRecord, PolicyStatusRecord, ResourceKey, ResourceRecord, StoreError,
+    now, AuditRecord, BoundaryRecord, ClusterRecord, ExceptionInstall, Fence, Lease, Lost,
+    NamespaceRecord, PolicyRecord, PolicyStatusRecord, ResourceKey, ResourceRecord, StoreError,
+    LEASE_CONFIRM_INTERVAL, LEASE_LIFETIME, LEASE_QUERY_TIMEOUT,
 };
 
 use crate::App;

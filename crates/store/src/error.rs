@@ -43,6 +43,11 @@ pub enum StoreError {
     /// `stored` is what they count now. Nothing was written.
     #[error("the boundary's uploads count {stored} bytes; this one would pass their limit")]
     UploadQuota { stored: u64 },
+    /// The reconciler's lease could not be confirmed, now or earlier (a lease query failed or
+    /// did not answer in time), or no longer holds the cluster asked about: write nothing
+    /// there. A lease once lost holds nothing more; the replica joins again.
+    #[error("the lease is not confirmed: {0}")]
+    LeaseLost(String),
     /// A resource names an upload that is not stored (deleted meanwhile). Nothing was
     /// written.
     #[error("upload {0} is not stored")]

@@ -36,7 +36,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 pub use error::{DatabaseError, DatabaseErrorKind, MigrationError, Result, StoreError, Veto};
-pub use lease::Lease;
+pub use lease::{Fence, Lease, Lost, LEASE_CONFIRM_INTERVAL, LEASE_LIFETIME, LEASE_QUERY_TIMEOUT};
 pub use ops::uploads::{counted as counted_upload_bytes, LEAST_COUNTED_UPLOAD_BYTES};
 pub use records::{
     AuditRecord, BoundaryRecord, BoundarySnapshot, ChangeRecord, Check, ClusterRecord, Edit,

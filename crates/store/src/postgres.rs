@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use crate::error::{db, migrate};
 use crate::sql::{by, impl_conn, remaining, Arg::Text, Conn, DbResult};
 use crate::sql_store::{SqlBackend, SqlStore};
-use crate::{DatabaseError, Lease, Result};
+use crate::{DatabaseError, Lease, Result, StoreError};
 
 impl_conn!(
     PgConnection,
@@ -131,16 +131,42 @@ impl SqlBackend for PostgresBackend {
             .as_ref()
             .clone()
             .application_name(&application_name(replica));
-        let mut connection = PgConnection::connect_with(&options).await.map_err(db)?;
-        // The member's key as `Lease::members` reads it back: the name as the server keeps it.
-        let (joined, me): (bool, String) = sqlx::query_as(
-            "SELECT pg_try_advisory_lock_shared(hashtextextended($1, 0)), \
-                    current_setting('application_name') || '#' || pg_backend_pid()::text",
-        )
-        .bind(crate::lease::installation_key(installation))
-        .fetch_one(&mut connection)
-        .await
-        .map_err(db)?;
+        let key = crate::lease::installation_key(installation);
+        let join = async {
+            let mut connection = PgConnection::connect_with(&options).await?;
+            // The lease's lifetime (`lease::LEASE_LIFETIME`): the server ends this session once
+            // it has been idle that long, and with it every lock it holds. PostgreSQL 14 and
+            // later.
+            let lifetime = format!("{}ms", crate::lease::LEASE_LIFETIME.as_millis());
+            let limited: Option<String> = sqlx::query_scalar(
+                "SELECT set_config('idle_session_timeout', $1, false) \
+                 WHERE current_setting('server_version_num')::int >= 140000",
+            )
+            .bind(lifetime)
+            .fetch_optional(&mut connection)
+            .await?;
+            if limited.is_none() {
+                tracing::warn!(
+                    "PostgreSQL before 14: a lease's session is not ended when it goes idle, so a \
+                     replica cut off from the database keeps its clusters until the server's TCP \
+                     keepalive gives up on it"
+                );
+            }
+            // The member's key as `Lease::members` reads it back: the name as the server keeps
+            // it.
+            let (joined, me): (bool, String) = sqlx::query_as(
+                "SELECT pg_try_advisory_lock_shared(hashtextextended($1, 0)), \
+                        current_setting('application_name') || '#' || pg_backend_pid()::text",
+            )
+            .bind(key)
+            .fetch_one(&mut connection)
+            .await?;
+            Ok::<_, sqlx::Error>((joined, me, connection))
+        };
+        let (joined, me, connection) = tokio::time::timeout(crate::lease::JOIN_TIMEOUT, join)
+            .await
+            .map_err(|_| StoreError::Timeout)?
+            .map_err(db)?;
         Ok(joined.then(|| Lease::on(installation, me, connection)))
     }
 

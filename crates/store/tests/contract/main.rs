@@ -16,6 +16,7 @@ mod boundaries;
 mod changes;
 mod clusters;
 mod exceptions;
+mod fencing;
 mod guarded_writes;
 mod policies;
 mod reconciler;
@@ -44,6 +45,7 @@ use exceptions::{
     exception_installs, exceptions, exceptions_change_the_policies_version,
     the_snapshot_is_every_boundary_s_own_lists,
 };
+use fencing::a_fence_holds_while_its_cluster_is_held;
 use guarded_writes::{
     a_deadline_passed_before_the_commit_writes_nothing, concurrent_creates_of_one_name_conflict,
     concurrent_edits_of_one_resource_lose_nothing, guarded_creates_race_policy_changes,
@@ -151,6 +153,7 @@ contract!(
     audit_reports,
     changes_wake_subscribers,
     one_holder_per_cluster,
+    a_fence_holds_while_its_cluster_is_held,
     a_deadline_passed_before_the_commit_writes_nothing,
     concurrent_edits_of_one_resource_lose_nothing,
     concurrent_creates_of_one_name_conflict,
