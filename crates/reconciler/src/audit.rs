@@ -4,6 +4,10 @@
 //! [`crate::Settings::audit_interval`]; one listing of the boundary serves all its policies.
 //! Results go to the store (the API's `.../report` and the portal) and, where the cluster
 //! serves `openreports.io/v1alpha1`, into one `Report` per namespace and policy.
+//!
+//! An audit writes (its results, the cluster's reports) only while this replica holds the
+//! cluster's lease: it confirms the lease before each write, and its read of the cluster ends
+//! as soon as the lease is known lost (SPEC 4.3 v3.2).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -15,6 +19,7 @@ use palisade_app::App;
 use palisade_policy::scan::{Findings, Scan};
 use palisade_policy::{Name, Policy};
 
+use crate::controller::Fence;
 use crate::reports::{render_report, NamespaceAudit};
 use crate::ClusterClient;
 
@@ -28,6 +33,8 @@ pub(crate) struct AuditJob {
     pub policies: Vec<(String, Policy)>,
     /// The boundary's exceptions in force in the cluster: what they let past is `skip`.
     pub exceptions: Vec<palisade_policy::Exception>,
+    /// The cluster's lease, confirmed before each write.
+    pub fence: Fence,
 }
 
 #[derive(Debug)]
@@ -91,6 +98,14 @@ impl Audits {
         }
     }
 
+    /// Forgets the audits of `cluster` (given up): one that runs writes nothing more, and a
+    /// replica that takes the cluster again audits it at its first pass.
+    pub(crate) fn forget(&self, cluster: &str) {
+        if let Ok(mut marks) = self.marks.lock() {
+            marks.retain(|(c, _), _| c != cluster);
+        }
+    }
+
     /// Records the end of an audit (a failed one is due again at the next pass); answers the
     /// job queued behind it, now running.
     fn finish(&self, cluster: &str, boundary: &str, succeeded: bool) -> Option<AuditJob> {
@@ -139,6 +154,10 @@ pub(crate) async fn run(
 /// the results, then writes the cluster's reports when it serves them. A boundary without
 /// policies in the cluster is not read: its results and reports are removed.
 async fn run_one(app: &App, installation: &str, job: AuditJob, timeout: Duration) -> bool {
+    // The cluster is another replica's now (or cannot be told): no audit of this one.
+    if job.fence.confirm("an audit").await.is_err() {
+        return false;
+    }
     if job.policies.is_empty() {
         let mut succeeded = true;
         if let Err(error) = app
@@ -164,12 +183,15 @@ async fn run_one(app: &App, installation: &str, job: AuditJob, timeout: Duration
             scan.observe(object);
         }
     };
-    let read = tokio::time::timeout(
+    let read = job.fence.while_held(tokio::time::timeout(
         timeout,
         job.client
             .scan_boundary(&job.boundary, PAGE_SIZE, &mut visit),
-    )
-    .await;
+    ));
+    let Some(read) = read.await else {
+        tracing::info!(cluster = %job.cluster, boundary = %job.boundary, "audit abandoned: the cluster's lease was lost");
+        return false;
+    };
     let (namespaces, outcome) = match read {
         Ok(Ok(scanned)) => (scanned.namespaces, Ok(scan.finish())),
         Ok(Err(error)) => (Vec::new(), Err(error.to_string())),
@@ -204,6 +226,9 @@ async fn run_one(app: &App, installation: &str, job: AuditJob, timeout: Duration
         })
         .collect();
     let mut succeeded = outcome.is_ok();
+    if job.fence.confirm("an audit's results").await.is_err() {
+        return false;
+    }
     if let Err(error) = app
         .record_audit_reports(&job.cluster, job.boundary.as_str(), records)
         .await
@@ -212,6 +237,9 @@ async fn run_one(app: &App, installation: &str, job: AuditJob, timeout: Duration
         succeeded = false;
     }
     if let Ok(all) = &outcome {
+        if job.fence.confirm("an audit's reports").await.is_err() {
+            return false;
+        }
         if let Err(error) = write_reports(&job, installation, &namespaces, all, seconds).await {
             tracing::warn!(cluster = %job.cluster, boundary = %job.boundary, %error, "audit reports not written");
             succeeded = false;
@@ -232,6 +260,7 @@ async fn write_reports(
     if !job.client.serves_reports().await? {
         return Ok(());
     }
+
     let mut reports = Vec::new();
     for ((_, policy), found) in job.policies.iter().zip(all) {
         for namespace in namespaces {

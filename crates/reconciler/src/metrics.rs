@@ -35,7 +35,8 @@ pub const CLUSTERS_HELD: &str = "palisade_reconcile_clusters_held";
 /// Gauge: how many replicas reconcile the installation's clusters, as this one last saw.
 pub const FLEET_MEMBERS: &str = "palisade_reconcile_fleet_members";
 /// Counter `{change}`: clusters this replica took (`taken`) or gave up (`released`) as
-/// replicas joined or left.
+/// replicas joined or left, or stopped writing to because it could not confirm their lease
+/// (`lost`: the lease's database connection failed or stalled).
 pub const HANDOVERS: &str = "palisade_reconcile_cluster_handovers_total";
 /// Exceptions that have ended but are still installed in a cluster palisade could not update.
 pub const EXCEPTIONS_ENDED_INSTALLED: &str = "palisade_exceptions_ended_still_installed";
@@ -109,7 +110,7 @@ pub fn describe() {
     );
     ::metrics::describe_counter!(
         HANDOVERS,
-        "Clusters this replica took or gave up as replicas joined or left"
+        "Clusters this replica took or gave up as replicas joined or left, or lost (lease not confirmed)"
     );
 }
 
@@ -123,6 +124,17 @@ pub(crate) fn handover(taken: bool, clusters: usize) {
         let change = if taken { "taken" } else { "released" };
         ::metrics::counter!(HANDOVERS, "change" => change).increment(clusters as u64);
     }
+}
+
+/// Clusters whose lease this replica could not confirm, and so stopped writing to.
+pub(crate) fn handover_lost(clusters: usize) {
+    if clusters > 0 {
+        ::metrics::counter!(HANDOVERS, "change" => "lost").increment(clusters as u64);
+    }
+}
+
+pub(crate) fn fleet_held(held: usize) {
+    ::metrics::gauge!(CLUSTERS_HELD).set(held as f64);
 }
 
 pub(crate) fn pass(cluster: &str, outcome: Outcome, took: Duration) {

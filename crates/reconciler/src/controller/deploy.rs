@@ -101,13 +101,15 @@ impl Controller {
     }
 
     /// The boundary's audit in the cluster when it is due (no other runs until it ends; a
-    /// change seen meanwhile is queued behind it).
+    /// change seen meanwhile is queued behind it). It writes only while `fence` confirms the
+    /// cluster's lease.
     pub(super) fn audit_due(
         &self,
         client: &ClusterClient,
         cluster: &str,
         cluster_name: &Name,
         boundary: &BoundaryState,
+        fence: &Fence,
     ) -> Option<AuditJob> {
         let policies: Vec<(String, Policy)> = wanted(boundary, cluster_name)
             .filter_map(|(record, decoded)| {
@@ -134,6 +136,7 @@ impl Controller {
             boundary: boundary.name.clone(),
             policies,
             exceptions,
+            fence: fence.clone(),
         };
         self.audits
             .offer(job, fingerprint, self.settings.audit_interval)

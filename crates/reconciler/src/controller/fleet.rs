@@ -1,15 +1,16 @@
 //! The clusters shared out among the replicas on one PostgreSQL database (SQLite: one
-//! replica, every cluster): which ones this replica takes and gives up, and what it forgets
-//! of a cluster it gives up.
+//! replica, every cluster): which ones this replica takes and gives up, what it forgets of a
+//! cluster it gives up, and the clusters whose lease it can no longer confirm (`fence`).
 
 use super::*;
 
 impl Controller {
     /// Takes the clusters the placement gives this replica and gives up the others, after
     /// `clusters` (the installation's clusters; `None`: those of the latest pass). Returns
-    /// whether the set this replica holds changed; an error when the other replicas could not
-    /// be read (the lease's connection may be gone: the caller checks it). Called between passes only, so a cluster
-    /// is given up with no pass of this replica writing to it.
+    /// whether the set this replica holds changed. An error when the other replicas or a lock
+    /// could not be read: the lease is lost then (see `palisade_store::Lease`), no cluster is
+    /// held any more, and the caller gives the lease up. Called between passes only, so a
+    /// cluster is given up with no pass of this replica writing to it.
     pub(super) async fn rebalance(
         &self,
         lease: &Lease,
@@ -23,31 +24,27 @@ impl Controller {
             (None, Ok(known)) => known.clone(),
             (_, Err(_)) => return Ok(false),
         };
+        let before = lease.held_clusters();
         let members = lease.members().await.inspect_err(|error| {
             tracing::warn!(%error, "reconciler: cannot read the other replicas");
         })?;
         let owners = crate::placement::assign(&members, &known);
         let mine = |cluster: &str| owners.get(cluster).is_some_and(|o| *o == lease.me());
-        let before = lease.held_clusters();
         let mut released = 0;
         for cluster in before.iter().filter(|c| !mine(c)) {
             self.forget(cluster);
-            match lease.release(cluster).await {
-                Ok(()) => released += 1,
-                Err(error) => {
-                    tracing::warn!(%cluster, %error, "reconciler: cannot give a cluster up")
-                }
-            }
+            lease.release(cluster).await.inspect_err(|error| {
+                tracing::warn!(%cluster, %error, "reconciler: cannot give a cluster up");
+            })?;
+            released += 1;
         }
         let mut taken = 0;
         for cluster in owners.keys().filter(|c| mine(c) && !lease.holds(c)) {
-            match lease.try_hold(cluster).await {
-                Ok(true) => taken += 1,
-                // Its previous holder gives it up after its pass: taken at a later look.
-                Ok(false) => {}
-                Err(error) => {
-                    tracing::warn!(%cluster, %error, "reconciler: cannot take a cluster")
-                }
+            // `false`: its previous holder gives it up after its pass; taken at a later look.
+            if lease.try_hold(cluster).await.inspect_err(|error| {
+                tracing::warn!(%cluster, %error, "reconciler: cannot take a cluster");
+            })? {
+                taken += 1;
             }
         }
         let after = lease.held_clusters();
@@ -68,10 +65,67 @@ impl Controller {
         Ok(after != before)
     }
 
+    /// The lease of `cluster` was found not held (or not confirmed) by one of its writers: it
+    /// is given up on this side already; logged, counted, and forgotten. When the whole lease
+    /// is lost, the loop does this for every cluster once it gives the lease up.
+    pub(super) fn fenced(&self, lease: Option<&Lease>, cluster: &str) {
+        let Some(lease) = lease else {
+            return;
+        };
+        if lease.lost().is_none() {
+            tracing::warn!(cluster, replica = %lease.me(), "reconciler: the cluster's lease is not held any more; no more writes there");
+            metrics::handover_lost(1);
+        }
+        self.forget(cluster);
+    }
+
+    /// Confirms every cluster held (the heartbeat that keeps the lease's session alive, every
+    /// `LEASE_CONFIRM_INTERVAL`); those found not held are dropped. An error: the lease is lost.
+    pub(super) async fn confirm_leases(&self, lease: &Lease) -> Result<(), StoreError> {
+        let gone = lease.confirm_held().await?;
+        for cluster in &gone {
+            tracing::warn!(%cluster, replica = %lease.me(), "reconciler: the cluster's lease is not held any more; no more writes there");
+            self.forget(cluster);
+        }
+        metrics::handover_lost(gone.len());
+        if !gone.is_empty() {
+            metrics::fleet_held(lease.held_clusters().len());
+        }
+        Ok(())
+    }
+
+    /// Confirms the leases every `LEASE_CONFIRM_INTERVAL` of `tick`; resolves only when the
+    /// lease is lost, with why.
+    pub(super) async fn keep_confirming(
+        &self,
+        lease: &Lease,
+        tick: &mut tokio::time::Interval,
+    ) -> StoreError {
+        loop {
+            tick.tick().await;
+            if let Err(error) = self.confirm_leases(lease).await {
+                return error;
+            }
+        }
+    }
+
+    /// The lease is lost: every cluster it held is logged, counted and forgotten.
+    pub(super) fn lost_lease(&self, lease: &Lease) {
+        let Some(lost) = lease.lost() else {
+            return;
+        };
+        for cluster in &lost.clusters {
+            tracing::warn!(%cluster, replica = %lease.me(), reason = %lost.reason, "reconciler: the cluster's lease is not confirmed; no more writes there");
+            self.forget(cluster);
+        }
+        metrics::handover_lost(lost.clusters.len());
+    }
+
     /// Drops what this replica knows of `cluster` (given up, or the lease lost): its watches,
-    /// its open drifts, the timings of its policies, its layout's history. A replica that
-    /// takes it later starts as at a first pass.
+    /// its open drifts, the timings of its policies, its layout's history, its audits. A
+    /// replica that takes it later starts as at a first pass.
     pub(super) fn forget(&self, cluster: &str) {
+        self.audits.forget(cluster);
         if let Ok(mut watches) = self.watches.lock() {
             watches.remove(cluster);
         }
@@ -103,8 +157,10 @@ impl Controller {
 
     /// Forgets every cluster this replica held (the lease is going).
     pub(super) fn forget_all(&self, lease: &Lease) {
-        for cluster in lease.held_clusters() {
-            self.forget(&cluster);
+        let known = self.known.lock().map(|k| k.clone()).unwrap_or_default();
+        let lost = lease.lost().map(|l| l.clusters).unwrap_or_default();
+        for cluster in lease.held_clusters().iter().chain(&known).chain(&lost) {
+            self.forget(cluster);
         }
         if let Ok(mut watches) = self.watches.lock() {
             watches.clear();

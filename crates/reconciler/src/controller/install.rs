@@ -36,11 +36,13 @@ pub(super) struct Install<'a> {
 }
 
 impl Controller {
-    /// Reconciles one cluster.
+    /// Reconciles one cluster. Each phase that writes to it confirms the cluster's lease first
+    /// (`fence`); the part ends with [`ControllerError::Fenced`] at the first that fails.
     pub(super) async fn reconcile_cluster(
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
+        fence: &Fence,
     ) -> Result<ClusterPass, ControllerError> {
         let mut unconfirmed = 0;
         let mut connection = self.connect(cluster).await?;
@@ -103,6 +105,9 @@ impl Controller {
         let choice = self.choose_layout(cluster, probe.minor, &attached, &cluster_name);
         let client = connection.client.clone().with_layout(choice.layout);
         let identity = self.identity(&cluster.name, &mut connection).await?;
+        fence
+            .confirm("the boundary-label guard and the layout's shared objects")
+            .await?;
         client
             .install_boundary_label_guard(&self.installation, &identity)
             .await
@@ -121,6 +126,7 @@ impl Controller {
             .await
             .map_err(ControllerError::Shared)?;
 
+        fence.confirm("label repairs").await?;
         self.restore_labels(&client, &cluster.name, &attached)
             .await?;
 
@@ -135,6 +141,7 @@ impl Controller {
         // One read of what is installed before writing (the layouts present) and one after
         // (what is stale), for every boundary of the cluster at once.
         let before = client.installed(&self.installation, None).await?;
+        fence.confirm("the policies").await?;
         // Every boundary's objects are written first, then each is confirmed: the API server
         // judges with what was written from its next policy reload (once a second), so a pass
         // that changes many boundaries waits for one reload, not one per boundary.
@@ -291,6 +298,7 @@ impl Controller {
             collections.push((boundary, keep, kept, statuses));
         }
         let after = client.installed(&self.installation, None).await?;
+        fence.confirm("the removals").await?;
         for (boundary, keep, kept, statuses) in collections {
             let removed = client
                 .collect(
@@ -308,7 +316,7 @@ impl Controller {
             metrics::removed(&cluster.name, removed.len());
             self.write_statuses(&cluster.name, boundary, statuses)
                 .await?;
-            audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary));
+            audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary, fence));
         }
         self.close_drifts(&cluster.name, &written, &confirmed_now)
             .await;
@@ -330,10 +338,24 @@ impl Controller {
             .await;
         // A failure here (e.g. a role without the workloads' verbs) is the cluster's error,
         // not the policies': they are installed and confirmed above.
-        let workloads = self
-            .deploy_workloads(&connection, &cluster.name, &attached)
+        let workloads = fence
+            .write(
+                "the workloads",
+                self.deploy_workloads(&connection, &cluster.name, &attached),
+            )
             .await;
+        if let Err(ControllerError::Fenced(error)) = workloads {
+            return Err(ControllerError::Fenced(error));
+        }
         // Boundaries detached from this cluster, or deleted: their objects go.
+        if after
+            .boundaries()
+            .difference(&attached_names)
+            .next()
+            .is_some()
+        {
+            fence.confirm("the removal of detached boundaries").await?;
+        }
         for stale in after.boundaries().difference(&attached_names) {
             let Ok(boundary) = Name::parse(stale) else {
                 continue;

@@ -1,6 +1,7 @@
 //! The loop: the lease, passes on changes, resyncs and backoff, and shutdown.
 
 use super::*;
+use palisade_app::reconcile::LEASE_CONFIRM_INTERVAL;
 
 /// How often an unreachable cluster's API server is asked whether it answers again.
 const ANSWER_POLL: Duration = Duration::from_secs(1);
@@ -66,6 +67,7 @@ impl Controller {
             metrics::active(true);
             let end = self.lead(&lease, &mut changes, shutdown.as_mut()).await;
             metrics::active(false);
+            self.lost_lease(&lease);
             // Only the holder of a cluster writes its workloads' statuses.
             self.forget_all(&lease);
             drop(lease);
@@ -81,7 +83,10 @@ impl Controller {
         }
     }
 
-    /// Passes while `lease` holds, until `shutdown` completes or the change feed ends.
+    /// Passes while `lease` holds, until `shutdown` completes or the change feed ends. The
+    /// lease is confirmed every `LEASE_CONFIRM_INTERVAL`, during passes too: once it cannot
+    /// be, the pass in progress is dropped (its cluster tasks aborted, so nothing more is
+    /// written) and the lead ends.
     pub(super) async fn lead(
         self: &Arc<Self>,
         lease: &Lease,
@@ -92,6 +97,8 @@ impl Controller {
         let mut drifts = self.drift_queue.lock().await;
         let mut fleet_check = tokio::time::interval(self.settings.fleet_check);
         fleet_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut confirm = tokio::time::interval(LEASE_CONFIRM_INTERVAL);
+        confirm.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // After a pass that left policies unconfirmed, and nothing else to do: the clusters
         // to look at again (the others need no pass until something happens).
         let mut only: Option<BTreeSet<String>> = None;
@@ -102,10 +109,17 @@ impl Controller {
             let report = tokio::select! {
                 report = &mut pass => report,
                 () = &mut shutdown => {
-                    self.finish_on_shutdown(pass).await;
+                    self.finish_on_shutdown(lease, &mut confirm, pass).await;
                     return LeadEnd::Shutdown;
                 }
+                // Dropping the pass aborts its cluster tasks: not one more write.
+                _ = self.keep_confirming(lease, &mut confirm) => return LeadEnd::LostLease,
             };
+            // The fleet or the lease could not be read at the pass's start: nothing was
+            // written, and nothing held is confirmed.
+            if lease.lost().is_some() {
+                return LeadEnd::LostLease;
+            }
             let wait = if !report.incomplete() {
                 backoff = None;
                 if report.unconfirmed > 0 {
@@ -160,10 +174,15 @@ impl Controller {
                                 break;
                             }
                             Ok(false) => {}
-                            // Another replica may take the clusters once this one's lease
-                            // connection is gone: no more writes to them.
-                            Err(_) if !lease.held().await => return LeadEnd::LostLease,
-                            Err(_) => {}
+                            // The fleet or a lock could not be read: the lease is lost, and
+                            // another replica may take the clusters once the server ends its
+                            // session. No more writes to them.
+                            Err(_) => return LeadEnd::LostLease,
+                        }
+                    }
+                    _ = confirm.tick() => {
+                        if self.confirm_leases(lease).await.is_err() {
+                            return LeadEnd::LostLease;
                         }
                     }
                     () = self.answering_again(&report.failed) => {
@@ -183,20 +202,23 @@ impl Controller {
                 }
             }
             only = recheck.filter(|clusters| !clusters.is_empty());
-            let held = tokio::select! {
+            let confirmed = tokio::select! {
                 () = &mut shutdown => return LeadEnd::Shutdown,
-                held = lease.held() => held,
+                confirmed = self.confirm_leases(lease) => confirmed,
             };
-            if !held {
+            if confirmed.is_err() {
                 return LeadEnd::LostLease;
             }
         }
     }
 
-    /// Lets a pass that shutdown interrupted finish for at most `shutdown_grace`; past it, the
-    /// pass is dropped, which aborts its cluster tasks.
+    /// Lets a pass that shutdown interrupted finish for at most `shutdown_grace`, while the
+    /// lease is confirmed; past it, or once the lease is lost, the pass is dropped, which
+    /// aborts its cluster tasks.
     pub(super) async fn finish_on_shutdown(
         &self,
+        lease: &Lease,
+        confirm: &mut tokio::time::Interval,
         pass: Pin<&mut impl Future<Output = PassReport>>,
     ) {
         let grace = self.settings.shutdown_grace;
@@ -204,7 +226,21 @@ impl Controller {
             ?grace,
             "reconciler: stopping; the pass in progress may finish"
         );
-        match tokio::time::timeout(grace, pass).await {
+        let finished = async {
+            tokio::select! {
+                report = pass => Some(report),
+                _ = self.keep_confirming(lease, confirm) => None,
+            }
+        };
+        let finished = match tokio::time::timeout(grace, finished).await {
+            Ok(None) => {
+                tracing::warn!("reconciler: the lease was lost; the rest of the pass is abandoned");
+                return;
+            }
+            Ok(Some(report)) => Ok(report),
+            Err(elapsed) => Err(elapsed),
+        };
+        match finished {
             Ok(report) if report.incomplete() => tracing::warn!(
                 failed = ?report.failed,
                 unrecorded = ?report.unrecorded,

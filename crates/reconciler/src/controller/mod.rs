@@ -22,6 +22,7 @@
 mod confirm;
 mod deploy;
 mod drift;
+mod fence;
 mod fleet;
 mod install;
 mod labels;
@@ -29,6 +30,7 @@ mod layout;
 mod lead;
 mod pass;
 
+pub(crate) use fence::Fence;
 use layout::LayoutState;
 
 use palisade_api_types::view::{InstallStatus, WorkloadStatus};
@@ -179,6 +181,10 @@ pub enum ControllerError {
     /// A cluster's task ended without an answer (it panicked).
     #[error("{0}")]
     Task(tokio::task::JoinError),
+    /// This replica no longer holds the cluster's lease, or cannot confirm it (SPEC 4.3
+    /// v3.2): nothing more is written there, and nothing is recorded of the cluster.
+    #[error("this replica no longer holds the cluster's lease: {0}")]
+    Fenced(StoreError),
 }
 
 impl From<ReconcileError> for ControllerError {

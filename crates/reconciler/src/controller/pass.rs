@@ -38,9 +38,14 @@ impl Controller {
             .min();
         if let Some(lease) = lease {
             let all = clusters.iter().map(|c| c.name.clone()).collect();
-            // On an error the clusters held stay held; the loop checks the lease after the
-            // pass.
-            let _ = self.rebalance(lease, Some(all)).await;
+            if let Err(error) = self.rebalance(lease, Some(all)).await {
+                // The fleet or the lease cannot be read: no lease is confirmed, and nothing
+                // is written (the loop gives the lease up).
+                report
+                    .failed
+                    .insert("*".to_owned(), ControllerError::Fenced(error).to_string());
+                return report;
+            }
             clusters.retain(|c| lease.holds(&c.name));
         }
         self.stop_drift_watches(Some(&clusters.iter().map(|c| c.name.clone()).collect()));
@@ -52,7 +57,18 @@ impl Controller {
         for cluster in clusters {
             let this = Arc::clone(self);
             let boundaries = Arc::clone(&boundaries);
-            tasks.spawn(async move { this.cluster_pass(&cluster, &boundaries).await });
+            let fence = Fence::of(lease, &cluster.name);
+            tasks.spawn(async move {
+                // The lease lost meanwhile: the cluster's part stops at once.
+                let part = this.cluster_pass(&cluster, &boundaries, &fence);
+                fence.while_held(part).await.unwrap_or_else(|| ClusterDone {
+                    name: cluster.name.clone(),
+                    result: Err(ControllerError::Fenced(StoreError::LeaseLost(
+                        "lost during the cluster's part of the pass".to_owned(),
+                    ))),
+                    recorded: true,
+                })
+            });
         }
         while let Some(joined) = tasks.join_next().await {
             match joined {
@@ -86,6 +102,9 @@ impl Controller {
                             report.reconciled.insert(done.name);
                         }
                         Err(error) => {
+                            if matches!(error, ControllerError::Fenced(_)) {
+                                self.fenced(lease, &done.name);
+                            }
                             report.failed.insert(done.name, error.to_string());
                         }
                     }
@@ -101,22 +120,32 @@ impl Controller {
     }
 
     /// One cluster's part of a pass, under `cluster_timeout`, measured and counted; a failure
-    /// is recorded in the cluster's and its policies' statuses.
+    /// is recorded in the cluster's and its policies' statuses. Every write to the cluster
+    /// waits for `fence` to confirm the cluster's lease; once it does not, the part ends and
+    /// records nothing (the cluster is another replica's now).
     pub(super) async fn cluster_pass(
         &self,
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
+        fence: &Fence,
     ) -> ClusterDone {
         let started = Instant::now();
         let result = match tokio::time::timeout(
             self.settings.cluster_timeout,
-            self.reconcile_cluster(cluster, boundaries),
+            self.reconcile_cluster(cluster, boundaries, fence),
         )
         .await
         {
             Ok(result) => result,
             Err(_) => Err(ControllerError::Timeout(self.settings.cluster_timeout)),
         };
+        if let Err(ControllerError::Fenced(_)) = &result {
+            return ClusterDone {
+                name: cluster.name.clone(),
+                result,
+                recorded: true,
+            };
+        }
         // A cluster deleted while its pass ran: what the pass wrote after the deletion's
         // sweeps (the guard, policies) would stay in a cluster nobody reconciles any more.
         if matches!(
@@ -124,11 +153,15 @@ impl Controller {
             Err(StoreError::NotFound)
         ) {
             if let Ok(connection) = self.connect(cluster).await {
-                if let Err(error) = connection
-                    .client
-                    .remove_installation(&self.installation)
-                    .await
-                {
+                let removed = fence
+                    .write("removing a deleted cluster's objects", async {
+                        Ok(connection
+                            .client
+                            .remove_installation(&self.installation)
+                            .await?)
+                    })
+                    .await;
+                if let Err(error) = removed {
                     tracing::warn!(cluster = %cluster.name, %error, "objects of a cluster deleted during its pass not removed");
                 }
             }

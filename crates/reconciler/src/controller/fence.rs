@@ -1,0 +1,446 @@
+//! Fencing (SPEC 4.3 v3.2): a replica writes into a cluster only while it holds the cluster's
+//! lease. Every writer of a cluster (a pass's phases, workload deploys, label repairs, audit
+//! reports) holds the cluster's [`Fence`] and confirms it right before it writes; a cluster
+//! whose lease is not confirmed gets no write from this replica, and its part of a pass ends
+//! at once when the lease is found lost meanwhile.
+
+use super::*;
+
+/// Whether this replica still holds one cluster's lease, as a writer asks it. Implemented by
+/// the store's lease ([`palisade_app::reconcile::Fence`]) and by the tests' fakes.
+#[async_trait::async_trait]
+pub(crate) trait Holding: Send + Sync + fmt::Debug {
+    /// Asks the lease (the database) whether it still holds the cluster; an error says why
+    /// not, and the lease has given the cluster up on this side.
+    async fn confirm(&self) -> Result<(), StoreError>;
+    /// Resolves once this side knows the lease no longer holds the cluster.
+    async fn lost(&self);
+}
+
+#[async_trait::async_trait]
+impl Holding for palisade_app::reconcile::Fence {
+    async fn confirm(&self) -> Result<(), StoreError> {
+        palisade_app::reconcile::Fence::confirm(self).await
+    }
+
+    async fn lost(&self) {
+        palisade_app::reconcile::Fence::lost(self).await;
+    }
+}
+
+/// One cluster's fence: what its writers confirm before they write. Without a lease (a pass
+/// over every cluster, which only tests run) there is nothing to confirm.
+#[derive(Clone, Debug)]
+pub(crate) struct Fence {
+    cluster: String,
+    holding: Option<Arc<dyn Holding>>,
+}
+
+impl Fence {
+    /// The fence of `cluster` under `lease`, or none without one.
+    pub(crate) fn of(lease: Option<&Lease>, cluster: &str) -> Self {
+        Fence {
+            cluster: cluster.to_owned(),
+            holding: lease.map(|lease| Arc::new(lease.fence(cluster)) as Arc<dyn Holding>),
+        }
+    }
+
+    /// A fence over `holding` (tests).
+    #[cfg(test)]
+    pub(crate) fn over(cluster: &str, holding: Arc<dyn Holding>) -> Self {
+        Fence {
+            cluster: cluster.to_owned(),
+            holding: Some(holding),
+        }
+    }
+
+    /// Confirms the lease right before `what` is written; [`ControllerError::Fenced`] when it
+    /// is not confirmed, and nothing may be written.
+    pub(crate) async fn confirm(&self, what: &'static str) -> Result<(), ControllerError> {
+        let Some(holding) = &self.holding else {
+            return Ok(());
+        };
+        holding.confirm().await.map_err(|error| {
+            tracing::warn!(cluster = %self.cluster, before = what, %error, "reconciler: the cluster's lease is not confirmed; no more writes there");
+            ControllerError::Fenced(error)
+        })
+    }
+
+    /// Writes with `write` only once the lease is confirmed; `write` is not even started
+    /// otherwise.
+    pub(crate) async fn write<T>(
+        &self,
+        what: &'static str,
+        write: impl Future<Output = Result<T, ControllerError>>,
+    ) -> Result<T, ControllerError> {
+        self.confirm(what).await?;
+        write.await
+    }
+
+    /// Resolves once the lease is known to no longer hold the cluster; never without a lease.
+    pub(crate) async fn lost(&self) {
+        match &self.holding {
+            Some(holding) => holding.lost().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Runs `work` until it ends or the cluster's lease is lost, whichever comes first:
+    /// `None` when the lease was lost (and `work`, dropped, writes nothing more).
+    pub(crate) async fn while_held<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            done = work => Some(done),
+            () = self.lost() => None,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A lease that confirms `confirms` times, then no more.
+    #[derive(Debug)]
+    pub(crate) struct Countdown {
+        left: AtomicUsize,
+        lost: tokio::sync::Notify,
+    }
+
+    impl Countdown {
+        pub(crate) fn new(confirms: usize) -> Arc<Self> {
+            Arc::new(Countdown {
+                left: AtomicUsize::new(confirms),
+                lost: tokio::sync::Notify::new(),
+            })
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Holding for Countdown {
+        async fn confirm(&self) -> Result<(), StoreError> {
+            let left = self.left.load(Ordering::SeqCst);
+            if left == 0 {
+                self.lost.notify_waiters();
+                return Err(StoreError::LeaseLost("no answer within 3 s".into()));
+            }
+            self.left.store(left - 1, Ordering::SeqCst);
+            Ok(())
+        }
+
+        async fn lost(&self) {
+            if self.left.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            self.lost.notified().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn nothing_is_written_once_the_lease_is_not_confirmed() {
+        let fence = Fence::over("c1", Countdown::new(1));
+        let writes = AtomicUsize::new(0);
+        let write = || async {
+            writes.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, ControllerError>(())
+        };
+        assert!(fence.write("the policies", write()).await.is_ok());
+        let refused = fence.write("the removals", write()).await;
+        assert!(
+            matches!(
+                refused,
+                Err(ControllerError::Fenced(StoreError::LeaseLost(_)))
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(
+            writes.load(Ordering::SeqCst),
+            1,
+            "the second write never started"
+        );
+        assert_eq!(
+            ControllerError::Fenced(StoreError::LeaseLost("no answer within 3 s".into()))
+                .to_string(),
+            "this replica no longer holds the cluster's lease: the lease is not confirmed: no answer within 3 s"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_lease_every_write_goes_ahead() {
+        let fence = Fence::of(None, "c1");
+        assert!(fence.write("the policies", async { Ok(()) }).await.is_ok());
+        let work = fence.while_held(async { 7 });
+        assert_eq!(work.await, Some(7));
+    }
+
+    #[tokio::test]
+    async fn work_under_way_ends_when_the_lease_is_lost() {
+        let countdown = Countdown::new(1);
+        let fence = Fence::over("c1", countdown.clone());
+        let started = Instant::now();
+        let stopper = fence.clone();
+        let work = fence.while_held(async {
+            // A writer that would go on for a minute.
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        });
+        let lose = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(stopper.confirm("the first").await.is_ok());
+            assert!(stopper.confirm("the second").await.is_err());
+        };
+        let (done, ()) = tokio::join!(work, lose);
+        assert_eq!(done, None);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// What a fake API server was asked, as `METHOD path`.
+    type Asked = Arc<std::sync::Mutex<Vec<String>>>;
+
+    /// A client of a fake API server: it answers the reads a cluster's part and an audit make
+    /// (version, discovery, who palisade is, one boundary namespace `shop-ns` and nothing in
+    /// it) and refuses every write with 500. It records every request but discovery's.
+    fn fake_cluster() -> (ClusterClient, Asked) {
+        let asked: Asked = Arc::default();
+        let seen = asked.clone();
+        let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let seen = seen.clone();
+            async move {
+                let line = format!("{} {}", request.method(), request.uri().path());
+                let body = match line.as_str() {
+                    "GET /version" => Some(serde_json::json!({
+                        "major": "1", "minor": "37", "gitVersion": "v1.37.2",
+                        "gitCommit": "", "gitTreeState": "", "buildDate": "",
+                        "goVersion": "", "compiler": "", "platform": "linux/amd64",
+                    })),
+                    "GET /apis/admissionregistration.k8s.io/v1" => Some(serde_json::json!({
+                        "kind": "APIResourceList", "apiVersion": "v1",
+                        "groupVersion": "admissionregistration.k8s.io/v1",
+                        "resources": [
+                            {"name": "validatingadmissionpolicies", "singularName": "",
+                             "namespaced": false, "kind": "ValidatingAdmissionPolicy",
+                             "verbs": ["get"]},
+                            {"name": "validatingadmissionpolicybindings", "singularName": "",
+                             "namespaced": false, "kind": "ValidatingAdmissionPolicyBinding",
+                             "verbs": ["get"]},
+                        ],
+                    })),
+                    "GET /apis/openreports.io/v1alpha1" => Some(serde_json::json!({
+                        "kind": "APIResourceList", "apiVersion": "v1",
+                        "groupVersion": "openreports.io/v1alpha1",
+                        "resources": [{"name": "reports", "singularName": "",
+                            "namespaced": true, "kind": "Report", "verbs": ["get"]}],
+                    })),
+                    "GET /api/v1/namespaces" => {
+                        if let Ok(mut seen) = seen.lock() {
+                            seen.push(line);
+                        }
+                        Some(serde_json::json!({
+                            "kind": "NamespaceList", "apiVersion": "v1", "metadata": {},
+                            "items": [{"metadata": {"name": "shop-ns"}}],
+                        }))
+                    }
+                    "POST /apis/authentication.k8s.io/v1/selfsubjectreviews" => {
+                        Some(serde_json::json!({
+                            "apiVersion": "authentication.k8s.io/v1",
+                            "kind": "SelfSubjectReview", "metadata": {},
+                            "status": {"userInfo": {"username": "palisade"}},
+                        }))
+                    }
+                    // Not watched for restarts.
+                    "GET /metrics" => None,
+                    _ => {
+                        let read = request.method() == http::Method::GET;
+                        if let Ok(mut seen) = seen.lock() {
+                            seen.push(line);
+                        }
+                        // Any other read: an empty list.
+                        read.then(|| {
+                            serde_json::json!({"kind": "List", "apiVersion": "v1",
+                                "metadata": {}, "items": []})
+                        })
+                    }
+                };
+                let (status, body) = match body {
+                    Some(body) => (200, body),
+                    None => (
+                        500,
+                        serde_json::json!({"kind": "Status", "apiVersion": "v1",
+                            "status": "Failure", "message": "fake", "code": 500}),
+                    ),
+                };
+                let response = http::Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(body.to_string().into_bytes()));
+                response.map_err(|e| std::io::Error::other(e.to_string()))
+            }
+        });
+        let client = ClusterClient::from_client(kube::Client::new(service, "default"));
+        (client, asked)
+    }
+
+    /// A controller on a SQLite store holding cluster `c1` (Kubernetes 1.37.2, enforcing, as
+    /// the fake says), whose connection to it is `client`.
+    async fn controller_with(
+        client: &ClusterClient,
+    ) -> (Arc<Controller>, ClusterRecord, tempfile::TempDir) {
+        use sqlx::Connection;
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join("palisade.db");
+        let url = format!("sqlite://{}", file.display());
+        let store = palisade_store::connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut raw = sqlx::SqliteConnection::connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        sqlx::query(
+            "INSERT INTO clusters (name, kubeconfig_sealed, kubernetes_version, \
+             admission_enforced, created_at, updated_at) \
+             VALUES ('c1', x'00', 'v1.37.2', 1, '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')",
+        )
+        .execute(&mut raw)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        let app = App::new(
+            store,
+            palisade_policy::Catalog::builtin(),
+            palisade_app::SealingKey::random(),
+        );
+        let controller = Controller::new(app, "i1".to_owned(), Settings::default());
+        let state = controller
+            .app
+            .desired_state()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Some(cluster) = state.clusters.into_iter().find(|c| c.name == "c1") else {
+            panic!("the cluster is stored");
+        };
+        if let Ok(mut connections) = controller.connections.lock() {
+            connections.insert(
+                cluster.name.clone(),
+                super::Connection {
+                    sealed: cluster.kubeconfig_sealed.clone(),
+                    client: client.clone(),
+                    identity: None,
+                },
+            );
+        }
+        (controller, cluster, dir)
+    }
+
+    /// A cluster's part of a pass reads the cluster, then confirms the lease before its first
+    /// write: with the lease not confirmed, the API server gets no write at all, and nothing
+    /// about the cluster is recorded (another replica holds it now).
+    #[tokio::test]
+    async fn a_pass_writes_nothing_to_a_cluster_whose_lease_is_not_confirmed() {
+        let (client, asked) = fake_cluster();
+        let (controller, cluster, _dir) = controller_with(&client).await;
+        let fence = Fence::over("c1", Countdown::new(0));
+        let done = controller.cluster_pass(&cluster, &[], &fence).await;
+        assert!(
+            matches!(done.result, Err(ControllerError::Fenced(_))),
+            "{:?}",
+            done.result
+        );
+        assert!(done.recorded);
+        let writes: Vec<String> = asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|line| !line.starts_with("GET "))
+            .cloned()
+            .collect();
+        assert_eq!(writes, Vec::<String>::new());
+        let stored = controller
+            .app
+            .cluster_record("c1")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            stored.last_error, None,
+            "no failure recorded by a non-holder"
+        );
+
+        // The same part with the lease confirmed does write (the guard comes first; the fake
+        // refuses it): the check above is what kept the writes away.
+        let fence = Fence::over("c1", Countdown::new(usize::MAX));
+        let done = controller.cluster_pass(&cluster, &[], &fence).await;
+        assert!(
+            matches!(done.result, Err(ControllerError::Guard(_))),
+            "{:?}",
+            done.result
+        );
+        let asked = asked.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert!(
+            asked.iter().any(|line| line.starts_with("PATCH ")),
+            "{asked:?}"
+        );
+    }
+
+    /// An audit confirms the cluster's lease before it reads and before each write (its
+    /// results, then the cluster's reports): with the lease lost at any of these points, the
+    /// cluster gets no write; with it confirmed throughout, the reports are written.
+    #[tokio::test]
+    async fn an_audit_of_a_cluster_no_longer_held_writes_nothing() {
+        let (client, asked) = fake_cluster();
+        let (controller, _cluster, _dir) = controller_with(&client).await;
+        use palisade_policy::{LabelKey, LabelRequirement, Rule, Scope};
+        let team = LabelKey::parse("team").unwrap_or_else(|e| panic!("{e}"));
+        let policy = Policy::new(
+            Name::parse("labels").unwrap_or_else(|e| panic!("{e}")),
+            Mode::Enforce,
+            Scope::AllClusters,
+            vec![Rule::RequiredLabels(vec![LabelRequirement::new(
+                team, None,
+            )])],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let writes = || -> Vec<String> {
+            asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|line| !line.starts_with("GET "))
+                .cloned()
+                .collect()
+        };
+        for confirms in [0, 1, 2, 3] {
+            let job = AuditJob {
+                cluster: "c1".to_owned(),
+                client: client.clone(),
+                boundary: Name::parse("shop").unwrap_or_else(|e| panic!("{e}")),
+                policies: vec![("etag".to_owned(), policy.clone())],
+                exceptions: Vec::new(),
+                fence: Fence::over("c1", Countdown::new(confirms)),
+            };
+            let Some(job) = controller
+                .audits
+                .offer(job, confirms.to_string(), Duration::ZERO)
+            else {
+                panic!("the audit is due");
+            };
+            audit::run(
+                &controller.audits,
+                &controller.app,
+                "i1",
+                job,
+                Duration::from_secs(5),
+            )
+            .await;
+            if confirms == 0 {
+                let asked = asked.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                assert!(asked.is_empty(), "not even read: {asked:?}");
+            }
+            if confirms < 3 {
+                assert_eq!(writes(), Vec::<String>::new(), "{confirms} confirms");
+            }
+        }
+        // Confirmed before the read, the results and the reports: the report is written.
+        assert!(
+            writes().iter().any(|line| line.contains("/reports")),
+            "{:?}",
+            writes()
+        );
+    }
+}
