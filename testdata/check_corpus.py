@@ -347,9 +347,15 @@ def pod_spec_of(obj):
 
 
 def images_of(pod_spec, kind):
-    """Containers, then init containers, then (a Pod's) ephemeral containers (SPEC 3.2, v3.1)."""
-    lists = ["containers", "initContainers"] + (["ephemeralContainers"] if kind == "Pod" else [])
-    return [c.get("image", "") for field in lists for c in (pod_spec.get(field) or [])]
+    """Containers, then init containers, then image volumes' references (SPEC 3.1, v3.2), then
+    (a Pod's) ephemeral containers (SPEC 3.2, v3.1)."""
+    images = [c.get("image", "") for field in ("containers", "initContainers")
+              for c in (pod_spec.get(field) or [])]
+    images += [(v["image"] or {}).get("reference", "") for v in (pod_spec.get("volumes") or [])
+               if v.get("image") is not None]
+    if kind == "Pod":
+        images += [c.get("image", "") for c in (pod_spec.get("ephemeralContainers") or [])]
+    return images
 
 
 def latest_violation(image):
@@ -531,6 +537,15 @@ def object_issues(obj):
                 not_live.append("ephemeralContainers cannot be set on create")
         if len(names) != len(set(names)):
             hard.append(f"{where}: duplicate container names")
+        volume_names = []
+        for v in ps.get("volumes") or []:
+            if not dns_label(v.get("name")):
+                hard.append(f"{where}.volumes: volume name {v.get('name')!r} is not a DNS label")
+            volume_names.append(v.get("name"))
+            if v.get("image") is not None and not (v["image"] or {}).get("reference"):
+                hard.append(f"{where}.volumes: image volume {v.get('name')} has no reference")
+        if len(volume_names) != len(set(volume_names)):
+            hard.append(f"{where}: duplicate volume names")
         restart = ps.get("restartPolicy")
         if (group, owner) not in KNOWN:
             pass
@@ -547,7 +562,7 @@ def object_issues(obj):
 # --------------------------------------------------------------------------------------------
 
 KEYS = {
-    "admission": ({"name", "policies", "object", "expect"}, {"description", "live"},
+    "admission": ({"name", "policies", "object", "expect"}, {"description", "live", "since"},
                   {"checked", "admitted"}, {"denials", "warnings"}),
     "compute_plans": ({"name", "policies", "type", "plan", "expect"}, {"description"},
                       {"allowed", "allowed_plans"}, {"message", "denied_by", "audit_warnings"}),
@@ -605,6 +620,13 @@ def check_admission(where, case):
         problem(where, f"must be live: false ({'; '.join(sorted(set(not_live)))})")
     if not live and not not_live:
         problem(where, "live: false but the object looks creatable (no known reason found)")
+    since = case.get("since")
+    if since is not None and not re.fullmatch(r"1\.[0-9]+", str(since)):
+        problem(where, f"since must be a Kubernetes minor version such as '1.35', found {since!r}")
+    uses_image_volumes = any(v.get("image") is not None
+                             for v in (pod_spec_of(obj).get("volumes") or []))
+    if uses_image_volumes and since is None and live:
+        problem(where, "an image volume needs since: '1.35' (older API servers refuse it by validation)")
     exp = case["expect"]
     expected = {"checked": exp["checked"], "admitted": exp["admitted"],
                 "denials": exp.get("denials") or [], "warnings": exp.get("warnings") or []}

@@ -67,7 +67,8 @@ pub struct AdmissionObject {
     pub pod_spec: Option<PodSpecLocation>,
     pub terminating: bool,
     labels: BTreeMap<String, String>,
-    /// Images of `containers`, then of `initContainers`, in order.
+    /// Images of `containers`, then of `initContainers`, then the references of the image
+    /// volumes (SPEC 3.1, v3.2), in order.
     images: Vec<String>,
     /// Images of a Pod's `ephemeralContainers` (SPEC 3.2, v3.1), in order.
     ephemeral_images: Vec<String>,
@@ -168,6 +169,7 @@ impl AdmissionObject {
                 for list in ["containers", "initContainers"] {
                     container_images(spec, &spec_pointer, list, &mut images)?;
                 }
+                volume_images(spec, &spec_pointer, &mut images)?;
                 // Only a Pod runs ephemeral containers (a template cannot hold them).
                 if location == PodSpecLocation::Spec {
                     container_images(
@@ -196,7 +198,7 @@ impl AdmissionObject {
         self.pod_spec.is_some()
     }
 
-    /// Images of `containers`, then `initContainers`, in order.
+    /// Images of `containers`, then `initContainers`, then image volumes' references, in order.
     pub fn images(&self) -> impl Iterator<Item = &str> {
         self.images.iter().map(String::as_str)
     }
@@ -208,7 +210,8 @@ impl AdmissionObject {
 
     /// The images the image rules judge in `request`: on the `ephemeralcontainers`
     /// subresource only the ephemeral containers' (the others were judged when the Pod was
-    /// made), otherwise containers, init containers, then ephemeral containers (SPEC 3.2).
+    /// made), otherwise containers, init containers, image volumes, then ephemeral containers
+    /// (SPEC 3.2).
     pub fn judged_images<'a>(
         &'a self,
         request: &AdmissionRequest,
@@ -240,6 +243,39 @@ fn container_images(
                     object_error(format!("{list_pointer}/{index}/image"), "must be a string")
                 })?;
                 images.push(image.unwrap_or_default());
+            }
+            Ok(())
+        }
+        Some(_) => Err(object_error(list_pointer, "must be a list")),
+    }
+}
+
+/// Appends the `reference` of each image volume of the pod spec (SPEC 3.1, v3.2: the node
+/// pulls it like a container's image), in the order of `volumes`; a volume of another kind is
+/// skipped, an image volume without a reference counts as `''` (as a container without an
+/// image does).
+fn volume_images(
+    spec: &Value,
+    spec_pointer: &str,
+    images: &mut Vec<String>,
+) -> Result<(), ObjectError> {
+    let list_pointer = format!("{spec_pointer}/volumes");
+    match spec.get("volumes") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Array(volumes)) => {
+            for (index, volume) in volumes.iter().enumerate() {
+                match volume.get("image") {
+                    None | Some(Value::Null) => {}
+                    Some(source) => {
+                        let reference = string_field(source, "/reference").map_err(|_| {
+                            object_error(
+                                format!("{list_pointer}/{index}/image/reference"),
+                                "must be a string",
+                            )
+                        })?;
+                        images.push(reference.unwrap_or_default());
+                    }
+                }
             }
             Ok(())
         }
@@ -730,6 +766,124 @@ mod tests {
             debugged_pod().ephemeral_images().collect::<Vec<_>>(),
             ["busybox:latest"]
         );
+    }
+
+    fn pod_with_volumes(volumes: serde_json::Value) -> AdmissionObject {
+        AdmissionObject::from_json(&json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "labels": {"team": "web"}},
+            "spec": {"template": {"spec": {
+                "containers": [{"name": "app", "image": "ghcr.io/acme/app:1.0"}],
+                "initContainers": [{"name": "init", "image": "ghcr.io/acme/init:1.0"}],
+                "volumes": volumes
+            }}}
+        }))
+        .unwrap()
+    }
+
+    /// SPEC 3.1-3.3 (v3.2): an image volume's `reference` is pulled like a container's image,
+    /// so the image rules judge it, after containers and init containers, in `volumes` order.
+    /// Other volumes are not images; a volume without a reference counts as `''`.
+    #[test]
+    fn image_volumes_are_judged_after_containers_and_init_containers() {
+        let cases: [(&str, serde_json::Value, &[&str]); 6] = [
+            ("no volumes", json!([]), &[]),
+            (
+                "other kinds of volume are not images",
+                json!([{"name": "tmp", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "evil.io/x"}}]),
+                &[],
+            ),
+            (
+                "a compliant image volume",
+                json!([{"name": "model", "image": {"reference": "ghcr.io/acme/model:2"}}]),
+                &[],
+            ),
+            (
+                "the issue's miner: registry first (rules in the policy's order)",
+                json!([{"name": "m", "image": {"reference": "evil.io/miner:latest", "pullPolicy": "Always"}}]),
+                &["Policy 'trusted' (AllowedRegistries) denied image evil.io/miner:latest: it is not under ghcr.io/acme."],
+            ),
+            (
+                "a latest reference under an allowed registry",
+                json!([{"name": "ok", "image": {"reference": "ghcr.io/acme/model:3"}}, {"name": "m", "image": {"reference": "ghcr.io/acme/model"}}]),
+                &["Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/model: it is tagged latest or carries no tag."],
+            ),
+            (
+                "an image volume without a reference",
+                json!([{"name": "m", "image": {}}]),
+                &["Policy 'trusted' (AllowedRegistries) denied image : it is not under ghcr.io/acme."],
+            ),
+        ];
+        for (case, volumes, expected) in cases {
+            let verdict = evaluate(
+                &policies(),
+                &pod_with_volumes(volumes),
+                &AdmissionRequest::default(),
+            );
+            assert_eq!(messages(&verdict), expected, "{case}");
+        }
+        // Containers, then init containers, then image volumes, in order.
+        let object = pod_with_volumes(json!([
+            {"name": "a", "image": {"reference": "v:1"}},
+            {"name": "b", "emptyDir": {}},
+            {"name": "c", "image": {"reference": "w:2"}}
+        ]));
+        assert_eq!(
+            object.images().collect::<Vec<_>>(),
+            [
+                "ghcr.io/acme/app:1.0",
+                "ghcr.io/acme/init:1.0",
+                "v:1",
+                "w:2"
+            ]
+        );
+        // The first violation of a policy is a container's when both violate.
+        let object = AdmissionObject::from_json(&json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"team": "x"}},
+            "spec": {
+                "containers": [{"name": "a", "image": "docker.io/nginx:1"}],
+                "volumes": [{"name": "m", "image": {"reference": "evil.io/miner:1"}}]
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            messages(&evaluate(&policies(), &object, &AdmissionRequest::default())),
+            ["Policy 'trusted' (AllowedRegistries) denied image docker.io/nginx:1: it is not under ghcr.io/acme."]
+        );
+        // The ephemeral-containers subresource judges the ephemeral containers only.
+        let request = AdmissionRequest {
+            operation: Operation::Update,
+            username: "mallory".into(),
+            subresource: Subresource::EphemeralContainers,
+            spec_unchanged: false,
+        };
+        let object = AdmissionObject::from_json(&json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {
+                "containers": [{"name": "a", "image": "ghcr.io/acme/a:1"}],
+                "volumes": [{"name": "m", "image": {"reference": "evil.io/miner:1"}}]
+            }
+        }))
+        .unwrap();
+        assert!(evaluate(&policies(), &object, &request).denials.is_empty());
+    }
+
+    #[test]
+    fn bad_image_volume_fields_are_named() {
+        let error = AdmissionObject::from_json(&json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [], "volumes": [{"name": "m", "image": {"reference": 7}}]}
+        }))
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/spec/volumes/0/image/reference: must be a string"
+        );
+        let error = AdmissionObject::from_json(&json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [], "volumes": {"m": 1}}
+        }))
+        .unwrap_err();
+        assert_eq!(error.to_string(), "/spec/volumes: must be a list");
     }
 
     /// SPEC 3.1 (v3.1): an UPDATE of a terminating object passes only when it leaves the spec

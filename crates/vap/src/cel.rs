@@ -40,9 +40,11 @@ pub(crate) const EPHEMERAL_REQUEST: &str =
     "(has(request.subResource) && request.subResource == 'ephemeralcontainers')";
 
 /// The images the image rules judge (SPEC 3.2): on the ephemeral-containers subresource only
-/// the ephemeral containers'; otherwise containers, then init containers, then (a Pod's)
-/// ephemeral containers. A container without an image counts as `''`.
-pub(crate) const IMAGES: &str = "(has(request.subResource) && request.subResource == 'ephemeralcontainers') ? (has(variables.podSpec.ephemeralContainers) ? variables.podSpec.ephemeralContainers.map(c, has(c.image) ? c.image : '') : []) : ((has(variables.podSpec.containers) ? variables.podSpec.containers.map(c, has(c.image) ? c.image : '') : []) + (has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, has(c.image) ? c.image : '') : []) + (request.kind.kind == 'Pod' && has(variables.podSpec.ephemeralContainers) ? variables.podSpec.ephemeralContainers.map(c, has(c.image) ? c.image : '') : []))";
+/// the ephemeral containers'; otherwise containers, then init containers, then the image
+/// volumes' references (v3.2; an API server that does not know the field has dropped it, so
+/// the list is empty there), then (a Pod's) ephemeral containers. A container without an image,
+/// or an image volume without a reference, counts as `''`.
+pub(crate) const IMAGES: &str = "(has(request.subResource) && request.subResource == 'ephemeralcontainers') ? (has(variables.podSpec.ephemeralContainers) ? variables.podSpec.ephemeralContainers.map(c, has(c.image) ? c.image : '') : []) : ((has(variables.podSpec.containers) ? variables.podSpec.containers.map(c, has(c.image) ? c.image : '') : []) + (has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, has(c.image) ? c.image : '') : []) + (has(variables.podSpec.volumes) ? variables.podSpec.volumes.filter(v, has(v.image)).map(v, has(v.image.reference) ? v.image.reference : '') : []) + (request.kind.kind == 'Pod' && has(variables.podSpec.ephemeralContainers) ? variables.podSpec.ephemeralContainers.map(c, has(c.image) ? c.image : '') : []))";
 
 /// The CEL of one policy: variables, the validation expression, its message expression and
 /// static message.

@@ -166,7 +166,10 @@ async fn replay(version: &str, installation: &str, layout: Layout) {
     let client = plane.client().await;
 
     let harness = AdmissionHarness::new(&format!("Kubernetes {version}"), Reports::FirstDenial)
-        .only(|case| case.live);
+        .only({
+            let version = version.to_owned();
+            move |case| case.live_on(&version)
+        });
     let cases = harness.cases();
     // One boundary (and namespace) per distinct policy set, all installed up front.
     let unlabelled = temp_namespace(&client, None).await;

@@ -95,7 +95,12 @@ async fn preview_equals_the_api_server(version: &str) {
     let (plane, cluster) = connect(version).await;
     let client = plane.client().await;
     let harness = AdmissionHarness::new(&format!("preview on {version}"), Reports::FirstDenial)
-        .only(|case| case.live && case.object["metadata"]["deletionTimestamp"].is_null());
+        .only({
+            let version = version.to_owned();
+            move |case| {
+                case.live_on(&version) && case.object["metadata"]["deletionTimestamp"].is_null()
+            }
+        });
     let mut sets: BTreeMap<String, Set> = BTreeMap::new();
     for case in harness.cases() {
         let key = policy_set_key(&case);
