@@ -627,6 +627,10 @@ pub struct ClusterCredentials {
     /// credentials.
     #[cfg_attr(feature = "openapi", schema(min_length = 1))]
     pub kubeconfig: String,
+    /// Namespace names that no boundary may hold in this cluster, besides `default` and every
+    /// `kube-*` name (SPEC 3.4 v3.2). Omitted: unchanged (none for a new cluster); `[]` clears.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_namespaces: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -667,6 +671,10 @@ pub struct ClusterView {
     /// chosen one there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<ClusterLayout>,
+    /// Namespace names no boundary may hold here besides `default` and `kube-*` (SPEC 3.4
+    /// v3.2).
+    #[serde(default)]
+    pub reserved_namespaces: Vec<String>,
     /// The replica that reconciles the cluster now (its `--replica` name); absent while none
     /// does (no reconciler runs, or a cluster is being handed over).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -716,6 +724,10 @@ pub struct NamespaceRequest {
     pub adopt: Option<bool>,
 }
 
+fn active() -> String {
+    "active".into()
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NamespaceView {
@@ -723,6 +735,15 @@ pub struct NamespaceView {
     pub cluster: String,
     pub name: String,
     pub created_at: String,
+    /// The uid of the namespace palisade created or adopted (SPEC 3.4 v3.2): its label is
+    /// restored on that namespace only. Absent until learnt, in a record from an older store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// `active`; `gone: namespace 'web' was deleted in c1; a namespace of that name made since
+    /// is not the boundary's (adopt it to take it)`; or `reserved: ...` for a namespace held
+    /// from before its name was reserved (release it).
+    #[serde(default = "active")]
+    pub status: String,
     /// In the answer to a `PUT`: `created`, `adopted` or `unchanged`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,

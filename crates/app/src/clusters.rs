@@ -35,6 +35,7 @@ pub fn view(record: ClusterRecord) -> ClusterView {
             .admission_layout
             .zip(record.admission_layout_reason)
             .map(|(name, reason)| ClusterLayout { name, reason }),
+        reserved_namespaces: record.reserved_namespaces,
         reconciled_by: None,
         created_at: record.created_at,
         updated_at: record.updated_at,
@@ -85,10 +86,15 @@ impl App {
         caller: &Caller,
         cluster: &str,
         kubeconfig: &str,
+        reserved_namespaces: Option<&[String]>,
     ) -> AppResult<(ClusterView, bool)> {
         caller.require_admin()?;
         self.admit_write(caller, None)?;
         crate::path_name("cluster", cluster)?;
+        let reserved = reserved_namespaces
+            .map(palisade_policy::namespace::parse_reserved)
+            .transpose()
+            .map_err(AppError::InvalidRequest)?;
         // What is stored is the validated document itself (merge keys resolved), and the
         // adapter's own loader accepts it. Both read YAML: off the async workers.
         let text = kubeconfig.to_owned();
@@ -114,7 +120,7 @@ impl App {
             .map_err(|e| AppError::Internal(e.to_string()))?;
         let created = self
             .store
-            .put_cluster(cluster, &sealed)
+            .put_cluster(cluster, &sealed, reserved.as_deref())
             .await
             .map_err(|e| AppError::from_store(e, "cluster"))?;
         let record = self

@@ -3,7 +3,10 @@
 //! one; the boundary's admission rules apply there from then on. Deleting releases it: the
 //! label is removed, the namespace and its objects stay.
 
+use std::collections::BTreeMap;
+
 use palisade_api_types::view::{NamespaceList, NamespaceView};
+use palisade_policy::namespace;
 use palisade_store::{ClusterRecord, NamespaceRecord, StoreError};
 
 use crate::caller::Access;
@@ -13,12 +16,24 @@ use crate::paging::PageRequest;
 use crate::ports::ClusterError;
 use crate::App;
 
-fn view(record: NamespaceRecord, action: Option<&str>) -> NamespaceView {
+/// The API's view of a namespace record: `status` is `active`, or `gone: ...` once the
+/// namespace palisade labelled was deleted in the cluster, or `reserved: ...` for one recorded
+/// before its name was reserved (SPEC 3.4 v3.2).
+fn view(record: NamespaceRecord, reserved: &[String], action: Option<&str>) -> NamespaceView {
+    let status = if record.gone_at.is_some() {
+        namespace::gone_status(&record.name, &record.cluster)
+    } else if namespace::is_reserved(&record.name, reserved) {
+        namespace::reserved_status(&record.name, &record.cluster)
+    } else {
+        namespace::ACTIVE.to_owned()
+    };
     NamespaceView {
         boundary: record.boundary,
         cluster: record.cluster,
         name: record.name,
         created_at: record.created_at,
+        uid: record.uid,
+        status,
         action: action.map(str::to_owned),
     }
 }
@@ -55,6 +70,19 @@ fn label_error(cluster: &str, namespace: &str, error: ClusterError) -> AppError 
 }
 
 impl App {
+    /// The names each cluster attached to the boundary reserves besides `default` and `kube-*`.
+    async fn reserved_in(&self, boundary: &str) -> AppResult<BTreeMap<String, Vec<String>>> {
+        let attached = self
+            .store
+            .boundary_clusters(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        Ok(attached
+            .into_iter()
+            .map(|c| (c.name, c.reserved_namespaces))
+            .collect())
+    }
+
     /// The attached cluster's record (404 when the cluster is not attached to the boundary).
     async fn attached_cluster(&self, boundary: &str, cluster: &str) -> AppResult<ClusterRecord> {
         let attached = self
@@ -79,11 +107,20 @@ impl App {
         adopt: bool,
     ) -> AppResult<(NamespaceView, bool)> {
         access.caller().require_boundary_admin()?;
+        // Adopting hands palisade something someone else made (SPEC 3.4 v3.2).
+        if adopt && !access.caller().is_admin() {
+            return Err(AppError::Forbidden(namespace::ADOPT_NEEDS_ADMIN.into()));
+        }
         self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
         crate::path_name("namespace", namespace)?;
         let record = self.attached_cluster(boundary, cluster).await?;
         let boundary_name = crate::path_name("boundary", boundary)?;
+        if namespace::is_reserved(namespace, &record.reserved_namespaces) {
+            return Err(AppError::Conflict(namespace::reserved_message(
+                namespace, cluster,
+            )));
+        }
         // Another boundary's namespace is refused before the cluster is touched.
         let known = self
             .store
@@ -100,14 +137,14 @@ impl App {
             )));
         }
         let kubeconfig = self.kubeconfig_of(&record)?;
-        let outcome = self
+        let labelled = self
             .clusters()
             .label_namespace(&kubeconfig, &boundary_name, namespace, adopt)
             .await
             .map_err(|e| label_error(cluster, namespace, e))?;
         let created = self
             .store
-            .put_namespace(boundary, cluster, namespace)
+            .put_namespace(boundary, cluster, namespace, labelled.uid.as_deref())
             .await
             .map_err(|e| match e {
                 StoreError::NotFound => not_attached(boundary, cluster),
@@ -118,7 +155,14 @@ impl App {
             .get_namespace(boundary, cluster, namespace)
             .await
             .map_err(|e| AppError::from_store(e, "namespace"))?;
-        Ok((view(stored, Some(outcome.as_str())), created))
+        Ok((
+            view(
+                stored,
+                &record.reserved_namespaces,
+                Some(labelled.outcome.as_str()),
+            ),
+            created,
+        ))
     }
 
     /// One namespace of the boundary.
@@ -134,7 +178,9 @@ impl App {
             .get_namespace(boundary, cluster, namespace)
             .await
             .map_err(|e| namespace_error(e, boundary, cluster, namespace))?;
-        Ok(view(record, None))
+        let reserved = self.reserved_in(boundary).await?;
+        let reserved = reserved.get(cluster).map_or(&[][..], Vec::as_slice);
+        Ok(view(record, reserved, None))
     }
 
     /// A page of the boundary's namespaces, by cluster and name.
@@ -149,7 +195,14 @@ impl App {
             .list_namespaces(access.boundary())
             .await
             .map_err(|e| AppError::from_store(e, "boundary"))?;
-        let mut views: Vec<NamespaceView> = records.into_iter().map(|r| view(r, None)).collect();
+        let reserved = self.reserved_in(access.boundary()).await?;
+        let mut views: Vec<NamespaceView> = records
+            .into_iter()
+            .map(|r| {
+                let names = reserved.get(&r.cluster).map_or(&[][..], Vec::as_slice);
+                view(r, names, None)
+            })
+            .collect();
         views.sort_by(|a, b| (&a.cluster, &a.name).cmp(&(&b.cluster, &b.name)));
         // The key `<cluster>/<namespace>` orders as (cluster, namespace): names hold no `/`.
         let list = format!("namespaces of {}", access.boundary());
@@ -205,7 +258,11 @@ impl App {
             Err(other) => {
                 // Nothing half-done: the namespace stays the boundary's, as it still is in the
                 // cluster.
-                if let Err(error) = self.store.put_namespace(boundary, cluster, namespace).await {
+                if let Err(error) = self
+                    .store
+                    .put_namespace(boundary, cluster, namespace, None)
+                    .await
+                {
                     tracing::warn!(boundary, cluster, namespace, %error, "a namespace whose release failed is no longer registered");
                 }
                 Err(AppError::ClusterUnavailable(format!(

@@ -25,6 +25,14 @@ impl LabelOutcome {
     }
 }
 
+/// A namespace labelled for a boundary: what happened, and the uid of the namespace labelled
+/// (SPEC 3.4 v3.2: palisade restores the label on that namespace only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Labelled {
+    pub outcome: LabelOutcome,
+    pub uid: Option<String>,
+}
+
 /// Why a cluster operation did not happen. The texts name no secret.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ClusterError {
@@ -58,7 +66,7 @@ pub trait Clusters: Send + Sync + std::fmt::Debug {
         boundary: &Name,
         namespace: &str,
         adopt: bool,
-    ) -> Result<LabelOutcome, ClusterError>;
+    ) -> Result<Labelled, ClusterError>;
 
     /// Removes the boundary's label from the namespace; the namespace stays.
     async fn release_namespace(
@@ -143,7 +151,7 @@ impl Clusters for NoClusters {
         _boundary: &Name,
         _namespace: &str,
         _adopt: bool,
-    ) -> Result<LabelOutcome, ClusterError> {
+    ) -> Result<Labelled, ClusterError> {
         Err(ClusterError::Failed(NO_ADAPTER.into()))
     }
 

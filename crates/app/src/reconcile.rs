@@ -42,6 +42,28 @@ pub struct BoundaryState {
 }
 
 impl BoundaryState {
+    /// A copy without the namespaces of `cluster` that `gone` names as `(boundary, namespace)`.
+    pub fn without_namespaces(
+        &self,
+        cluster: &str,
+        gone: &BTreeSet<(String, String)>,
+    ) -> BoundaryState {
+        BoundaryState {
+            name: self.name.clone(),
+            policies: self.policies.clone(),
+            clusters: self.clusters.clone(),
+            namespaces: self
+                .namespaces
+                .iter()
+                .filter(|n| {
+                    n.cluster != cluster || !gone.contains(&(self.name.to_string(), n.name.clone()))
+                })
+                .cloned()
+                .collect(),
+            exceptions: self.exceptions.clone(),
+        }
+    }
+
     /// The exceptions in force in `cluster`.
     pub fn exceptions_in(&self, cluster: &str) -> Vec<Exception> {
         self.exceptions
@@ -77,7 +99,12 @@ impl App {
                 name,
                 policies,
                 clusters: b.clusters.into_iter().collect(),
-                namespaces: b.namespaces,
+                // A namespace found gone is no longer the boundary's (SPEC 3.4 v3.2).
+                namespaces: b
+                    .namespaces
+                    .into_iter()
+                    .filter(|n| n.gone_at.is_none())
+                    .collect(),
                 exceptions: crate::exceptions::in_force(&b.exceptions),
             });
         }
@@ -209,6 +236,25 @@ impl App {
     /// The resources placed in the cluster.
     pub async fn resources_in_cluster(&self, cluster: &str) -> Result<Vec<ResourceRecord>> {
         self.store.resources_in_cluster(cluster).await
+    }
+
+    /// Records the uid of a namespace recorded without one (learnt once from the cluster).
+    pub async fn learn_namespace_uid(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<bool> {
+        self.store
+            .learn_namespace_uid(boundary, cluster, name, uid)
+            .await
+    }
+
+    /// Marks a namespace of the boundary deleted in the cluster (or made again by someone
+    /// else): it reads `gone`, and nothing labels it.
+    pub async fn namespace_gone(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
+        self.store.namespace_gone(boundary, cluster, name).await
     }
 
     /// A namespace of the boundary in the cluster.

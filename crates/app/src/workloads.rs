@@ -310,6 +310,8 @@ impl App {
                     name,
                     boundary: boundary.to_owned(),
                     created_at: String::new(),
+                    uid: None,
+                    gone_at: None,
                 });
             }
         }
@@ -495,6 +497,8 @@ mod tests {
             name: name.into(),
             boundary: "shop".into(),
             created_at: String::new(),
+            uid: None,
+            gone_at: None,
         }
     }
 

@@ -128,7 +128,7 @@ async fn fixture() -> Fixture {
             Some("Kubernetes 1.29 is older than 1.30"),
         ),
     ] {
-        store.put_cluster(name, b"sealed").await.unwrap();
+        store.put_cluster(name, b"sealed", None).await.unwrap();
         store
             .set_cluster_status(name, Some("1.31.0"), enforced, reason)
             .await

@@ -178,7 +178,7 @@ async fn main() {
     let access = app.open(&admin, BOUNDARY).await.unwrap();
     for (index, plane) in planes.iter().enumerate() {
         let name = format!("c{index}");
-        app.put_cluster(&admin, &name, plane.kubeconfig_yaml())
+        app.put_cluster(&admin, &name, plane.kubeconfig_yaml(), None)
             .await
             .unwrap();
         app.attach_cluster(&access, &name).await.unwrap();

@@ -479,13 +479,16 @@ Examples:
 
 pub const NAMESPACE_ADOPT: &str = "\
 Examples:
-  # Labels the existing namespace legacy for boundary shop (409 if another boundary has it)
+  # Labels the existing namespace legacy for boundary shop (admin only; 409 if another
+  # boundary has it or its name is reserved: default, kube-*, the cluster's list)
   palisade namespace adopt shop/legacy --cluster prod-1";
 
 pub const CLUSTER: &str = "\
 Examples:
   palisade cluster rbac --service-account platform/palisade | kubectl apply -f -
   palisade cluster add prod-1 --kubeconfig prod-1.kubeconfig
+  # No boundary may hold these namespaces there (besides default and kube-*)
+  palisade cluster add prod-1 --kubeconfig prod-1.kubeconfig --reserve monitoring --reserve ingress
   palisade cluster attach shop prod-1
 
   # The cluster as the API answers it (name, Kubernetes version, admission)

@@ -14,6 +14,7 @@ pub mod label;
 pub mod labels;
 pub mod message;
 pub mod name;
+pub mod namespace;
 pub mod plan;
 pub mod policy;
 pub mod reason;

@@ -1134,9 +1134,12 @@ const NO_LATEST_WARNING: &str = "Policy 'no-latest' (DisallowLatestTag) denies b
 /// DisallowLatestTag policy `no-latest`.
 async fn with_cluster_and_no_latest(portal: &Portal) {
     let store = portal.state.store.clone();
-    store.put_cluster("k1", b"sealed").await.unwrap();
+    store.put_cluster("k1", b"sealed", None).await.unwrap();
     store.attach_cluster("other", "k1").await.unwrap();
-    store.put_namespace("other", "k1", "web").await.unwrap();
+    store
+        .put_namespace("other", "k1", "web", None)
+        .await
+        .unwrap();
     let (status, body) = portal
         .api(
             Method::PUT,
@@ -1151,7 +1154,7 @@ async fn with_cluster_and_no_latest(portal: &Portal) {
 async fn the_boundary_page_shows_each_workload_status() {
     let portal = Portal::demo().await;
     let store = portal.state.store.clone();
-    store.put_cluster("k1", b"sealed").await.unwrap();
+    store.put_cluster("k1", b"sealed", None).await.unwrap();
     store.attach_cluster("shop", "k1").await.unwrap();
     let denial = "Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/api:latest: it is tagged latest or carries no tag.";
     let rejected = format!("rejected: {denial}");

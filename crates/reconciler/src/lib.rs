@@ -33,7 +33,7 @@ pub mod violating;
 pub mod workloads;
 
 pub use answer::AdmissionAnswer;
-pub use cluster::{ClusterClient, LabelOutcome, LabelTampering};
+pub use cluster::{ClusterClient, LabelOutcome, LabelTampering, NamespaceSeen};
 pub use controller::{default_replica, Controller, ControllerError, PassReport, Settings};
 pub use palisade_vap::{Layout, LayoutChoice, Thresholds};
 pub use port::KubeClusters;

@@ -3,7 +3,7 @@
 //! of a kubeconfig). The binary injects [`KubeClusters`] into the application.
 
 use palisade_app::ports::{
-    ClusterError, Clusters, LabelOutcome as Outcome, ScanInfo, Visit, WorkloadTarget,
+    ClusterError, Clusters, LabelOutcome as Outcome, Labelled, ScanInfo, Visit, WorkloadTarget,
 };
 use palisade_policy::Name;
 
@@ -44,17 +44,18 @@ impl Clusters for KubeClusters {
         boundary: &Name,
         namespace: &str,
         adopt: bool,
-    ) -> Result<Outcome, ClusterError> {
-        let outcome = client(kubeconfig)
+    ) -> Result<Labelled, ClusterError> {
+        let (outcome, uid) = client(kubeconfig)
             .await?
-            .label_namespace(boundary, namespace, adopt)
+            .label_namespace_with_uid(boundary, namespace, adopt)
             .await
             .map_err(failed)?;
-        Ok(match outcome {
+        let outcome = match outcome {
             LabelOutcome::Created => Outcome::Created,
             LabelOutcome::Adopted => Outcome::Adopted,
             LabelOutcome::Unchanged => Outcome::Unchanged,
-        })
+        };
+        Ok(Labelled { outcome, uid })
     }
 
     async fn release_namespace(

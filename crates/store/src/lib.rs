@@ -260,7 +260,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     // ---- clusters (platform-level) and their attachment to boundaries ----
     /// Creates or replaces the credentials; `true` when created.
-    async fn put_cluster(&self, name: &str, kubeconfig_sealed: &[u8]) -> Result<bool>;
+    /// Creates the cluster or replaces its credentials; `reserved` (when given) replaces the
+    /// names reserved besides `default` and `kube-*` (SPEC 3.4 v3.2). `true` when created.
+    async fn put_cluster(
+        &self,
+        name: &str,
+        kubeconfig_sealed: &[u8],
+        reserved: Option<&[String]>,
+    ) -> Result<bool>;
     async fn get_cluster(&self, name: &str) -> Result<ClusterRecord>;
     async fn list_clusters(&self) -> Result<Vec<ClusterRecord>>;
     async fn delete_cluster(&self, name: &str) -> Result<()>;
@@ -291,10 +298,28 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn installation_id(&self, candidate: &str) -> Result<String>;
     /// Records (or, with `None`, clears) the reconciler's last error for the cluster.
     async fn set_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()>;
-    /// Records a namespace labelled for the boundary; `true` when new. `NotFound` when the
-    /// boundary or cluster is unknown or the cluster is not attached to the boundary;
-    /// `Conflict` when another boundary holds it.
-    async fn put_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool>;
+    /// Records a namespace labelled for the boundary, with its uid in the cluster; `true` when
+    /// new. `NotFound` when the boundary or cluster is unknown or the cluster is not attached to
+    /// the boundary; `Conflict` when another boundary holds it.
+    async fn put_namespace(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<bool>;
+    /// Records the uid of a namespace recorded without one (SPEC 3.4 v3.2: learnt once from
+    /// the cluster); `false` when there was nothing to learn.
+    async fn learn_namespace_uid(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<bool>;
+    /// Marks the namespace deleted in the cluster (or made again by someone else); `false`
+    /// when it was already.
+    async fn namespace_gone(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool>;
     async fn get_namespace(
         &self,
         boundary: &str,

@@ -364,6 +364,8 @@ pub struct ClusterRecord {
     /// `shared`) and why, in words (e.g. `212 boundaries`); `None` until it has said.
     pub admission_layout: Option<String>,
     pub admission_layout_reason: Option<String>,
+    /// Namespace names reserved in the cluster besides `default` and `kube-*` (SPEC 3.4 v3.2).
+    pub reserved_namespaces: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -375,6 +377,11 @@ pub struct NamespaceRecord {
     pub name: String,
     pub boundary: String,
     pub created_at: String,
+    /// The uid of the namespace palisade created or adopted (SPEC 3.4 v3.2); `None` in a record
+    /// made before uids were recorded, until the reconciler learns it.
+    pub uid: Option<String>,
+    /// When the reconciler found it deleted in the cluster (or made again by someone else).
+    pub gone_at: Option<String>,
 }
 
 /// A policy's install status in one cluster, as the reconciler last saw it (SPEC 3.4):

@@ -456,9 +456,14 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, Wake::Nobody).await
     }
 
-    async fn put_cluster(&self, name: &str, kubeconfig_sealed: &[u8]) -> Result<bool> {
+    async fn put_cluster(
+        &self,
+        name: &str,
+        kubeconfig_sealed: &[u8],
+        reserved: Option<&[String]>,
+    ) -> Result<bool> {
         let mut tx = self.begin(None).await?;
-        let result = clusters::put(tx.conn(), name, kubeconfig_sealed).await;
+        let result = clusters::put(tx.conn(), name, kubeconfig_sealed, reserved).await;
         tx.finish(result, Wake::Reconciler).await
     }
 
@@ -523,10 +528,34 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, Wake::Reconciler).await
     }
 
-    async fn put_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
+    async fn put_namespace(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<bool> {
         let mut tx = self.begin(None).await?;
-        let result = namespaces::put(tx.conn(), boundary, cluster, name).await;
+        let result = namespaces::put(tx.conn(), boundary, cluster, name, uid).await;
         tx.finish(result, Wake::Reconciler).await
+    }
+
+    async fn learn_namespace_uid(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<bool> {
+        let mut tx = self.begin(None).await?;
+        let result = namespaces::learn_uid(tx.conn(), boundary, cluster, name, uid).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn namespace_gone(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
+        let mut tx = self.begin(None).await?;
+        let result = namespaces::gone(tx.conn(), boundary, cluster, name).await;
+        tx.finish(result, Wake::Nobody).await
     }
 
     async fn delete_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<()> {

@@ -24,7 +24,8 @@ pub enum NamespaceCommand {
         #[arg(long, value_name = "CLUSTER")]
         cluster: String,
     },
-    /// Label an existing namespace for the boundary (refused if another boundary has it).
+    /// Label an existing namespace for the boundary (admin only; refused if another boundary
+    /// has it, or its name is reserved in the cluster: `default`, `kube-*`, the cluster's list).
     #[command(after_help = help::NAMESPACE_ADOPT)]
     Adopt {
         /// The boundary and the namespace, e.g. shop/legacy.
@@ -60,6 +61,13 @@ pub enum ClusterCommand {
         /// `-` for standard input.
         #[arg(long, value_name = "FILE|-")]
         kubeconfig: PathBuf,
+        /// A namespace no boundary may hold in this cluster, besides `default` and `kube-*`
+        /// (repeatable). Replaces the cluster's list; without it the list stays as it is.
+        #[arg(long = "reserve", value_name = "NAMESPACE")]
+        reserve: Vec<String>,
+        /// Clear the cluster's reserved namespaces (`default` and `kube-*` stay reserved).
+        #[arg(long, conflicts_with = "reserve")]
+        no_reserved: bool,
     },
     /// Attach a cluster to a boundary: its policies are then installed there (admin).
     #[command(after_help = help::CLUSTER_ATTACH)]
@@ -162,12 +170,24 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
                 service_account.as_deref(),
             )
         }
-        ClusterCommand::Add { name, kubeconfig } => {
+        ClusterCommand::Add {
+            name,
+            kubeconfig,
+            reserve,
+            no_reserved,
+        } => {
             let api = Api::new(connection)?;
             let text = read_text(kubeconfig).map_err(Failure)?;
+            let reserved_namespaces = match (reserve.is_empty(), no_reserved) {
+                (true, false) => None,
+                _ => Some(reserve.clone()),
+            };
             let answer = api.send(
                 api.request(Method::PUT, &format!("/v1/clusters/{name}"))
-                    .json(&ClusterCredentials { kubeconfig: text }),
+                    .json(&ClusterCredentials {
+                        kubeconfig: text,
+                        reserved_namespaces,
+                    }),
             )?;
             let _: ClusterView = answer.decode()?;
             if connection.output != Format::Table {

@@ -302,6 +302,9 @@ pub(crate) fn cluster_text(view: &ClusterView) -> String {
             .clone()
             .unwrap_or_else(|| "no replica now".into()),
     );
+    let mut reserved = vec!["default".to_owned(), "kube-*".to_owned()];
+    reserved.extend(view.reserved_namespaces.iter().cloned());
+    lines.add("Reserved namespaces", reserved.join(", "));
     lines.add(
         "Last error",
         view.last_error.clone().unwrap_or_else(|| "none".into()),
@@ -586,6 +589,7 @@ mod tests {
                 name: "per-boundary".into(),
                 reason: "3 boundaries".into(),
             }),
+            reserved_namespaces: vec!["monitoring".into()],
             reconciled_by: Some("palisade-7d9f".into()),
             created_at: "2026-12-01T00:00:00Z".into(),
             updated_at: "2026-12-06T08:00:00Z".into(),
@@ -598,6 +602,7 @@ Kubernetes version:   v1.37.2
 Admission rules:      enforced
 Layout:               per-boundary (3 boundaries)
 Reconciled by:        palisade-7d9f
+Reserved namespaces:  default, kube-*, monitoring
 Last error:           none
 API server restarts:  2 (last at 2026-12-06T08:00:00Z)
 Repairs:              1 (last at 2026-12-06T08:30:00Z: namespace web lost its boundary label; restored)

@@ -646,13 +646,18 @@ pub(super) fn listing(api: &Api<'_>, kind: &Kind, wide: bool) -> Result<Option<L
             },
         ),
         Kind::Namespaces { boundary } => Listing::new(
-            vec!["CLUSTER", "NAMESPACE", "CREATED"],
+            vec!["CLUSTER", "NAMESPACE", "STATUS", "CREATED"],
             all_pages::<NamespaceList>(api, &format!("/v1/boundaries/{boundary}/namespaces"))?,
             |n| {
                 (
                     format!("{}/{}", n.cluster, n.name),
                     format!("{}/{}", n.boundary, n.name),
-                    vec![n.cluster.clone(), n.name.clone(), n.created_at.clone()],
+                    vec![
+                        n.cluster.clone(),
+                        n.name.clone(),
+                        n.status.clone(),
+                        n.created_at.clone(),
+                    ],
                 )
             },
         ),

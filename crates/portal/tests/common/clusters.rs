@@ -26,8 +26,11 @@ impl Clusters for FixedClusters {
         _boundary: &Name,
         _namespace: &str,
         _adopt: bool,
-    ) -> Result<LabelOutcome, ClusterError> {
-        Ok(LabelOutcome::Created)
+    ) -> Result<palisade_app::ports::Labelled, ClusterError> {
+        Ok(palisade_app::ports::Labelled {
+            outcome: LabelOutcome::Created,
+            uid: None,
+        })
     }
 
     async fn release_namespace(

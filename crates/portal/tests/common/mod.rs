@@ -166,10 +166,10 @@ impl Portal {
             .sealing
             .seal(b"kubeconfig of a test double")
             .unwrap();
-        store.put_cluster(name, &sealed).await.unwrap();
+        store.put_cluster(name, &sealed, None).await.unwrap();
         store.attach_cluster(boundary, name).await.unwrap();
         store
-            .put_namespace(boundary, name, namespace)
+            .put_namespace(boundary, name, namespace, None)
             .await
             .unwrap();
     }

@@ -91,7 +91,7 @@ pub fn clusters() -> Vec<Reconciled> {
 /// statuses for the policies' current versions.
 pub async fn seed(store: &dyn Store, sealed: &[u8]) -> Result<(), StoreError> {
     for cluster in clusters() {
-        store.put_cluster(cluster.name, sealed).await?;
+        store.put_cluster(cluster.name, sealed, None).await?;
         store
             .set_cluster_status(
                 cluster.name,

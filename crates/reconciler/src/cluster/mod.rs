@@ -60,6 +60,25 @@ pub enum LabelOutcome {
     Unchanged,
 }
 
+/// A namespace as the cluster has it: its boundary label, uid and resourceVersion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceSeen {
+    pub label: Option<String>,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+impl NamespaceSeen {
+    /// How its boundary label differs from `boundary`'s, if it does.
+    pub fn tampering(&self, boundary: &str) -> Option<LabelTampering> {
+        match &self.label {
+            Some(b) if b == boundary => None,
+            Some(other) => Some(LabelTampering::Changed(other.clone())),
+            None => Some(LabelTampering::Removed),
+        }
+    }
+}
+
 /// How a namespace's boundary label was found, when it was not the boundary's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LabelTampering {

@@ -31,6 +31,25 @@ impl ClusterClient {
         Ok(true)
     }
 
+    /// The namespace's uid and boundary label as the cluster has them now, with the
+    /// `resourceVersion` they were read at; `None` when there is no namespace of that name.
+    pub async fn namespace_seen(&self, namespace: &str) -> Result<Option<NamespaceSeen>> {
+        let api = self.cluster_api::<Namespace>();
+        let Some(existing) = api.get_opt(namespace).await? else {
+            return Ok(None);
+        };
+        Ok(Some(NamespaceSeen {
+            label: existing
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(BOUNDARY_LABEL))
+                .cloned(),
+            uid: existing.metadata.uid,
+            resource_version: existing.metadata.resource_version,
+        }))
+    }
+
     /// Whether `namespace`'s `palisade.dev/boundary` label is not `boundary` (removed, or
     /// changed), with the `resourceVersion` it was read at; `None` when it is right or the
     /// namespace is gone.
@@ -65,6 +84,8 @@ impl ClusterClient {
         namespace: &str,
         resource_version: Option<String>,
     ) -> Result<bool> {
+        // resourceVersion makes the patch conditional, so the namespace labelled is the one
+        // that was read (and its uid judged), never one made since under the same name.
         let patch = json!({"metadata": {
             "resourceVersion": resource_version,
             "labels": {BOUNDARY_LABEL: boundary.as_str()},
@@ -122,6 +143,20 @@ impl ClusterClient {
         namespace: &str,
         adopt: bool,
     ) -> Result<LabelOutcome> {
+        Ok(self
+            .label_namespace_with_uid(boundary, namespace, adopt)
+            .await?
+            .0)
+    }
+
+    /// [`Self::label_namespace`], with the uid of the namespace it labelled (SPEC 3.4 v3.2:
+    /// palisade restores the label on that namespace only).
+    pub async fn label_namespace_with_uid(
+        &self,
+        boundary: &Name,
+        namespace: &str,
+        adopt: bool,
+    ) -> Result<(LabelOutcome, Option<String>)> {
         let api = self.cluster_api::<Namespace>();
         // Lost races (created or changed meanwhile) are retried a few times.
         for _ in 0..5 {
@@ -138,7 +173,7 @@ impl ClusterClient {
                     ..Namespace::default()
                 };
                 match api.create(&PostParams::default(), &object).await {
-                    Ok(_) => return Ok(LabelOutcome::Created),
+                    Ok(made) => return Ok((LabelOutcome::Created, made.metadata.uid)),
                     Err(e) if conflict(&e) => continue,
                     Err(e) => return Err(e.into()),
                 }
@@ -149,7 +184,9 @@ impl ClusterClient {
                 .as_ref()
                 .and_then(|l| l.get(BOUNDARY_LABEL));
             match current {
-                Some(b) if b == boundary.as_str() => return Ok(LabelOutcome::Unchanged),
+                Some(b) if b == boundary.as_str() => {
+                    return Ok((LabelOutcome::Unchanged, existing.metadata.uid))
+                }
                 Some(other) => return Err(ReconcileError::LabelledForOtherBoundary(other.clone())),
                 None if !adopt => {
                     return Err(ReconcileError::NamespaceExists(namespace.to_owned()))
@@ -166,7 +203,7 @@ impl ClusterClient {
                 .patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
-                Ok(_) => return Ok(LabelOutcome::Adopted),
+                Ok(labelled) => return Ok((LabelOutcome::Adopted, labelled.metadata.uid)),
                 Err(e) if conflict(&e) => continue,
                 Err(e) => return Err(e.into()),
             }

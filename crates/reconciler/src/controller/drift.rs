@@ -170,11 +170,12 @@ impl Controller {
         };
         let cluster = drift.cluster.as_str();
         match (&drift.kind, &drift.boundary) {
+            // A namespace found gone is no longer the boundary's: its label is not restored.
             (DriftKind::NamespaceLabel, Some(boundary)) => still(
                 self.app
                     .namespace_record(boundary, cluster, &drift.object)
                     .await
-                    .map(|_| true),
+                    .map(|n| n.gone_at.is_none()),
             ),
             (_, Some(boundary)) => {
                 let attached = still(

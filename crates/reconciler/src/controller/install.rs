@@ -127,8 +127,19 @@ impl Controller {
             .map_err(ControllerError::Shared)?;
 
         fence.confirm("label repairs").await?;
-        self.restore_labels(&client, &cluster.name, &attached)
-            .await?;
+        let gone = self.restore_labels(&client, cluster, &attached).await?;
+        // A namespace found gone is no longer the boundary's: nothing probes, audits or
+        // deploys there from now on.
+        let pruned: Vec<BoundaryState>;
+        let attached: Vec<&BoundaryState> = if gone.is_empty() {
+            attached
+        } else {
+            pruned = attached
+                .iter()
+                .map(|b| b.without_namespaces(&cluster.name, &gone))
+                .collect();
+            pruned.iter().collect()
+        };
 
         let mut attached_names = BTreeSet::new();
         // Statuses written, and those confirmed, as (boundary, policy): what closes drifts.

@@ -23,6 +23,7 @@ mod generated;
 mod guard;
 mod kwok;
 mod lifecycle;
+mod namespaces;
 mod per_boundary;
 mod platform;
 mod preview;

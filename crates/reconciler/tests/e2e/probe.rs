@@ -53,6 +53,7 @@ async fn probe_reports_a_server_without_the_api_on_1_37() {
         .put_cluster(
             "old",
             &key.seal(plane.kubeconfig_yaml().as_bytes()).unwrap(),
+            None,
         )
         .await
         .unwrap();

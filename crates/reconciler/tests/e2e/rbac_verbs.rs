@@ -311,6 +311,8 @@ async fn exercise(
                     name: namespace.clone(),
                     boundary: boundary.to_string(),
                     created_at: String::new(),
+                    uid: None,
+                    gone_at: None,
                 }],
             )]);
             let catalog = palisade_policy::Catalog::builtin();

@@ -139,7 +139,7 @@ async fn attached(plane: &palisade_testkit::control_plane::ControlPlane) -> Atta
     let client = plane.client().await;
     let namespace = palisade_testkit::control_plane::temp_namespace(&client, Some(&boundary)).await;
     store
-        .put_namespace(&boundary, &cluster_name, &namespace)
+        .put_namespace(&boundary, &cluster_name, &namespace, None)
         .await
         .unwrap();
     Attached {
@@ -192,7 +192,7 @@ async fn add_cluster(
     boundary: &str,
 ) {
     store
-        .put_cluster(name, &key.seal(kubeconfig.as_bytes()).unwrap())
+        .put_cluster(name, &key.seal(kubeconfig.as_bytes()).unwrap(), None)
         .await
         .unwrap();
     store.attach_cluster(boundary, name).await.unwrap();
@@ -1047,7 +1047,7 @@ async fn after_an_outage_the_next_pass_starts_when_the_api_server_answers() {
     let client = plane.client().await;
     let namespace = palisade_testkit::control_plane::temp_namespace(&client, Some(&boundary)).await;
     store
-        .put_namespace(&boundary, &name, &namespace)
+        .put_namespace(&boundary, &name, &namespace, None)
         .await
         .unwrap();
     let settings = Settings {
@@ -1158,7 +1158,11 @@ async fn pass_cost() {
     let store = palisade_store::connect(&url).await.unwrap();
     let key = SealingKey::random();
     store
-        .put_cluster("k1", &key.seal(plane.kubeconfig_yaml().as_bytes()).unwrap())
+        .put_cluster(
+            "k1",
+            &key.seal(plane.kubeconfig_yaml().as_bytes()).unwrap(),
+            None,
+        )
         .await
         .unwrap();
     for i in 0..boundaries {
@@ -1182,7 +1186,7 @@ async fn pass_cost() {
             .await
             .unwrap();
         store
-            .put_namespace(&boundary, "k1", &namespace)
+            .put_namespace(&boundary, "k1", &namespace, None)
             .await
             .unwrap();
     }

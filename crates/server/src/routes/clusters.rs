@@ -36,7 +36,12 @@ pub async fn put(
     palisade_app::path_name("cluster", &cluster)?;
     let credentials: ClusterCredentials = body.read().await?.parse()?;
     let (view, created) = state
-        .put_cluster(&caller, &cluster, &credentials.kubeconfig)
+        .put_cluster(
+            &caller,
+            &cluster,
+            &credentials.kubeconfig,
+            credentials.reserved_namespaces.as_deref(),
+        )
         .await?;
     let status = if created {
         StatusCode::CREATED

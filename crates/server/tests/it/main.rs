@@ -20,6 +20,7 @@ mod fail_closed;
 mod hardening;
 mod input_validation;
 mod kubeconfig;
+mod namespaces;
 mod not_applied;
 mod platform_images;
 mod preview;

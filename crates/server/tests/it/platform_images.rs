@@ -14,9 +14,12 @@ async fn placed() -> TestApp {
     let app = TestApp::sqlite().await;
     app.boundary("shop").await;
     let store = &app.state.app.store;
-    store.put_cluster("c1", b"sealed").await.unwrap();
+    store.put_cluster("c1", b"sealed", None).await.unwrap();
     store.attach_cluster("shop", "c1").await.unwrap();
-    store.put_namespace("shop", "c1", "web").await.unwrap();
+    store
+        .put_namespace("shop", "c1", "web", None)
+        .await
+        .unwrap();
     let answer = app
         .policy(
             "shop",

@@ -8,7 +8,7 @@
 
 use crate::common::{plans, TestApp};
 use axum::http::{Method, StatusCode};
-use palisade_app::ports::{ClusterError, Clusters, LabelOutcome, ScanInfo, Visit};
+use palisade_app::ports::{ClusterError, Clusters, ScanInfo, Visit};
 use palisade_policy::Name;
 use serde_json::{json, Value};
 
@@ -138,8 +138,11 @@ impl palisade_app::ports::Clusters for FixedClusters {
         _: &palisade_policy::Name,
         _: &str,
         _: bool,
-    ) -> Result<palisade_app::ports::LabelOutcome, palisade_app::ports::ClusterError> {
-        Ok(palisade_app::ports::LabelOutcome::Created)
+    ) -> Result<palisade_app::ports::Labelled, palisade_app::ports::ClusterError> {
+        Ok(palisade_app::ports::Labelled {
+            outcome: palisade_app::ports::LabelOutcome::Created,
+            uid: None,
+        })
     }
     async fn release_namespace(
         &self,
@@ -205,9 +208,12 @@ async fn a_denial_is_new_unless_the_saved_version_denies_its_workload() {
     app.boundary("shop").await;
     let store = app.state.store.clone();
     let sealed = app.state.sealing.seal(b"kubeconfig").unwrap();
-    store.put_cluster("k1", &sealed).await.unwrap();
+    store.put_cluster("k1", &sealed, None).await.unwrap();
     store.attach_cluster("shop", "k1").await.unwrap();
-    store.put_namespace("shop", "k1", "web").await.unwrap();
+    store
+        .put_namespace("shop", "k1", "web", None)
+        .await
+        .unwrap();
     let path = "/v1/boundaries/shop/policies/strict/preview";
     let no_latest = json!({"rules": [{"disallowLatestTag": {}}]});
     let stricter = json!({"rules": [{"disallowLatestTag": {}},
@@ -281,7 +287,7 @@ impl Clusters for Pods {
         _boundary: &Name,
         _namespace: &str,
         _adopt: bool,
-    ) -> Result<LabelOutcome, ClusterError> {
+    ) -> Result<palisade_app::ports::Labelled, ClusterError> {
         Err(ClusterError::Failed("not in this test".into()))
     }
 

@@ -31,8 +31,11 @@ impl Clusters for Recording {
         _: &palisade_policy::Name,
         _: &str,
         _: bool,
-    ) -> Result<LabelOutcome, ClusterError> {
-        Ok(LabelOutcome::Created)
+    ) -> Result<palisade_app::ports::Labelled, ClusterError> {
+        Ok(palisade_app::ports::Labelled {
+            outcome: LabelOutcome::Created,
+            uid: None,
+        })
     }
     async fn release_namespace(
         &self,

@@ -10,15 +10,15 @@ use crate::{ClusterRecord, Result, StoreError};
 
 const SELECT: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, admission_enforced, \
      admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, \
-     admission_layout, admission_layout_reason, created_at, updated_at \
+     admission_layout, admission_layout_reason, reserved_namespaces, created_at, updated_at \
      FROM clusters WHERE name = $1";
 const SELECT_ALL: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
      admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, \
-     admission_layout, admission_layout_reason, created_at, updated_at \
+     admission_layout, admission_layout_reason, reserved_namespaces, created_at, updated_at \
      FROM clusters ORDER BY name";
 const SELECT_OF_BOUNDARY: &str = "SELECT name, kubeconfig_sealed, kubernetes_version, \
      admission_enforced, admission_reason, last_error, apiserver_restarts, apiserver_restarted_at, repairs, last_repair, last_repair_at, \
-     admission_layout, admission_layout_reason, created_at, updated_at \
+     admission_layout, admission_layout_reason, reserved_namespaces, created_at, updated_at \
      FROM clusters \
      WHERE name IN (SELECT cluster FROM boundary_clusters WHERE boundary = $1) \
      ORDER BY name";
@@ -29,6 +29,7 @@ const INSERT: &str = "INSERT INTO clusters \
      ON CONFLICT (name) DO NOTHING";
 const UPDATE_SEALED: &str =
     "UPDATE clusters SET kubeconfig_sealed = $2, updated_at = $3 WHERE name = $1";
+const UPDATE_RESERVED: &str = "UPDATE clusters SET reserved_namespaces = $2 WHERE name = $1";
 const UPDATE_STATUS: &str = "UPDATE clusters \
      SET kubernetes_version = $2, admission_enforced = $3, admission_reason = $4, updated_at = $5 \
      WHERE name = $1";
@@ -66,19 +67,35 @@ fn cluster(row: &dyn Fields) -> sqlx::Result<ClusterRecord> {
         last_repair_at: row.opt_text("last_repair_at")?,
         admission_layout: row.opt_text("admission_layout")?,
         admission_layout_reason: row.opt_text("admission_layout_reason")?,
+        reserved_namespaces: row
+            .text("reserved_namespaces")?
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect(),
         created_at: row.text("created_at")?,
         updated_at: row.text("updated_at")?,
     })
 }
 
-/// Creates the cluster or replaces its credentials; `true` when created.
-pub(crate) async fn put<C: Conn>(c: &mut C, name: &str, kubeconfig_sealed: &[u8]) -> Result<bool> {
+/// Creates the cluster or replaces its credentials, and with `reserved` its reserved
+/// namespaces; `true` when created.
+pub(crate) async fn put<C: Conn>(
+    c: &mut C,
+    name: &str,
+    kubeconfig_sealed: &[u8],
+    reserved: Option<&[String]>,
+) -> Result<bool> {
     let args = [Text(name), Bytes(kubeconfig_sealed), Text(&crate::now())];
-    if c.execute(INSERT, &args).await? == 1 {
-        return Ok(true);
+    let created = c.execute(INSERT, &args).await? == 1;
+    if !created {
+        c.execute(UPDATE_SEALED, &args).await?;
     }
-    c.execute(UPDATE_SEALED, &args).await?;
-    Ok(false)
+    if let Some(reserved) = reserved {
+        c.execute(UPDATE_RESERVED, &[Text(name), Text(&reserved.join("\n"))])
+            .await?;
+    }
+    Ok(created)
 }
 
 pub(crate) async fn get<C: Conn>(c: &mut C, name: &str) -> Result<ClusterRecord> {
@@ -194,9 +211,12 @@ pub(crate) async fn detach<C: Conn>(c: &mut C, boundary: &str, cluster: &str) ->
 /// Clusters attached to the boundary, by name; `NotFound` when the boundary is unknown.
 /// Each attached cluster with each of the boundary's namespaces in it (`None`: none there),
 /// in one statement: where the boundary's workloads can run. An unknown boundary has none.
+/// Where the boundary's workloads can go: its clusters and its namespaces there, less those
+/// found gone (SPEC 3.4 v3.2: a namespace made again by someone else is not the boundary's).
 const SELECT_PLACEMENTS: &str = "SELECT bc.cluster AS cluster, n.name AS namespace \
      FROM boundary_clusters bc \
      LEFT JOIN namespaces n ON n.boundary = bc.boundary AND n.cluster = bc.cluster \
+     AND n.gone_at IS NULL \
      WHERE bc.boundary = $1 ORDER BY bc.cluster, n.name";
 
 fn placement(row: &dyn Fields) -> sqlx::Result<(String, Option<String>)> {

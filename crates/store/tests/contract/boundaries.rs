@@ -55,7 +55,7 @@ pub async fn boundaries(db: TestDb) {
 pub async fn deleting_a_boundary_takes_its_attachments_and_tokens(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
-    store.put_cluster("c", b"sealed").await.unwrap();
+    store.put_cluster("c", b"sealed", None).await.unwrap();
     assert!(store.attach_cluster("b", "c").await.unwrap());
     store
         .create_token(token("dev", Some("b"), "2024-01-01T00:00:00.000Z"))

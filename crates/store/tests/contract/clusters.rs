@@ -8,7 +8,7 @@ use crate::support::*;
 pub async fn cluster_layout(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
-    store.put_cluster("kind-1", b"one").await.unwrap();
+    store.put_cluster("kind-1", b"one", None).await.unwrap();
     store.attach_cluster("b", "kind-1").await.unwrap();
     let before = store.get_cluster("kind-1").await.unwrap();
     assert_eq!(before.admission_layout, None);
@@ -60,9 +60,9 @@ pub async fn clusters_and_attachments(db: TestDb) {
     store.create_boundary("b", None).await.unwrap();
     store.create_boundary("b2", None).await.unwrap();
 
-    assert!(store.put_cluster("kind-2", b"two").await.unwrap());
+    assert!(store.put_cluster("kind-2", b"two", None).await.unwrap());
     assert!(store
-        .put_cluster("kind-1", b"\x00sealed\xff")
+        .put_cluster("kind-1", b"\x00sealed\xff", None)
         .await
         .unwrap());
     let c1 = store.get_cluster("kind-1").await.unwrap();
@@ -71,7 +71,7 @@ pub async fn clusters_and_attachments(db: TestDb) {
     assert_eq!(c1.admission_enforced, None);
     assert_eq!(c1.admission_reason, None);
 
-    assert!(!store.put_cluster("kind-1", b"rotated").await.unwrap());
+    assert!(!store.put_cluster("kind-1", b"rotated", None).await.unwrap());
     let rotated = store.get_cluster("kind-1").await.unwrap();
     assert_eq!(rotated.kubeconfig_sealed, b"rotated");
     assert_eq!(rotated.created_at, c1.created_at);
@@ -156,20 +156,23 @@ pub async fn namespaces(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
     store.create_boundary("b2", None).await.unwrap();
-    store.put_cluster("c1", b"x").await.unwrap();
-    store.put_cluster("c2", b"x").await.unwrap();
+    store.put_cluster("c1", b"x", None).await.unwrap();
+    store.put_cluster("c2", b"x", None).await.unwrap();
     // Not attached yet.
-    assert_not_found(store.put_namespace("b", "c1", "shop").await);
+    assert_not_found(store.put_namespace("b", "c1", "shop", None).await);
     store.attach_cluster("b", "c1").await.unwrap();
     store.attach_cluster("b2", "c1").await.unwrap();
     store.attach_cluster("b", "c2").await.unwrap();
-    assert_not_found(store.put_namespace("nope", "c1", "shop").await);
+    assert_not_found(store.put_namespace("nope", "c1", "shop", None).await);
 
-    assert!(store.put_namespace("b", "c1", "shop").await.unwrap());
-    assert!(!store.put_namespace("b", "c1", "shop").await.unwrap());
-    assert!(store.put_namespace("b", "c2", "shop").await.unwrap());
-    assert!(store.put_namespace("b", "c1", "a-shop").await.unwrap());
-    match store.put_namespace("b2", "c1", "shop").await {
+    assert!(store.put_namespace("b", "c1", "shop", None).await.unwrap());
+    assert!(!store.put_namespace("b", "c1", "shop", None).await.unwrap());
+    assert!(store.put_namespace("b", "c2", "shop", None).await.unwrap());
+    assert!(store
+        .put_namespace("b", "c1", "a-shop", None)
+        .await
+        .unwrap());
+    match store.put_namespace("b2", "c1", "shop", None).await {
         Err(StoreError::Conflict(message)) => assert_eq!(
             message,
             "namespace 'shop' in cluster 'c1' belongs to boundary 'b'"
@@ -228,8 +231,8 @@ pub async fn namespaces(db: TestDb) {
 pub async fn policy_statuses(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
-    store.put_cluster("c1", b"x").await.unwrap();
-    store.put_cluster("c2", b"x").await.unwrap();
+    store.put_cluster("c1", b"x", None).await.unwrap();
+    store.put_cluster("c2", b"x", None).await.unwrap();
     store.attach_cluster("b", "c1").await.unwrap();
     store.attach_cluster("b", "c2").await.unwrap();
     let status = |policy: &str, cluster: &str, text: &str| palisade_store::PolicyStatusRecord {
@@ -354,4 +357,93 @@ fn report_at(
     assert_eq!(record.violations, violations);
     assert_eq!(record.findings_json, format!("[{violations}]"));
     record.clone()
+}
+
+/// SPEC 3.4 v3.2: a namespace records the uid palisade labelled; a record from before uids
+/// learns one once; a namespace found gone reads so, leaves the placements, and is the
+/// boundary's again when palisade labels it anew (a new uid). A cluster's reserved names are
+/// kept across new credentials unless given.
+pub async fn namespace_uids_gone_and_reserved_names(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let reserved = ["monitoring".to_owned(), "ingress".to_owned()];
+    assert!(store
+        .put_cluster("c1", b"x", Some(&reserved))
+        .await
+        .unwrap());
+    assert_eq!(
+        store.get_cluster("c1").await.unwrap().reserved_namespaces,
+        reserved
+    );
+    assert!(!store.put_cluster("c1", b"y", None).await.unwrap());
+    assert_eq!(
+        store.get_cluster("c1").await.unwrap().reserved_namespaces,
+        reserved
+    );
+    store.put_cluster("c1", b"y", Some(&[])).await.unwrap();
+    assert!(store
+        .get_cluster("c1")
+        .await
+        .unwrap()
+        .reserved_namespaces
+        .is_empty());
+
+    store.attach_cluster("b", "c1").await.unwrap();
+    assert!(store
+        .put_namespace("b", "c1", "web", Some("uid-1"))
+        .await
+        .unwrap());
+    store.put_namespace("b", "c1", "old", None).await.unwrap();
+    let web = store.get_namespace("b", "c1", "web").await.unwrap();
+    assert_eq!(
+        (web.uid.as_deref(), web.gone_at.as_deref()),
+        (Some("uid-1"), None)
+    );
+    // Learnt once, never overwritten.
+    assert!(store
+        .learn_namespace_uid("b", "c1", "old", "uid-2")
+        .await
+        .unwrap());
+    assert!(!store
+        .learn_namespace_uid("b", "c1", "old", "uid-3")
+        .await
+        .unwrap());
+    assert!(!store
+        .learn_namespace_uid("b", "c1", "web", "uid-3")
+        .await
+        .unwrap());
+    assert_eq!(
+        store
+            .get_namespace("b", "c1", "old")
+            .await
+            .unwrap()
+            .uid
+            .as_deref(),
+        Some("uid-2")
+    );
+    // Gone: marked once, out of the placements.
+    assert!(store.namespace_gone("b", "c1", "web").await.unwrap());
+    assert!(!store.namespace_gone("b", "c1", "web").await.unwrap());
+    assert!(store
+        .get_namespace("b", "c1", "web")
+        .await
+        .unwrap()
+        .gone_at
+        .is_some());
+    let placements = store.placements("b").await.unwrap();
+    assert_eq!(
+        placements,
+        [("c1".to_owned(), Some("old".to_owned()))],
+        "a gone namespace is no placement"
+    );
+    // Labelled anew: the new uid, no longer gone.
+    assert!(!store
+        .put_namespace("b", "c1", "web", Some("uid-4"))
+        .await
+        .unwrap());
+    let web = store.get_namespace("b", "c1", "web").await.unwrap();
+    assert_eq!(
+        (web.uid.as_deref(), web.gone_at.as_deref()),
+        (Some("uid-4"), None)
+    );
 }

@@ -285,8 +285,8 @@ pub async fn the_snapshot_is_every_boundary_s_own_lists(db: TestDb) {
     for b in ["a", "b", "empty"] {
         store.create_boundary(b, None).await.unwrap();
     }
-    store.put_cluster("c1", b"k").await.unwrap();
-    store.put_cluster("c2", b"k").await.unwrap();
+    store.put_cluster("c1", b"k", None).await.unwrap();
+    store.put_cluster("c2", b"k", None).await.unwrap();
     for (b, c) in [("a", "c1"), ("a", "c2"), ("b", "c2")] {
         store.attach_cluster(b, c).await.unwrap();
     }
@@ -296,8 +296,8 @@ pub async fn the_snapshot_is_every_boundary_s_own_lists(db: TestDb) {
             .await
             .unwrap();
     }
-    store.put_namespace("a", "c1", "web").await.unwrap();
-    store.put_namespace("b", "c2", "api").await.unwrap();
+    store.put_namespace("a", "c1", "web", None).await.unwrap();
+    store.put_namespace("b", "c2", "api", None).await.unwrap();
     store
         .put_exception(write("b", "legacy", r#"{"policy":"size"}"#, true), "admin")
         .await

@@ -39,7 +39,8 @@ use changes::{
     history_keeps_each_newest_entry_and_reads_pages,
 };
 use clusters::{
-    audit_reports, cluster_layout, clusters_and_attachments, namespaces, policy_statuses,
+    audit_reports, cluster_layout, clusters_and_attachments,
+    namespace_uids_gone_and_reserved_names, namespaces, policy_statuses,
 };
 use exceptions::{
     exception_installs, exceptions, exceptions_change_the_policies_version,
@@ -149,6 +150,7 @@ contract!(
     guarded_creates_race_policy_changes,
     installation_id_is_made_once,
     namespaces,
+    namespace_uids_gone_and_reserved_names,
     policy_statuses,
     audit_reports,
     changes_wake_subscribers,

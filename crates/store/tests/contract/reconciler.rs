@@ -91,7 +91,7 @@ pub async fn one_holder_per_cluster(db: TestDb) {
     // Holders of clusters the store knows, by replica name.
     let sealed = b"sealed".to_vec();
     for name in ["c1", "c2", "c3"] {
-        store.put_cluster(name, &sealed).await.unwrap();
+        store.put_cluster(name, &sealed, None).await.unwrap();
     }
     let holders = store.cluster_holders("i1").await.unwrap();
     assert_eq!(

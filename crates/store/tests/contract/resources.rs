@@ -423,14 +423,14 @@ pub async fn placed_workloads_and_statuses(db: TestDb) {
     // Where workloads can run: attached clusters, each with the boundary's namespaces in it.
     assert!(store.placements("b").await.unwrap().is_empty());
     for cluster in ["k1", "k2", "k3"] {
-        store.put_cluster(cluster, b"sealed").await.unwrap();
+        store.put_cluster(cluster, b"sealed", None).await.unwrap();
     }
     store.attach_cluster("b", "k2").await.unwrap();
     store.attach_cluster("b", "k1").await.unwrap();
-    store.put_namespace("b", "k1", "web").await.unwrap();
-    store.put_namespace("b", "k1", "api").await.unwrap();
+    store.put_namespace("b", "k1", "web", None).await.unwrap();
+    store.put_namespace("b", "k1", "api", None).await.unwrap();
     store.attach_cluster("c", "k3").await.unwrap();
-    store.put_namespace("c", "k3", "other").await.unwrap();
+    store.put_namespace("c", "k3", "other", None).await.unwrap();
     assert_eq!(
         store.placements("b").await.unwrap(),
         [

@@ -36,7 +36,7 @@ pub async fn add(
         async |ctx, session| {
             let kubeconfig = data.get("kubeconfig");
             let (_, created) = state
-                .put_cluster(&session.caller, &name, kubeconfig)
+                .put_cluster(&session.caller, &name, kubeconfig, None)
                 .await?;
             let verb = if created {
                 ctx.t("Registered cluster")

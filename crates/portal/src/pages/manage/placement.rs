@@ -196,6 +196,10 @@ async fn placement_page(
                         @for ns in here_ns {
                             li {
                                 code { (ns.name) } " "
+                                // `gone: ...` or `reserved: ...` (SPEC 3.4 v3.2), as the API says it.
+                                @if ns.status != "active" {
+                                    span class="namespace-status warn" lang="en" { (ns.status) } " "
+                                }
                                 form method="post" action={ "/boundaries/" (b) "/namespaces/release" } class="inline" {
                                     (csrf_field(session))
                                     input type="hidden" name="cluster" value=(cluster.name);
@@ -223,10 +227,13 @@ async fn placement_page(
                         label for="namespace-name" { (ctx.t("Name")) }
                         input id="namespace-name" name="name" required;
                     }
-                    div class="field" {
-                        input type="checkbox" id="namespace-adopt" name="adopt" value="true";
-                        " "
-                        label for="namespace-adopt" { (ctx.t("Adopt it if it exists (label it for this boundary)")) }
+                    // Adopting an existing namespace needs an admin (SPEC 3.4 v3.2).
+                    @if is_admin {
+                        div class="field" {
+                            input type="checkbox" id="namespace-adopt" name="adopt" value="true";
+                            " "
+                            label for="namespace-adopt" { (ctx.t("Adopt it if it exists (label it for this boundary)")) }
+                        }
                     }
                     div class="buttons" { button type="submit" class="primary" { (ctx.t("Create or adopt")) } }
                 }
