@@ -264,7 +264,10 @@ impl App {
         warnings
     }
 
-    /// Approves a request (admin or boundary-admin of the boundary, never its requester).
+    /// Approves a request (admin or boundary-admin of the boundary, never its requester) as
+    /// the approver read it (SPEC 7 v3.2): `if_match` is required and must name the stored
+    /// etag (400 naming `If-Match` without it or with `*`, 412 when the exception changed
+    /// since it was read).
     pub async fn approve_exception(
         &self,
         access: &Access,
@@ -273,12 +276,30 @@ impl App {
     ) -> AppResult<ExceptionView> {
         access.caller().require_boundary_admin()?;
         self.admit_write(access.caller(), Some(access.boundary()))?;
+        let if_match = match if_match.as_deref().map(str::trim) {
+            None | Some("") => {
+                return Err(AppError::invalid(
+                    "/headers/If-Match",
+                    "required: approve the etag you read (GET the exception and send its etag)",
+                ))
+            }
+            Some(value) if value.split(',').any(|v| v.trim() == "*") => {
+                return Err(AppError::invalid(
+                    "/headers/If-Match",
+                    "must be the etag you read, not '*': an approval approves what was read",
+                ))
+            }
+            Some(value) => value.to_owned(),
+        };
         let boundary = access.boundary();
         let record = self
             .store
             .get_exception(boundary, name)
             .await
             .map_err(from_store(boundary, name))?;
+        if !palisade_store::if_match_matches(&if_match, &record.etag) {
+            return Err(AppError::PreconditionFailed);
+        }
         let actor = access.caller().actor();
         let now = palisade_store::now();
         if record.state == APPROVED {
@@ -303,7 +324,9 @@ impl App {
             spec_json: record.spec_json.clone(),
             expires_at: record.expires_at.clone(),
             approve: true,
-            if_match: Some(if_match.unwrap_or_else(|| record.etag.clone())),
+            // The store checks it again in the write's transaction: a change in between is a
+            // 412 too.
+            if_match: Some(if_match),
             max_per_boundary: MAX_PER_BOUNDARY,
         };
         let (record, _) = self

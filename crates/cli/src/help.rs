@@ -433,6 +433,9 @@ Examples:
   boundaryexception shop/legacy-nginx requested";
 
 pub const EXCEPTION_APPROVE: &str = "\
+It reads the exception first, prints the spec it approves, and approves that version only
+(its etag, as If-Match): if the request changed since, the approval is refused (412).
+
 Examples:
   palisade exception approve shop/legacy-nginx";
 

@@ -8,7 +8,7 @@ use reqwest::Method;
 use super::preview::{
     documents, preview_body, preview_documents, read_files, verdict_of, PolicyFiles, Verdict,
 };
-use super::{print_body, print_warnings, Answer, Api, Connection, Failure, Format};
+use super::{print_body, print_warnings, printable, Answer, Api, Connection, Failure, Format};
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
@@ -58,9 +58,13 @@ pub fn apply(args: &ApplyArgs) -> Result<Option<Verdict>, Failure> {
             result.boundary,
             result.name
         );
-        println!("{subject} {}{suffix}", result.action);
+        println!(
+            "{} {}{suffix}",
+            printable(&subject),
+            printable(&result.action)
+        );
         for warning in result.warnings {
-            eprintln!("warning: {subject}: {warning}");
+            eprintln!("warning: {}: {}", printable(&subject), printable(&warning));
         }
     }
     if !dry_run {

@@ -10,7 +10,8 @@ use palisade_api_types::view::{
 use serde_json::Value;
 
 use super::{
-    all_pages, encode, print_body, split_target, table, Api, Connection, Failure, Format, Outcome,
+    all_pages, encode, print_body, printable_lines, split_target, table, Api, Connection, Failure,
+    Format, Outcome,
 };
 use crate::help;
 
@@ -69,7 +70,7 @@ pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
             let history = all_pages::<History>(&api, &format!("{path}/history"))?;
             print!(
                 "{}",
-                exception_text(&view, &history.items, chrono::Utc::now())
+                printable_lines(&exception_text(&view, &history.items, chrono::Utc::now()))
             );
         }
         DescribeKind::Policy { target } => {
@@ -92,7 +93,12 @@ pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
                 .collect();
             print!(
                 "{}",
-                policy_text(&view, &mine, &history.items, chrono::Utc::now())
+                printable_lines(&policy_text(
+                    &view,
+                    &mine,
+                    &history.items,
+                    chrono::Utc::now()
+                ))
             );
         }
         DescribeKind::Resource { target } => {
@@ -123,7 +129,10 @@ pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
                 }
                 return print_body(connection.output, &body);
             }
-            print!("{}", resource_text(&view, workload.as_ref()));
+            print!(
+                "{}",
+                printable_lines(&resource_text(&view, workload.as_ref()))
+            );
         }
         DescribeKind::Cluster { name } => {
             let answer = api.get(&format!("/v1/clusters/{}", encode(name)))?;
@@ -131,7 +140,7 @@ pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
                 return print_body(connection.output, &answer.body);
             }
             let view: ClusterView = answer.decode()?;
-            print!("{}", cluster_text(&view));
+            print!("{}", printable_lines(&cluster_text(&view)));
         }
     }
     Ok(())

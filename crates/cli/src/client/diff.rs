@@ -20,7 +20,10 @@ use serde::Serialize;
 use super::apply::send_documents;
 use super::get::Policy;
 use super::preview::{read_files, PolicyFiles};
-use super::{decode_at, encode, print_warnings, unreadable, Api, Connection, Failure, Format};
+use super::{
+    decode_at, encode, print_warnings, printable, printable_lines, unreadable, Api, Connection,
+    Failure, Format,
+};
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
@@ -79,7 +82,7 @@ fn differences(args: &DiffArgs) -> Result<bool, Failure> {
         // The save warnings of what would change (those of an unchanged document were seen
         // when it was saved).
         for warning in &result.warnings {
-            eprintln!("warning: {subject}: {warning}");
+            eprintln!("warning: {}: {}", printable(&subject), printable(warning));
         }
         differs = true;
         let is_exception = result.kind == palisade_api_types::exception::KIND;
@@ -118,7 +121,7 @@ fn differences(args: &DiffArgs) -> Result<bool, Failure> {
                 ),
             }
         } else {
-            print!("{printed}");
+            print!("{}", printable_lines(&printed));
         }
     }
     Ok(differs)

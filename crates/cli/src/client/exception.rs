@@ -7,7 +7,10 @@ use palisade_api_types::ExceptionDocument;
 use reqwest::Method;
 
 use super::preview::{documents, read_files};
-use super::{encode, print_body, split_target, Api, Connection, Failure, Format, Outcome};
+use super::{
+    encode, print_body, printable, printable_lines, split_target, Api, Connection, Failure, Format,
+    Outcome,
+};
 use crate::help;
 
 #[derive(Debug, Subcommand)]
@@ -35,6 +38,11 @@ pub enum ExceptionCommand {
     },
 }
 
+/// `text` with each line indented by two spaces.
+fn indented(text: &str) -> String {
+    text.lines().map(|line| format!("  {line}\n")).collect()
+}
+
 pub fn exception(connection: &Connection, command: &ExceptionCommand) -> Outcome {
     let api = Api::new(connection)?;
     match command {
@@ -55,15 +63,10 @@ pub fn exception(connection: &Connection, command: &ExceptionCommand) -> Outcome
                     })?;
                 let view: ExceptionView = answer.decode()?;
                 if connection.output == Format::Table {
-                    println!(
-                        "boundaryexception {}/{} {}",
-                        view.boundary, view.name, view.status
-                    );
+                    let subject = format!("boundaryexception {}/{}", view.boundary, view.name);
+                    println!("{}", printable(&format!("{subject} {}", view.status)));
                     for warning in view.warnings.iter().flatten() {
-                        eprintln!(
-                            "warning: boundaryexception {}/{}: {warning}",
-                            view.boundary, view.name
-                        );
+                        eprintln!("{}", printable(&format!("warning: {subject}: {warning}")));
                     }
                 }
                 answers.push(answer.body);
@@ -75,16 +78,37 @@ pub fn exception(connection: &Connection, command: &ExceptionCommand) -> Outcome
         ExceptionCommand::Approve { target } => {
             let p = split_target(target, 2, "BOUNDARY/NAME")?;
             let path = format!(
-                "/v1/boundaries/{}/exceptions/{}/approve",
+                "/v1/boundaries/{}/exceptions/{}",
                 encode(p[0]),
                 encode(p[1])
             );
-            let answer = api.send(api.request(Method::POST, &path))?;
+            // What is approved is what was read and shown: the spec read here, by its etag.
+            let read: ExceptionView = api.get(&path)?.decode()?;
+            let spec = serde_yaml_ng::to_string(&read.spec)
+                .map_err(|e| Failure(format!("cannot show the spec of {target}: {e}")))?;
+            let shown = format!(
+                "approving boundaryexception {}/{} ({}, requested by {}), this spec:\n{}",
+                read.boundary,
+                read.name,
+                read.status,
+                read.requested_by,
+                indented(&spec)
+            );
+            if connection.output == Format::Table {
+                print!("{}", printable_lines(&shown));
+            } else {
+                // Standard output stays the API's body.
+                eprint!("{}", printable_lines(&shown));
+            }
+            let answer = api.send(
+                api.request(Method::POST, &format!("{path}/approve"))
+                    .header("if-match", format!("\"{}\"", read.etag)),
+            )?;
             let view: ExceptionView = answer.decode()?;
             if connection.output != Format::Table {
                 return print_body(connection.output, &answer.body);
             }
-            println!(
+            let line = format!(
                 "boundaryexception {}/{} {} (approved by {}, until {})",
                 view.boundary,
                 view.name,
@@ -92,6 +116,7 @@ pub fn exception(connection: &Connection, command: &ExceptionCommand) -> Outcome
                 view.approved_by.as_deref().unwrap_or("-"),
                 view.expires_at
             );
+            println!("{}", printable(&line));
         }
     }
     Ok(())

@@ -560,6 +560,7 @@ fn watch_list(api: &Api<'_>, kind: &Kind, format: Format) -> Outcome {
 /// A table line with the columns padded to `widths` (a longer cell widens only its line).
 fn aligned(cells: &[String], widths: &[usize]) -> String {
     let mut line = String::new();
+    let cells: Vec<String> = cells.iter().map(|c| super::printable(c)).collect();
     for (i, cell) in cells.iter().enumerate() {
         if i + 1 == cells.len() {
             line.push_str(cell);

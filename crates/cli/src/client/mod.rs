@@ -298,7 +298,7 @@ impl<'c> Api<'c> {
                         }
                         _ => error.message,
                     };
-                    format!("{message} [{}]{hint}", code_name(&error.code))
+                    format!("{} [{}]{hint}", printable(&message), code_name(&error.code))
                 }
                 // Not palisade's error body (e.g. a proxy's page): the status is all there is.
                 Err(_) => format!("HTTP {status} [unknown]{hint}"),
@@ -396,13 +396,42 @@ fn decode_at<T: DeserializeOwned>(request: &str, at: &str, value: &Value) -> Res
     })
 }
 
-/// `299 palisade "text"` -> `text`.
+/// `299 palisade "text"` -> `text` (printable).
 fn warning_text(header: &str) -> String {
-    header
+    let text = header
         .splitn(3, ' ')
         .nth(2)
-        .map(|t| t.trim_matches('"').to_owned())
-        .unwrap_or_else(|| header.to_owned())
+        .map(|t| t.trim_matches('"'))
+        .unwrap_or(header);
+    printable(text)
+}
+
+/// Text that came from the server, fit to print on a terminal: every control character (the
+/// ESC of an escape sequence, a carriage return, a line break, ...) written as its escape
+/// (`\u{1b}`, `\r`, `\n`), so that what a server or a stored document says can neither move
+/// the cursor, rewrite what is shown, nor forge lines. Everything else is left as it is.
+pub(crate) fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+/// [`printable`] line by line: a text of several lines (YAML, a diff) keeps its line breaks.
+pub(crate) fn printable_lines(text: &str) -> String {
+    text.split('\n')
+        .map(printable)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn print_warnings(warnings: &[String]) {
@@ -417,7 +446,8 @@ fn print_body(format: Format, body: &Value) -> Outcome {
             println!("{}", serde_json::to_string_pretty(body).unwrap_or_default());
         }
         Format::Yaml | Format::Table | Format::Name | Format::Wide => {
-            print!("{}", serde_yaml_ng::to_string(body).unwrap_or_default());
+            let yaml = serde_yaml_ng::to_string(body).unwrap_or_default();
+            print!("{}", printable_lines(&yaml));
         }
     }
     Ok(())
@@ -434,6 +464,10 @@ fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
 
 /// Columns aligned under `headers`, each line starting with `indent`.
 fn table(headers: &[&str], rows: Vec<Vec<String>>, indent: &str) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|row| row.iter().map(|c| printable(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (i, c) in row.iter().enumerate() {

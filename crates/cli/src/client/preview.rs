@@ -14,7 +14,7 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Api, Connection, Failure, Format};
+use super::{printable, Api, Connection, Failure, Format};
 use crate::input::{located, read_text, shown, yaml_files};
 
 /// `-f FILE|DIR|-`, repeatable: the BoundaryPolicy documents of `apply` and `preview`.
@@ -229,7 +229,7 @@ fn workload(finding: &Finding) -> String {
 
 fn print_findings<'f>(label: &str, cluster: &str, findings: impl IntoIterator<Item = &'f Finding>) {
     for f in findings {
-        println!(
+        let line = format!(
             "{label} {cluster} {}/{}/{} ({}): {}",
             f.namespace,
             f.kind,
@@ -237,6 +237,7 @@ fn print_findings<'f>(label: &str, cluster: &str, findings: impl IntoIterator<It
             workload(f),
             f.message
         );
+        println!("{}", printable(&line));
     }
 }
 
@@ -268,7 +269,10 @@ pub fn print_preview(preview: &Preview) {
     );
     for cluster in &preview.clusters {
         if let Some(error) = &cluster.error {
-            println!("unreadable {}: {error}", cluster.cluster);
+            println!(
+                "{}",
+                printable(&format!("unreadable {}: {error}", cluster.cluster))
+            );
             continue;
         }
         print_findings(
@@ -280,13 +284,14 @@ pub fn print_preview(preview: &Preview) {
         print_findings("loosened", &cluster.cluster, &cluster.loosened);
     }
     for resource in &preview.grandfathered {
-        println!(
+        let line = format!(
             "grandfathered {}/{} ({}): {}",
             resource.resource_type,
             resource.name,
             resource.plans.join(", "),
             resource.message
         );
+        println!("{}", printable(&line));
     }
 }
 

@@ -1412,17 +1412,42 @@ fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
         &["exception", "approve", "shop/legacy-web"],
     );
     assert_eq!(out.status.code(), Some(1));
+    // The approver sees the spec approved; its etag goes with the approval.
     let out = palisade(
         &server.url,
         Some(&boundary_admin),
         &["exception", "approve", "shop/legacy-web"],
     );
+    let approved = text(&out.stdout);
+    let lines: Vec<&str> = approved.lines().collect();
     assert!(
-        text(&out.stdout)
-            .starts_with("boundaryexception shop/legacy-web active (approved by token:"),
-        "{}{}",
-        text(&out.stdout),
+        lines[0].starts_with(
+            "approving boundaryexception shop/legacy-web (requested, requested by token:"
+        ),
+        "{approved}{}",
         text(&out.stderr)
+    );
+    assert!(
+        lines[0].ends_with(" (developer)), this spec:"),
+        "{approved}"
+    );
+    assert_eq!(
+        lines[1..lines.len() - 1],
+        [
+            "  policy: size",
+            "  resources:",
+            "  - app/web",
+            "  plans:",
+            "  - large",
+            format!("  expiresAt: {expires}").as_str(),
+            "  reason: OPS-1235",
+        ],
+        "{approved}"
+    );
+    assert!(
+        lines[lines.len() - 1]
+            .starts_with("boundaryexception shop/legacy-web active (approved by token:"),
+        "{approved}"
     );
 
     // describe: what it lets past, who asked, who approved, and its history.

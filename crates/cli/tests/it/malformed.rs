@@ -173,3 +173,45 @@ fn error_answers_print_their_message_and_code() {
         "error: HTTP 502 Bad Gateway [unknown]\n",
     );
 }
+
+/// What the server says is printed with its control characters escaped: an error message, and
+/// an exception `approve` shows (its spec, the status line), so that no answer can move the
+/// cursor, retitle the terminal or forge a line.
+#[test]
+fn server_text_is_printed_with_control_characters_escaped() {
+    let url = answering(
+        "409 Conflict",
+        "application/json",
+        r#"{"error": {"code": "conflict", "message": "taken\u001b[2J\nboundary shop created"}}"#,
+    );
+    fails_with(
+        &palisade(&url, &["exception", "approve", "shop/legacy"]),
+        "error: taken\\u{1b}[2J\\nboundary shop created [conflict]\n",
+    );
+    let view = r#"{"boundary": "shop", "name": "legacy", "status": "requested\u001b[32m",
+        "spec": {"policy": "size", "match": {"namespaces": ["web"]},
+            "expiresAt": "2027-01-31T00:00:00Z", "reason": "OPS\u001b]0;owned\u0007"},
+        "expires_at": "2027-01-31T00:00:00Z", "requested_by": "dev\rroot",
+        "approved_by": "admin\u001b[8m", "etag": "e1", "created_at": "x", "updated_at": "x",
+        "updated_by": "x"}"#;
+    let url = answering("200 OK", "application/json", view);
+    let out = palisade(&url, &["exception", "approve", "shop/legacy"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.chars().any(|c| c.is_control() && c != '\n'),
+        "{stdout:?}"
+    );
+    assert!(
+        stdout.starts_with(
+            "approving boundaryexception shop/legacy (requested\\u{1b}[32m, requested by dev\\rroot), this spec:\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with(
+            "boundaryexception shop/legacy requested\\u{1b}[32m (approved by admin\\u{1b}[8m, until 2027-01-31T00:00:00Z)\n"
+        ),
+        "{stdout}"
+    );
+}

@@ -78,8 +78,10 @@ pub async fn put(
 
 #[utoipa::path(post, path = "/v1/boundaries/{boundary}/exceptions/{exception}/approve", tag = "exceptions",
     params(("boundary" = String, Path), ("exception" = String, Path),
-        ("If-Match" = Option<String>, Header, description = "the etag you read")),
-    responses((status = 200, body = ExceptionView), (status = 401, body = crate::openapi::Error),
+        ("If-Match" = String, Header, description = "required: the etag of the exception you read \
+            and approve (400 without it, 412 when it changed since)")),
+    responses((status = 200, body = ExceptionView), (status = 400, body = crate::openapi::Error),
+        (status = 401, body = crate::openapi::Error),
         (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
         (status = 409, body = crate::openapi::Error), (status = 412, body = crate::openapi::Error),
         (status = 429, body = crate::openapi::Error)),

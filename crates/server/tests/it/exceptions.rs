@@ -39,6 +39,27 @@ async fn put(app: &TestApp, token: &str, name: &str, body: Value) -> Answer {
     .await
 }
 
+/// `POST .../approve`, with `If-Match: <etag>` when given.
+async fn approve(app: &TestApp, token: &str, name: &str, etag: Option<&str>) -> Answer {
+    let quoted = etag.map(|e| {
+        if e == "*" {
+            e.to_owned()
+        } else {
+            format!("\"{e}\"")
+        }
+    });
+    let headers: Vec<(&str, &str)> = quoted.iter().map(|e| ("if-match", e.as_str())).collect();
+    app.raw(
+        Method::POST,
+        &format!("/v1/boundaries/shop/exceptions/{name}/approve"),
+        Some(token),
+        None,
+        None,
+        &headers,
+    )
+    .await
+}
+
 fn app_body(name: &str, plan: &str) -> Value {
     json!({"type": "app", "name": name, "plan": plan, "image": "ghcr.io/acme/web:1.4"})
 }
@@ -77,9 +98,8 @@ async fn request_and_approval(app: TestApp) {
     let forbidden = app.call(Method::POST, path, Some(&dev), None).await;
     assert_eq!(forbidden.status, StatusCode::FORBIDDEN);
 
-    let approved = app
-        .call(Method::POST, path, Some(&boundary_admin), None)
-        .await;
+    let etag = requested.body["etag"].as_str().unwrap().to_owned();
+    let approved = approve(&app, &boundary_admin, "legacy-reports", Some(&etag)).await;
     assert_eq!(approved.status, StatusCode::OK, "{approved:?}");
     assert_eq!(approved.body["status"], "active");
     assert!(approved.body["approved_by"]
@@ -241,14 +261,8 @@ async fn plan_move_and_expiry(app: TestApp) {
     let dev_request = put(&app, &dev, "late", spec("app/reports", &in_seconds(1))).await;
     assert_eq!(dev_request.status, StatusCode::CREATED);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let late = app
-        .call(
-            Method::POST,
-            "/v1/boundaries/shop/exceptions/late/approve",
-            Some(&app.admin),
-            None,
-        )
-        .await;
+    let etag = dev_request.body["etag"].as_str().unwrap().to_owned();
+    let late = approve(&app, &app.admin, "late", Some(&etag)).await;
     assert_eq!(late.status, StatusCode::CONFLICT, "{late:?}");
 }
 
@@ -442,4 +456,72 @@ async fn bounds_name_the_field() {
             .starts_with("/0/spec: must be at most 16384 bytes (16 KiB) as JSON, got "),
         "{applied:?}"
     );
+}
+
+/// SPEC 7 v3.2: an approval approves what the approver read. Without `If-Match` it is a 400
+/// naming the header (and `*` approves nothing read); with the etag of a spec changed since, a
+/// 412; with the etag read, the approval.
+#[tokio::test]
+async fn an_approval_needs_the_etag_that_was_read() {
+    let app = shop().await;
+    let dev = app.token("developer", Some("shop")).await;
+    let boundary_admin = app.token("boundary-admin", Some("shop")).await;
+    let expires = in_seconds(3600);
+    let requested = put(&app, &dev, "legacy", spec("app/reports", &expires)).await;
+    assert_eq!(requested.status, StatusCode::CREATED);
+    let read = requested.body["etag"].as_str().unwrap().to_owned();
+
+    let bare = approve(&app, &boundary_admin, "legacy", None).await;
+    assert_eq!(bare.status, StatusCode::BAD_REQUEST, "{bare:?}");
+    assert_eq!(bare.code(), "invalid_request");
+    assert_eq!(
+        bare.message(),
+        "/headers/If-Match: required: approve the etag you read (GET the exception and send its etag)"
+    );
+    let star = approve(&app, &boundary_admin, "legacy", Some("*")).await;
+    assert_eq!(star.status, StatusCode::BAD_REQUEST, "{star:?}");
+    assert!(star.message().starts_with("/headers/If-Match: "));
+
+    // The developer widens the request after the approver read it.
+    let changed = put(&app, &dev, "legacy", spec("app/everything", &expires)).await;
+    assert_eq!(changed.status, StatusCode::OK);
+    let stale = approve(&app, &boundary_admin, "legacy", Some(&read)).await;
+    assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED, "{stale:?}");
+    assert_eq!(stale.code(), "precondition_failed");
+    let shown = app
+        .call(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/legacy",
+            Some(&boundary_admin),
+            None,
+        )
+        .await;
+    assert_eq!(shown.body["status"], "requested", "nothing was approved");
+
+    let etag = shown.body["etag"].as_str().unwrap().to_owned();
+    let approved = approve(&app, &boundary_admin, "legacy", Some(&etag)).await;
+    assert_eq!(approved.status, StatusCode::OK, "{approved:?}");
+    assert_eq!(approved.body["status"], "active");
+    assert_eq!(
+        approved.body["spec"]["resources"],
+        json!(["app/everything"])
+    );
+
+    // The history reads a page at a time: put, put, approve.
+    let path = "/v1/boundaries/shop/exceptions/legacy/history";
+    let first = app
+        .call(Method::GET, &format!("{path}?limit=2"), Some(&dev), None)
+        .await;
+    assert_eq!(first.body["items"].as_array().map(Vec::len), Some(2));
+    let token = first.body["continue"].as_str().unwrap().to_owned();
+    let rest = app
+        .call(
+            Method::GET,
+            &format!("{path}?limit=2&continue={token}"),
+            Some(&dev),
+            None,
+        )
+        .await;
+    assert_eq!(rest.body["items"][0]["action"], "approve", "{rest:?}");
+    assert!(rest.body.get("continue").is_none());
 }
