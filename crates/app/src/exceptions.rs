@@ -7,7 +7,7 @@ use palisade_api_types::view::{
     ExceptionClusterStatus, ExceptionList, ExceptionView, History, HistoryEntry,
 };
 use palisade_api_types::ExceptionSpec;
-use palisade_policy::exception::MAX_PER_BOUNDARY;
+use palisade_policy::exception::{MAX_PER_BOUNDARY, MAX_REQUESTS_PER_BOUNDARY};
 use palisade_policy::{Exception, ExceptionWarning, Name};
 use palisade_store::{ExceptionRecord, ExceptionWrite, StoreError, WriteAction};
 
@@ -198,13 +198,14 @@ pub(crate) fn canonical(spec: &ExceptionSpec, exception: &Exception) -> AppResul
 impl App {
     /// Validates and saves the spec of exception `name`: approved by the writer when an admin
     /// or boundary-admin writes it, a request when a developer does. 400 naming the field,
-    /// 409 past the boundary's limit, 412 on a stale etag.
+    /// 409 past the boundary's limits (approved exceptions, and apart from them pending
+    /// requests) or, with `create_only`, when the exception exists; 412 on a stale etag.
     pub async fn save_exception(
         &self,
         access: &Access,
         name: &str,
         spec_json: &[u8],
-        if_match: Option<String>,
+        condition: crate::policies::SaveCondition,
     ) -> AppResult<SavedException> {
         self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
@@ -224,8 +225,10 @@ impl App {
             spec_json: canonical(&spec, &exception)?,
             expires_at: exception.expires_at.clone(),
             approve,
-            if_match,
+            if_match: condition.if_match,
+            create_only: condition.create_only,
             max_per_boundary: MAX_PER_BOUNDARY,
+            max_requests_per_boundary: MAX_REQUESTS_PER_BOUNDARY,
         };
         let actor = access.caller().actor();
         let (record, action) = self
@@ -327,7 +330,9 @@ impl App {
             // The store checks it again in the write's transaction: a change in between is a
             // 412 too.
             if_match: Some(if_match),
+            create_only: false,
             max_per_boundary: MAX_PER_BOUNDARY,
+            max_requests_per_boundary: MAX_REQUESTS_PER_BOUNDARY,
         };
         let (record, _) = self
             .store

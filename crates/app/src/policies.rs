@@ -526,7 +526,10 @@ impl App {
                     expires_at: exception.expires_at.clone(),
                     approve: true,
                     if_match: None,
+                    create_only: false,
                     max_per_boundary: palisade_policy::exception::MAX_PER_BOUNDARY,
+                    max_requests_per_boundary:
+                        palisade_policy::exception::MAX_REQUESTS_PER_BOUNDARY,
                 },
             )
             .collect();

@@ -8,8 +8,11 @@ use crate::compute_plan::PlanDecision;
 use crate::label::{LabelKey, LabelValue};
 use crate::{Name, PlanName, ResourceType, RuleKind};
 
-/// How many exceptions a boundary may hold.
+/// How many approved exceptions a boundary may hold.
 pub const MAX_PER_BOUNDARY: usize = 100;
+/// How many pending requests (`status: requested`) a boundary may hold, apart from
+/// [`MAX_PER_BOUNDARY`]: developers' requests never use up the room of approved exceptions.
+pub const MAX_REQUESTS_PER_BOUNDARY: usize = 20;
 /// The longest reason, in characters.
 pub const MAX_REASON_CHARS: usize = 500;
 /// The most entries each list of an exception's spec holds (`rules`, `match.clusters`,

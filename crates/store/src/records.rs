@@ -159,8 +159,13 @@ pub struct ExceptionWrite {
     /// Approved by the writer (an admin or boundary-admin), or a request (a developer).
     pub approve: bool,
     pub if_match: Option<String>,
-    /// The most exceptions the boundary may hold; a new one beyond it is `Conflict`.
+    /// Create only: an exception of that name is `Conflict` (nothing is replaced).
+    pub create_only: bool,
+    /// The most approved exceptions the boundary may hold; one more is `Conflict`.
     pub max_per_boundary: usize,
+    /// The most pending requests the boundary may hold, apart from `max_per_boundary`; one
+    /// more is `Conflict`.
+    pub max_requests_per_boundary: usize,
 }
 
 /// Everything a reconcile pass works from, read at one moment ([`crate::Store::snapshot`]).

@@ -195,7 +195,14 @@ pub async fn new_submit(
             .map_err(|why| AppError::InvalidRequest(format!("/match/labels: {why}")))?;
         let body = serde_json::to_vec(&spec)
             .map_err(|e| AppError::Internal(format!("cannot encode the spec: {e}")))?;
-        state.save_exception(&access, &form.name, &body, None).await
+        // The form makes a new exception: one of that name is a 409, never replaced.
+        let create = palisade_app::policies::SaveCondition {
+            if_match: None,
+            create_only: true,
+        };
+        state
+            .save_exception(&access, &form.name, &body, create)
+            .await
     }
     .await;
     match result {

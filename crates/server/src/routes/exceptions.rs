@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use palisade_api_types::view::{ExceptionList, ExceptionView, History};
-use palisade_app::policies::WriteAction;
+use palisade_app::policies::{SaveCondition, WriteAction};
 use palisade_app::Caller;
 
 use super::{etag_header, if_match, open, ListParams, Query};
@@ -66,7 +66,15 @@ pub async fn put(
     let body = body.read().await?;
     body.require_json(&[])?;
     let saved = state
-        .save_exception(&access, &name, &body.bytes, if_match(&headers))
+        .save_exception(
+            &access,
+            &name,
+            &body.bytes,
+            SaveCondition {
+                if_match: if_match(&headers),
+                create_only: false,
+            },
+        )
         .await?;
     let status = if saved.action == WriteAction::Created {
         StatusCode::CREATED

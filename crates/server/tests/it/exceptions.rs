@@ -525,3 +525,53 @@ async fn an_approval_needs_the_etag_that_was_read() {
     assert_eq!(rest.body["items"][0]["action"], "approve", "{rest:?}");
     assert!(rest.body.get("continue").is_none());
 }
+
+/// Pending requests count apart from the 100 exceptions a boundary may hold: at most 20 per
+/// boundary (409 beyond, saying who can make room), they never take the room of approved
+/// exceptions, and an admin or boundary-admin can always delete one.
+#[tokio::test]
+async fn pending_requests_are_bounded_apart_and_an_admin_can_delete_one() {
+    let app = shop().await;
+    let dev = app.token("developer", Some("shop")).await;
+    let boundary_admin = app.token("boundary-admin", Some("shop")).await;
+    let expires = in_seconds(3600);
+    for i in 0..20 {
+        let asked = put(
+            &app,
+            &dev,
+            &format!("ask-{i}"),
+            spec("app/reports", &expires),
+        )
+        .await;
+        assert_eq!(asked.status, StatusCode::CREATED, "{asked:?}");
+    }
+    let refused = put(&app, &dev, "ask-20", spec("app/reports", &expires)).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{refused:?}");
+    assert_eq!(refused.code(), "conflict");
+    assert_eq!(
+        refused.message(),
+        "boundary 'shop' holds 20 pending exception requests, the most it may hold: \
+         an admin or boundary-admin of 'shop' must approve or delete one first"
+    );
+    // The requests take none of the approved exceptions' room.
+    let saved = put(
+        &app,
+        &boundary_admin,
+        "direct",
+        spec("app/reports", &expires),
+    )
+    .await;
+    assert_eq!(saved.status, StatusCode::CREATED, "{saved:?}");
+    // A boundary-admin deletes a request; then there is room for another.
+    let deleted = app
+        .call(
+            Method::DELETE,
+            "/v1/boundaries/shop/exceptions/ask-0",
+            Some(&boundary_admin),
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{deleted:?}");
+    let asked = put(&app, &dev, "ask-20", spec("app/reports", &expires)).await;
+    assert_eq!(asked.status, StatusCode::CREATED, "{asked:?}");
+}

@@ -24,7 +24,9 @@ const UPDATE: &str = "UPDATE exceptions SET policy = $3, spec_json = $4, expires
      etag = $6, state = $7, requested_by = $8, approved_by = $9, approved_at = $10, \
      updated_at = $11, updated_by = $12 WHERE boundary = $1 AND name = $2";
 const DELETE: &str = "DELETE FROM exceptions WHERE boundary = $1 AND name = $2";
-const COUNT: &str = "SELECT COUNT(*) AS n FROM exceptions WHERE boundary = $1";
+/// The boundary's exceptions in one state (approved, or requested), but one.
+const COUNT: &str = "SELECT COUNT(*) AS n FROM exceptions \
+     WHERE boundary = $1 AND state = $2 AND name <> $3";
 const INSERT_HISTORY: &str = "INSERT INTO exception_history \
      (boundary, name, actor, at, action, before_json, after_json) \
      VALUES ($1, $2, $3, $4, $5, $6, $7)";
@@ -103,7 +105,8 @@ pub(crate) async fn get<C: Conn>(c: &mut C, boundary: &str, name: &str) -> Resul
 
 /// Saves an exception. The same spec is `Unchanged` (an approver's write of a request
 /// approves it). Otherwise the spec is saved approved by the writer, or as a request; a
-/// request again when a developer changes an approved exception.
+/// request again when a developer changes an approved exception. Approved exceptions and
+/// pending requests count apart: one entering either state past its limit is `Conflict`.
 pub(crate) async fn put<C: Conn>(
     c: &mut C,
     write: &ExceptionWrite,
@@ -113,6 +116,11 @@ pub(crate) async fn put<C: Conn>(
     boundaries::lock(c, boundary).await?;
     let current = read(c, boundary, name).await?;
     match &current {
+        Some(_) if write.create_only => {
+            return Err(StoreError::Conflict(format!(
+                "exception '{name}' already exists in boundary '{boundary}'"
+            )))
+        }
         Some(current) => {
             check_if_match(write.if_match.as_deref(), &current.etag)?;
             let approved_already = current.state == APPROVED || !write.approve;
@@ -121,17 +129,7 @@ pub(crate) async fn put<C: Conn>(
             }
         }
         None if write.if_match.is_some() => return Err(StoreError::PreconditionFailed),
-        None => {
-            let count = c
-                .fetch_optional(COUNT, &[Text(boundary)], |row| row.int("n"))
-                .await?
-                .unwrap_or(0);
-            if usize::try_from(count).unwrap_or(usize::MAX) >= write.max_per_boundary {
-                return Err(StoreError::Conflict(format!(
-                    "boundary '{boundary}' holds {count} exceptions, the most it may hold"
-                )));
-            }
-        }
+        None => {}
     }
     let now = crate::now();
     let (state, approved_by, approved_at) = if write.approve {
@@ -139,6 +137,9 @@ pub(crate) async fn put<C: Conn>(
     } else {
         (REQUESTED, None, None)
     };
+    if current.as_ref().is_none_or(|c| c.state != state) {
+        check_room(c, write, state).await?;
+    }
     // An approver's write of the same spec approves the request: the requester stays.
     let same_spec = current
         .as_ref()
@@ -213,6 +214,31 @@ pub(crate) async fn put<C: Conn>(
         updated_by: actor.to_owned(),
     };
     Ok((record, action))
+}
+
+/// `Conflict` unless the boundary has room for one more exception in `state`: at most
+/// `max_per_boundary` approved ones and, apart from them, `max_requests_per_boundary` pending
+/// requests.
+async fn check_room<C: Conn>(c: &mut C, write: &ExceptionWrite, state: &str) -> Result<()> {
+    let boundary = write.boundary.as_str();
+    let args = [Text(boundary), Text(state), Text(&write.name)];
+    let count = c
+        .fetch_optional(COUNT, &args, |row| row.int("n"))
+        .await?
+        .unwrap_or(0);
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    if state == APPROVED && count >= write.max_per_boundary {
+        return Err(StoreError::Conflict(format!(
+            "boundary '{boundary}' holds {count} approved exceptions, the most it may hold"
+        )));
+    }
+    if state == REQUESTED && count >= write.max_requests_per_boundary {
+        return Err(StoreError::Conflict(format!(
+            "boundary '{boundary}' holds {count} pending exception requests, the most it may \
+             hold: an admin or boundary-admin of '{boundary}' must approve or delete one first"
+        )));
+    }
+    Ok(())
 }
 
 #[allow(

@@ -119,7 +119,9 @@ fn exception(name: &str, spec: &str) -> palisade_store::ExceptionWrite {
         expires_at: "2099-01-31T00:00:00.000Z".into(),
         approve: true,
         if_match: None,
+        create_only: false,
         max_per_boundary: 100,
+        max_requests_per_boundary: 20,
     }
 }
 

@@ -14,7 +14,9 @@ fn write(boundary: &str, name: &str, spec: &str, approve: bool) -> ExceptionWrit
         expires_at: "2027-01-31T00:00:00.000Z".into(),
         approve,
         if_match: None,
+        create_only: false,
         max_per_boundary: 3,
+        max_requests_per_boundary: 2,
     }
 }
 
@@ -91,22 +93,62 @@ pub async fn exceptions(db: TestDb) {
         Err(StoreError::PreconditionFailed)
     ));
 
-    // The limit per boundary.
-    for name in ["two", "three"] {
+    // The limits per boundary: approved exceptions, and apart from them pending requests
+    // (`legacy` is one: it takes none of the approved ones' room).
+    for name in ["two", "three", "four"] {
         store
             .put_exception(write("b", name, spec, true), "admin")
             .await
             .unwrap();
     }
-    match store
-        .put_exception(write("b", "four", spec, true), "admin")
-        .await
-    {
-        Err(StoreError::Conflict(reason)) => assert_eq!(
-            reason,
-            "boundary 'b' holds 3 exceptions, the most it may hold"
-        ),
+    let conflict = |answer: palisade_store::Result<_>| match answer {
+        Err(StoreError::Conflict(reason)) => reason,
         other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        conflict(
+            store
+                .put_exception(write("b", "five", spec, true), "admin")
+                .await
+        ),
+        "boundary 'b' holds 3 approved exceptions, the most it may hold"
+    );
+    store
+        .put_exception(write("b", "asked", spec, false), "dev")
+        .await
+        .unwrap();
+    assert_eq!(
+        conflict(
+            store
+                .put_exception(write("b", "more", spec, false), "dev")
+                .await
+        ),
+        "boundary 'b' holds 2 pending exception requests, the most it may hold: \
+         an admin or boundary-admin of 'b' must approve or delete one first"
+    );
+    // Approving a request needs room among the approved ones.
+    assert_eq!(
+        conflict(
+            store
+                .put_exception(write("b", "asked", spec, true), "admin")
+                .await
+        ),
+        "boundary 'b' holds 3 approved exceptions, the most it may hold"
+    );
+    // Create only: an existing exception is never replaced.
+    let create = ExceptionWrite {
+        create_only: true,
+        ..write("b", "two", r#"{"policy":"size","other":1}"#, true)
+    };
+    assert_eq!(
+        conflict(store.put_exception(create, "admin").await),
+        "exception 'two' already exists in boundary 'b'"
+    );
+    for name in ["asked", "four"] {
+        store
+            .delete_exception("b", name, None, "admin")
+            .await
+            .unwrap();
     }
     let names: Vec<String> = store
         .list_exceptions("b")
