@@ -113,6 +113,10 @@ impl Controller {
         for seen in seen {
             match seen {
                 Seen::Relisted { .. } => next = Some(Duration::ZERO),
+                Seen::NamespaceDeleted { cluster, namespace } => {
+                    tracing::info!(cluster, namespace, "a boundary namespace was deleted");
+                    next = Some(Duration::ZERO);
+                }
                 Seen::Drift(drift) => {
                     if !self.believe(&drift).await {
                         continue;

@@ -163,6 +163,12 @@ pub enum Seen {
     Relisted {
         cluster: String,
     },
+    /// A boundary namespace was deleted (SPEC 3.4 v3.2): not a drift (nothing to put back),
+    /// but a pass marks its record `gone` at once, before anyone can make one of that name.
+    NamespaceDeleted {
+        cluster: String,
+        namespace: String,
+    },
 }
 
 mod watch;

@@ -324,7 +324,14 @@ async fn labels(
                     Some(before) if namespace.metadata.deletion_timestamp.is_none() => {
                         Some(context.label_drift(name, Happened::LabelRemoved, before))
                     }
-                    _ => None,
+                    Some(_) => {
+                        context.tell(Seen::NamespaceDeleted {
+                            cluster: context.cluster.clone(),
+                            namespace: name,
+                        });
+                        None
+                    }
+                    None => None,
                 }
             }
         };
