@@ -74,6 +74,19 @@ impl ExceptionDocument {
         now: DateTime<Utc>,
         max_days: u32,
     ) -> Result<(Name, Exception), DocumentError> {
+        self.validate_in(Some((now, max_days)))
+    }
+
+    /// Validates everything but the time of `expiresAt` (it may have passed): what an applied
+    /// document that ended is, to be compared with the one stored.
+    pub fn validate_ended(&self) -> Result<(Name, Exception), DocumentError> {
+        self.validate_in(None)
+    }
+
+    fn validate_in(
+        &self,
+        window: Option<(DateTime<Utc>, u32)>,
+    ) -> Result<(Name, Exception), DocumentError> {
         if self.api_version != crate::document::API_VERSION {
             return Err(error(
                 "/apiVersion",
@@ -100,9 +113,7 @@ impl ExceptionDocument {
                 format!("must be at most {MAX_SPEC_BYTES} bytes (16 KiB) as JSON, got {size}"),
             ));
         }
-        let exception = self
-            .spec
-            .validate_at("/spec", name, Some((now, max_days)))?;
+        let exception = self.spec.validate_at("/spec", name, window)?;
         Ok((boundary, exception))
     }
 }

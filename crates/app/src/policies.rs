@@ -11,7 +11,7 @@ use palisade_api_types::view::{
 };
 use palisade_api_types::{PolicyDocument, PolicySpec};
 use palisade_policy::policy::{blocked_type_warnings, save_warnings};
-use palisade_policy::{Catalog, Name, Policy, SaveWarning};
+use palisade_policy::{Catalog, ExceptionWarning, Name, Policy, SaveWarning};
 /// What a save did: `created`, `configured` or `unchanged`.
 pub use palisade_store::WriteAction;
 use palisade_store::{PolicyRecord, PolicyWrite, StoreError};
@@ -428,6 +428,7 @@ impl App {
             self.visible_boundary(caller, boundary).await?;
         }
         let (valid, exceptions) = parsed.documents?;
+        let (exceptions, ended) = self.ended_unchanged(exceptions).await?;
         if !dry_run {
             // One write per document, in its boundary.
             let mut per_boundary: BTreeMap<String, u32> = BTreeMap::new();
@@ -436,7 +437,7 @@ impl App {
                     .entry(checked.boundary.to_string())
                     .or_default() += 1;
             }
-            for (_, boundary, _, _) in &exceptions {
+            for (_, boundary, _, _, _) in &exceptions {
                 *per_boundary.entry(boundary.to_string()).or_default() += 1;
             }
             let counts: Vec<(&str, u32)> =
@@ -518,7 +519,7 @@ impl App {
         let exception_writes: Vec<palisade_store::ExceptionWrite> = exceptions
             .iter()
             .map(
-                |(_, boundary, exception, spec)| palisade_store::ExceptionWrite {
+                |(_, boundary, exception, spec, _)| palisade_store::ExceptionWrite {
                     boundary: boundary.to_string(),
                     name: exception.name.to_string(),
                     policy: exception.policy.to_string(),
@@ -580,7 +581,7 @@ impl App {
             })
             .collect();
         results.extend(exceptions.iter().zip(exception_actions).map(
-            |((index, boundary, exception, _), action)| {
+            |((index, boundary, exception, _, _), action)| {
                 (
                     *index,
                     ApplyResult {
@@ -593,6 +594,19 @@ impl App {
                 )
             },
         ));
+        // Ended documents stored unchanged: nothing written, said so.
+        results.extend(ended.into_iter().map(|(index, boundary, name, warning)| {
+            (
+                index,
+                ApplyResult {
+                    kind: palisade_api_types::exception::KIND.to_owned(),
+                    boundary,
+                    name,
+                    action: WriteAction::Unchanged.as_str().to_owned(),
+                    warnings: vec![warning.to_string()],
+                },
+            )
+        }));
         results.sort_by_key(|(index, _)| *index);
         Ok(ApplyResults {
             results: results.into_iter().map(|(_, r)| r).collect(),
@@ -624,14 +638,60 @@ struct ParsedApply {
     documents: AppResult<(Vec<ValidDocument>, Vec<ValidException>)>,
 }
 
-/// A validated exception document of an apply: its index, boundary and exception, and the
-/// spec as it will be saved.
+/// A validated exception document of an apply: its index, boundary and exception, the spec
+/// as it will be saved, and for a document whose `expiresAt` has passed, its refusal (400)
+/// unless it is stored unchanged.
 type ValidException = (
     usize,
     palisade_policy::Name,
     palisade_policy::Exception,
     String,
+    Option<String>,
 );
+
+/// An ended exception document stored unchanged: its index, boundary, name and warning.
+type EndedUnchanged = (usize, String, String, ExceptionWarning);
+
+impl App {
+    /// Splits off the exception documents whose `expiresAt` has passed (SPEC 7 v3.2): one
+    /// stored with the same spec is left out of the writes and reported `unchanged` with a
+    /// warning that it has expired, so that an expired file never blocks a repository's
+    /// other changes; as new or changed it is refused (the 400 naming `expiresAt`).
+    async fn ended_unchanged(
+        &self,
+        exceptions: Vec<ValidException>,
+    ) -> AppResult<(Vec<ValidException>, Vec<EndedUnchanged>)> {
+        let mut current = Vec::with_capacity(exceptions.len());
+        let mut ended = Vec::new();
+        for document in exceptions {
+            let Some(refusal) = &document.4 else {
+                current.push(document);
+                continue;
+            };
+            let (index, boundary, exception, spec, _) = &document;
+            match self
+                .store
+                .get_exception(boundary.as_str(), exception.name.as_str())
+                .await
+            {
+                Ok(stored) if &stored.spec_json == spec => ended.push((
+                    *index,
+                    boundary.to_string(),
+                    exception.name.to_string(),
+                    ExceptionWarning::Expired {
+                        name: exception.name.to_string(),
+                        expires_at: exception.expires_at.replace(".000Z", "Z"),
+                    },
+                )),
+                Ok(_) | Err(StoreError::NotFound) => {
+                    return Err(AppError::InvalidRequest(refusal.clone()))
+                }
+                Err(other) => return Err(AppError::from_store(other, "exception")),
+            }
+        }
+        Ok((current, ended))
+    }
+}
 
 /// Only `kind`, read from documents that may be invalid otherwise.
 #[derive(Deserialize)]
@@ -701,7 +761,7 @@ fn parse_apply(
                 .chain(
                     exceptions
                         .iter()
-                        .map(|(_, boundary, _, _)| boundary.to_string()),
+                        .map(|(_, boundary, _, _, _)| boundary.to_string()),
                 )
                 .collect(),
             documents: Ok((valid, exceptions)),
@@ -748,9 +808,20 @@ fn validate_exceptions(
     let mut seen = BTreeSet::new();
     for (index, document) in documents {
         let document = document.map_err(|e| unreadable(index, e))?;
-        let (boundary, exception) = document.validate(now, max_days).map_err(|e| {
-            AppError::InvalidRequest(format!("/{index}{}: {}", e.pointer, e.message))
-        })?;
+        let refusal =
+            |e: palisade_api_types::DocumentError| format!("/{index}{}: {}", e.pointer, e.message);
+        let (boundary, exception, ended) = match document.validate(now, max_days) {
+            Ok((boundary, exception)) => (boundary, exception, None),
+            // Refused only for its time, which has passed: decided against the store.
+            Err(error) => match document.validate_ended() {
+                Ok((boundary, exception))
+                    if exception.expires_at <= palisade_api_types::exception::stored_time(now) =>
+                {
+                    (boundary, exception, Some(refusal(error)))
+                }
+                _ => return Err(AppError::InvalidRequest(refusal(error))),
+            },
+        };
         if !seen.insert((boundary.to_string(), exception.name.to_string())) {
             return Err(AppError::invalid(
                 &format!("/{index}/metadata/name"),
@@ -761,7 +832,7 @@ fn validate_exceptions(
             ));
         }
         let spec = crate::exceptions::canonical(&document.spec, &exception)?;
-        valid.push((index, boundary, exception, spec));
+        valid.push((index, boundary, exception, spec, ended));
     }
     Ok(valid)
 }

@@ -162,6 +162,9 @@ pub fn except_plan<'a>(
 pub enum ExceptionWarning {
     /// The boundary has no policy of the name the exception excepts from (yet).
     NoSuchPolicy { boundary: String, policy: String },
+    /// An applied document whose `expiresAt` has passed, stored unchanged: reported
+    /// `unchanged`, not refused (`expires_at` as the document gives it, RFC 3339).
+    Expired { name: String, expires_at: String },
 }
 
 impl std::fmt::Display for ExceptionWarning {
@@ -171,6 +174,9 @@ impl std::fmt::Display for ExceptionWarning {
                 f,
                 "boundary '{boundary}' has no policy '{policy}' (yet): the exception applies once it has"
             ),
+            ExceptionWarning::Expired { name, expires_at } => {
+                write!(f, "exception '{name}' expired at {expires_at}")
+            }
         }
     }
 }

@@ -48,6 +48,9 @@ pub fn exception_text(ctx: &Ctx, warning: &ExceptionWarning) -> String {
             ExceptionWarning::NoSuchPolicy { boundary, policy } => format!(
                 "boundaryn '{boundary}' har ingen policy '{policy}' (ännu): undantaget gäller när den får en"
             ),
+            ExceptionWarning::Expired { name, expires_at } => {
+                format!("undantaget '{name}' upphörde {expires_at}")
+            }
         },
     }
 }

@@ -575,3 +575,96 @@ async fn pending_requests_are_bounded_apart_and_an_admin_can_delete_one() {
     let asked = put(&app, &dev, "ask-20", spec("app/reports", &expires)).await;
     assert_eq!(asked.status, StatusCode::CREATED, "{asked:?}");
 }
+
+/// SPEC 7 v3.2: an applied `BoundaryException` whose `expiresAt` has passed is refused as new
+/// or changed, but stored unchanged it is `unchanged` with a warning, and the apply's other
+/// documents go through.
+#[tokio::test]
+async fn an_expired_document_stored_unchanged_does_not_block_an_apply() {
+    let app = shop().await;
+    let expires = in_seconds(1);
+    let document = |name: &str, reason: &str| {
+        format!(
+            "apiVersion: palisade.dev/v1\nkind: BoundaryException\n\
+             metadata: {{name: {name}, boundary: shop}}\n\
+             spec: {{policy: size, resources: [app/reports], plans: [large], \
+             expiresAt: '{expires}', reason: '{reason}'}}\n"
+        )
+    };
+    let policy = |max: &str| {
+        format!(
+            "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\n\
+             metadata: {{name: cost, boundary: shop}}\n\
+             spec: {{rules: [{{allowedComputePlans: {{plans: [small, {max}]}}}}]}}\n"
+        )
+    };
+    let apply = |body: String| {
+        let app = &app;
+        async move {
+            app.raw(
+                Method::POST,
+                "/v1/apply",
+                Some(&app.admin),
+                Some(&body),
+                Some("application/yaml"),
+                &[],
+            )
+            .await
+        }
+    };
+    let saved = apply(document("legacy", "OPS-1234")).await;
+    assert_eq!(saved.status, StatusCode::OK, "{saved:?}");
+    let end = chrono::DateTime::parse_from_rfc3339(&expires).unwrap();
+    let wait = (end.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .unwrap_or_default();
+    tokio::time::sleep(wait + Duration::from_millis(50)).await;
+
+    let again = apply(format!(
+        "{}---\n{}",
+        document("legacy", "OPS-1234"),
+        policy("medium")
+    ))
+    .await;
+    assert_eq!(again.status, StatusCode::OK, "{again:?}");
+    assert_eq!(
+        again.body["results"],
+        json!([
+            {"kind": "BoundaryException", "boundary": "shop", "name": "legacy", "action": "unchanged",
+             "warnings": [format!("exception 'legacy' expired at {expires}")]},
+            {"boundary": "shop", "name": "cost", "action": "created",
+             "warnings": []},
+        ])
+    );
+    // A dry run says the same.
+    let dry = app
+        .raw(
+            Method::POST,
+            "/v1/apply?dry_run=true",
+            Some(&app.admin),
+            Some(&document("legacy", "OPS-1234")),
+            Some("application/yaml"),
+            &[],
+        )
+        .await;
+    assert_eq!(dry.status, StatusCode::OK, "{dry:?}");
+    assert_eq!(dry.body["results"][0]["action"], "unchanged");
+
+    // Changed, or new, it is refused, and nothing of the apply is written.
+    let refusal = format!("/0/spec/expiresAt: must be in the future, got '{expires}'");
+    for body in [
+        document("legacy", "OPS-9999"),
+        document("fresh", "OPS-1234"),
+    ] {
+        let refused = apply(format!("{body}---\n{}", policy("large"))).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{refused:?}");
+        assert_eq!(refused.message(), refusal);
+    }
+    let cost = app
+        .admin(Method::GET, "/v1/boundaries/shop/policies/cost", None)
+        .await;
+    assert_eq!(
+        cost.body["spec"]["rules"][0]["allowedComputePlans"]["plans"],
+        json!(["small", "medium"])
+    );
+}
