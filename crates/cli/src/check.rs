@@ -77,8 +77,9 @@ pub enum CheckCommand {
     ///
     /// Decide a compute plan offline, as the API would on a create: prints `allowed`, or the
     /// exact message of the API's 422 `compute_plan_not_allowed`. Policies in audit mode
-    /// never deny; their warnings go to standard error. Plans of functions are never checked
-    /// by the API (a note says so); static web apps take no plan.
+    /// never deny; their warnings go to standard error. Plans of functions are never enforced
+    /// by the API: a disallowed one prints `allowed` (exit 0) with the API's warning on standard
+    /// error; static web apps take no plan.
     #[command(after_help = crate::help::CHECK_PLAN)]
     Plan(PlanArgs),
 }
@@ -666,6 +667,19 @@ fn run_plan(args: &CheckArgs, plan_args: &PlanArgs) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     match decision.message() {
         None => {
+            let _ = writeln!(stdout, "allowed");
+            ExitCode::SUCCESS
+        }
+        // SPEC 2.2: the API creates a function whatever its plan, with this warning.
+        Some(_) if !resource_type.is_plan_checked() => {
+            let _ = writeln!(
+                stderr,
+                "warning: {}",
+                palisade_policy::Warning::FunctionPlanNotEnforced {
+                    plan: plan.to_string(),
+                    policies: decision.denied_by.iter().map(ToString::to_string).collect(),
+                }
+            );
             let _ = writeln!(stdout, "allowed");
             ExitCode::SUCCESS
         }

@@ -98,14 +98,22 @@ pub fn delete(connection: &Connection, kind: &DeleteKind) -> Outcome {
                     "/v1/boundaries/{}/clusters/{cluster}/namespaces/{}",
                     p[0], p[1]
                 ),
-                format!("namespace {name} in cluster {cluster}"),
+                // Deleting a namespace releases it: palisade removes its label, the namespace
+                // and its objects stay.
+                format!(
+                    "namespace {name} released in cluster {cluster} (its boundary label removed; the namespace and its objects stay)"
+                ),
                 json!({"kind": "namespace", "boundary": p[0], "cluster": cluster, "name": p[1]}),
             )
         }
     };
     let answer = api.send(api.request(Method::DELETE, &path))?;
     print_deleted(connection.output, &answer, deleted, || {
-        println!("{what} deleted")
+        if matches!(kind, DeleteKind::Namespace { .. }) {
+            println!("{what}")
+        } else {
+            println!("{what} deleted")
+        }
     })
 }
 

@@ -368,7 +368,7 @@ fn the_readme_local_cluster_flow_ends_in_a_denied_create() {
     }
     assert_eq!(
         run(&["delete", "namespace", &target, "--cluster", "local"]),
-        format!("namespace {target} in cluster local deleted\n")
+        format!("namespace {target} released in cluster local (its boundary label removed; the namespace and its objects stay)\n")
     );
     assert_eq!(
         run(&["delete", "cluster", "local"]),
