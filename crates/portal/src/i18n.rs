@@ -353,6 +353,7 @@ fn swedish(english: &str) -> Option<&'static str> {
         "Plans" => "Planer",
         "Ends at" => "Upphör",
         "Approve" => "Godkänn",
+        "Approving approves exactly this spec:" => "Godkännandet godkänner exakt denna spec:",
         "Nothing was saved." => "Inget sparades.",
         "Your request lets nothing past until an admin or boundary-admin of the boundary approves it." => "Din begäran släpper inte förbi något förrän en admin eller boundary-admin för boundaryn godkänner den.",
         "Saved by you, the exception is active at once." => "Sparat av dig gäller undantaget direkt.",

@@ -2417,3 +2417,127 @@ async fn the_live_region_answers_when_the_status_moves() {
     let out = portal.get(live, &anonymous).await;
     assert_eq!(out.status, StatusCode::SEE_OTHER);
 }
+
+/// SPEC 7 v3.2 in the portal: the Approve button sits beside the whole spec of the request, and
+/// its form carries the etag of what was shown, so a request changed since is refused with the
+/// 412 on the page and nothing is approved; the "new exception" form never replaces an
+/// exception of the same name (409 on the form).
+#[tokio::test]
+async fn an_approval_is_of_the_spec_shown_and_the_form_never_replaces() {
+    let portal = Portal::demo().await;
+    let dev_token = portal.token("developer", Some("shop")).await;
+    let mut developer = portal.sign_in(&dev_token).await;
+    let expires = (chrono::Utc::now() + chrono::Duration::days(10))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let csrf = developer.csrf.clone();
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("name", "legacy-web"),
+        ("policy", "size-limits"),
+        ("resources", "app/web"),
+        ("plans", "large"),
+        ("expiresAt", expires.as_str()),
+        ("reason", "moving to medium, OPS-1234"),
+    ];
+    let saved = portal
+        .post("/boundaries/shop/exceptions/new", &developer, &fields)
+        .await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
+    portal.follow(&saved, &mut developer).await;
+
+    // The same name again: a 409 on the form, and the stored request is unchanged.
+    let mut again = fields;
+    again[6] = ("reason", "something else");
+    let refused = portal
+        .post("/boundaries/shop/exceptions/new", &developer, &again)
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.body);
+    assert!(
+        refused
+            .text()
+            .contains("exception 'legacy-web' already exists in boundary 'shop'"),
+        "{}",
+        refused.text()
+    );
+    let (_, stored) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/legacy-web",
+            None,
+        )
+        .await;
+    assert_eq!(stored["spec"]["reason"], "moving to medium, OPS-1234");
+    let etag = stored["etag"].as_str().unwrap().to_owned();
+
+    // The approver sees the whole spec beside the button, and the etag of what is shown.
+    let mut boundary_admin = portal
+        .sign_in(&portal.token("boundary-admin", Some("shop")).await)
+        .await;
+    let page = portal.get("/boundaries/shop", &boundary_admin).await;
+    let text = page.text();
+    let spec = format!(
+        "<pre class=\"spec\" lang=\"en\">policy: size-limits\nresources:\n- app/web\nplans:\n- large\nexpiresAt: {expires}\nreason: moving to medium, OPS-1234\n</pre>"
+    );
+    assert!(text.contains(&spec), "{text}");
+    assert!(
+        page.body
+            .contains(&format!("name=\"etag\" value=\"{etag}\"")),
+        "{}",
+        page.body
+    );
+
+    // The developer widens the request after it was shown: the approval of what was shown is
+    // refused, and nothing is approved.
+    let (status, _) = portal
+        .api_as(
+            &dev_token,
+            Method::PUT,
+            "/v1/boundaries/shop/exceptions/legacy-web",
+            Some(
+                json!({"policy": "size-limits", "resources": ["app/web", "app/api"],
+                "plans": ["large"], "expiresAt": expires, "reason": "moving to medium, OPS-1234"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let csrf = boundary_admin.csrf.clone();
+    let stale = portal
+        .post(
+            "/boundaries/shop/exceptions/legacy-web/approve",
+            &boundary_admin,
+            &[("csrf", &csrf), ("etag", &etag)],
+        )
+        .await;
+    assert_eq!(
+        stale.status,
+        StatusCode::PRECONDITION_FAILED,
+        "{}",
+        stale.body
+    );
+    assert!(
+        stale.text().contains("precondition_failed"),
+        "{}",
+        stale.text()
+    );
+    let (_, shown) = portal
+        .api(
+            Method::GET,
+            "/v1/boundaries/shop/exceptions/legacy-web",
+            None,
+        )
+        .await;
+    assert_eq!(shown["status"], "requested");
+
+    // Shown again, it is approved.
+    let page = portal.get("/boundaries/shop", &boundary_admin).await;
+    assert!(page.text().contains("- app/api\n"), "{}", page.text());
+    let etag = shown["etag"].as_str().unwrap().to_owned();
+    let approved = portal
+        .post(
+            "/boundaries/shop/exceptions/legacy-web/approve",
+            &boundary_admin,
+            &[("csrf", &csrf), ("etag", &etag)],
+        )
+        .await;
+    assert_eq!(approved.status, StatusCode::SEE_OTHER, "{}", approved.body);
+}

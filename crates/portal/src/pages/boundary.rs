@@ -430,7 +430,8 @@ fn ending_soon(ctx: &Ctx, data: &BoundaryPage) -> Markup {
 }
 
 /// A policy's exceptions: name, status, end and time left, and for an admin or boundary-admin
-/// the approval of a request.
+/// the approval of a request, beside the whole spec it approves; the form carries the etag of
+/// the spec shown, so a request changed since is refused (412), never approved unseen.
 fn policy_exceptions(ctx: &Ctx, data: &BoundaryPage, policy: &str, can_approve: bool) -> Markup {
     let of_policy: Vec<_> = data
         .exceptions
@@ -447,6 +448,8 @@ fn policy_exceptions(ctx: &Ctx, data: &BoundaryPage, policy: &str, can_approve: 
                         @if let Some(left) = time_left(&x.expires_at) { " (" (left) ")" }
                         " — " (x.spec["reason"].as_str().unwrap_or(""))
                         @if can_approve && x.status == "requested" {
+                            p { (ctx.t("Approving approves exactly this spec:")) }
+                            pre class="spec" lang="en" { (spec_yaml(&x.spec)) }
                             form class="inline" method="post" action={ "/boundaries/" (data.name) "/exceptions/" (x.name) "/approve" } {
                                 input type="hidden" name=(crate::session::CSRF_FIELD) value=(data.csrf);
                                 input type="hidden" name="etag" value=(x.etag);
@@ -459,6 +462,11 @@ fn policy_exceptions(ctx: &Ctx, data: &BoundaryPage, policy: &str, can_approve: 
             }
         }
     }
+}
+
+/// An exception's spec as YAML, as the API keeps it (every field, in the document's order).
+fn spec_yaml(spec: &serde_json::Value) -> String {
+    serde_yaml_ng::to_string(spec).unwrap_or_else(|_| spec.to_string())
 }
 
 /// A policy's install status in one cluster (`enforced`, `pending`, `error: ...`) in the
