@@ -59,8 +59,43 @@ impl Outcome {
     }
 }
 
-/// Describes the metrics to the installed recorder (Prometheus `# HELP` lines).
+/// The `kind`s of [`REPAIRS`], one per kind of drift.
+pub(crate) const REPAIR_KINDS: [&str; 6] = [
+    "policy",
+    "binding",
+    "guard",
+    "parameters",
+    "definition",
+    "namespace_label",
+];
+
+/// Makes every per-cluster counter of `cluster` exist, at 0 until its first increment: an
+/// alert on `rate(...) > 0` or `increase(...)` needs the series before anything happened.
+fn cluster_counters(cluster: &str) {
+    for outcome in [Outcome::Ok, Outcome::Error, Outcome::NotEnforced] {
+        ::metrics::counter!(PASSES, "cluster" => cluster.to_owned(), "outcome" => outcome.label())
+            .increment(0);
+    }
+    for name in [
+        STATUS_WRITE_FAILURES,
+        POLICIES_APPLIED,
+        POLICIES_REMOVED,
+        APISERVER_RESTARTS,
+    ] {
+        ::metrics::counter!(name, "cluster" => cluster.to_owned()).increment(0);
+    }
+    for kind in REPAIR_KINDS {
+        ::metrics::counter!(REPAIRS, "cluster" => cluster.to_owned(), "kind" => kind).increment(0);
+    }
+}
+
+/// Describes the metrics to the installed recorder (Prometheus `# HELP` lines), and makes the
+/// counters without a cluster exist at 0.
 pub fn describe() {
+    ::metrics::counter!(STORE_READ_FAILURES).increment(0);
+    for change in ["taken", "released", "lost"] {
+        ::metrics::counter!(HANDOVERS, "change" => change).increment(0);
+    }
     ::metrics::describe_counter!(PASSES, "Reconcile passes per cluster, by outcome");
     ::metrics::describe_histogram!(
         PASS_DURATION,
@@ -138,6 +173,7 @@ pub(crate) fn fleet_held(held: usize) {
 }
 
 pub(crate) fn pass(cluster: &str, outcome: Outcome, took: Duration) {
+    cluster_counters(cluster);
     ::metrics::counter!(PASSES, "cluster" => cluster.to_owned(), "outcome" => outcome.label())
         .increment(1);
     ::metrics::histogram!(PASS_DURATION, "cluster" => cluster.to_owned())
@@ -185,4 +221,39 @@ pub(crate) fn layout(cluster: &str, layout: palisade_vap::Layout) {
 pub(crate) fn ended_still_installed(cluster: &str, count: usize) {
     ::metrics::gauge!(EXCEPTIONS_ENDED_INSTALLED, "cluster" => cluster.to_owned())
         .set(count as f64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every counter exists at 0 before anything happened: from the start for those without a
+    /// cluster, from a cluster's first pass for its own (an alert on `rate(...) > 0` has a
+    /// series to watch).
+    #[test]
+    fn every_counter_is_there_at_zero_from_the_start() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        ::metrics::with_local_recorder(&recorder, || {
+            describe();
+            pass("c1", Outcome::Ok, Duration::from_millis(5));
+        });
+        let text = handle.render();
+        let mut wanted = vec![
+            "palisade_reconcile_store_read_failures_total 0".to_owned(),
+            "palisade_reconcile_cluster_handovers_total{change=\"lost\"} 0".to_owned(),
+            "palisade_reconcile_passes_total{cluster=\"c1\",outcome=\"error\"} 0".to_owned(),
+            "palisade_reconcile_passes_total{cluster=\"c1\",outcome=\"ok\"} 1".to_owned(),
+            "palisade_reconcile_status_write_failures_total{cluster=\"c1\"} 0".to_owned(),
+            "palisade_reconcile_policies_applied_total{cluster=\"c1\"} 0".to_owned(),
+            "palisade_reconcile_policies_removed_total{cluster=\"c1\"} 0".to_owned(),
+            "palisade_cluster_apiserver_restarts_total{cluster=\"c1\"} 0".to_owned(),
+        ];
+        wanted.extend(REPAIR_KINDS.iter().map(|kind| {
+            format!("palisade_reconcile_repairs_total{{cluster=\"c1\",kind=\"{kind}\"}} 0")
+        }));
+        for line in wanted {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+    }
 }

@@ -319,6 +319,21 @@ fn drift_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/metrics` makes a repairs series of every kind exist at 0 from a cluster's first pass.
+    #[test]
+    fn every_drift_kind_has_a_repairs_series_from_the_start() {
+        let kinds = [
+            DriftKind::Policy,
+            DriftKind::Binding,
+            DriftKind::Guard,
+            DriftKind::Parameters,
+            DriftKind::Definition,
+            DriftKind::NamespaceLabel,
+        ];
+        let labels: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        assert_eq!(labels, crate::metrics::REPAIR_KINDS);
+    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
 
     fn entry(manager: &str, second: i64, subresource: Option<&str>) -> ManagedFieldsEntry {
