@@ -253,7 +253,7 @@ impl App {
         boundary: &str,
         exception: &Exception,
     ) -> Vec<ExceptionWarning> {
-        let mut warnings = Vec::new();
+        let mut warnings = exception.save_warnings();
         if let Err(StoreError::NotFound) = self
             .store
             .get_policy(boundary, exception.policy.as_str())

@@ -589,7 +589,11 @@ impl App {
                         boundary: boundary.to_string(),
                         name: exception.name.to_string(),
                         action: action.as_str().to_owned(),
-                        warnings: Vec::new(),
+                        warnings: exception
+                            .save_warnings()
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect(),
                     },
                 )
             },

@@ -165,6 +165,34 @@ pub enum ExceptionWarning {
     /// An applied document whose `expiresAt` has passed, stored unchanged: reported
     /// `unchanged`, not refused (`expires_at` as the document gives it, RFC 3339).
     Expired { name: String, expires_at: String },
+    /// `match` selects objects by labels alone: labels are set by whoever creates the object,
+    /// so anyone who may create objects in the boundary's namespaces can be let past.
+    MatchesByLabelsOnly { name: String },
+}
+
+impl ObjectMatch {
+    /// Whether it selects objects by their labels alone: no namespace and no image narrows it
+    /// (clusters do not: every namespace of the boundary there is still in).
+    pub fn by_labels_only(&self) -> bool {
+        !self.labels.is_empty() && self.namespaces.is_empty() && self.images.is_empty()
+    }
+}
+
+impl Exception {
+    /// What saving it should tell its writer about the exception itself.
+    pub fn save_warnings(&self) -> Vec<ExceptionWarning> {
+        let mut warnings = Vec::new();
+        if self
+            .object_match
+            .as_ref()
+            .is_some_and(ObjectMatch::by_labels_only)
+        {
+            warnings.push(ExceptionWarning::MatchesByLabelsOnly {
+                name: self.name.to_string(),
+            });
+        }
+        warnings
+    }
 }
 
 impl std::fmt::Display for ExceptionWarning {
@@ -177,6 +205,10 @@ impl std::fmt::Display for ExceptionWarning {
             ExceptionWarning::Expired { name, expires_at } => {
                 write!(f, "exception '{name}' expired at {expires_at}")
             }
+            ExceptionWarning::MatchesByLabelsOnly { name } => write!(
+                f,
+                "exception '{name}' matches objects by labels alone, which whoever creates an object sets: anyone who may create objects in the boundary's namespaces can be let past; name namespaces or images in match to narrow it"
+            ),
         }
     }
 }
@@ -323,5 +355,69 @@ mod tests {
             warning.to_string(),
             "boundary 'shop' has no policy 'size-limits' (yet): the exception applies once it has"
         );
+    }
+
+    /// A `match` of labels alone is warned about; a namespace or an image narrows it.
+    #[test]
+    fn a_match_of_labels_alone_is_warned_about() {
+        let key = |k: &str| crate::label::LabelKey::parse(k).unwrap();
+        let value = |v: &str| crate::label::LabelValue::parse(v).unwrap();
+        let with = |object_match: Option<ObjectMatch>| Exception {
+            object_match,
+            ..exception("trusted", &[], "web", &["large"])
+        };
+        let labels = vec![(key("app"), value("legacy"))];
+        let cases = [
+            (None, false),
+            (
+                Some(ObjectMatch {
+                    clusters: vec![],
+                    namespaces: vec![],
+                    labels: labels.clone(),
+                    images: vec![],
+                }),
+                true,
+            ),
+            (
+                Some(ObjectMatch {
+                    clusters: vec![name("prod-1")],
+                    namespaces: vec![],
+                    labels: labels.clone(),
+                    images: vec![],
+                }),
+                true,
+            ),
+            (
+                Some(ObjectMatch {
+                    clusters: vec![],
+                    namespaces: vec![name("web")],
+                    labels: labels.clone(),
+                    images: vec![],
+                }),
+                false,
+            ),
+            (
+                Some(ObjectMatch {
+                    clusters: vec![],
+                    namespaces: vec![],
+                    labels: labels.clone(),
+                    images: vec!["nginx:1.27".into()],
+                }),
+                false,
+            ),
+            (
+                Some(ObjectMatch {
+                    clusters: vec![],
+                    namespaces: vec![name("web")],
+                    labels: vec![],
+                    images: vec![],
+                }),
+                false,
+            ),
+        ];
+        for (object_match, warned) in cases {
+            let warnings = with(object_match.clone()).save_warnings();
+            assert_eq!(!warnings.is_empty(), warned, "{object_match:?}");
+        }
     }
 }

@@ -51,6 +51,10 @@ pub fn exception_text(ctx: &Ctx, warning: &ExceptionWarning) -> String {
             ExceptionWarning::Expired { name, expires_at } => {
                 format!("undantaget '{name}' upphörde {expires_at}")
             }
+            ExceptionWarning::MatchesByLabelsOnly { name } => format!(
+                "undantaget '{name}' matchar objekt enbart på etiketter, som den som skapar ett objekt sätter: \
+                 alla som får skapa objekt i boundaryns namnrymder kan släppas förbi; ange namnrymder eller avbilder i match för att begränsa det"
+            ),
         },
     }
 }

@@ -668,3 +668,51 @@ async fn an_expired_document_stored_unchanged_does_not_block_an_apply() {
         json!(["small", "medium"])
     );
 }
+
+/// A `match` of labels alone lets past anyone who may create objects in the boundary's
+/// namespaces (they set the labels themselves): it saves, with a warning that says so, through
+/// `PUT` and `apply`; a namespace or an image narrows it and the warning goes.
+#[tokio::test]
+async fn a_match_of_labels_alone_saves_with_a_warning() {
+    let app = shop().await;
+    let expires = in_seconds(3600);
+    let warning = "exception 'legacy' matches objects by labels alone, which whoever creates an object sets: anyone who may create objects in the boundary's namespaces can be let past; name namespaces or images in match to narrow it";
+    let labels_only = json!({"policy": "size", "match": {"labels": {"app": "legacy"}},
+        "expiresAt": expires, "reason": "r"});
+    let answer = put(&app, &app.admin, "legacy", labels_only).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    assert_eq!(answer.body["warnings"], json!([warning]), "{answer:?}");
+    for narrowed in [
+        json!({"labels": {"app": "legacy"}, "namespaces": ["web"]}),
+        json!({"labels": {"app": "legacy"}, "images": ["docker.io/library/nginx:1.27"]}),
+    ] {
+        let answer = put(
+            &app,
+            &app.admin,
+            "legacy",
+            json!({"policy": "size", "match": narrowed, "expiresAt": expires, "reason": "r"}),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+        assert_eq!(answer.body["warnings"], json!([]), "{answer:?}");
+    }
+    let document = format!(
+        "apiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {{name: legacy, boundary: shop}}\nspec:\n  policy: size\n  match: {{labels: {{app: legacy}}}}\n  expiresAt: \"{expires}\"\n  reason: r\n"
+    );
+    let answer = app
+        .raw(
+            Method::POST,
+            "/v1/apply",
+            Some(&app.admin),
+            Some(&document),
+            Some("application/yaml"),
+            &[],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    assert_eq!(
+        answer.body["results"][0]["warnings"],
+        json!([warning]),
+        "{answer:?}"
+    );
+}
