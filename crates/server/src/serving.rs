@@ -44,10 +44,14 @@ pub struct Limits {
     pub body: Duration,
     /// See [`REQUEST_TIMEOUT`].
     pub request: Duration,
-    /// Connections served at once. At the cap, the connection idle the longest (no request
-    /// under way) is closed to make room for a new one; with none idle, new connections wait
-    /// in the listen queue. So a client holding idle sockets cannot keep others out, and the
-    /// process never runs out of file descriptors on accepting.
+    /// Connections served at once. At the cap, a connection is closed to make room for a new
+    /// one: the one idle the longest (no request under way after an answer, or no request
+    /// head [`FRESH_GRACE`] after it opened), else the one that has been sending a request
+    /// body the longest. A new connection gets its grace to send its request head, and a
+    /// request that has arrived whole is answered; only while every connection is one of
+    /// those do new connections wait in the listen queue. So clients holding idle sockets or
+    /// trickling bodies cannot keep others (`/healthz`, `/readyz`) out, and the process never
+    /// runs out of file descriptors on accepting.
     pub max_connections: usize,
 }
 
@@ -345,14 +349,125 @@ pub async fn serve_with(
     Ok(())
 }
 
+/// How long a new connection is kept at the cap before it has sent a request head: long
+/// enough for a client that sends its request at once (a probe) to be answered, short enough
+/// that clients sending nothing make way at hundreds of connections a second.
+pub const FRESH_GRACE: Duration = Duration::from_millis(500);
+
 /// One connection as the cap sees it.
 #[derive(Debug)]
 struct Connection {
     id: u64,
+    opened: tokio::time::Instant,
+    /// Requests begun on it (their heads arrived).
+    requests: std::sync::atomic::AtomicU64,
     /// Requests under way on it.
     in_flight: std::sync::atomic::AtomicUsize,
     /// When its last request ended (or it opened).
     idle_since: std::sync::Mutex<tokio::time::Instant>,
+    /// Since when its request's body has been arriving (`None`: no body under way).
+    receiving_since: std::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+/// Whether the cap may close a connection to make room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Eviction {
+    /// Yes, in this order (least first): idle (after an answer, or sending no request head past
+    /// [`FRESH_GRACE`]) by how long, then sending a request body by how long.
+    Idle(tokio::time::Instant),
+    Receiving(tokio::time::Instant),
+    /// Not before this: a new connection that has not sent its request head yet.
+    NotBefore(tokio::time::Instant),
+    /// No: a request that arrived is being answered (it ends within [`REQUEST_TIMEOUT`]).
+    Never,
+}
+
+impl Connection {
+    fn eviction(&self, now: tokio::time::Instant) -> Eviction {
+        use std::sync::atomic::Ordering;
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return match self.receiving_since.lock().ok().and_then(|since| *since) {
+                Some(since) => Eviction::Receiving(since),
+                None => Eviction::Never,
+            };
+        }
+        if self.requests.load(Ordering::Acquire) > 0 {
+            return Eviction::Idle(self.idle_since.lock().map_or(now, |t| *t));
+        }
+        let grace_ends = self.opened + FRESH_GRACE;
+        if grace_ends <= now {
+            Eviction::Idle(self.opened)
+        } else {
+            Eviction::NotBefore(grace_ends)
+        }
+    }
+}
+
+/// A request body that marks its connection as receiving until it has arrived whole (or is
+/// dropped), so that the cap can tell a client trickling a body from a request being answered.
+struct Receiving {
+    inner: hyper::body::Incoming,
+    connection: Arc<Connection>,
+    done: bool,
+}
+
+impl Receiving {
+    fn new(inner: hyper::body::Incoming, connection: Arc<Connection>) -> Self {
+        use hyper::body::Body as _;
+        let done = inner.is_end_stream();
+        if !done {
+            if let Ok(mut since) = connection.receiving_since.lock() {
+                *since = Some(tokio::time::Instant::now());
+            }
+        }
+        Receiving {
+            inner,
+            connection,
+            done,
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.done {
+            self.done = true;
+            if let Ok(mut since) = self.connection.receiving_since.lock() {
+                *since = None;
+            }
+        }
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl hyper::body::Body for Receiving {
+    type Data = axum::body::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        let polled = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            std::task::Poll::Ready(None | Some(Err(_))) => this.finish(),
+            std::task::Poll::Ready(Some(Ok(_))) if this.inner.is_end_stream() => this.finish(),
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A live connection and what closes it.
@@ -377,35 +492,44 @@ impl Connections {
         }
     }
 
-    /// Returns once one more connection fits: at the cap, the connection idle the longest is
-    /// told to close (and forgotten at once); with none idle, waits for one to end.
+    /// Returns once one more connection fits: at the cap, the connection idle the longest,
+    /// else the one sending a request body the longest, is told to close (and forgotten at
+    /// once); with neither, waits for one to end or for a new one's grace to pass.
     async fn room(&self) {
-        use std::sync::atomic::Ordering;
         loop {
             let freed = self.freed.notified();
-            {
+            let not_before = {
                 let Ok(mut live) = self.live.lock() else {
                     return;
                 };
                 if live.len() < self.max {
                     return;
                 }
-                let idlest = live
+                let now = tokio::time::Instant::now();
+                let first = live
                     .values()
-                    .filter(|(c, _)| c.in_flight.load(Ordering::Acquire) == 0)
-                    .min_by_key(|(c, _)| {
-                        c.idle_since
-                            .lock()
-                            .map_or_else(|_| tokio::time::Instant::now(), |t| *t)
-                    })
-                    .map(|(c, close)| (c.id, close.clone()));
-                if let Some((id, close)) = idlest {
-                    live.remove(&id);
-                    close.notify_one();
-                    return;
+                    .map(|(c, close)| (c.eviction(now), c.id, close))
+                    .min_by_key(|(eviction, _, _)| *eviction)
+                    .map(|(eviction, id, close)| (eviction, id, close.clone()));
+                match first {
+                    Some((Eviction::Idle(_) | Eviction::Receiving(_), id, close)) => {
+                        live.remove(&id);
+                        close.notify_one();
+                        return;
+                    }
+                    Some((Eviction::NotBefore(when), _, _)) => Some(when),
+                    Some((Eviction::Never, _, _)) | None => None,
                 }
+            };
+            match not_before {
+                Some(when) => {
+                    tokio::select! {
+                        () = freed => {}
+                        () = tokio::time::sleep_until(when) => {}
+                    }
+                }
+                None => freed.await,
             }
-            freed.await;
         }
     }
 
@@ -413,8 +537,11 @@ impl Connections {
     fn open(&self) -> (Arc<Connection>, Arc<tokio::sync::Notify>) {
         let connection = Arc::new(Connection {
             id: self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            opened: tokio::time::Instant::now(),
+            requests: std::sync::atomic::AtomicU64::new(0),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             idle_since: std::sync::Mutex::new(tokio::time::Instant::now()),
+            receiving_since: std::sync::Mutex::new(None),
         });
         let close = Arc::new(tokio::sync::Notify::new());
         if let Ok(mut live) = self.live.lock() {
@@ -432,7 +559,8 @@ impl Connections {
     }
 }
 
-/// `router`, counting the requests under way on `connection` (what makes it busy or idle).
+/// `router`, counting the requests under way on `connection` (what makes it busy or idle) and
+/// marking while their bodies arrive.
 fn tracked(
     router: Router,
     connection: Arc<Connection>,
@@ -448,7 +576,10 @@ fn tracked(
         let (router, connection) = (router.clone(), connection.clone());
         async move {
             connection.in_flight.fetch_add(1, Ordering::AcqRel);
-            let response = router.oneshot(request.map(axum::body::Body::new)).await;
+            connection.requests.fetch_add(1, Ordering::AcqRel);
+            let body =
+                |incoming| axum::body::Body::new(Receiving::new(incoming, connection.clone()));
+            let response = router.oneshot(request.map(body)).await;
             if let Ok(mut since) = connection.idle_since.lock() {
                 *since = tokio::time::Instant::now();
             }

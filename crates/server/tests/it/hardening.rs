@@ -1261,8 +1261,7 @@ async fn a_body_of_the_wrong_shape_is_refused_in_words() {
 }
 
 /// At the connection cap, the connection idle the longest makes room: a client holding idle
-/// sockets (more than the cap) cannot keep `/healthz` out, and a request under way is never
-/// the one closed.
+/// sockets (more than the cap) cannot keep `/healthz` out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_make_room_at_the_cap() {
     let app = TestApp::sqlite().await;
@@ -1301,5 +1300,104 @@ async fn idle_connections_make_room_at_the_cap() {
         }
     }
     assert!(closed >= 30, "only {closed} of 40 idle sockets were closed");
+    stop.send(()).ok();
+}
+
+/// At the connection cap, clients trickling request bodies (slow posts without a token, to a
+/// form that reads its body before anything else, as the portal's sign-in does) make room too:
+/// the one sending the longest is closed, so `/healthz` and `/readyz` are always answered; a
+/// request that has arrived whole is answered, not closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_bodies_make_room_for_probes_at_the_cap() {
+    let app = TestApp::sqlite().await;
+    let limits = palisade_server::Limits {
+        header: Duration::from_secs(60),
+        body: Duration::from_secs(60),
+        max_connections: 10,
+        ..palisade_server::Limits::default()
+    };
+    let router = app.router.clone().route(
+        "/slow-form",
+        axum::routing::post(|body: String| async move { format!("{} bytes", body.len()) }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(palisade_server::serve_on(
+        listener,
+        router,
+        async {
+            let _ = stopped.await;
+        },
+        limits,
+    ));
+    // 40 posts whose heads arrive whole and whose bodies stop after a byte (each would hold
+    // its connection for the 60 s body limit).
+    let mut slow = Vec::new();
+    for _ in 0..40 {
+        let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+        socket
+            .write_all(
+                b"POST /slow-form HTTP/1.1\r\nHost: x\r\n\
+                  Content-Type: application/x-www-form-urlencoded\r\n\
+                  Content-Length: 1000\r\n\r\nt",
+            )
+            .await
+            .unwrap();
+        slow.push(socket);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A new connection per probe, as the kubelet makes them (an idle kept-alive connection
+    // may be closed at the cap, as HTTP allows).
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut failed = Vec::new();
+    for round in 0..20 {
+        let path = if round % 2 == 0 {
+            "/healthz"
+        } else {
+            "/readyz"
+        };
+        match client.get(format!("http://{address}{path}")).send().await {
+            Ok(answer) if answer.status() == StatusCode::OK => {}
+            other => failed.push(format!("{path}: {other:?}")),
+        }
+        // More slow posts keep coming meanwhile.
+        if let Ok(mut socket) = tokio::net::TcpStream::connect(&address).await {
+            let head = b"POST /slow-form HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nt";
+            let _ = socket.write_all(head).await;
+            slow.push(socket);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of 20 probes failed beside 40+ slow posts and a cap of 10: {failed:#?}",
+        failed.len()
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // A post that arrives whole is answered beside them.
+    let answer = client
+        .post(format!("http://{address}/slow-form"))
+        .body("token=x")
+        .send()
+        .await
+        .expect("a whole post is answered");
+    assert_eq!(answer.text().await.unwrap(), "7 bytes");
+    // The slow posts sending the longest were closed to make room: reading them ends.
+    let mut closed = 0;
+    for mut socket in slow {
+        let mut byte = [0u8; 1];
+        // Closed: the end of the stream, or a reset (the server had unread bytes).
+        if let Ok(Ok(0) | Err(_)) =
+            tokio::time::timeout(Duration::from_millis(100), socket.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 30, "only {closed} slow posts were closed");
     stop.send(()).ok();
 }
