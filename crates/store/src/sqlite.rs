@@ -230,23 +230,106 @@ fn is_busy(error: &DatabaseError) -> bool {
 
 // ---- the database file ----
 
-/// Whether a SQLite URL (as `connect` takes it) names an in-memory database, which keeps
-/// nothing once the process ends: `sqlite::memory:`, `:memory:`, or a `mode=memory` URI.
+/// Whether a SQLite URL (as `connect` takes it) names a database that keeps nothing once the
+/// process ends. Every spelling SQLite and sqlx read as one counts: `:memory:` as the file
+/// (`sqlite::memory:`, `sqlite://:memory:`, a plain `:memory:`), a `file:` URI whose path is
+/// `:memory:` (`sqlite:file::memory:?cache=shared`), `mode=memory` or `vfs=memdb` in the URL's
+/// query or in a `file:` URI's, percent-encoded or not, and an empty file name (SQLite's
+/// private temporary database).
 pub fn is_in_memory_url(url: &str) -> bool {
-    let options = match url.get(..7) {
+    let rest = match url.get(..7) {
         Some(scheme) if scheme.eq_ignore_ascii_case("sqlite:") => {
-            match SqliteConnectOptions::from_str(&format!("sqlite:{}", &url[7..])) {
-                Ok(options) => options,
-                Err(_) => return false,
+            // As sqlx reads it: `sqlite://` or `sqlite:`, then the file, then `?` parameters.
+            let rest = &url[7..];
+            rest.strip_prefix("//").unwrap_or(rest)
+        }
+        // A plain path is the file name, `?` and all.
+        _ => return names_memory(url),
+    };
+    let (database, params) = match rest.split_once('?') {
+        Some((database, params)) => (database, Some(params)),
+        None => (rest, None),
+    };
+    if params.is_some_and(|params| query_names_memory(params, true)) {
+        return true;
+    }
+    if database == ":memory:" {
+        return true;
+    }
+    match String::from_utf8(percent_decoded(database)) {
+        Ok(file) => names_memory(&file),
+        // sqlx refuses a file name that is not UTF-8: nothing is opened.
+        Err(_) => false,
+    }
+}
+
+/// Whether the file name SQLite is given (it opens with `SQLITE_OPEN_URI`) is in memory.
+fn names_memory(file: &str) -> bool {
+    if file.is_empty() || file == ":memory:" {
+        return true;
+    }
+    let is_uri = file
+        .get(..5)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("file:"));
+    if !is_uri {
+        return false;
+    }
+    // SQLite's URI: `file:`, an optional `//authority`, the path to `?` or `#`, the query to `#`.
+    let uri = &file[5..];
+    let uri = uri.split('#').next().unwrap_or_default();
+    let (path, query) = match uri.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (uri, None),
+    };
+    let path = match path.strip_prefix("//") {
+        Some(authority_and_path) => match authority_and_path.find('/') {
+            Some(slash) => &authority_and_path[slash..],
+            None => "",
+        },
+        None => path,
+    };
+    let path = percent_decoded(path);
+    path.is_empty()
+        || path == b":memory:"
+        || query.is_some_and(|query| query_names_memory(query, false))
+}
+
+/// Whether `mode=memory` or `vfs=memdb` is among `query`'s parameters (percent-decoded; `+` is
+/// a space in a URL's form-encoded query, not in a SQLite URI's).
+fn query_names_memory(query: &str, plus_is_space: bool) -> bool {
+    query.split('&').any(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let decode = |text: &str| {
+            let text = if plus_is_space {
+                text.replace('+', " ")
+            } else {
+                text.to_owned()
+            };
+            percent_decoded(&text)
+        };
+        let (key, value) = (decode(key), decode(value));
+        (key == b"mode" && value == b"memory") || (key == b"vfs" && value == b"memdb")
+    })
+}
+
+/// `text` with each `%XX` replaced by its byte (a `%` not followed by two hex digits stays).
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(high), Some(low)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(u8::try_from(high * 16 + low).unwrap_or(b'%'));
+                i += 3;
+                continue;
             }
         }
-        _ => SqliteConnectOptions::new().filename(url),
-    };
-    let filename = options.get_filename().to_str().unwrap_or_default();
-    // sqlx names `:memory:` a shared in-memory database of its own.
-    filename == ":memory:"
-        || filename.starts_with("file:sqlx-in-memory-")
-        || url.to_ascii_lowercase().contains("mode=memory")
+        out.push(bytes[i]);
+        i += 1;
+    }
+    out
 }
 
 fn is_in_memory(path: &Path) -> bool {
@@ -319,5 +402,64 @@ fn create_private(path: &Path) -> std::io::Result<()> {
         Ok(_) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_in_memory_url;
+
+    /// Every spelling of an in-memory (or temporary) database that sqlx and SQLite accept, and
+    /// files on disk that only look like one.
+    #[test]
+    fn every_spelling_of_an_in_memory_database_is_one() {
+        let in_memory = [
+            "sqlite::memory:",
+            "sqlite://:memory:",
+            "SQLite::memory:",
+            ":memory:",
+            "sqlite:file::memory:",
+            "sqlite:file::memory:?cache=shared",
+            "sqlite://file::memory:?cache=shared",
+            "sqlite:file:%3Amemory%3A",
+            "sqlite:file:x?mode=memory",
+            "sqlite:file:x?mode=memory&cache=shared",
+            "sqlite:x.db?mode=memory",
+            "sqlite://x.db?cache=shared&mode=memory",
+            "sqlite:x.db?mode=%6Demory",
+            "sqlite:?mode=memory",
+            "sqlite://?mode=memory",
+            "sqlite:file:x%3Fmode=memory",
+            "sqlite:file:x%3Fmode%3Dmemory%26cache%3Dshared",
+            "sqlite:FILE::memory:",
+            "sqlite:file:///:memory:?mode=memory",
+            "sqlite:file://localhost/x.db?mode=memory",
+            "sqlite:x.db?vfs=memdb",
+            "sqlite:file:x%3Fvfs=memdb",
+            "sqlite:",
+            "sqlite://",
+            "sqlite:file:",
+            "sqlite:file:?cache=shared",
+        ];
+        for url in in_memory {
+            assert!(is_in_memory_url(url), "{url} is in memory");
+        }
+        let on_disk = [
+            "palisade.db",
+            "/data/palisade.db",
+            "sqlite:palisade.db",
+            "sqlite:/data/palisade.db",
+            "sqlite:///data/palisade.db",
+            "sqlite:/data/memory.db?cache=shared",
+            "sqlite:file:/data/palisade.db",
+            "sqlite:file:/data/palisade.db?cache=shared",
+            "sqlite:file:memory",
+            "sqlite:/data/:memory:",
+            "x.db?mode=memory",
+            "sqlite:x.db?mode=rwc",
+        ];
+        for url in on_disk {
+            assert!(!is_in_memory_url(url), "{url} is on disk");
+        }
     }
 }

@@ -304,6 +304,12 @@ fn an_in_memory_database_needs_ephemeral() {
         "sqlite::memory:",
         "sqlite://:memory:",
         "sqlite:file:x?mode=memory",
+        "sqlite:file::memory:?cache=shared",
+        "sqlite://file::memory:",
+        "sqlite:file:%3Amemory%3A",
+        "sqlite:x.db?mode=%6Demory",
+        "sqlite:x.db?vfs=memdb",
+        "sqlite:file:x%3Fmode=memory",
     ] {
         let cwd = tempfile::tempdir().unwrap();
         let child = Command::new(BIN)
