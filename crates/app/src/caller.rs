@@ -141,6 +141,29 @@ pub async fn caller_from_token(state: &App, token: &str) -> Result<Caller, AppEr
     })
 }
 
+/// Ends the portal session `id` (signed out): it is refused from now on, until
+/// `expires_at`, when it would have expired anyway.
+pub async fn end_session(
+    state: &App,
+    id: &str,
+    expires_at: std::time::SystemTime,
+) -> Result<(), AppError> {
+    state
+        .store
+        .end_session(id, &palisade_store::timestamp(expires_at))
+        .await
+        .map_err(|e| AppError::from_store(e, "session"))
+}
+
+/// Whether the portal session `id` was ended ([`end_session`]).
+pub async fn session_ended(state: &App, id: &str) -> Result<bool, AppError> {
+    state
+        .store
+        .session_ended(id)
+        .await
+        .map_err(|e| AppError::from_store(e, "session"))
+}
+
 /// On first start with an empty store, makes an admin token and writes it to
 /// `<data_dir>/admin.token` (mode 0600). Returns the path when a token was made.
 pub async fn bootstrap_admin(

@@ -150,6 +150,94 @@ impl SealingKey {
     }
 }
 
+/// Why a key is not the store's key ([`confirm_key`]).
+#[derive(Debug, thiserror::Error)]
+pub enum KeyCheckError {
+    /// The store records another key's check value.
+    #[error("the store's values were sealed with another key")]
+    NotTheStoresKey,
+    /// The key opens fewer of the stored cluster credentials than it cannot open.
+    #[error("the key opens {opened} of the {stored} stored cluster credentials")]
+    OpensTooFew { opened: usize, stored: usize },
+    #[error("cannot read or record the key's check value")]
+    Store(#[source] palisade_store::StoreError),
+}
+
+impl SealingKey {
+    /// A value that tells keys apart without revealing them: SHA-256 of a key derived for
+    /// this purpose alone, in hex.
+    pub fn check_value(&self) -> String {
+        use sha2::Digest;
+        let derived = self.derive("palisade encryption key check");
+        hex::encode(sha2::Sha256::digest(derived.0))
+    }
+}
+
+/// Confirms that `key` is the key of `store`: every replica must seal and open with one key,
+/// or what one seals (cluster credentials, sessions) the others cannot open. The first start
+/// records the key's check value in the store; every later start compares. A key that opens
+/// fewer of the stored cluster credentials than it cannot open is refused before anything is
+/// recorded, so a store made before check values were recorded gets the value of the first
+/// start whose key opens most of its credentials. Answers the names of the clusters whose
+/// credentials the key does not open (to be given again).
+pub async fn confirm_key(
+    store: &dyn palisade_store::Store,
+    key: &SealingKey,
+) -> Result<Vec<String>, KeyCheckError> {
+    let check = key.check_value();
+    let recorded = store
+        .encryption_key_check(None)
+        .await
+        .map_err(KeyCheckError::Store)?;
+    let clusters = store.list_clusters().await.map_err(KeyCheckError::Store)?;
+    let unopened: Vec<String> = clusters
+        .iter()
+        .filter(|cluster| key.open(&cluster.kubeconfig_sealed).is_err())
+        .map(|cluster| cluster.name.clone())
+        .collect();
+    let recorded = match recorded {
+        Some(recorded) => recorded,
+        None => {
+            let opened = clusters.len() - unopened.len();
+            if opened < unopened.len() {
+                return Err(KeyCheckError::OpensTooFew {
+                    opened,
+                    stored: clusters.len(),
+                });
+            }
+            // Another replica starting at the same moment may record its key first.
+            store
+                .encryption_key_check(Some(&check))
+                .await
+                .map_err(KeyCheckError::Store)?
+                .unwrap_or_default()
+        }
+    };
+    if recorded != check {
+        return Err(KeyCheckError::NotTheStoresKey);
+    }
+    Ok(unopened)
+}
+
+/// Makes `key` the key of `store` from now on, whatever key it recorded (rotation: the
+/// credentials sealed with the old key must be given again). Answers the names of the clusters
+/// whose credentials the key does not open.
+pub async fn replace_key(
+    store: &dyn palisade_store::Store,
+    key: &SealingKey,
+) -> Result<Vec<String>, KeyCheckError> {
+    store
+        .replace_encryption_key_check(&key.check_value())
+        .await
+        .map_err(KeyCheckError::Store)?;
+    let clusters = store.list_clusters().await.map_err(KeyCheckError::Store)?;
+    Ok(clusters
+        .iter()
+        .filter(|cluster| key.open(&cluster.kubeconfig_sealed).is_err())
+        .map(|cluster| cluster.name.clone())
+        .collect())
+}
+
 /// Checks a kubeconfig against SPEC 4.1 and returns the document to store (aliases and
 /// merge keys resolved, see [`palisade_api_types::kubeconfig::normalise`]); errors name the
 /// field under `/kubeconfig`.
@@ -160,6 +248,83 @@ pub fn validate_kubeconfig(text: &str) -> Result<String, AppError> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    async fn store_in(dir: &std::path::Path) -> palisade_store::SharedStore {
+        let url = format!("sqlite://{}", dir.join("palisade.db").display());
+        palisade_store::connect(&url).await.unwrap()
+    }
+
+    /// The first start records its key; another key is refused from then on.
+    #[tokio::test]
+    async fn a_store_keeps_the_key_it_was_first_started_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(dir.path()).await;
+        let (first, other) = (SealingKey::random(), SealingKey::random());
+        assert!(confirm_key(store.as_ref(), &first)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(confirm_key(store.as_ref(), &first)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(matches!(
+            confirm_key(store.as_ref(), &other).await,
+            Err(KeyCheckError::NotTheStoresKey)
+        ));
+        assert_ne!(first.check_value(), other.check_value());
+        assert_eq!(first.check_value(), first.clone().check_value());
+    }
+
+    /// A store made before check values were recorded: the key that opens its credentials
+    /// is recorded; one that opens none of them is refused and records nothing.
+    #[tokio::test]
+    async fn an_older_store_takes_the_key_its_credentials_open_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(dir.path()).await;
+        let (right, wrong, stray) = (
+            SealingKey::random(),
+            SealingKey::random(),
+            SealingKey::random(),
+        );
+        for (name, key) in [("c1", &right), ("c2", &right), ("c3", &stray)] {
+            store
+                .put_cluster(name, &key.seal(b"kubeconfig").unwrap(), None)
+                .await
+                .unwrap();
+        }
+        for (key, opened) in [(&wrong, 0), (&stray, 1)] {
+            match confirm_key(store.as_ref(), key).await {
+                Err(KeyCheckError::OpensTooFew {
+                    opened: o,
+                    stored: 3,
+                }) if o == opened => {}
+                other => panic!("{opened} of 3 is refused: {other:?}"),
+            }
+        }
+        // Nothing was recorded: the right key is, and the stray one is refused from then on.
+        assert_eq!(confirm_key(store.as_ref(), &right).await.unwrap(), ["c3"]);
+        store.delete_cluster("c1").await.unwrap();
+        store.delete_cluster("c2").await.unwrap();
+        assert!(matches!(
+            confirm_key(store.as_ref(), &stray).await,
+            Err(KeyCheckError::NotTheStoresKey)
+        ));
+        // The recorded key starts even where it opens none of the credentials left.
+        assert_eq!(confirm_key(store.as_ref(), &right).await.unwrap(), ["c3"]);
+        // Replaced on purpose (rotation): the new key starts, the old one no longer.
+        assert_eq!(replace_key(store.as_ref(), &wrong).await.unwrap(), ["c3"]);
+        assert_eq!(confirm_key(store.as_ref(), &wrong).await.unwrap(), ["c3"]);
+        assert!(matches!(
+            confirm_key(store.as_ref(), &right).await,
+            Err(KeyCheckError::NotTheStoresKey)
+        ));
+    }
+}
+
+#[cfg(test)]
+mod key_file_tests {
     use super::*;
 
     /// Several processes starting on one fresh data directory: every one gets the key the

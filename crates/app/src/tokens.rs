@@ -127,7 +127,8 @@ impl App {
         })
     }
 
-    /// Revokes a token the caller manages.
+    /// Revokes a token the caller manages; never the last admin token that has not expired
+    /// (409: with none left, no one could manage tokens or clusters again).
     pub async fn revoke_token(&self, caller: &Caller, id: &str) -> AppResult<()> {
         let not_found = || AppError::NotFound(format!("token '{id}' not found"));
         let record = self.store.get_token(id).await.map_err(|e| match e {
@@ -155,6 +156,10 @@ impl App {
         }
         self.store.delete_token(id).await.map_err(|e| match e {
             StoreError::NotFound => not_found(),
+            // The only conflict: no admin token would be left.
+            StoreError::Conflict(_) => AppError::Conflict(format!(
+                "token '{id}' is the last admin token: create another admin token first"
+            )),
             other => AppError::from_store(other, "token"),
         })?;
         Ok(())

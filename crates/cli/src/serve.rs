@@ -62,6 +62,12 @@ pub struct ServeArgs {
     /// everything when palisade stops: for trials and tests only.
     #[arg(long)]
     ephemeral: bool,
+    /// Make this replica's encryption key the store's from now on (to rotate the key: stop
+    /// every replica, start one with the new key and this flag, then the others with the new
+    /// key, and give every cluster's kubeconfig again). Without it, a key that is not the
+    /// store's is refused at start.
+    #[arg(long)]
+    replace_encryption_key: bool,
     /// How often the audit re-reads each boundary's objects in each cluster when nothing
     /// changed (it also runs after every policy change): a number with s, m or h, at least
     /// 10s.
@@ -233,6 +239,7 @@ impl ServeArgs {
         Ok(RuntimeConfig {
             database: self.database,
             ephemeral: self.ephemeral,
+            replace_encryption_key: self.replace_encryption_key,
             listen: self.listen,
             data_dir: self.data_dir,
             admin_token,

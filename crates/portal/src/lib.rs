@@ -3,9 +3,10 @@
 //! next to the API. Every decision is a use case of `palisade-app`, the same the API calls:
 //! the same roles, the same picker data, the same validation and the same messages.
 //!
-//! Sessions are stateless: the cookie holds the caller's API token and a CSRF token, sealed
-//! with the server's key (ChaCha20-Poly1305). The token is checked again on every request, so
-//! revoking it ends the session.
+//! Sessions live in their cookie: the caller's API token, a CSRF token and the session's id,
+//! sealed with the server's key (ChaCha20-Poly1305). The token is checked again on every
+//! request, so revoking it ends the session; signing out ends the session itself (its id is
+//! remembered by the store until the session would have expired).
 
 mod assets;
 mod flash;
@@ -26,6 +27,15 @@ pub use i18n::Lang;
 pub use pages::boundary::{load_boundary_page, render_boundary_page, BoundaryPage};
 pub use session::{CSRF_FIELD, LANG_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE};
 
+/// How the portal is reached, which only the composition root knows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Every cookie is `Secure`: palisade serves HTTPS itself (`--tls-cert`), or its public
+    /// URL is `https://` (`--public-url`, TLS terminated in front). Otherwise a cookie is
+    /// `Secure` when the request says it came through HTTPS (`X-Forwarded-Proto: https`).
+    pub secure_cookies: bool,
+}
+
 /// The portal's pages, to merge with the API (the server's `app_with`), over any state the
 /// application can be taken from. Paths never overlap the API's (`/v1/...`, `/healthz`,
 /// `/readyz`, `/metrics`, `/openapi.json`). Its fallback answers every other path it does
@@ -35,6 +45,16 @@ where
     S: Clone + Send + Sync + 'static,
     App: FromRef<S>,
 {
+    router_with(Options::default())
+}
+
+/// [`router`] with `options`.
+pub fn router_with<S>(options: Options) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    App: FromRef<S>,
+{
+    let secure_cookies = options.secure_cookies;
     Router::new()
         .route("/", get(pages::boundary::list))
         .route(
@@ -118,4 +138,13 @@ where
         )
         .fallback(pages::not_found)
         .layer(axum::middleware::map_response(layout::security_headers))
+        .layer(axum::middleware::map_response(
+            move |response: axum::response::Response| async move {
+                if secure_cookies {
+                    session::all_cookies_secure(response)
+                } else {
+                    response
+                }
+            },
+        ))
 }

@@ -1,17 +1,21 @@
-//! Sessions, cookies and CSRF. The session cookie is stateless: the API token and a per-session
-//! CSRF token, sealed with the server's key, so it can be neither read nor forged. Every POST
-//! carries the CSRF token in a hidden field and is refused with 403 when it does not match.
+//! Sessions, cookies and CSRF. The session cookie holds the API token, a per-session CSRF token
+//! and the session's id, sealed with the server's key, so it can be neither read nor forged.
+//! Every POST carries the CSRF token in a hidden field and is refused with 403 when it does not
+//! match. Signing out ends the session in the store (its id is remembered until the session
+//! would have expired), so the cookie, if kept, signs no one in again.
 //!
-//! The `Secure` rule: `palisade serve` itself speaks plain HTTP (it has no TLS option), so a
-//! cookie is marked `Secure` when the request reached palisade through HTTPS, as a
-//! TLS-terminating proxy says with `X-Forwarded-Proto: https` (or `Forwarded: proto=https`).
-//! Without such a header the portal is being used over plain HTTP, where a `Secure` cookie would
-//! never be sent back and sign-in could not work.
+//! The `Secure` rule: every cookie is `Secure` when palisade serves HTTPS itself
+//! (`--tls-cert`) or its public URL is `https://` (`--public-url`: TLS is terminated in front;
+//! [`crate::Options::secure_cookies`]). Otherwise a cookie is `Secure` when the request reached
+//! palisade through HTTPS, as a TLS-terminating proxy says with `X-Forwarded-Proto: https` (or
+//! `Forwarded: proto=https`). Without either the portal is being used over plain HTTP (on
+//! loopback, say), where a `Secure` cookie would never be sent back and sign-in could not work.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::http::{header, HeaderMap, HeaderValue};
 use base64::Engine;
+use palisade_app::caller::{end_session, session_ended};
 use palisade_app::App;
 use palisade_app::AppError;
 use palisade_app::{caller_from_token, Caller};
@@ -30,11 +34,20 @@ pub const CSRF_FIELD: &str = "csrf";
 /// A session ends after this long even if the browser keeps running.
 const SESSION_LIFETIME_SECS: u64 = 12 * 60 * 60;
 
+/// A cookie without `id` (made before sessions could end) opens no session.
 #[derive(Serialize, Deserialize)]
 struct SessionData {
+    id: String,
     token: String,
     csrf: String,
     issued: u64,
+}
+
+impl SessionData {
+    /// When the session expires whatever happens.
+    fn expires(&self) -> SystemTime {
+        UNIX_EPOCH + std::time::Duration::from_secs(self.issued + SESSION_LIFETIME_SECS)
+    }
 }
 
 /// A signed-in caller.
@@ -108,10 +121,33 @@ pub fn set_cookie(name: &str, value: &str, secure: bool, max_age: Option<u64>) -
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
+/// `response` with `Secure` added to every cookie it sets that lacks it.
+pub fn all_cookies_secure(mut response: axum::response::Response) -> axum::response::Response {
+    let headers = response.headers_mut();
+    let cookies: Vec<HeaderValue> = headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|value| match value.to_str() {
+            Ok(text) if !text.split(';').any(|part| part.trim() == "Secure") => {
+                HeaderValue::from_str(&format!("{text}; Secure")).unwrap_or_else(|_| value.clone())
+            }
+            _ => value.clone(),
+        })
+        .collect();
+    if !cookies.is_empty() {
+        headers.remove(header::SET_COOKIE);
+        for cookie in cookies {
+            headers.append(header::SET_COOKIE, cookie);
+        }
+    }
+    response
+}
+
 /// A new session for `token`: the cookie value and its CSRF token.
 pub fn seal_session(state: &App, token: &str) -> Result<(String, String), AppError> {
     let csrf = random_token();
     let data = SessionData {
+        id: random_token(),
         token: token.to_owned(),
         csrf: csrf.clone(),
         issued: now_secs(),
@@ -138,12 +174,16 @@ fn open_session(state: &App, value: &str) -> Option<SessionData> {
     (age <= SESSION_LIFETIME_SECS).then_some(data)
 }
 
-/// The request's session: `None` without a valid cookie or when the token is no longer valid
-/// (unknown, revoked, expired); an error when the store cannot be asked.
+/// The request's session: `None` without a valid cookie, when the session was ended (signed
+/// out) or when the token is no longer valid (unknown, revoked, expired); an error when the
+/// store cannot be asked.
 pub async fn session(state: &App, headers: &HeaderMap) -> Result<Option<Session>, AppError> {
     let Some(data) = cookie(headers, SESSION_COOKIE).and_then(|v| open_session(state, v)) else {
         return Ok(None);
     };
+    if session_ended(state, &data.id).await? {
+        return Ok(None);
+    }
     match caller_from_token(state, &data.token).await {
         Ok(caller) => Ok(Some(Session {
             caller,
@@ -151,6 +191,15 @@ pub async fn session(state: &App, headers: &HeaderMap) -> Result<Option<Session>
         })),
         Err(AppError::Unauthorized(_)) => Ok(None),
         Err(other) => Err(other),
+    }
+}
+
+/// Ends the request's session for good (when its cookie opens one): the cookie, if kept,
+/// opens no session again.
+pub async fn end(state: &App, headers: &HeaderMap) -> Result<(), AppError> {
+    match cookie(headers, SESSION_COOKIE).and_then(|v| open_session(state, v)) {
+        Some(data) => end_session(state, &data.id, data.expires()).await,
+        None => Ok(()),
     }
 }
 

@@ -2541,3 +2541,136 @@ async fn an_approval_is_of_the_spec_shown_and_the_form_never_replaces() {
         .await;
     assert_eq!(approved.status, StatusCode::SEE_OTHER, "{}", approved.body);
 }
+
+/// Signing out ends the session on the server: the same cookie, kept (copied, or in a browser
+/// that ignores the deletion), signs no one in again; signing in again makes a new session.
+#[tokio::test]
+async fn a_signed_out_session_cookie_signs_no_one_in_again() {
+    let portal = Portal::demo().await;
+    let signed_in = portal.sign_in(&portal.admin).await;
+    assert_eq!(
+        portal.get("/boundaries/shop", &signed_in).await.status,
+        StatusCode::OK
+    );
+    let kept = signed_in.clone();
+    let out = portal
+        .post("/sign-out", &signed_in, &[("csrf", &signed_in.csrf)])
+        .await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert_eq!(out.location(), "/sign-in");
+    assert!(out.set_cookie("palisade_session").contains("Max-Age=0"));
+
+    // The old cookie: every page sends it to sign in, and the sign-in form is shown to it.
+    let page = portal.get("/boundaries/shop", &kept).await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    assert_eq!(page.location(), "/sign-in?next=%2Fboundaries%2Fshop");
+    let form = portal.get("/sign-in", &kept).await;
+    assert_eq!(form.status, StatusCode::OK);
+    assert!(form.text().contains("Sign in with a palisade API token"));
+    // Its forms, CSRF token and all, are sent to sign in too, and do nothing.
+    let refused = portal
+        .post(
+            "/boundaries",
+            &kept,
+            &[("csrf", &kept.csrf), ("name", "late")],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::SEE_OTHER, "{}", refused.body);
+    assert!(refused.location().starts_with("/sign-in"), "{refused:?}");
+    assert_eq!(
+        portal.api(Method::GET, "/v1/boundaries/late", None).await.0,
+        StatusCode::NOT_FOUND
+    );
+    // The token itself still works, and signs in again with a session of its own.
+    let again = portal.sign_in(&portal.admin).await;
+    assert_eq!(
+        portal.get("/boundaries/shop", &again).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        portal.get("/boundaries/shop", &kept).await.status,
+        StatusCode::SEE_OTHER
+    );
+}
+
+/// The last admin token cannot be revoked from the tokens page either: 409 with the API's
+/// message, and the token keeps working.
+#[tokio::test]
+async fn the_last_admin_token_is_not_revoked_from_the_portal() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let (status, tokens) = portal.api(Method::GET, "/v1/tokens", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let admin_id = tokens["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["role"] == "admin")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = portal
+        .post(
+            &format!("/tokens/{admin_id}/revoke"),
+            &browser,
+            &[("csrf", &browser.csrf)],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.body);
+    assert!(
+        refused.text().contains(&format!(
+            "token '{admin_id}' is the last admin token: create another admin token first"
+        )),
+        "{}",
+        refused.body
+    );
+    assert_eq!(portal.get("/tokens", &browser).await.status, StatusCode::OK);
+}
+
+/// When palisade serves HTTPS itself or its public URL is https (`Options::secure_cookies`),
+/// every cookie is Secure, without any header from a proxy.
+#[tokio::test]
+async fn every_cookie_is_secure_when_palisade_is_reached_over_https() {
+    let mut portal = Portal::demo().await;
+    portal.router = palisade_server::app_with(
+        portal.state.clone(),
+        palisade_portal::router_with(palisade_portal::Options {
+            secure_cookies: true,
+        }),
+    );
+    let anonymous = Browser::anonymous();
+    let form = portal.get("/sign-in", &anonymous).await;
+    assert!(
+        form.set_cookie("palisade_sign_in").ends_with("; Secure"),
+        "{}",
+        form.set_cookie("palisade_sign_in")
+    );
+    let mut browser = Browser::anonymous();
+    browser.absorb(&form);
+    let csrf = form.csrf();
+    let done = portal
+        .post(
+            "/sign-in",
+            &browser,
+            &[("csrf", &csrf), ("token", &portal.admin)],
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER);
+    for name in ["palisade_session", "palisade_sign_in"] {
+        let cookie = done.set_cookie(name);
+        assert_eq!(cookie.matches("Secure").count(), 1, "{cookie}");
+        assert!(cookie.ends_with("; Secure"), "{cookie}");
+    }
+    // A proxy's header as well: still one Secure.
+    let lang = portal
+        .request(
+            Method::GET,
+            "/lang/sv?next=/",
+            &anonymous,
+            None,
+            &[("x-forwarded-proto", "https")],
+        )
+        .await;
+    assert_eq!(lang.set_cookie("lang").matches("Secure").count(), 1);
+}

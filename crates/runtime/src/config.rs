@@ -18,6 +18,9 @@ pub struct RuntimeConfig {
     pub database: Option<String>,
     /// Whether an in-memory SQLite database is allowed (`--ephemeral`).
     pub ephemeral: bool,
+    /// Make the encryption key the store's even when the store records another
+    /// (`--replace-encryption-key`); otherwise such a key is refused at start.
+    pub replace_encryption_key: bool,
     /// The address the API and portal listen on (`--listen`).
     pub listen: SocketAddr,
     /// Where palisade keeps its files: the SQLite database, `admin.token`, `encryption.key`
@@ -87,6 +90,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             database: None,
             ephemeral: false,
+            replace_encryption_key: false,
             listen: DEFAULT_LISTEN,
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             admin_token: None,

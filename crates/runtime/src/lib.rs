@@ -48,6 +48,18 @@ pub enum RuntimeError {
     },
     #[error("cannot load the encryption key")]
     EncryptionKey(#[source] palisade_app::sealing::SealingError),
+    #[error("the encryption key ({source_of_key}) is not the key of the store {url}: {why}; what this replica sealed the others could not open, nor it theirs. Start every replica with the same key: PALISADE_ENCRYPTION_KEY, or the file encryption.key in --data-dir (to change the key, see --replace-encryption-key)")]
+    WrongEncryptionKey {
+        source_of_key: String,
+        url: String,
+        why: String,
+    },
+    #[error("cannot check the encryption key against the store {url}")]
+    EncryptionKeyCheck {
+        url: String,
+        #[source]
+        source: palisade_store::StoreError,
+    },
     #[error(transparent)]
     Bootstrap(#[from] palisade_app::caller::BootstrapError),
     #[error(transparent)]
@@ -235,6 +247,42 @@ impl Runtime {
         tracing::info!(target: TARGET, backend = store.backend(), "store ready");
         let sealing = palisade_app::SealingKey::load_or_create(data_dir)
             .map_err(RuntimeError::EncryptionKey)?;
+        // Before anything is sealed with it: one key for every replica of the store.
+        let confirmed = if config.replace_encryption_key {
+            tracing::warn!(
+                target: TARGET,
+                "--replace-encryption-key: this replica's key is the store's from now on; start the others with it"
+            );
+            palisade_app::sealing::replace_key(store.as_ref(), &sealing).await
+        } else {
+            palisade_app::sealing::confirm_key(store.as_ref(), &sealing).await
+        };
+        match confirmed {
+            Ok(unopened) if unopened.is_empty() => {}
+            Ok(unopened) => tracing::warn!(
+                target: TARGET,
+                clusters = unopened.join(", "),
+                "the credentials of these clusters do not open with the encryption key; give their kubeconfigs again (palisade cluster add)"
+            ),
+            Err(palisade_app::sealing::KeyCheckError::Store(source)) => {
+                return Err(RuntimeError::EncryptionKeyCheck {
+                    url: redact(&url),
+                    source,
+                })
+            }
+            Err(why) => {
+                let source_of_key = if std::env::var_os("PALISADE_ENCRYPTION_KEY").is_some() {
+                    "PALISADE_ENCRYPTION_KEY".to_owned()
+                } else {
+                    data_dir.join("encryption.key").display().to_string()
+                };
+                return Err(RuntimeError::WrongEncryptionKey {
+                    source_of_key,
+                    url: redact(&url),
+                    why: why.to_string(),
+                });
+            }
+        }
         match given_admin {
             Some((id, token)) => {
                 if palisade_app::caller::bootstrap_given_admin(store.as_ref(), id, &token).await? {
@@ -370,9 +418,12 @@ impl Runtime {
             app.clone(),
             palisade_app::uploads::SWEEP_EVERY,
         )));
+        let portal = palisade_portal::Options {
+            secure_cookies: secure_cookies(tls.is_some(), public_url.as_deref()),
+        };
         let router = palisade_server::app_with(
             palisade_server::AppState::of(app.clone()),
-            palisade_portal::router(),
+            palisade_portal::router_with(portal),
         );
         let mut runtime = Runtime {
             app,
@@ -435,6 +486,15 @@ fn default_public_url(listen: SocketAddr, tls: bool) -> Option<String> {
     Some(format!("{scheme}://{listen}"))
 }
 
+/// Whether every portal cookie is `Secure`: palisade serves HTTPS itself, or its public URL
+/// (`--public-url`) is `https://`, so TLS is terminated in front of it. Plain HTTP otherwise
+/// (cookies are then `Secure` only for requests a proxy says came through HTTPS).
+fn secure_cookies(tls: bool, public_url: Option<&str>) -> bool {
+    tls || public_url
+        .and_then(|url| url.get(..8))
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
+}
+
 /// A database URL without its password, for messages.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -456,7 +516,17 @@ fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{default_public_url, redact};
+    use super::{default_public_url, redact, secure_cookies};
+
+    #[test]
+    fn cookies_are_secure_with_tls_here_or_in_front() {
+        assert!(secure_cookies(true, Some("https://127.0.0.1:8443")));
+        assert!(secure_cookies(true, Some("http://palisade.example.com")));
+        assert!(secure_cookies(false, Some("https://palisade.example.com")));
+        assert!(secure_cookies(false, Some("HTTPS://palisade.example.com")));
+        assert!(!secure_cookies(false, Some("http://127.0.0.1:8080")));
+        assert!(!secure_cookies(false, None));
+    }
 
     #[test]
     fn passwords_are_redacted_from_database_urls() {

@@ -256,7 +256,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// All tokens, or those of one boundary; by creation time.
     async fn list_tokens(&self, boundary: Option<&str>) -> Result<Vec<TokenRecord>>;
     async fn get_token(&self, id: &str) -> Result<TokenRecord>;
+    /// `Conflict` when `id` is the last admin token that has not expired: with none left, no
+    /// one could manage tokens or clusters again.
     async fn delete_token(&self, id: &str) -> Result<()>;
+
+    // ---- portal sessions ----
+    /// Records that the portal session `id` ended (signed out) and is refused until it would
+    /// have expired anyway at `expires_at` (RFC 3339, as [`now`] writes it); ended sessions
+    /// past that are forgotten.
+    async fn end_session(&self, id: &str, expires_at: &str) -> Result<()>;
+    /// Whether the portal session `id` ended ([`Store::end_session`]).
+    async fn session_ended(&self, id: &str) -> Result<bool>;
 
     // ---- clusters (platform-level) and their attachment to boundaries ----
     /// Creates or replaces the credentials; `true` when created.
@@ -296,6 +306,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     // ---- the reconciler's state ----
     /// This installation's id: the one stored, or `candidate` when none is (stored for good).
     async fn installation_id(&self, candidate: &str) -> Result<String>;
+    /// The check value of the encryption key the store's sealed values were sealed with: the
+    /// one stored, or `record` when none is (stored for good); `None` when none is stored and
+    /// none was given.
+    async fn encryption_key_check(&self, record: Option<&str>) -> Result<Option<String>>;
+    /// Records `value` as the encryption key's check value, in place of any other.
+    async fn replace_encryption_key_check(&self, value: &str) -> Result<()>;
     /// Records (or, with `None`, clears) the reconciler's last error for the cluster.
     async fn set_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()>;
     /// Records a namespace labelled for the boundary, with its uid in the cluster; `true` when

@@ -13,8 +13,8 @@ use tokio::sync::watch;
 use crate::error::db;
 use crate::group_commit::Op;
 use crate::ops::{
-    audits, boundaries, changes, clusters, exceptions, namespaces, policies, resources, settings,
-    statuses, tokens, uploads,
+    audits, boundaries, changes, clusters, exceptions, namespaces, policies, resources, sessions,
+    settings, statuses, tokens, uploads,
 };
 use crate::sql::{by, remaining, Conn, DbResult};
 use crate::{
@@ -456,6 +456,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, Wake::Nobody).await
     }
 
+    async fn end_session(&self, id: &str, expires_at: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = sessions::end(tx.conn(), id, expires_at).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
     async fn put_cluster(
         &self,
         name: &str,
@@ -579,6 +585,21 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let mut tx = self.begin(None).await?;
         let result = settings::installation_id(tx.conn(), candidate).await;
         tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn replace_encryption_key_check(&self, value: &str) -> Result<()> {
+        let mut tx = self.begin(None).await?;
+        let result = settings::replace_encryption_key_check(tx.conn(), value).await;
+        tx.finish(result, Wake::Nobody).await
+    }
+
+    async fn encryption_key_check(&self, record: Option<&str>) -> Result<Option<String>> {
+        let Some(candidate) = record else {
+            return settings::stored_encryption_key_check(&mut *self.read().await?).await;
+        };
+        let mut tx = self.begin(None).await?;
+        let result = settings::encryption_key_check(tx.conn(), candidate).await;
+        tx.finish(result.map(Some), Wake::Nobody).await
     }
 
     // ---- reads: each on a pooled connection ----
@@ -744,6 +765,10 @@ impl<B: SqlBackend> Store for SqlStore<B> {
 
     async fn get_token(&self, id: &str) -> Result<TokenRecord> {
         tokens::get(&mut *self.read().await?, id).await
+    }
+
+    async fn session_ended(&self, id: &str) -> Result<bool> {
+        sessions::ended(&mut *self.read().await?, id).await
     }
 
     async fn get_cluster(&self, name: &str) -> Result<ClusterRecord> {

@@ -23,4 +23,5 @@ mod readme;
 mod serve_database;
 mod serve_tls;
 mod serve_workloads;
+mod tokens;
 mod untrusted_input;

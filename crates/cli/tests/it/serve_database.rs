@@ -474,3 +474,104 @@ fn status_with_timeout(port: u16, path: &str, timeout: Duration) -> Option<u16> 
     stream.read_to_string(&mut answer).ok()?;
     answer.split(' ').nth(1)?.parse().ok()
 }
+
+/// A replica started with another encryption key than the store's is refused at start, naming
+/// where the key comes from, rather than sealing what the other replicas cannot open; with the
+/// store's key (here through PALISADE_ENCRYPTION_KEY) it starts.
+#[test]
+fn a_replica_with_another_encryption_key_does_not_start() {
+    let shared = tempfile::tempdir().unwrap();
+    let database = format!("sqlite:{}", shared.path().join("palisade.db").display());
+    let start = |data: &Path, key: Option<&str>, extra: &[&str]| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut command = Command::new(BIN);
+        command
+            .args(["serve", "--no-reconciler", "--database", &database])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(data)
+            .args(extra)
+            .env_remove("PALISADE_DATABASE_URL")
+            .env_remove("PALISADE_ADMIN_TOKEN")
+            .env_remove("PALISADE_ENCRYPTION_KEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(key) = key {
+            command.env("PALISADE_ENCRYPTION_KEY", key);
+        }
+        (command.spawn().unwrap(), port)
+    };
+    let first = tempfile::tempdir().unwrap();
+    let (mut child, port) = start(first.path(), None, &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status_of(port, "/healthz", None) != Some(200) {
+        assert!(Instant::now() < deadline, "the first replica did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // Another data directory: another encryption.key, made at start.
+    let second = tempfile::tempdir().unwrap();
+    let (child, _) = start(second.path(), None, &[]);
+    let (code, stderr) = wait_for(child, Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{stderr}");
+    let key_file = second.path().join("encryption.key").display().to_string();
+    assert!(
+        stderr.contains(&format!(
+            "error: the encryption key ({key_file}) is not the key of the store {database}: the store's values were sealed with another key; what this replica sealed the others could not open, nor it theirs. Start every replica with the same key: PALISADE_ENCRYPTION_KEY, or the file encryption.key in --data-dir (to change the key, see --replace-encryption-key)"
+        )),
+        "{stderr}"
+    );
+    // A key given in the environment is named as such.
+    let other = "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=";
+    let (child, _) = start(second.path(), Some(other), &[]);
+    let (code, stderr) = wait_for(child, Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: the encryption key (PALISADE_ENCRYPTION_KEY) is not the key of the store"
+        ),
+        "{stderr}"
+    );
+    // The store's key, given to the second replica: it starts (and, below, a new key made
+    // the store's on purpose).
+    let key = std::fs::read_to_string(first.path().join("encryption.key")).unwrap();
+    let (mut child, port) = start(second.path(), Some(key.trim()), &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status_of(port, "/healthz", None) != Some(200) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the replica with the store's key stopped: {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica with the store's key did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // Another key made the store's on purpose: it starts, and the old one is refused.
+    let (mut child, port) = start(second.path(), Some(other), &["--replace-encryption-key"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status_of(port, "/healthz", None) != Some(200) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the replica replacing the key stopped: {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica replacing the key did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let (child, _) = start(first.path(), None, &[]);
+    let (code, stderr) = wait_for(child, Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("is not the key of the store"), "{stderr}");
+}

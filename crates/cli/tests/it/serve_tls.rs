@@ -31,6 +31,67 @@ fn curl(args: &[&str]) -> (bool, String) {
     )
 }
 
+/// The `Set-Cookie` header of cookie `name` in a response head, without the header's name.
+fn set_cookie(head: &str, name: &str) -> String {
+    head.lines()
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(header, _)| header.eq_ignore_ascii_case("set-cookie"))
+        .map(|(_, value)| value.trim().to_owned())
+        .find(|value| value.starts_with(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no Set-Cookie {name} in {head}"))
+}
+
+/// Plain HTTP on loopback: cookies are not Secure (a browser would never send them back);
+/// with an `https://` public URL TLS is terminated in front, and every cookie is Secure.
+#[test]
+fn cookies_are_secure_when_the_public_url_is_https() {
+    for (public_url, secure) in [
+        (None, false),
+        (Some("http://127.0.0.1:9"), false),
+        (Some("https://palisade.example.com"), true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut command = Command::new(BIN);
+        command
+            .args(["serve", "--no-reconciler", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env_remove("PALISADE_DATABASE_URL")
+            .env_remove("PALISADE_ADMIN_TOKEN")
+            .env_remove("PALISADE_PUBLIC_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(url) = public_url {
+            command.args(["--public-url", url]);
+        }
+        let mut child = command.spawn().unwrap();
+        let url = format!("http://127.0.0.1:{port}/sign-in");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let head = loop {
+            let (ok, head) = curl(&["-D", "-", "-o", "/dev/null", &url]);
+            if ok {
+                break head;
+            }
+            assert!(Instant::now() < deadline, "palisade serve did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        let cookie = set_cookie(&head, "palisade_sign_in");
+        assert_eq!(
+            cookie.ends_with("; Secure"),
+            secure,
+            "{public_url:?}: {cookie}"
+        );
+    }
+}
+
 #[test]
 fn serve_speaks_https_with_the_given_identity_and_refuses_bad_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -74,6 +135,19 @@ fn serve_speaks_https_with_the_given_identity_and_refuses_bad_files() {
     );
     let (plain, _) = curl(&[&format!("http://localhost:{port}/healthz")]);
     assert!(!plain, "plain HTTP must not be served on the TLS port");
+    // Over the HTTPS palisade serves, the portal's cookies are Secure.
+    let (ok, head) = curl(&[
+        "--cacert",
+        &cert,
+        "-D",
+        "-",
+        "-o",
+        "/dev/null",
+        &format!("https://localhost:{port}/sign-in"),
+    ]);
+    assert!(ok, "{head}");
+    let cookie = set_cookie(&head, "palisade_sign_in");
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
     let _ = child.kill();
     let _ = child.wait();
 

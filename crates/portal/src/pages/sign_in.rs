@@ -13,8 +13,8 @@ use crate::form::FormData;
 use crate::i18n::Lang;
 use crate::layout::{alert, error_response, html_response, page, see_other, Ctx};
 use crate::session::{
-    cookie, random_token, seal_session, session, set_cookie, tokens_match, CSRF_FIELD, LANG_COOKIE,
-    SESSION_COOKIE, SIGN_IN_COOKIE,
+    cookie, end, random_token, seal_session, session, set_cookie, tokens_match, CSRF_FIELD,
+    LANG_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE,
 };
 
 const SIGN_IN_COOKIE_AGE: u64 = 60 * 60;
@@ -113,10 +113,21 @@ pub async fn sign_out(
     form: FormData,
 ) -> Response {
     let ctx = Ctx::new(&headers, &uri);
-    if let Ok(Some(session)) = session(&state, &headers).await {
-        if !tokens_match(&session.csrf, form.get(CSRF_FIELD)) {
-            return csrf_rejected(&ctx, Some(&session));
+    match session(&state, &headers).await {
+        Ok(Some(session)) => {
+            if !tokens_match(&session.csrf, form.get(CSRF_FIELD)) {
+                return csrf_rejected(&ctx, Some(&session));
+            }
+            // Ended in the store, not only forgotten by this browser: the cookie, if kept
+            // (copied, or in a browser that ignores the deletion), signs no one in again.
+            if let Err(error) = end(&state, &headers).await {
+                return error_response(&ctx, Some(&session), &error);
+            }
+            tracing::info!(token = %session.caller.token_id, "portal sign-out");
         }
+        // No session to end (none, ended already, or its token revoked).
+        Ok(None) => {}
+        Err(error) => return error_response(&ctx, None, &error),
     }
     let mut response = see_other("/sign-in");
     response.headers_mut().append(

@@ -400,3 +400,51 @@ async fn the_admin_token_file_is_private() {
         .unwrap();
     assert_eq!(again, None);
 }
+
+/// The last admin token cannot be revoked (409 `conflict` saying what to do first): with no
+/// admin token left no one could manage tokens or clusters again. With another one, it can.
+#[tokio::test]
+async fn the_last_admin_token_is_not_revoked() {
+    let app = TestApp::sqlite().await;
+    let listed = app.admin(Method::GET, "/v1/tokens", None).await;
+    let first = listed.body["items"][0]["id"].as_str().unwrap().to_owned();
+    let refused = app
+        .admin(Method::DELETE, &format!("/v1/tokens/{first}"), None)
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{refused:?}");
+    assert_eq!(refused.code(), "conflict");
+    assert_eq!(
+        refused.message(),
+        format!("token '{first}' is the last admin token: create another admin token first")
+    );
+    assert_eq!(
+        app.admin(Method::GET, "/v1/tokens", None).await.status,
+        StatusCode::OK,
+        "it still works"
+    );
+    // Another admin token: the first one may go (even by itself), and then the other is last.
+    let second = app
+        .admin(Method::POST, "/v1/tokens", Some(json!({"role": "admin"})))
+        .await;
+    let (second_id, second_secret) = (
+        second.body["id"].as_str().unwrap().to_owned(),
+        second.body["secret"].as_str().unwrap().to_owned(),
+    );
+    let gone = app
+        .admin(Method::DELETE, &format!("/v1/tokens/{first}"), None)
+        .await;
+    assert_eq!(gone.status, StatusCode::NO_CONTENT, "{gone:?}");
+    let refused = app
+        .call(
+            Method::DELETE,
+            &format!("/v1/tokens/{second_id}"),
+            Some(&second_secret),
+            None,
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{refused:?}");
+    assert_eq!(
+        refused.message(),
+        format!("token '{second_id}' is the last admin token: create another admin token first")
+    );
+}

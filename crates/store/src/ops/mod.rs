@@ -15,7 +15,8 @@
 //! | `namespaces` | namespaces labelled for a boundary |
 //! | `statuses` | policies' install status per cluster |
 //! | `audits` | the audit's reports per policy and cluster |
-//! | `settings` | installation-wide settings (the installation id) |
+//! | `settings` | installation-wide settings (the installation id, the encryption key's check value) |
+//! | `sessions` | portal sessions that ended before they expired |
 //! | `snapshot` | everything a reconcile pass reads, at one moment |
 //! | `uploads` | code uploaded for builds, in chunks; each boundary's use; the sweeper's deletes |
 
@@ -27,6 +28,7 @@ pub(crate) mod exceptions;
 pub(crate) mod namespaces;
 pub(crate) mod policies;
 pub(crate) mod resources;
+pub(crate) mod sessions;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
 pub(crate) mod statuses;

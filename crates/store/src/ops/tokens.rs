@@ -5,7 +5,7 @@ use crate::sql::{
     Arg::{OptText, Text},
     Conn, Fields,
 };
-use crate::{Result, TokenRecord};
+use crate::{Result, StoreError, TokenRecord};
 
 const INSERT: &str = "INSERT INTO tokens \
      (id, secret_sha256, role, boundary, created_at, expires_at, created_by) \
@@ -22,6 +22,9 @@ const SELECT_ALL: &str =
     "SELECT id, secret_sha256, role, boundary, created_at, expires_at, created_by \
      FROM tokens WHERE ($1 IS NULL OR boundary = $1) ORDER BY created_at, id";
 const DELETE: &str = "DELETE FROM tokens WHERE id = $1";
+/// The admin tokens that have not expired at `$1`, `$2` among them or not.
+const OTHER_ADMINS: &str = "SELECT COUNT(*) AS n FROM tokens \
+     WHERE role = 'admin' AND id <> $2 AND (expires_at IS NULL OR expires_at > $1)";
 
 fn token(row: &dyn Fields) -> sqlx::Result<TokenRecord> {
     Ok(TokenRecord {
@@ -79,6 +82,28 @@ pub(crate) async fn get<C: Conn>(c: &mut C, id: &str) -> Result<TokenRecord> {
     find(c, SELECT, &[Text(id)], token).await
 }
 
+/// Deletes the token; `Conflict` when it is the last admin token that has not expired (no
+/// one could manage tokens or clusters again), decided under the database-wide lock
+/// (`Conn::LOCK_DATABASE`) so that two deletes at once cannot both pass.
 pub(crate) async fn delete<C: Conn>(c: &mut C, id: &str) -> Result<()> {
+    if let Some(lock) = C::LOCK_DATABASE {
+        c.execute(lock, &[]).await?;
+    }
+    let now = crate::now();
+    let record = get(c, id).await?;
+    let unexpired = record
+        .expires_at
+        .as_deref()
+        .is_none_or(|expires| expires > now.as_str());
+    if record.role == "admin" && unexpired {
+        let others = c
+            .fetch_optional(OTHER_ADMINS, &[Text(&now), Text(id)], |row| row.int("n"))
+            .await?;
+        if others.unwrap_or(0) == 0 {
+            return Err(StoreError::Conflict(format!(
+                "token '{id}' is the last admin token"
+            )));
+        }
+    }
     touched(c.execute(DELETE, &[Text(id)]).await?)
 }

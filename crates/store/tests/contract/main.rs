@@ -54,13 +54,19 @@ use guarded_writes::{
 use policies::{
     apply_policies_in_order, apply_policies_is_all_or_nothing, policies, policy_if_match,
 };
-use reconciler::{changes_wake_subscribers, installation_id_is_made_once, one_holder_per_cluster};
+use reconciler::{
+    changes_wake_subscribers, installation_id_is_made_once, one_holder_per_cluster,
+    the_encryption_key_check_is_made_once,
+};
 use resources::{
     a_boundary_made_again_starts_at_another_version, a_guard_reads_the_policies_once_per_version,
     create_resource_checks_before_the_guard, create_resource_with_guards, delete_resource,
     pagination, placed_workloads_and_statuses, unchanged_body_writes_nothing, update_resource,
 };
-use tokens::{bootstrap_admin_token, bootstrap_admin_token_concurrently, tokens};
+use tokens::{
+    bootstrap_admin_token, bootstrap_admin_token_concurrently,
+    ended_sessions_are_remembered_until_they_expire, the_last_admin_token_stays, tokens,
+};
 use uploads::{
     unnamed_uploads_are_swept_and_named_ones_stay, uploads_are_stored_from_chunks,
     uploads_count_against_their_boundarys_limit,
@@ -149,6 +155,9 @@ contract!(
     cluster_layout,
     guarded_creates_race_policy_changes,
     installation_id_is_made_once,
+    the_encryption_key_check_is_made_once,
+    the_last_admin_token_stays,
+    ended_sessions_are_remembered_until_they_expire,
     namespaces,
     namespace_uids_gone_and_reserved_names,
     policy_statuses,

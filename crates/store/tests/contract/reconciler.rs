@@ -123,3 +123,23 @@ pub async fn one_holder_per_cluster(db: TestDb) {
         store.delete_cluster(name).await.unwrap();
     }
 }
+
+/// The encryption key's check value is recorded once, by the first start.
+pub async fn the_encryption_key_check_is_made_once(db: TestDb) {
+    let store = db.connect().await;
+    assert_eq!(store.encryption_key_check(None).await.unwrap(), None);
+    let k1 = Some("k1".to_owned());
+    assert_eq!(store.encryption_key_check(Some("k1")).await.unwrap(), k1);
+    assert_eq!(store.encryption_key_check(Some("k2")).await.unwrap(), k1);
+    assert_eq!(store.encryption_key_check(None).await.unwrap(), k1);
+    let again = db.connect().await;
+    assert_eq!(again.encryption_key_check(Some("k3")).await.unwrap(), k1);
+    // Replaced on purpose (a new key).
+    again.replace_encryption_key_check("k4").await.unwrap();
+    assert_eq!(
+        store.encryption_key_check(Some("k5")).await.unwrap(),
+        Some("k4".to_owned())
+    );
+    // Beside the installation id, not in its place.
+    assert_eq!(store.installation_id("id").await.unwrap(), "id");
+}

@@ -1,0 +1,8 @@
+-- Portal sessions signed out before they expired: a session lives in its sealed cookie, so
+-- ending it means remembering its id until it would have expired anyway.
+
+CREATE TABLE ended_sessions (
+    id         TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+    expires_at TEXT COLLATE "C" NOT NULL
+);
+CREATE INDEX ended_sessions_by_expiry ON ended_sessions (expires_at);
