@@ -2470,7 +2470,7 @@ async fn an_approval_is_of_the_spec_shown_and_the_form_never_replaces() {
     let etag = stored["etag"].as_str().unwrap().to_owned();
 
     // The approver sees the whole spec beside the button, and the etag of what is shown.
-    let mut boundary_admin = portal
+    let boundary_admin = portal
         .sign_in(&portal.token("boundary-admin", Some("shop")).await)
         .await;
     let page = portal.get("/boundaries/shop", &boundary_admin).await;

@@ -503,6 +503,7 @@ fn get_clusters_shows_the_layout_in_use_and_why_and_the_last_repair() {
             "Admission rules:      not enforced: not checked yet: palisade has not reached this cluster",
             "Layout:               shared (212 boundaries)",
             "Reconciled by:        no replica now",
+            "Reserved namespaces:  default, kube-*",
             "Last error:           none",
             "API server restarts:  0",
             &format!("Repairs:              1 (last at {at}: binding trusted.shop.palisade.dev was deleted; restored)"),
