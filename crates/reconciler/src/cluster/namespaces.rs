@@ -50,33 +50,8 @@ impl ClusterClient {
         }))
     }
 
-    /// Whether `namespace`'s `palisade.dev/boundary` label is not `boundary` (removed, or
-    /// changed), with the `resourceVersion` it was read at; `None` when it is right or the
-    /// namespace is gone.
-    pub async fn boundary_label_tampering(
-        &self,
-        boundary: &Name,
-        namespace: &str,
-    ) -> Result<Option<(LabelTampering, Option<String>)>> {
-        let api = self.cluster_api::<Namespace>();
-        let Some(existing) = api.get_opt(namespace).await? else {
-            return Ok(None);
-        };
-        let tampering = match existing
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(BOUNDARY_LABEL))
-        {
-            Some(b) if b == boundary.as_str() => return Ok(None),
-            Some(other) => LabelTampering::Changed(other.clone()),
-            None => LabelTampering::Removed,
-        };
-        Ok(Some((tampering, existing.metadata.resource_version)))
-    }
-
     /// Puts `namespace`'s boundary label back, on the condition that the namespace is still
-    /// at `resource_version` (as [`Self::boundary_label_tampering`] read it): `false`, nothing
+    /// at `resource_version` (as [`Self::namespace_seen`] read it): `false`, nothing
     /// written, when it changed meanwhile (it is looked at again next pass).
     pub async fn put_boundary_label_back(
         &self,
@@ -99,23 +74,6 @@ impl ClusterClient {
             Err(e) if conflict(&e) || not_found(&e) => Ok(false),
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// [`Self::boundary_label_tampering`], then [`Self::put_boundary_label_back`]: what was
-    /// put back, if anything.
-    pub async fn restore_boundary_label(
-        &self,
-        boundary: &Name,
-        namespace: &str,
-    ) -> Result<Option<LabelTampering>> {
-        let Some((tampering, version)) = self.boundary_label_tampering(boundary, namespace).await?
-        else {
-            return Ok(None);
-        };
-        Ok(self
-            .put_boundary_label_back(boundary, namespace, version)
-            .await?
-            .then_some(tampering))
     }
 
     /// Server-side applies the installation's boundary-label guard (SPEC 3.4): only
