@@ -57,13 +57,23 @@ async fn delete_namespace(api: &Api<Namespace>, name: &str) {
     }
 }
 
-async fn a_namespace_made_again_by_someone_else_is_not_the_boundary_s(version: &str) {
+/// A stack whose boundary (named from `prefix`) has cluster `k1` (the plane of `version`), one
+/// namespace made through the API, and policy `trusted` of `rules`, enforced there.
+struct Enforced {
+    stack: Stack,
+    admin: kube::Client,
+    boundary: String,
+    namespace: String,
+    /// The namespace's path in the API, and its answer to the `PUT` that made it.
+    path: String,
+    created: Value,
+}
+
+async fn enforced(version: &str, prefix: &str, rules: Value) -> Enforced {
     let plane = plane(version).await;
     let stack = Stack::start(None).await;
-    let admin = plane.client().await;
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    let boundary = unique_name("isolated");
-    let namespace = unique_name("isolated");
+    let boundary = unique_name(prefix);
+    let namespace = unique_name(prefix);
     stack
         .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
         .await;
@@ -72,6 +82,37 @@ async fn a_namespace_made_again_by_someone_else_is_not_the_boundary_s(version: &
         .await;
     let path = format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}");
     let created = stack.ok("PUT", &path, None).await;
+    stack
+        .put_policy(&boundary, "trusted", json!({ "rules": rules }))
+        .await;
+    stack
+        .wait_status(&boundary, "trusted", "k1", |s| s == "enforced")
+        .await;
+    Enforced {
+        stack,
+        admin: plane.client().await,
+        boundary,
+        namespace,
+        path,
+        created,
+    }
+}
+
+async fn a_namespace_made_again_by_someone_else_is_not_the_boundary_s(version: &str) {
+    let Enforced {
+        stack,
+        admin,
+        boundary,
+        namespace,
+        path,
+        created,
+    } = enforced(
+        version,
+        "isolated",
+        json!([{"allowedRegistries": {"registries": ["ghcr.io/acme"]}}]),
+    )
+    .await;
+    let namespaces: Api<Namespace> = Api::all(admin);
     let uid = namespaces
         .get(&namespace)
         .await
@@ -81,16 +122,6 @@ async fn a_namespace_made_again_by_someone_else_is_not_the_boundary_s(version: &
         .unwrap();
     assert_eq!(created["uid"], uid.as_str(), "{created}");
     assert_eq!(created["status"], "active");
-    stack
-        .put_policy(
-            &boundary,
-            "trusted",
-            json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme"]}}]}),
-        )
-        .await;
-    stack
-        .wait_status(&boundary, "trusted", "k1", |s| s == "enforced")
-        .await;
 
     // Someone deletes the namespace and makes one of the same name.
     delete_namespace(&namespaces, &namespace).await;
@@ -172,37 +203,21 @@ async fn a_namespace_made_again_by_someone_else_is_not_the_boundary_s(version: &
 /// now denies it with palisade's message; on 1.30, which does not know the field, it is refused
 /// by validation or admitted without the volume, never with it.
 async fn an_image_volume_is_judged_or_never_admitted(version: &str) {
-    let plane = plane(version).await;
-    let stack = Stack::start(None).await;
-    let admin = plane.client().await;
-    let boundary = unique_name("volumes");
-    let namespace = unique_name("volumes");
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
-        .await;
-    stack
-        .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
-        .await;
-    stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}"),
-            None,
-        )
-        .await;
-    stack
-        .put_policy(
-            &boundary,
-            "trusted",
-            json!({"rules": [
-                {"allowedRegistries": {"registries": ["ghcr.io/acme"]}},
-                {"disallowLatestTag": {}}
-            ]}),
-        )
-        .await;
-    stack
-        .wait_status(&boundary, "trusted", "k1", |s| s == "enforced")
-        .await;
+    // The stack is kept (bound) for the whole test: its reconciler keeps the policy installed.
+    let Enforced {
+        stack: _stack,
+        admin,
+        namespace,
+        ..
+    } = enforced(
+        version,
+        "volumes",
+        json!([
+            {"allowedRegistries": {"registries": ["ghcr.io/acme"]}},
+            {"disallowLatestTag": {}}
+        ]),
+    )
+    .await;
     let pods: Api<Pod> = Api::namespaced(admin, &namespace);
     let miner: Pod = serde_json::from_value(json!({
         "metadata": {"name": "miner"},
