@@ -19,6 +19,7 @@ mod causes;
 mod corpus;
 mod drift;
 mod exceptions;
+mod fencing;
 mod generated;
 mod guard;
 mod kwok;
