@@ -113,6 +113,48 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = palisade_app::exceptions::MAX_EXCEPTION_DAYS, value_name = "DAYS",
         value_parser = clap::value_parser!(u32).range(1..=3650))]
     max_exception_days: u32,
+    /// How log lines are written: `json` (one object per line: timestamp, level, target,
+    /// fields) or `text` (coloured on a terminal only). Default: `text` when standard output
+    /// is a terminal, `json` otherwise (a container, a file, a pipe).
+    #[arg(long, env = "PALISADE_LOG_FORMAT", value_enum, value_name = "FORMAT")]
+    log_format: Option<LogFormat>,
+}
+
+/// `serve --log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+impl LogFormat {
+    /// The format when none is asked for: text for a person at a terminal, JSON for a
+    /// collector.
+    fn for_output(terminal: bool) -> LogFormat {
+        if terminal {
+            LogFormat::Text
+        } else {
+            LogFormat::Json
+        }
+    }
+}
+
+/// Starts logging to standard output in `format` (colour codes only on a terminal).
+fn init_logging(format: Option<LogFormat>) {
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter);
+    match format.unwrap_or(LogFormat::for_output(terminal)) {
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_ansi(false)
+            .init(),
+        LogFormat::Text => logs.with_ansi(terminal).init(),
+    }
 }
 
 /// A replica's name: 1 to 63 printable ASCII characters (PostgreSQL keeps it as the lease
@@ -192,12 +234,7 @@ fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .init();
+    init_logging(args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -95,6 +95,7 @@ fn serve_args(more: &[&str]) -> Value {
         "serve",
         "--listen=0.0.0.0:8080",
         "--data-dir=/var/lib/palisade",
+        "--log-format=json",
     ];
     args.extend_from_slice(more);
     serde_json::json!(args)
@@ -138,7 +139,8 @@ fn the_chart_lints_and_renders_with_default_and_full_values() {
         serde_json::json!([
             "serve",
             "--listen=0.0.0.0:8080",
-            "--data-dir=/var/lib/palisade"
+            "--data-dir=/var/lib/palisade",
+            "--log-format=json"
         ])
     );
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
@@ -288,6 +290,7 @@ fn a_chosen_admission_layout_is_passed_to_serve() {
                 "serve",
                 "--listen=0.0.0.0:8080",
                 "--data-dir=/var/lib/palisade",
+                "--log-format=json",
                 format!("--admission-layout={layout}")
             ])
         );

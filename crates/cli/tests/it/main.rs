@@ -17,6 +17,7 @@ mod client;
 mod client_more;
 mod fleet;
 mod helm_chart;
+mod logging;
 mod malformed;
 mod policy_test;
 mod readme;
