@@ -25,6 +25,7 @@ pub mod port;
 pub mod probe;
 pub mod rbac;
 pub mod reports;
+pub mod restarts;
 pub mod scan;
 mod shared;
 pub mod statuses;

@@ -12,6 +12,8 @@
 //! - `pods`: `create`, for the server-side dry-run that confirms enforcement (nothing is
 //!   stored).
 //! - `selfsubjectreviews`: `create`, to learn the identity the boundary-label guard exempts.
+//! - `leases`: `list`, the API servers' identity Leases in `kube-system`, and `/metrics`:
+//!   `get`, the API server's start time, to notice restarts (`restarts`).
 //!
 //! `/version` and discovery are readable by every authenticated identity
 //! (`system:discovery`, `system:public-info-viewer`). No rule names Secrets, ConfigMaps or
@@ -129,8 +131,11 @@ pub fn rules() -> Vec<PolicyRule> {
             &["selfsubjectreviews"],
             &["create"],
         ),
-        // The API server's start time (`process_start_time_seconds`): a restart recompiles
-        // every admission policy, and palisade reports it.
+        // Restarts (a restart recompiles every admission policy, and palisade reports it):
+        // the API servers' identity Leases in `kube-system`, read at every look (a
+        // ClusterRole cannot name a namespace; Leases hold holder names and times, no
+        // secrets), and the API server's start time on its metrics, read after a failure.
+        rule("coordination.k8s.io", &["leases"], &["list"]),
         PolicyRule {
             non_resource_urls: Some(vec![METRICS_PATH.to_owned()]),
             verbs: vec!["get".to_owned()],

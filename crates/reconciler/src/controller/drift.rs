@@ -113,6 +113,7 @@ impl Controller {
         for seen in seen {
             match seen {
                 Seen::Relisted { .. } => next = Some(Duration::ZERO),
+                Seen::WatchFailed { cluster } => self.suspect_apiserver(&cluster),
                 Seen::NamespaceDeleted { cluster, namespace } => {
                     tracing::info!(cluster, namespace, "a boundary namespace was deleted");
                     next = Some(Duration::ZERO);

@@ -91,8 +91,9 @@ pub struct Settings {
     pub layout: LayoutChoice,
     /// Where `auto` changes layout.
     pub thresholds: Thresholds,
-    /// How often a cluster's API server start time is read (from its `/metrics`, about 1 MB)
-    /// to notice restarts.
+    /// How often a cluster's API servers' identity Leases are read (about 1.7 KB for one API
+    /// server) to notice restarts; the start time on `/metrics` (about 2 MB) is read only
+    /// after a failure or a new identity (`restarts`).
     pub apiserver_check_interval: Duration,
     /// How many changes of one object within a minute are repaired at once; the next ones
     /// wait 2 s, doubling to 60 s (default 5).
@@ -252,9 +253,7 @@ pub fn status_not_enforced(reason: &str) -> InstallStatus {
 
 /// A cluster's API server start times (milliseconds since the epoch) palisade has seen.
 struct ApiServersSeen {
-    /// Wall-clock time (seconds since the epoch) of palisade's first look.
-    first_look: f64,
-    starts: BTreeSet<u64>,
+    servers: crate::restarts::ApiServers,
     read_at: Instant,
     /// The cluster failed a pass since the last reading (an API server that stops and starts
     /// again does): read its start time on the next pass, not only once the interval passed.

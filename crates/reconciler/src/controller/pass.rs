@@ -315,61 +315,88 @@ impl Controller {
         Ok(connection)
     }
 
-    /// Reads (at most every `apiserver_check_interval`) when the cluster's API server started;
-    /// one that started after palisade first looked, and was not seen before, is a restart (or
-    /// an instance added): counted on the cluster (`api_server_restarts`) and on `/metrics`.
-    /// Behind a load balancer each read may reach another instance; instances that started
-    /// before the first look are never counted. A cluster whose role lacks `get` on `/metrics`
-    /// is simply not watched for restarts.
+    /// Looks (at most every `apiserver_check_interval`, and on the next pass after a failure)
+    /// at the cluster's API servers: their identity Leases, and their start time when
+    /// `restarts::ApiServers::wants_start_time` says so. Each start since the last look is a
+    /// restart (or an instance added): counted on the cluster (`api_server_restarts`) and on
+    /// `/metrics`. Those that started before the first look are never counted. A cluster
+    /// whose role allows neither read is simply not watched for restarts.
     pub(super) async fn notice_restarts(&self, cluster: &str, client: &ClusterClient) {
-        let due = self.apiservers.lock().is_ok_and(|seen| {
-            seen.get(cluster).is_none_or(|s| {
-                s.suspect || s.read_at.elapsed() >= self.settings.apiserver_check_interval
-            })
-        });
-        if !due {
+        let Some((servers, suspect)) =
+            self.apiservers
+                .lock()
+                .ok()
+                .and_then(|seen| match seen.get(cluster) {
+                    None => Some((crate::restarts::ApiServers::default(), false)),
+                    Some(s)
+                        if s.suspect
+                            || s.read_at.elapsed() >= self.settings.apiserver_check_interval =>
+                    {
+                        Some((s.servers.clone(), s.suspect))
+                    }
+                    Some(_) => None,
+                })
+        else {
             return;
-        }
-        let started = match client.apiserver_started_at().await {
-            Ok(started) => started,
-            Err(error) => {
-                tracing::debug!(cluster, %error, "the API server's start time was not read");
-                return;
-            }
+        };
+        let identities = client.apiserver_identities().await.unwrap_or_else(|error| {
+            tracing::debug!(cluster, %error, "the API servers' identities were not read");
+            Default::default()
+        });
+        let started = if servers.wants_start_time(suspect, &identities) {
+            client
+                .apiserver_started_at()
+                .await
+                .map_err(|error| {
+                    tracing::debug!(cluster, %error, "the API server's start time was not read");
+                })
+                .ok()
+        } else {
+            None
         };
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
-        let restarted = match self.apiservers.lock() {
+        let started = match self.apiservers.lock() {
             Ok(mut seen) => {
                 let seen = seen
                     .entry(cluster.to_owned())
                     .or_insert_with(|| ApiServersSeen {
-                        first_look: now,
-                        starts: BTreeSet::new(),
+                        servers: servers.clone(),
                         read_at: Instant::now(),
                         suspect: false,
                     });
                 seen.read_at = Instant::now();
                 seen.suspect = false;
-                let key = (started * 1000.0).round() as u64;
-                seen.starts.insert(key) && started > seen.first_look
+                seen.servers.look(identities, started, now)
             }
-            Err(_) => false,
+            Err(_) => 0,
         };
-        if restarted {
+        if started > 0 {
             tracing::warn!(
                 cluster,
-                started_at = started,
+                started,
                 "an API server of the cluster restarted (or was added): it compiles every admission policy again"
             );
-            metrics::apiserver_restarted(cluster);
+            for _ in 0..started {
+                metrics::apiserver_restarted(cluster);
+            }
             let result = self
                 .app
-                .record_apiserver_restarts(cluster, 1)
+                .record_apiserver_restarts(cluster, i64::try_from(started).unwrap_or(i64::MAX))
                 .await
                 .map_err(ControllerError::ClusterStatus);
             self.recorded(cluster, "an API server restart", result);
+        }
+    }
+
+    /// The cluster's API server may have restarted (a watch or a pass of it failed): its
+    /// start time is read at the next look.
+    pub(super) fn suspect_apiserver(&self, cluster: &str) {
+        if let Ok(mut seen) = self.apiservers.lock() {
+            if let Some(seen) = seen.get_mut(cluster) {
+                seen.suspect = true;
+            }
         }
     }
 
@@ -452,11 +479,7 @@ impl Controller {
     ) -> bool {
         let reason = reason.to_string();
         tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
-        if let Ok(mut seen) = self.apiservers.lock() {
-            if let Some(seen) = seen.get_mut(&cluster.name) {
-                seen.suspect = true;
-            }
-        }
+        self.suspect_apiserver(&cluster.name);
         let result = self
             .app
             .record_cluster_error(&cluster.name, Some(&reason))

@@ -169,6 +169,11 @@ pub enum Seen {
         cluster: String,
         namespace: String,
     },
+    /// A watch failed (and is retried): the API server may have restarted, so its start time
+    /// is read at the next look (`restarts`).
+    WatchFailed {
+        cluster: String,
+    },
 }
 
 mod watch;
@@ -204,6 +209,9 @@ impl Context {
     }
 
     fn failed(&self, kind: DriftKind, error: &watcher::Error) {
+        self.tell(Seen::WatchFailed {
+            cluster: self.cluster.clone(),
+        });
         let text = error.to_string();
         let Ok(mut health) = self.health.lock() else {
             return;

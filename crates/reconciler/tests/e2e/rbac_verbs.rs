@@ -275,7 +275,13 @@ async fn exercise(
                 other => panic!("no operation for verb {other}"),
             }
         }
-        // Restarts are noticed by the API server's start time on its metrics.
+        // Restarts are noticed by the API servers' identity Leases and the start time on
+        // the API server's metrics.
+        ("leases", "list") => cluster
+            .apiserver_identities()
+            .await
+            .map(|_| ())
+            .map_err(text),
         ("/metrics", "get") => cluster
             .apiserver_started_at()
             .await

@@ -165,8 +165,13 @@ struct PrivateCluster {
 }
 
 async fn private_cluster(prefix: &str) -> PrivateCluster {
-    let plane = tokio::task::spawn_blocking(|| {
-        palisade_testkit::control_plane::ControlPlane::start("1.37")
+    private_cluster_on("1.37", prefix).await
+}
+
+async fn private_cluster_on(version: &str, prefix: &str) -> PrivateCluster {
+    let version = version.to_owned();
+    let plane = tokio::task::spawn_blocking(move || {
+        palisade_testkit::control_plane::ControlPlane::start(&version)
     })
     .await
     .unwrap();
@@ -574,8 +579,9 @@ async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller(
     shared.remove_installation(&installation).await.unwrap();
 }
 
-/// A restarted API server is noticed (its start time on `/metrics` is new): the cluster counts
-/// it (`api_server_restarts`, when) and so does `/metrics`; passes without a restart count
+/// A restarted API server is noticed by its identity Lease's new holder (1.37), with no
+/// failure in between to make palisade read its start time: the cluster counts it once
+/// (`api_server_restarts`, when) and so does `/metrics`; passes without a restart count
 /// nothing. A private control plane, since its API server is restarted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
@@ -622,12 +628,13 @@ async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
     drop(plane);
 }
 
-/// With the default interval between readings of the start time (a minute), two restarts
-/// within it are both counted: a pass the restart made fail reads the start time on the next
-/// pass. (A pass runs on every change and at least every 5 minutes; the probe that found the
-/// counter at 1 after two restarts ran none between them that failed.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_restarts_within_a_minute_are_both_counted() {
+/// With the default interval between looks (a minute), two restarts within it are both
+/// counted, once each: a pass the restart made fail has the start time read on the next pass
+/// (on 1.30, where a restarted API server keeps its identity Lease's holder, that is what
+/// tells; on 1.37 the Lease tells too, and the restart still counts once). (A pass runs on
+/// every change and at least every 5 minutes; the probe that found the counter at 1 after two
+/// restarts ran none between them that failed.)
+async fn two_restarts_within_a_minute_are_both_counted(version: &str) {
     let PrivateCluster {
         plane,
         _dir,
@@ -635,7 +642,7 @@ async fn two_restarts_within_a_minute_are_both_counted() {
         store,
         key,
         name,
-    } = private_cluster("restarts2").await;
+    } = private_cluster_on(version, "restarts2").await;
     let controller = controller(&store, &key, &installation(), Settings::default());
     let report = controller.reconcile_all().await;
     assert!(report.reconciled.contains(&name), "{report:?}");
@@ -657,11 +664,17 @@ async fn two_restarts_within_a_minute_are_both_counted() {
         eventually("the restart counted", Duration::from_secs(20), || async {
             controller.reconcile_all().await;
             let record = store.get_cluster(&name).await.unwrap();
-            (record.apiserver_restarts == expected).then_some(())
+            (record.apiserver_restarts >= expected).then_some(())
         })
         .await;
+        // Once, whichever signals showed it.
+        controller.reconcile_all().await;
+        let record = store.get_cluster(&name).await.unwrap();
+        assert_eq!(record.apiserver_restarts, expected);
     }
 }
+
+on_both_versions!(two_restarts_within_a_minute_are_both_counted);
 
 async fn put_policy(store: &SharedStore, boundary: &str, name: &str, spec: &str) {
     store
