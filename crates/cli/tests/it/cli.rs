@@ -287,6 +287,7 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
             "events",
             "reports",
             "selfsubjectreviews",
+            "leases",
             "/metrics"
         ]
     );
