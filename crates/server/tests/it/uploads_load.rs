@@ -7,13 +7,17 @@
 //! keeps the binary's other tests out of them:
 //!
 //! `cargo test -p palisade-server --test it uploads_load:: -- --nocapture --test-threads=1`
+//!
+//! The creates beside upload loops run 20 s, or `PALISADE_UPLOADS_LOAD_SECONDS`. Their
+//! baseline with no uploads and their runs on PostgreSQL are ignored unless asked for
+//! (`-- --ignored` or `--include-ignored`): they measure, and take 20 s each.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{plans, TestApp};
+use crate::common::{plans, Backend, TestApp};
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use serde_json::json;
@@ -139,22 +143,65 @@ fn quantile(values: &[Duration], q: f64) -> Duration {
 /// is answered 201 within its 2 s bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn upload_loops_leave_another_boundarys_creates_their_bound_on_sqlite() {
-    upload_loops_beside_creates(false).await;
+    upload_loops_beside_creates(Backend::Sqlite, 48, false).await;
 }
 
 /// The same with loops that wait as long as a refusal's `Retry-After` says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn upload_loops_honouring_retry_after_leave_creates_their_bound_on_sqlite() {
-    upload_loops_beside_creates(true).await;
+    upload_loops_beside_creates(Backend::Sqlite, 48, true).await;
 }
 
-async fn upload_loops_beside_creates(honour_retry_after: bool) {
-    const UPLOAD_LOOPS: usize = 48;
+/// The same creates with no uploads: the baseline of the two above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement: run with --ignored"]
+async fn creates_with_no_uploads_on_sqlite() {
+    upload_loops_beside_creates(Backend::Sqlite, 0, true).await;
+}
+
+/// On PostgreSQL: loops uploading again at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement: run with --ignored"]
+async fn upload_loops_beside_creates_on_postgres() {
+    upload_loops_beside_creates(Backend::Postgres, 48, false).await;
+}
+
+/// On PostgreSQL: loops honouring `Retry-After`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement: run with --ignored"]
+async fn upload_loops_honouring_retry_after_beside_creates_on_postgres() {
+    upload_loops_beside_creates(Backend::Postgres, 48, true).await;
+}
+
+/// On PostgreSQL: the same creates with no uploads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement: run with --ignored"]
+async fn creates_with_no_uploads_on_postgres() {
+    upload_loops_beside_creates(Backend::Postgres, 0, true).await;
+}
+
+/// How long the creates run: 20 s, or `PALISADE_UPLOADS_LOAD_SECONDS`.
+fn run_length() -> Duration {
+    let seconds = std::env::var("PALISADE_UPLOADS_LOAD_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    Duration::from_secs(seconds)
+}
+
+async fn upload_loops_beside_creates(
+    backend: Backend,
+    upload_loops: usize,
+    honour_retry_after: bool,
+) {
     const CREATE_CLIENTS: usize = 4;
-    const RUN: Duration = Duration::from_secs(20);
+    let run = run_length();
     let _turn = TURN.lock().await;
 
-    let app = TestApp::sqlite().await;
+    let (app, store) = match backend {
+        Backend::Sqlite => (TestApp::sqlite().await, "sqlite"),
+        Backend::Postgres => (TestApp::postgres().await, "postgres"),
+    };
     app.boundary("shop").await;
     app.boundary("web").await;
     app.policy("web", "size-limits", plans(&["small", "medium"]))
@@ -170,7 +217,7 @@ async fn upload_loops_beside_creates(honour_retry_after: bool) {
     let done = Arc::new(AtomicBool::new(false));
     let uploads = Arc::new(Mutex::new(BTreeMap::new()));
     let mut loops = Vec::new();
-    for _ in 0..UPLOAD_LOOPS {
+    for _ in 0..upload_loops {
         let (client, base, token, body, done, uploads) = (
             client.clone(),
             base.clone(),
@@ -224,7 +271,7 @@ async fn upload_loops_beside_creates(honour_retry_after: bool) {
             }
         }));
     }
-    tokio::time::sleep(RUN).await;
+    tokio::time::sleep(run).await;
     done.store(true, Ordering::Relaxed);
     for task in creators.into_iter().chain(loops) {
         task.await.unwrap();
@@ -241,7 +288,7 @@ async fn upload_loops_beside_creates(honour_retry_after: bool) {
         "retrying at once"
     };
     eprintln!(
-        "sqlite, {RUN:?}: {UPLOAD_LOOPS} upload loops of 8 MiB in 'shop' {loops}: {uploads:?}; \
+        "{store}, {run:?}: {upload_loops} upload loops of 8 MiB in 'shop' {loops}: {uploads:?}; \
          {CREATE_CLIENTS} clients creating in 'web': {creates:?}, p50 {:?}, p99 {:?}, max {:?}; \
          resident memory {} MiB before, peak {} MiB",
         quantile(&latencies, 0.5),
@@ -256,7 +303,8 @@ async fn upload_loops_beside_creates(honour_retry_after: bool) {
         latencies.len(),
         "every create in 'web' is answered 201 within its 2 s bound: {creates:?}"
     );
-    assert!(created > 0 && uploads.get("201").copied().unwrap_or(0) > 0);
+    assert!(created > 0);
+    assert!(upload_loops == 0 || uploads.get("201").copied().unwrap_or(0) > 0);
 }
 
 /// 128 uploads of 8 MiB at once, 8 in each of 16 boundaries: the process's peak memory.
