@@ -15,6 +15,11 @@
 //! outcome is the answer (a write that ends past its deadline is rolled back as `Timeout`,
 //! as every write is). The last write in the queue commits the group, or the 64th; a
 //! write outside the group (`SqlBackend::take_turn`) commits an open group first.
+//!
+//! Writes take turns at the writer fairly between boundaries (`turns`): round-robin between
+//! the boundaries that wait, a boundary's resource writes queued one after another forming
+//! one turn (up to 64), so a boundary that queues many writes delays another's by one turn.
+//! Resource writes of several boundaries whose turns follow each other still share a group.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -28,6 +33,7 @@ use tokio::sync::{watch, Mutex, MutexGuard};
 
 use crate::error::db;
 use crate::sql::{remaining, Conn};
+use crate::turns::{Class, FairTurns, Ticket};
 use crate::{DatabaseError, Result, StoreError};
 
 /// How many writes one `COMMIT` holds at most.
@@ -46,6 +52,9 @@ pub(crate) type Begin =
 pub(crate) struct GroupCommit {
     pool: Pool<Sqlite>,
     begin: Begin,
+    /// Whose turn it is: one at a time, fairly between boundaries.
+    turns: FairTurns<Class>,
+    /// The open group, locked by the write whose turn it is.
     turn: Mutex<Option<Group>>,
     /// Grouped writes waiting for the turn: while there are any, the one that has it leaves
     /// the group open for them.
@@ -57,7 +66,19 @@ pub(crate) struct GroupCommit {
 }
 
 /// The writer's turn, as a write outside the groups holds it (no group is open meanwhile).
-pub(crate) type Turn<'a> = MutexGuard<'a, Option<Group>>;
+#[derive(Debug)]
+pub(crate) struct Turn<'a> {
+    // Dropped first: the next turn finds the group unlocked.
+    group: MutexGuard<'a, Option<Group>>,
+    _ticket: Ticket<'a, Class>,
+}
+
+impl Turn<'_> {
+    /// The open group, if any.
+    fn group(&mut self) -> &mut Option<Group> {
+        &mut self.group
+    }
+}
 
 /// An open transaction and the writes it holds.
 #[derive(Debug)]
@@ -81,6 +102,7 @@ impl GroupCommit {
         Arc::new(GroupCommit {
             pool,
             begin,
+            turns: FairTurns::new(1, 1, MAX_GROUP),
             turn: Mutex::new(None),
             queued: AtomicUsize::new(0),
             changes: watch::Sender::new(0),
@@ -88,16 +110,26 @@ impl GroupCommit {
         })
     }
 
-    /// The writer's turn for a write of its own: commits an open group first (in a task of
-    /// its own, so that the group's writes get their answer even if this caller is dropped).
-    pub(crate) async fn take_turn(self: &Arc<Self>) -> Turn<'_> {
-        let mut turn = self.turn.lock().await;
-        if let Some(group) = turn.take() {
+    /// The writer's turn for a write of its own of `class`: commits an open group first (in a
+    /// task of its own, so that the group's writes get their answer even if this caller is
+    /// dropped).
+    pub(crate) async fn take_turn(self: &Arc<Self>, class: Class) -> Turn<'_> {
+        let mut turn = self.lock(class, false).await;
+        if let Some(group) = turn.group().take() {
             let this = Arc::clone(self);
             // A failed join leaves the group to `Group::drop`, which answers its writes.
             let _ = tokio::spawn(async move { this.commit(group).await }).await;
         }
         turn
+    }
+
+    /// Waits for a turn of `class`, then locks the group (which only the turn's holder does).
+    async fn lock(&self, class: Class, grouped: bool) -> Turn<'_> {
+        let ticket = self.turns.turn(class, grouped).await;
+        Turn {
+            group: self.turn.lock().await,
+            _ticket: ticket,
+        }
     }
 
     /// Wakes the reconciler (after a commit it must hear of).
@@ -109,16 +141,19 @@ impl GroupCommit {
         self.changes.subscribe()
     }
 
-    /// Runs `op` in the current group (or a new one) and answers once the group's `COMMIT`
-    /// has ended. `wakes` says whether a result, once committed, wakes the reconciler.
+    /// Runs `op`, a write of `class`, in the current group (or a new one) and answers once the
+    /// group's `COMMIT` has ended. `wakes` says whether a result, once committed, wakes the
+    /// reconciler.
     pub(crate) async fn write<T: Send + 'static>(
         self: &Arc<Self>,
+        class: Class,
         deadline: Option<Instant>,
         op: Op<SqliteConnection, T>,
         wakes: for<'v> fn(&'v T) -> bool,
     ) -> Result<T> {
         let state = Arc::new(AtomicU8::new(QUEUED));
-        let task = tokio::spawn(Arc::clone(self).run(Arc::clone(&state), deadline, op, wakes));
+        let task =
+            tokio::spawn(Arc::clone(self).run(class, Arc::clone(&state), deadline, op, wakes));
         let ended = |joined: std::result::Result<Result<T>, tokio::task::JoinError>| {
             joined.unwrap_or_else(|e| {
                 Err(StoreError::Database(DatabaseError::other(format!(
@@ -144,21 +179,23 @@ impl GroupCommit {
 
     async fn run<T: Send + 'static>(
         self: Arc<Self>,
+        class: Class,
         state: Arc<AtomicU8>,
         deadline: Option<Instant>,
         op: Op<SqliteConnection, T>,
         wakes: for<'v> fn(&'v T) -> bool,
     ) -> Result<T> {
         self.queued.fetch_add(1, Ordering::SeqCst);
-        let mut turn = self.turn.lock().await;
+        let mut held = self.lock(class, true).await;
         self.queued.fetch_sub(1, Ordering::SeqCst);
+        let turn = held.group();
 
         let begun = state
             .compare_exchange(QUEUED, RUNNING, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok();
         let result = match (begun, deadline.map(remaining)) {
             (false, _) | (true, Some(Err(_))) => Err(StoreError::Timeout),
-            (true, _) => self.run_in_group(&mut turn, deadline, op).await,
+            (true, _) => self.run_in_group(turn, deadline, op).await,
         };
 
         // Whatever happened, the group is committed by the last write in the queue.
@@ -171,7 +208,7 @@ impl GroupCommit {
         if let Some(group) = turn.take_if(|group| last || group.writes >= MAX_GROUP) {
             self.commit(group).await;
         }
-        drop(turn);
+        drop(held);
 
         let Some(mut outcome) = outcome else {
             // No group is open: this write failed before it could begin one.
@@ -339,9 +376,12 @@ mod tests {
             let group = group.clone();
             async move {
                 group
-                    .write(None, insert(0, Duration::from_millis(300), false), |_| {
-                        false
-                    })
+                    .write(
+                        None,
+                        None,
+                        insert(0, Duration::from_millis(300), false),
+                        |_| false,
+                    )
                     .await
             }
         });
@@ -352,7 +392,9 @@ mod tests {
             let deadline = (x == 20).then(|| Instant::now() + Duration::from_millis(100));
             queued.push(tokio::spawn(async move {
                 group
-                    .write(deadline, insert(x, Duration::ZERO, x == 10), |_| false)
+                    .write(None, deadline, insert(x, Duration::ZERO, x == 10), |_| {
+                        false
+                    })
                     .await
             }));
         }
@@ -382,7 +424,7 @@ mod tests {
             let pause = Duration::from_micros((x % 7) * 300);
             tasks.push(tokio::spawn(async move {
                 group
-                    .write(None, insert(x as i64, pause, x % 13 == 0), |_| false)
+                    .write(None, None, insert(x as i64, pause, x % 13 == 0), |_| false)
                     .await
             }));
         }
@@ -419,7 +461,7 @@ mod tests {
         // The writer still works.
         assert_eq!(
             group
-                .write(None, insert(1000, Duration::ZERO, false), |_| false)
+                .write(None, None, insert(1000, Duration::ZERO, false), |_| false)
                 .await
                 .unwrap(),
             1000

@@ -18,7 +18,9 @@
 //! `SqlBackend` (what differs between the databases: how a write begins and locks, how a
 //! committed change wakes the reconciler, the lease), which `sqlite` and `postgres`
 //! implement; `ops::*` holds the operations by aggregate (`ops::policies::put` saves a
-//! policy), on top of `sql` (the connection calls both databases share).
+//! policy), on top of `sql` (the connection calls both databases share). `turns` shares what
+//! the writes of one process wait for (SQLite's writer, PostgreSQL's connections for writes)
+//! fairly between boundaries.
 
 mod error;
 mod group_commit;
@@ -29,6 +31,7 @@ mod records;
 mod sql;
 mod sql_store;
 pub mod sqlite;
+mod turns;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -8,6 +8,13 @@
 //! guard already allowed it at the boundary's policies' version is one statement, its own
 //! transaction, under the same shared lock (`resources::create_in_one_statement`). Committed changes wake every replica's
 //! reconciler through LISTEN/NOTIFY; an advisory lock elects the one that runs.
+//!
+//! Nothing in the database serialises writes of different boundaries, but a process's pool
+//! does: its connections are few (`POOL_SIZE`) and handed out first come first served. So
+//! writes take turns for a connection fairly between boundaries (`turns`): at most
+//! `WRITE_TURNS` at once, at most `WRITE_TURNS_PER_BOUNDARY` of them one boundary's (or the
+//! installation's own), which leaves connections for the reads, `/readyz`'s ping and the
+//! change listener, and for other boundaries while one boundary's writes wait for its lock.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -22,6 +29,7 @@ use tokio::sync::watch;
 use crate::error::{db, migrate};
 use crate::sql::{by, impl_conn, remaining, Arg::Text, Conn, DbResult};
 use crate::sql_store::{SqlBackend, SqlStore};
+use crate::turns::{Class, FairTurns};
 use crate::{DatabaseError, Lease, Result, StoreError};
 
 impl_conn!(
@@ -37,6 +45,17 @@ impl_conn!(
     lock_database: Some("SELECT pg_advisory_xact_lock(8097872805151990885)"),
 );
 
+/// The pool's connections (sqlx's default, said here because the turns below count on it).
+const POOL_SIZE: u32 = 10;
+
+/// Write transactions of this process at once: the pool less the change listener's connection
+/// (held for good) and two for reads.
+const WRITE_TURNS: usize = 7;
+
+/// Write transactions of one boundary at once (or of the installation's own writes): as many
+/// as the uploads one boundary may have under way, and three fewer than `WRITE_TURNS`.
+const WRITE_TURNS_PER_BOUNDARY: usize = 4;
+
 /// How long an operation waits for a connection (the pool's default is 30 s): with the server
 /// down, calls fail within this time instead of hanging. 2 s is the bound SPEC 2.4 gives
 /// for reading the policies before a plan path answers 503.
@@ -51,10 +70,10 @@ const LOCK_NOT_AVAILABLE: &str = "55P03";
 /// The store on a PostgreSQL database.
 pub type PostgresStore = SqlStore<PostgresBackend>;
 
-/// What is PostgreSQL's own in `PostgresStore` (nothing it must keep: the pool is shared).
+/// What is PostgreSQL's own in `PostgresStore`: the turns of this process's writes.
 #[derive(Debug)]
 pub struct PostgresBackend {
-    _private: (),
+    turns: FairTurns<Class>,
 }
 
 impl PostgresStore {
@@ -62,6 +81,7 @@ impl PostgresStore {
     pub async fn connect(url: &str) -> Result<Self> {
         let options: PgConnectOptions = url.parse().map_err(db)?;
         let pool = PgPoolOptions::new()
+            .max_connections(POOL_SIZE)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await
@@ -70,7 +90,8 @@ impl PostgresStore {
             .run(&pool)
             .await
             .map_err(migrate)?;
-        Ok(SqlStore::new(pool, PostgresBackend { _private: () }))
+        let turns = FairTurns::new(WRITE_TURNS, WRITE_TURNS_PER_BOUNDARY, 1);
+        Ok(SqlStore::new(pool, PostgresBackend { turns }))
     }
 }
 
@@ -80,6 +101,10 @@ impl SqlBackend for PostgresBackend {
     const NAME: &'static str = "postgres";
     type Db = Postgres;
     type Conn = PgConnection;
+
+    async fn take_turn(&self, class: Class) -> Option<Box<dyn Send + '_>> {
+        Some(Box::new(self.turns.turn(class, false).await))
+    }
 
     /// `BEGIN`. With a deadline, the server is told to give up waiting for a lock (the
     /// boundary's row) at the deadline, so that a guarded write stuck behind a policy change

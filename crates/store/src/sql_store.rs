@@ -17,6 +17,7 @@ use crate::ops::{
     settings, statuses, tokens, uploads,
 };
 use crate::sql::{by, remaining, Conn, DbResult};
+use crate::turns::{class_of, Class};
 use crate::{
     AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor,
     ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard, Lease,
@@ -39,18 +40,19 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + Sized + 'static {
     /// Begins a read transaction that sees one moment of the database.
     const BEGIN_READ: &'static str;
 
-    /// This process's writers take turns here, if the backend wants them to (SQLite); held
-    /// until the transaction ends.
-    async fn take_turn(&self) -> Option<Box<dyn Send + '_>> {
+    /// This process's writes take turns here, fairly between boundaries (`turns`): a write
+    /// of `class` waits for its turn, held until its transaction ends (`None`: no turn).
+    async fn take_turn(&self, _class: Class) -> Option<Box<dyn Send + '_>> {
         None
     }
 
-    /// Runs `op`, a resource write, grouped with others into one commit (SQLite, see
-    /// `group_commit`), answering once that commit has ended; `Err(op)` hands it back to run
-    /// in a transaction of its own. `wakes` says whether a committed result wakes the
+    /// Runs `op`, a resource write of `class`, grouped with others into one commit (SQLite,
+    /// see `group_commit`), answering once that commit has ended; `Err(op)` hands it back to
+    /// run in a transaction of its own. `wakes` says whether a committed result wakes the
     /// reconciler.
     async fn grouped<T: Send + 'static>(
         &self,
+        _class: Class,
         _deadline: Option<Instant>,
         op: Op<Self::Conn, T>,
         _wakes: for<'v> fn(&'v T) -> bool,
@@ -124,6 +126,13 @@ fn wakes(record: &ResourceRecord) -> bool {
     record.cluster.is_some()
 }
 
+/// The boundary of writes that all name the same one; `None` (the installation's own class)
+/// when they name several, or none.
+fn one_boundary<'w>(mut boundaries: impl Iterator<Item = &'w str>) -> Option<&'w str> {
+    let first = boundaries.next()?;
+    boundaries.all(|b| b == first).then_some(first)
+}
+
 /// An open write transaction on a pooled connection of its own, with the backend's writer
 /// turn. Its connection is closed, not reused, unless a `COMMIT` or `ROLLBACK` is seen to
 /// succeed: a write dropped half-way (its request cancelled) or whose ending failed never
@@ -148,10 +157,16 @@ impl<B: SqlBackend> SqlStore<B> {
         self.pool.acquire().await.map_err(db)
     }
 
-    /// Opens a write transaction. With a `deadline`, waiting for the writer turn, for a
-    /// connection and for the database's lock all end by then (`Timeout`).
-    async fn begin(&self, deadline: Option<Instant>) -> Result<Write<'_, B>> {
-        let turn = by(deadline, async { Ok(self.backend.take_turn().await) }).await?;
+    /// Opens a write transaction of `boundary` (`None`: the installation's own write; see
+    /// `turns`). With a `deadline`, waiting for the writer turn, for a connection and for
+    /// the database's lock all end by then (`Timeout`).
+    async fn begin(
+        &self,
+        boundary: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<Write<'_, B>> {
+        let class = class_of(boundary);
+        let turn = by(deadline, async { Ok(self.backend.take_turn(class).await) }).await?;
         let conn = by(deadline, self.read()).await?;
         let mut write = Write {
             backend: &self.backend,
@@ -171,23 +186,26 @@ impl<B: SqlBackend> SqlStore<B> {
         guard: Option<Guard>,
         deadline: Option<Instant>,
     ) -> Result<ResourceRecord> {
+        let boundary = resource.boundary.clone();
         let op: Op<B::Conn, _> = Box::new(move |c| Box::pin(resources::create(c, resource, guard)));
-        self.write_resource(deadline, op, wakes).await
+        self.write_resource(&boundary, deadline, op, wakes).await
     }
 
-    /// A resource write: grouped with others if the backend groups them, else in a
-    /// transaction of its own, run by `deadline` (see `Write::finish`).
+    /// A resource write of `boundary`: grouped with others if the backend groups them, else
+    /// in a transaction of its own, run by `deadline` (see `Write::finish`).
     async fn write_resource<T: Send + 'static>(
         &self,
+        boundary: &str,
         deadline: Option<Instant>,
         op: Op<B::Conn, T>,
         wakes: for<'v> fn(&'v T) -> bool,
     ) -> Result<T> {
-        let op = match self.backend.grouped(deadline, op, wakes).await {
+        let class = class_of(Some(boundary));
+        let op = match self.backend.grouped(class, deadline, op, wakes).await {
             Ok(result) => return result,
             Err(op) => op,
         };
-        let mut tx = self.begin(deadline).await?;
+        let mut tx = self.begin(Some(boundary), deadline).await?;
         let result = by(deadline, op(tx.conn())).await;
         let wake = match &result {
             Ok(value) if wakes(value) => Wake::Reconciler,
@@ -265,13 +283,13 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         name: &str,
         display_name: Option<&str>,
     ) -> Result<BoundaryRecord> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(name), None).await?;
         let result = boundaries::create(tx.conn(), name, display_name).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn delete_boundary(&self, name: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(name), None).await?;
         let result = boundaries::delete(tx.conn(), name).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -281,7 +299,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         write: PolicyWrite,
         actor: &str,
     ) -> Result<(PolicyRecord, WriteAction)> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(&write.boundary), None).await?;
         let result = policies::put(tx.conn(), &write, actor).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -291,7 +309,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         writes: Vec<PolicyWrite>,
         actor: &str,
     ) -> Result<Vec<(PolicyRecord, WriteAction)>> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self
+            .begin(
+                one_boundary(writes.iter().map(|w| w.boundary.as_str())),
+                None,
+            )
+            .await?;
         let result = policies::apply(tx.conn(), &writes, actor).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -303,7 +326,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         if_match: Option<&str>,
         actor: &str,
     ) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = policies::delete(tx.conn(), boundary, name, if_match, actor).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -338,12 +361,16 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         if let Some(deadline) = deadline {
             remaining(deadline)?;
         }
+        // A write like the others: it takes its boundary's turn (`turns`).
+        let class = class_of(Some(&resource.boundary));
+        let turn = by(deadline, async { Ok(self.backend.take_turn(class).await) }).await?;
         let mut conn = by(deadline, self.read()).await?;
         let outcome =
             resources::create_in_one_statement(&mut *conn, &resource, version, deadline, channel)
                 .await;
-        // Back to the pool before a fallback takes one of its own.
+        // Back to the pool, and the turn given back, before a fallback takes its own.
         drop(conn);
+        drop(turn);
         match outcome {
             Ok(Some(record)) => Ok(record),
             Ok(None) => self.create_in_transaction(resource, guard, deadline).await,
@@ -362,18 +389,22 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         deadline: Option<Instant>,
     ) -> Result<ResourceRecord> {
         let (key, if_match) = (key.clone(), if_match.map(str::to_owned));
+        let boundary = key.boundary.clone();
         let op: Op<B::Conn, _> = Box::new(move |c| {
             Box::pin(async move { resources::update(c, &key, if_match.as_deref(), editor).await })
         });
-        self.write_resource(deadline, op, wakes).await
+        self.write_resource(&boundary, deadline, op, wakes).await
     }
 
     async fn delete_resource(&self, key: &ResourceKey, if_match: Option<&str>) -> Result<()> {
         let (key, if_match) = (key.clone(), if_match.map(str::to_owned));
+        let boundary = key.boundary.clone();
         let op: Op<B::Conn, _> = Box::new(move |c| {
             Box::pin(async move { resources::delete(c, &key, if_match.as_deref()).await })
         });
-        self.write_resource(None, op, wakes).await.map(|_| ())
+        self.write_resource(&boundary, None, op, wakes)
+            .await
+            .map(|_| ())
     }
 
     async fn placements(&self, boundary: &str) -> Result<Vec<(String, Option<String>)>> {
@@ -385,7 +416,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
 
     async fn set_resource_status(&self, key: &ResourceKey, status: &str) -> Result<bool> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(&key.boundary), None).await?;
         let result = resources::set_status(tx.conn(), key, status).await;
         tx.finish(result, Wake::Nobody).await
     }
@@ -397,13 +428,13 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         seq: i64,
         content: &[u8],
     ) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = uploads::put_chunk(tx.conn(), boundary, id, seq, content).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn store_upload(&self, upload: NewUpload, limit: u64) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(&upload.boundary), None).await?;
         let result = uploads::store(tx.conn(), &upload, limit).await;
         tx.finish(result, Wake::Nobody).await
     }
@@ -421,43 +452,43 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
 
     async fn discard_upload(&self, boundary: &str, id: &str, max: usize) -> Result<u64> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = uploads::discard(tx.conn(), boundary, id, max).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn delete_unnamed_uploads(&self, named_before: &str, max: usize) -> Result<u64> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = uploads::delete_unnamed(tx.conn(), named_before, max).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn delete_orphan_upload_chunks(&self, written_before: &str, max: usize) -> Result<u64> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = uploads::delete_orphan_chunks(tx.conn(), written_before, max).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn create_token(&self, token: TokenRecord) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = tokens::create(tx.conn(), &token).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn bootstrap_admin_token(&self, token: TokenRecord) -> Result<bool> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = tokens::bootstrap_admin(tx.conn(), &token).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn delete_token(&self, id: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = tokens::delete(tx.conn(), id).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn end_session(&self, id: &str, expires_at: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = sessions::end(tx.conn(), id, expires_at).await;
         tx.finish(result, Wake::Nobody).await
     }
@@ -468,25 +499,25 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         kubeconfig_sealed: &[u8],
         reserved: Option<&[String]>,
     ) -> Result<bool> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = clusters::put(tx.conn(), name, kubeconfig_sealed, reserved).await;
         tx.finish(result, Wake::Reconciler).await
     }
 
     async fn add_apiserver_restarts(&self, name: &str, count: i64) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = clusters::add_restarts(tx.conn(), name, count).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn record_repair(&self, name: &str, what: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = clusters::add_repair(tx.conn(), name, what).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn set_cluster_layout(&self, name: &str, layout: &str, reason: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = clusters::set_layout(tx.conn(), name, layout, reason).await;
         tx.finish(result, Wake::Nobody).await
     }
@@ -498,7 +529,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         admission_enforced: Option<bool>,
         admission_reason: Option<&str>,
     ) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = clusters::set_status(
             tx.conn(),
             name,
@@ -511,25 +542,25 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
 
     async fn set_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = clusters::set_error(tx.conn(), name, error).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn attach_cluster(&self, boundary: &str, cluster: &str) -> Result<bool> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = clusters::attach(tx.conn(), boundary, cluster).await;
         tx.finish(result, Wake::Reconciler).await
     }
 
     async fn detach_cluster(&self, boundary: &str, cluster: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = clusters::detach(tx.conn(), boundary, cluster).await;
         tx.finish(result, Wake::Reconciler).await
     }
 
     async fn delete_cluster(&self, name: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = clusters::delete(tx.conn(), name).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -541,7 +572,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         name: &str,
         uid: Option<&str>,
     ) -> Result<bool> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = namespaces::put(tx.conn(), boundary, cluster, name, uid).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -553,19 +584,19 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         name: &str,
         uid: &str,
     ) -> Result<bool> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = namespaces::learn_uid(tx.conn(), boundary, cluster, name, uid).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn namespace_gone(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = namespaces::gone(tx.conn(), boundary, cluster, name).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn delete_namespace(&self, boundary: &str, cluster: &str, name: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = namespaces::delete(tx.conn(), boundary, cluster, name).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -576,19 +607,19 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         boundary: &str,
         statuses: Vec<PolicyStatusRecord>,
     ) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = statuses::replace(tx.conn(), cluster, boundary, &statuses).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn installation_id(&self, candidate: &str) -> Result<String> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = settings::installation_id(tx.conn(), candidate).await;
         tx.finish(result, Wake::Nobody).await
     }
 
     async fn replace_encryption_key_check(&self, value: &str) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = settings::replace_encryption_key_check(tx.conn(), value).await;
         tx.finish(result, Wake::Nobody).await
     }
@@ -597,7 +628,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let Some(candidate) = record else {
             return settings::stored_encryption_key_check(&mut *self.read().await?).await;
         };
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = settings::encryption_key_check(tx.conn(), candidate).await;
         tx.finish(result.map(Some), Wake::Nobody).await
     }
@@ -650,7 +681,17 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         Vec<(PolicyRecord, WriteAction)>,
         Vec<(ExceptionRecord, WriteAction)>,
     )> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self
+            .begin(
+                one_boundary(
+                    policies
+                        .iter()
+                        .map(|w| w.boundary.as_str())
+                        .chain(exceptions.iter().map(|w| w.boundary.as_str())),
+                ),
+                None,
+            )
+            .await?;
         let result = async {
             let saved = policies::apply(tx.conn(), &policies, actor).await?;
             let mut excepted = Vec::with_capacity(exceptions.len());
@@ -676,7 +717,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         write: ExceptionWrite,
         actor: &str,
     ) -> Result<(ExceptionRecord, WriteAction)> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(&write.boundary), None).await?;
         let result = exceptions::put(tx.conn(), &write, actor).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -688,7 +729,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         if_match: Option<&str>,
         actor: &str,
     ) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = exceptions::delete(tx.conn(), boundary, name, if_match, actor).await;
         tx.finish(result, Wake::Reconciler).await
     }
@@ -712,7 +753,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         cluster: &str,
         installs: Vec<ExceptionInstall>,
     ) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(None, None).await?;
         let result = exceptions::replace_installs(tx.conn(), cluster, &installs).await;
         tx.finish(result, Wake::Nobody).await
     }
@@ -748,7 +789,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             changes::HistoryTable::ExceptionHistory,
             changes::HistoryTable::Changes,
         ] {
-            let mut tx = self.begin(None).await?;
+            let mut tx = self.begin(None, None).await?;
             let result = changes::prune(tx.conn(), table, before, i64::from(batch)).await;
             deleted += tx.finish(result, Wake::Nobody).await?;
         }
@@ -810,7 +851,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         boundary: &str,
         reports: Vec<AuditRecord>,
     ) -> Result<()> {
-        let mut tx = self.begin(None).await?;
+        let mut tx = self.begin(Some(boundary), None).await?;
         let result = audits::replace(tx.conn(), cluster, boundary, &reports).await;
         tx.finish(result, Wake::Nobody).await
     }

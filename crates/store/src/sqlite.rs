@@ -24,6 +24,7 @@ use crate::error::{db, migrate};
 use crate::group_commit::{GroupCommit, Op};
 use crate::sql::{impl_conn, remaining, Conn};
 use crate::sql_store::{SqlBackend, SqlStore};
+use crate::turns::Class;
 use crate::{DatabaseError, Lease, Result, StoreError};
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -45,11 +46,12 @@ pub type SqliteStore = SqlStore<SqliteBackend>;
 /// What is SQLite's own in `SqliteStore`.
 #[derive(Debug)]
 pub struct SqliteBackend {
-    /// The one writer: this process's writes take turns there (first come, first served)
-    /// before `BEGIN IMMEDIATE`, so they queue fairly instead of polling SQLite's lock (the
-    /// busy timeout then only covers other processes using the same file), and resource
-    /// writes that queue together share a commit (see `group_commit`). It also wakes the
-    /// reconciler after each committed change it acts on (`Store::subscribe`).
+    /// The one writer: this process's writes take turns there before `BEGIN IMMEDIATE`,
+    /// round-robin between the boundaries that wait (`turns`), so they queue fairly instead of
+    /// polling SQLite's lock (the busy timeout then only covers other processes using the same
+    /// file) and one boundary's queue does not hold up another's writes; resource writes that
+    /// queue together share a commit (see `group_commit`). It also wakes the reconciler after
+    /// each committed change it acts on (`Store::subscribe`).
     group: Arc<GroupCommit>,
     /// `<file>.reconciler.lock` (`None`: an in-memory database).
     reconciler_lock: Option<PathBuf>,
@@ -117,17 +119,18 @@ impl SqlBackend for SqliteBackend {
     type Db = Sqlite;
     type Conn = SqliteConnection;
 
-    async fn take_turn(&self) -> Option<Box<dyn Send + '_>> {
-        Some(Box::new(self.group.take_turn().await))
+    async fn take_turn(&self, class: Class) -> Option<Box<dyn Send + '_>> {
+        Some(Box::new(self.group.take_turn(class).await))
     }
 
     async fn grouped<T: Send + 'static>(
         &self,
+        class: Class,
         deadline: Option<Instant>,
         op: Op<SqliteConnection, T>,
         wakes: for<'v> fn(&'v T) -> bool,
     ) -> std::result::Result<Result<T>, Op<SqliteConnection, T>> {
-        Ok(self.group.write(deadline, op, wakes).await)
+        Ok(self.group.write(class, deadline, op, wakes).await)
     }
 
     async fn begin(&self, conn: &mut SqliteConnection, deadline: Option<Instant>) -> Result<()> {

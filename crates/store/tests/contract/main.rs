@@ -23,6 +23,7 @@ mod reconciler;
 mod resources;
 mod support;
 mod tokens;
+mod turns;
 mod uploads;
 
 mod database_url;
@@ -67,6 +68,7 @@ use tokens::{
     bootstrap_admin_token, bootstrap_admin_token_concurrently,
     ended_sessions_are_remembered_until_they_expire, the_last_admin_token_stays, tokens,
 };
+use turns::a_boundarys_queue_holds_up_another_boundarys_write_by_one_turn;
 use uploads::{
     unnamed_uploads_are_swept_and_named_ones_stay, uploads_are_stored_from_chunks,
     uploads_count_against_their_boundarys_limit,
@@ -171,6 +173,7 @@ contract!(
     uploads_are_stored_from_chunks,
     uploads_count_against_their_boundarys_limit,
     unnamed_uploads_are_swept_and_named_ones_stay,
+    a_boundarys_queue_holds_up_another_boundarys_write_by_one_turn,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
