@@ -215,6 +215,26 @@ fn the_workload_renderer_is_pure() {
     );
 }
 
+/// The admission renderer is pure too (`reconciler` → `vap` → `policy`): it builds the
+/// Kubernetes objects as values (`k8s-openapi`'s types, no client), and knows no store, no
+/// HTTP and no async runtime; the Kubernetes adapter sends what it renders.
+#[test]
+fn the_admission_renderer_is_pure() {
+    let crates = tree("palisade-vap");
+    let palisade: Vec<&String> = crates
+        .iter()
+        .filter(|c| c.starts_with("palisade-") && c.as_str() != "palisade-vap")
+        .collect();
+    assert_eq!(palisade, vec!["palisade-policy"]);
+    let mut forbidden: Vec<&str> = HTTP.to_vec();
+    forbidden.extend(["kube", "kube-client", "tokio", "sqlx", "reqwest"]);
+    assert_eq!(intruders("palisade-vap", &forbidden), Vec::<String>::new());
+    assert!(
+        dependents("palisade-vap").contains("palisade-reconciler"),
+        "the Kubernetes adapter renders with it"
+    );
+}
+
 /// One composition root (issue 24): `palisade-runtime` turns a configuration into the store,
 /// the application, the API, the portal and the reconcile loop. Only the binary depends on it
 /// (tests and benchmarks may, as dev-dependencies), and it depends on what it composes.

@@ -5,7 +5,23 @@
 //! (`/version` and discovery) and confirms enforcement with a server-side dry-run.
 //!
 //! Decisions stay pure elsewhere: `palisade-vap` renders, `palisade-policy` decides messages;
-//! this crate only talks to API servers.
+//! this crate talks to API servers, and keeps its own decisions in pure modules.
+//!
+//! Its modules:
+//! - The loop: `controller` (lease, fleet, pass, install, confirm, drift, fencing), with its
+//!   pure decisions in `plan` (what a pass keeps), `placement` (which replica holds which
+//!   cluster) and `restarts` (when an API server restarted).
+//! - Talking to one cluster: `cluster` (`ClusterClient`), `kubeconfig` (the client library's
+//!   reading of it), `answer` (what a dry-run write was told), `cause` (why a request failed,
+//!   in words), `probe` (whether the cluster can enforce), `rbac` (the role it needs).
+//! - Admission objects: `admission` (the layouts behind one trait), `per_boundary` and
+//!   `shared` (their cluster side), `switch` (changing layout without a gap), `violating` and
+//!   `excepted` (the Pods that confirm a policy and an exception).
+//! - Watching: `drift` (changes palisade did not make), `statuses` (workloads' status).
+//! - Reading what runs: `scan` (previews and audits), `audit` and `reports` (the continuous
+//!   audit and its OpenReports), `detail` (one workload, live).
+//! - `workloads` (platform workloads, SPEC 5), `metrics` (the loop's counters), `port` (the
+//!   application's clusters port).
 
 mod admission;
 pub mod answer;
