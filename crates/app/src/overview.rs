@@ -189,6 +189,7 @@ impl App {
                     resource_type: None,
                     limit: RESOURCES_PER_PAGE,
                     after: after.clone(),
+                    plans: None,
                 },
             )
             .await
@@ -238,6 +239,7 @@ impl App {
                         resource_type: None,
                         limit: 1000,
                         after,
+                        plans: None,
                     },
                 )
                 .await

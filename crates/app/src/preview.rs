@@ -439,6 +439,7 @@ impl App {
                 resource_type: None,
                 limit: 500,
                 after: after.clone(),
+                plans: None,
             };
             let page = self
                 .store

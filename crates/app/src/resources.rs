@@ -467,6 +467,7 @@ impl App {
                 resource_type: filter.resource_type.clone(),
                 limit,
                 after,
+                plans: None,
             };
             let found = self
                 .store
@@ -490,6 +491,7 @@ impl App {
                 resource_type: filter.resource_type.clone(),
                 limit: 500,
                 after: after.clone(),
+                plans: None,
             };
             let found = self
                 .store

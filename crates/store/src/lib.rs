@@ -44,7 +44,7 @@ pub use ops::uploads::{counted as counted_upload_bytes, LEAST_COUNTED_UPLOAD_BYT
 pub use records::{
     AuditRecord, BoundaryRecord, BoundarySnapshot, ChangeRecord, Check, ClusterRecord, Edit,
     Editor, ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard,
-    NamespaceRecord, NewResource, NewUpload, Page, PoliciesVersion, PolicyHistoryEntry,
+    NamespaceRecord, NewResource, NewUpload, Page, PlanGroup, PoliciesVersion, PolicyHistoryEntry,
     PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
     Snapshot, TokenRecord, UploadRecord, WriteAction,
 };
@@ -181,6 +181,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         boundary: &str,
         query: &ResourceQuery,
     ) -> Result<Page<ResourceRecord>>;
+    /// How many of the boundary's resources name each set of plans, by type and plans, read
+    /// from an index (not from the resources); `NotFound` without the boundary. With
+    /// `ResourceQuery::plans`, a group's resources are then read a page at a time.
+    async fn plan_groups(&self, boundary: &str) -> Result<Vec<PlanGroup>>;
     /// Reads the current record (`NotFound`), checks `if_match` (`PreconditionFailed`), runs
     /// the editor, and, if the edit carries a guard, reads the policies and runs it, all in
     /// one transaction serialised against policy changes of the boundary. `deadline` as for

@@ -316,6 +316,19 @@ pub struct ResourceQuery {
     pub limit: usize,
     /// The continue token of the previous page.
     pub after: Option<String>,
+    /// Only the resources whose body names exactly these plans (a [`PlanGroup`]'s). With a
+    /// `resource_type`, a page is one range of an index: it reads its own rows only.
+    pub plans: Option<Vec<String>>,
+}
+
+/// How many of a boundary's resources of one type name one set of plans: each component's
+/// when the body has a list of components, else its `plan`; distinct, in byte order (empty:
+/// the body names none). A boundary's groups are counted without reading its resources.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanGroup {
+    pub resource_type: String,
+    pub plans: Vec<String>,
+    pub resources: u64,
 }
 
 /// An API token. Only the SHA-256 of the secret is stored (hex).

@@ -778,6 +778,10 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         resources::list(&mut *self.read().await?, boundary, query).await
     }
 
+    async fn plan_groups(&self, boundary: &str) -> Result<Vec<crate::PlanGroup>> {
+        resources::plan_groups(&mut *self.read().await?, boundary).await
+    }
+
     async fn list_changes(&self, boundary: &str) -> Result<Vec<ChangeRecord>> {
         changes::list(&mut *self.read().await?, boundary).await
     }

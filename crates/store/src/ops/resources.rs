@@ -13,43 +13,70 @@ use crate::sql::{
     Conn, Fields,
 };
 use crate::{
-    Edit, Editor, Guard, NewResource, Page, PoliciesVersion, ResourceKey, ResourceQuery,
+    Edit, Editor, Guard, NewResource, Page, PlanGroup, PoliciesVersion, ResourceKey, ResourceQuery,
     ResourceRecord, Result, StoreError,
 };
 
 const SELECT: &str =
     "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
      status FROM resources WHERE boundary = $1 AND resource_type = $2 AND name = $3";
-/// `$2`: type filter or NULL; `$3`/`$4`: the last item of the previous page or NULL;
-/// `$5`: how many rows to read.
+/// A page of the boundary's resources of every type, after (`$2`, `$3`) (`''`, `''` for the
+/// first page: every type and name is longer), `$4` rows. Each page statement is one range
+/// of the primary key's index, so a page reads its own rows only, wherever it starts.
 const SELECT_PAGE: &str =
     "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
      status FROM resources \
-     WHERE boundary = $1 \
-       AND ($2 IS NULL OR resource_type = $2) \
-       AND ($3 IS NULL OR (resource_type, name) > ($3, $4)) \
-     ORDER BY resource_type, name LIMIT $5";
+     WHERE boundary = $1 AND (resource_type, name) > ($2, $3) \
+     ORDER BY resource_type, name LIMIT $4";
+/// A page of the boundary's resources of type `$2`, after the name `$3` (`''` for the first
+/// page), `$4` rows.
+const SELECT_PAGE_OF_TYPE: &str =
+    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
+     status FROM resources \
+     WHERE boundary = $1 AND resource_type = $2 AND name > $3 \
+     ORDER BY name LIMIT $4";
+/// A page of the boundary's resources of type `$2` whose body names the plans `$3` (see
+/// `plans_named`), after the name `$4`, `$5` rows: one range of `resources_by_plans`.
+const SELECT_PAGE_OF_PLANS: &str =
+    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
+     status FROM resources \
+     WHERE boundary = $1 AND resource_type = $2 AND plans = $3 AND name > $4 \
+     ORDER BY name LIMIT $5";
+/// As `SELECT_PAGE`, of the resources of every type whose body names the plans `$5`.
+const SELECT_PAGE_OF_ANY_TYPE_AND_PLANS: &str =
+    "SELECT boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
+     status FROM resources \
+     WHERE boundary = $1 AND (resource_type, name) > ($2, $3) AND plans = $5 \
+     ORDER BY resource_type, name LIMIT $4";
+/// How many of the boundary's resources name each set of plans, by type: read from the
+/// entries of `resources_by_plans`, not from the rows.
+const SELECT_PLAN_GROUPS: &str = "SELECT resource_type, plans, COUNT(*) AS resources \
+     FROM resources WHERE boundary = $1 \
+     GROUP BY resource_type, plans ORDER BY resource_type, plans";
 /// Followed by `Conn::SHARE`.
 const LOCK_FOR_CREATE: &str = "SELECT policies_version, EXISTS (SELECT 1 FROM resources \
      WHERE boundary = $1 AND resource_type = $2 AND name = $3) AS found \
      FROM boundaries WHERE name = $1";
 const INSERT: &str = "INSERT INTO resources \
-     (boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, upload) \
-     VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)";
+     (boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, upload, \
+      plans) \
+     VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9)";
 /// PostgreSQL only (a data-modifying `WITH`): a create in one statement, its own transaction.
 /// `lt` sets the lock wait limit (`$9`) before `b` takes the boundary in a shared lock (the
 /// lock is taken on the joined row, so after `lt` ran); the row and its change are written
 /// only when the boundary is at the policies' version `$8` the guard allowed at (any, when
 /// NULL) and the name is free. `$11`: the channel that wakes every replica's reconciler,
-/// notified only when a workload placed in a cluster (`$7`) was written. `woke` is read by
-/// no one: a `WITH` query that only reads runs only if referenced, so it keeps `w` running.
+/// notified only when a workload placed in a cluster (`$7`) was written; `$12`: the plans the
+/// body names. `woke` is read by no one: a `WITH` query that only reads runs only if
+/// referenced, so it keeps `w` running.
 const CREATE_IN_ONE_STATEMENT: &str = "WITH \
      lt AS MATERIALIZED (SELECT set_config('lock_timeout', $9, true) AS v), \
      b AS (SELECT boundaries.policies_version FROM boundaries, lt \
            WHERE boundaries.name = $1 FOR SHARE OF boundaries), \
      ins AS (INSERT INTO resources \
-             (boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster) \
-             SELECT $1, $2, $3, $4, $5, $6, $6, $7 FROM b \
+             (boundary, resource_type, name, body_json, etag, created_at, updated_at, cluster, \
+              plans) \
+             SELECT $1, $2, $3, $4, $5, $6, $6, $7, $12 FROM b \
              WHERE $8::bigint IS NULL OR b.policies_version = $8::bigint \
              ON CONFLICT DO NOTHING RETURNING 1 AS one), \
      ch AS (INSERT INTO changes (boundary, kind, subject, body_json, at) \
@@ -58,7 +85,7 @@ const CREATE_IN_ONE_STATEMENT: &str = "WITH \
      SELECT (SELECT policies_version FROM b) AS version, \
             (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM w) AS woke";
 const UPDATE: &str = "UPDATE resources \
-     SET body_json = $4, etag = $5, updated_at = $6, cluster = $7, upload = $8 \
+     SET body_json = $4, etag = $5, updated_at = $6, cluster = $7, upload = $8, plans = $9 \
      WHERE boundary = $1 AND resource_type = $2 AND name = $3";
 /// The workloads placed in a cluster, every boundary's.
 const SELECT_IN_CLUSTER: &str =
@@ -83,6 +110,38 @@ fn resource(row: &dyn Fields) -> sqlx::Result<ResourceRecord> {
         cluster: row.opt_text("cluster")?,
         status: row.opt_text("status")?,
     })
+}
+
+/// The plans a resource's body names, as the `plans` column keeps them (migration 0017 writes
+/// the same for the bodies stored before it): each component's when the body has a list of
+/// components, else its `plan`; distinct, in byte order, separated by a space; `""` for none
+/// (and for a body that is not JSON). The store reads nothing else of a body.
+pub(crate) fn plans_named(body_json: &str) -> String {
+    let Ok(body) = serde_json::from_str::<serde_json::Value>(body_json) else {
+        return String::new();
+    };
+    let mut plans: Vec<&str> = match body.get("components") {
+        Some(serde_json::Value::Array(components)) => components
+            .iter()
+            .filter_map(|c| c.get("plan")?.as_str())
+            .collect(),
+        _ => body
+            .get("plan")
+            .and_then(|p| p.as_str())
+            .into_iter()
+            .collect(),
+    };
+    plans.sort_unstable();
+    plans.dedup();
+    plans.join(" ")
+}
+
+/// The plans of a `plans` column: `""` is none.
+fn plans_of_column(column: &str) -> Vec<String> {
+    if column.is_empty() {
+        return Vec::new();
+    }
+    column.split(' ').map(str::to_owned).collect()
 }
 
 /// `<type>/<name>`: a resource's name in changes and continue tokens.
@@ -167,6 +226,7 @@ pub(crate) async fn create<C: Conn>(
             Text(&now),
             OptText(resource.cluster.as_deref()),
             OptText(resource.upload.as_deref()),
+            Text(&plans_named(&resource.body_json)),
         ],
     )
     .await
@@ -231,6 +291,7 @@ pub(crate) async fn create_in_one_statement<C: Conn>(
         upload: _,
     } = resource;
     let subject = subject(resource_type, name);
+    let plans = plans_named(body_json);
     let now = crate::now();
     let etag = crate::etag_of(&[body_json]);
     let args = [
@@ -245,6 +306,7 @@ pub(crate) async fn create_in_one_statement<C: Conn>(
         Text(&lock_timeout),
         Text(&subject),
         Text(wake_channel),
+        Text(&plans),
     ];
     let outcome = c
         .fetch_optional(CREATE_IN_ONE_STATEMENT, &args, |row| {
@@ -301,16 +363,71 @@ pub(crate) async fn list<C: Conn>(
         .as_deref()
         .map(parse_continue_token)
         .transpose()?;
-    let (after_type, after_name) = after.unzip();
-    let args = [
-        Text(boundary),
-        OptText(query.resource_type.as_deref()),
-        OptText(after_type),
-        OptText(after_name),
-        Int(rows_to_read(query.limit)),
-    ];
-    let items = c.fetch_all(SELECT_PAGE, &args, resource).await?;
+    let rows = Int(rows_to_read(query.limit));
+    let plans = query.plans.as_ref().map(|plans| plans.join(" "));
+    let items = match query.resource_type.as_deref() {
+        None => {
+            let (after_type, after_name) = after.unwrap_or(("", ""));
+            let args = [Text(boundary), Text(after_type), Text(after_name), rows];
+            match &plans {
+                None => c.fetch_all(SELECT_PAGE, &args, resource).await?,
+                Some(plans) => {
+                    let [b, t, n, rows] = args;
+                    let args = [b, t, n, rows, Text(plans)];
+                    let statement = SELECT_PAGE_OF_ANY_TYPE_AND_PLANS;
+                    c.fetch_all(statement, &args, resource).await?
+                }
+            }
+        }
+        Some(ty) => {
+            // Of one type, the page starts after a name of that type, at the type's first
+            // name after a key of an earlier type, and is empty after a later type's.
+            let after_name = match after {
+                Some((after_type, after_name)) if after_type == ty => after_name,
+                Some((after_type, _)) if after_type > ty => return Ok(into_page(Vec::new(), 0)),
+                _ => "",
+            };
+            match &plans {
+                None => {
+                    let args = [Text(boundary), Text(ty), Text(after_name), rows];
+                    c.fetch_all(SELECT_PAGE_OF_TYPE, &args, resource).await?
+                }
+                Some(plans) => {
+                    let args = [
+                        Text(boundary),
+                        Text(ty),
+                        Text(plans),
+                        Text(after_name),
+                        rows,
+                    ];
+                    c.fetch_all(SELECT_PAGE_OF_PLANS, &args, resource).await?
+                }
+            }
+        }
+    };
     Ok(into_page(items, query.limit))
+}
+
+/// How many of the boundary's resources name each set of plans, by type and plans.
+pub(crate) async fn plan_groups<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<PlanGroup>> {
+    boundaries::get(c, boundary).await?;
+    let groups = c
+        .fetch_all(SELECT_PLAN_GROUPS, &[Text(boundary)], |row| {
+            Ok((
+                row.text("resource_type")?,
+                row.text("plans")?,
+                row.int("resources")?,
+            ))
+        })
+        .await?;
+    Ok(groups
+        .into_iter()
+        .map(|(resource_type, plans, resources)| PlanGroup {
+            resource_type,
+            plans: plans_of_column(&plans),
+            resources: u64::try_from(resources).unwrap_or(0),
+        })
+        .collect())
 }
 
 /// A continue token is `<type>/<name>` of the last item of the previous page. Resource types
@@ -370,6 +487,7 @@ pub(crate) async fn update<C: Conn>(
         Text(&now),
         OptText(cluster.as_deref()),
         OptText(upload.as_deref()),
+        Text(&plans_named(&body_json)),
     ];
     c.execute(UPDATE, &args).await?;
     if let Some(upload) = &upload {
@@ -430,4 +548,52 @@ pub(crate) async fn set_status<C: Conn>(
         Text(&crate::now()),
     ];
     Ok(c.execute(SET_STATUS, &args).await? > 0)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails loudly")]
+mod tests {
+    use sqlx::sqlite::SqliteConnectOptions;
+    use sqlx::{ConnectOptions, Row};
+
+    use super::*;
+
+    /// What SQLite plans for `statement` on the migrated schema, one line per step.
+    async fn sqlite_plan(statement: &str) -> Vec<String> {
+        let mut c = SqliteConnectOptions::new()
+            .in_memory(true)
+            .connect()
+            .await
+            .unwrap();
+        sqlx::migrate!("./migrations/sqlite")
+            .run(&mut c)
+            .await
+            .unwrap();
+        sqlx::query(&format!("EXPLAIN QUERY PLAN {statement}"))
+            .fetch_all(&mut c)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get::<String, _>("detail"))
+            .collect()
+    }
+
+    /// A page starts where the previous one ended: the index is searched for its first key, not
+    /// walked from the boundary's first resource, so a page costs the same wherever it is
+    /// (issue 42, item 8: each page of 500 read every resource before it).
+    #[tokio::test]
+    async fn a_page_is_one_range_of_the_index() {
+        let all = sqlite_plan(SELECT_PAGE).await;
+        assert_eq!(
+            all,
+            ["SEARCH resources USING INDEX sqlite_autoindex_resources_1 \
+              (boundary=? AND (resource_type,name)>(?,?))"],
+        );
+        let of_type = sqlite_plan(SELECT_PAGE_OF_TYPE).await;
+        assert_eq!(
+            of_type,
+            ["SEARCH resources USING INDEX sqlite_autoindex_resources_1 \
+              (boundary=? AND resource_type=? AND name>?)"],
+        );
+    }
 }

@@ -62,7 +62,8 @@ use reconciler::{
 use resources::{
     a_boundary_made_again_starts_at_another_version, a_guard_reads_the_policies_once_per_version,
     create_resource_checks_before_the_guard, create_resource_with_guards, delete_resource,
-    pagination, placed_workloads_and_statuses, unchanged_body_writes_nothing, update_resource,
+    pagination, placed_workloads_and_statuses, plan_groups_and_their_pages,
+    unchanged_body_writes_nothing, update_resource,
 };
 use tokens::{
     bootstrap_admin_token, bootstrap_admin_token_concurrently,
@@ -146,6 +147,7 @@ contract!(
     unchanged_body_writes_nothing,
     delete_resource,
     pagination,
+    plan_groups_and_their_pages,
     placed_workloads_and_statuses,
     changes_share_one_sequence,
     history_is_pruned_oldest_first_in_batches,

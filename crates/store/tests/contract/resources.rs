@@ -299,6 +299,7 @@ pub async fn pagination(db: TestDb) {
         resource_type: resource_type.map(Into::into),
         limit,
         after,
+        plans: None,
     };
     let names = |items: &[ResourceRecord]| -> Vec<String> {
         items
@@ -356,6 +357,19 @@ pub async fn pagination(db: TestDb) {
         .unwrap();
     assert_eq!(names(&rest.items), ["db/r3"]);
     assert_eq!(rest.next, None);
+    // A token of the whole list on a list of one type: after a key of an earlier type the
+    // type's first page, after a later type's nothing.
+    let from_cache = store
+        .list_resources("b", &page(Some("db"), 2, first.next.clone()))
+        .await
+        .unwrap();
+    assert_eq!(names(&from_cache.items), ["db/r1", "db/r2"]);
+    let after_db = store
+        .list_resources("b", &page(Some("cache"), 2, second.next.clone()))
+        .await
+        .unwrap();
+    assert_eq!(names(&after_db.items), Vec::<String>::new());
+    assert_eq!(after_db.next, None);
 
     assert_not_found(
         store
@@ -363,6 +377,115 @@ pub async fn pagination(db: TestDb) {
             .await,
     );
     assert_not_found(store.list_resources("nope", &page(None, 2, None)).await);
+}
+
+/// The plans a body names: each component's when it has a list of components, else its plan.
+pub async fn plan_groups_and_their_pages(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    store.create_boundary("other", None).await.unwrap();
+    for (boundary, t, n, body) in [
+        ("b", "app", "a3", r#"{"plan":"large"}"#),
+        ("b", "app", "a1", r#"{"plan":"large"}"#),
+        ("b", "app", "a2", r#"{"plan":"small"}"#),
+        (
+            "b",
+            "ci",
+            "c2",
+            r#"{"components":[{"plan":"small"},{"plan":"large"},{"plan":"small"}]}"#,
+        ),
+        (
+            "b",
+            "ci",
+            "c1",
+            r#"{"components":[{"plan":"large"},{"plan":"small"}]}"#,
+        ),
+        ("b", "ci", "c3", r#"{"components":[],"plan":"large"}"#),
+        ("b", "site", "s1", r#"{"image":"x"}"#),
+        ("other", "app", "a9", r#"{"plan":"large"}"#),
+    ] {
+        store
+            .create_resource(new_resource(boundary, t, n, body), None, None)
+            .await
+            .unwrap();
+    }
+    let group = |t: &str, plans: &[&str], resources: u64| PlanGroup {
+        resource_type: t.into(),
+        plans: plans.iter().map(|p| (*p).to_owned()).collect(),
+        resources,
+    };
+    assert_eq!(
+        store.plan_groups("b").await.unwrap(),
+        [
+            group("app", &["large"], 2),
+            group("app", &["small"], 1),
+            group("ci", &[], 1),
+            group("ci", &["large", "small"], 2),
+            group("site", &[], 1),
+        ]
+    );
+
+    let page =
+        |t: Option<&str>, plans: &[&str], limit: usize, after: Option<String>| ResourceQuery {
+            resource_type: t.map(Into::into),
+            limit,
+            after,
+            plans: Some(plans.iter().map(|p| (*p).to_owned()).collect()),
+        };
+    let names = |items: &[ResourceRecord]| -> Vec<String> {
+        items
+            .iter()
+            .map(|r| format!("{}/{}", r.resource_type, r.name))
+            .collect()
+    };
+    let first = store
+        .list_resources("b", &page(Some("app"), &["large"], 1, None))
+        .await
+        .unwrap();
+    assert_eq!(names(&first.items), ["app/a1"]);
+    let second = store
+        .list_resources("b", &page(Some("app"), &["large"], 1, first.next))
+        .await
+        .unwrap();
+    assert_eq!(names(&second.items), ["app/a3"]);
+    assert_eq!(second.next, None);
+    let both = store
+        .list_resources("b", &page(Some("ci"), &["large", "small"], 0, None))
+        .await
+        .unwrap();
+    assert_eq!(names(&both.items), ["ci/c1", "ci/c2"]);
+    let none = store
+        .list_resources("b", &page(Some("ci"), &[], 0, None))
+        .await
+        .unwrap();
+    assert_eq!(names(&none.items), ["ci/c3"]);
+    let any_type = store
+        .list_resources("b", &page(None, &[], 0, Some("ci/c3".into())))
+        .await
+        .unwrap();
+    assert_eq!(names(&any_type.items), ["site/s1"]);
+
+    // A plan move moves the resource to its new group; a delete takes it out.
+    let edit: Editor = Box::new(|_: &ResourceRecord| -> Result<Edit, Veto> {
+        Ok(Edit {
+            body_json: r#"{"plan":"large"}"#.into(),
+            guard: None,
+            cluster: None,
+            upload: None,
+        })
+    });
+    store
+        .update_resource(&key("b", "app", "a2"), None, edit, None)
+        .await
+        .unwrap();
+    store
+        .delete_resource(&key("b", "app", "a1"), None)
+        .await
+        .unwrap();
+    let groups = store.plan_groups("b").await.unwrap();
+    assert_eq!(groups[0], group("app", &["large"], 2));
+    assert_eq!(groups[1].resource_type, "ci");
+    assert_not_found(store.plan_groups("nope").await);
 }
 
 /// Workloads placed in a cluster (SPEC 5): read by cluster, their writes wake the reconciler

@@ -7,9 +7,9 @@ pub use std::sync::{Arc, Mutex};
 pub use std::time::Duration;
 
 pub use palisade_store::{
-    etag_of, ChangeRecord, Check, Edit, Editor, Guard, NewResource, PoliciesVersion, PolicyRecord,
-    PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, StoreError, TokenRecord, UploadRecord,
-    Veto, WriteAction,
+    etag_of, ChangeRecord, Check, Edit, Editor, Guard, NewResource, PlanGroup, PoliciesVersion,
+    PolicyRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, StoreError, TokenRecord,
+    UploadRecord, Veto, WriteAction,
 };
 pub use palisade_testkit::postgres::TempPostgres;
 
