@@ -74,6 +74,13 @@ fn tls_words(text: &str) -> Option<String> {
             other if other.starts_with("NotValidForName") => {
                 "the server's certificate is not valid for its address".to_owned()
             }
+            // webpki's words for a self-signed certificate marked CA:TRUE (what `openssl req
+            // -x509` makes by default) that is also the trusted CA.
+            other if other.contains("CaUsedAsEndEntity") => {
+                "the server's certificate is a CA certificate (CA:TRUE), which TLS does not \
+                 accept as a server's: sign the server's certificate with a CA and trust that CA"
+                    .to_owned()
+            }
             other => format!("the server's certificate is not accepted ({other})"),
         }
     } else if let Some(alert) = text.strip_prefix("received fatal alert: ") {
@@ -198,6 +205,13 @@ mod tests {
                     "invalid peer certificate: NotValidForName: expected 'a', got 'b'",
                 ),
                 "cannot reach the API server: TLS verification failed: the server's certificate is not valid for its address",
+            ),
+            (
+                io(
+                    ErrorKind::InvalidData,
+                    "invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))",
+                ),
+                "cannot reach the API server: TLS verification failed: the server's certificate is a CA certificate (CA:TRUE), which TLS does not accept as a server's: sign the server's certificate with a CA and trust that CA",
             ),
             (
                 io(ErrorKind::InvalidData, "invalid peer certificate: Expired"),

@@ -380,3 +380,68 @@ fn the_client_speaks_https_trusting_a_private_ca() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A self-signed certificate marked CA:TRUE (what `openssl req -x509` makes by default), given
+/// to `serve` and trusted with `--ca-file`: TLS refuses a CA's certificate as a server's, and
+/// the client says so in words, not in the TLS library's debug text.
+#[test]
+fn a_ca_certificate_used_as_the_server_s_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = dir.path().join("data");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--no-reconciler", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--tls-cert")
+        .arg(&cert_path)
+        .arg("--tls-key")
+        .arg(&key_path)
+        .env_remove("PALISADE_DATABASE_URL")
+        .env_remove("PALISADE_ADMIN_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "palisade serve did not listen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!("https://localhost:{port}");
+    let out = client(
+        &url,
+        &[("PALISADE_TOKEN", "x")],
+        &[
+            "get",
+            "boundaries",
+            "--ca-file",
+            &cert_path.display().to_string(),
+        ],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        (out.status.code(), text(&out.stderr)),
+        (
+            Some(1),
+            format!(
+                "error: cannot reach palisade at {url}: TLS verification failed: the server's \
+                 certificate is a CA certificate (CA:TRUE), which TLS does not accept as a \
+                 server's: sign the server's certificate with a CA and trust that CA\n"
+            )
+        )
+    );
+}
