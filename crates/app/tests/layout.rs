@@ -181,18 +181,24 @@ fn the_kubernetes_adapter_reaches_the_store_only_through_the_application() {
 
 #[test]
 fn the_wire_contract_depends_on_the_core_only() {
-    let crates = tree("palisade-api-types");
-    let palisade: Vec<&String> = crates
-        .iter()
-        .filter(|c| c.starts_with("palisade-") && c.as_str() != "palisade-api-types")
-        .collect();
-    assert_eq!(palisade, vec!["palisade-policy"]);
     let mut forbidden: Vec<&str> = HTTP.to_vec();
     forbidden.extend(KUBERNETES);
     forbidden.extend(["tokio", "sqlx", "reqwest"]);
+    assert_builds_on_the_core_only("palisade-api-types", &forbidden);
+}
+
+/// `package` reaches no palisade crate but the policy core, and none of `forbidden`.
+fn assert_builds_on_the_core_only(package: &str, forbidden: &[&str]) {
+    let crates = tree(package);
+    let palisade: Vec<&String> = crates
+        .iter()
+        .filter(|c| c.starts_with("palisade-") && c.as_str() != package)
+        .collect();
+    assert_eq!(palisade, vec!["palisade-policy"], "{package}");
     assert_eq!(
-        intruders("palisade-api-types", &forbidden),
-        Vec::<String>::new()
+        intruders(package, forbidden),
+        Vec::<String>::new(),
+        "{package}"
     );
 }
 
@@ -200,19 +206,10 @@ fn the_wire_contract_depends_on_the_core_only() {
 /// runtime, no client; it renders JSON that the Kubernetes adapter sends.
 #[test]
 fn the_workload_renderer_is_pure() {
-    let crates = tree("palisade-workload");
-    let palisade: Vec<&String> = crates
-        .iter()
-        .filter(|c| c.starts_with("palisade-") && c.as_str() != "palisade-workload")
-        .collect();
-    assert_eq!(palisade, vec!["palisade-policy"]);
     let mut forbidden: Vec<&str> = HTTP.to_vec();
     forbidden.extend(KUBERNETES);
     forbidden.extend(["tokio", "sqlx", "reqwest"]);
-    assert_eq!(
-        intruders("palisade-workload", &forbidden),
-        Vec::<String>::new()
-    );
+    assert_builds_on_the_core_only("palisade-workload", &forbidden);
 }
 
 /// The admission renderer is pure too (`reconciler` → `vap` → `policy`): it builds the
@@ -220,15 +217,9 @@ fn the_workload_renderer_is_pure() {
 /// HTTP and no async runtime; the Kubernetes adapter sends what it renders.
 #[test]
 fn the_admission_renderer_is_pure() {
-    let crates = tree("palisade-vap");
-    let palisade: Vec<&String> = crates
-        .iter()
-        .filter(|c| c.starts_with("palisade-") && c.as_str() != "palisade-vap")
-        .collect();
-    assert_eq!(palisade, vec!["palisade-policy"]);
     let mut forbidden: Vec<&str> = HTTP.to_vec();
     forbidden.extend(["kube", "kube-client", "tokio", "sqlx", "reqwest"]);
-    assert_eq!(intruders("palisade-vap", &forbidden), Vec::<String>::new());
+    assert_builds_on_the_core_only("palisade-vap", &forbidden);
     assert!(
         dependents("palisade-vap").contains("palisade-reconciler"),
         "the Kubernetes adapter renders with it"

@@ -96,24 +96,8 @@ fn cookies_are_secure_when_the_public_url_is_https() {
 fn serve_speaks_https_with_the_given_identity_and_refuses_bad_files() {
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = identity(dir.path());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let data = dir.path().join("data");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--no-reconciler", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["--tls-cert", &cert, "--tls-key", &key])
-        .env_remove("PALISADE_DATABASE_URL")
-        .env_remove("PALISADE_ADMIN_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, port) = serve_https(&data, &cert, &key);
     let url = format!("https://localhost:{port}/healthz");
     let deadline = Instant::now() + Duration::from_secs(30);
     let answer = loop {
@@ -220,6 +204,29 @@ fn private_ca(dir: &Path, name: &str) -> (String, String, String) {
     (paths[0].clone(), paths[1].clone(), paths[2].clone())
 }
 
+/// `palisade serve` over HTTPS with `cert` and `key` on a free port, with `data` as its data
+/// directory and no reconciler: the process and its port.
+fn serve_https(data: &Path, cert: &str, key: &str) -> (std::process::Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(BIN)
+        .args(["serve", "--no-reconciler", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--tls-cert", cert, "--tls-key", key])
+        .env_remove("PALISADE_DATABASE_URL")
+        .env_remove("PALISADE_ADMIN_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    (child, port)
+}
+
 /// `palisade` with `PALISADE_URL` set and the variables the test sets; none of the caller's.
 fn client(url: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let mut command = Command::new(BIN);
@@ -242,24 +249,8 @@ fn text(bytes: &[u8]) -> String {
 fn the_client_speaks_https_trusting_a_private_ca() {
     let dir = tempfile::tempdir().unwrap();
     let (ca, cert, key) = private_ca(dir.path(), "palisade test CA");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let data = dir.path().join("data");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--no-reconciler", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["--tls-cert", &cert, "--tls-key", &key])
-        .env_remove("PALISADE_DATABASE_URL")
-        .env_remove("PALISADE_ADMIN_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, port) = serve_https(&data, &cert, &key);
     let url = format!("https://localhost:{port}");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !curl(&["--cacert", &ca, &format!("{url}/healthz")]).0
@@ -394,27 +385,12 @@ fn a_ca_certificate_used_as_the_server_s_is_named() {
     let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert_path, cert.pem()).unwrap();
     std::fs::write(&key_path, key.serialize_pem()).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let data = dir.path().join("data");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--no-reconciler", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("--tls-cert")
-        .arg(&cert_path)
-        .arg("--tls-key")
-        .arg(&key_path)
-        .env_remove("PALISADE_DATABASE_URL")
-        .env_remove("PALISADE_ADMIN_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let cert_path = cert_path.display().to_string();
+    let (mut child, port) = serve_https(
+        &dir.path().join("data"),
+        &cert_path,
+        &key_path.display().to_string(),
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "palisade serve did not listen");
@@ -424,12 +400,7 @@ fn a_ca_certificate_used_as_the_server_s_is_named() {
     let out = client(
         &url,
         &[("PALISADE_TOKEN", "x")],
-        &[
-            "get",
-            "boundaries",
-            "--ca-file",
-            &cert_path.display().to_string(),
-        ],
+        &["get", "boundaries", "--ca-file", &cert_path],
     );
     let _ = child.kill();
     let _ = child.wait();
