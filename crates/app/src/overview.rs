@@ -1,7 +1,8 @@
 //! The boundary overview the portal shows: its clusters with their admission status, its
 //! policies with their install status per cluster, a page of its resources, and the
-//! grandfathered ones (the whole boundary walked, each with the policies that now disallow
-//! it). Read once; whoever renders it does no I/O.
+//! grandfathered ones (of the whole boundary, found by the plans they name without reading
+//! the others, each with the policies that now disallow it). Read once; whoever renders it
+//! does no I/O.
 
 use palisade_api_types::view::{ClusterLayout, ClusterStatus, InstallStatus};
 use palisade_api_types::PolicySpec;
@@ -198,11 +199,12 @@ impl App {
         let grandfathered = match self.policy_cache().decode_all(&records, &self.catalog) {
             Err(error) => Err(error),
             Ok(decoded) => {
-                // Grandfathering is about the whole boundary, not this page of it.
+                // Grandfathering is about the whole boundary, not this page of it: beyond the
+                // page, the resources of the sets of plans the policies disallow.
                 let whole = if after.is_none() && page.next.is_none() {
                     page.items.clone()
                 } else {
-                    self.all_resources(boundary).await?
+                    self.grandfathered_records(boundary, &decoded).await?
                 };
                 Ok(whole
                     .iter()
@@ -227,28 +229,24 @@ impl App {
         })
     }
 
-    async fn all_resources(&self, boundary: &str) -> AppResult<Vec<ResourceRecord>> {
-        let mut out = Vec::new();
-        let mut after = None;
-        loop {
-            let page = self
-                .store
-                .list_resources(
-                    boundary,
-                    &ResourceQuery {
-                        resource_type: None,
-                        limit: 1000,
-                        after,
-                        plans: None,
-                    },
-                )
-                .await
-                .map_err(|e| AppError::from_store(e, "resource"))?;
-            out.extend(page.items);
-            match page.next {
-                Some(next) => after = Some(next),
-                None => return Ok(out),
-            }
-        }
+    /// Every resource of the boundary whose plans the policies now disallow, in (type, name)
+    /// order; the others are not read.
+    async fn grandfathered_records(
+        &self,
+        boundary: &str,
+        policies: &[palisade_policy::Policy],
+    ) -> AppResult<Vec<ResourceRecord>> {
+        let groups = self
+            .store
+            .plan_groups(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "resource"))?;
+        let grandfathered: Vec<_> = groups
+            .iter()
+            .filter(|group| self.group_denied_now(policies, group))
+            .collect();
+        self.resources_in_groups(boundary, &grandfathered, None, None)
+            .await
+            .map_err(|e| AppError::from_store(e, "resource"))
     }
 }

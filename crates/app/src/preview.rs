@@ -1,7 +1,9 @@
 //! What a policy version would do before it is saved (preview), and what the audit found after
 //! (report). Both judge the objects already stored in the boundary's namespaces with the Rust
 //! evaluator (`palisade_policy::scan`), the one `palisade check` uses; the objects are read
-//! page by page through the clusters port, so memory holds one page and the findings.
+//! page by page through the clusters port, so memory holds one page and the findings. A
+//! preview's grandfathered resources are counted from the sets of plans the boundary's
+//! resources name (`Store::plan_groups`, an index), and a page reads only those it shows.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -12,14 +14,14 @@ use palisade_api_types::view::{
 };
 use palisade_policy::compute_plan::decide;
 use palisade_policy::scan::{Scan, Violation};
-use palisade_policy::{Mode, Name, Policy, ResourceType};
-use palisade_store::{ClusterRecord, ResourceQuery, StoreError};
+use palisade_policy::{Mode, Name, PlanName, Policy, ResourceType};
+use palisade_store::{ClusterRecord, PlanGroup, StoreError};
 
 use crate::caller::Access;
 use crate::error::{AppError, AppResult};
 use crate::paging::{ContinueTokens, PageRequest};
 use crate::policies::policy_not_found;
-use crate::resources::plans_of;
+use crate::resources::{group_plans, plans_of};
 use crate::App;
 
 /// Objects per list call.
@@ -164,6 +166,32 @@ fn page_of(
     Ok(preview)
 }
 
+/// The grandfathered resource (type and name) a page's key names; `None` when the key is a
+/// cluster's finding's.
+fn resource_after(key: &str) -> Option<AppResult<(&str, &str)>> {
+    let rest = key.strip_prefix("1\0")?;
+    Some(
+        rest.split_once('\0')
+            .ok_or_else(|| AppError::invalid("/continue", "is not a continue token of this list")),
+    )
+}
+
+/// How many of a cluster's findings come after the key `after` in the answer (all of them
+/// without one).
+fn findings_after(preview: &ClusterPreview, after: Option<&str>) -> usize {
+    let name = &preview.cluster;
+    let keys = (preview
+        .denied
+        .iter()
+        .map(|d| finding_key(name, 0, &d.finding)))
+    .chain(preview.warned.iter().map(|f| finding_key(name, 1, f)))
+    .chain(preview.loosened.iter().map(|f| finding_key(name, 2, f)));
+    match after {
+        None => keys.count(),
+        Some(after) => keys.filter(|key| key.as_str() > after).count(),
+    }
+}
+
 fn in_scope(policy: Option<&Policy>, cluster: &Name) -> bool {
     policy.is_some_and(|p| p.installs_in(cluster))
 }
@@ -188,7 +216,8 @@ impl App {
     /// about in every cluster of its scope, what it would allow that the saved version
     /// denies, and the platform resources whose plan it would disallow. Nothing is written.
     /// The summary is whole; the findings are paged like a list (see [`Preview`]): each page
-    /// reads the clusters anew and is cut after the previous page's last finding.
+    /// reads the clusters anew and is cut after the previous page's last finding, and reads
+    /// the grandfathered resources it shows (at most one more), not the boundary's others.
     pub async fn preview_policy_page(
         &self,
         access: &Access,
@@ -271,9 +300,24 @@ impl App {
             }
         }
         previews.sort_by(|(a, _), (b, _)| a.cluster.cmp(&b.cluster));
-        let grandfathered = self.grandfathered_by(boundary, &new).await?;
+        // The grandfathered resources come after every cluster's findings: this page reads
+        // only those it can show (and one more, to know whether more follow).
+        let after = page.after(&tokens, &list)?;
+        let (after_resource, want) = match after.as_deref().map(resource_after) {
+            Some(Some(resource)) => (Some(resource?), page.limit()? + 1),
+            _ => {
+                let findings = previews
+                    .iter()
+                    .map(|(preview, _)| findings_after(preview, after.as_deref()))
+                    .sum::<usize>();
+                (None, (page.limit()? + 1).saturating_sub(findings))
+            }
+        };
+        let (resources_grandfathered, grandfathered) = self
+            .grandfathered_by(boundary, &new, after_resource, want)
+            .await?;
         let mut summary = PreviewSummary {
-            resources_grandfathered: grandfathered.len() as u64,
+            resources_grandfathered,
             ..PreviewSummary::default()
         };
         for (preview, risk) in &previews {
@@ -422,59 +466,68 @@ impl App {
         (preview, risk)
     }
 
-    /// The boundary's resources whose plan `policy` alone disallows (enforce mode only).
+    /// How many of the boundary's resources have a plan that `policy` alone disallows
+    /// (enforce mode only), and the first `want` of them after the resource `after` (type and
+    /// name), in (type, name) order. Which resources those are is decided by the sets of
+    /// plans they name, counted by the store without reading them ([`PlanGroup`]); only the
+    /// resources returned are read, each judged as a whole.
     async fn grandfathered_by(
         &self,
         boundary: &str,
         policy: &Policy,
-    ) -> AppResult<Vec<GrandfatheredResource>> {
+        after: Option<(&str, &str)>,
+        want: usize,
+    ) -> AppResult<(u64, Vec<GrandfatheredResource>)> {
         if policy.mode() != Mode::Enforce || policy.plan_entries().is_none() {
-            return Ok(Vec::new());
+            return Ok((0, Vec::new()));
         }
         let only = std::slice::from_ref(policy);
+        let disallowed = |ty: ResourceType, plan: &PlanName| {
+            decide(only, &self.catalog, ty, plan).is_ok_and(|decision| !decision.allowed)
+        };
+        let groups = self
+            .store
+            .plan_groups(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "resource"))?;
+        let grandfathered: Vec<&PlanGroup> = groups
+            .iter()
+            .filter(|group| {
+                ResourceType::parse(&group.resource_type)
+                    .is_ok_and(|ty| group_plans(group).iter().any(|plan| disallowed(ty, plan)))
+            })
+            .collect();
+        let count = grandfathered.iter().map(|group| group.resources).sum();
+        let after = after.map(|(ty, name)| format!("{ty}/{name}"));
+        let records = self
+            .resources_in_groups(boundary, &grandfathered, after.as_deref(), Some(want))
+            .await
+            .map_err(|e| AppError::from_store(e, "resource"))?;
         let mut out = Vec::new();
-        let mut after = None;
-        loop {
-            let query = ResourceQuery {
-                resource_type: None,
-                limit: 500,
-                after: after.clone(),
-                plans: None,
+        for record in records {
+            let Ok(ty) = ResourceType::parse(&record.resource_type) else {
+                continue;
             };
-            let page = self
-                .store
-                .list_resources(boundary, &query)
-                .await
-                .map_err(|e| AppError::from_store(e, "resource"))?;
-            for record in page.items {
-                let Ok(ty) = ResourceType::parse(&record.resource_type) else {
-                    continue;
-                };
-                let mut plans = Vec::new();
-                let mut message = None;
-                for plan in plans_of(&record) {
-                    if let Ok(decision) = decide(only, &self.catalog, ty, &plan) {
-                        if !decision.allowed {
-                            message = message.or_else(|| decision.message());
-                            plans.push(plan.to_string());
-                        }
+            let mut plans = Vec::new();
+            let mut message = None;
+            for plan in plans_of(&record) {
+                if let Ok(decision) = decide(only, &self.catalog, ty, &plan) {
+                    if !decision.allowed {
+                        message = message.or_else(|| decision.message());
+                        plans.push(plan.to_string());
                     }
                 }
-                if let Some(message) = message {
-                    out.push(GrandfatheredResource {
-                        resource_type: record.resource_type,
-                        name: record.name,
-                        plans,
-                        message,
-                    });
-                }
             }
-            match page.next {
-                Some(next) => after = Some(next),
-                None => break,
+            if let Some(message) = message {
+                out.push(GrandfatheredResource {
+                    resource_type: record.resource_type,
+                    name: record.name,
+                    plans,
+                    message,
+                });
             }
         }
-        Ok(out)
+        Ok((count, out))
     }
 
     /// What the last audit of policy `name` found in each cluster of its scope (any caller

@@ -11,7 +11,9 @@ use palisade_api_types::resource::{merge_patch, Resource};
 use palisade_api_types::view::{Picker, PickerPlan, ResourceList, ResourceView, WorkloadStatus};
 use palisade_policy::compute_plan::{decide, picker_options, plan_checks, PlanCheck, Plans};
 use palisade_policy::{Name, PlanName, Policy, ResourceType};
-use palisade_store::{Edit, NewResource, ResourceKey, ResourceQuery, ResourceRecord, StoreError};
+use palisade_store::{
+    Edit, NewResource, PlanGroup, ResourceKey, ResourceQuery, ResourceRecord, StoreError,
+};
 use tokio::time::Instant;
 
 use crate::caller::Access;
@@ -99,6 +101,16 @@ pub(crate) fn plans_of(record: &ResourceRecord) -> Vec<PlanName> {
     }
 }
 
+/// The plans of a group of resources (see [`PlanGroup`]) as the core names them; a name that
+/// is not a plan is left out, as [`plans_of`] leaves it out of a body.
+pub(crate) fn group_plans(group: &PlanGroup) -> Vec<PlanName> {
+    group
+        .plans
+        .iter()
+        .filter_map(|plan| PlanName::parse(plan).ok())
+        .collect()
+}
+
 /// A resource body as stored; a body that cannot be written is an error, never `""`.
 fn body_json(resource: &Resource) -> AppResult<String> {
     serde_json::to_string(resource)
@@ -138,6 +150,38 @@ impl App {
             .map_err(|_| AppError::PolicyUnavailable("policy read timed out".into()))?
             .map_err(|e| AppError::from_store_on_plan_path(e, "boundary"))?;
         self.policy_cache().decode_all(&records, &self.catalog)
+    }
+
+    /// The boundary's resources in `groups`, in (type, name) order, after the one the
+    /// continue token `after` (`<type>/<name>`) names: the first `want` of them, or all with
+    /// `None`. Each group is one range of an index read for at most `want` rows, so what this
+    /// reads grows with `want` and the groups, not with the boundary.
+    pub(crate) async fn resources_in_groups(
+        &self,
+        boundary: &str,
+        groups: &[&PlanGroup],
+        after: Option<&str>,
+        want: Option<usize>,
+    ) -> Result<Vec<ResourceRecord>, StoreError> {
+        let mut out = Vec::new();
+        if want == Some(0) {
+            return Ok(out);
+        }
+        for group in groups {
+            let query = ResourceQuery {
+                resource_type: Some(group.resource_type.clone()),
+                // 0: the whole group.
+                limit: want.unwrap_or(0),
+                after: after.map(str::to_owned),
+                plans: Some(group.plans.clone()),
+            };
+            out.extend(self.store.list_resources(boundary, &query).await?.items);
+        }
+        out.sort_by(|a, b| (&a.resource_type, &a.name).cmp(&(&b.resource_type, &b.name)));
+        if let Some(want) = want {
+            out.truncate(want);
+        }
+        Ok(out)
     }
 
     /// The `Warning` for a function whose plan changes (never a refusal).
@@ -453,7 +497,7 @@ impl App {
         // One list, of which the grandfathered resources are a view: they share its tokens.
         let tokens = self.continue_tokens();
         let list = format!("resources of {boundary}");
-        let mut after = page.after(&tokens, &list)?;
+        let after = page.after(&tokens, &list)?;
         let store_error = |e| match e {
             // A key the store cannot read (the tokens are issued by this list, so only a
             // token of an older format).
@@ -483,36 +527,42 @@ impl App {
                 continue_token,
             });
         }
-        // Grandfathered: walk the list and keep resources whose current plan is disallowed.
+        // Grandfathered: the resources of the sets of plans the policies now disallow, from
+        // the first after `continue`, one more than the page (to know whether more follow).
         let policies = self.read_policies(boundary).await?;
-        let mut items: Vec<(String, ResourceView)> = Vec::new();
-        loop {
-            let query = ResourceQuery {
-                resource_type: filter.resource_type.clone(),
-                limit: 500,
-                after: after.clone(),
-                plans: None,
-            };
-            let found = self
-                .store
-                .list_resources(boundary, &query)
-                .await
-                .map_err(store_error)?;
-            for record in found.items {
-                let denied = self.denied_by_now(&policies, &record);
-                if !denied.is_empty() {
-                    items.push((
-                        format!("{}/{}", record.resource_type, record.name),
-                        view(record, Some(denied)),
-                    ));
-                }
-            }
-            match found.next {
-                Some(next) if items.len() <= limit => after = Some(next),
-                _ => break,
-            }
+        if after.as_deref().is_some_and(|key| !key.contains('/')) {
+            return Err(store_error(StoreError::NotFound));
         }
-        // The walk already started after `continue`: page the matches by their keys.
+        let groups = self
+            .store
+            .plan_groups(boundary)
+            .await
+            .map_err(store_error)?;
+        let grandfathered: Vec<&PlanGroup> = groups
+            .iter()
+            .filter(|group| {
+                filter
+                    .resource_type
+                    .as_ref()
+                    .is_none_or(|ty| *ty == group.resource_type)
+                    && self.group_denied_now(&policies, group)
+            })
+            .collect();
+        let records = self
+            .resources_in_groups(boundary, &grandfathered, after.as_deref(), Some(limit + 1))
+            .await
+            .map_err(store_error)?;
+        let items: Vec<(String, ResourceView)> = records
+            .into_iter()
+            .filter_map(|record| {
+                let denied = self.denied_by_now(&policies, &record);
+                (!denied.is_empty()).then(|| {
+                    let key = format!("{}/{}", record.resource_type, record.name);
+                    (key, view(record, Some(denied)))
+                })
+            })
+            .collect();
+        // The reads already started after `continue`: page the matches by their keys.
         let listed = PageRequest {
             limit: page.limit,
             continue_token: None,
@@ -539,6 +589,19 @@ impl App {
             }
         }
         names.into_iter().collect()
+    }
+
+    /// Whether the enforce-mode policies now disallow a plan of the resources of `group`: as
+    /// [`App::denied_by_now`] answers for each of them, from the plans alone.
+    pub(crate) fn group_denied_now(&self, policies: &[Policy], group: &PlanGroup) -> bool {
+        let Ok(ty) = ResourceType::parse(&group.resource_type) else {
+            return false;
+        };
+        ty.is_plan_checked()
+            && group_plans(group).iter().any(|plan| {
+                decide(policies, &self.catalog, ty, plan)
+                    .is_ok_and(|decision| !decision.denied_by.is_empty())
+            })
     }
 
     /// The plan picker for `resource_type` (as given; checked here): every plan of the

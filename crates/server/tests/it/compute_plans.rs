@@ -434,3 +434,103 @@ async fn if_match_guards_updates_and_deletes() {
     let answer = app.admin(Method::DELETE, path, None).await;
     assert_eq!(answer.status, StatusCode::NO_CONTENT);
 }
+
+/// The grandfathered list pages like the resource list, whatever the page's size or type, and
+/// names each resource's denying policies (a function's plan is never checked, so a function
+/// is never grandfathered); a token of the whole list continues a list of one type.
+#[tokio::test]
+async fn grandfathered_resources_page_like_the_resource_list() {
+    let app = shop().await;
+    let image = "ghcr.io/acme/w:1";
+    let mut bodies = Vec::new();
+    for (i, plan) in ["large", "small", "xlarge", "large"].iter().enumerate() {
+        bodies
+            .push(json!({"type": "app", "name": format!("app-{i}"), "plan": plan, "image": image}));
+        bodies.push(json!({"type": "postgresql", "name": format!("db-{i}"), "plan": plan}));
+        bodies.push(
+            json!({"type": "container_instance", "name": format!("ci-{i}"),
+            "components": [{"name": "a", "plan": "small", "image": image},
+                           {"name": "b", "plan": plan, "image": image}]}),
+        );
+    }
+    bodies.push(json!({"type": "function", "name": "hook", "plan": "large", "image": image}));
+    for body in bodies {
+        let answer = app.create("shop", &app.admin, body).await;
+        assert!(answer.status.is_success(), "{answer:?}");
+    }
+    app.policy("shop", "size-limits", plans(&["small", "medium"]))
+        .await;
+    app.policy("shop", "tiny", plans(&["small", "medium", "large"]))
+        .await;
+    let read = |query: String| {
+        let app = &app;
+        async move {
+            let mut names = Vec::new();
+            let mut next: Option<String> = None;
+            loop {
+                let path = match &next {
+                    None => format!("/v1/boundaries/shop/resources?grandfathered=true&{query}"),
+                    Some(token) => format!(
+                        "/v1/boundaries/shop/resources?grandfathered=true&{query}&continue={token}"
+                    ),
+                };
+                let page = app.admin(Method::GET, &path, None).await;
+                assert_eq!(page.status, StatusCode::OK, "{page:?}");
+                for item in page.body["items"].as_array().unwrap() {
+                    names.push(format!(
+                        "{}/{} {}",
+                        item["type"], item["name"], item["denied_by"]
+                    ));
+                }
+                match page.body["continue"].as_str() {
+                    Some(token) => next = Some(token.to_owned()),
+                    None => return names,
+                }
+            }
+        }
+    };
+    let all = [
+        r#""app"/"app-0" ["size-limits"]"#,
+        r#""app"/"app-2" ["size-limits","tiny"]"#,
+        r#""app"/"app-3" ["size-limits"]"#,
+        r#""container_instance"/"ci-0" ["size-limits"]"#,
+        r#""container_instance"/"ci-2" ["size-limits","tiny"]"#,
+        r#""container_instance"/"ci-3" ["size-limits"]"#,
+        r#""postgresql"/"db-0" ["size-limits"]"#,
+        r#""postgresql"/"db-2" ["size-limits","tiny"]"#,
+        r#""postgresql"/"db-3" ["size-limits"]"#,
+    ];
+    for limit in 1..=4 {
+        assert_eq!(read(format!("limit={limit}")).await, all, "limit {limit}");
+        assert_eq!(
+            read(format!("limit={limit}&type=container_instance")).await,
+            all[3..6],
+            "limit {limit}"
+        );
+    }
+    // After the second app (a token of the whole list), the containers of a list of one type.
+    let first = app
+        .admin(
+            Method::GET,
+            "/v1/boundaries/shop/resources?grandfathered=true&limit=2",
+            None,
+        )
+        .await;
+    let token = first.body["continue"].as_str().unwrap();
+    let of_type = app
+        .admin(
+            Method::GET,
+            &format!(
+                "/v1/boundaries/shop/resources?grandfathered=true&type=container_instance&continue={token}"
+            ),
+            None,
+        )
+        .await;
+    let names: Vec<&str> = of_type.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ci-0", "ci-2", "ci-3"]);
+}

@@ -513,3 +513,123 @@ async fn a_preview_pages_its_findings_like_a_list() {
         .await;
     assert_eq!(answer.message(), "/limit: must be from 1 to 1000, got 0");
 }
+
+/// Pages that start and end among the grandfathered resources (issue 42, item 8: a page reads
+/// only the resources it shows): with every small limit, the pages hold the whole preview,
+/// once, in order, after the clusters' findings, with the whole summary on each.
+#[tokio::test]
+async fn a_preview_pages_its_grandfathered_resources_from_any_place() {
+    let app = TestApp::sqlite_with_clusters(std::sync::Arc::new(Pods {
+        latest: 3,
+        unlabelled: 0,
+    }))
+    .await;
+    app.boundary("shop").await;
+    let answer = app
+        .admin(
+            Method::PUT,
+            "/v1/clusters/c1",
+            Some(json!({ "kubeconfig": KUBECONFIG })),
+        )
+        .await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    let answer = app
+        .admin(Method::PUT, "/v1/boundaries/shop/clusters/c1", None)
+        .await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    let image = "ghcr.io/acme/w:1";
+    let mut bodies = Vec::new();
+    for i in 0..7 {
+        let plan = if i == 3 { "small" } else { "large" };
+        bodies
+            .push(json!({"type": "app", "name": format!("app-{i}"), "plan": plan, "image": image}));
+    }
+    for (i, plans) in [
+        ["large", "small"],
+        ["small", "small"],
+        ["small", "large"],
+        ["medium", "small"],
+        ["large", "large"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let components: Vec<Value> = plans
+            .iter()
+            .enumerate()
+            .map(|(c, plan)| json!({"name": format!("c{c}"), "plan": plan, "image": image}))
+            .collect();
+        bodies.push(
+            json!({"type": "container_instance", "name": format!("ci-{i}"),
+            "components": components}),
+        );
+    }
+    for (i, plan) in ["large", "small", "xlarge", "large"].iter().enumerate() {
+        bodies.push(json!({"type": "postgresql", "name": format!("db-{i}"), "plan": plan}));
+    }
+    for (i, plan) in ["large", "medium"].iter().enumerate() {
+        bodies.push(json!({"type": "valkey", "name": format!("kv-{i}"), "plan": plan}));
+    }
+    for body in bodies {
+        let answer = app.create("shop", &app.admin, body).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    }
+    let spec = json!({"rules": [{"disallowLatestTag": {}},
+        {"allowedComputePlans": {"plans": ["small", "medium"]}}]});
+    let whole = app
+        .admin(
+            Method::POST,
+            &format!("{PREVIEW}?limit=1000"),
+            Some(spec.clone()),
+        )
+        .await;
+    assert_eq!(whole.status, StatusCode::OK, "{whole:?}");
+    let listed: Vec<String> = whole.body["grandfathered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}/{} {}", r["type"], r["name"], r["plans"]))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            r#""app"/"app-0" ["large"]"#,
+            r#""app"/"app-1" ["large"]"#,
+            r#""app"/"app-2" ["large"]"#,
+            r#""app"/"app-4" ["large"]"#,
+            r#""app"/"app-5" ["large"]"#,
+            r#""app"/"app-6" ["large"]"#,
+            r#""container_instance"/"ci-0" ["large"]"#,
+            r#""container_instance"/"ci-2" ["large"]"#,
+            r#""container_instance"/"ci-4" ["large","large"]"#,
+            r#""postgresql"/"db-0" ["large"]"#,
+            r#""postgresql"/"db-2" ["xlarge"]"#,
+            r#""postgresql"/"db-3" ["large"]"#,
+            r#""valkey"/"kv-0" ["large"]"#,
+        ]
+    );
+    assert_eq!(whole.body["summary"]["resources_grandfathered"], 13);
+    let all = findings(&whole.body);
+    assert_eq!(all.len(), 3 + 13);
+    for limit in 1..=7 {
+        let mut paged = Vec::new();
+        let mut next: Option<String> = None;
+        loop {
+            let path = match &next {
+                None => format!("{PREVIEW}?limit={limit}"),
+                Some(token) => format!("{PREVIEW}?limit={limit}&continue={token}"),
+            };
+            let page = app.admin(Method::POST, &path, Some(spec.clone())).await;
+            assert_eq!(page.status, StatusCode::OK, "{page:?}");
+            assert_eq!(page.body["summary"], whole.body["summary"], "limit {limit}");
+            let items = findings(&page.body);
+            assert!(items.len() <= limit, "limit {limit}");
+            paged.extend(items);
+            match page.body["continue"].as_str() {
+                Some(token) => next = Some(token.to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(paged, all, "limit {limit}");
+    }
+}
