@@ -264,6 +264,21 @@ async fn a_tenant_does_not_escape_its_boundary(version: &str, layout: Layout) {
         let found = params.list(&ListParams::default()).await.unwrap().items;
         assert_eq!(found.len(), 2, "one parameter object per policy: {found:?}");
         let guard = parameters_guard_name(&f.stack.installation);
+        // The guard is written in the pass that confirmed the policies, but the API server
+        // loads admission policies from its informer every second or so: under load it may
+        // judge with the guard a moment later. A dry-run delete (nothing is deleted) waits
+        // for that.
+        let first = found[0].metadata.name.clone().unwrap();
+        let dry_run = DeleteParams {
+            dry_run: true,
+            ..DeleteParams::default()
+        };
+        crate::support::eventually(
+            "the parameters guard in force",
+            ACTIVATION_TIMEOUT,
+            || async { params.delete(&first, &dry_run).await.is_err().then_some(()) },
+        )
+        .await;
         let params_denial = |what: &str, name: &str, result: Result<Value, kube::Error>| {
             let (code, text) = refusal(what, result);
             assert_eq!(code, 422, "{what}: {text}");
