@@ -1,5 +1,6 @@
 //! Bounds on untrusted YAML and JSON, checked in one linear pass over the text before any
-//! parser sees it: how deeply it nests, and (YAML) which tags it uses.
+//! parser sees it: how deeply it nests, and (YAML) how many nodes a document holds and which
+//! tags it uses.
 //!
 //! Why before: libyaml (under serde_yaml_ng) spends time quadratic in the nesting of flow
 //! collections (`[[[[...]]]]`: every token looks at every open level) and reports its own
@@ -15,6 +16,17 @@
 //! sequence at its mapping's indentation), flow collections, and the one-pair mappings of a
 //! flow sequence (`[a: b]`). Where the text is not YAML the pass goes on where libyaml would
 //! stop with an error; the parser then refuses the text anyway.
+//!
+//! It also counts each document's nodes, because the parser holds a document's events in
+//! memory (about 100 bytes each) before anything is built from them: without a bound, 1 MiB
+//! of `[],[],...` held 700,000 of them. The count never exceeds what the parser makes, so a
+//! refusal is true: scalars, aliases and collections as they open, and an empty node where an
+//! indicator (`-`, `?`, `:`) or a property (`&a`, `!t`) is followed by an indicator instead of
+//! its node, where the next key of a block mapping follows a `:` (`a:\nb: 1`), and where a
+//! flow mapping's key has no `:` (`{a, b}`) and where a block `?` key has none. What it
+//! leaves uncounted (an empty key before `:`, some empty values of nested `?` keys) is next
+//! to a node it counts, so the parser makes at most twice the count; [`crate::yaml`] counts
+//! exactly while it builds.
 
 use std::fmt;
 
@@ -25,6 +37,33 @@ pub const MAX_DEPTH: usize = 64;
 /// The deepest nesting `palisade check` reads in manifests: what the YAML parser itself
 /// accepts (its recursion limit), so that no manifest it read before is refused now.
 pub const MAX_MANIFEST_DEPTH: usize = 128;
+
+/// The most nodes (keys, values, items) one YAML document palisade is sent may hold: a
+/// policy document holds about 40, a kubeconfig a few hundred. It bounds what a parse holds
+/// in memory (see [`crate::yaml::peak_bound`]): the parser's events for a document (at most
+/// two per node counted) stay below 2^17, the size its list of them doubles to next.
+pub const MAX_NODES: usize = 50_000;
+
+/// What a YAML text may hold: how deeply it nests, and how many nodes a document holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub depth: usize,
+    pub nodes: usize,
+}
+
+/// The limits of every YAML text palisade is sent (request bodies, the portal's editor,
+/// kubeconfigs, policy files).
+pub const LIMITS: Limits = Limits {
+    depth: MAX_DEPTH,
+    nodes: MAX_NODES,
+};
+
+/// The limits of the manifests `palisade check` reads from the user's own files: as deep as
+/// the parser reads, and as many nodes as they hold.
+pub const MANIFEST_LIMITS: Limits = Limits {
+    depth: MAX_MANIFEST_DEPTH,
+    nodes: usize::MAX,
+};
 
 /// The tags a YAML text may carry besides local ones (`!name`, refused later naming the
 /// node): the core schema's, which the parser resolves itself.
@@ -50,6 +89,8 @@ pub struct Refusal {
 pub enum Why {
     /// The text opens a collection deeper than the limit.
     TooDeep { limit: usize },
+    /// A document holds more nodes than the limit.
+    TooManyNodes { limit: usize },
     /// A tag the parser would drop or read otherwise than palisade: any `!!` tag outside
     /// [`ACCEPTED_TAGS`], a verbatim tag (`!<...>`), a named handle (`!e!x`).
     Tag(String),
@@ -61,6 +102,7 @@ impl fmt::Display for Why {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Why::TooDeep { limit } => write!(f, "nesting deeper than {limit} levels"),
+            Why::TooManyNodes { limit } => write!(f, "{}", too_many_nodes(*limit)),
             Why::Tag(tag) => write!(
                 f,
                 "the YAML tag {} is not accepted; the tags accepted are {}",
@@ -70,6 +112,11 @@ impl fmt::Display for Why {
             Why::TagDirective => f.write_str("%TAG directives are not accepted"),
         }
     }
+}
+
+/// The words of a refusal for a document of more than `limit` nodes.
+pub fn too_many_nodes(limit: usize) -> String {
+    format!("more than {limit} nodes (keys, values, items) in one document")
 }
 
 /// A tag for a message: control characters escaped, at most 64 characters.
@@ -86,14 +133,52 @@ fn shown(tag: &str) -> String {
 }
 
 /// Refuses a YAML text (a stream of documents) that nests deeper than `limit` or carries a
-/// tag palisade does not read; otherwise the deepest nesting of any of its documents.
+/// tag palisade does not read; otherwise the deepest nesting of any of its documents. Its
+/// documents may hold any number of nodes.
 pub fn yaml_depth(text: &str, limit: usize) -> Result<usize, Refusal> {
-    Yaml::new(text, limit).run()
+    yaml_within(
+        text,
+        Limits {
+            depth: limit,
+            nodes: usize::MAX,
+        },
+    )
 }
 
-/// [`yaml_depth`] with [`MAX_DEPTH`].
+/// Refuses a YAML text (a stream of documents) that nests deeper than `limits.depth`, one of
+/// whose documents holds more than `limits.nodes` nodes, or that carries a tag palisade does
+/// not read; otherwise the deepest nesting of any of its documents.
+pub fn yaml_within(text: &str, limits: Limits) -> Result<usize, Refusal> {
+    Yaml::new(text, limits).run().map(|scan| scan.deepest)
+}
+
+/// What the pass found in a text it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Scan {
+    /// The deepest nesting of any document.
+    deepest: usize,
+    /// The most nodes counted in one document.
+    nodes: usize,
+}
+
+/// The most nodes one document of `text` holds, as the pre-scan counts them (never more than
+/// the parser makes; see the module's words), or why it refuses the text (deeper than
+/// `depth`, a tag).
+pub fn yaml_nodes(text: &str, depth: usize) -> Result<usize, Refusal> {
+    Yaml::new(
+        text,
+        Limits {
+            depth,
+            nodes: usize::MAX,
+        },
+    )
+    .run()
+    .map(|scan| scan.nodes)
+}
+
+/// [`yaml_within`] with [`LIMITS`].
 pub fn check_yaml(text: &str) -> Result<(), Refusal> {
-    yaml_depth(text, MAX_DEPTH).map(|_| ())
+    yaml_within(text, LIMITS).map(|_| ())
 }
 
 /// Refuses a JSON text that nests deeper than `limit`; otherwise its deepest nesting.
@@ -270,19 +355,24 @@ enum Open {
     Pair,
 }
 
-/// A possible implicit key: where it starts, and the deepest nesting reached since.
+/// A possible implicit key: where it starts, the deepest nesting reached since, and whether
+/// an indicator was waiting for a node when it started.
 #[derive(Clone, Copy, Debug)]
 struct Key {
     at: Mark,
     deepest: usize,
+    after_pending: bool,
 }
 
 /// libyaml keeps one possible key per flow level (level 0: block context).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Level {
     key: Option<Key>,
     /// The deepest nesting reached since this level opened.
     deepest: usize,
+    /// In a flow mapping: whether the entry being read has a node, and a `:`.
+    entry_node: bool,
+    entry_colon: bool,
 }
 
 struct Yaml<'t> {
@@ -297,10 +387,19 @@ struct Yaml<'t> {
     /// The collections open now, outermost first.
     open: Vec<Open>,
     deepest: usize,
+    max_nodes: usize,
+    /// The nodes of this document counted so far, and the most of any document.
+    nodes: usize,
+    most_nodes: usize,
+    /// An indicator (`-`, `?`, `:`) or a property (`&a`, `!t`) was read and its node was not
+    /// yet: if an indicator comes first, the node is empty.
+    pending: bool,
+    /// The column of a block `?` key whose `:` has not come (yet).
+    explicit_key: Option<i64>,
 }
 
 impl<'t> Yaml<'t> {
-    fn new(text: &'t str, limit: usize) -> Self {
+    fn new(text: &'t str, limits: Limits) -> Self {
         Yaml {
             cursor: Cursor {
                 text,
@@ -310,18 +409,84 @@ impl<'t> Yaml<'t> {
                     column: 0,
                 },
             },
-            limit,
+            limit: limits.depth,
             flow_level: 0,
             indent: -1,
             indents: Vec::new(),
             simple_key_allowed: true,
-            levels: vec![Level {
-                key: None,
-                deepest: 0,
-            }],
+            levels: vec![Level::default()],
             open: Vec::new(),
             deepest: 0,
+            max_nodes: limits.nodes,
+            nodes: 0,
+            most_nodes: 0,
+            pending: false,
+            explicit_key: None,
         }
+    }
+
+    /// Counts a node of this document, made by the token at `at`.
+    fn node(&mut self, at: Mark) -> Result<(), Refusal> {
+        self.nodes += 1;
+        if self.nodes > self.max_nodes {
+            return Err(self.refuse(
+                at,
+                Why::TooManyNodes {
+                    limit: self.max_nodes,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// A token that is a node (a scalar, an alias, a collection): it is the node an indicator
+    /// before it was waiting for, if one was.
+    fn fill(&mut self, at: Mark) -> Result<(), Refusal> {
+        self.pending = false;
+        self.level().entry_node = true;
+        self.node(at)
+    }
+
+    /// The end of a flow mapping's entry (`,` or `}`): a key without a `:` has an empty value.
+    fn end_entry(&mut self, at: Mark) -> Result<(), Refusal> {
+        let in_mapping = self.open.last() == Some(&Open::FlowMapping);
+        let level = self.level();
+        let keyed = std::mem::take(&mut level.entry_node) && !level.entry_colon;
+        level.entry_colon = false;
+        if in_mapping && keyed {
+            self.node(at)?;
+        }
+        Ok(())
+    }
+
+    /// An indicator that a node follows (`-`, `?`, `:`): if the previous one's node never
+    /// came, that node was empty.
+    fn slot(&mut self, at: Mark) -> Result<(), Refusal> {
+        if self.pending {
+            self.node(at)?;
+        }
+        self.pending = true;
+        Ok(())
+    }
+
+    /// A token after which no node comes for the indicator before it (`,`, `]`, `}`, the end
+    /// of a document): its node was empty.
+    fn close_slot(&mut self, at: Mark) -> Result<(), Refusal> {
+        if std::mem::take(&mut self.pending) {
+            self.node(at)?;
+        }
+        Ok(())
+    }
+
+    /// The end of a document: the next counts its nodes from 0.
+    fn end_document(&mut self, at: Mark) -> Result<(), Refusal> {
+        self.close_slot(at)?;
+        if self.explicit_key.take().is_some() {
+            self.node(at)?;
+        }
+        self.most_nodes = self.most_nodes.max(self.nodes);
+        self.nodes = 0;
+        Ok(())
     }
 
     fn refuse(&self, at: Mark, why: Why) -> Refusal {
@@ -352,9 +517,11 @@ impl<'t> Yaml<'t> {
         Ok(())
     }
 
+    /// A collection opens: a level, and a node.
     fn push(&mut self, open: Open, at: Mark) -> Result<(), Refusal> {
         self.open.push(open);
-        self.reach(self.open.len(), at)
+        self.reach(self.open.len(), at)?;
+        self.fill(at)
     }
 
     /// A collection that starts before the key at `key` (a block mapping, or a flow
@@ -370,6 +537,7 @@ impl<'t> Yaml<'t> {
             let key = Key {
                 at: self.cursor.at,
                 deepest: self.open.len(),
+                after_pending: self.pending,
             };
             self.level().key = Some(key);
         }
@@ -423,8 +591,8 @@ impl<'t> Yaml<'t> {
         self.push(open, at)?;
         self.flow_level += 1;
         self.levels.push(Level {
-            key: None,
             deepest: self.open.len(),
+            ..Level::default()
         });
         Ok(())
     }
@@ -452,14 +620,23 @@ impl<'t> Yaml<'t> {
         }
     }
 
-    fn run(mut self) -> Result<usize, Refusal> {
+    fn run(mut self) -> Result<Scan, Refusal> {
         loop {
             self.skip_to_next_token();
             let at = self.cursor.at;
             let column = i64::try_from(at.column).unwrap_or(i64::MAX);
             self.unroll_indent(column);
+            if self.flow_level == 0 && self.explicit_key.is_some_and(|key| column < key) {
+                // The mapping of a `?` key that had no `:` ended: its value was empty.
+                self.explicit_key = None;
+                self.node(at)?;
+            }
             let Some(c) = self.cursor.peek() else {
-                return Ok(self.deepest);
+                self.end_document(at)?;
+                return Ok(Scan {
+                    deepest: self.deepest,
+                    nodes: self.most_nodes,
+                });
             };
             let next = self.cursor.peek_at(1);
             let block_entry = c == '-' && is_blankz(next);
@@ -472,10 +649,12 @@ impl<'t> Yaml<'t> {
                 self.open.pop();
             }
             if at.column == 0 && c == '%' {
+                self.end_document(at)?;
                 self.directive()?;
                 continue;
             }
             if self.cursor.at_document_marker() {
+                self.end_document(at)?;
                 self.unroll_indent(-1);
                 self.remove_simple_key();
                 self.simple_key_allowed = false;
@@ -497,12 +676,16 @@ impl<'t> Yaml<'t> {
                     self.cursor.skip();
                 }
                 ']' | '}' => {
+                    self.close_slot(at)?;
+                    self.end_entry(at)?;
                     self.remove_simple_key();
                     self.decrease_flow_level();
                     self.simple_key_allowed = false;
                     self.cursor.skip();
                 }
                 ',' => {
+                    self.close_slot(at)?;
+                    self.end_entry(at)?;
                     self.remove_simple_key();
                     if self.flow_level > 0 && self.open.last() == Some(&Open::Pair) {
                         self.open.pop();
@@ -518,6 +701,7 @@ impl<'t> Yaml<'t> {
                             self.push(Open::IndentlessSequence(column), at)?;
                         }
                     }
+                    self.slot(at)?;
                     self.remove_simple_key();
                     self.simple_key_allowed = true;
                     self.cursor.skip();
@@ -527,9 +711,14 @@ impl<'t> Yaml<'t> {
                         if self.roll_indent(column) {
                             self.push(Open::BlockMapping(column), at)?;
                         }
+                        if self.explicit_key.replace(column) == Some(column) {
+                            // The previous `?` key of this mapping had no `:`.
+                            self.node(at)?;
+                        }
                     } else if self.open.last() == Some(&Open::FlowSequence) {
                         self.push(Open::Pair, at)?;
                     }
+                    self.slot(at)?;
                     self.remove_simple_key();
                     self.simple_key_allowed = self.flow_level == 0;
                     self.cursor.skip();
@@ -541,6 +730,15 @@ impl<'t> Yaml<'t> {
                         if self.flow_level == 0 {
                             if self.roll_indent(key_column) {
                                 self.wrap_key(Open::BlockMapping(key_column), key)?;
+                            } else if key.after_pending {
+                                // A key of the mapping the indicator before it was in: the
+                                // value that indicator waited for was empty (`a:\nb: 1`).
+                                self.node(key.at)?;
+                            }
+                            if self.explicit_key == Some(key_column) {
+                                // A `?` key of this mapping before it had no `:`.
+                                self.explicit_key = None;
+                                self.node(key.at)?;
                             }
                         } else if self.open.last() == Some(&Open::FlowSequence) {
                             self.wrap_key(Open::Pair, key)?;
@@ -550,12 +748,24 @@ impl<'t> Yaml<'t> {
                         if self.flow_level == 0 && self.roll_indent(column) {
                             self.push(Open::BlockMapping(column), at)?;
                         }
+                        if self.flow_level == 0 && self.explicit_key == Some(column) {
+                            // The value of the `?` key before it.
+                            self.explicit_key = None;
+                        }
                         self.simple_key_allowed = self.flow_level == 0;
                     }
+                    self.level().entry_colon = true;
+                    self.slot(at)?;
                     self.cursor.skip();
                 }
                 '*' | '&' => {
                     self.save_simple_key();
+                    if c == '*' {
+                        self.fill(at)?;
+                    } else {
+                        // A property: its node follows, or is empty.
+                        self.pending = true;
+                    }
                     self.simple_key_allowed = false;
                     self.cursor.skip();
                     while is_word(self.cursor.peek()) {
@@ -564,21 +774,26 @@ impl<'t> Yaml<'t> {
                 }
                 '!' => {
                     self.save_simple_key();
+                    // A property: its node follows, or is empty.
+                    self.pending = true;
                     self.simple_key_allowed = false;
                     self.tag()?;
                 }
                 '|' | '>' if self.flow_level == 0 => {
+                    self.fill(at)?;
                     self.remove_simple_key();
                     self.simple_key_allowed = true;
                     self.block_scalar();
                 }
                 '\'' | '"' => {
                     self.save_simple_key();
+                    self.fill(at)?;
                     self.simple_key_allowed = false;
                     self.flow_scalar(c == '\'');
                 }
                 _ if self.starts_plain(c, next) => {
                     self.save_simple_key();
+                    self.fill(at)?;
                     self.simple_key_allowed = false;
                     if self.plain_scalar() {
                         self.simple_key_allowed = true;

@@ -1,9 +1,12 @@
 //! YAML reading with positions: multi-document streams, errors with line and column.
 //!
 //! YAML is read with `serde_yaml_ng`, a maintained fork of the archived `serde_yaml`. Every
-//! text is bounded before the parser sees it (see [`crate::nesting`]: nesting and tags), and
-//! while values are built: aliases may not expand a text into more values than it has bytes
-//! (plus [`ALIAS_ALLOWANCE`]), nor nest it deeper than the limit.
+//! text is bounded before the parser sees it (see [`crate::nesting`]: nesting, nodes per
+//! document and tags), and while values are built: aliases may not expand a text into more
+//! values than it has bytes (plus [`ALIAS_ALLOWANCE`]), into more bytes of strings than twice
+//! its size (plus [`ALIAS_ALLOWANCE`]), nor a document into more values than twice
+//! [`nesting::MAX_NODES`] or deeper than the limit. So what a parse holds is proportional to
+//! what the limits allow: [`peak_bound`].
 
 use std::cell::Cell;
 use std::fmt;
@@ -14,7 +17,7 @@ use serde::de::{
 use serde_yaml_ng::value::{Tag, TaggedValue};
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::nesting::{self, Refusal};
+use crate::nesting::{self, Limits, Refusal};
 
 /// A YAML syntax or type error, with the 1-based position the parser reported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,11 +75,45 @@ impl YamlError {
     }
 }
 
-/// How many values aliases may add to a text beyond one per byte of it.
+/// How many values aliases may add to a text beyond one per byte of it, and how many bytes of
+/// strings beyond two per byte of it.
 pub const ALIAS_ALLOWANCE: usize = 65_536;
 
-/// Refuses a text before it is parsed: deeper than [`nesting::MAX_DEPTH`], or with a tag
-/// palisade does not read. Every reader here runs it first; a caller that wants to name the
+/// The most heap memory reading `text` takes, with [`nesting::LIMITS`] ([`each_document`],
+/// [`each_json_document`], [`value`], and a kubeconfig's `normalise`), the caller keeping
+/// nothing: what one document holds while it is read (the parser's events, the YAML value,
+/// the JSON value and what it is read as) grows with its bytes, and the nodes of a document,
+/// aliases expanded, are bounded. `tests/parse_memory.rs` checks it on the worst texts known.
+pub fn peak_bound(text: impl AsRef<[u8]>) -> usize {
+    let text = text.as_ref();
+    // Without a `*` there is no alias to expand.
+    let aliases = if text.contains(&b'*') {
+        PEAK_ALIASES
+    } else {
+        0
+    };
+    text.len()
+        .saturating_mul(PEAK_PER_BYTE)
+        .saturating_add(aliases)
+        .min(PEAK_PER_DOCUMENT)
+        .saturating_add(PEAK_BASE)
+}
+
+/// At most this many bytes per byte of text: an event of the parser (about 100 bytes, in a
+/// list up to twice as long as needed, copied when it grows) and a value (about 100 bytes)
+/// per byte or so. Measured: at most 308 (1 KiB texts, the parser's buffers included).
+const PEAK_PER_BYTE: usize = 384;
+/// What aliases may add: the values [`ALIAS_ALLOWANCE`] lets them build. Measured: at most
+/// 15.4 MiB (a kubeconfig, read as YAML and as JSON at once).
+const PEAK_ALIASES: usize = 20 << 20;
+/// What reading one document of [`nesting::MAX_NODES`] nodes holds at most, with the next
+/// document's events. Measured: at most 24.7 MiB.
+const PEAK_PER_DOCUMENT: usize = 32 << 20;
+/// The parser's buffers.
+const PEAK_BASE: usize = 256 << 10;
+
+/// Refuses a text before it is parsed: deeper than [`nesting::MAX_DEPTH`], with a document of
+/// more than [`nesting::MAX_NODES`] nodes, or with a tag palisade does not read. Every reader here runs it first; a caller that wants to name the
 /// whole text in its message (`the body: ...`) runs it itself.
 pub fn check(text: &str) -> Result<(), Refusal> {
     nesting::check_yaml(text)
@@ -93,18 +130,48 @@ pub fn documents<T: DeserializeOwned>(text: &str) -> Vec<(usize, Result<T, YamlE
 pub fn each_document<T: DeserializeOwned>(
     text: &str,
 ) -> impl Iterator<Item = (usize, Result<T, YamlError>)> + '_ {
-    each_document_within(text, nesting::MAX_DEPTH)
+    each_document_limited(text, nesting::LIMITS)
 }
 
-/// [`each_document`] for texts that may nest up to `max_depth` levels (`palisade check`'s
-/// manifests). A text that nests deeper, or carries a tag palisade does not read, is read up
-/// to where that is found: the documents before it are read as usual, and the document it
-/// is in is that refusal.
+/// [`each_document`] for texts that may nest up to `max_depth` levels and hold any number of
+/// nodes (`palisade check`'s manifests, the user's own files).
 pub fn each_document_within<T: DeserializeOwned>(
     text: &str,
     max_depth: usize,
 ) -> impl Iterator<Item = (usize, Result<T, YamlError>)> + '_ {
-    let mut refusal = nesting::yaml_depth(text, max_depth).err();
+    each_document_limited(
+        text,
+        Limits {
+            depth: max_depth,
+            ..nesting::MANIFEST_LIMITS
+        },
+    )
+}
+
+/// [`each_document`] within `limits`. A text that passes them, or carries a tag palisade
+/// does not read, is read up to where that is found: the documents before it are read as
+/// usual, and the document it is in is that refusal.
+pub fn each_document_limited<T: DeserializeOwned>(
+    text: &str,
+    limits: Limits,
+) -> impl Iterator<Item = (usize, Result<T, YamlError>)> + '_ {
+    json_documents(text, limits)
+        .map(|(index, json)| (index, json.and_then(|json| from_json::<T>(&json))))
+}
+
+/// [`each_document`] as JSON values: what a reader that looks at a document before it knows
+/// its type reads (an apply: its `kind`), without a second copy of it.
+pub fn each_json_document(
+    text: &str,
+) -> impl Iterator<Item = (usize, Result<serde_json::Value, YamlError>)> + '_ {
+    json_documents(text, nesting::LIMITS)
+}
+
+fn json_documents(
+    text: &str,
+    limits: Limits,
+) -> impl Iterator<Item = (usize, Result<serde_json::Value, YamlError>)> + '_ {
+    let mut refusal = nesting::yaml_within(text, limits).err();
     // Only what the pre-scan accepted reaches the parser.
     let readable = refusal
         .as_ref()
@@ -112,7 +179,7 @@ pub fn each_document_within<T: DeserializeOwned>(
     let mut stream = serde_yaml_ng::Deserializer::from_str(readable)
         .enumerate()
         .peekable();
-    let budget = Budget::of(text);
+    let budget = Budget::of(text, limits.nodes);
     let mut ended = false;
     let mut last_index = 0;
     std::iter::from_fn(move || loop {
@@ -127,12 +194,15 @@ pub fn each_document_within<T: DeserializeOwned>(
                 .map(|r| (last_index, Err(YamlError::refused(&r))));
         };
         last_index = index;
+        // Built before the parser reads the next document (below), so that one document's
+        // events are held at a time.
+        let built = bounded_value(document, &budget, limits.depth);
         if refusal.is_some() && stream.peek().is_none() {
             // The last document read is the one the refusal cut short.
             ended = true;
             return refusal.take().map(|r| (index, Err(YamlError::refused(&r))));
         }
-        match bounded_value(document, &budget, max_depth) {
+        match built {
             Ok(Value::Null) => continue,
             Ok(value) => {
                 if let Some((pointer, tag)) = custom_tag(&value, String::new()) {
@@ -149,17 +219,9 @@ pub fn each_document_within<T: DeserializeOwned>(
                         }),
                     ));
                 }
-                // Read as JSON, as a JSON body is: a struct only from a mapping, an enum only
-                // from one of its names, errors in words.
-                let typed = to_json(&value, String::new()).and_then(|json| {
-                    crate::json::typed::<T>(&json).map_err(|error| YamlError {
-                        line: None,
-                        column: None,
-                        pointer: Some(error.pointer),
-                        message: error.message,
-                    })
-                });
-                return Some((index, typed));
+                // The YAML value is taken apart as the JSON one is built, so the two are not
+                // held whole at once.
+                return Some((index, to_json(value, &mut String::new())));
             }
             Err(error) => {
                 // A syntax error ends the stream: the parser cannot resynchronise. One where
@@ -175,14 +237,28 @@ pub fn each_document_within<T: DeserializeOwned>(
     })
 }
 
+/// A document read as JSON ([`each_json_document`]) read as `T`, as a JSON body is: a struct
+/// only from a mapping, an enum only from one of its names, errors in words.
+pub fn from_json<T: DeserializeOwned>(json: &serde_json::Value) -> Result<T, YamlError> {
+    crate::json::typed::<T>(json).map_err(|error| YamlError {
+        line: None,
+        column: None,
+        pointer: Some(error.pointer),
+        message: error.message,
+    })
+}
+
 /// A YAML document (custom tags already refused) as the JSON value it stands for. A mapping
 /// key must be a string, as in JSON; a number that JSON cannot hold (`.nan`, `.inf`) is null,
-/// as `serde_json` reads it.
-fn to_json(value: &serde_yaml_ng::Value, pointer: String) -> Result<serde_json::Value, YamlError> {
+/// as `serde_json` reads it. `pointer` is the value's JSON Pointer (left as it was found).
+fn to_json(
+    value: serde_yaml_ng::Value,
+    pointer: &mut String,
+) -> Result<serde_json::Value, YamlError> {
     use serde_yaml_ng::Value;
     Ok(match value {
         Value::Null => serde_json::Value::Null,
-        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Bool(b) => serde_json::Value::Bool(b),
         Value::Number(number) => {
             if let Some(u) = number.as_u64() {
                 serde_json::Value::from(u)
@@ -195,31 +271,38 @@ fn to_json(value: &serde_yaml_ng::Value, pointer: String) -> Result<serde_json::
                     .map_or(serde_json::Value::Null, serde_json::Value::Number)
             }
         }
-        Value::String(text) => serde_json::Value::String(text.clone()),
-        Value::Sequence(items) => serde_json::Value::Array(
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| to_json(item, format!("{pointer}/{i}")))
-                .collect::<Result<_, _>>()?,
-        ),
+        Value::String(text) => serde_json::Value::String(text),
+        Value::Sequence(items) => {
+            let mut array = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                let length = pointer.len();
+                pointer.push_str(&format!("/{i}"));
+                array.push(to_json(item, pointer)?);
+                pointer.truncate(length);
+            }
+            serde_json::Value::Array(array)
+        }
         Value::Mapping(map) => {
-            let mut object = serde_json::Map::new();
+            let mut object = serde_json::Map::with_capacity(map.len());
             for (key, item) in map {
                 let Value::String(key) = key else {
                     return Err(YamlError {
                         line: None,
                         column: None,
-                        message: format!("must have strings as keys, got {}", key_words(key)),
-                        pointer: Some(pointer),
+                        message: format!("must have strings as keys, got {}", key_words(&key)),
+                        pointer: Some(pointer.clone()),
                     });
                 };
-                let at = format!("{pointer}/{}", crate::pointer::escape(key));
-                object.insert(key.clone(), to_json(item, at)?);
+                let length = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&crate::pointer::escape(&key));
+                let item = to_json(item, pointer)?;
+                pointer.truncate(length);
+                object.insert(key, item);
             }
             serde_json::Value::Object(object)
         }
-        Value::Tagged(tagged) => to_json(&tagged.value, pointer)?,
+        Value::Tagged(tagged) => to_json(tagged.value, pointer)?,
     })
 }
 
@@ -239,16 +322,30 @@ fn key_words(key: &serde_yaml_ng::Value) -> String {
 
 /// Reads a text of one YAML document as a value (a kubeconfig), bounded as
 /// [`each_document`] reads: refused before parsing when it nests deeper than
-/// [`nesting::MAX_DEPTH`] or carries a tag palisade does not read.
+/// [`nesting::MAX_DEPTH`], holds more than [`nesting::MAX_NODES`] nodes or carries a tag
+/// palisade does not read.
 pub fn value(text: &str) -> Result<Value, ValueError> {
     nesting::check_yaml(text).map_err(ValueError::Refused)?;
-    let budget = Budget::of(text);
-    bounded_value(
-        serde_yaml_ng::Deserializer::from_str(text),
-        &budget,
-        nesting::MAX_DEPTH,
-    )
-    .map_err(|e| ValueError::Invalid(e.error))
+    let budget = Budget::of(text, nesting::MAX_NODES);
+    // A document at a time, as `serde_yaml_ng::from_str` reads, but the first one's events
+    // are let go before the parser reads the second (which only says there is one).
+    let mut documents = serde_yaml_ng::Deserializer::from_str(text);
+    let Some(first) = documents.next() else {
+        return Ok(Value::Null);
+    };
+    let value = bounded_value(first, &budget, nesting::MAX_DEPTH)
+        .map_err(|e| ValueError::Invalid(e.error))?;
+    if documents.next().is_some() {
+        return Err(ValueError::Invalid(YamlError {
+            line: None,
+            column: None,
+            pointer: None,
+            message: "deserializing from YAML containing more than one document is not \
+                      supported"
+                .to_owned(),
+        }));
+    }
+    Ok(value)
 }
 
 /// Why [`value`] read no value.
@@ -276,6 +373,7 @@ fn bounded_value<'de>(
     budget: &Budget,
     max_depth: usize,
 ) -> Result<Value, ParseError> {
+    budget.values.set(0);
     let bound = Cell::new(None);
     let seed = Bounded {
         budget,
@@ -294,20 +392,32 @@ fn bounded_value<'de>(
     })
 }
 
-/// How many values a text's documents may still build, of how many.
+/// How many values and bytes of strings a text's documents may still build, of how many, and
+/// how many values the document being built holds, of how many.
 struct Budget {
     left: Cell<usize>,
     allowed: usize,
+    bytes_left: Cell<usize>,
+    bytes_allowed: usize,
+    values: Cell<usize>,
+    max_values: usize,
 }
 
 impl Budget {
-    /// One value per byte of the text, plus [`ALIAS_ALLOWANCE`]: without aliases no text
-    /// comes near it.
-    fn of(text: &str) -> Self {
+    /// One value per byte of the text, plus [`ALIAS_ALLOWANCE`], and two bytes of strings per
+    /// byte of it (an escape such as `\L` writes 3 bytes for 2), plus [`ALIAS_ALLOWANCE`]; and
+    /// per document, twice the nodes it may hold (`max_nodes`: the pre-scan counts at least
+    /// half of what the parser makes). Without aliases no text comes near any of them.
+    fn of(text: &str, max_nodes: usize) -> Self {
         let allowed = text.len().saturating_add(ALIAS_ALLOWANCE);
+        let bytes_allowed = text.len().saturating_mul(2).saturating_add(ALIAS_ALLOWANCE);
         Budget {
             left: Cell::new(allowed),
             allowed,
+            bytes_left: Cell::new(bytes_allowed),
+            bytes_allowed,
+            values: Cell::new(0),
+            max_values: max_nodes.saturating_mul(2),
         }
     }
 }
@@ -323,8 +433,18 @@ struct Bounded<'b> {
 }
 
 impl Bounded<'_> {
-    /// Takes one value from the budget.
+    /// Takes one value from the budget, and one of the document's.
     fn take<E: serde::de::Error>(&self) -> Result<(), E> {
+        let values = self.budget.values.get() + 1;
+        if values > self.budget.max_values {
+            return Err(self.stop(format!(
+                "aliases expand the document to more than {} values (twice the {} nodes it \
+                 may hold)",
+                self.budget.max_values,
+                self.budget.max_values / 2
+            )));
+        }
+        self.budget.values.set(values);
         match self.budget.left.get().checked_sub(1) {
             Some(left) => {
                 self.budget.left.set(left);
@@ -334,6 +454,22 @@ impl Bounded<'_> {
                 "aliases expand the text to more than {} values (one per byte of it, plus \
                  {ALIAS_ALLOWANCE})",
                 self.budget.allowed
+            ))),
+        }
+    }
+
+    /// Takes a string of `bytes` from the budget (a value, and its bytes).
+    fn take_string<E: serde::de::Error>(&self, bytes: usize) -> Result<(), E> {
+        self.take()?;
+        match self.budget.bytes_left.get().checked_sub(bytes) {
+            Some(left) => {
+                self.budget.bytes_left.set(left);
+                Ok(())
+            }
+            None => Err(self.stop(format!(
+                "aliases expand the text to more than {} bytes of strings (two per byte of \
+                 it, plus {ALIAS_ALLOWANCE})",
+                self.budget.bytes_allowed
             ))),
         }
     }
@@ -394,12 +530,12 @@ impl<'de> Visitor<'de> for Bounded<'_> {
     }
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
-        self.take()?;
+        self.take_string(v.len())?;
         Ok(Value::String(v.to_owned()))
     }
 
     fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Value, E> {
-        self.take()?;
+        self.take_string(v.len())?;
         Ok(Value::String(v))
     }
 
@@ -424,6 +560,8 @@ impl<'de> Visitor<'de> for Bounded<'_> {
         while let Some(item) = seq.next_element_seed(inner)? {
             items.push(item);
         }
+        // Without the room it grew into (4 values for 1, 2 KiB for 17).
+        items.shrink_to_fit();
         Ok(Value::Sequence(items))
     }
 
@@ -438,6 +576,7 @@ impl<'de> Visitor<'de> for Bounded<'_> {
             let value = map.next_value_seed(inner)?;
             mapping.insert(key, value);
         }
+        mapping.shrink_to_fit();
         Ok(Value::Mapping(mapping))
     }
 

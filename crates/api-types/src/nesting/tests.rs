@@ -88,6 +88,120 @@ fn depth_counts_collections_as_the_parser_opens_them() {
     }
 }
 
+/// The most nodes the pre-scan counts in one document of `text`.
+fn counted(text: &str) -> Result<usize, String> {
+    yaml_nodes(text, usize::MAX).map_err(|e| e.to_string())
+}
+
+/// The nodes of a parsed value: every key, value and item, empty ones included.
+fn value_nodes(value: &Value) -> usize {
+    match value {
+        Value::Sequence(items) => 1 + items.iter().map(value_nodes).sum::<usize>(),
+        Value::Mapping(map) => {
+            1 + map
+                .iter()
+                .map(|(k, v)| value_nodes(k) + value_nodes(v))
+                .sum::<usize>()
+        }
+        Value::Tagged(tagged) => value_nodes(&tagged.value),
+        _ => 1,
+    }
+}
+
+/// The most nodes serde_yaml_ng makes of one document of a stream (aliases expanded; an
+/// empty document is one null); `None` when it refuses the stream.
+fn parsed_nodes(text: &str) -> Option<usize> {
+    let mut most = 0;
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
+        let value: Value = serde::Deserialize::deserialize(document).ok()?;
+        most = most.max(value_nodes(&value));
+    }
+    Some(most)
+}
+
+#[test]
+fn nodes_are_counted_as_the_parser_makes_them() {
+    let cases = [
+        ("", 0),
+        ("a", 1),
+        ("a: b", 3),
+        ("a:\nb: 1\n", 5),
+        ("a:\n  b:\nc:\n", 7),
+        ("- a\n- b\n", 3),
+        ("-\n-\n-\n", 4),
+        ("- - \n- x\n", 4),
+        ("- a: 1\n  b:\n- c\n", 7),
+        ("key:\n- a: 1\n  b: 2\n", 8),
+        ("[a, b, c]", 4),
+        ("[a, b, ]", 3),
+        ("[[], []]", 3),
+        ("[a: b]", 4),
+        ("[a: b, c: ]", 7),
+        ("{a: b, c: }", 5),
+        ("{a, b}", 5),
+        ("[{a}, {b}]", 7),
+        ("{[a]}", 4),
+        ("? a\n: b\n", 3),
+        ("? a\n? b\n", 5),
+        ("? a\nb: 1\n", 5),
+        ("- ? a\n- b\n", 5),
+        ("- ? a\n  : b\n", 4),
+        ("a: &x [b, c]\nd: *x\n", 7),
+        ("a: !!str\nb: 1\n", 5),
+        ("a: |\n  x\n  y\nb: >\n  z\n", 5),
+        ("a: 'x'\nb: \"y\"\n", 5),
+        ("--- [a]\n--- [b, c, d]\n...\n", 4),
+        ("a: b\n---\nc\n", 3),
+        ("!", 1),
+        ("[!a, &b, !c d]", 4),
+        ("- &a\n- !b\n- c\n", 4),
+        ("a: !!str\n&x b: 1\n", 5),
+        ("a: &x\n  b: c\n", 5),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(counted(text), Ok(expected), "{text:?}");
+        // The parser makes a null of an empty text; the count leaves it out.
+        if !text.contains('*') && !text.is_empty() {
+            assert_eq!(
+                parsed_nodes(text),
+                Some(expected),
+                "serde_yaml_ng on {text:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_document_of_too_many_nodes_is_refused_where_the_limit_is_passed() {
+    let limits = Limits {
+        depth: MAX_DEPTH,
+        nodes: 10,
+    };
+    let refused = |text: &str| yaml_within(text, limits).map_err(|e| e.to_string());
+    let words = "more than 10 nodes (keys, values, items) in one document";
+    assert_eq!(refused("[a, b, c, d, e, f, g, h, i]"), Ok(1));
+    assert_eq!(
+        refused("[a, b, c, d, e, f, g, h, i, j]"),
+        Err(format!("line 1 column 29: {words}"))
+    );
+    // Empty values count: the mapping, five keys and their values, then `f`.
+    assert_eq!(
+        refused("a:\nb:\nc:\nd:\ne:\nf:\n"),
+        Err(format!("line 6 column 1: {words}"))
+    );
+    assert_eq!(
+        refused("-\n-\n-\n-\n-\n-\n-\n-\n-\n-\n-\n"),
+        Err(format!("line 11 column 1: {words}"))
+    );
+    // Per document.
+    assert_eq!(
+        refused("[a, b, c, d, e, f, g, h, i]\n---\n[a, b, c, d, e]\n"),
+        Ok(1)
+    );
+    // The count of the whole stream is the largest of one document.
+    assert_eq!(counted("[a, b]\n--- [c, d, e]\n"), Ok(4));
+}
+
 #[test]
 fn too_deep_is_refused_where_the_limit_is_passed() {
     let refused = |text: &str, limit: usize| yaml_depth(text, limit).map_err(|e| e.to_string());
@@ -597,6 +711,34 @@ proptest! {
                 // A tag the parser would drop: refused, whatever the depth.
                 Err(Refusal { why: Why::Tag(_) | Why::TagDirective, .. }) => {}
                 Err(other) => prop_assert!(false, "{:?} for {:?}", other, text),
+            }
+        }
+    }
+
+    /// Documents written in every style: the pre-scan never counts more nodes than the
+    /// parser makes (a refusal is true), and at least half of them.
+    #[test]
+    fn the_prescan_counts_the_nodes_the_parser_makes(
+        documents in proptest::collection::vec(tree(), 1..3),
+        seed in any::<u64>(),
+    ) {
+        let text = emit(&documents, seed);
+        if let (Some(parsed), Ok(found)) = (parsed_nodes(&text), counted(&text)) {
+            prop_assert!(found <= parsed, "{} > {} in:\n{}", found, parsed, text);
+            if !text.contains('*') {
+                prop_assert!(2 * found >= parsed, "{} < {} / 2 in:\n{}", found, parsed, text);
+            }
+        }
+    }
+
+    /// Anything made of YAML's indicators that serde_yaml_ng reads: never more nodes than it
+    /// makes.
+    #[test]
+    fn the_prescan_counts_no_more_nodes_than_any_text_holds(text in "[\\[\\]{}\\-:?,#'\"|>!&*% \t\n\rab1.]{0,80}") {
+        if let (Some(parsed), Ok(found)) = (parsed_nodes(&text), counted(&text)) {
+            prop_assert!(found <= parsed, "{} > {} in {:?}", found, parsed, text);
+            if !text.contains('*') {
+                prop_assert!(2 * found + 1 >= parsed, "{} < ({} - 1) / 2 in {:?}", found, parsed, text);
             }
         }
     }

@@ -341,3 +341,56 @@ async fn an_alias_bomb_is_refused() {
         "/0: aliases expand the text to more than 79692 values (one per byte of it, plus 65536) (line 6 column 4932)"
     );
 }
+
+/// Memory per request (issue 42, item 8): a document of more nodes than a parse may hold is a
+/// 400 naming where, before it is parsed; aliases that would copy a long scalar thousands of
+/// times are a 400 naming the bound on the bytes they build (before, a 77 KB body held
+/// 501 MiB this way, and a 1 MiB one would have asked for about 40 GB).
+#[tokio::test]
+async fn bodies_that_would_hold_too_much_memory_are_refused_in_words() {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    let many_nodes = format!(
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: p\n  boundary: shop\n  annotations: {{x: [{}x]}}\nspec:\n  rules: [{{disallowLatestTag: {{}}}}]\n",
+        "[],".repeat(60_000)
+    );
+    let long = "x".repeat(65_536);
+    let aliases = format!(
+        "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: p\n  boundary: shop\n  annotations: {{x: &a {long}, y: [{}x]}}\nspec:\n  rules: [{{disallowLatestTag: {{}}}}]\n",
+        "*a, ".repeat(4_000)
+    );
+    let cases = [
+        (
+            many_nodes,
+            "the body: line 6 column 149976: more than 50000 nodes (keys, values, items) in one document".to_owned(),
+        ),
+        (
+            aliases.clone(),
+            format!(
+                "/0: aliases expand the text to more than {} bytes of strings (two per byte of it, plus 65536) (line 6 column 20)",
+                2 * aliases.len() + 65_536
+            ),
+        ),
+    ];
+    for (body, expected) in cases {
+        let started = Instant::now();
+        let answer = app
+            .raw(
+                Method::POST,
+                "/v1/apply?dry_run=true",
+                Some(&app.admin),
+                Some(&body),
+                Some("application/yaml"),
+                &[],
+            )
+            .await;
+        println!(
+            "apply of {} KiB: {} in {:?}",
+            body.len() / 1024,
+            answer.status,
+            started.elapsed()
+        );
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+        assert_eq!(answer.message(), expected);
+    }
+}
