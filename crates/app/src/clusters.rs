@@ -99,8 +99,11 @@ impl App {
         // adapter's own loader accepts it. Both read YAML: off the async workers.
         let text = kubeconfig.to_owned();
         let clusters = self.clusters.clone();
+        // Read twice: once by palisade (`normalise`), once, as it was written out, by the
+        // Kubernetes client's loader.
+        let memory = palisade_api_types::yaml::peak_bound(&text).saturating_mul(2);
         let kubeconfig = self
-            .off_workers(move |_| {
+            .off_workers(memory, move |_| {
                 let kubeconfig = validate_kubeconfig(&text)?;
                 clusters
                     .check_kubeconfig(&kubeconfig)

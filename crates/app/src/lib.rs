@@ -23,6 +23,7 @@ pub mod plans;
 pub mod policies;
 pub mod ports;
 pub mod preview;
+pub mod reading;
 pub mod reconcile;
 pub mod resources;
 pub mod sealing;
@@ -65,9 +66,10 @@ pub struct App {
     /// The write rate limits (`serve --token-write-rate`, `--boundary-write-rate`); none by
     /// default.
     write_limits: Arc<limits::WriteLimits>,
-    /// Turns for CPU-heavy work (parsing and validating an apply), one per core, so that a
-    /// burst of large requests queues instead of taking every worker thread.
-    heavy_work: Arc<tokio::sync::Semaphore>,
+    /// Memory (and, for large readings, core turns) for reading untrusted text off the async
+    /// workers, so that a burst of large requests queues instead of taking every worker
+    /// thread and more memory than the process has (`reading`).
+    reading: Arc<reading::Pools>,
     /// The uploads being received, within their bounds (`uploads::UploadLimits`).
     uploads: Arc<uploads::InFlight>,
     /// How far ahead an exception may end (`serve --max-exception-days`, SPEC 7).
@@ -94,7 +96,7 @@ impl App {
             builds_uploads: true,
             installation: Arc::new(tokio::sync::OnceCell::new()),
             write_limits: Arc::new(limits::WriteLimits::default()),
-            heavy_work: Arc::new(tokio::sync::Semaphore::new(
+            reading: Arc::new(reading::Pools::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
             )),
             uploads: uploads::InFlight::new(uploads::UploadLimits::default()),
@@ -167,27 +169,25 @@ impl App {
     }
 
     /// Runs CPU-bound reading of a request (parsing and validating a body) on the blocking
-    /// pool, at most one per core at a time (the heavy-work queue), so that the async workers
-    /// keep answering other requests (`/healthz` included). `work` is handed a flag that is
-    /// set when this future is dropped (the request's total time passed, or it was
-    /// cancelled); work of several steps checks it between them. The turn is held until the
-    /// work ends, dropped request or not. One parse cannot be interrupted: what bounds it is
-    /// that bodies are bounded before they are parsed (`palisade_api_types::nesting`).
-    pub async fn off_workers<T, F>(&self, work: F) -> AppResult<T>
+    /// pool, so that the async workers keep answering other requests (`/healthz` included),
+    /// once `memory` bytes (what the reading may hold at most,
+    /// `palisade_api_types::yaml::peak_bound`) are free in the reading pools (`reading`):
+    /// however many requests arrive, readings hold at most the pools at once. `work` is
+    /// handed a flag that is set when this future is dropped (the request's total time
+    /// passed, or it was cancelled); work of several steps checks it between them. The
+    /// memory is held until the work ends, dropped request or not. One parse cannot be
+    /// interrupted: what bounds it is that bodies are bounded before they are parsed
+    /// (`palisade_api_types::nesting`).
+    pub async fn off_workers<T, F>(&self, memory: usize, work: F) -> AppResult<T>
     where
         F: FnOnce(&std::sync::atomic::AtomicBool) -> T + Send + 'static,
         T: Send + 'static,
     {
         let cancel = CancelOnDrop::default();
         let stop = cancel.flag();
-        let turn = self
-            .heavy_work
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| AppError::Internal("the work queue is closed".into()))?;
+        let admitted = self.reading.admit(memory).await?;
         let done = tokio::task::spawn_blocking(move || {
-            let _turn = turn;
+            let _admitted = admitted;
             work(&stop)
         })
         .await

@@ -15,7 +15,6 @@ use palisade_policy::{Catalog, ExceptionWarning, Name, Policy, SaveWarning};
 /// What a save did: `created`, `configured` or `unchanged`.
 pub use palisade_store::WriteAction;
 use palisade_store::{PolicyRecord, PolicyWrite, StoreError};
-use serde::Deserialize;
 
 use crate::caller::{Access, Caller};
 use crate::error::{AppError, AppResult};
@@ -422,7 +421,9 @@ impl App {
         let catalog = self.catalog.clone();
         let max_days = self.max_exception_days;
         let parsed = self
-            .off_workers(move |stop| parse_apply(&body, &catalog, max_days, stop))
+            .off_workers(apply_memory(&body), move |stop| {
+                parse_apply(&body, &catalog, max_days, stop)
+            })
             .await??;
         for boundary in &parsed.boundaries {
             self.visible_boundary(caller, boundary).await?;
@@ -618,6 +619,17 @@ impl App {
     }
 }
 
+/// What reading and validating an apply of `body` may hold: reading its text
+/// (`palisade_api_types::yaml::peak_bound`) and what its documents are read as, kept until
+/// they are written (at most [`APPLY_KEPT_PER_BYTE`] per byte of it).
+pub fn apply_memory(body: &[u8]) -> usize {
+    palisade_api_types::yaml::peak_bound(body)
+        .saturating_add(body.len().saturating_mul(APPLY_KEPT_PER_BYTE))
+}
+
+/// What an apply keeps of its documents, per byte of its body, at most.
+const APPLY_KEPT_PER_BYTE: usize = 16;
+
 /// At most this many documents in one `POST /v1/apply` (413 beyond).
 pub const MAX_APPLY_DOCUMENTS: usize = 1000;
 
@@ -697,62 +709,66 @@ impl App {
     }
 }
 
-/// Only `kind`, read from documents that may be invalid otherwise.
-#[derive(Deserialize)]
-struct KindOf {
-    kind: Option<serde_json::Value>,
-}
-
-/// Only `metadata.boundary`, read from documents that may be invalid otherwise.
-#[derive(Deserialize)]
-struct BoundaryOf {
-    metadata: Option<BoundaryOfMetadata>,
-}
-
-#[derive(Deserialize)]
-struct BoundaryOfMetadata {
-    boundary: Option<serde_json::Value>,
-}
-
 /// Parses and validates an apply body, in time linear in its size. Stops with an error when
-/// `stop` is set (the client has gone). A body nested too deeply or with a tag palisade does
-/// not read is refused before it is parsed; one of more than [`MAX_APPLY_DOCUMENTS`]
-/// documents is a 413 before any of them is validated.
+/// `stop` is set (the client has gone). A body nested too deeply, with a document of too many
+/// nodes or with a tag palisade does not read is refused before it is parsed; one of more
+/// than [`MAX_APPLY_DOCUMENTS`] documents is a 413 before any of them is validated.
+///
+/// The body is read once, a document at a time: each is read as JSON, then as the document
+/// its `kind` names, and the boundary it names is noted (for the 404 that comes before the
+/// body's own errors). Beyond [`MAX_APPLY_DOCUMENTS`] documents are only counted, so what a
+/// parse holds stays within [`palisade_api_types::yaml::peak_bound`].
 fn parse_apply(
     bytes: &[u8],
     catalog: &Catalog,
     max_exception_days: u32,
     stop: &std::sync::atomic::AtomicBool,
 ) -> AppResult<ParsedApply> {
+    use palisade_api_types::yaml;
     let text = std::str::from_utf8(bytes)
         .map_err(|_| AppError::InvalidRequest("the body is not UTF-8 text".into()))?;
-    palisade_api_types::yaml::check(text)
+    yaml::check(text)
         .map_err(|refusal| AppError::InvalidRequest(format!("the body: {refusal}")))?;
+    let mut documents = Vec::new();
     // Exceptions (SPEC 7) travel beside policies; each document is read as its kind says.
-    let exception_kind = serde_json::Value::from(palisade_api_types::exception::KIND);
-    let exception_at: BTreeSet<usize> = palisade_api_types::yaml::documents::<KindOf>(text)
-        .into_iter()
-        .filter(|(_, head)| {
-            head.as_ref()
-                .is_ok_and(|h| h.kind.as_ref() == Some(&exception_kind))
-        })
-        .map(|(index, _)| index)
-        .collect();
-    let exceptions = if exception_at.is_empty() {
-        Vec::new()
-    } else {
-        palisade_api_types::yaml::documents::<palisade_api_types::ExceptionDocument>(text)
-            .into_iter()
-            .filter(|(index, _)| exception_at.contains(index))
-            .collect()
-    };
-    let mut documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
-    documents.retain(|(index, _)| !exception_at.contains(index));
-    if documents.len() + exceptions.len() > MAX_APPLY_DOCUMENTS {
+    let mut exceptions = Vec::new();
+    let mut named = BTreeSet::new();
+    let mut count = 0_usize;
+    for (index, document) in yaml::each_json_document(text) {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(AppError::Internal("the client went away".into()));
+        }
+        count += 1;
+        if count > MAX_APPLY_DOCUMENTS {
+            continue;
+        }
+        let json = match document {
+            Ok(json) => json,
+            Err(error) => {
+                documents.push((index, Err(error)));
+                continue;
+            }
+        };
+        if let Some(boundary) = json
+            .get("metadata")
+            .and_then(|metadata| metadata.get("boundary"))
+            .and_then(serde_json::Value::as_str)
+            .filter(|b| Name::parse(b).is_ok())
+        {
+            named.insert(boundary.to_owned());
+        }
+        if json.get("kind").and_then(serde_json::Value::as_str)
+            == Some(palisade_api_types::exception::KIND)
+        {
+            exceptions.push((index, yaml::from_json(&json)));
+        } else {
+            documents.push((index, yaml::from_json::<PolicyDocument>(&json)));
+        }
+    }
+    if count > MAX_APPLY_DOCUMENTS {
         return Err(AppError::LimitExceeded(format!(
-            "the body holds {} documents; at most {MAX_APPLY_DOCUMENTS} are accepted in one \
-             apply: split it into several requests",
-            documents.len() + exceptions.len()
+            "the body holds {count} documents; at most {MAX_APPLY_DOCUMENTS} are accepted in one \
+             apply: split it into several requests"
         )));
     }
     let validated = validate_documents(documents, exceptions.is_empty(), catalog, stop)
@@ -770,24 +786,13 @@ fn parse_apply(
                 .collect(),
             documents: Ok((valid, exceptions)),
         }),
-        // Only an invalid body is read a second time, for the boundaries it names.
+        // An invalid body: the boundaries its documents name, read leniently (a document
+        // may be invalid otherwise).
         Err(error) => Ok(ParsedApply {
-            boundaries: named_boundaries(text),
+            boundaries: named,
             documents: Err(error),
         }),
     }
-}
-
-/// The boundaries the documents of `text` name, read leniently (a document may be invalid
-/// otherwise).
-fn named_boundaries(text: &str) -> BTreeSet<String> {
-    palisade_api_types::yaml::documents::<BoundaryOf>(text)
-        .iter()
-        .filter_map(|(_, head)| head.as_ref().ok())
-        .filter_map(|head| head.metadata.as_ref()?.boundary.as_ref()?.as_str())
-        .filter(|b| Name::parse(b).is_ok())
-        .map(str::to_owned)
-        .collect()
 }
 
 /// The error of a document that cannot be read, at its index in the stream.

@@ -215,8 +215,11 @@ async fn submit(
                 boundary.clone(),
                 existing.clone(),
             );
+            let memory = palisade_api_types::yaml::peak_bound(&text);
             let read = state
-                .off_workers(move |_| spec_from_yaml(&text, &editing, stored.as_ref()))
+                .off_workers(memory, move |_| {
+                    spec_from_yaml(&text, &editing, stored.as_ref())
+                })
                 .await;
             match read {
                 Ok(read) => read

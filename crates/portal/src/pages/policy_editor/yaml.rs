@@ -49,14 +49,15 @@ pub(super) fn spec_from_yaml(
     boundary: &str,
     existing: Option<&PolicyView>,
 ) -> Result<(String, Vec<u8>), String> {
-    let mut documents = palisade_api_types::yaml::documents::<PolicyDocument>(text);
-    if documents.len() != 1 {
+    // One document at a time: the others are only counted.
+    let mut documents = palisade_api_types::yaml::each_document::<PolicyDocument>(text);
+    let first = documents.next();
+    let found = usize::from(first.is_some()) + documents.count();
+    let Some((_, document)) = first.filter(|_| found == 1) else {
         return Err(format!(
-            "the YAML must hold exactly one BoundaryPolicy document, found {}",
-            documents.len()
+            "the YAML must hold exactly one BoundaryPolicy document, found {found}"
         ));
-    }
-    let (_, document) = documents.remove(0);
+    };
     let document = document.map_err(|e| e.to_string())?;
     if document.api_version != API_VERSION {
         return Err(format!(
