@@ -207,11 +207,7 @@ fn private_ca(dir: &Path, name: &str) -> (String, String, String) {
 /// `palisade serve` over HTTPS with `cert` and `key` on a free port, with `data` as its data
 /// directory and no reconciler: the process and its port.
 fn serve_https(data: &Path, cert: &str, key: &str) -> (std::process::Child, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let child = Command::new(BIN)
         .args(["serve", "--no-reconciler", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
