@@ -41,6 +41,35 @@ pub const HANDOVERS: &str = "palisade_reconcile_cluster_handovers_total";
 /// Exceptions that have ended but are still installed in a cluster palisade could not update.
 pub const EXCEPTIONS_ENDED_INSTALLED: &str = "palisade_exceptions_ended_still_installed";
 
+/// The metrics whose series exist from the start (once the reconciler is made), at 0 until
+/// something happens: an alert on `rate(...) > 0` has a series to watch.
+pub const FROM_START: [&str; 5] = [
+    STORE_READ_FAILURES,
+    HANDOVERS,
+    ACTIVE,
+    CLUSTERS_HELD,
+    FLEET_MEMBERS,
+];
+
+/// The metrics labelled `cluster`: their series exist from the cluster's first pass (the
+/// reconciler knows no cluster before), the counters and the ended-exceptions gauge at 0.
+/// The layout gauge exists once a pass that reached the cluster recorded its layout.
+pub const PER_CLUSTER: [&str; 9] = [
+    PASSES,
+    PASS_DURATION,
+    STATUS_WRITE_FAILURES,
+    POLICIES_APPLIED,
+    POLICIES_REMOVED,
+    APISERVER_RESTARTS,
+    REPAIRS,
+    LAYOUT,
+    EXCEPTIONS_ENDED_INSTALLED,
+];
+
+/// The histograms among [`FROM_START`] and [`PER_CLUSTER`] (their series are `_bucket`,
+/// `_sum` and `_count`).
+pub const HISTOGRAMS: [&str; 1] = [PASS_DURATION];
+
 /// How a cluster's part of a pass ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -69,9 +98,11 @@ pub(crate) const REPAIR_KINDS: [&str; 6] = [
     "namespace_label",
 ];
 
-/// Makes every per-cluster counter of `cluster` exist, at 0 until its first increment: an
-/// alert on `rate(...) > 0` or `increase(...)` needs the series before anything happened.
+/// Makes every per-cluster counter of `cluster` exist, at 0 until its first increment (an
+/// alert on `rate(...) > 0` or `increase(...)` needs the series before anything happened),
+/// and its ended-exceptions gauge, at 0 until the pass sets it.
 fn cluster_counters(cluster: &str) {
+    ::metrics::gauge!(EXCEPTIONS_ENDED_INSTALLED, "cluster" => cluster.to_owned()).increment(0.0);
     for outcome in [Outcome::Ok, Outcome::Error, Outcome::NotEnforced] {
         ::metrics::counter!(PASSES, "cluster" => cluster.to_owned(), "outcome" => outcome.label())
             .increment(0);
@@ -89,12 +120,16 @@ fn cluster_counters(cluster: &str) {
     }
 }
 
-/// Describes the metrics to the installed recorder (Prometheus `# HELP` lines), and makes the
-/// counters without a cluster exist at 0.
+/// Describes the metrics to the installed recorder (Prometheus `# HELP` lines), and makes
+/// those without a cluster ([`FROM_START`]) exist at 0: the replica stands by, holds no
+/// cluster and has seen no fleet until its reconcile loop says otherwise.
 pub fn describe() {
     ::metrics::counter!(STORE_READ_FAILURES).increment(0);
     for change in ["taken", "released", "lost"] {
         ::metrics::counter!(HANDOVERS, "change" => change).increment(0);
+    }
+    for gauge in [ACTIVE, CLUSTERS_HELD, FLEET_MEMBERS] {
+        ::metrics::gauge!(gauge).increment(0.0);
     }
     ::metrics::describe_counter!(PASSES, "Reconcile passes per cluster, by outcome");
     ::metrics::describe_histogram!(
@@ -252,8 +287,52 @@ mod tests {
         wanted.extend(REPAIR_KINDS.iter().map(|kind| {
             format!("palisade_reconcile_repairs_total{{cluster=\"c1\",kind=\"{kind}\"}} 0")
         }));
+        wanted.push("palisade_exceptions_ended_still_installed{cluster=\"c1\"} 0".to_owned());
+        wanted.push("palisade_reconcile_active 0".to_owned());
         for line in wanted {
             assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+    }
+
+    /// [`FROM_START`] and [`PER_CLUSTER`] name every metric the reconciler records, each
+    /// once: after a pass and each recording, the families on `/metrics` are exactly theirs.
+    #[test]
+    fn the_lists_name_every_metric_recorded() {
+        // With buckets, as `palisade serve` records them (a summary without).
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
+            .set_buckets(&[0.1, 1.0])
+            .expect("buckets")
+            .build_recorder();
+        let handle = recorder.handle();
+        ::metrics::with_local_recorder(&recorder, || {
+            describe();
+            pass("c1", Outcome::Ok, Duration::from_millis(5));
+            status_write_failed("c1");
+            applied("c1");
+            removed("c1", 1);
+            apiserver_restarted("c1");
+            repaired("c1", "binding");
+            store_read_failed();
+            active(true);
+            layout("c1", palisade_vap::Layout::Shared);
+            ended_still_installed("c1", 1);
+            fleet(2, 1);
+            fleet_held(1);
+            handover(true, 1);
+            handover_lost(1);
+        });
+        let text = handle.render();
+        let mut families: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("# TYPE "))
+            .filter_map(|line| line.split(' ').next())
+            .collect();
+        families.sort_unstable();
+        let mut listed: Vec<&str> = FROM_START.iter().chain(&PER_CLUSTER).copied().collect();
+        listed.sort_unstable();
+        assert_eq!(families, listed);
+        for name in HISTOGRAMS {
+            assert!(text.contains(&format!("# TYPE {name} histogram")), "{text}");
         }
     }
 }

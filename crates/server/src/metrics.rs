@@ -52,7 +52,10 @@ impl Metrics {
                 .set_buckets_for_metric(Matcher::Suffix("duration_seconds".into()), LATENCY_BUCKETS)
                 .ok()?;
             match builder.install_recorder() {
-                Ok(handle) => Some(handle),
+                Ok(handle) => {
+                    describe();
+                    Some(handle)
+                }
                 Err(error) => {
                     tracing::warn!(%error, "metrics recorder not installed");
                     None
@@ -73,10 +76,65 @@ impl Metrics {
     }
 }
 
+/// Counter `{type, outcome}`: plan decisions of creates and plan moves (`palisade_app`
+/// counts them): `allowed`, `denied`, `unavailable` (the policies could not be read) or
+/// `error` for the types whose plans are checked, `not_enforced` or `unavailable` for
+/// functions (SPEC 2.2). Every series exists from the start, at 0.
+pub const PLAN_DECISIONS: &str = "palisade_plan_decisions_total";
+/// Counter `{route, method, status}`: requests answered. A series exists from the first
+/// request of its route, method and status (the status is not known before).
+pub const HTTP_REQUESTS: &str = "palisade_http_requests_total";
+/// Histogram `{route, method}`: how long requests took to answer, in seconds; a series exists
+/// from the first request of its route and method.
+pub const HTTP_REQUEST_DURATION: &str = "palisade_http_request_duration_seconds";
+
+/// The server's metrics whose series exist from the start.
+pub const FROM_START: [&str; 1] = [PLAN_DECISIONS];
+/// The server's metrics whose series exist from a route's first request.
+pub const PER_REQUEST: [&str; 2] = [HTTP_REQUESTS, HTTP_REQUEST_DURATION];
+/// The histograms among them (series `_bucket`, `_sum` and `_count`).
+pub const HISTOGRAMS: [&str; 1] = [HTTP_REQUEST_DURATION];
+
+/// The plan decisions' `(type, outcome)` pairs that can be counted.
+pub fn plan_decision_labels() -> Vec<(&'static str, &'static str)> {
+    use palisade_policy::ResourceType;
+    let mut labels = Vec::new();
+    for ty in ResourceType::CHECKED {
+        for outcome in ["allowed", "denied", "unavailable", "error"] {
+            labels.push((ty.as_str(), outcome));
+        }
+    }
+    for outcome in ["not_enforced", "unavailable"] {
+        labels.push((ResourceType::Function.as_str(), outcome));
+    }
+    labels
+}
+
+/// Describes the server's metrics to the installed recorder (`# HELP`), and makes every
+/// plan decision series exist at 0.
+pub fn describe() {
+    metrics::describe_counter!(
+        PLAN_DECISIONS,
+        "Plan decisions of resource creates and plan moves, by resource type and outcome"
+    );
+    metrics::describe_counter!(
+        HTTP_REQUESTS,
+        "HTTP requests answered, by route, method and status"
+    );
+    metrics::describe_histogram!(
+        HTTP_REQUEST_DURATION,
+        metrics::Unit::Seconds,
+        "How long HTTP requests took to answer, by route and method"
+    );
+    for (ty, outcome) in plan_decision_labels() {
+        metrics::counter!(PLAN_DECISIONS, "type" => ty, "outcome" => outcome).increment(0);
+    }
+}
+
 /// Counts a plan decision: `allowed`, `denied`, `unavailable`, or `not_enforced` (functions).
 pub fn plan_decision(resource_type: &str, outcome: &'static str) {
     metrics::counter!(
-        "palisade_plan_decisions_total",
+        PLAN_DECISIONS,
         "type" => resource_type.to_owned(),
         "outcome" => outcome
     )
@@ -117,14 +175,14 @@ pub async fn track(State(_state): State<AppState>, request: Request, next: Next)
     let elapsed = start.elapsed().as_secs_f64();
     let status = response.status().as_u16().to_string();
     metrics::counter!(
-        "palisade_http_requests_total",
+        HTTP_REQUESTS,
         "route" => route.clone(),
         "method" => method,
         "status" => status
     )
     .increment(1);
     metrics::histogram!(
-        "palisade_http_request_duration_seconds",
+        HTTP_REQUEST_DURATION,
         "route" => route,
         "method" => method
     )

@@ -19,6 +19,7 @@ mod fleet;
 mod helm_chart;
 mod logging;
 mod malformed;
+mod metrics;
 mod policy_test;
 mod readme;
 mod serve_database;
