@@ -228,6 +228,8 @@ fn swedish(english: &str) -> Option<&'static str> {
         "No cluster is attached to this boundary." => "Inget kluster är kopplat till den här boundaryn.",
         "No policies yet." => "Inga policyer än.",
         "No resources yet." => "Inga resurser än.",
+        "No cluster is attached to this boundary, so its workloads are not deployed anywhere yet; nothing has failed. An admin attaches a cluster on the boundary's Clusters and namespaces page." => "Inget kluster är kopplat till den här boundaryn, så dess arbetslaster är inte driftsatta någonstans än; inget har misslyckats. En administratör kopplar ett kluster på boundaryns sida Kluster och namnrymder.",
+        "no cluster is attached to this boundary" => "inget kluster är kopplat till den här boundaryn",
         "None." => "Inga.",
         "Not allowed" => "Inte tillåten",
         "Not found" => "Hittades inte",

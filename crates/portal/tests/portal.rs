@@ -1150,6 +1150,32 @@ async fn with_cluster_and_no_latest(portal: &Portal) {
     assert!(status.is_success(), "{status} {body}");
 }
 
+/// The demo boundary has no cluster: its page says so once, in plain words, and its
+/// workloads read as waiting, in grey, not as five red failures (nothing failed).
+#[tokio::test]
+async fn a_boundary_without_a_cluster_says_so_instead_of_failures() {
+    let portal = Portal::demo().await;
+    let browser = portal.sign_in(&portal.admin).await;
+    let html = portal.get("/boundaries/shop", &browser).await.text();
+    let notice = element(
+        &html,
+        r#"id="resources-heading""#,
+        r#"<p class="notice" id="no-cluster">"#,
+        "</p>",
+    );
+    assert!(notice.contains("No cluster is attached to this boundary, so its workloads are not deployed anywhere yet; nothing has failed."), "{notice}");
+    let table = element(
+        &html,
+        r#"id="resources-heading""#,
+        r#"<table id="resources">"#,
+        "</table>",
+    );
+    assert!(!table.contains("status bad"), "{table}");
+    let row = element(table, "<tbody>", r#"<tr data-resource="app/web">"#, "</tr>");
+    assert!(row.contains(r#"<span class="status unknown">not deployed: no cluster is attached to this boundary</span>"#), "{row}");
+    assert!(!row.contains("Place it"), "{row}");
+}
+
 #[tokio::test]
 async fn the_boundary_page_shows_each_workload_status() {
     let portal = Portal::demo().await;
@@ -1245,7 +1271,8 @@ async fn the_boundary_page_shows_each_workload_status() {
             r#"<tr data-resource="app/web">"#,
             "</tr>",
         );
-        assert!(row.contains(r#"<span class="status bad">not deployed: <span lang="en">no cluster given, and boundary 'shop' has no single attached cluster and namespace to run it in</span></span>"#), "{row}");
+        // Waiting to be placed is no failure: grey, not red.
+        assert!(row.contains(r#"<span class="status unknown">not deployed: <span lang="en">no cluster given, and boundary 'shop' has no single attached cluster and namespace to run it in</span></span>"#), "{row}");
         // ... and offers to place it: the edit form, at its cluster field.
         assert!(row.contains(r#"<a class="small" href="/boundaries/shop/resources/app/web/edit#cluster">Place it</a>"#), "{row}");
         let row = element(

@@ -547,9 +547,21 @@ fn scope_clusters(
 }
 
 fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
+    // Only admins and boundary-admins see the clusters; for them, say plainly when the
+    // boundary has none, instead of a failure on every workload.
+    let no_cluster = data.clusters.as_ref().is_some_and(Vec::is_empty);
+    let unplaced = data
+        .resources
+        .iter()
+        .any(|r| r.status.as_ref().is_some_and(waits_for_placement));
     html! {
         section aria-labelledby="resources-heading" {
             h2 id="resources-heading" { (ctx.t("Resources")) }
+            @if no_cluster && unplaced {
+                p class="notice" id="no-cluster" {
+                    (ctx.t("No cluster is attached to this boundary, so its workloads are not deployed anywhere yet; nothing has failed. An admin attaches a cluster on the boundary's Clusters and namespaces page."))
+                }
+            }
             @if data.resources.is_empty() {
                 p { (ctx.t("No resources yet.")) }
             } @else {
@@ -570,8 +582,14 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
                                 td { a href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) } { (r.name) } }
                                 td { (r.plans) }
                                 td class="resource-status" {
-                                    (workload_status(ctx, r.status.as_ref()))
-                                    @if matches!(r.status, Some(WorkloadStatus::NotDeployed(_))) {
+                                    @if no_cluster && r.status.as_ref().is_some_and(waits_for_placement) {
+                                        span class="status unknown" {
+                                            (ctx.t("not deployed")) ": " (ctx.t("no cluster is attached to this boundary"))
+                                        }
+                                    } @else {
+                                        (workload_status(ctx, r.status.as_ref()))
+                                    }
+                                    @if !no_cluster && matches!(r.status, Some(WorkloadStatus::NotDeployed(_))) {
                                         " "
                                         a class="small" href={ "/boundaries/" (data.name) "/resources/" (r.resource_type) "/" (r.name) "/edit#cluster" } { (ctx.t("Place it")) }
                                     }
@@ -595,14 +613,22 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
     }
 }
 
+/// Whether a workload is only waiting to be placed: nothing was sent because no cluster and
+/// namespace were given and the boundary has no single one to run it in. Nothing failed.
+fn waits_for_placement(status: &WorkloadStatus) -> bool {
+    matches!(status, WorkloadStatus::NotDeployed(reason)
+        if palisade_policy::reason::parse_no_placement(reason).is_some())
+}
+
 /// A workload's status: green when running, amber when degraded, red when denied or failed,
-/// grey while it deploys; none is a dash. palisade's own words are in the page's language;
-/// the message after them stays as Kubernetes (or palisade) wrote it.
+/// grey while it deploys or waits to be placed; none is a dash. palisade's own words are in
+/// the page's language; the message after them stays as Kubernetes (or palisade) wrote it.
 pub(crate) fn workload_status(ctx: &Ctx, status: Option<&WorkloadStatus>) -> Markup {
     let Some(status) = status else {
         return html! { span class="muted" { "–" } };
     };
     let class = match status.tone() {
+        _ if waits_for_placement(status) => "status unknown",
         Tone::Ok => "status ok",
         Tone::Moving => "status unknown",
         Tone::Degraded => "status warn",
