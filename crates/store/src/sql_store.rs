@@ -12,9 +12,12 @@ use tokio::sync::watch;
 
 use crate::error::db;
 use crate::group_commit::Op;
+use crate::ops::documents::{self, DocumentKind};
+use crate::ops::exceptions::{self, Exceptions};
+use crate::ops::policies::{self, Policies};
 use crate::ops::{
-    audits, boundaries, changes, clusters, exceptions, namespaces, policies, resources, sessions,
-    settings, statuses, tokens, uploads,
+    audits, boundaries, changes, clusters, namespaces, resources, sessions, settings, statuses,
+    tokens, uploads,
 };
 use crate::sql::{by, remaining, Conn, DbResult};
 use crate::turns::{class_of, Class};
@@ -150,6 +153,19 @@ struct Write<'s, B: SqlBackend> {
 impl<B: SqlBackend> SqlStore<B> {
     pub(crate) fn new(pool: Pool<B::Db>, backend: B) -> Self {
         SqlStore { pool, backend }
+    }
+
+    /// Deletes a versioned document in its boundary's write transaction.
+    async fn delete_document<K: DocumentKind>(
+        &self,
+        boundary: &str,
+        name: &str,
+        if_match: Option<&str>,
+        actor: &str,
+    ) -> Result<()> {
+        let mut tx = self.begin(Some(boundary), None).await?;
+        let result = documents::delete::<K, _>(tx.conn(), boundary, name, if_match, actor).await;
+        tx.finish(result, Wake::Reconciler).await
     }
 
     /// A pooled connection for a read.
@@ -326,9 +342,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         if_match: Option<&str>,
         actor: &str,
     ) -> Result<()> {
-        let mut tx = self.begin(Some(boundary), None).await?;
-        let result = policies::delete(tx.conn(), boundary, name, if_match, actor).await;
-        tx.finish(result, Wake::Reconciler).await
+        self.delete_document::<Policies>(boundary, name, if_match, actor)
+            .await
     }
 
     async fn create_resource(
@@ -655,11 +670,11 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
 
     async fn list_policies(&self, boundary: &str) -> Result<Vec<PolicyRecord>> {
-        policies::list(&mut *self.read().await?, boundary).await
+        documents::list::<Policies, _>(&mut *self.read().await?, boundary).await
     }
 
     async fn get_policy(&self, boundary: &str, name: &str) -> Result<PolicyRecord> {
-        policies::get(&mut *self.read().await?, boundary, name).await
+        documents::get::<Policies, _>(&mut *self.read().await?, boundary, name).await
     }
 
     async fn policy_history(
@@ -669,7 +684,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         after: Option<i64>,
         limit: u32,
     ) -> Result<Vec<PolicyHistoryEntry>> {
-        policies::history(&mut *self.read().await?, boundary, name, after, limit).await
+        documents::history::<Policies, _>(&mut *self.read().await?, boundary, name, after, limit)
+            .await
     }
 
     async fn apply_documents(
@@ -705,11 +721,11 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
 
     async fn list_exceptions(&self, boundary: &str) -> Result<Vec<ExceptionRecord>> {
-        exceptions::list(&mut *self.read().await?, boundary).await
+        documents::list::<Exceptions, _>(&mut *self.read().await?, boundary).await
     }
 
     async fn get_exception(&self, boundary: &str, name: &str) -> Result<ExceptionRecord> {
-        exceptions::get(&mut *self.read().await?, boundary, name).await
+        documents::get::<Exceptions, _>(&mut *self.read().await?, boundary, name).await
     }
 
     async fn put_exception(
@@ -729,9 +745,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         if_match: Option<&str>,
         actor: &str,
     ) -> Result<()> {
-        let mut tx = self.begin(Some(boundary), None).await?;
-        let result = exceptions::delete(tx.conn(), boundary, name, if_match, actor).await;
-        tx.finish(result, Wake::Reconciler).await
+        self.delete_document::<Exceptions>(boundary, name, if_match, actor)
+            .await
     }
 
     async fn exception_history(
@@ -741,7 +756,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         after: Option<i64>,
         limit: u32,
     ) -> Result<Vec<ExceptionHistoryEntry>> {
-        exceptions::history(&mut *self.read().await?, boundary, name, after, limit).await
+        documents::history::<Exceptions, _>(&mut *self.read().await?, boundary, name, after, limit)
+            .await
     }
 
     async fn exceptions_in_force(&self, now: &str) -> Result<Vec<ExceptionRecord>> {

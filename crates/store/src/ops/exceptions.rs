@@ -2,9 +2,10 @@
 //! it changes the boundary's policies' version (a trigger), so a guarded resource write
 //! decides with or without it, never half.
 
-use super::{boundaries, changes, check_if_match, on_insert};
+use super::documents::{self, Change, DocumentKind, HistoryRow};
+use super::{boundaries, changes, check_if_match};
 use crate::sql::{
-    Arg::{Int, OptText, Text},
+    Arg::{OptText, Text},
     Conn, DbResult, Fields,
 };
 use crate::{
@@ -15,92 +16,87 @@ use crate::{
 pub(crate) const REQUESTED: &str = "requested";
 pub(crate) const APPROVED: &str = "approved";
 
-const COLUMNS: &str = "boundary, name, policy, spec_json, expires_at, etag, state, \
-     requested_by, approved_by, approved_at, created_at, updated_at, updated_by";
-const INSERT: &str = "INSERT INTO exceptions (boundary, name, policy, spec_json, expires_at, \
-     etag, state, requested_by, approved_by, approved_at, created_at, updated_at, updated_by) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)";
-const UPDATE: &str = "UPDATE exceptions SET policy = $3, spec_json = $4, expires_at = $5, \
-     etag = $6, state = $7, requested_by = $8, approved_by = $9, approved_at = $10, \
-     updated_at = $11, updated_by = $12 WHERE boundary = $1 AND name = $2";
-const DELETE: &str = "DELETE FROM exceptions WHERE boundary = $1 AND name = $2";
 /// The boundary's exceptions in one state (approved, or requested), but one.
 const COUNT: &str = "SELECT COUNT(*) AS n FROM exceptions \
      WHERE boundary = $1 AND state = $2 AND name <> $3";
-const INSERT_HISTORY: &str = "INSERT INTO exception_history \
-     (boundary, name, actor, at, action, before_json, after_json) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7)";
-/// One page: the entries after sequence number `$3`, at most `$4` of them.
-const SELECT_HISTORY: &str = "SELECT seq, actor, at, action, before_json, after_json \
-     FROM exception_history WHERE boundary = $1 AND name = $2 AND seq > $3 \
-     ORDER BY seq LIMIT $4";
 
-fn exception(row: &dyn Fields) -> sqlx::Result<ExceptionRecord> {
-    Ok(ExceptionRecord {
-        boundary: row.text("boundary")?,
-        name: row.text("name")?,
-        policy: row.text("policy")?,
-        spec_json: row.text("spec_json")?,
-        expires_at: row.text("expires_at")?,
-        etag: row.text("etag")?,
-        state: row.text("state")?,
-        requested_by: row.text("requested_by")?,
-        approved_by: row.opt_text("approved_by")?,
-        approved_at: row.opt_text("approved_at")?,
-        created_at: row.text("created_at")?,
-        updated_at: row.text("updated_at")?,
-        updated_by: row.text("updated_by")?,
-    })
-}
+/// Exceptions as versioned documents: their history names what was done (`put`, `approve`,
+/// `delete`).
+pub(crate) struct Exceptions;
 
-fn history_entry(row: &dyn Fields) -> sqlx::Result<ExceptionHistoryEntry> {
-    Ok(ExceptionHistoryEntry {
-        seq: row.int("seq")?,
-        actor: row.text("actor")?,
-        at: row.text("at")?,
-        action: row.text("action")?,
-        before_json: row.opt_text("before_json")?,
-        after_json: row.opt_text("after_json")?,
-    })
-}
+impl DocumentKind for Exceptions {
+    type Record = ExceptionRecord;
+    type HistoryEntry = ExceptionHistoryEntry;
+    const NOUN: &'static str = "exception";
+    const TABLE: &'static str = "exceptions";
+    const COLUMNS: &'static str = "boundary, name, policy, spec_json, expires_at, etag, state, \
+         requested_by, approved_by, approved_at, created_at, updated_at, updated_by";
+    const HISTORY_TABLE: &'static str = "exception_history";
+    const HISTORY_ACTIONS: bool = true;
+    const PUT_CHANGE: &'static str = changes::EXCEPTION_PUT;
+    const DELETE_CHANGE: &'static str = changes::EXCEPTION_DELETE;
+    const INSERT: &'static str = "INSERT INTO exceptions (boundary, name, policy, spec_json, \
+         expires_at, etag, state, requested_by, approved_by, approved_at, created_at, updated_at, \
+         updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)";
+    const UPDATE: &'static str = "UPDATE exceptions SET policy = $3, spec_json = $4, \
+         expires_at = $5, etag = $6, state = $7, requested_by = $8, approved_by = $9, \
+         approved_at = $10, updated_at = $11, updated_by = $12 WHERE boundary = $1 AND name = $2";
 
-/// The boundary's exceptions by name; `NotFound` when the boundary does not exist.
-pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ExceptionRecord>> {
-    boundaries::get(c, boundary).await?;
-    Ok(read_all(c, boundary).await?)
+    fn record(row: &dyn Fields) -> sqlx::Result<ExceptionRecord> {
+        Ok(ExceptionRecord {
+            boundary: row.text("boundary")?,
+            name: row.text("name")?,
+            policy: row.text("policy")?,
+            spec_json: row.text("spec_json")?,
+            expires_at: row.text("expires_at")?,
+            etag: row.text("etag")?,
+            state: row.text("state")?,
+            requested_by: row.text("requested_by")?,
+            approved_by: row.opt_text("approved_by")?,
+            approved_at: row.opt_text("approved_at")?,
+            created_at: row.text("created_at")?,
+            updated_at: row.text("updated_at")?,
+            updated_by: row.text("updated_by")?,
+        })
+    }
+
+    fn history_entry(e: HistoryRow) -> ExceptionHistoryEntry {
+        let (seq, actor, at, action) = (e.seq, e.actor, e.at, e.action.unwrap_or_default());
+        let (before_json, after_json) = (e.before_json, e.after_json);
+        ExceptionHistoryEntry {
+            seq,
+            actor,
+            at,
+            action,
+            before_json,
+            after_json,
+        }
+    }
+
+    fn version(record: &ExceptionRecord) -> (&str, &str) {
+        (&record.etag, &record.spec_json)
+    }
 }
 
 /// Every exception of every boundary, by boundary and name (the reconciler's snapshot).
 pub(crate) async fn read_every<C: Conn>(c: &mut C) -> DbResult<Vec<ExceptionRecord>> {
-    let statement = format!("SELECT {COLUMNS} FROM exceptions ORDER BY boundary, name");
-    c.fetch_all(&statement, &[], exception).await
+    documents::read_every::<Exceptions, C>(c).await
 }
 
 /// Every exception of the boundary, as stored (a guard's input).
 pub(crate) async fn read_all<C: Conn>(c: &mut C, boundary: &str) -> DbResult<Vec<ExceptionRecord>> {
-    let statement = format!("SELECT {COLUMNS} FROM exceptions WHERE boundary = $1 ORDER BY name");
-    c.fetch_all(&statement, &[Text(boundary)], exception).await
+    documents::read_all::<Exceptions, C>(c, boundary).await
 }
 
 /// Every approved exception of every boundary not expired at `now` (the reconciler's input).
 pub(crate) async fn read_in_force<C: Conn>(c: &mut C, now: &str) -> Result<Vec<ExceptionRecord>> {
     let statement = format!(
-        "SELECT {COLUMNS} FROM exceptions WHERE state = '{APPROVED}' AND expires_at > $1 \
-         ORDER BY boundary, name"
+        "SELECT {} FROM exceptions WHERE state = '{APPROVED}' AND expires_at > $1 \
+         ORDER BY boundary, name",
+        Exceptions::COLUMNS
     );
-    Ok(c.fetch_all(&statement, &[Text(now)], exception).await?)
-}
-
-async fn read<C: Conn>(c: &mut C, boundary: &str, name: &str) -> Result<Option<ExceptionRecord>> {
-    let statement = format!("SELECT {COLUMNS} FROM exceptions WHERE boundary = $1 AND name = $2");
-    Ok(
-        c.fetch_optional(&statement, &[Text(boundary), Text(name)], exception)
-            .await?,
-    )
-}
-
-pub(crate) async fn get<C: Conn>(c: &mut C, boundary: &str, name: &str) -> Result<ExceptionRecord> {
-    read(c, boundary, name).await?.ok_or(StoreError::NotFound)
+    Ok(c.fetch_all(&statement, &[Text(now)], Exceptions::record)
+        .await?)
 }
 
 /// Saves an exception. The same spec is `Unchanged` (an approver's write of a request
@@ -114,7 +110,7 @@ pub(crate) async fn put<C: Conn>(
 ) -> Result<(ExceptionRecord, WriteAction)> {
     let (boundary, name) = (write.boundary.as_str(), write.name.as_str());
     boundaries::lock(c, boundary).await?;
-    let current = read(c, boundary, name).await?;
+    let current = documents::read::<Exceptions, C>(c, boundary, name).await?;
     match &current {
         Some(_) if write.create_only => {
             return Err(StoreError::Conflict(format!(
@@ -163,41 +159,21 @@ pub(crate) async fn put<C: Conn>(
         Text(&now),
         Text(actor),
     ];
-    let action = if current.is_some() {
-        c.execute(UPDATE, &row).await?;
-        WriteAction::Configured
-    } else {
-        c.execute(INSERT, &row)
-            .await
-            .map_err(|e| on_insert(e, &format!("exception {name}")))?;
-        WriteAction::Created
-    };
-    let before = current.as_ref().map(|e| e.spec_json.as_str());
-    let action_text = if same_spec && write.approve {
-        "approve"
-    } else {
-        "put"
-    };
-    record_history(
-        c,
+    let action = documents::write_row::<Exceptions, C>(c, current.is_some(), name, &row).await?;
+    let change = Change {
         boundary,
         name,
         actor,
-        &now,
-        action_text,
-        before,
-        Some(&write.spec_json),
-    )
-    .await?;
-    changes::append(
-        c,
-        boundary,
-        changes::EXCEPTION_PUT,
-        name,
-        Some(&write.spec_json),
-        &now,
-    )
-    .await?;
+        at: &now,
+        action: if same_spec && write.approve {
+            "approve"
+        } else {
+            "put"
+        },
+        before_json: current.as_ref().map(|e| e.spec_json.as_str()),
+        after_json: Some(&write.spec_json),
+    };
+    documents::written::<Exceptions, C>(c, &change).await?;
     let record = ExceptionRecord {
         boundary: boundary.to_owned(),
         name: name.to_owned(),
@@ -239,73 +215,6 @@ async fn check_room<C: Conn>(c: &mut C, write: &ExceptionWrite, state: &str) -> 
         )));
     }
     Ok(())
-}
-
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one history row: its key, who, when, what, and the spec before and after"
-)]
-async fn record_history<C: Conn>(
-    c: &mut C,
-    boundary: &str,
-    name: &str,
-    actor: &str,
-    at: &str,
-    action: &str,
-    before_json: Option<&str>,
-    after_json: Option<&str>,
-) -> Result<()> {
-    let args = [
-        Text(boundary),
-        Text(name),
-        Text(actor),
-        Text(at),
-        Text(action),
-        OptText(before_json),
-        OptText(after_json),
-    ];
-    c.execute(INSERT_HISTORY, &args).await?;
-    Ok(())
-}
-
-pub(crate) async fn delete<C: Conn>(
-    c: &mut C,
-    boundary: &str,
-    name: &str,
-    if_match: Option<&str>,
-    actor: &str,
-) -> Result<()> {
-    boundaries::lock(c, boundary).await?;
-    let current = get(c, boundary, name).await?;
-    check_if_match(if_match, &current.etag)?;
-    c.execute(DELETE, &[Text(boundary), Text(name)]).await?;
-    let now = crate::now();
-    let before = Some(current.spec_json.as_str());
-    record_history(c, boundary, name, actor, &now, "delete", before, None).await?;
-    changes::append(c, boundary, changes::EXCEPTION_DELETE, name, None, &now).await
-}
-
-/// A page of the history, oldest first: at most `limit` entries after sequence number
-/// `after` (from the first without it). `NotFound` when the first page is empty (neither the
-/// exception nor any history of it exists).
-pub(crate) async fn history<C: Conn>(
-    c: &mut C,
-    boundary: &str,
-    name: &str,
-    after: Option<i64>,
-    limit: u32,
-) -> Result<Vec<ExceptionHistoryEntry>> {
-    let args = [
-        Text(boundary),
-        Text(name),
-        Int(after.unwrap_or(-1)),
-        Int(i64::from(limit)),
-    ];
-    let entries = c.fetch_all(SELECT_HISTORY, &args, history_entry).await?;
-    if entries.is_empty() && after.is_none() {
-        return Err(StoreError::NotFound);
-    }
-    Ok(entries)
 }
 
 const DELETE_INSTALLS: &str = "DELETE FROM exception_installs WHERE cluster = $1";

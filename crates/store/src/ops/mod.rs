@@ -24,6 +24,7 @@ pub(crate) mod audits;
 pub(crate) mod boundaries;
 pub(crate) mod changes;
 pub(crate) mod clusters;
+pub(crate) mod documents;
 pub(crate) mod exceptions;
 pub(crate) mod namespaces;
 pub(crate) mod policies;
