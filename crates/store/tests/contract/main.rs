@@ -29,6 +29,7 @@ mod uploads;
 mod database_url;
 mod migrations;
 mod sqlite_file;
+mod upgrade;
 
 use palisade_store::SharedStore;
 use palisade_testkit::postgres::test_database_url;

@@ -1,0 +1,165 @@
+//! An upgrade from the earliest store: `testdata/store/0001` holds both stores as the
+//! migrations of the first store (commit ef81048, migration 0001) left them, dumped with
+//! their rows and the migration tool's record of what ran (`scripts/store-fixture.sh`). The
+//! fixture is checked in, so these tests also fail when a migration that has shipped is
+//! edited (its checksum no longer matches the one recorded) or removed: what `serve` would
+//! refuse to start on after an upgrade. Each test loads a dump, opens it with today's store
+//! (which runs every later migration) and reads every row back.
+
+use palisade_store::{ResourceQuery, SharedStore};
+
+fn fixture(backend: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/store/0001")
+        .join(format!("{backend}.sql"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(text.as_bytes()))
+}
+
+/// What the earlier store held is read back, and the store takes writes.
+async fn read_back(store: SharedStore) {
+    let boundaries = store.list_boundaries().await.unwrap();
+    let names: Vec<(&str, Option<&str>)> = boundaries
+        .iter()
+        .map(|b| (b.name.as_str(), b.display_name.as_deref()))
+        .collect();
+    assert_eq!(names, [("shop", Some("Shop team")), ("web", None)]);
+
+    let policy = store.get_policy("shop", "trusted").await.unwrap();
+    assert_eq!(
+        policy.spec_json,
+        r#"{"mode":"enforce","rules":[{"allowedRegistries":{"registries":["ghcr.io/acme"]}},{"disallowLatestTag":{}}]}"#
+    );
+    assert_eq!(policy.etag, "etag-trusted-2");
+    assert_eq!(policy.updated_by, "tok-admin");
+    assert_eq!(store.list_policies("shop").await.unwrap().len(), 2);
+    let history = store
+        .policy_history("shop", "trusted", None, 10)
+        .await
+        .unwrap();
+    assert_eq!(history.len(), 2);
+
+    // Migration 0017 read the plans of the resources stored before it.
+    let groups: Vec<(String, Vec<String>, u64)> = store
+        .plan_groups("shop")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| (g.resource_type, g.plans, g.resources))
+        .collect();
+    let group = |t: &str, plans: &[&str]| {
+        (
+            t.to_owned(),
+            plans.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>(),
+            1,
+        )
+    };
+    assert_eq!(
+        groups,
+        [
+            group("app", &["small"]),
+            group("container_instance", &["large", "small"]),
+            group("postgresql", &["medium"]),
+        ]
+    );
+    let resources = store
+        .list_resources("shop", &ResourceQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(resources.items.len(), 3);
+
+    let developer = store
+        .token_by_secret_hash(&sha256_hex("fixture-developer"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (developer.id.as_str(), developer.role.as_str()),
+        ("tok-dev", "developer")
+    );
+    assert_eq!(developer.boundary.as_deref(), Some("shop"));
+    let admin = store
+        .token_by_secret_hash(&sha256_hex("fixture-admin"))
+        .await
+        .unwrap();
+    assert_eq!(admin.role, "admin");
+
+    let cluster = store.get_cluster("prod-1").await.unwrap();
+    assert_eq!(cluster.kubeconfig_sealed, b"sealed kubeconfig");
+    assert_eq!(cluster.kubernetes_version.as_deref(), Some("v1.30.14"));
+    assert_eq!(cluster.admission_enforced, Some(true));
+    // Columns added since: their defaults.
+    assert_eq!(cluster.apiserver_restarts, 0);
+    let attached = store.boundary_clusters("shop").await.unwrap();
+    assert_eq!(attached.len(), 1);
+    assert_eq!(attached[0].name, "prod-1");
+
+    let changes = store.list_changes("shop").await.unwrap();
+    assert_eq!(changes.len(), 4);
+
+    // And it goes on: a boundary, a resource and a token written after the upgrade.
+    store.create_boundary("after", None).await.unwrap();
+    assert_eq!(store.list_boundaries().await.unwrap().len(), 3);
+    let resource = palisade_store::NewResource {
+        boundary: "shop".into(),
+        resource_type: "app".into(),
+        name: "admin-ui".into(),
+        body_json: r#"{"type":"app","name":"admin-ui","plan":"small"}"#.into(),
+        cluster: None,
+        upload: None,
+    };
+    store.create_resource(resource, None, None).await.unwrap();
+    let app = store.plan_groups("shop").await.unwrap();
+    assert_eq!(
+        (app[0].resource_type.as_str(), app[0].resources),
+        ("app", 2)
+    );
+    store
+        .create_token(palisade_store::TokenRecord {
+            id: "tok-new".into(),
+            secret_sha256: sha256_hex("after the upgrade"),
+            role: "developer".into(),
+            boundary: Some("web".into()),
+            created_at: "2026-12-07T00:00:00.000Z".into(),
+            expires_at: None,
+            created_by: "tok-admin".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.list_tokens(None).await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_sqlite_store_of_the_first_version_is_upgraded_and_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+    {
+        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
+            .await
+            .unwrap();
+        sqlx::raw_sql(&fixture("sqlite"))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+    read_back(palisade_store::connect(&url).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn a_postgres_store_of_the_first_version_is_upgraded_and_read() {
+    let url = palisade_testkit::postgres::test_database_url();
+    {
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        sqlx::raw_sql(&fixture("postgres"))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+    read_back(palisade_store::connect(&url).await.unwrap()).await;
+}
