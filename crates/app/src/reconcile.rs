@@ -39,6 +39,9 @@ pub struct BoundaryState {
     pub namespaces: Vec<NamespaceRecord>,
     /// The approved exceptions to admission rules in force when the state was read (SPEC 7).
     pub exceptions: Vec<Exception>,
+    /// The sequence number of the boundary's latest policy, exception or resource write: the
+    /// reconciler's sign that the workloads it placed in its clusters changed.
+    pub last_change: i64,
 }
 
 impl BoundaryState {
@@ -61,6 +64,7 @@ impl BoundaryState {
                 .cloned()
                 .collect(),
             exceptions: self.exceptions.clone(),
+            last_change: self.last_change,
         }
     }
 
@@ -106,6 +110,7 @@ impl App {
                     .filter(|n| n.gone_at.is_none())
                     .collect(),
                 exceptions: crate::exceptions::in_force(&b.exceptions),
+                last_change: b.last_change,
             });
         }
         Ok(DesiredState {

@@ -58,8 +58,15 @@
 //! earlier stacks freed, so `VmRSS` of a later count includes that; for the memory of one
 //! count alone, run it alone.
 //!
+//! `SCOPE=one` measures a change that concerns one cluster of the `N` a replica holds: the
+//! boundary `bench` is attached to the first cluster only, and each other cluster `c<i>` to a
+//! boundary `idle-<i>` of its own (one namespace, one policy requiring `team-0`, enforced
+//! before the measurement starts, never changed). The changes are made to `bench`'s policy,
+//! and "enforced everywhere" means in its one cluster. Goal (issue 43): the CPU per change at
+//! `N` = 20 is at most 1.3 times the CPU per change at `N` = 1.
+//!
 //! `cargo bench -p palisade-bench --bench fleet -- CLUSTERS...` (e.g. `1 5 10 20`;
-//! environment: `IDLE_SECONDS`, `CHANGES`, `WARMUP_CHANGES`)
+//! environment: `IDLE_SECONDS`, `CHANGES`, `WARMUP_CHANGES`, `SCOPE=all|one`)
 
 #![allow(
     clippy::unwrap_used,
@@ -93,7 +100,16 @@ mod stack;
 use stack::Stack;
 
 fn policy_path() -> String {
-    format!("/v1/boundaries/{BOUNDARY}/policies/{POLICY}")
+    policy_path_in(BOUNDARY)
+}
+
+fn policy_path_in(boundary: &str) -> String {
+    format!("/v1/boundaries/{boundary}/policies/{POLICY}")
+}
+
+/// The boundary of cluster `index` that no change touches (`SCOPE=one`).
+fn idle_boundary(index: usize) -> String {
+    format!("idle-{}", index + 1)
 }
 
 fn spec(change: usize) -> Value {
@@ -316,6 +332,8 @@ impl Row {
 }
 
 struct Config {
+    /// `SCOPE=one`: the changed boundary is attached to the first cluster only.
+    one: bool,
     idle: Duration,
     changes: usize,
     warmup: usize,
@@ -329,16 +347,54 @@ async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
     stack
         .ok("POST", "/v1/boundaries", Some(json!({"name": BOUNDARY})))
         .await;
+    let mut peak_kb = 0;
     for (i, plane) in planes.iter().enumerate() {
         let name = cluster_name(i);
-        stack
-            .add_cluster(&name, plane.kubeconfig_yaml(), BOUNDARY, NAMESPACE)
-            .await;
+        if config.one && i > 0 {
+            // A boundary of its own, installed and left alone.
+            let idle = idle_boundary(i);
+            stack
+                .ok("POST", "/v1/boundaries", Some(json!({"name": idle})))
+                .await;
+            stack
+                .add_cluster(
+                    &name,
+                    plane.kubeconfig_yaml(),
+                    &idle,
+                    &format!("{NAMESPACE}-idle"),
+                )
+                .await;
+            stack.ok("PUT", &policy_path_in(&idle), Some(spec(0))).await;
+        } else {
+            stack
+                .add_cluster(&name, plane.kubeconfig_yaml(), BOUNDARY, NAMESPACE)
+                .await;
+        }
     }
-    let mut peak_kb = 0;
+    // The clusters the changed boundary is attached to.
+    let count = if config.one { 1 } else { count };
     let (etag, answered) = put(&stack, 0).await;
     let first = until_enforced(&stack, &etag, count, answered, SETUP_TIMEOUT, &mut peak_kb).await;
     eprintln!("clusters={count}: version 0 enforced everywhere after {first:.1?}");
+    for i in 1..planes.len() {
+        if config.one {
+            let path = policy_path_in(&idle_boundary(i));
+            let started = Instant::now();
+            loop {
+                let body = stack.ok("GET", &path, None).await;
+                let etag = body["etag"].as_str().unwrap_or_default().to_owned();
+                if enforced_everywhere(&body, &etag, 1) {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < SETUP_TIMEOUT,
+                    "{path} not enforced: {body}"
+                );
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+    let held = planes.len();
 
     // a. Idle.
     tokio::time::sleep(QUIET).await;
@@ -372,8 +428,8 @@ async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
         let report = stack.controller.reconcile_all().await;
         passes.push(started.elapsed());
         assert!(
-            !report.incomplete() && report.reconciled.len() == count,
-            "a full pass did not reconcile all {count} cluster(s): {report:?}"
+            !report.incomplete() && report.reconciled.len() == held,
+            "a full pass did not reconcile all {held} cluster(s): {report:?}"
         );
     }
     let millis: Vec<String> = passes.iter().map(|p| format!("{:.0} ms", ms(*p))).collect();
@@ -419,7 +475,7 @@ async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
 
     // Clean up: palisade's objects out of the clusters, for the next count's stack.
     let installation = stack.controller.installation().to_owned();
-    for i in 0..count {
+    for i in 0..held {
         stack
             .ok("DELETE", &format!("/v1/clusters/{}", cluster_name(i)), None)
             .await;
@@ -450,7 +506,7 @@ async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
     }
 
     Row {
-        clusters: count,
+        clusters: held,
         idle_rss_kb,
         idle_cpu_pct,
         poll_cpu_pct,
@@ -485,6 +541,7 @@ async fn main() {
         "CLUSTERS: at least 1"
     );
     let config = Config {
+        one: std::env::var("SCOPE").is_ok_and(|scope| scope == "one"),
         idle: Duration::from_secs(env_number("IDLE_SECONDS", 30) as u64),
         changes: env_number("CHANGES", 50),
         warmup: env_number("WARMUP_CHANGES", 2),

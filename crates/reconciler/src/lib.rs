@@ -9,8 +9,9 @@
 //!
 //! Its modules:
 //! - The loop: `controller` (lease, fleet, pass, install, confirm, drift, fencing), with its
-//!   pure decisions in `plan` (what a pass keeps), `placement` (which replica holds which
-//!   cluster) and `restarts` (when an API server restarted).
+//!   pure decisions in `plan` (what a pass keeps), `scope` (which clusters a change concerns),
+//!   `placement` (which replica holds which cluster) and `restarts` (when an API server
+//!   restarted).
 //! - Talking to one cluster: `cluster` (`ClusterClient`), `kubeconfig` (the client library's
 //!   reading of it), `answer` (what a dry-run write was told), `cause` (why a request failed,
 //!   in words), `probe` (whether the cluster can enforce), `rbac` (the role it needs).
@@ -43,6 +44,7 @@ pub mod rbac;
 pub mod reports;
 pub mod restarts;
 pub mod scan;
+pub mod scope;
 mod shared;
 pub mod statuses;
 mod switch;

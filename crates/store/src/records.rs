@@ -185,6 +185,10 @@ pub struct BoundarySnapshot {
     pub clusters: Vec<String>,
     pub namespaces: Vec<NamespaceRecord>,
     pub exceptions: Vec<ExceptionRecord>,
+    /// The sequence number of the boundary's latest entry in the change log (a policy, an
+    /// exception or a resource written), 0 before the first: a resource placed in a cluster
+    /// changes it, so the reconciler can tell that the cluster's workloads need a pass.
+    pub last_change: i64,
 }
 
 /// An exception to admission rules installed in a cluster, as the reconciler last wrote it.

@@ -153,6 +153,9 @@ impl Controller {
         if let Ok(mut written) = self.installs_written.lock() {
             written.remove(cluster);
         }
+        if let Ok(mut settled) = self.settled.lock() {
+            settled.remove(cluster);
+        }
     }
 
     /// Forgets every cluster this replica held (the lease is going).

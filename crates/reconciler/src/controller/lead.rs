@@ -99,12 +99,22 @@ impl Controller {
         fleet_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut confirm = tokio::time::interval(LEASE_CONFIRM_INTERVAL);
         confirm.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        // After a pass that left policies unconfirmed, and nothing else to do: the clusters
-        // to look at again (the others need no pass until something happens).
-        let mut only: Option<BTreeSet<String>> = None;
+        // Which clusters the next pass runs: every one at first, at each resync and after
+        // timers; after a change of the store, those it concerns (`scope`); after a pass that
+        // left policies unconfirmed, and nothing else to do, those it left them in.
+        let mut scope = PassScope::All;
+        // Every cluster held is run at least this often, however many changes come between.
+        let full_every = self.settings.resync.min(self.settings.audit_interval);
+        let mut full_due = tokio::time::Instant::now();
         loop {
             changes.borrow_and_update();
-            let pass = self.pass(Some(lease), only.take());
+            if tokio::time::Instant::now() >= full_due {
+                scope = PassScope::All;
+            }
+            if scope == PassScope::All {
+                full_due = tokio::time::Instant::now() + full_every;
+            }
+            let pass = self.pass(Some(lease), std::mem::replace(&mut scope, PassScope::All));
             tokio::pin!(pass);
             let report = tokio::select! {
                 report = &mut pass => report,
@@ -125,7 +135,7 @@ impl Controller {
                 if report.unconfirmed > 0 {
                     RECHECK
                 } else {
-                    self.settings.resync.min(self.settings.audit_interval)
+                    full_due.saturating_duration_since(tokio::time::Instant::now())
                 }
             } else {
                 let next = backoff
@@ -159,6 +169,7 @@ impl Controller {
                             return LeadEnd::Shutdown;
                         }
                         recheck = None;
+                        scope = PassScope::Changed;
                         break;
                     }
                     () = tokio::time::sleep_until(due) => break,
@@ -201,7 +212,9 @@ impl Controller {
                     }
                 }
             }
-            only = recheck.filter(|clusters| !clusters.is_empty());
+            if let Some(clusters) = recheck.filter(|clusters| !clusters.is_empty()) {
+                scope = PassScope::Only(clusters);
+            }
             let confirmed = tokio::select! {
                 () = &mut shutdown => return LeadEnd::Shutdown,
                 confirmed = self.confirm_leases(lease) => confirmed,

@@ -53,6 +53,7 @@ use crate::audit::{self, AuditJob, Audits};
 use crate::cluster::Keep;
 use crate::metrics::{self, Outcome};
 use crate::probe::{Admission, EnforcementProbe};
+use crate::scope::Fingerprint;
 use crate::statuses::StatusWatch;
 use crate::workloads::{self, Target, Workloads};
 use crate::{ClusterClient, ReconcileError};
@@ -295,6 +296,18 @@ struct ClusterDone {
     recorded: bool,
 }
 
+/// Which clusters held a pass runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum PassScope {
+    /// Every one (the first pass, resyncs, timers, drifts, builds, returning clusters).
+    All,
+    /// Those whose inputs changed since their last part that left nothing to do (after a
+    /// change of the store).
+    Changed,
+    /// These (a look again at the clusters a pass left policies unconfirmed in).
+    Only(BTreeSet<String>),
+}
+
 /// How a lead (the loop while this replica is a member of the fleet) ended.
 enum LeadEnd {
     Shutdown,
@@ -342,6 +355,9 @@ pub struct Controller {
     /// Per cluster: when it was created, and the exception installs this replica recorded
     /// there last (boundary, exception, expiry, status).
     installs_written: Mutex<InstallsWritten>,
+    /// Per cluster: the fingerprint of the inputs of its last part that left nothing to do
+    /// (`scope`); a pass after a change runs only the clusters whose inputs differ.
+    settled: Mutex<HashMap<String, Fingerprint>>,
 }
 
 impl fmt::Debug for Controller {
@@ -377,6 +393,7 @@ impl Controller {
             attached: Mutex::new(HashMap::new()),
             known: Mutex::new(BTreeSet::new()),
             installs_written: Mutex::new(HashMap::new()),
+            settled: Mutex::new(HashMap::new()),
         })
     }
 

@@ -9,16 +9,17 @@ pub use palisade_policy::reason::UNCONFIRMED;
 impl Controller {
     /// One full pass over every cluster.
     pub async fn reconcile_all(self: &Arc<Self>) -> PassReport {
-        self.pass(None, None).await
+        self.pass(None, PassScope::All).await
     }
 
     /// One pass over the clusters `lease` holds, after taking and giving up clusters as the
-    /// replicas share them out; every cluster without a lease. With `only`, a look again at
-    /// those of them a pass left unconfirmed (the others are as that pass left them).
+    /// replicas share them out; every cluster without a lease. `scope` narrows it: to the
+    /// clusters whose inputs changed (`scope::fingerprint`), or to those a pass left
+    /// unconfirmed (the others are as that pass left them).
     pub(super) async fn pass(
         self: &Arc<Self>,
         lease: Option<&Lease>,
-        only: Option<BTreeSet<String>>,
+        scope: PassScope,
     ) -> PassReport {
         let mut report = PassReport::default();
         let (mut clusters, boundaries) = match self.read_state().await {
@@ -49,8 +50,30 @@ impl Controller {
             clusters.retain(|c| lease.holds(&c.name));
         }
         self.stop_drift_watches(Some(&clusters.iter().map(|c| c.name.clone()).collect()));
-        if let Some(only) = &only {
-            clusters.retain(|c| only.contains(&c.name));
+        let prints: HashMap<String, Fingerprint> = clusters
+            .iter()
+            .map(|c| (c.name.clone(), crate::scope::fingerprint(c, &boundaries)))
+            .collect();
+        match &scope {
+            PassScope::All => {}
+            PassScope::Only(only) => clusters.retain(|c| only.contains(&c.name)),
+            PassScope::Changed => {
+                let run: BTreeSet<String> = {
+                    let settled = self.settled.lock().map(|s| s.clone()).unwrap_or_default();
+                    crate::scope::changed(prints.iter().map(|(c, f)| (c.as_str(), *f)), |c| {
+                        settled.get(c).copied()
+                    })
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect()
+                };
+                tracing::debug!(
+                    concerned = run.len(),
+                    held = clusters.len(),
+                    "a change: the clusters whose inputs changed"
+                );
+                clusters.retain(|c| run.contains(&c.name));
+            }
         }
         let boundaries = Arc::new(boundaries);
         let mut tasks = tokio::task::JoinSet::new();
@@ -73,6 +96,7 @@ impl Controller {
         while let Some(joined) = tasks.join_next().await {
             match joined {
                 Ok(done) => {
+                    self.settle(&done, prints.get(&done.name).copied());
                     if !done.recorded {
                         report.unrecorded.insert(done.name.clone());
                     }
@@ -117,6 +141,26 @@ impl Controller {
             }
         }
         report
+    }
+
+    /// Keeps the fingerprint of a cluster's part that left nothing to do, and forgets it
+    /// otherwise (`scope`).
+    fn settle(&self, done: &ClusterDone, print: Option<Fingerprint>) {
+        let settles = match &done.result {
+            Ok(pass) => crate::scope::settles(
+                true,
+                done.recorded,
+                pass.unconfirmed,
+                pass.workloads_failed.is_some(),
+            ),
+            Err(_) => false,
+        };
+        if let Ok(mut settled) = self.settled.lock() {
+            match print.filter(|_| settles) {
+                Some(print) => settled.insert(done.name.clone(), print),
+                None => settled.remove(&done.name),
+            };
+        }
     }
 
     /// One cluster's part of a pass, under `cluster_timeout`, measured and counted; a failure

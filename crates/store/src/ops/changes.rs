@@ -54,6 +54,20 @@ pub(crate) async fn append<C: Conn>(
     Ok(())
 }
 
+/// Per boundary, the sequence number of its latest change (0 when none is left): one index
+/// lookup of `changes_by_boundary` per boundary.
+const LATEST_BY_BOUNDARY: &str = "SELECT name AS boundary, \
+     COALESCE((SELECT MAX(seq) FROM changes WHERE changes.boundary = boundaries.name), 0) AS seq \
+     FROM boundaries";
+
+/// Every boundary with the sequence number of its latest change (see `LATEST_BY_BOUNDARY`).
+pub(crate) async fn latest_by_boundary<C: Conn>(c: &mut C) -> Result<Vec<(String, i64)>> {
+    Ok(c.fetch_all(LATEST_BY_BOUNDARY, &[], |row| {
+        Ok((row.text("boundary")?, row.int("seq")?))
+    })
+    .await?)
+}
+
 pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ChangeRecord>> {
     Ok(c.fetch_all(SELECT, &[Text(boundary)], change).await?)
 }

@@ -1,10 +1,10 @@
-//! Everything a reconcile pass works from, in one read transaction: six statements whatever
+//! Everything a reconcile pass works from, in one read transaction: seven statements whatever
 //! the number of boundaries (issue 24), and one moment (SQLite's read transaction, PostgreSQL's
 //! `REPEATABLE READ`), so a boundary never appears with another moment's policies.
 
 use std::collections::BTreeMap;
 
-use super::{boundaries, clusters, exceptions, namespaces, policies};
+use super::{boundaries, changes, clusters, exceptions, namespaces, policies};
 use crate::sql::Conn;
 use crate::{BoundarySnapshot, Result, Snapshot};
 
@@ -24,6 +24,7 @@ pub(crate) async fn read<C: Conn>(c: &mut C) -> Result<Snapshot> {
                     clusters: Vec::new(),
                     namespaces: Vec::new(),
                     exceptions: Vec::new(),
+                    last_change: 0,
                 },
             )
         })
@@ -46,6 +47,11 @@ pub(crate) async fn read<C: Conn>(c: &mut C) -> Result<Snapshot> {
     for exception in exceptions::read_every(c).await? {
         if let Some(b) = boundaries.get_mut(&exception.boundary) {
             b.exceptions.push(exception);
+        }
+    }
+    for (boundary, seq) in changes::latest_by_boundary(c).await? {
+        if let Some(b) = boundaries.get_mut(&boundary) {
+            b.last_change = seq;
         }
     }
     Ok(Snapshot {
