@@ -11,6 +11,7 @@
 
 mod common;
 
+mod chart_monitoring;
 mod check;
 mod cli;
 mod client;
