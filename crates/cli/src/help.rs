@@ -527,6 +527,23 @@ objects; list, create, patch and delete on openreports.io reports (the audit's r
 create on selfsubjectreviews; get on /metrics (the API server's start time, to notice
 restarts). Nothing on Secrets.";
 
+pub const CLUSTER_KUBECONFIG: &str = "\
+Examples:
+  # 1. In the managed cluster (kubectl's context): the namespace, service account, role,
+  #    binding and token Secret
+  palisade cluster kubeconfig --service-account palisade/palisade | kubectl apply -f -
+
+  # 2. The kubeconfig with the account's token, registered in palisade
+  kubectl get secret palisade-token -n palisade -o json \\
+    | palisade cluster kubeconfig --from-secret - \\
+        --api-server \"$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')\" \\
+    > prod-1.kubeconfig
+  palisade cluster add prod-1 --kubeconfig prod-1.kubeconfig
+
+The Secret is named after the account (NAME-token); the cluster's token controller fills in its
+token and CA a moment after it is made. The token does not expire: delete the Secret to revoke
+it, apply the YAML again for a new one, and run step 2 again. Guide: docs/cluster-access.md.";
+
 pub const CLUSTER_ATTACH: &str = "\
 Examples:
   # Policies of shop are then installed in prod-1 (unless their scope leaves it out)

@@ -339,7 +339,8 @@ mod tests {
         assert!(out.is_empty(), "{}", out.join("\n"));
         // palisade, its 18 commands, check plan, 12 under get, 4 under describe, 6 under
         // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
-        // rbac) and config (set-context, use-context, view, get-contexts) subcommands.
-        assert_eq!(seen, 1 + 18 + 1 + 12 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 3 + 4);
+        // rbac, kubeconfig) and config (set-context, use-context, view, get-contexts)
+        // subcommands.
+        assert_eq!(seen, 1 + 18 + 1 + 12 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 4 + 4);
     }
 }

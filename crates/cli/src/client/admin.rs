@@ -96,6 +96,36 @@ pub enum ClusterCommand {
         #[arg(long, value_name = "NAME", default_value = palisade_reconciler::rbac::DEFAULT_NAME)]
         name: String,
     },
+    /// Print what gives palisade a token in a managed cluster, then make its kubeconfig
+    /// (offline).
+    ///
+    /// Without --from-secret: print, as YAML to apply with kubectl, a namespace and a service
+    /// account in it, the ClusterRole of `palisade cluster rbac` bound to that account, and a
+    /// kubernetes.io/service-account-token Secret, which the cluster fills with the account's
+    /// token and its CA. With --from-secret and --api-server: read that Secret and print a
+    /// kubeconfig with the token, for `palisade cluster add`. Needs no palisade server.
+    #[command(after_help = help::CLUSTER_KUBECONFIG)]
+    Kubeconfig {
+        /// The service account palisade signs in as, in a namespace of your choice (the YAML
+        /// makes both).
+        #[arg(
+            long,
+            value_name = "NAMESPACE/NAME",
+            default_value = "palisade/palisade"
+        )]
+        service_account: String,
+        /// The name of the ClusterRole and of its binding.
+        #[arg(long, value_name = "NAME", default_value = palisade_reconciler::rbac::DEFAULT_NAME)]
+        name: String,
+        /// The account's token Secret as `kubectl get secret -o json` (or -o yaml) prints it,
+        /// or `-` for standard input: print the kubeconfig instead of the YAML.
+        #[arg(long, value_name = "FILE|-", requires = "api_server")]
+        from_secret: Option<PathBuf>,
+        /// The cluster's API server as palisade reaches it (https://HOST:PORT), written into
+        /// the kubeconfig.
+        #[arg(long, value_name = "URL", requires = "from_secret")]
+        api_server: Option<String>,
+    },
 }
 
 /// `palisade cluster rbac`: the role and binding as YAML documents (`-o json`: a `List`).
@@ -168,6 +198,20 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
                 name,
                 user.as_deref(),
                 service_account.as_deref(),
+            )
+        }
+        ClusterCommand::Kubeconfig {
+            service_account,
+            name,
+            from_secret,
+            api_server,
+        } => {
+            return super::access::kubeconfig(
+                connection.output,
+                service_account,
+                name,
+                from_secret.as_deref(),
+                api_server.as_deref(),
             )
         }
         ClusterCommand::Add {

@@ -2,6 +2,7 @@
 //! `PALISADE_TOKEN`. Output is a table, or the API's JSON or YAML bodies with `-o`. Every
 //! failure is one line on stderr and exit code 1.
 
+mod access;
 mod admin;
 mod apply;
 mod config;

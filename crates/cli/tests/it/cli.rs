@@ -70,6 +70,7 @@ fn every_command_shows_examples() {
         &["cluster", "add"],
         &["cluster", "attach"],
         &["cluster", "rbac"],
+        &["cluster", "kubeconfig"],
         &["version"],
         &["completion"],
     ];

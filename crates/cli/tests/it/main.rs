@@ -16,6 +16,7 @@ mod check;
 mod cli;
 mod client;
 mod client_more;
+mod cluster_access;
 mod fleet;
 mod helm_chart;
 mod logging;
