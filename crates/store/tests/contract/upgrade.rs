@@ -163,3 +163,61 @@ async fn a_postgres_store_of_the_first_version_is_upgraded_and_read() {
     }
     read_back(palisade_store::connect(&url).await.unwrap()).await;
 }
+
+/// What a rollback meets: a store that a later version migrated further is refused, naming
+/// the migration this version does not have (docs/upgrade.md: restore the backup taken
+/// before the upgrade, or run the later version again).
+async fn refused_after_a_later_version(url: &str, insert: &str) {
+    drop(palisade_store::connect(url).await.unwrap());
+    if url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
+        sqlx::query(insert).execute(&pool).await.unwrap();
+        pool.close().await;
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        sqlx::query(insert).execute(&pool).await.unwrap();
+        pool.close().await;
+    }
+    let Err(error) = palisade_store::connect(url).await else {
+        panic!("a store with a later version's migration was opened");
+    };
+    // The error and its causes, as `palisade serve` prints them.
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    assert!(
+        text.contains("migration 9999 was previously applied but is missing"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_sqlite_store_migrated_by_a_later_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+    {
+        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+    refused_after_a_later_version(
+        &url,
+        "INSERT INTO _sqlx_migrations VALUES (9999, 'later', '2027-01-01 00:00:00', 1, X'00', 1)",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_postgres_store_migrated_by_a_later_version_is_refused() {
+    let url = palisade_testkit::postgres::test_database_url();
+    refused_after_a_later_version(
+        &url,
+        "INSERT INTO _sqlx_migrations VALUES (9999, 'later', now(), true, '\\x00', 1)",
+    )
+    .await;
+}
