@@ -3,7 +3,8 @@
 //! has the operator's structure (groups of rules, each with alert, expr, for, a severity and a
 //! summary), the dashboard ConfigMap carries the Grafana sidecar's label and the dashboard as
 //! JSON, and every metric an expression of either names is one palisade describes on
-//! `/metrics`. `promtool check rules` runs too when promtool is there (on PATH or
+//! `/metrics`. `promtool check rules` and `promtool test rules` (the alerts' unit tests,
+//! `testdata/monitoring/alerts_test.yaml`) run too when promtool is there (on PATH or
 //! `PALISADE_PROMTOOL`); without it the test says so and checks the rest.
 
 use std::collections::BTreeSet;
@@ -402,7 +403,40 @@ fn the_dashboard_goes_where_the_sidecar_looks() {
     assert_eq!(rule["metadata"]["labels"]["release"], "prometheus");
 }
 
-/// `promtool check rules` on the rule file, when promtool is there.
+fn alerts_test_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/monitoring/alerts_test.yaml")
+}
+
+/// Every alert has a case in the rules' unit tests (`testdata/monitoring/alerts_test.yaml`,
+/// which promtool runs below), one that fires it.
+#[test]
+fn every_alert_has_a_unit_test_that_fires_it() {
+    let file: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(chart_dir().join("monitoring/alerts.yaml")).unwrap(),
+    )
+    .unwrap();
+    let tests: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(alerts_test_file()).unwrap()).unwrap();
+    let fired: BTreeSet<&str> = tests["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|group| group["alert_rule_test"].as_array().into_iter().flatten())
+        .filter(|case| {
+            case["exp_alerts"]
+                .as_array()
+                .is_some_and(|alerts| !alerts.is_empty())
+        })
+        .filter_map(|case| case["alertname"].as_str())
+        .collect();
+    for (_, rule) in rules(&file) {
+        let alert = rule["alert"].as_str().unwrap();
+        assert!(fired.contains(alert), "no unit test fires {alert}");
+    }
+}
+
+/// `promtool check rules` on the rule file and `promtool test rules` on its unit tests, when
+/// promtool is there.
 #[test]
 fn promtool_accepts_the_rules_when_it_is_there() {
     let promtool = std::env::var_os("PALISADE_PROMTOOL")
@@ -428,6 +462,18 @@ fn promtool_accepts_the_rules_when_it_is_there() {
     assert!(
         out.status.success(),
         "{} check rules:\n{}{}",
+        promtool.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(&promtool)
+        .args(["test", "rules"])
+        .arg(alerts_test_file())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} test rules:\n{}{}",
         promtool.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
