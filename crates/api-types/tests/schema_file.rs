@@ -34,15 +34,16 @@ fn the_published_schemas_are_the_generated_ones() {
     }
 }
 
-/// The README's exception documents use only the exception schema's keys.
+/// The exceptions guide's documents use only the exception schema's keys.
 #[test]
-fn the_readme_s_exceptions_use_only_the_schema_s_keys() {
+fn the_exceptions_guide_uses_only_the_schema_s_keys() {
     let schema = schema::boundary_exception();
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/exceptions.md"),
+    )
+    .unwrap();
     let mut checked = 0;
-    for block in readme.split("```yaml\n").skip(1) {
+    for block in guide.split("```yaml\n").skip(1) {
         let text = block.split("```").next().unwrap_or_default();
         if !text.contains("kind: BoundaryException") {
             continue;
@@ -50,12 +51,12 @@ fn the_readme_s_exceptions_use_only_the_schema_s_keys() {
         for document in serde_yaml_ng::Deserializer::from_str(text) {
             let value: serde_json::Value = serde::Deserialize::deserialize(document).unwrap();
             if value["kind"] == "BoundaryException" {
-                keys_known(&schema, &schema, &value, "README.md");
+                keys_known(&schema, &schema, &value, "docs/exceptions.md");
                 checked += 1;
             }
         }
     }
-    assert!(checked > 0, "no BoundaryException in the README");
+    assert!(checked > 0, "no BoundaryException in docs/exceptions.md");
 }
 
 /// Every example policy of the repository is a document the schema describes: its keys are

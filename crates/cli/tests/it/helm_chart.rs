@@ -516,15 +516,12 @@ fn a_wrong_type_for_each_new_value_fails_naming_the_key() {
     }
 }
 
-/// The README's install commands work on a fresh cluster: the namespace the Secrets go into is
-/// created before any command uses it.
+/// The Helm guide's install commands work on a fresh cluster: the namespace the Secrets go
+/// into is created before any command uses it.
 #[test]
-fn the_readme_install_commands_create_the_namespace_first() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = readme
-        .split("## Install into a cluster (Helm chart)")
-        .nth(1)
-        .unwrap();
+fn the_helm_guide_s_install_commands_create_the_namespace_first() {
+    let guide = std::fs::read_to_string(root().join("docs/install-helm.md")).unwrap();
+    let section = guide.split("## The chart").nth(1).unwrap();
     let block = section
         .split("```sh\n")
         .nth(1)
@@ -733,7 +730,7 @@ async fn helm_install_runs_the_pods_on_kubernetes_1_37() {
     );
 }
 
-/// `source <workdir>/env` (README, "Admission rules in a local Kubernetes control plane")
+/// `source <workdir>/env` (README, "One cluster walkthrough")
 /// exports KUBECONFIG, so that a client run afterwards (helm here, kubectl alike) talks to
 /// the test control plane without `--kubeconfig`.
 #[test]

@@ -1,5 +1,6 @@
-//! The README's walkthroughs, run as written: its Kubernetes and platform-workload sections
-//! are read from README.md, and every `$ ` command of their `console` blocks runs in bash,
+//! The README's walkthroughs, run as written: its cluster walkthrough is read from README.md,
+//! and the guides that go on from it from docs/ (admission-walkthrough.md, workloads.md);
+//! every `$ ` command of their `console` blocks runs in bash,
 //! in order, against the first set-up command (`palisade serve --demo`, on a free port, in a
 //! fresh directory) and a control plane started as the README says (`START_WORKLOADS=1`,
 //! 1.37). Each command's output (standard output and error) must be the lines the README
@@ -167,21 +168,16 @@ fn first_setup_command(dir: &Path, port: u16) -> (Serve, String) {
 
 #[test]
 fn the_kubernetes_and_workload_walkthroughs_run_as_written() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let readme = read("README.md");
+    // The README's cluster walkthrough, then the guides that go on from it, in the order a
+    // reader follows them: the walkthrough in depth (drift), then platform workloads.
     let walkthrough = format!(
-        "{}{}",
-        section(
-            &readme,
-            "## Admission rules in a local Kubernetes control plane",
-            "## Platform workloads"
-        ),
-        section(
-            &readme,
-            "## Platform workloads: palisade deploys them",
-            "## Before the cluster"
-        )
+        "{}{}{}",
+        section(&readme, "## One cluster walkthrough", "## The portal"),
+        read("docs/admission-walkthrough.md"),
+        read("docs/workloads.md"),
     );
     let steps = steps(&walkthrough);
     assert!(steps.len() >= 15, "{steps:#?}");
