@@ -4,8 +4,9 @@
 //! summary), the dashboard ConfigMap carries the Grafana sidecar's label and the dashboard as
 //! JSON, and every metric an expression of either names is one palisade describes on
 //! `/metrics`. `promtool check rules` and `promtool test rules` (the alerts' unit tests,
-//! `testdata/monitoring/alerts_test.yaml`) run too when promtool is there (on PATH or
-//! `PALISADE_PROMTOOL`); without it the test says so and checks the rest.
+//! `testdata/monitoring/alerts_test.yaml`) run too when promtool is there (on PATH,
+//! `PALISADE_PROMTOOL`, or in the test cache: `scripts/build-promtool.sh`); without it the
+//! test says so and checks the rest.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -439,6 +440,19 @@ fn every_alert_has_a_unit_test_that_fires_it() {
 /// promtool is there.
 #[test]
 fn promtool_accepts_the_rules_when_it_is_there() {
+    // `scripts/build-promtool.sh` builds it into the test cache.
+    let cached = || {
+        let dir = palisade_testkit::cache_dir().join("promtool");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|version| version.path().join("bin/promtool"))
+            .filter(|p| p.is_file())
+            .collect();
+        found.sort();
+        found.pop()
+    };
     let promtool = std::env::var_os("PALISADE_PROMTOOL")
         .map(PathBuf::from)
         .or_else(|| {
@@ -447,10 +461,11 @@ fn promtool_accepts_the_rules_when_it_is_there() {
                     .map(|dir| dir.join("promtool"))
                     .find(|p| p.is_file())
             })
-        });
+        })
+        .or_else(cached);
     let Some(promtool) = promtool else {
         println!(
-            "promtool is not on PATH and PALISADE_PROMTOOL is not set: `promtool check rules` skipped (the structure and metric names are checked by the other tests here)"
+            "promtool is not on PATH, in the test cache (scripts/build-promtool.sh) or named by PALISADE_PROMTOOL: `promtool check rules` and `promtool test rules` skipped (the structure, the metric names and that each alert has a unit test are checked by the other tests here)"
         );
         return;
     };
