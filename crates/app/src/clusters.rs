@@ -234,6 +234,14 @@ impl App {
         Ok(())
     }
 
+    /// The records of the clusters attached to the boundary; 404 naming the boundary.
+    pub(crate) async fn attached_records(&self, boundary: &str) -> AppResult<Vec<ClusterRecord>> {
+        self.store
+            .boundary_clusters(boundary)
+            .await
+            .map_err(|e| AppError::from_store(e, "boundary"))
+    }
+
     /// A page of the clusters attached to the boundary (boundary-admin or admin).
     pub async fn attached_clusters(
         &self,
@@ -242,11 +250,7 @@ impl App {
     ) -> AppResult<ClusterList> {
         access.caller().require_boundary_admin()?;
         page.limit()?;
-        let records = self
-            .store
-            .boundary_clusters(access.boundary())
-            .await
-            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let records = self.attached_records(access.boundary()).await?;
         let list = format!("clusters of {}", access.boundary());
         cluster_page(&self.continue_tokens(), &list, records, page)
     }

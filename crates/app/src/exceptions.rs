@@ -3,17 +3,17 @@
 //! by themselves; a developer writes a request, which applies nothing until someone else with
 //! those roles approves it.
 
-use palisade_api_types::view::{
-    ExceptionClusterStatus, ExceptionList, ExceptionView, History, HistoryEntry,
-};
+use palisade_api_types::view::{ExceptionClusterStatus, ExceptionList, ExceptionView};
 use palisade_api_types::ExceptionSpec;
 use palisade_policy::exception::{MAX_PER_BOUNDARY, MAX_REQUESTS_PER_BOUNDARY};
 use palisade_policy::{Exception, ExceptionWarning, Name};
-use palisade_store::{ExceptionRecord, ExceptionWrite, StoreError, WriteAction};
+use palisade_store::{
+    ExceptionHistoryEntry, ExceptionRecord, ExceptionWrite, StoreError, WriteAction,
+};
 
 use crate::caller::{Access, Role};
 use crate::error::{AppError, AppResult};
-use crate::paging::PageRequest;
+use crate::policies::SaveCondition;
 use crate::App;
 
 /// The default of `serve --max-exception-days`.
@@ -106,11 +106,7 @@ struct Placement {
 
 impl App {
     async fn placement(&self, boundary: &str) -> AppResult<Placement> {
-        let clusters = self
-            .store
-            .boundary_clusters(boundary)
-            .await
-            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let clusters = self.attached_records(boundary).await?;
         let installs = self
             .store
             .exception_installs(boundary)
@@ -174,18 +170,21 @@ fn with_cluster_statuses(mut view: ExceptionView, placement: &Placement) -> Exce
     view
 }
 
-fn not_found(boundary: &str, name: &str) -> AppError {
-    AppError::NotFound(format!(
-        "exception '{name}' not found in boundary '{boundary}'"
-    ))
+fn from_store<'a>(boundary: &'a str, name: &'a str) -> impl Fn(StoreError) -> AppError + 'a {
+    crate::documents::from_store::<Exceptions>(boundary, name)
 }
 
-fn from_store<'a>(boundary: &'a str, name: &'a str) -> impl Fn(StoreError) -> AppError + 'a {
-    move |e| match e {
-        StoreError::NotFound => not_found(boundary, name),
-        other => AppError::from_store(other, "exception"),
-    }
-}
+/// Exceptions as versioned boundary documents: every role of the boundary writes them (a
+/// developer's write is a request), and their history names what was done.
+#[derive(Clone, Copy, Debug)]
+pub struct Exceptions;
+
+crate::documents::document_kind!(
+    Exceptions: ExceptionRecord, ExceptionHistoryEntry, ExceptionView, ExceptionList;
+    "exception", "exceptions", "history of exception ", admins_write: false,
+    create_only: false; store: get_exception, delete_exception, exception_history;
+    action(e) = Some(e.action); app: exceptions, get_exception, save_exception
+);
 
 /// The spec as saved: validated, with `expiresAt` in the stored form and the reason trimmed.
 pub(crate) fn canonical(spec: &ExceptionSpec, exception: &Exception) -> AppResult<String> {
@@ -205,7 +204,7 @@ impl App {
         access: &Access,
         name: &str,
         spec_json: &[u8],
-        condition: crate::policies::SaveCondition,
+        condition: SaveCondition,
     ) -> AppResult<SavedException> {
         self.admit_write(access.caller(), Some(access.boundary()))?;
         let boundary = access.boundary();
@@ -295,11 +294,7 @@ impl App {
             Some(value) => value.to_owned(),
         };
         let boundary = access.boundary();
-        let record = self
-            .store
-            .get_exception(boundary, name)
-            .await
-            .map_err(from_store(boundary, name))?;
+        let record = self.stored::<Exceptions>(access, name).await?;
         if !palisade_store::if_match_matches(&if_match, &record.etag) {
             return Err(AppError::PreconditionFailed);
         }
@@ -344,13 +339,9 @@ impl App {
     }
 
     /// One exception with its status.
-    pub async fn get_exception(&self, access: &Access, name: &str) -> AppResult<ExceptionView> {
+    async fn get_exception(&self, access: &Access, name: &str) -> AppResult<ExceptionView> {
         let boundary = access.boundary();
-        let record = self
-            .store
-            .get_exception(boundary, name)
-            .await
-            .map_err(from_store(boundary, name))?;
+        let record = self.stored::<Exceptions>(access, name).await?;
         let placement = self.placement(boundary).await?;
         Ok(with_cluster_statuses(
             view(record, &palisade_store::now(), None),
@@ -373,71 +364,5 @@ impl App {
             .into_iter()
             .map(|record| with_cluster_statuses(view(record, &now, None), &placement))
             .collect())
-    }
-
-    /// A page of the boundary's exceptions.
-    pub async fn list_exceptions(
-        &self,
-        access: &Access,
-        page: &PageRequest,
-    ) -> AppResult<ExceptionList> {
-        let views = self.exceptions(access).await?;
-        let list = format!("exceptions of {}", access.boundary());
-        let page = page.page(&self.continue_tokens(), &list, views, |e| e.name.clone())?;
-        Ok(ExceptionList {
-            items: page.items,
-            continue_token: page.continue_token,
-        })
-    }
-
-    /// Deletes an exception (admin or boundary-admin; `if_match`: the etag the caller read).
-    pub async fn delete_exception(
-        &self,
-        access: &Access,
-        name: &str,
-        if_match: Option<&str>,
-    ) -> AppResult<()> {
-        access.caller().require_boundary_admin()?;
-        self.admit_write(access.caller(), Some(access.boundary()))?;
-        let boundary = access.boundary();
-        let actor = access.caller().actor();
-        self.store
-            .delete_exception(boundary, name, if_match, &actor)
-            .await
-            .map_err(from_store(boundary, name))?;
-        tracing::info!(%boundary, exception = %name, %actor, "exception deleted");
-        Ok(())
-    }
-
-    /// A page of an exception's history, oldest first: who asked, who approved, when. Read as
-    /// one page from the store.
-    pub async fn exception_history(
-        &self,
-        access: &Access,
-        name: &str,
-        page: &PageRequest,
-    ) -> AppResult<History> {
-        let boundary = access.boundary();
-        let list = format!("history of exception {boundary}/{name}");
-        let (after, read) = self.history_window(&list, page)?;
-        let entries = self
-            .store
-            .exception_history(boundary, name, after, read)
-            .await
-            .map_err(from_store(boundary, name))?;
-        let entries = entries
-            .into_iter()
-            .map(|e| {
-                let entry = HistoryEntry {
-                    actor: e.actor,
-                    at: e.at,
-                    action: Some(e.action),
-                    before: crate::policies::json_of(e.before_json),
-                    after: crate::policies::json_of(e.after_json),
-                };
-                (e.seq, entry)
-            })
-            .collect();
-        self.history_page(&list, entries, read)
     }
 }

@@ -12,6 +12,7 @@ pub mod boundaries;
 pub mod caller;
 pub mod clusters;
 pub mod demo;
+pub mod documents;
 pub mod error;
 pub mod exceptions;
 pub mod limits;

@@ -72,11 +72,7 @@ fn label_error(cluster: &str, namespace: &str, error: ClusterError) -> AppError 
 impl App {
     /// The names each cluster attached to the boundary reserves besides `default` and `kube-*`.
     async fn reserved_in(&self, boundary: &str) -> AppResult<BTreeMap<String, Vec<String>>> {
-        let attached = self
-            .store
-            .boundary_clusters(boundary)
-            .await
-            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let attached = self.attached_records(boundary).await?;
         Ok(attached
             .into_iter()
             .map(|c| (c.name, c.reserved_namespaces))
@@ -85,11 +81,7 @@ impl App {
 
     /// The attached cluster's record (404 when the cluster is not attached to the boundary).
     async fn attached_cluster(&self, boundary: &str, cluster: &str) -> AppResult<ClusterRecord> {
-        let attached = self
-            .store
-            .boundary_clusters(boundary)
-            .await
-            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let attached = self.attached_records(boundary).await?;
         attached
             .into_iter()
             .find(|c| c.name == cluster)

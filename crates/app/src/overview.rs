@@ -156,11 +156,7 @@ impl App {
             .await
             .map_err(|e| AppError::from_store(e, "boundary"))?;
         let clusters = if caller.require_boundary_admin().is_ok() {
-            let records = self
-                .store
-                .boundary_clusters(boundary)
-                .await
-                .map_err(|e| AppError::from_store(e, "boundary"))?;
+            let records = self.attached_records(boundary).await?;
             Some(records.into_iter().map(ClusterRow::of).collect())
         } else {
             None

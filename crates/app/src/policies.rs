@@ -6,19 +6,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use palisade_api_types::document::{spec_of, ValidPolicy};
 use palisade_api_types::view::{
-    ApplyResult, ApplyResults, ClusterStatus, History, HistoryEntry, InstallStatus, PolicyList,
-    PolicyStatus, PolicyView,
+    ApplyResult, ApplyResults, ClusterStatus, InstallStatus, PolicyList, PolicyStatus, PolicyView,
 };
 use palisade_api_types::{PolicyDocument, PolicySpec};
 use palisade_policy::policy::{blocked_type_warnings, save_warnings};
 use palisade_policy::{Catalog, ExceptionWarning, Name, Policy, SaveWarning};
 /// What a save did: `created`, `configured` or `unchanged`.
 pub use palisade_store::WriteAction;
-use palisade_store::{PolicyRecord, PolicyWrite, StoreError};
+use palisade_store::{PolicyHistoryEntry, PolicyRecord, PolicyWrite, StoreError};
 
 use crate::caller::{Access, Caller};
 use crate::error::{AppError, AppResult};
-use crate::paging::PageRequest;
 use crate::App;
 
 /// A saved policy and what the save did.
@@ -57,16 +55,20 @@ pub fn view(record: PolicyRecord, warnings: Option<Vec<String>>) -> PolicyView {
     }
 }
 
-/// A stored document's JSON text as a value (`None` for none, or text that is not JSON).
-pub(crate) fn json_of(text: Option<String>) -> Option<serde_json::Value> {
-    text.and_then(|t| serde_json::from_str(&t).ok())
+pub(crate) fn policy_not_found(boundary: &str, name: &str) -> AppError {
+    crate::documents::not_found::<Policies>(boundary, name)
 }
 
-pub(crate) fn policy_not_found(boundary: &str, name: &str) -> AppError {
-    AppError::NotFound(format!(
-        "policy '{name}' not found in boundary '{boundary}'"
-    ))
-}
+/// Policies as versioned boundary documents.
+#[derive(Clone, Copy, Debug)]
+pub struct Policies;
+
+crate::documents::document_kind!(
+    Policies: PolicyRecord, PolicyHistoryEntry, PolicyView, PolicyList;
+    "policy", "policies", "history of ", admins_write: true, create_only: true;
+    store: get_policy, delete_policy, policy_history; action(e) = None;
+    app: policies, policy, save_policy
+);
 
 fn texts(warnings: &[SaveWarning]) -> Vec<String> {
     warnings.iter().map(ToString::to_string).collect()
@@ -98,11 +100,7 @@ impl App {
         if records.is_empty() {
             return Ok(out);
         }
-        let clusters = self
-            .store
-            .boundary_clusters(boundary)
-            .await
-            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let clusters = self.attached_records(boundary).await?;
         let rows = self
             .store
             .policy_statuses(boundary)
@@ -182,23 +180,8 @@ impl App {
             .collect())
     }
 
-    /// A page of the boundary's policies.
-    pub async fn list_policies(
-        &self,
-        access: &Access,
-        page: &PageRequest,
-    ) -> AppResult<PolicyList> {
-        let views = self.policies(access).await?;
-        let list = format!("policies of {}", access.boundary());
-        let page = page.page(&self.continue_tokens(), &list, views, |p| p.name.clone())?;
-        Ok(PolicyList {
-            items: page.items,
-            continue_token: page.continue_token,
-        })
-    }
-
     /// One policy with its status.
-    pub async fn get_policy(&self, access: &Access, name: &str) -> AppResult<PolicyView> {
+    async fn policy(&self, access: &Access, name: &str) -> AppResult<PolicyView> {
         let record = self.stored_policy(access, name).await?;
         self.with_status(record, None).await
     }
@@ -209,14 +192,7 @@ impl App {
         access: &Access,
         name: &str,
     ) -> AppResult<PolicyRecord> {
-        let boundary = access.boundary();
-        self.store
-            .get_policy(boundary, name)
-            .await
-            .map_err(|e| match e {
-                StoreError::NotFound => policy_not_found(boundary, name),
-                other => AppError::from_store(other, "policy"),
-            })
+        self.stored::<Policies>(access, name).await
     }
 
     /// The boundary's other stored policies that can be decoded (for save warnings). A
@@ -304,105 +280,6 @@ impl App {
             view: self.with_status(record, Some(texts(&warnings))).await?,
             action,
             warnings,
-        })
-    }
-
-    /// Deletes a policy (boundary-admin or admin; `if_match`: the etag the caller read).
-    pub async fn delete_policy(
-        &self,
-        access: &Access,
-        name: &str,
-        if_match: Option<&str>,
-    ) -> AppResult<()> {
-        access.caller().require_boundary_admin()?;
-        self.admit_write(access.caller(), Some(access.boundary()))?;
-        let boundary = access.boundary();
-        self.store
-            .delete_policy(boundary, name, if_match, &access.caller().actor())
-            .await
-            .map_err(|e| match e {
-                StoreError::NotFound => policy_not_found(boundary, name),
-                other => AppError::from_store(other, "policy"),
-            })?;
-        tracing::info!(%boundary, policy = %name, actor = %access.caller().actor(), "policy deleted");
-        Ok(())
-    }
-
-    /// A page of a policy's history, oldest first, read as one page from the store.
-    pub async fn policy_history(
-        &self,
-        access: &Access,
-        name: &str,
-        page: &PageRequest,
-    ) -> AppResult<History> {
-        let boundary = access.boundary();
-        let list = format!("history of {boundary}/{name}");
-        let (after, read) = self.history_window(&list, page)?;
-        let entries = self
-            .store
-            .policy_history(boundary, name, after, read)
-            .await
-            .map_err(|e| match e {
-                StoreError::NotFound => policy_not_found(boundary, name),
-                other => AppError::from_store(other, "policy"),
-            })?;
-        let entries = entries
-            .into_iter()
-            .map(|e| {
-                let entry = HistoryEntry {
-                    actor: e.actor,
-                    action: None,
-                    at: e.at,
-                    before: json_of(e.before_json),
-                    after: json_of(e.after_json),
-                };
-                (e.seq, entry)
-            })
-            .collect();
-        self.history_page(&list, entries, read)
-    }
-
-    /// The window of a history page: the sequence number it starts after (the `continue`
-    /// token's, or the 400 naming `/continue`), and how many entries to read: one more than
-    /// the limit, to know whether another page follows.
-    pub(crate) fn history_window(
-        &self,
-        list: &str,
-        page: &PageRequest,
-    ) -> AppResult<(Option<i64>, u32)> {
-        let limit = page.limit()?;
-        let after = match page.after(&self.continue_tokens(), list)? {
-            None => None,
-            Some(key) => Some(key.parse::<i64>().map_err(|_| {
-                AppError::invalid("/continue", "is not a continue token of this list")
-            })?),
-        };
-        let read = u32::try_from(limit).unwrap_or(1000).saturating_add(1);
-        Ok((after, read))
-    }
-
-    /// The page of `list` whose entries (oldest first, with their sequence numbers) the store
-    /// read in a window of `read` (the limit and one more): at most the limit, and the token
-    /// that continues after the last of them when more follow.
-    pub(crate) fn history_page(
-        &self,
-        list: &str,
-        mut entries: Vec<(i64, HistoryEntry)>,
-        read: u32,
-    ) -> AppResult<History> {
-        let limit = usize::try_from(read.saturating_sub(1)).unwrap_or(usize::MAX);
-        let continue_token = if entries.len() > limit {
-            entries.truncate(limit);
-            match entries.last() {
-                Some((seq, _)) => Some(self.continue_tokens().issue(list, &seq.to_string())?),
-                None => None,
-            }
-        } else {
-            None
-        };
-        Ok(History {
-            items: entries.into_iter().map(|(_, entry)| entry).collect(),
-            continue_token,
         })
     }
 

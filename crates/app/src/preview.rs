@@ -250,11 +250,7 @@ impl App {
             self.validate_spec(policy_name, spec_json)?.0
         };
         let boundary_name = crate::path_name("boundary", boundary)?;
-        let clusters = self
-            .store
-            .boundary_clusters(boundary)
-            .await
-            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let clusters = self.attached_records(boundary).await?;
         // The boundary's exceptions in force now: what they let past is not a denial.
         let exceptions: std::sync::Arc<Vec<palisade_policy::Exception>> =
             std::sync::Arc::new(crate::exceptions::in_force(
@@ -536,11 +532,7 @@ impl App {
         let boundary = access.boundary();
         let record = self.stored_policy(access, name).await?;
         let policy = self.policy_cache().decode(&record, &self.catalog)?;
-        let clusters = self
-            .store
-            .boundary_clusters(boundary)
-            .await
-            .map_err(|e| AppError::from_store(e, "boundary"))?;
+        let clusters = self.attached_records(boundary).await?;
         let audits = self
             .store
             .audit_reports(boundary, name)

@@ -26,6 +26,12 @@ impl FormData {
             .unwrap_or("")
     }
 
+    /// The etag the form was read at (its `etag` field), to send as `If-Match`; `None` when
+    /// empty or absent.
+    pub fn if_match(&self) -> Option<&str> {
+        Some(self.get("etag")).filter(|e| !e.is_empty())
+    }
+
     /// Whether `name` was sent at all (a checked checkbox).
     pub fn has(&self, name: &str) -> bool {
         self.pairs.iter().any(|(k, _)| k == name)

@@ -4,13 +4,14 @@
 //! validation and messages are the API's; every POST redirects (post/redirect/get).
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use maud::{html, Markup};
+use palisade_app::policies::Policies;
 use palisade_app::{App, AppError};
 use serde_json::{json, Map, Value};
 
-use super::{query_param, require_form_session, require_session};
+use super::{query_param, Signed, SignedForm};
 use crate::flash::{self, Notice};
 use crate::form::FormData;
 use crate::layout::{alert, csrf_field, error_response, html_response, page, Ctx};
@@ -130,14 +131,9 @@ fn field_of(message: &str) -> &'static str {
 pub async fn new_form(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
     uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let policies = match policy_names(&state, &session, &boundary).await {
         Ok(p) => p,
         Err(e) => return error_response(&ctx, Some(&session), &e),
@@ -167,7 +163,7 @@ async fn policy_names(
         continue_token: None,
     };
     Ok(state
-        .list_policies(&access, &page)
+        .list_documents::<Policies>(&access, &page)
         .await?
         .items
         .into_iter()
@@ -178,15 +174,8 @@ async fn policy_names(
 pub async fn new_submit(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    SignedForm { ctx, session, data }: SignedForm,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let form = ExceptionForm::from_data(&data);
     let result = async {
         let access = state.open(&session.caller, &boundary).await?;
@@ -243,18 +232,11 @@ pub async fn new_submit(
 pub async fn approve_submit(
     State(state): State<App>,
     Path((boundary, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    SignedForm { ctx, session, data }: SignedForm,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let result = async {
         let access = state.open(&session.caller, &boundary).await?;
-        let if_match = Some(data.get("etag").to_owned()).filter(|e| !e.is_empty());
+        let if_match = data.if_match().map(str::to_owned);
         state.approve_exception(&access, &name, if_match).await
     }
     .await;

@@ -7,7 +7,8 @@ pub mod policy_editor;
 pub mod resource_form;
 pub mod sign_in;
 
-use axum::extract::State;
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::html;
@@ -37,6 +38,52 @@ pub async fn not_found(State(state): State<App>, headers: HeaderMap, uri: Uri) -
             },
         ),
     )
+}
+
+/// A signed-in page request: its context and session. Extracting it answers sign-in or an
+/// error page otherwise (`require_session`).
+pub struct Signed {
+    pub ctx: Ctx,
+    pub session: Session,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Signed
+where
+    App: FromRef<S>,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let ctx = Ctx::new(&parts.headers, &parts.uri);
+        let session = require_session(&App::from_ref(state), &parts.headers, &ctx).await?;
+        Ok(Signed { ctx, session })
+    }
+}
+
+/// A form submitted by a signed-in user, its CSRF token checked: its context, session and
+/// fields. The form is read first, then the session (`require_form_session`).
+pub struct SignedForm {
+    pub ctx: Ctx,
+    pub session: Session,
+    pub data: FormData,
+}
+
+impl<S> FromRequest<S> for SignedForm
+where
+    S: Send + Sync,
+    App: FromRef<S>,
+{
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let data = FormData::from_request(Request::from_parts(parts.clone(), body), state).await?;
+        let Signed { ctx, session } = Signed::from_request_parts(&mut parts, state).await?;
+        if !tokens_match(&session.csrf, data.get(CSRF_FIELD)) {
+            return Err(csrf_rejected(&ctx, Some(&session)));
+        }
+        Ok(SignedForm { ctx, session, data })
+    }
 }
 
 /// The session of a page request; otherwise the answer to send (sign-in, or an error page).

@@ -4,6 +4,7 @@
 
 pub mod boundaries;
 pub mod clusters;
+pub mod documents;
 pub mod exceptions;
 pub mod meta;
 pub mod namespaces;
@@ -16,6 +17,8 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::routing::{any, get, put};
 use axum::Router;
 use palisade_app::caller::Access;
+use palisade_app::exceptions::Exceptions;
+use palisade_app::policies::Policies;
 use palisade_app::{Caller, PageRequest};
 use serde::Deserialize;
 
@@ -23,7 +26,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
-    Router::new()
+    let router = documents::routes::<Policies>(Router::new());
+    documents::routes::<Exceptions>(router)
         .route(
             "/v1/boundaries",
             get(boundaries::list).post(boundaries::create),
@@ -31,17 +35,6 @@ pub fn router() -> Router<AppState> {
         .route(
             "/v1/boundaries/{boundary}",
             get(boundaries::get_one).delete(boundaries::delete),
-        )
-        .route("/v1/boundaries/{boundary}/policies", get(policies::list))
-        .route(
-            "/v1/boundaries/{boundary}/policies/{policy}",
-            get(policies::get_one)
-                .put(policies::put)
-                .delete(policies::delete),
-        )
-        .route(
-            "/v1/boundaries/{boundary}/policies/{policy}/history",
-            get(policies::history),
         )
         .route(
             "/v1/boundaries/{boundary}/policies/{policy}/preview",
@@ -52,22 +45,8 @@ pub fn router() -> Router<AppState> {
             get(policies::report),
         )
         .route(
-            "/v1/boundaries/{boundary}/exceptions",
-            get(exceptions::list),
-        )
-        .route(
-            "/v1/boundaries/{boundary}/exceptions/{exception}",
-            get(exceptions::get_one)
-                .put(exceptions::put)
-                .delete(exceptions::delete),
-        )
-        .route(
             "/v1/boundaries/{boundary}/exceptions/{exception}/approve",
             axum::routing::post(exceptions::approve),
-        )
-        .route(
-            "/v1/boundaries/{boundary}/exceptions/{exception}/history",
-            get(exceptions::history),
         )
         .route("/v1/apply", axum::routing::post(policies::apply))
         .route(

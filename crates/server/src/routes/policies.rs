@@ -1,63 +1,29 @@
 //! Policies of a boundary: `PUT` with the document's `spec` as body, `GET`, `DELETE`,
-//! history, and `POST /v1/apply` of whole YAML documents (all or nothing).
+//! history (the routes of every versioned document, `documents`, described here for OpenAPI),
+//! and the policy's own: preview, report, and `POST /v1/apply` of whole YAML documents (all or
+//! nothing).
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::IntoResponse;
 use axum::Json;
 use palisade_api_types::view::{
     ApplyResults, History, PolicyList, PolicyReport, PolicyView, Preview,
 };
-use palisade_app::policies::SaveCondition;
-use palisade_app::policies::WriteAction;
-use palisade_app::{AppError, Caller};
+use palisade_app::Caller;
 use serde::Deserialize;
 
-use super::{etag_header, if_match, open, ListParams, Query};
+use super::{open, ListParams, Query};
 use crate::error::ApiResult;
 use crate::{AppState, UnreadBody};
 
-#[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies", tag = "policies",
-    params(("boundary" = String, Path), ListParams),
-    responses((status = 200, body = PolicyList), (status = 400, body = crate::openapi::Error),
-        (status = 401, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error)),
-    security(("bearer" = [])))]
-pub async fn list(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(boundary): Path<String>,
-    Query(params): Query<ListParams>,
-) -> ApiResult<Json<PolicyList>> {
-    let access = open(&state, &caller, &boundary).await?;
-    Ok(Json(state.list_policies(&access, &params.page()).await?))
-}
-
-#[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies/{policy}", tag = "policies",
-    params(("boundary" = String, Path), ("policy" = String, Path)),
-    responses((status = 200, body = PolicyView), (status = 401, body = crate::openapi::Error),
-        (status = 404, body = crate::openapi::Error)),
-    security(("bearer" = [])))]
-pub async fn get_one(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path((boundary, name)): Path<(String, String)>,
-) -> ApiResult<impl IntoResponse> {
-    let access = open(&state, &caller, &boundary).await?;
-    let view = state.get_policy(&access, &name).await?;
-    Ok((etag_header(&view.etag), Json(view)))
-}
-
-/// `If-None-Match: *` (create only); any other value is a 400: palisade keeps no weak etags
-/// to compare with, and a GET-style conditional PUT means nothing here.
-fn if_none_match_star(headers: &HeaderMap) -> Result<bool, AppError> {
-    match headers.get(axum::http::header::IF_NONE_MATCH) {
-        None => Ok(false),
-        Some(value) if value.to_str().ok().map(str::trim) == Some("*") => Ok(true),
-        Some(_) => Err(AppError::InvalidRequest(
-            "/headers/If-None-Match: only '*' (create, never replace) is supported".into(),
-        )),
-    }
-}
+super::documents::document_paths!(
+    "policies",
+    "/v1/boundaries/{boundary}/policies",
+    "/v1/boundaries/{boundary}/policies/{policy}",
+    "/v1/boundaries/{boundary}/policies/{policy}/history",
+    "policy",
+    PolicyView,
+    PolicyList
+);
 
 #[utoipa::path(put, path = "/v1/boundaries/{boundary}/policies/{policy}", tag = "policies",
     params(("boundary" = String, Path), ("policy" = String, Path),
@@ -70,70 +36,8 @@ fn if_none_match_star(headers: &HeaderMap) -> Result<bool, AppError> {
         (status = 412, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error),
         (status = 415, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
     security(("bearer" = [])))]
-pub async fn put(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path((boundary, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: UnreadBody,
-) -> ApiResult<impl IntoResponse> {
-    let access = open(&state, &caller, &boundary).await?;
-    caller.require_boundary_admin()?;
-    palisade_app::path_name("policy", &name)?;
-    let body = body.read().await?;
-    body.require_json(&[])?;
-    let condition = SaveCondition {
-        if_match: if_match(&headers),
-        create_only: if_none_match_star(&headers)?,
-    };
-    let saved = state
-        .save_policy(&access, &name, &body.bytes, condition)
-        .await?;
-    let status = if saved.action == WriteAction::Created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, etag_header(&saved.view.etag), Json(saved.view)))
-}
-
-#[utoipa::path(delete, path = "/v1/boundaries/{boundary}/policies/{policy}", tag = "policies",
-    params(("boundary" = String, Path), ("policy" = String, Path),
-        ("If-Match" = Option<String>, Header, description = "the etag you read")),
-    responses((status = 204), (status = 401, body = crate::openapi::Error),
-        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
-        (status = 412, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
-    security(("bearer" = [])))]
-pub async fn delete(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path((boundary, name)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> ApiResult<StatusCode> {
-    let access = open(&state, &caller, &boundary).await?;
-    state
-        .delete_policy(&access, &name, if_match(&headers).as_deref())
-        .await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-#[utoipa::path(get, path = "/v1/boundaries/{boundary}/policies/{policy}/history", tag = "policies",
-    params(("boundary" = String, Path), ("policy" = String, Path), ListParams),
-    responses((status = 200, body = History), (status = 400, body = crate::openapi::Error),
-        (status = 401, body = crate::openapi::Error),
-        (status = 404, body = crate::openapi::Error)),
-    security(("bearer" = [])))]
-pub async fn history(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path((boundary, name)): Path<(String, String)>,
-    Query(params): Query<ListParams>,
-) -> ApiResult<Json<History>> {
-    let access = open(&state, &caller, &boundary).await?;
-    Ok(Json(
-        state.policy_history(&access, &name, &params.page()).await?,
-    ))
-}
+// Served by `documents::put::<Policies>`, as are the routes of `document_paths`.
+pub fn put() {}
 
 #[utoipa::path(post, path = "/v1/boundaries/{boundary}/policies/{policy}/preview", tag = "policies",
     params(("boundary" = String, Path), ("policy" = String, Path), ListParams),

@@ -6,6 +6,7 @@
 //! | module | stores |
 //! | --- | --- |
 //! | `boundaries` | boundaries; `lock` serialises a boundary's writes |
+//! | `documents` | what versioned, historied documents share, over `DocumentKind` |
 //! | `policies` | policies and their history (`policies::put` saves one) |
 //! | `exceptions` | exceptions, their approval and their history |
 //! | `resources` | resources, guarded creates and plan moves, pages |

@@ -15,17 +15,16 @@ use maud::html;
 use palisade_api_types::view::{PolicyReport, PolicyView, Preview};
 use palisade_api_types::PolicySpec;
 use palisade_app::caller::Access;
-use palisade_app::policies::SaveCondition;
+use palisade_app::policies::{Policies, SaveCondition};
 use palisade_app::AppError;
 use palisade_app::{App, PageRequest};
 
 use self::form::{save_error, BuiltSpec, EditorForm, Field, FieldError};
 use self::render::{render_editor, EditorPage, Outcome};
 use self::yaml::spec_from_yaml;
-use super::{require_form_session, require_session};
+use super::{Signed, SignedForm};
 use crate::flash::{self, Notice};
-use crate::form::FormData;
-use crate::layout::{alert, csrf_field, error_response, html_response, page, see_other, Ctx};
+use crate::layout::{alert, csrf_field, error_response, html_response, page, see_other};
 use crate::session::Session;
 
 async fn attached_clusters(state: &App, access: &Access) -> Result<Vec<String>, AppError> {
@@ -66,14 +65,8 @@ async fn editor_access(
 pub async fn new_form(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let attached = match editor_access(&state, &session, &boundary).await {
         Ok((_, a)) => a,
         Err(e) => return error_response(&ctx, Some(&session), &e),
@@ -100,15 +93,11 @@ pub async fn edit_form(
     Path((boundary, name)): Path<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let loaded = async {
         let (access, attached) = editor_access(&state, &session, &boundary).await?;
-        let record = state.get_policy(&access, &name).await?;
+        let record = state.document::<Policies>(&access, &name).await?;
         let spec = spec_of_record(&record)?;
         let report = report_of(&state, &access, &name).await;
         Ok::<_, AppError>((attached, record, spec, report))
@@ -146,21 +135,17 @@ pub async fn edit_form(
 pub async fn new_submit(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-    form: FormData,
+    form: SignedForm,
 ) -> Response {
-    submit(state, boundary, None, headers, uri, form).await
+    submit(state, boundary, None, form).await
 }
 
 pub async fn edit_submit(
     State(state): State<App>,
     Path((boundary, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
-    form: FormData,
+    form: SignedForm,
 ) -> Response {
-    submit(state, boundary, Some(name), headers, uri, form).await
+    submit(state, boundary, Some(name), form).await
 }
 
 /// What a submission came to.
@@ -176,22 +161,15 @@ async fn submit(
     state: App,
     boundary: String,
     path_name: Option<String>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    SignedForm { ctx, session, data }: SignedForm,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let (access, attached) = match editor_access(&state, &session, &boundary).await {
         Ok(a) => a,
         Err(e) => return error_response(&ctx, Some(&session), &e),
     };
     let existing = match &path_name {
         None => None,
-        Some(name) => match state.get_policy(&access, name).await {
+        Some(name) => match state.document::<Policies>(&access, name).await {
             Ok(record) => Some(record),
             Err(e) => return error_response(&ctx, Some(&session), &e),
         },
@@ -242,7 +220,7 @@ async fn submit(
             Ok((name, bytes, built)) => {
                 let taken = existing.is_none()
                     && !name.is_empty()
-                    && state.get_policy(&access, &name).await.is_ok();
+                    && state.document::<Policies>(&access, &name).await.is_ok();
                 if taken {
                     Attempt::Failed(StatusCode::CONFLICT, vec![FieldError {
                         field: if yaml_view { Field::Yaml } else { Field::Name },
@@ -351,17 +329,11 @@ async fn submit(
 pub async fn delete_form(
     State(state): State<App>,
     Path((boundary, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let record = match async {
         let (access, _) = editor_access(&state, &session, &boundary).await?;
-        state.get_policy(&access, &name).await
+        state.document::<Policies>(&access, &name).await
     }
     .await
     {
@@ -393,19 +365,14 @@ pub async fn delete_form(
 pub async fn delete_submit(
     State(state): State<App>,
     Path((boundary, name)): Path<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    SignedForm { ctx, session, data }: SignedForm,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let result = async {
         let access = state.open(&session.caller, &boundary).await?;
-        let if_match = Some(data.get("etag")).filter(|e| !e.is_empty());
-        state.delete_policy(&access, &name, if_match).await
+        let if_match = data.if_match();
+        state
+            .delete_document::<Policies>(&access, &name, if_match)
+            .await
     }
     .await;
     match result {

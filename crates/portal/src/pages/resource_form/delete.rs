@@ -3,7 +3,7 @@
 //! made from, and a redirect to the boundary page that says what was deleted.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
 use palisade_app::App;
@@ -11,21 +11,14 @@ use palisade_policy::ResourceType;
 
 use super::render::{resource_path, type_name};
 use crate::flash::{self, Notice};
-use crate::form::FormData;
-use crate::layout::{alert, csrf_field, error_response, html_response, page, Ctx};
-use crate::pages::{require_form_session, require_session};
+use crate::layout::{alert, csrf_field, error_response, html_response, page};
+use crate::pages::{Signed, SignedForm};
 
 pub async fn form(
     State(state): State<App>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let view = match async {
         let access = state.open(&session.caller, &boundary).await?;
         state.get_resource(&access, &resource_type, &name).await
@@ -76,18 +69,11 @@ pub async fn form(
 pub async fn submit(
     State(state): State<App>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    SignedForm { ctx, session, data }: SignedForm,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let result = async {
         let access = state.open(&session.caller, &boundary).await?;
-        let if_match = Some(data.get("etag")).filter(|e| !e.is_empty());
+        let if_match = data.if_match();
         state
             .delete_resource(&access, &resource_type, &name, if_match)
             .await

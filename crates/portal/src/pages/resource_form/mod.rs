@@ -26,23 +26,17 @@ use self::render::{
 };
 use self::typed::{field_of, Field, Typed};
 pub use self::upload::{upload_form, upload_submit};
-use super::{query_param, require_form_session, require_session};
+use super::{query_param, Signed, SignedForm};
 use crate::flash::{self, Notice};
-use crate::form::FormData;
 use crate::layout::{error_response, html_response, Ctx};
 use crate::session::Session;
 
 pub async fn form(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
     uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     if let Err(e) = state.open(&session.caller, &boundary).await {
         return error_response(&ctx, Some(&session), &e);
     }
@@ -93,15 +87,9 @@ fn with_retry(mut response: Response) -> Response {
 pub async fn submit(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
     uri: Uri,
-    data: FormData,
+    SignedForm { ctx, session, data }: SignedForm,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let access = match state.open(&session.caller, &boundary).await {
         Ok(access) => access,
         Err(e) => return error_response(&ctx, Some(&session), &e),
@@ -201,12 +189,8 @@ pub async fn show(
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
     headers: HeaderMap,
     uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let (ty, view, workload) =
         match load(&state, &session, &boundary, &resource_type, &name, None).await {
             Ok(found) => found,
@@ -236,14 +220,9 @@ pub async fn show(
 pub async fn live(
     State(state): State<App>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
     uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let seen = query_param(uri.query(), "status").unwrap_or_default();
     let (ty, view, workload) = match load(
         &state,
@@ -393,14 +372,8 @@ async fn stored_resource(
 pub async fn edit_form(
     State(state): State<App>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let (ty, existing) =
         match stored_resource(&state, &session, &boundary, &resource_type, &name).await {
             Ok(found) => found,
@@ -425,15 +398,8 @@ pub async fn edit_form(
 pub async fn edit_submit(
     State(state): State<App>,
     Path((boundary, resource_type, name)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    SignedForm { ctx, session, data }: SignedForm,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_form_session(&state, &headers, &ctx, &data).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let (ty, existing) =
         match stored_resource(&state, &session, &boundary, &resource_type, &name).await {
             Ok(found) => found,
@@ -456,7 +422,7 @@ pub async fn edit_submit(
         return html_response(StatusCode::OK, render_form(&ctx, &session, &page));
     }
     let (patch, component_rows) = typed.patch(ty, &existing.body);
-    let if_match = Some(data.get("etag")).filter(|e| !e.is_empty());
+    let if_match = data.if_match();
     let patched = match state.open(&session.caller, &boundary).await {
         Ok(access) => {
             state

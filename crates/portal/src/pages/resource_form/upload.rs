@@ -28,7 +28,7 @@ use super::render::{api_error, describedby, error_box, replicas_field, text_fiel
 use super::typed::{replicas_value, Field};
 use super::{created, with_retry};
 use crate::layout::{alert, csrf_field, error_response, html_response, page, status_of, Ctx};
-use crate::pages::{csrf_rejected, query_param, require_session};
+use crate::pages::{csrf_rejected, query_param, require_session, Signed};
 use crate::session::{tokens_match, Session, CSRF_FIELD};
 
 /// The field that carries the file.
@@ -194,14 +194,9 @@ async fn upload_page<'a>(
 pub async fn upload_form(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
     uri: Uri,
+    Signed { ctx, session }: Signed,
 ) -> Response {
-    let ctx = Ctx::new(&headers, &uri);
-    let session = match require_session(&state, &headers, &ctx).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let access = match state.open(&session.caller, &boundary).await {
         Ok(access) => access,
         Err(e) => return error_response(&ctx, Some(&session), &e),
