@@ -24,6 +24,7 @@ use palisade_app::resources::ResourceFilter;
 use palisade_app::{App, Caller, Role, SealingKey};
 use palisade_policy::Catalog;
 use palisade_store::{NewResource, PolicyWrite};
+use palisade_testkit::resources::{mixed, Mixed};
 use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -80,26 +81,12 @@ fn resource(i: usize) -> (String, serde_json::Value) {
     } else {
         "small"
     };
-    match i % 4 {
-        0 => (
-            "app".into(),
-            json!({"type": "app", "name": format!("app-{i}"), "plan": plan, "image": "ghcr.io/acme/web:1"}),
-        ),
-        1 => (
-            "container_instance".into(),
-            json!({"type": "container_instance", "name": format!("ci-{i}"), "components": [
-                {"name": "worker", "plan": plan, "image": "ghcr.io/acme/w:1"},
-                {"name": "sidecar", "plan": "small", "image": "ghcr.io/acme/s:1"}]}),
-        ),
-        2 => (
-            "postgresql".into(),
-            json!({"type": "postgresql", "name": format!("db-{i}"), "plan": plan}),
-        ),
-        _ => (
-            "valkey".into(),
-            json!({"type": "valkey", "name": format!("cache-{i}"), "plan": plan}),
-        ),
-    }
+    let how = Mixed {
+        plan,
+        valkey_plan: plan,
+        app_labels: false,
+    };
+    mixed(i, how)
 }
 
 fn page(limit: u32, continue_token: Option<String>) -> PageRequest {

@@ -40,33 +40,10 @@ use serde_json::json;
 const BOUNDARY: &str = "shop";
 const IN_FLIGHT: usize = 64;
 
-fn resource(i: usize) -> (String, serde_json::Value) {
-    let plan = if i.is_multiple_of(10) {
-        "large"
-    } else {
-        "small"
-    };
-    match i % 4 {
-        0 => (
-            "app".into(),
-            json!({"type": "app", "name": format!("app-{i}"), "plan": plan, "image": "ghcr.io/acme/web:1", "labels": {"team": "web"}}),
-        ),
-        1 => (
-            "container_instance".into(),
-            json!({"type": "container_instance", "name": format!("ci-{i}"), "components": [
-            {"name": "worker", "plan": plan, "image": "ghcr.io/acme/w:1"},
-            {"name": "sidecar", "plan": "small", "image": "ghcr.io/acme/s:1"}]}),
-        ),
-        2 => (
-            "postgresql".into(),
-            json!({"type": "postgresql", "name": format!("db-{i}"), "plan": plan}),
-        ),
-        _ => (
-            "valkey".into(),
-            json!({"type": "valkey", "name": format!("cache-{i}"), "plan": "small"}),
-        ),
-    }
-}
+#[path = "support/resources.rs"]
+mod resources;
+
+use resources::resource;
 
 async fn fill(store: Arc<dyn palisade_store::Store>, resources: usize) {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));

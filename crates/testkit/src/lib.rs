@@ -11,6 +11,7 @@ pub mod control_plane;
 pub mod corpus;
 pub mod generated;
 pub mod postgres;
+pub mod resources;
 pub mod stall;
 
 /// The parts of a name unique across processes and runs: this process's id (first, so that a
