@@ -1,8 +1,99 @@
-//! Pure decisions of a pass, tested without a control plane.
+//! Pure decisions of a pass, tested without a control plane: which boundaries and policies a
+//! cluster holds, where a probe runs, what a collection keeps, which boundaries' objects go.
 
 use std::collections::BTreeSet;
 
+use palisade_app::reconcile::{BoundaryState, PolicyRecord};
+use palisade_policy::{Name, Policy};
 use palisade_vap::Layout;
+
+/// The boundaries attached to `cluster`, in the order given.
+pub(crate) fn attached<'a>(
+    boundaries: &'a [BoundaryState],
+    cluster: &str,
+) -> Vec<&'a BoundaryState> {
+    boundaries
+        .iter()
+        .filter(|b| b.clusters.contains(cluster))
+        .collect()
+}
+
+/// The boundary's policies that belong in `cluster`: with admission rules and in scope, or
+/// not decodable (whose status then says so).
+pub(crate) fn wanted<'a>(
+    boundary: &'a BoundaryState,
+    cluster: &'a Name,
+) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, String>)> + 'a {
+    boundary
+        .policies
+        .iter()
+        .filter(move |(_, decoded)| match decoded {
+            Ok(policy) => policy.installs_in(cluster),
+            Err(_) => true,
+        })
+        .map(|(record, decoded)| (record, decoded))
+}
+
+/// The boundary's policies in `cluster`, decoded (those that are not keep their objects).
+pub(crate) fn decoded_in(boundary: &BoundaryState, cluster: &Name) -> Vec<Policy> {
+    wanted(boundary, cluster)
+        .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
+        .collect()
+}
+
+/// The boundary's namespaces in `cluster`, and the one its policies' probes run in: the first
+/// that no exception names (there a probe is judged by the policies alone), else the first.
+pub(crate) fn probe_namespace<'b>(
+    boundary: &'b BoundaryState,
+    cluster: &str,
+) -> (Vec<&'b str>, Option<String>) {
+    let named_by_exceptions = |namespace: &str| {
+        boundary.exceptions.iter().any(|x| {
+            x.object_match
+                .as_ref()
+                .is_some_and(|m| m.namespaces.iter().any(|n| n.as_str() == namespace))
+        })
+    };
+    let namespaces: Vec<&str> = boundary
+        .namespaces
+        .iter()
+        .filter(|n| n.cluster == cluster)
+        .map(|n| n.name.as_str())
+        .collect();
+    let probe = namespaces
+        .iter()
+        .find(|n| !named_by_exceptions(n))
+        .or_else(|| namespaces.first())
+        .map(|n| (*n).to_owned());
+    (namespaces, probe)
+}
+
+/// The policies whose objects a boundary's collection keeps in `cluster`: those in it that
+/// decode, and every one that does not (it keeps whatever it had installed).
+pub(crate) fn kept_policies(boundary: &BoundaryState, cluster: &Name) -> Vec<Name> {
+    let mut keep: Vec<Name> = decoded_in(boundary, cluster)
+        .iter()
+        .map(|p| p.name().clone())
+        .collect();
+    keep.extend(
+        boundary
+            .policies
+            .iter()
+            .filter(|(_, d)| d.is_err())
+            .filter_map(|(r, _)| Name::parse(&r.name).ok()),
+    );
+    keep
+}
+
+/// The boundaries with objects in the cluster (`installed`) that are no longer attached to it
+/// (detached or deleted): their objects go. Names that are not boundary names are left alone.
+pub(crate) fn detached(installed: &BTreeSet<String>, attached: &[&BoundaryState]) -> Vec<Name> {
+    installed
+        .iter()
+        .filter(|b| !attached.iter().any(|a| a.name.as_str() == b.as_str()))
+        .filter_map(|b| Name::parse(b).ok())
+        .collect()
+}
 
 /// What a boundary's garbage collection keeps after its policies were written in `target`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +127,208 @@ pub(crate) fn keep(present: &BTreeSet<Layout>, target: Layout, confirmed: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use palisade_app::reconcile::NamespaceRecord;
     use Layout::{PerBoundary as B, PerPolicy as P, Shared as S};
+
+    fn mk_record(name: &str) -> PolicyRecord {
+        PolicyRecord {
+            boundary: "shop".to_owned(),
+            name: name.to_owned(),
+            spec_json: "{}".to_owned(),
+            metadata_json: "{}".to_owned(),
+            etag: "e1".to_owned(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            updated_by: String::new(),
+        }
+    }
+
+    /// A policy requiring a label, installed in `clusters` (every cluster when empty).
+    fn mk_policy(name: &str, clusters: &[&str]) -> (PolicyRecord, Result<Policy, String>) {
+        let scope = if clusters.is_empty() {
+            palisade_policy::Scope::AllClusters
+        } else {
+            palisade_policy::Scope::Clusters(
+                clusters
+                    .iter()
+                    .map(|c| Name::parse(c).expect("a cluster name"))
+                    .collect(),
+            )
+        };
+        let team = palisade_policy::LabelKey::parse("team").expect("a label key");
+        let label = palisade_policy::LabelRequirement::new(team, None);
+        let rules = vec![palisade_policy::Rule::RequiredLabels(vec![label])];
+        let policy = Policy::new(
+            Name::parse(name).expect("a policy name"),
+            palisade_policy::Mode::Enforce,
+            scope,
+            rules,
+        )
+        .expect("a policy");
+        (mk_record(name), Ok(policy))
+    }
+
+    fn mk_undecodable(name: &str) -> (PolicyRecord, Result<Policy, String>) {
+        (mk_record(name), Err("unknown rule 'x'".to_owned()))
+    }
+
+    fn mk_namespace(cluster: &str, name: &str) -> NamespaceRecord {
+        NamespaceRecord {
+            cluster: cluster.to_owned(),
+            name: name.to_owned(),
+            boundary: "shop".to_owned(),
+            created_at: String::new(),
+            uid: None,
+            gone_at: None,
+        }
+    }
+
+    fn mk_boundary(
+        name: &str,
+        clusters: &[&str],
+        policies: Vec<(PolicyRecord, Result<Policy, String>)>,
+    ) -> BoundaryState {
+        BoundaryState {
+            name: Name::parse(name).expect("a boundary name"),
+            policies,
+            clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
+            namespaces: Vec::new(),
+            exceptions: Vec::new(),
+            last_change: 0,
+        }
+    }
+
+    fn mk_exception_in(namespaces: &[&str]) -> palisade_policy::Exception {
+        palisade_policy::Exception {
+            name: Name::parse("legacy").expect("a name"),
+            policy: Name::parse("labels").expect("a name"),
+            rules: Default::default(),
+            object_match: Some(palisade_policy::ObjectMatch {
+                clusters: Vec::new(),
+                namespaces: namespaces
+                    .iter()
+                    .map(|n| Name::parse(n).expect("a name"))
+                    .collect(),
+                labels: Vec::new(),
+                images: Vec::new(),
+            }),
+            resources: Vec::new(),
+            plans: Vec::new(),
+            expires_at: "2099-01-01T00:00:00.000Z".to_owned(),
+            reason: "legacy".to_owned(),
+        }
+    }
+
+    fn names(names: &[Name]) -> Vec<&str> {
+        names.iter().map(Name::as_str).collect()
+    }
+
+    #[test]
+    fn a_cluster_holds_the_boundaries_attached_to_it() {
+        let boundaries = [
+            mk_boundary("a", &["c1", "c2"], Vec::new()),
+            mk_boundary("b", &["c2"], Vec::new()),
+            mk_boundary("c", &[], Vec::new()),
+        ];
+        let of = |cluster| -> Vec<String> {
+            attached(&boundaries, cluster)
+                .iter()
+                .map(|b| b.name.to_string())
+                .collect()
+        };
+        assert_eq!(of("c1"), ["a"]);
+        assert_eq!(of("c2"), ["a", "b"]);
+        assert!(of("c3").is_empty());
+    }
+
+    #[test]
+    fn a_policy_belongs_in_the_clusters_of_its_scope_and_an_undecodable_one_everywhere() {
+        let boundary = mk_boundary(
+            "shop",
+            &["c1", "c2"],
+            vec![
+                mk_policy("everywhere", &[]),
+                mk_policy("only-c2", &["c2"]),
+                mk_undecodable("broken"),
+            ],
+        );
+        let c1 = Name::parse("c1").expect("a name");
+        let c2 = Name::parse("c2").expect("a name");
+        let wanted_in =
+            |c| -> Vec<String> { wanted(&boundary, c).map(|(r, _)| r.name.clone()).collect() };
+        assert_eq!(wanted_in(&c1), ["everywhere", "broken"]);
+        assert_eq!(wanted_in(&c2), ["everywhere", "only-c2", "broken"]);
+        let decoded: Vec<String> = decoded_in(&boundary, &c1)
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect();
+        assert_eq!(decoded, ["everywhere"]);
+        // The collection keeps what is in the cluster, and what cannot be decoded.
+        assert_eq!(
+            names(&kept_policies(&boundary, &c1)),
+            ["everywhere", "broken"]
+        );
+        assert_eq!(
+            names(&kept_policies(&boundary, &c2)),
+            ["everywhere", "only-c2", "broken"]
+        );
+    }
+
+    #[test]
+    fn a_probe_runs_in_a_namespace_no_exception_names() {
+        // (namespaces of the boundary in c1, namespaces an exception names) -> probe namespace
+        type Case = (
+            &'static [&'static str],
+            &'static [&'static str],
+            Option<&'static str>,
+        );
+        let cases: &[Case] = &[
+            (&[], &[], None),
+            (&["web"], &[], Some("web")),
+            (&["web", "api"], &[], Some("web")),
+            (&["web", "api"], &["web"], Some("api")),
+            // Every one named: the first, judged with the exception.
+            (&["web", "api"], &["web", "api"], Some("web")),
+        ];
+        for &(namespaces, excepted, probe) in cases {
+            let mut boundary = mk_boundary("shop", &["c1"], Vec::new());
+            boundary.namespaces = namespaces.iter().map(|n| mk_namespace("c1", n)).collect();
+            // A namespace of another cluster is never this cluster's probe namespace.
+            boundary
+                .namespaces
+                .insert(0, mk_namespace("c2", "elsewhere"));
+            if !excepted.is_empty() {
+                boundary.exceptions.push(mk_exception_in(excepted));
+            }
+            let (in_cluster, chosen) = probe_namespace(&boundary, "c1");
+            assert_eq!(in_cluster, namespaces, "{namespaces:?} {excepted:?}");
+            assert_eq!(chosen.as_deref(), probe, "{namespaces:?} {excepted:?}");
+        }
+    }
+
+    #[test]
+    fn the_objects_of_boundaries_no_longer_attached_go() {
+        let boundaries = [
+            mk_boundary("a", &["c1"], Vec::new()),
+            mk_boundary("b", &["c1"], Vec::new()),
+        ];
+        let attached: Vec<&BoundaryState> = boundaries.iter().collect();
+        let installed = |names: &[&str]| -> BTreeSet<String> {
+            names.iter().map(|n| (*n).to_owned()).collect()
+        };
+        assert!(detached(&installed(&[]), &attached).is_empty());
+        assert!(detached(&installed(&["a", "b"]), &attached).is_empty());
+        assert_eq!(
+            names(&detached(&installed(&["a", "gone"]), &attached)),
+            ["gone"]
+        );
+        // Not a boundary name: left alone.
+        assert!(detached(&installed(&["Not_A_Name"]), &attached).is_empty());
+        assert_eq!(
+            names(&detached(&installed(&["a", "b", "old"]), &attached[..1])),
+            ["b", "old"]
+        );
+    }
 
     #[test]
     fn the_earlier_layout_stays_until_the_new_one_is_confirmed() {

@@ -1,7 +1,16 @@
 //! One cluster's part of a pass: the guard, the labels, each boundary's policies written in the
 //! cluster's layout and confirmed, and what is no longer wanted collected.
+//!
+//! The part runs in steps, each a method of its own: `observe` (the connection, what the cluster
+//! can enforce, its API servers' restarts), `not_enforcing` (nothing is written, every status
+//! says why), `make_ready` (the layout, the guard, the layout's shared objects, the labels),
+//! `write_boundaries` (every boundary's objects, before any probe), `confirm_boundary` (each
+//! policy probed, its status), `collect_boundaries` (what is no longer wanted removed, statuses
+//! recorded) and `finish` (the layout's leftovers, the workloads, detached boundaries). Their
+//! decisions that need no cluster are in `crate::plan`.
 
 use super::*;
+use crate::probe::ClusterProbe;
 
 /// A boundary's part of a cluster's pass once its objects are written, before its policies
 /// are confirmed.
@@ -17,6 +26,31 @@ struct Prepared<'b> {
     switching: bool,
     /// What writing each of `in_cluster` gave, in order.
     applied: Vec<Result<(), String>>,
+}
+
+/// A boundary's part once its policies are confirmed: what its collection keeps, and the
+/// statuses to record once it ran.
+struct Confirmed<'b> {
+    boundary: &'b BoundaryState,
+    keep: Vec<Name>,
+    kept: crate::plan::Keep,
+    statuses: Vec<PolicyStatusRecord>,
+}
+
+/// What the steps of a cluster's part add up as they go.
+#[derive(Default)]
+struct Tally {
+    /// Policies (and exceptions, and drifts) not yet confirmed.
+    unconfirmed: usize,
+    /// Statuses written, and those confirmed, as (boundary, policy): what closes drifts.
+    written: BTreeSet<(String, String)>,
+    confirmed_now: BTreeSet<(String, String)>,
+    /// What each exception's probe found, by (boundary, exception).
+    exceptions: BTreeMap<(String, String), InstallStatus>,
+    /// Boundaries still switching layout, and whether one of them still has shared objects.
+    switches_left: usize,
+    shared_left: bool,
+    audits: Vec<AuditJob>,
 }
 
 /// One policy's part of a boundary's pass, for [`Controller::install`].
@@ -44,9 +78,74 @@ impl Controller {
         boundaries: &[BoundaryState],
         fence: &Fence,
     ) -> Result<ClusterPass, ControllerError> {
-        let mut unconfirmed = 0;
-        let mut connection = self.connect(cluster).await?;
         let cluster_name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
+        let (mut connection, probe) = self.observe(cluster).await?;
+        let attached = crate::plan::attached(boundaries, &cluster.name);
+        if let Admission::NotEnforced(reason) = &probe.admission {
+            return self
+                .not_enforcing(cluster, &cluster_name, &attached, reason)
+                .await;
+        }
+        let (client, choice, gone) = self
+            .make_ready(
+                cluster,
+                &cluster_name,
+                &mut connection,
+                probe.minor,
+                &attached,
+                fence,
+            )
+            .await?;
+        // A namespace found gone is no longer the boundary's: nothing probes, audits or
+        // deploys there from now on.
+        let pruned: Vec<BoundaryState>;
+        let attached: Vec<&BoundaryState> = if gone.is_empty() {
+            attached
+        } else {
+            pruned = attached
+                .iter()
+                .map(|b| b.without_namespaces(&cluster.name, &gone))
+                .collect();
+            pruned.iter().collect()
+        };
+        // One read of what is installed before writing (the layouts present) and one after
+        // (what is stale), for every boundary of the cluster at once.
+        let before = client.installed(&self.installation, None).await?;
+        fence.confirm("the policies").await?;
+        let prepared = self
+            .write_boundaries(&client, &before, &attached, &cluster_name, choice.layout)
+            .await;
+        let mut tally = Tally::default();
+        let mut confirmed = Vec::with_capacity(prepared.len());
+        for prepared in prepared {
+            confirmed.push(
+                self.confirm_boundary(&client, &cluster_name, prepared, choice.layout, &mut tally)
+                    .await,
+            );
+        }
+        let after = self
+            .collect_boundaries(&client, &cluster_name, confirmed, fence, &mut tally)
+            .await?;
+        self.finish(
+            cluster,
+            &connection,
+            &client,
+            &choice,
+            &attached,
+            &after,
+            fence,
+            tally,
+        )
+        .await
+    }
+
+    /// The cached connection, what the cluster can enforce (recorded when it changed), and
+    /// its API servers' restarts.
+    async fn observe(
+        &self,
+        cluster: &ClusterRecord,
+    ) -> Result<(Connection, ClusterProbe), ControllerError> {
+        let connection = self.connect(cluster).await?;
         let probe = connection.client.probe().await?;
         self.notice_restarts(&cluster.name, &connection.client)
             .await;
@@ -70,41 +169,53 @@ impl Controller {
                 .await
                 .map_err(ControllerError::ClusterStatus)?;
         }
-        let attached: Vec<&BoundaryState> = boundaries
-            .iter()
-            .filter(|b| b.clusters.contains(&cluster.name))
-            .collect();
+        Ok((connection, probe))
+    }
 
-        if let Admission::NotEnforced(reason) = &probe.admission {
-            // Nothing is written to a cluster that cannot enforce; every policy says why.
-            for boundary in &attached {
-                let statuses = wanted(boundary, &cluster_name)
-                    .map(|(record, _)| {
-                        status_record(boundary, record, &cluster.name, status_not_enforced(reason))
-                    })
-                    .collect();
-                self.write_statuses(&cluster.name, boundary, statuses)
-                    .await?;
-            }
-            let reason = format!(
-                "cluster '{}' cannot enforce admission rules: {reason}",
-                cluster.name
-            );
-            self.not_deployed(&cluster.name, &reason).await?;
-            let recorded = self.clear_error(cluster).await;
-            return Ok(ClusterPass {
-                unconfirmed: 0,
-                enforced: false,
-                recorded,
-                audits: Vec::new(),
-                workloads_failed: None,
-                exceptions: BTreeMap::new(),
-            });
+    /// Nothing is written to a cluster that cannot enforce; every policy and workload says why.
+    async fn not_enforcing(
+        &self,
+        cluster: &ClusterRecord,
+        cluster_name: &Name,
+        attached: &[&BoundaryState],
+        reason: &str,
+    ) -> Result<ClusterPass, ControllerError> {
+        for boundary in attached {
+            let statuses = every_status(boundary, cluster_name, &status_not_enforced(reason));
+            self.write_statuses(&cluster.name, boundary, statuses)
+                .await?;
         }
+        let reason = format!(
+            "cluster '{}' cannot enforce admission rules: {reason}",
+            cluster.name
+        );
+        self.not_deployed(&cluster.name, &reason).await?;
+        let recorded = self.clear_error(cluster).await;
+        Ok(ClusterPass {
+            unconfirmed: 0,
+            enforced: false,
+            recorded,
+            audits: Vec::new(),
+            workloads_failed: None,
+            exceptions: BTreeMap::new(),
+        })
+    }
 
-        let choice = self.choose_layout(cluster, probe.minor, &attached, &cluster_name);
+    /// Before any policy: the layout chosen, the boundary-label guard, the drift watches, the
+    /// layout's shared objects and the namespaces' labels. The client in the layout, the
+    /// choice, and the namespaces found gone as (boundary, namespace).
+    async fn make_ready(
+        &self,
+        cluster: &ClusterRecord,
+        cluster_name: &Name,
+        connection: &mut Connection,
+        minor: u32,
+        attached: &[&BoundaryState],
+        fence: &Fence,
+    ) -> Result<(ClusterClient, Choice, BTreeSet<(String, String)>), ControllerError> {
+        let choice = self.choose_layout(cluster, minor, attached, cluster_name);
         let client = connection.client.clone().with_layout(choice.layout);
-        let identity = self.identity(&cluster.name, &mut connection).await?;
+        let identity = self.identity(&cluster.name, connection).await?;
         fence
             .confirm("the boundary-label guard and the layout's shared objects")
             .await?;
@@ -113,7 +224,7 @@ impl Controller {
             .await
             .map_err(ControllerError::Guard)?;
         // From now on a change by someone else reaches the loop within moments.
-        self.watch_drift(&cluster.name, &connection);
+        self.watch_drift(&cluster.name, connection);
         if let Ok(mut known) = self.attached.lock() {
             known.insert(
                 cluster.name.clone(),
@@ -125,72 +236,36 @@ impl Controller {
             .prepare(&client, &self.installation, &identity)
             .await
             .map_err(ControllerError::Shared)?;
-
         fence.confirm("label repairs").await?;
-        let gone = self.restore_labels(&client, cluster, &attached).await?;
-        // A namespace found gone is no longer the boundary's: nothing probes, audits or
-        // deploys there from now on.
-        let pruned: Vec<BoundaryState>;
-        let attached: Vec<&BoundaryState> = if gone.is_empty() {
-            attached
-        } else {
-            pruned = attached
-                .iter()
-                .map(|b| b.without_namespaces(&cluster.name, &gone))
-                .collect();
-            pruned.iter().collect()
-        };
+        let gone = self.restore_labels(&client, cluster, attached).await?;
+        Ok((client, choice, gone))
+    }
 
-        let mut attached_names = BTreeSet::new();
-        // Statuses written, and those confirmed, as (boundary, policy): what closes drifts.
-        let mut written = BTreeSet::new();
-        let mut confirmed_now = BTreeSet::new();
-        let mut audits = Vec::new();
-        let mut exception_statuses = BTreeMap::new();
-        let mut switches_left = 0usize;
-        let mut shared_left = false;
-        // One read of what is installed before writing (the layouts present) and one after
-        // (what is stale), for every boundary of the cluster at once.
-        let before = client.installed(&self.installation, None).await?;
-        fence.confirm("the policies").await?;
-        // Every boundary's objects are written first, then each is confirmed: the API server
-        // judges with what was written from its next policy reload (once a second), so a pass
-        // that changes many boundaries waits for one reload, not one per boundary.
+    /// Every boundary's objects are written first, then each is confirmed: the API server
+    /// judges with what was written from its next policy reload (once a second), so a pass
+    /// that changes many boundaries waits for one reload, not one per boundary.
+    async fn write_boundaries<'b>(
+        &self,
+        client: &ClusterClient,
+        before: &crate::cluster::Installed,
+        attached: &[&'b BoundaryState],
+        cluster_name: &Name,
+        layout: Layout,
+    ) -> Vec<Prepared<'b>> {
         let mut prepared = Vec::with_capacity(attached.len());
-        for boundary in &attached {
-            attached_names.insert(boundary.name.to_string());
-            // A namespace no exception names, when there is one: a probe there is judged by
-            // the policies alone.
-            let named_by_exceptions = |namespace: &str| {
-                boundary.exceptions.iter().any(|x| {
-                    x.object_match
-                        .as_ref()
-                        .is_some_and(|m| m.namespaces.iter().any(|n| n.as_str() == namespace))
-                })
-            };
-            let namespaces: Vec<&str> = boundary
-                .namespaces
-                .iter()
-                .filter(|n| n.cluster == cluster.name)
-                .map(|n| n.name.as_str())
-                .collect();
-            let probe_namespace = namespaces
-                .iter()
-                .find(|n| !named_by_exceptions(n))
-                .or_else(|| namespaces.first())
-                .map(|n| (*n).to_owned());
-            let in_cluster: Vec<Policy> = wanted(boundary, &cluster_name)
-                .filter_map(|(_, decoded)| decoded.as_ref().ok().cloned())
-                .collect();
-            let exceptions = boundary.exceptions_in(&cluster.name);
+        for boundary in attached {
+            let (namespaces, probe_namespace) =
+                crate::plan::probe_namespace(boundary, cluster_name.as_str());
+            let in_cluster = crate::plan::decoded_in(boundary, cluster_name);
+            let exceptions = boundary.exceptions_in(cluster_name.as_str());
             let present = before.layouts(&self.installation, &boundary.name);
-            let switching = present.iter().any(|l| *l != choice.layout);
+            let switching = present.iter().any(|l| *l != layout);
             let together = self
                 .apply_together(
-                    &client,
-                    &before,
+                    client,
+                    before,
                     boundary,
-                    &cluster_name,
+                    cluster_name,
                     &in_cluster,
                     switching,
                 )
@@ -221,8 +296,20 @@ impl Controller {
                 applied,
             });
         }
-        let mut collections = Vec::new();
-        for Prepared {
+        prepared
+    }
+
+    /// Probes each policy of a boundary written already, and its exceptions: the statuses,
+    /// and what its collection keeps.
+    async fn confirm_boundary<'b>(
+        &self,
+        client: &ClusterClient,
+        cluster_name: &Name,
+        prepared: Prepared<'b>,
+        layout: Layout,
+        tally: &mut Tally,
+    ) -> Confirmed<'b> {
+        let Prepared {
             boundary,
             namespaces,
             probe_namespace,
@@ -230,87 +317,104 @@ impl Controller {
             present,
             switching,
             applied,
-        } in prepared
-        {
-            let mut keep = Vec::new();
-            let mut statuses = Vec::new();
-            let mut applied = applied.into_iter();
-            // Every probe of the boundary saw the new layout's objects at work.
-            let mut confirmed = !boundary.policies.iter().any(|(_, d)| d.is_err());
-            for (record, decoded) in wanted(boundary, &cluster_name) {
-                let status = match decoded {
-                    Err(reason) => {
-                        status_error(&ControllerError::Undecodable(reason.clone()).to_string())
-                    }
-                    Ok(policy) => {
-                        keep.push(policy.name().clone());
-                        let key = (
-                            cluster.name.clone(),
-                            boundary.name.to_string(),
-                            record.name.clone(),
-                            record.etag.clone(),
-                        );
-                        let written_as = applied.next().unwrap_or_else(|| {
-                            Err("palisade lost track of this policy's write".to_owned())
-                        });
-                        let install = Install {
-                            cluster: &cluster.name,
-                            boundary: &boundary.name,
-                            others: &in_cluster,
-                            probe_namespace: probe_namespace.as_deref(),
-                            applied: written_as,
-                            switching,
-                            first_look: !self.seen_unconfirmed(&key),
-                        };
-                        let (status, in_new_layout) = self.install(&client, policy, install).await;
-                        confirmed &= in_new_layout;
-                        let status = self.within_grace(key, status, &mut unconfirmed);
-                        self.with_drift(
-                            &cluster.name,
-                            boundary.name.as_str(),
-                            &record.name,
-                            status,
-                            &mut confirmed_now,
-                            &mut unconfirmed,
-                        )
-                    }
-                };
-                written.insert((boundary.name.to_string(), record.name.clone()));
-                statuses.push(status_record(boundary, record, &cluster.name, status));
-            }
-            // Policies that cannot be decoded keep whatever they had installed.
-            keep.extend(
-                boundary
-                    .policies
-                    .iter()
-                    .filter(|(_, d)| d.is_err())
-                    .filter_map(|(r, _)| Name::parse(&r.name).ok()),
-            );
-            for (exception, status) in self
-                .confirm_exceptions(
-                    &client,
-                    &cluster.name,
-                    boundary,
-                    &in_cluster,
-                    &namespaces,
-                    &mut unconfirmed,
-                )
-                .await
-            {
-                exception_statuses.insert((boundary.name.to_string(), exception), status);
-            }
-            // During a switch, the earlier layout's objects stay until the new layout's are
-            // confirmed (SPEC 3.4: no gap).
-            let kept = crate::plan::keep(&present, choice.layout, confirmed);
-            if kept.switch_bindings {
-                switches_left += 1;
-                shared_left |= present.contains(&Layout::Shared);
-            }
-            collections.push((boundary, keep, kept, statuses));
+        } = prepared;
+        let cluster = cluster_name.as_str();
+        let mut statuses = Vec::new();
+        let mut applied = applied.into_iter();
+        // Every probe of the boundary saw the new layout's objects at work.
+        let mut confirmed = !boundary.policies.iter().any(|(_, d)| d.is_err());
+        for (record, decoded) in wanted(boundary, cluster_name) {
+            let status = match decoded {
+                Err(reason) => {
+                    status_error(&ControllerError::Undecodable(reason.clone()).to_string())
+                }
+                Ok(policy) => {
+                    let key = (
+                        cluster.to_owned(),
+                        boundary.name.to_string(),
+                        record.name.clone(),
+                        record.etag.clone(),
+                    );
+                    let written_as = applied.next().unwrap_or_else(|| {
+                        Err("palisade lost track of this policy's write".to_owned())
+                    });
+                    let install = Install {
+                        cluster,
+                        boundary: &boundary.name,
+                        others: &in_cluster,
+                        probe_namespace: probe_namespace.as_deref(),
+                        applied: written_as,
+                        switching,
+                        first_look: !self.seen_unconfirmed(&key),
+                    };
+                    let (status, in_new_layout) = self.install(client, policy, install).await;
+                    confirmed &= in_new_layout;
+                    let status = self.within_grace(key, status, &mut tally.unconfirmed);
+                    self.with_drift(
+                        cluster,
+                        boundary.name.as_str(),
+                        &record.name,
+                        status,
+                        &mut tally.confirmed_now,
+                        &mut tally.unconfirmed,
+                    )
+                }
+            };
+            tally
+                .written
+                .insert((boundary.name.to_string(), record.name.clone()));
+            statuses.push(status_record(boundary, record, cluster, status));
         }
+        let found = self
+            .confirm_exceptions(
+                client,
+                cluster,
+                boundary,
+                &in_cluster,
+                &namespaces,
+                &mut tally.unconfirmed,
+            )
+            .await;
+        for (exception, status) in found {
+            tally
+                .exceptions
+                .insert((boundary.name.to_string(), exception), status);
+        }
+        // During a switch, the earlier layout's objects stay until the new layout's are
+        // confirmed (SPEC 3.4: no gap).
+        let kept = crate::plan::keep(&present, layout, confirmed);
+        if kept.switch_bindings {
+            tally.switches_left += 1;
+            tally.shared_left |= present.contains(&Layout::Shared);
+        }
+        Confirmed {
+            boundary,
+            keep: crate::plan::kept_policies(boundary, cluster_name),
+            kept,
+            statuses,
+        }
+    }
+
+    /// Removes what each boundary no longer wants, records its statuses, and starts the audits
+    /// that came due; then closes the drifts the statuses settle. What is installed after.
+    async fn collect_boundaries(
+        &self,
+        client: &ClusterClient,
+        cluster_name: &Name,
+        confirmed: Vec<Confirmed<'_>>,
+        fence: &Fence,
+        tally: &mut Tally,
+    ) -> Result<crate::cluster::Installed, ControllerError> {
+        let cluster = cluster_name.as_str();
         let after = client.installed(&self.installation, None).await?;
         fence.confirm("the removals").await?;
-        for (boundary, keep, kept, statuses) in collections {
+        for Confirmed {
+            boundary,
+            keep,
+            kept,
+            statuses,
+        } in confirmed
+        {
             let removed = client
                 .collect(
                     &after,
@@ -324,14 +428,33 @@ impl Controller {
                 )
                 .await
                 .map_err(ControllerError::RemovePolicies)?;
-            metrics::removed(&cluster.name, removed.len());
-            self.write_statuses(&cluster.name, boundary, statuses)
-                .await?;
-            audits.extend(self.audit_due(&client, &cluster.name, &cluster_name, boundary, fence));
+            metrics::removed(cluster, removed.len());
+            self.write_statuses(cluster, boundary, statuses).await?;
+            tally
+                .audits
+                .extend(self.audit_due(client, cluster, cluster_name, boundary, fence));
         }
-        self.close_drifts(&cluster.name, &written, &confirmed_now)
+        self.close_drifts(cluster, &tally.written, &tally.confirmed_now)
             .await;
-        if choice.layout != Layout::Shared && !shared_left {
+        Ok(after)
+    }
+
+    /// The end of a cluster's part: the earlier layout's leftovers, the layout recorded, the
+    /// workloads deployed, the objects of boundaries no longer attached removed, and the
+    /// cluster's error cleared or set.
+    #[allow(clippy::too_many_arguments, reason = "the steps' results, each once")]
+    async fn finish(
+        &self,
+        cluster: &ClusterRecord,
+        connection: &Connection,
+        client: &ClusterClient,
+        choice: &Choice,
+        attached: &[&BoundaryState],
+        after: &crate::cluster::Installed,
+        fence: &Fence,
+        tally: Tally,
+    ) -> Result<ClusterPass, ControllerError> {
+        if choice.layout != Layout::Shared && !tally.shared_left {
             // Left by the shared layout before a switch: inert once the boundaries' parameters
             // are gone (above), but every request would still pay for looking them up.
             client
@@ -339,65 +462,27 @@ impl Controller {
                 .await
                 .map_err(ControllerError::RemoveShared)?;
         }
-        if choice.layout == Layout::Shared && switches_left == 0 {
+        if choice.layout == Layout::Shared && tally.switches_left == 0 {
             client
                 .remove_shared_switch(&self.installation)
                 .await
                 .map_err(ControllerError::RemoveShared)?;
         }
-        self.record_layout(&cluster.name, &choice, switches_left)
+        self.record_layout(&cluster.name, choice, tally.switches_left)
             .await;
         // A failure here (e.g. a role without the workloads' verbs) is the cluster's error,
         // not the policies': they are installed and confirmed above.
         let workloads = fence
             .write(
                 "the workloads",
-                self.deploy_workloads(&connection, &cluster.name, &attached),
+                self.deploy_workloads(connection, &cluster.name, attached),
             )
             .await;
         if let Err(ControllerError::Fenced(error)) = workloads {
             return Err(ControllerError::Fenced(error));
         }
-        // Boundaries detached from this cluster, or deleted: their objects go.
-        if after
-            .boundaries()
-            .difference(&attached_names)
-            .next()
-            .is_some()
-        {
-            fence.confirm("the removal of detached boundaries").await?;
-        }
-        for stale in after.boundaries().difference(&attached_names) {
-            let Ok(boundary) = Name::parse(stale) else {
-                continue;
-            };
-            let removed = client
-                .collect(
-                    &after,
-                    &self.installation,
-                    &boundary,
-                    Keep {
-                        policies: &[],
-                        layouts: &[choice.layout],
-                        switch_bindings: false,
-                    },
-                )
-                .await
-                .map_err(|error| ControllerError::RemoveBoundary {
-                    boundary: stale.clone(),
-                    error,
-                })?;
-            metrics::removed(&cluster.name, removed.len());
-            if client.serves_reports().await.unwrap_or(false) {
-                client
-                    .sync_reports(&self.installation, &boundary, &[])
-                    .await
-                    .map_err(|error| ControllerError::RemoveBoundary {
-                        boundary: stale.clone(),
-                        error,
-                    })?;
-            }
-        }
+        self.remove_detached(&cluster.name, client, choice.layout, attached, after, fence)
+            .await?;
         let (recorded, workloads_failed) = match workloads {
             Ok(()) => (self.clear_error(cluster).await, None),
             Err(error) => {
@@ -415,13 +500,56 @@ impl Controller {
             }
         };
         Ok(ClusterPass {
-            unconfirmed,
+            unconfirmed: tally.unconfirmed,
             enforced: true,
             recorded,
-            audits,
+            audits: tally.audits,
             workloads_failed,
-            exceptions: exception_statuses,
+            exceptions: tally.exceptions,
         })
+    }
+
+    /// Boundaries detached from this cluster, or deleted: their objects go, and their reports.
+    async fn remove_detached(
+        &self,
+        cluster: &str,
+        client: &ClusterClient,
+        layout: Layout,
+        attached: &[&BoundaryState],
+        after: &crate::cluster::Installed,
+        fence: &Fence,
+    ) -> Result<(), ControllerError> {
+        let stale = crate::plan::detached(&after.boundaries(), attached);
+        if !stale.is_empty() {
+            fence.confirm("the removal of detached boundaries").await?;
+        }
+        for boundary in stale {
+            let failed = |error| ControllerError::RemoveBoundary {
+                boundary: boundary.to_string(),
+                error,
+            };
+            let removed = client
+                .collect(
+                    after,
+                    &self.installation,
+                    &boundary,
+                    Keep {
+                        policies: &[],
+                        layouts: &[layout],
+                        switch_bindings: false,
+                    },
+                )
+                .await
+                .map_err(failed)?;
+            metrics::removed(cluster, removed.len());
+            if client.serves_reports().await.unwrap_or(false) {
+                client
+                    .sync_reports(&self.installation, &boundary, &[])
+                    .await
+                    .map_err(failed)?;
+            }
+        }
+        Ok(())
     }
 
     /// Writes the boundary's policies in the cluster together, before any is probed: in the

@@ -52,6 +52,7 @@ use palisade_policy::{Mode, Name, Policy};
 use crate::audit::{self, AuditJob, Audits};
 use crate::cluster::Keep;
 use crate::metrics::{self, Outcome};
+use crate::plan::wanted;
 use crate::probe::{Admission, EnforcementProbe};
 use crate::scope::Fingerprint;
 use crate::statuses::StatusWatch;
@@ -402,20 +403,15 @@ impl Controller {
     }
 }
 
-/// The boundary's policies that belong in `cluster`: with admission rules and in scope, or
-/// not decodable (whose status then says so).
-fn wanted<'a>(
-    boundary: &'a BoundaryState,
-    cluster: &'a Name,
-) -> impl Iterator<Item = (&'a PolicyRecord, &'a Result<Policy, String>)> + 'a {
-    boundary
-        .policies
-        .iter()
-        .filter(move |(_, decoded)| match decoded {
-            Ok(policy) => policy.installs_in(cluster),
-            Err(_) => true,
-        })
-        .map(|(record, decoded)| (record, decoded))
+/// Every status of the boundary's policies in `cluster` set to `status`.
+fn every_status(
+    boundary: &BoundaryState,
+    cluster: &Name,
+    status: &InstallStatus,
+) -> Vec<PolicyStatusRecord> {
+    wanted(boundary, cluster)
+        .map(|(record, _)| status_record(boundary, record, cluster.as_str(), status.clone()))
+        .collect()
 }
 
 fn status_record(

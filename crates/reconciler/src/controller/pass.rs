@@ -553,11 +553,7 @@ impl Controller {
             .iter()
             .filter(|b| b.clusters.contains(&cluster.name))
         {
-            let statuses = wanted(boundary, &cluster_name)
-                .map(|(record, _)| {
-                    status_record(boundary, record, &cluster.name, status_error(&reason))
-                })
-                .collect();
+            let statuses = every_status(boundary, &cluster_name, &status_error(&reason));
             let result = self.write_statuses(&cluster.name, boundary, statuses).await;
             let what = format!("the policy statuses of boundary '{}'", boundary.name);
             recorded &= self.recorded(&cluster.name, &what, result);
