@@ -228,7 +228,8 @@ fn body_of(port: u16, path: &str) -> Option<String> {
 }
 
 fn reconciling(port: u16) -> bool {
-    body_of(port, "/metrics").is_some_and(|m| m.contains("palisade_reconcile_active 1"))
+    // The sample's line, not the `# HELP` line, which reads "1 while ...".
+    body_of(port, "/metrics").is_some_and(|m| m.lines().any(|l| l == "palisade_reconcile_active 1"))
 }
 
 /// Two `palisade serve` processes on one SQLite file: one runs the reconciler, the other
