@@ -13,6 +13,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use palisade_testkit::control_plane;
+
+use crate::helm_chart::helm;
 use serde_json::Value;
 
 fn chart_dir() -> PathBuf {
@@ -24,18 +26,7 @@ fn render(args: &[&str]) -> Vec<Value> {
     let chart = chart_dir().display().to_string();
     let mut all = vec!["template", "rel", chart.as_str(), "--namespace", "platform"];
     all.extend_from_slice(args);
-    let out = Command::new(control_plane::helm())
-        .args(&all)
-        .env(
-            "HELM_CACHE_HOME",
-            std::env::temp_dir().join("palisade-helm-cache"),
-        )
-        .env(
-            "HELM_CONFIG_HOME",
-            std::env::temp_dir().join("palisade-helm-config"),
-        )
-        .output()
-        .unwrap();
+    let out = helm(&all);
     assert!(
         out.status.success(),
         "helm {all:?}: {}",
@@ -507,18 +498,7 @@ fn bad_monitoring_values_fail_naming_the_key() {
         ),
         ("monitoring.rule.enabled=true", "rule"),
     ] {
-        let out = Command::new(control_plane::helm())
-            .args(["template", "rel", &chart, "--set-string", set])
-            .env(
-                "HELM_CACHE_HOME",
-                std::env::temp_dir().join("palisade-helm-cache"),
-            )
-            .env(
-                "HELM_CONFIG_HOME",
-                std::env::temp_dir().join("palisade-helm-config"),
-            )
-            .output()
-            .unwrap();
+        let out = helm(&["template", "rel", &chart, "--set-string", set]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{set} accepted");
         assert!(

@@ -28,7 +28,8 @@ fn full_values() -> String {
         .to_string()
 }
 
-fn helm(args: &[&str]) -> Output {
+/// `helm` with `args`, its cache and configuration kept in the temporary directory.
+pub(crate) fn helm(args: &[&str]) -> Output {
     Command::new(control_plane::helm())
         .args(args)
         .env(
