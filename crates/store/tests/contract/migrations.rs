@@ -79,12 +79,8 @@ async fn check(url: &str) {
 #[tokio::test]
 async fn uploads_stored_whole_are_carried_over_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+    let (url, pool) = crate::support::new_sqlite_file(dir.path()).await;
     {
-        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
-        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
-            .await
-            .unwrap();
         before(sqlx::migrate!("./migrations/sqlite"), 8)
             .run(&pool)
             .await
@@ -195,12 +191,8 @@ async fn check_plans(url: &str) {
 #[tokio::test]
 async fn the_plans_of_resources_stored_before_are_read_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+    let (url, pool) = crate::support::new_sqlite_file(dir.path()).await;
     {
-        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
-        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
-            .await
-            .unwrap();
         before(sqlx::migrate!("./migrations/sqlite"), 17)
             .run(&pool)
             .await

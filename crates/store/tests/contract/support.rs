@@ -15,6 +15,16 @@ pub use palisade_testkit::postgres::TempPostgres;
 
 pub use crate::TestDb;
 
+/// A new SQLite file `palisade.db` in `dir`: its URL, and a pool on it.
+pub async fn new_sqlite_file(dir: &std::path::Path) -> (String, sqlx::SqlitePool) {
+    let url = format!("sqlite://{}", dir.join("palisade.db").display());
+    let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+    let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
+        .await
+        .unwrap();
+    (url, pool)
+}
+
 pub const META: &str = r#"{"labels":{},"annotations":{}}"#;
 
 pub fn policy_write(boundary: &str, name: &str, spec: &str) -> PolicyWrite {

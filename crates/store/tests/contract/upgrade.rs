@@ -135,12 +135,8 @@ async fn read_back(store: SharedStore) {
 #[tokio::test]
 async fn a_sqlite_store_of_the_first_version_is_upgraded_and_read() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+    let (url, pool) = crate::support::new_sqlite_file(dir.path()).await;
     {
-        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
-        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
-            .await
-            .unwrap();
         sqlx::raw_sql(&fixture("sqlite"))
             .execute(&pool)
             .await
@@ -197,12 +193,8 @@ async fn refused_after_a_later_version(url: &str, insert: &str) {
 #[tokio::test]
 async fn a_sqlite_store_migrated_by_a_later_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("palisade.db").display());
+    let (url, pool) = crate::support::new_sqlite_file(dir.path()).await;
     {
-        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
-        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
-            .await
-            .unwrap();
         pool.close().await;
     }
     refused_after_a_later_version(
