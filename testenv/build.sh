@@ -107,4 +107,11 @@ for t in "${targets[@]}"; do
       ;;
   esac
 done
+# Go's build cache is only the compiler's scratch for the binaries above (about 7 GB after the
+# control plane); once they are built it is dropped, so the Rust build that follows has the
+# disk. The module cache stays. TESTENV_KEEP_GO_BUILD_CACHE=1 keeps it.
+if [[ "${TESTENV_KEEP_GO_BUILD_CACHE:-0}" != 1 && -d "${GOCACHE}" ]]; then
+  echo "== dropping the Go build cache ($(du -sh "${GOCACHE}" | cut -f1))"
+  go clean -cache
+fi
 echo "== all done in $(( $(date +%s) - total_start ))s"
