@@ -5,20 +5,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { axeViolations, newPage, startBrowser, startServer } from './harness.js';
+import { axeViolations, newPage, startAll, stopAll } from './harness.js';
 
 let server;
 let browser;
 
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+before(async () => ({ server, browser } = await startAll()));
+after(() => stopAll({ server, browser }));
 
 const TYPES = ['app', 'container_instance', 'function', 'static_web_app', 'postgresql', 'sqlserver', 'qdrant', 'valkey'];
 

@@ -1,5 +1,6 @@
 // Starts `palisade serve --demo` on a pre-seeded store (see crates/portal/examples/browser_seed.rs)
 // and Debian's headless Chromium through playwright-core (which downloads no browser).
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
@@ -86,6 +87,12 @@ export async function startServer({ reconciler = false, publicUrl = false } = {}
       });
       const text = await answer.text();
       return { status: answer.status, headers: answer.headers, body: text ? JSON.parse(text) : null };
+    },
+    /** As `api`, as the admin, asserting a 2xx answer; answers its body. */
+    async ok(method, apiPath, body) {
+      const answer = await this.api(method, apiPath, body);
+      assert.ok(answer.status < 300, `${method} ${apiPath}: ${answer.status} ${JSON.stringify(answer.body)}`);
+      return answer.body;
     },
     async stop() {
       child.kill('SIGTERM');
@@ -184,4 +191,61 @@ export async function startControlPlane(version = '1.37', { workloads = false } 
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * What a test file runs against: a control plane when `plane` names its Kubernetes version
+ * (with fake nodes when `workloads`), a server started with the other options
+ * (`startServer`'s), and a browser. `stopAll` stops what it answers.
+ */
+export async function startAll({ plane: version, workloads = false, ...serverOptions } = {}) {
+  const started = {};
+  try {
+    if (version) started.plane = await startControlPlane(version, { workloads });
+    started.server = await startServer(serverOptions);
+    started.browser = await startBrowser();
+  } catch (error) {
+    await stopAll(started);
+    throw error;
+  }
+  return started;
+}
+
+export async function stopAll({ plane, server, browser } = {}) {
+  await browser?.close();
+  await server?.stop();
+  plane?.stop();
+}
+
+/** Calls `read` every `every` ms until `done(value)` or `seconds` have passed; answers the last value. */
+export async function poll(read, done, seconds, every = 250) {
+  const deadline = Date.now() + seconds * 1000;
+  let value = await read();
+  while (!done(value) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, every));
+    value = await read();
+  }
+  return value;
+}
+
+/** Creates `boundary`, registers the control plane as cluster `local`, attaches it and makes
+ * the boundary's namespace `web` there. */
+export async function boundaryOnPlane(server, plane, boundary) {
+  await server.ok('POST', '/v1/boundaries', { name: boundary });
+  await server.ok('PUT', '/v1/clusters/local', { kubeconfig: plane.kubeconfig });
+  await server.ok('PUT', `/v1/boundaries/${boundary}/clusters/local`);
+  await server.ok('PUT', `/v1/boundaries/${boundary}/clusters/local/namespaces/web`);
+}
+
+/** Saves a policy and waits, for 60 s at most, until cluster `local` reports it enforced;
+ * answers the policy's statuses per cluster at that moment. */
+export async function putEnforcedPolicy(server, boundary, policy, body, every = 250) {
+  const policyPath = `/v1/boundaries/${boundary}/policies/${policy}`;
+  await server.ok('PUT', policyPath, body);
+  return poll(
+    async () => (await server.ok('GET', policyPath)).status.clusters,
+    (clusters) => clusters.some((c) => c.cluster === 'local' && c.status === 'enforced'),
+    60,
+    every,
+  );
 }

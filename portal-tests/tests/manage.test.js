@@ -6,25 +6,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import {
-  axeViolations, newPage, screenshot, startBrowser, startControlPlane, startServer,
-} from './harness.js';
+import { axeViolations, newPage, screenshot, startAll, stopAll } from './harness.js';
 
 let server;
 let browser;
 let plane;
 
-before(async () => {
-  plane = await startControlPlane('1.37');
-  server = await startServer({ reconciler: true });
-  browser = await startBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-  plane?.stop();
-});
+before(async () => ({ plane, server, browser } = await startAll({ plane: '1.37', reconciler: true })));
+after(() => stopAll({ plane, server, browser }));
 
 /** Submits a form by its button and answers the POST's status and the URL it ends on. */
 async function submit(page, button) {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { newPage, screenshot, startBrowser, startServer } from './harness.js';
+import { newPage, screenshot, startAll, stopAll } from './harness.js';
 
 const DENIED_LARGE =
   "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium.";
@@ -13,15 +13,8 @@ const DENIED_LARGE =
 let server;
 let browser;
 
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+before(async () => ({ server, browser } = await startAll()));
+after(() => stopAll({ server, browser }));
 
 /** Removes `disabled` from a plan option, as a crafted request would bypass it. */
 async function enable(page, selector) {

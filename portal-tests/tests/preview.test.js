@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { newPage, screenshot, startBrowser, startControlPlane, startServer } from './harness.js';
+import { boundaryOnPlane, newPage, screenshot, startAll, stopAll } from './harness.js';
 
 const MESSAGE =
   "Policy 'no-latest' (DisallowLatestTag) denied image nginx:latest: it is tagged latest or carries no tag.";
@@ -14,30 +14,12 @@ let server;
 let browser;
 let plane;
 
-before(async () => {
-  plane = await startControlPlane('1.37');
-  server = await startServer({ reconciler: true });
-  browser = await startBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-  plane?.stop();
-});
-
-async function ok(method, apiPath, body) {
-  const answer = await server.api(method, apiPath, body);
-  assert.ok(answer.status < 300, `${method} ${apiPath}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return answer.body;
-}
+before(async () => ({ plane, server, browser } = await startAll({ plane: '1.37', reconciler: true })));
+after(() => stopAll({ plane, server, browser }));
 
 describe('preview and audit', () => {
   test('previews, asks to confirm the replicas at risk, saves, and shows the audit', async () => {
-    await ok('POST', '/v1/boundaries', { name: 'web-team' });
-    await ok('PUT', '/v1/clusters/local', { kubeconfig: plane.kubeconfig });
-    await ok('PUT', '/v1/boundaries/web-team/clusters/local');
-    await ok('PUT', '/v1/boundaries/web-team/clusters/local/namespaces/web');
+    await boundaryOnPlane(server, plane, 'web-team');
     const created = await plane.create('/apis/apps/v1/namespaces/web/deployments', {
       apiVersion: 'apps/v1', kind: 'Deployment',
       metadata: { name: 'web', labels: { app: 'web' } },

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  axeViolations, newPage, screenshot, startBrowser, startControlPlane, startServer,
+  axeViolations, boundaryOnPlane, newPage, putEnforcedPolicy, screenshot, startAll, stopAll,
 } from './harness.js';
 
 const REJECTED =
@@ -18,33 +18,8 @@ let server;
 let browser;
 let plane;
 
-before(async () => {
-  plane = await startControlPlane('1.37', { workloads: true });
-  server = await startServer({ reconciler: true });
-  browser = await startBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-  plane?.stop();
-});
-
-async function ok(method, apiPath, body) {
-  const answer = await server.api(method, apiPath, body);
-  assert.ok(answer.status < 300, `${method} ${apiPath}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return answer.body;
-}
-
-async function poll(read, done, seconds) {
-  const deadline = Date.now() + seconds * 1000;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-    value = await read();
-  }
-  return value;
-}
+before(async () => ({ plane, server, browser } = await startAll({ plane: '1.37', workloads: true, reconciler: true })));
+after(() => stopAll({ plane, server, browser }));
 
 /** Milliseconds from `since` until the API first shows the resource's status matching
  * `pattern` (read every 20 ms, for at most 60 s). */
@@ -69,15 +44,9 @@ async function waitForLive(page, pattern, seconds = 60) {
 
 describe('resource page', () => {
   test('follows a workload from create to rejected, then to running, and deletes it', async () => {
-    await ok('POST', '/v1/boundaries', { name: 'live-team' });
-    await ok('PUT', '/v1/clusters/local', { kubeconfig: plane.kubeconfig });
-    await ok('PUT', '/v1/boundaries/live-team/clusters/local');
-    await ok('PUT', '/v1/boundaries/live-team/clusters/local/namespaces/web');
-    await ok('PUT', '/v1/boundaries/live-team/policies/no-latest', { rules: [{ disallowLatestTag: {} }] });
-    const installed = await poll(
-      async () => (await ok('GET', '/v1/boundaries/live-team/policies/no-latest')).status.clusters,
-      (clusters) => clusters.some((c) => c.cluster === 'local' && c.status === 'enforced'),
-      60,
+    await boundaryOnPlane(server, plane, 'live-team');
+    const installed = await putEnforcedPolicy(
+      server, 'live-team', 'no-latest', { rules: [{ disallowLatestTag: {} }] }, 100,
     );
     assert.deepEqual(installed.map((c) => [c.cluster, c.status]), [['local', 'enforced']]);
 
@@ -143,14 +112,9 @@ describe('resource page', () => {
     // A newer policy its image breaks, then a scale-up: the old pod keeps running, the new
     // ones are denied; the page (reached by the save, so followed) turns amber and shows the
     // ReplicaSet's FailedCreate event with the API server's message.
-    await ok('PUT', '/v1/boundaries/live-team/policies/registries', {
+    await putEnforcedPolicy(server, 'live-team', 'registries', {
       rules: [{ allowedRegistries: { registries: ['registry.acme.internal'] } }],
-    });
-    await poll(
-      async () => (await ok('GET', '/v1/boundaries/live-team/policies/registries')).status.clusters,
-      (clusters) => clusters.some((c) => c.cluster === 'local' && c.status === 'enforced'),
-      60,
-    );
+    }, 100);
     await page.getByRole('link', { name: 'Edit' }).click();
     await page.getByLabel('Replicas').fill('2');
     await page.locator('#resource-form button.primary').click();

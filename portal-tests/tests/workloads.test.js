@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { newPage, screenshot, startBrowser, startControlPlane, startServer } from './harness.js';
+import {
+  boundaryOnPlane, newPage, poll, putEnforcedPolicy, screenshot, startAll, stopAll,
+} from './harness.js';
 
 const WARNING =
   "Policy 'no-latest' (DisallowLatestTag) denies builds of uploaded code: the function builder is referenced by the tag latest";
@@ -17,47 +19,15 @@ let server;
 let browser;
 let plane;
 
-before(async () => {
-  plane = await startControlPlane('1.37');
-  server = await startServer({ reconciler: true, publicUrl: true });
-  browser = await startBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-  plane?.stop();
-});
-
-async function ok(method, apiPath, body) {
-  const answer = await server.api(method, apiPath, body);
-  assert.ok(answer.status < 300, `${method} ${apiPath}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return answer.body;
-}
-
-/** Polls `read` every 250 ms until `done(value)` or the deadline; answers the last value. */
-async function poll(read, done, seconds) {
-  const deadline = Date.now() + seconds * 1000;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 250));
-    value = await read();
-  }
-  return value;
-}
+before(async () => ({ plane, server, browser } = await startAll({ plane: '1.37', reconciler: true, publicUrl: true })));
+after(() => stopAll({ plane, server, browser }));
 
 describe('workloads', () => {
   test('an uploaded function: warned before, warned after, and its build rejected', async () => {
-    await ok('POST', '/v1/boundaries', { name: 'web-team' });
-    await ok('PUT', '/v1/clusters/local', { kubeconfig: plane.kubeconfig });
-    await ok('PUT', '/v1/boundaries/web-team/clusters/local');
-    await ok('PUT', '/v1/boundaries/web-team/clusters/local/namespaces/web');
-    await ok('PUT', '/v1/boundaries/web-team/policies/no-latest', { rules: [{ disallowLatestTag: {} }] });
+    await boundaryOnPlane(server, plane, 'web-team');
     // The build Job must meet the policy in force, as it would after any real rollout.
-    const installed = await poll(
-      async () => (await ok('GET', '/v1/boundaries/web-team/policies/no-latest')).status.clusters,
-      (clusters) => clusters.some((c) => c.cluster === 'local' && c.status === 'enforced'),
-      60,
+    const installed = await putEnforcedPolicy(
+      server, 'web-team', 'no-latest', { rules: [{ disallowLatestTag: {} }] },
     );
     assert.deepEqual(installed.map((c) => [c.cluster, c.status]), [['local', 'enforced']]);
 
@@ -85,7 +55,7 @@ describe('workloads', () => {
     assert.deepEqual(await page.locator('#warnings li').allInnerTexts(), [WARNING]);
     await screenshot(page, 'upload-created');
 
-    const stored = await ok('GET', '/v1/boundaries/web-team/resources/function/hook');
+    const stored = await server.ok('GET', '/v1/boundaries/web-team/resources/function/hook');
     assert.match(stored.upload, /^u-[0-9a-f]{20}$/);
     assert.equal(stored.cluster, 'local');
     assert.equal(stored.namespace, 'web');
