@@ -4,39 +4,6 @@
 use super::*;
 
 impl Controller {
-    /// Whether a (cluster, boundary, policy, etag) was seen applied but not enforcing before.
-    pub(super) fn seen_unconfirmed(&self, key: &(String, String, String, String)) -> bool {
-        self.unconfirmed
-            .lock()
-            .map_or(true, |seen| seen.contains_key(key))
-    }
-
-    /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago
-    /// (admitted, or refused by the version it replaces) is still `pending`: the API server
-    /// has not activated it yet. Counted as unconfirmed, so a pass follows shortly.
-    pub(super) fn within_grace(
-        &self,
-        key: (String, String, String, String),
-        status: InstallStatus,
-        unconfirmed: &mut usize,
-    ) -> InstallStatus {
-        let Ok(mut seen) = self.unconfirmed.lock() else {
-            return status;
-        };
-        seen.retain(|_, first| first.elapsed() < ACTIVATION_GRACE * 10);
-        if !settling(&status) {
-            seen.remove(&key);
-            return status;
-        }
-        let first = *seen.entry(key).or_insert_with(Instant::now);
-        if first.elapsed() < ACTIVATION_GRACE {
-            *unconfirmed += 1;
-            InstallStatus::Pending
-        } else {
-            status
-        }
-    }
-
     /// Confirms each exception in force in the cluster whose policy is installed here (SPEC 7:
     /// "as policies"): a dry-run create of an object it matches, violating a rule it lifts,
     /// is admitted. By exception name; an exception no such object exists for (e.g. its
@@ -87,7 +54,9 @@ impl Controller {
                 format!("exception/{}", exception.name),
                 exception.expires_at.clone(),
             );
-            let status = self.within_grace(key, status, unconfirmed);
+            let status = self
+                .memory
+                .with(cluster, |m| m.within_grace(key, status, unconfirmed));
             statuses.push((exception.name.to_string(), status));
         }
         statuses

@@ -48,27 +48,29 @@ impl Controller {
         connection: &Connection,
         targets: Vec<Target>,
     ) {
-        let Ok(mut watches) = self.watches.lock() else {
-            return;
-        };
-        if targets.is_empty() {
-            watches.remove(cluster);
-            return;
-        }
-        if let Some((sealed, watch)) = watches.get(cluster) {
-            if *sealed == connection.sealed && watch.is_running() {
-                watch.update(targets);
-                return;
+        let replaced = self.memory.with(cluster, |memory| {
+            if targets.is_empty() {
+                return memory.status_watch.take();
             }
-        }
-        let watch = StatusWatch::start(
-            connection.client.client().clone(),
-            &self.installation,
-            self.app.clone(),
-            targets,
-            self.builds_done.clone(),
-        );
-        watches.insert(cluster.to_owned(), (connection.sealed.clone(), watch));
+            if let Some((sealed, watch)) = &memory.status_watch {
+                if *sealed == connection.sealed && watch.is_running() {
+                    watch.update(targets);
+                    return None;
+                }
+            }
+            let watch = StatusWatch::start(
+                connection.client.client().clone(),
+                &self.installation,
+                self.app.clone(),
+                targets,
+                self.builds_done.clone(),
+            );
+            memory
+                .status_watch
+                .replace((connection.sealed.clone(), watch))
+        });
+        // Stopped once the memory is free again.
+        drop(replaced);
     }
 
     /// Every workload placed in a cluster that nothing is written to says why.
@@ -82,9 +84,8 @@ impl Controller {
             .resources_in_cluster(cluster)
             .await
             .map_err(ControllerError::ReadWorkloads)?;
-        if let Ok(mut watches) = self.watches.lock() {
-            watches.remove(cluster);
-        }
+        let stopped = self.memory.with(cluster, |m| m.status_watch.take());
+        drop(stopped);
         let status = WorkloadStatus::NotDeployed(reason.to_owned());
         for record in records {
             let key = palisade_app::reconcile::ResourceKey {

@@ -7,7 +7,6 @@
 //! and recorded on the cluster. Someone who keeps changing the same object is answered with
 //! growing pauses, which the status states.
 
-use std::collections::VecDeque;
 use std::str::FromStr;
 
 use super::*;
@@ -62,32 +61,32 @@ fn reason(drift: &Drift, count: usize, pause: Duration) -> String {
 impl Controller {
     /// Starts the drift watches of `cluster` (again when its credentials changed).
     pub(super) fn watch_drift(&self, cluster: &str, connection: &Connection) {
-        let Ok(mut watches) = self.drift_watches.lock() else {
-            return;
-        };
-        if watches
-            .get(cluster)
-            .is_some_and(|(sealed, _)| *sealed == connection.sealed)
-        {
-            return;
-        }
-        let watch = DriftWatch::start(
-            connection.client.client(),
-            cluster,
-            &self.installation,
-            self.drift_sender.clone(),
-        );
-        watches.insert(cluster.to_owned(), (connection.sealed.clone(), watch));
+        let replaced = self.memory.with(cluster, |memory| {
+            if memory
+                .drift_watch
+                .as_ref()
+                .is_some_and(|(sealed, _)| *sealed == connection.sealed)
+            {
+                return None;
+            }
+            let watch = DriftWatch::start(
+                connection.client.client(),
+                cluster,
+                &self.installation,
+                self.drift_sender.clone(),
+            );
+            memory
+                .drift_watch
+                .replace((connection.sealed.clone(), watch))
+        });
+        // Stopped once the memory is free again.
+        drop(replaced);
     }
 
-    /// Stops the drift watches of clusters not in `clusters` (deleted), or of every cluster.
-    pub(super) fn stop_drift_watches(&self, clusters: Option<&BTreeSet<String>>) {
-        if let Ok(mut watches) = self.drift_watches.lock() {
-            match clusters {
-                Some(keep) => watches.retain(|name, _| keep.contains(name)),
-                None => watches.clear(),
-            }
-        }
+    /// Forgets the clusters not in `clusters` (deleted, or held by another replica), or every
+    /// cluster: their watches stop and their open drifts close unrepaired.
+    pub(super) fn keep_only(&self, clusters: Option<&BTreeSet<String>>) {
+        self.memory.keep_only(clusters);
         if let Ok(mut open) = self.open_drifts.lock() {
             match clusters {
                 Some(keep) => open.retain(|d| keep.contains(&d.drift.cluster)),
@@ -122,7 +121,9 @@ impl Controller {
                     if !self.believe(&drift).await {
                         continue;
                     }
-                    let count = self.count_change(&drift);
+                    let count = self.memory.with(&drift.cluster, |m| {
+                        m.count_change(drift.kind, &drift.object, WINDOW)
+                    });
                     let pause = pause(count, self.settings.free_repairs);
                     let reason = reason(&drift, count, pause);
                     tracing::warn!(cluster = %drift.cluster, reason, "drift: a change palisade did not make");
@@ -142,7 +143,10 @@ impl Controller {
         for open in &opened {
             let names = match &open.drift.boundary {
                 Some(boundary) => vec![boundary.clone()],
-                None => self.attached_to(&open.drift.cluster),
+                None => self
+                    .memory
+                    .get(&open.drift.cluster, |m| m.attached.clone())
+                    .unwrap_or_default(),
             };
             for name in names {
                 boundaries.insert((open.drift.cluster.clone(), name));
@@ -203,31 +207,6 @@ impl Controller {
             }
             (_, None) => still(self.app.cluster_record(cluster).await.map(|_| true)),
         }
-    }
-
-    /// Counts a change of the drift's object; how many there were within the last minute.
-    fn count_change(&self, drift: &Drift) -> usize {
-        let Ok(mut history) = self.drift_history.lock() else {
-            return 1;
-        };
-        history.retain(|_, times: &mut VecDeque<Instant>| {
-            times.retain(|t| t.elapsed() < WINDOW);
-            !times.is_empty()
-        });
-        let times = history
-            .entry((drift.cluster.clone(), drift.kind, drift.object.clone()))
-            .or_default();
-        times.push_back(Instant::now());
-        times.len()
-    }
-
-    /// The boundaries attached to `cluster` at the latest pass.
-    fn attached_to(&self, cluster: &str) -> Vec<String> {
-        self.attached
-            .lock()
-            .ok()
-            .and_then(|a| a.get(cluster).cloned())
-            .unwrap_or_default()
     }
 
     /// The open drift's reason for `policy` of `boundary` in `cluster`, if one affects it.

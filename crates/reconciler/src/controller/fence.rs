@@ -316,16 +316,13 @@ pub(crate) mod tests {
         let Some(cluster) = state.clusters.into_iter().find(|c| c.name == "c1") else {
             panic!("the cluster is stored");
         };
-        if let Ok(mut connections) = controller.connections.lock() {
-            connections.insert(
-                cluster.name.clone(),
-                super::Connection {
-                    sealed: cluster.kubeconfig_sealed.clone(),
-                    client: client.clone(),
-                    identity: None,
-                },
-            );
-        }
+        controller.memory.with(&cluster.name, |m| {
+            m.connection = Some(super::Connection {
+                sealed: cluster.kubeconfig_sealed.clone(),
+                client: client.clone(),
+                identity: None,
+            });
+        });
         (controller, cluster, dir)
     }
 

@@ -126,35 +126,9 @@ impl Controller {
     /// replica that takes it later starts as at a first pass.
     pub(super) fn forget(&self, cluster: &str) {
         self.audits.forget(cluster);
-        if let Ok(mut watches) = self.watches.lock() {
-            watches.remove(cluster);
-        }
-        if let Ok(mut watches) = self.drift_watches.lock() {
-            watches.remove(cluster);
-        }
+        self.memory.forget(cluster);
         if let Ok(mut open) = self.open_drifts.lock() {
             open.retain(|d| d.drift.cluster != cluster);
-        }
-        if let Ok(mut history) = self.drift_history.lock() {
-            history.retain(|(c, _, _), _| c != cluster);
-        }
-        if let Ok(mut unconfirmed) = self.unconfirmed.lock() {
-            unconfirmed.retain(|(c, _, _, _), _| c != cluster);
-        }
-        if let Ok(mut layouts) = self.layouts.lock() {
-            layouts.remove(cluster);
-        }
-        if let Ok(mut apiservers) = self.apiservers.lock() {
-            apiservers.remove(cluster);
-        }
-        if let Ok(mut attached) = self.attached.lock() {
-            attached.remove(cluster);
-        }
-        if let Ok(mut written) = self.installs_written.lock() {
-            written.remove(cluster);
-        }
-        if let Ok(mut settled) = self.settled.lock() {
-            settled.remove(cluster);
         }
     }
 
@@ -165,10 +139,7 @@ impl Controller {
         for cluster in lease.held_clusters().iter().chain(&known).chain(&lost) {
             self.forget(cluster);
         }
-        if let Ok(mut watches) = self.watches.lock() {
-            watches.clear();
-        }
-        self.stop_drift_watches(None);
+        self.keep_only(None);
         metrics::fleet(0, 0);
     }
 }

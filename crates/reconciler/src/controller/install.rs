@@ -225,12 +225,9 @@ impl Controller {
             .map_err(ControllerError::Guard)?;
         // From now on a change by someone else reaches the loop within moments.
         self.watch_drift(&cluster.name, connection);
-        if let Ok(mut known) = self.attached.lock() {
-            known.insert(
-                cluster.name.clone(),
-                attached.iter().map(|b| b.name.to_string()).collect(),
-            );
-        }
+        self.memory.with(&cluster.name, |m| {
+            m.attached = attached.iter().map(|b| b.name.to_string()).collect();
+        });
         // Every pass: objects changed or deleted by others come back.
         crate::admission::of(choice.layout)
             .prepare(&client, &self.installation, &identity)
@@ -345,11 +342,16 @@ impl Controller {
                         probe_namespace: probe_namespace.as_deref(),
                         applied: written_as,
                         switching,
-                        first_look: !self.seen_unconfirmed(&key),
+                        first_look: !self
+                            .memory
+                            .get(cluster, |m| m.seen_unconfirmed(&key))
+                            .unwrap_or(false),
                     };
                     let (status, in_new_layout) = self.install(client, policy, install).await;
                     confirmed &= in_new_layout;
-                    let status = self.within_grace(key, status, &mut tally.unconfirmed);
+                    let status = self.memory.with(cluster, |m| {
+                        m.within_grace(key, status, &mut tally.unconfirmed)
+                    });
                     self.with_drift(
                         cluster,
                         boundary.name.as_str(),

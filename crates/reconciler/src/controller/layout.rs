@@ -58,17 +58,8 @@ impl Controller {
         attached: &[&BoundaryState],
         cluster_name: &Name,
     ) -> Choice {
-        let Ok(mut layouts) = self.layouts.lock() else {
-            return choose(
-                self.settings.layout,
-                &LayoutState::default().facts(minor, attached.len()),
-                None,
-                &self.settings.thresholds,
-            );
-        };
-        let state = layouts
-            .entry(cluster.name.clone())
-            .or_insert_with(|| LayoutState {
+        self.memory.with(&cluster.name, |memory| {
+            let state = memory.layout.get_or_insert_with(|| LayoutState {
                 // What an earlier process recorded: the layout the cluster's objects are in.
                 current: cluster
                     .admission_layout
@@ -76,30 +67,28 @@ impl Controller {
                     .and_then(|l| l.parse().ok()),
                 ..LayoutState::default()
             });
-        state.observe(attached.iter().flat_map(|boundary| {
-            wanted(boundary, cluster_name).map(|(record, _)| {
-                (
-                    (boundary.name.to_string(), record.name.clone()),
-                    record.etag.clone(),
-                )
-            })
-        }));
-        choose(
-            self.settings.layout,
-            &state.facts(minor, attached.len()),
-            state.current,
-            &self.settings.thresholds,
-        )
+            state.observe(attached.iter().flat_map(|boundary| {
+                wanted(boundary, cluster_name).map(|(record, _)| {
+                    (
+                        (boundary.name.to_string(), record.name.clone()),
+                        record.etag.clone(),
+                    )
+                })
+            }));
+            choose(
+                self.settings.layout,
+                &state.facts(minor, attached.len()),
+                state.current,
+                &self.settings.thresholds,
+            )
+        })
     }
 
     /// Remembers the layout once no boundary is still switching, and shows it on the cluster
     /// (`GET /v1/clusters/{c}`, `palisade get clusters`) when it changed.
     pub(super) async fn record_layout(&self, cluster: &str, choice: &Choice, switches_left: usize) {
-        let changed = {
-            let Ok(mut layouts) = self.layouts.lock() else {
-                return;
-            };
-            let state = layouts.entry(cluster.to_owned()).or_default();
+        let changed = self.memory.with(cluster, |memory| {
+            let state = memory.layout.get_or_insert_with(LayoutState::default);
             if switches_left == 0 {
                 state.current = Some(choice.layout);
             }
@@ -114,7 +103,7 @@ impl Controller {
                 state.shown = Some(shown.clone());
                 shown
             })
-        };
+        });
         let Some(shown) = changed else {
             return;
         };
@@ -127,11 +116,11 @@ impl Controller {
             .await
             .map_err(ControllerError::ClusterStatus);
         if !self.recorded(cluster, "the admission layout", result) {
-            if let Ok(mut layouts) = self.layouts.lock() {
-                if let Some(state) = layouts.get_mut(cluster) {
+            self.memory.with(cluster, |memory| {
+                if let Some(state) = &mut memory.layout {
                     state.shown = None;
                 }
-            }
+            });
         }
     }
 }

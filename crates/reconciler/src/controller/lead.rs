@@ -273,16 +273,14 @@ impl Controller {
     /// 5 seconds). Never resolves when each of them answers (their failures have other causes,
     /// and the backoff stands) or palisade holds no connection to them.
     pub(super) async fn answering_again(&self, failed: &BTreeMap<String, String>) {
-        let clients: Vec<ClusterClient> = self
-            .connections
-            .lock()
-            .map(|connections| {
-                failed
-                    .keys()
-                    .filter_map(|name| connections.get(name).map(|c| c.client.clone()))
-                    .collect()
+        let clients: Vec<ClusterClient> = failed
+            .keys()
+            .filter_map(|name| {
+                self.memory
+                    .get(name, |m| m.connection.as_ref().map(|c| c.client.clone()))
+                    .flatten()
             })
-            .unwrap_or_default();
+            .collect();
         // `/readyz` (readable by anyone, `system:public-info-viewer`): an API server that
         // listens but has not finished starting would fail the pass again.
         let answers = |client: &ClusterClient| {

@@ -28,10 +28,12 @@ mod install;
 mod labels;
 mod layout;
 mod lead;
+mod memory;
 mod pass;
 
 pub(crate) use fence::Fence;
 use layout::LayoutState;
+use memory::Memories;
 
 use palisade_api_types::view::{InstallStatus, WorkloadStatus};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -315,50 +317,25 @@ enum LeadEnd {
     LostLease,
 }
 
-/// Per cluster: its `created_at`, and rows of exception installs (boundary, exception,
-/// expiry, status).
-type InstallsWritten = HashMap<String, (String, Vec<[String; 4]>)>;
-
 /// The reconciler of one installation.
 pub struct Controller {
     /// The only door to the store: the desired state, credentials and every status recorded.
     app: App,
     installation: String,
     settings: Settings,
-    connections: Mutex<HashMap<String, Connection>>,
-    /// Per cluster: the API server start times seen, and when palisade first and last looked.
-    apiservers: Mutex<HashMap<String, ApiServersSeen>>,
-    /// When a (cluster, boundary, policy, etag) was first seen applied but not enforcing.
-    unconfirmed: Mutex<HashMap<(String, String, String, String), Instant>>,
+    /// What this replica remembers of each cluster between passes (`memory`).
+    memory: Memories,
     audits: Audits,
-    /// The status watch of each cluster with workloads, with the credentials it was made from.
-    watches: Mutex<HashMap<String, (Vec<u8>, StatusWatch)>>,
     /// Notified by a status watch when a build finished: the next pass deploys it.
     builds_done: Arc<tokio::sync::Notify>,
-    /// Per cluster: its layout and how often its policies change.
-    layouts: Mutex<HashMap<String, LayoutState>>,
     /// Where each cluster's drift watches report.
     drift_sender: tokio::sync::mpsc::Sender<crate::drift::Seen>,
     /// What they reported, read by the loop while it leads.
     drift_queue: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<crate::drift::Seen>>,
-    /// The drift watches of each cluster, with the credentials they were made from.
-    drift_watches: Mutex<HashMap<String, (Vec<u8>, crate::drift::DriftWatch)>>,
     /// Drifts not yet repaired and confirmed.
     open_drifts: Mutex<Vec<drift::OpenDrift>>,
-    /// Per (cluster, kind, object): when it drifted within the last minute.
-    drift_history: Mutex<
-        HashMap<(String, crate::drift::DriftKind, String), std::collections::VecDeque<Instant>>,
-    >,
-    /// Per cluster: the boundaries attached to it at the latest pass.
-    attached: Mutex<HashMap<String, Vec<String>>>,
     /// Every cluster of the installation at the latest pass (the fleet shares them out).
     known: Mutex<BTreeSet<String>>,
-    /// Per cluster: when it was created, and the exception installs this replica recorded
-    /// there last (boundary, exception, expiry, status).
-    installs_written: Mutex<InstallsWritten>,
-    /// Per cluster: the fingerprint of the inputs of its last part that left nothing to do
-    /// (`scope`); a pass after a change runs only the clusters whose inputs differ.
-    settled: Mutex<HashMap<String, Fingerprint>>,
 }
 
 impl fmt::Debug for Controller {
@@ -379,22 +356,13 @@ impl Controller {
             app,
             installation,
             settings,
-            connections: Mutex::new(HashMap::new()),
-            apiservers: Mutex::new(HashMap::new()),
-            unconfirmed: Mutex::new(HashMap::new()),
+            memory: Memories::default(),
             audits: Audits::default(),
-            watches: Mutex::new(HashMap::new()),
             builds_done: Arc::new(tokio::sync::Notify::new()),
-            layouts: Mutex::new(HashMap::new()),
             drift_sender,
             drift_queue: tokio::sync::Mutex::new(drift_queue),
-            drift_watches: Mutex::new(HashMap::new()),
             open_drifts: Mutex::new(Vec::new()),
-            drift_history: Mutex::new(HashMap::new()),
-            attached: Mutex::new(HashMap::new()),
             known: Mutex::new(BTreeSet::new()),
-            installs_written: Mutex::new(HashMap::new()),
-            settled: Mutex::new(HashMap::new()),
         })
     }
 

@@ -49,7 +49,7 @@ impl Controller {
             }
             clusters.retain(|c| lease.holds(&c.name));
         }
-        self.stop_drift_watches(Some(&clusters.iter().map(|c| c.name.clone()).collect()));
+        self.keep_only(Some(&clusters.iter().map(|c| c.name.clone()).collect()));
         let prints: HashMap<String, Fingerprint> = clusters
             .iter()
             .map(|c| (c.name.clone(), crate::scope::fingerprint(c, &boundaries)))
@@ -59,9 +59,8 @@ impl Controller {
             PassScope::Only(only) => clusters.retain(|c| only.contains(&c.name)),
             PassScope::Changed => {
                 let run: BTreeSet<String> = {
-                    let settled = self.settled.lock().map(|s| s.clone()).unwrap_or_default();
                     crate::scope::changed(prints.iter().map(|(c, f)| (c.as_str(), *f)), |c| {
-                        settled.get(c).copied()
+                        self.memory.get(c, |m| m.settled).flatten()
                     })
                     .into_iter()
                     .map(str::to_owned)
@@ -155,12 +154,8 @@ impl Controller {
             ),
             Err(_) => false,
         };
-        if let Ok(mut settled) = self.settled.lock() {
-            match print.filter(|_| settles) {
-                Some(print) => settled.insert(done.name.clone(), print),
-                None => settled.remove(&done.name),
-            };
-        }
+        self.memory
+            .with(&done.name, |m| m.settled = print.filter(|_| settles));
     }
 
     /// One cluster's part of a pass, under `cluster_timeout`, measured and counted; a failure
@@ -288,9 +283,11 @@ impl Controller {
             // Keyed by the cluster's creation too: one deleted and added again has no rows.
             let written = (cluster.created_at.clone(), written);
             let same = self
-                .installs_written
-                .lock()
-                .is_ok_and(|w| w.get(&cluster.name) == Some(&written));
+                .memory
+                .get(&cluster.name, |m| {
+                    m.installs_written.as_ref() == Some(&written)
+                })
+                .unwrap_or(false);
             if !same {
                 match self
                     .app
@@ -298,14 +295,12 @@ impl Controller {
                     .await
                 {
                     Ok(()) => {
-                        if let Ok(mut w) = self.installs_written.lock() {
-                            w.insert(cluster.name.clone(), written);
-                        }
+                        self.memory
+                            .with(&cluster.name, |m| m.installs_written = Some(written));
                     }
                     Err(error) => {
-                        if let Ok(mut w) = self.installs_written.lock() {
-                            w.remove(&cluster.name);
-                        }
+                        self.memory
+                            .with(&cluster.name, |m| m.installs_written = None);
                         tracing::warn!(cluster = %cluster.name, %error, "exception installs not recorded");
                     }
                 }
@@ -335,10 +330,9 @@ impl Controller {
         cluster: &ClusterRecord,
     ) -> Result<Connection, ControllerError> {
         let cached = self
-            .connections
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&cluster.name).cloned())
+            .memory
+            .get(&cluster.name, |m| m.connection.clone())
+            .flatten()
             .filter(|c| c.sealed == cluster.kubeconfig_sealed);
         if let Some(connection) = cached {
             return Ok(connection);
@@ -353,9 +347,8 @@ impl Controller {
             client,
             identity: None,
         };
-        if let Ok(mut connections) = self.connections.lock() {
-            connections.insert(cluster.name.clone(), connection.clone());
-        }
+        self.memory
+            .with(&cluster.name, |m| m.connection = Some(connection.clone()));
         Ok(connection)
     }
 
@@ -366,21 +359,16 @@ impl Controller {
     /// `/metrics`. Those that started before the first look are never counted. A cluster
     /// whose role allows neither read is simply not watched for restarts.
     pub(super) async fn notice_restarts(&self, cluster: &str, client: &ClusterClient) {
-        let Some((servers, suspect)) =
-            self.apiservers
-                .lock()
-                .ok()
-                .and_then(|seen| match seen.get(cluster) {
-                    None => Some((crate::restarts::ApiServers::default(), false)),
-                    Some(s)
-                        if s.suspect
-                            || s.read_at.elapsed() >= self.settings.apiserver_check_interval =>
-                    {
-                        Some((s.servers.clone(), s.suspect))
-                    }
-                    Some(_) => None,
-                })
-        else {
+        let due = self.memory.with(cluster, |m| match &m.apiservers {
+            None => Some((crate::restarts::ApiServers::default(), false)),
+            Some(s)
+                if s.suspect || s.read_at.elapsed() >= self.settings.apiserver_check_interval =>
+            {
+                Some((s.servers.clone(), s.suspect))
+            }
+            Some(_) => None,
+        });
+        let Some((servers, suspect)) = due else {
             return;
         };
         let identities = client.apiserver_identities().await.unwrap_or_else(|error| {
@@ -401,21 +389,16 @@ impl Controller {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
-        let started = match self.apiservers.lock() {
-            Ok(mut seen) => {
-                let seen = seen
-                    .entry(cluster.to_owned())
-                    .or_insert_with(|| ApiServersSeen {
-                        servers: servers.clone(),
-                        read_at: Instant::now(),
-                        suspect: false,
-                    });
-                seen.read_at = Instant::now();
-                seen.suspect = false;
-                seen.servers.look(identities, started, now)
-            }
-            Err(_) => 0,
-        };
+        let started = self.memory.with(cluster, |m| {
+            let seen = m.apiservers.get_or_insert_with(|| ApiServersSeen {
+                servers,
+                read_at: Instant::now(),
+                suspect: false,
+            });
+            seen.read_at = Instant::now();
+            seen.suspect = false;
+            seen.servers.look(identities, started, now)
+        });
         if started > 0 {
             tracing::warn!(
                 cluster,
@@ -437,11 +420,11 @@ impl Controller {
     /// The cluster's API server may have restarted (a watch or a pass of it failed): its
     /// start time is read at the next look.
     pub(super) fn suspect_apiserver(&self, cluster: &str) {
-        if let Ok(mut seen) = self.apiservers.lock() {
-            if let Some(seen) = seen.get_mut(cluster) {
+        self.memory.with(cluster, |m| {
+            if let Some(seen) = &mut m.apiservers {
                 seen.suspect = true;
             }
-        }
+        });
     }
 
     /// Learns (once per connection) the user palisade acts as in the cluster.
@@ -455,11 +438,11 @@ impl Controller {
         }
         let identity = connection.client.whoami().await?;
         connection.identity = Some(identity.clone());
-        if let Ok(mut connections) = self.connections.lock() {
-            if let Some(cached) = connections.get_mut(cluster) {
+        self.memory.with(cluster, |m| {
+            if let Some(cached) = &mut m.connection {
                 cached.identity = Some(identity.clone());
             }
-        }
+        });
         Ok(identity)
     }
 
