@@ -2,11 +2,9 @@
 //! developer of the boundary, boundary-admin and developer of another boundary), each on a
 //! fresh store, asserting the exact status.
 
-use crate::common::{plans, TestApp};
+use crate::common::{app_resource, plans, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-
-const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
 
 struct Fixture {
     app: TestApp,
@@ -30,24 +28,12 @@ async fn make_fixture() -> Fixture {
     app.boundary("other").await;
     app.policy("shop", "p", plans(&["small", "medium"])).await;
     let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "app", "name": "web", "plan": "small", "image": "i"}),
-        )
+        .create("shop", &app.admin, app_resource("web", "small"))
         .await;
     assert_eq!(answer.status, StatusCode::CREATED);
-    let answer = app
-        .admin(
-            Method::PUT,
-            "/v1/clusters/c1",
-            Some(json!({"kubeconfig": KUBECONFIG})),
-        )
-        .await;
+    let answer = app.put_cluster("c1", KUBECONFIG).await;
     assert_eq!(answer.status, StatusCode::CREATED);
-    let answer = app
-        .admin(Method::PUT, "/v1/boundaries/shop/clusters/c1", None)
-        .await;
+    let answer = app.attach("shop", "c1").await;
     assert_eq!(answer.status, StatusCode::OK);
     let dev = app
         .admin(
@@ -354,7 +340,7 @@ async fn tokens_are_random_hashed_and_expire() {
     assert!(a[4..20].chars().all(|c| c.is_ascii_hexdigit()), "{a}");
     let secret = &a[21..];
     assert_eq!(secret.len(), 43);
-    let listed = app.admin(Method::GET, "/v1/tokens", None).await;
+    let listed = app.admin_get("/v1/tokens").await;
     assert!(
         !listed.body.to_string().contains(secret),
         "secrets are never listed"
@@ -370,17 +356,13 @@ async fn tokens_are_random_hashed_and_expire() {
     assert!(created.body["expires_at"].is_string());
     let id = created.body["id"].as_str().unwrap();
     let token = created.body["secret"].as_str().unwrap();
-    let ok = app
-        .call(Method::GET, "/v1/boundaries", Some(token), None)
-        .await;
+    let ok = app.get("/v1/boundaries", token).await;
     assert_eq!(ok.status, StatusCode::OK);
     let answer = app
         .admin(Method::DELETE, &format!("/v1/tokens/{id}"), None)
         .await;
     assert_eq!(answer.status, StatusCode::NO_CONTENT);
-    let gone = app
-        .call(Method::GET, "/v1/boundaries", Some(token), None)
-        .await;
+    let gone = app.get("/v1/boundaries", token).await;
     assert_eq!(gone.status, StatusCode::UNAUTHORIZED);
 }
 
@@ -406,7 +388,7 @@ async fn the_admin_token_file_is_private() {
 #[tokio::test]
 async fn the_last_admin_token_is_not_revoked() {
     let app = TestApp::sqlite().await;
-    let listed = app.admin(Method::GET, "/v1/tokens", None).await;
+    let listed = app.admin_get("/v1/tokens").await;
     let first = listed.body["items"][0]["id"].as_str().unwrap().to_owned();
     let refused = app
         .admin(Method::DELETE, &format!("/v1/tokens/{first}"), None)
@@ -418,7 +400,7 @@ async fn the_last_admin_token_is_not_revoked() {
         format!("token '{first}' is the last admin token: create another admin token first")
     );
     assert_eq!(
-        app.admin(Method::GET, "/v1/tokens", None).await.status,
+        app.admin_get("/v1/tokens").await.status,
         StatusCode::OK,
         "it still works"
     );
@@ -435,12 +417,7 @@ async fn the_last_admin_token_is_not_revoked() {
         .await;
     assert_eq!(gone.status, StatusCode::NO_CONTENT, "{gone:?}");
     let refused = app
-        .call(
-            Method::DELETE,
-            &format!("/v1/tokens/{second_id}"),
-            Some(&second_secret),
-            None,
-        )
+        .delete(&format!("/v1/tokens/{second_id}"), &second_secret)
         .await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{refused:?}");
     assert_eq!(

@@ -3,11 +3,9 @@
 //! the admission layout in use in it and why (SPEC 3.4) once the reconciler has said.
 
 use crate::common;
-use crate::common::TestApp;
-use axum::http::{Method, StatusCode};
+use crate::common::{TestApp, KUBECONFIG};
+use axum::http::StatusCode;
 use serde_json::json;
-
-const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
 
 fn names(answer: &common::Answer) -> Vec<String> {
     answer.body["items"]
@@ -23,36 +21,18 @@ async fn cluster_lists_page_and_refuse_a_bad_limit() {
     let app = TestApp::sqlite().await;
     app.boundary("shop").await;
     for name in ["c3", "c1", "c2"] {
-        let answer = app
-            .admin(
-                Method::PUT,
-                &format!("/v1/clusters/{name}"),
-                Some(json!({"kubeconfig": KUBECONFIG})),
-            )
-            .await;
+        let answer = app.put_cluster(name, KUBECONFIG).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
-        let answer = app
-            .admin(
-                Method::PUT,
-                &format!("/v1/boundaries/shop/clusters/{name}"),
-                None,
-            )
-            .await;
+        let answer = app.attach("shop", name).await;
         assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     }
     for list in ["/v1/clusters", "/v1/boundaries/shop/clusters"] {
-        let first = app
-            .admin(Method::GET, &format!("{list}?limit=2"), None)
-            .await;
+        let first = app.admin_get(&format!("{list}?limit=2")).await;
         assert_eq!(first.status, StatusCode::OK, "{list}: {first:?}");
         assert_eq!(names(&first), ["c1", "c2"], "{list}");
         let token = first.body["continue"].as_str().unwrap();
         let rest = app
-            .admin(
-                Method::GET,
-                &format!("{list}?limit=2&continue={token}"),
-                None,
-            )
+            .admin_get(&format!("{list}?limit=2&continue={token}"))
             .await;
         assert_eq!(names(&rest), ["c3"], "{list}");
         assert!(
@@ -60,21 +40,17 @@ async fn cluster_lists_page_and_refuse_a_bad_limit() {
             "{list}: {:?}",
             rest.body
         );
-        let all = app.admin(Method::GET, list, None).await;
+        let all = app.admin_get(list).await;
         assert_eq!(names(&all), ["c1", "c2", "c3"], "{list}");
         for (query, message) in [
             ("?limit=0", "/limit: must be from 1 to 1000, got 0"),
             ("?limit=1001", "/limit: must be from 1 to 1000, got 1001"),
         ] {
-            let answer = app
-                .admin(Method::GET, &format!("{list}{query}"), None)
-                .await;
+            let answer = app.admin_get(&format!("{list}{query}")).await;
             assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{list}{query}");
             assert_eq!(answer.message(), message, "{list}{query}");
         }
-        let answer = app
-            .admin(Method::GET, &format!("{list}?limit=abc"), None)
-            .await;
+        let answer = app.admin_get(&format!("{list}?limit=abc")).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{list}?limit=abc");
         assert!(
             answer.message().starts_with("/limit: "),
@@ -88,18 +64,11 @@ async fn cluster_lists_page_and_refuse_a_bad_limit() {
 async fn a_cluster_shows_its_admission_layout_and_why_once_known() {
     let app = TestApp::sqlite().await;
     app.boundary("shop").await;
-    let answer = app
-        .admin(
-            Method::PUT,
-            "/v1/clusters/c1",
-            Some(json!({"kubeconfig": KUBECONFIG})),
-        )
-        .await;
+    let answer = app.put_cluster("c1", KUBECONFIG).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
-    app.admin(Method::PUT, "/v1/boundaries/shop/clusters/c1", None)
-        .await;
+    app.attach("shop", "c1").await;
 
-    let unknown = app.admin(Method::GET, "/v1/clusters/c1", None).await;
+    let unknown = app.admin_get("/v1/clusters/c1").await;
     assert_eq!(unknown.status, StatusCode::OK, "{unknown:?}");
     assert!(unknown.body.get("layout").is_none(), "{:?}", unknown.body);
 
@@ -109,14 +78,14 @@ async fn a_cluster_shows_its_admission_layout_and_why_once_known() {
         .set_cluster_layout("c1", "shared", "212 boundaries")
         .await
         .unwrap();
-    let known = app.admin(Method::GET, "/v1/clusters/c1", None).await;
+    let known = app.admin_get("/v1/clusters/c1").await;
     assert_eq!(known.status, StatusCode::OK, "{known:?}");
     assert_eq!(
         serde_json::to_string(&known.body["layout"]).unwrap(),
         r#"{"name":"shared","reason":"212 boundaries"}"#
     );
     for list in ["/v1/clusters", "/v1/boundaries/shop/clusters"] {
-        let answer = app.admin(Method::GET, list, None).await;
+        let answer = app.admin_get(list).await;
         assert_eq!(
             answer.body["items"][0]["layout"],
             json!({"name": "shared", "reason": "212 boundaries"}),
@@ -129,7 +98,7 @@ async fn a_cluster_shows_its_admission_layout_and_why_once_known() {
 #[tokio::test]
 async fn the_openapi_document_names_the_paging_parameters_of_cluster_lists() {
     let app = TestApp::sqlite().await;
-    let answer = app.admin(Method::GET, "/openapi.json", None).await;
+    let answer = app.admin_get("/openapi.json").await;
     for path in ["/v1/clusters", "/v1/boundaries/{boundary}/clusters"] {
         let parameters = answer.body["paths"][path]["get"]["parameters"]
             .as_array()

@@ -14,6 +14,9 @@ use palisade_store::SharedStore;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+/// A kubeconfig SPEC 4.1 accepts: one cluster by https, one user by token, one context.
+pub const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
+
 pub struct TestApp {
     pub state: AppState,
     pub router: Router,
@@ -163,9 +166,77 @@ impl TestApp {
         }
     }
 
+    /// GET `path` as the caller of `token`.
+    pub async fn get(&self, path: &str, token: &str) -> Answer {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    /// DELETE `path` as the caller of `token`.
+    pub async fn delete(&self, path: &str, token: &str) -> Answer {
+        self.call(Method::DELETE, path, Some(token), None).await
+    }
+
+    /// POST `body` as JSON to `path` as the caller of `token`.
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Answer {
+        self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    /// PUT `body` as JSON to `path` as the caller of `token`.
+    pub async fn put(&self, path: &str, token: &str, body: Value) -> Answer {
+        self.call(Method::PUT, path, Some(token), Some(body)).await
+    }
+
+    /// PATCH `body` as JSON to `path` as the caller of `token`.
+    pub async fn patch(&self, path: &str, token: &str, body: Value) -> Answer {
+        self.call(Method::PATCH, path, Some(token), Some(body))
+            .await
+    }
+
+    /// POSTs the text `body` as YAML (what `/v1/apply` reads) as the caller of `token`.
+    pub async fn post_yaml(&self, path: &str, token: &str, body: &str) -> Answer {
+        self.post_body(path, token, body, "application/yaml").await
+    }
+
+    /// POSTs the text `body` with the media type `content_type` as the caller of `token`.
+    pub async fn post_body(
+        &self,
+        path: &str,
+        token: &str,
+        body: &str,
+        content_type: &str,
+    ) -> Answer {
+        self.raw(
+            Method::POST,
+            path,
+            Some(token),
+            Some(body),
+            Some(content_type),
+            &[],
+        )
+        .await
+    }
+
     pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
         self.call(method, path, Some(&self.admin.clone()), body)
             .await
+    }
+
+    /// PUTs the cluster `name` with the kubeconfig `kubeconfig` as admin.
+    pub async fn put_cluster(&self, name: &str, kubeconfig: &str) -> Answer {
+        let path = format!("/v1/clusters/{name}");
+        let body = json!({ "kubeconfig": kubeconfig });
+        self.admin(Method::PUT, &path, Some(body)).await
+    }
+
+    /// GET `path` as admin.
+    pub async fn admin_get(&self, path: &str) -> Answer {
+        self.admin(Method::GET, path, None).await
+    }
+
+    /// Attaches the cluster `cluster` to `boundary` as admin.
+    pub async fn attach(&self, boundary: &str, cluster: &str) -> Answer {
+        let path = format!("/v1/boundaries/{boundary}/clusters/{cluster}");
+        self.admin(Method::PUT, &path, None).await
     }
 
     pub async fn boundary(&self, name: &str) {
@@ -211,4 +282,14 @@ impl TestApp {
 
 pub fn plans(list: &[&str]) -> Value {
     json!({"rules": [{"allowedComputePlans": {"plans": list}}]})
+}
+
+/// The body that creates the app `name` on `plan` (its image is `i`).
+pub fn app_resource(name: &str, plan: &str) -> Value {
+    json!({"type": "app", "name": name, "plan": plan, "image": "i"})
+}
+
+/// The body that creates the PostgreSQL database `name` on `plan`.
+pub fn postgresql(name: &str, plan: &str) -> Value {
+    json!({"type": "postgresql", "name": name, "plan": plan})
 }

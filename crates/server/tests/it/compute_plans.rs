@@ -1,7 +1,7 @@
 //! Compute-plan enforcement through the HTTP API (SPEC 2): exact 422 bodies, component
 //! checks, grandfathering, functions, static web apps, the picker and the answer order.
 
-use crate::common::{plans, TestApp};
+use crate::common::{app_resource, plans, postgresql, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
@@ -29,14 +29,7 @@ async fn create_on_a_disallowed_plan_answers_the_exact_422() {
             "allowed_plans": ["small", "medium"], "denied_by": ["size-limits"]}})
     );
     // Nothing was written.
-    let got = app
-        .call(
-            Method::GET,
-            "/v1/boundaries/shop/resources/app/web",
-            Some(&dev),
-            None,
-        )
-        .await;
+    let got = app.get("/v1/boundaries/shop/resources/app/web", &dev).await;
     assert_eq!(got.status, StatusCode::NOT_FOUND);
     // An allowed plan is created.
     let answer = app
@@ -57,22 +50,14 @@ async fn every_checked_type_is_refused_and_none_allowed_reads_none() {
         .await;
     // app: a allows small; b allows medium + app/small -> small only.
     let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "app", "name": "x", "plan": "medium", "image": "i"}),
-        )
+        .create("shop", &app.admin, app_resource("x", "medium"))
         .await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(answer.body["error"]["allowed_plans"], json!(["small"]));
     assert_eq!(answer.body["error"]["denied_by"], json!(["a"]));
     // postgresql: a allows small, b allows medium: nothing.
     let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "postgresql", "name": "db", "plan": "small"}),
-        )
+        .create("shop", &app.admin, postgresql("db", "small"))
         .await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
@@ -187,11 +172,7 @@ async fn grandfathered_resources_keep_their_plan_and_accept_other_changes() {
     assert_eq!(answer.body["error"]["plan"], "xlarge");
     // The grandfathered list names it with the denying policy.
     let list = app
-        .admin(
-            Method::GET,
-            "/v1/boundaries/shop/resources?grandfathered=true",
-            None,
-        )
+        .admin_get("/v1/boundaries/shop/resources?grandfathered=true")
         .await;
     assert_eq!(list.status, StatusCode::OK);
     let items = list.body["items"].as_array().unwrap();
@@ -204,11 +185,7 @@ async fn grandfathered_resources_keep_their_plan_and_accept_other_changes() {
         .await;
     assert_eq!(answer.status, StatusCode::OK);
     let list = app
-        .admin(
-            Method::GET,
-            "/v1/boundaries/shop/resources?grandfathered=true",
-            None,
-        )
+        .admin_get("/v1/boundaries/shop/resources?grandfathered=true")
         .await;
     assert_eq!(list.body["items"], json!([]));
 }
@@ -228,7 +205,7 @@ async fn functions_are_never_refused_but_carry_a_warning() {
         ]
     );
     let picker = app
-        .admin(Method::GET, "/v1/boundaries/shop/plans?type=function", None)
+        .admin_get("/v1/boundaries/shop/plans?type=function")
         .await;
     assert_eq!(picker.body["enforced"], false);
     assert_eq!(
@@ -284,9 +261,7 @@ async fn picker_lists_catalog_order_with_reasons_and_audit_warnings() {
         .await;
     app.policy("shop", "a-limits", plans(&["small"])).await;
     app.policy("shop", "watch", json!({"mode": "audit", "rules": [{"allowedComputePlans": {"plans": ["small", "medium", "large"]}}]})).await;
-    let picker = app
-        .admin(Method::GET, "/v1/boundaries/shop/plans?type=app", None)
-        .await;
+    let picker = app.admin_get("/v1/boundaries/shop/plans?type=app").await;
     assert_eq!(picker.status, StatusCode::OK);
     assert_eq!(
         picker.body,
@@ -297,9 +272,7 @@ async fn picker_lists_catalog_order_with_reasons_and_audit_warnings() {
             {"name": "xlarge", "cpu": 4.0, "memory": "8 GiB", "allowed": false, "reason": "Disallowed by boundary policies 'a-limits', 'b-limits'", "audit_warning": "Would be disallowed by audit policy 'watch'"}
         ]})
     );
-    let answer = app
-        .admin(Method::GET, "/v1/boundaries/shop/plans?type=nope", None)
-        .await;
+    let answer = app.admin_get("/v1/boundaries/shop/plans?type=nope").await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert!(answer
         .message()
@@ -316,11 +289,7 @@ async fn audit_policies_warn_and_never_deny() {
     )
     .await;
     let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "app", "name": "w", "plan": "large", "image": "i"}),
-        )
+        .create("shop", &app.admin, app_resource("w", "large"))
         .await;
     assert_eq!(answer.status, StatusCode::CREATED);
     assert_eq!(
@@ -337,7 +306,7 @@ async fn answers_come_in_the_documented_order() {
     app.boundary("other").await;
     app.policy("shop", "size-limits", plans(&["small"])).await;
     let dev = app.token("developer", Some("shop")).await;
-    let bad_plan = json!({"type": "app", "name": "web", "plan": "large", "image": "i"});
+    let bad_plan = app_resource("web", "large");
     // 401 before anything.
     let answer = app
         .call(
@@ -355,13 +324,7 @@ async fn answers_come_in_the_documented_order() {
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
     assert_eq!(answer.message(), "boundary 'other' not found");
     // 400 before 409 and 422.
-    let answer = app
-        .create(
-            "shop",
-            &dev,
-            json!({"type": "app", "name": "Web", "plan": "large", "image": "i"}),
-        )
-        .await;
+    let answer = app.create("shop", &dev, app_resource("Web", "large")).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert!(
         answer.message().starts_with("/name: "),
@@ -369,13 +332,7 @@ async fn answers_come_in_the_documented_order() {
         answer.message()
     );
     // 409 before 422.
-    let ok = app
-        .create(
-            "shop",
-            &dev,
-            json!({"type": "app", "name": "web", "plan": "small", "image": "i"}),
-        )
-        .await;
+    let ok = app.create("shop", &dev, app_resource("web", "small")).await;
     assert_eq!(ok.status, StatusCode::CREATED);
     let answer = app.create("shop", &dev, bad_plan).await;
     assert_eq!(answer.status, StatusCode::CONFLICT);
@@ -474,7 +431,7 @@ async fn grandfathered_resources_page_like_the_resource_list() {
                         "/v1/boundaries/shop/resources?grandfathered=true&{query}&continue={token}"
                     ),
                 };
-                let page = app.admin(Method::GET, &path, None).await;
+                let page = app.admin_get(&path).await;
                 assert_eq!(page.status, StatusCode::OK, "{page:?}");
                 for item in page.body["items"].as_array().unwrap() {
                     names.push(format!(
@@ -510,21 +467,13 @@ async fn grandfathered_resources_page_like_the_resource_list() {
     }
     // After the second app (a token of the whole list), the containers of a list of one type.
     let first = app
-        .admin(
-            Method::GET,
-            "/v1/boundaries/shop/resources?grandfathered=true&limit=2",
-            None,
-        )
+        .admin_get("/v1/boundaries/shop/resources?grandfathered=true&limit=2")
         .await;
     let token = first.body["continue"].as_str().unwrap();
     let of_type = app
-        .admin(
-            Method::GET,
-            &format!(
+        .admin_get(&format!(
                 "/v1/boundaries/shop/resources?grandfathered=true&type=container_instance&continue={token}"
-            ),
-            None,
-        )
+            ))
         .await;
     let names: Vec<&str> = of_type.body["items"]
         .as_array()

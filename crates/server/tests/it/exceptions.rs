@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{plans, Answer, TestApp};
+use crate::common::{plans, postgresql, Answer, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -30,11 +30,10 @@ fn spec(resource: &str, expires_at: &str) -> Value {
 }
 
 async fn put(app: &TestApp, token: &str, name: &str, body: Value) -> Answer {
-    app.call(
-        Method::PUT,
+    app.put(
         &format!("/v1/boundaries/shop/exceptions/{name}"),
-        Some(token),
-        Some(body),
+        token,
+        body,
     )
     .await
 }
@@ -127,11 +126,7 @@ async fn request_and_approval(app: TestApp) {
         "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small."
     );
     let postgres = app
-        .create(
-            "shop",
-            &dev,
-            json!({"type": "postgresql", "name": "reports", "plan": "large"}),
-        )
+        .create("shop", &dev, postgresql("reports", "large"))
         .await;
     assert_eq!(postgres.status, StatusCode::UNPROCESSABLE_ENTITY);
 
@@ -139,12 +134,7 @@ async fn request_and_approval(app: TestApp) {
     app.policy("shop", "cost", plans(&["small", "medium"]))
         .await;
     let patched = app
-        .call(
-            Method::DELETE,
-            "/v1/boundaries/shop/resources/app/reports",
-            Some(&dev),
-            None,
-        )
+        .delete("/v1/boundaries/shop/resources/app/reports", &dev)
         .await;
     assert_eq!(patched.status, StatusCode::NO_CONTENT);
     let refused = app.create("shop", &dev, app_body("reports", "large")).await;
@@ -153,11 +143,9 @@ async fn request_and_approval(app: TestApp) {
 
     // The history names who asked and who approved.
     let history = app
-        .call(
-            Method::GET,
+        .get(
             "/v1/boundaries/shop/exceptions/legacy-reports/history",
-            Some(&dev),
-            None,
+            &dev,
         )
         .await;
     let actions: Vec<&str> = history.body["items"]
@@ -204,14 +192,7 @@ async fn plan_move_and_expiry(app: TestApp) {
     assert_eq!(saved.status, StatusCode::CREATED, "{saved:?}");
     assert_eq!(saved.body["status"], "active");
     let path = "/v1/boundaries/shop/resources/app/reports";
-    let moved = app
-        .call(
-            Method::PATCH,
-            path,
-            Some(&dev),
-            Some(json!({"plan": "large"})),
-        )
-        .await;
+    let moved = app.patch(path, &dev, json!({"plan": "large"})).await;
     assert_eq!(moved.status, StatusCode::OK, "{moved:?}");
     assert_eq!(moved.warnings().len(), 1, "{moved:?}");
     let fresh = app.create("shop", &dev, app_body("fresh", "large")).await;
@@ -221,41 +202,20 @@ async fn plan_move_and_expiry(app: TestApp) {
         "not listed: {fresh:?}"
     );
     // Back to small, then wait for the end.
-    let back = app
-        .call(
-            Method::PATCH,
-            path,
-            Some(&dev),
-            Some(json!({"plan": "small"})),
-        )
-        .await;
+    let back = app.patch(path, &dev, json!({"plan": "small"})).await;
     assert_eq!(back.status, StatusCode::OK);
     let end = chrono::DateTime::parse_from_rfc3339(&expires).unwrap();
     let wait = (end.with_timezone(&chrono::Utc) - chrono::Utc::now())
         .to_std()
         .unwrap_or_default();
     tokio::time::sleep(wait + Duration::from_millis(20)).await;
-    let refused = app
-        .call(
-            Method::PATCH,
-            path,
-            Some(&dev),
-            Some(json!({"plan": "large"})),
-        )
-        .await;
+    let refused = app.patch(path, &dev, json!({"plan": "large"})).await;
     assert_eq!(
         refused.status,
         StatusCode::UNPROCESSABLE_ENTITY,
         "{refused:?}"
     );
-    let shown = app
-        .call(
-            Method::GET,
-            "/v1/boundaries/shop/exceptions/short",
-            Some(&dev),
-            None,
-        )
-        .await;
+    let shown = app.get("/v1/boundaries/shop/exceptions/short", &dev).await;
     assert_eq!(shown.body["status"], "expired");
     // Approving an ended request is refused in words.
     let dev_request = put(&app, &dev, "late", spec("app/reports", &in_seconds(1))).await;
@@ -318,32 +278,15 @@ async fn refusals_name_the_field_and_roles_hold() {
     let saved = put(&app, &app.admin, "legacy", spec("app/reports", &expires)).await;
     assert_eq!(saved.status, StatusCode::CREATED);
     let hidden = app
-        .call(
-            Method::GET,
-            "/v1/boundaries/shop/exceptions/legacy",
-            Some(&stranger),
-            None,
-        )
+        .get("/v1/boundaries/shop/exceptions/legacy", &stranger)
         .await;
     assert_eq!(hidden.status, StatusCode::NOT_FOUND);
     let dev = app.token("developer", Some("shop")).await;
     let delete = app
-        .call(
-            Method::DELETE,
-            "/v1/boundaries/shop/exceptions/legacy",
-            Some(&dev),
-            None,
-        )
+        .delete("/v1/boundaries/shop/exceptions/legacy", &dev)
         .await;
     assert_eq!(delete.status, StatusCode::FORBIDDEN);
-    let list = app
-        .call(
-            Method::GET,
-            "/v1/boundaries/shop/exceptions",
-            Some(&dev),
-            None,
-        )
-        .await;
+    let list = app.get("/v1/boundaries/shop/exceptions", &dev).await;
     assert_eq!(list.status, StatusCode::OK);
     assert_eq!(list.body["items"][0]["name"], "legacy");
     // A policy the boundary does not have yet is a warning, not a refusal.
@@ -361,12 +304,7 @@ async fn refusals_name_the_field_and_roles_hold() {
         json!(["boundary 'shop' has no policy 'later' (yet): the exception applies once it has"])
     );
     let delete = app
-        .call(
-            Method::DELETE,
-            "/v1/boundaries/shop/exceptions/legacy",
-            Some(&app.admin),
-            None,
-        )
+        .delete("/v1/boundaries/shop/exceptions/legacy", &app.admin)
         .await;
     assert_eq!(delete.status, StatusCode::NO_CONTENT);
 }
@@ -418,16 +356,7 @@ async fn bounds_name_the_field() {
          metadata: {{name: x, boundary: shop}}\n\
          spec: {{policy: size, match: {{labels: {{{labels}}}}}, expiresAt: '{expires}', reason: r}}\n"
     );
-    let applied = app
-        .raw(
-            Method::POST,
-            "/v1/apply",
-            Some(&app.admin),
-            Some(&document),
-            Some("application/yaml"),
-            &[],
-        )
-        .await;
+    let applied = app.post_yaml("/v1/apply", &app.admin, &document).await;
     assert_eq!(applied.status, StatusCode::BAD_REQUEST, "{applied:?}");
     assert_eq!(
         applied.message(),
@@ -439,16 +368,7 @@ async fn bounds_name_the_field() {
          spec: {{policy: size, match: {{namespaces: [web]}}, expiresAt: '{expires}', reason: '{}'}}\n",
         "x".repeat(17 * 1024)
     );
-    let applied = app
-        .raw(
-            Method::POST,
-            "/v1/apply",
-            Some(&app.admin),
-            Some(&document),
-            Some("application/yaml"),
-            &[],
-        )
-        .await;
+    let applied = app.post_yaml("/v1/apply", &app.admin, &document).await;
     assert_eq!(applied.status, StatusCode::BAD_REQUEST, "{applied:?}");
     assert!(
         applied
@@ -489,12 +409,7 @@ async fn an_approval_needs_the_etag_that_was_read() {
     assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED, "{stale:?}");
     assert_eq!(stale.code(), "precondition_failed");
     let shown = app
-        .call(
-            Method::GET,
-            "/v1/boundaries/shop/exceptions/legacy",
-            Some(&boundary_admin),
-            None,
-        )
+        .get("/v1/boundaries/shop/exceptions/legacy", &boundary_admin)
         .await;
     assert_eq!(shown.body["status"], "requested", "nothing was approved");
 
@@ -509,18 +424,11 @@ async fn an_approval_needs_the_etag_that_was_read() {
 
     // The history reads a page at a time: put, put, approve.
     let path = "/v1/boundaries/shop/exceptions/legacy/history";
-    let first = app
-        .call(Method::GET, &format!("{path}?limit=2"), Some(&dev), None)
-        .await;
+    let first = app.get(&format!("{path}?limit=2"), &dev).await;
     assert_eq!(first.body["items"].as_array().map(Vec::len), Some(2));
     let token = first.body["continue"].as_str().unwrap().to_owned();
     let rest = app
-        .call(
-            Method::GET,
-            &format!("{path}?limit=2&continue={token}"),
-            Some(&dev),
-            None,
-        )
+        .get(&format!("{path}?limit=2&continue={token}"), &dev)
         .await;
     assert_eq!(rest.body["items"][0]["action"], "approve", "{rest:?}");
     assert!(rest.body.get("continue").is_none());
@@ -564,12 +472,7 @@ async fn pending_requests_are_bounded_apart_and_an_admin_can_delete_one() {
     assert_eq!(saved.status, StatusCode::CREATED, "{saved:?}");
     // A boundary-admin deletes a request; then there is room for another.
     let deleted = app
-        .call(
-            Method::DELETE,
-            "/v1/boundaries/shop/exceptions/ask-0",
-            Some(&boundary_admin),
-            None,
-        )
+        .delete("/v1/boundaries/shop/exceptions/ask-0", &boundary_admin)
         .await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{deleted:?}");
     let asked = put(&app, &dev, "ask-20", spec("app/reports", &expires)).await;
@@ -600,17 +503,7 @@ async fn an_expired_document_stored_unchanged_does_not_block_an_apply() {
     };
     let apply = |body: String| {
         let app = &app;
-        async move {
-            app.raw(
-                Method::POST,
-                "/v1/apply",
-                Some(&app.admin),
-                Some(&body),
-                Some("application/yaml"),
-                &[],
-            )
-            .await
-        }
+        async move { app.post_yaml("/v1/apply", &app.admin, &body).await }
     };
     let saved = apply(document("legacy", "OPS-1234")).await;
     assert_eq!(saved.status, StatusCode::OK, "{saved:?}");
@@ -638,13 +531,10 @@ async fn an_expired_document_stored_unchanged_does_not_block_an_apply() {
     );
     // A dry run says the same.
     let dry = app
-        .raw(
-            Method::POST,
+        .post_yaml(
             "/v1/apply?dry_run=true",
-            Some(&app.admin),
-            Some(&document("legacy", "OPS-1234")),
-            Some("application/yaml"),
-            &[],
+            &app.admin,
+            &document("legacy", "OPS-1234"),
         )
         .await;
     assert_eq!(dry.status, StatusCode::OK, "{dry:?}");
@@ -660,9 +550,7 @@ async fn an_expired_document_stored_unchanged_does_not_block_an_apply() {
         assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{refused:?}");
         assert_eq!(refused.message(), refusal);
     }
-    let cost = app
-        .admin(Method::GET, "/v1/boundaries/shop/policies/cost", None)
-        .await;
+    let cost = app.admin_get("/v1/boundaries/shop/policies/cost").await;
     assert_eq!(
         cost.body["spec"]["rules"][0]["allowedComputePlans"]["plans"],
         json!(["small", "medium"])
@@ -699,16 +587,7 @@ async fn a_match_of_labels_alone_saves_with_a_warning() {
     let document = format!(
         "apiVersion: palisade.dev/v1\nkind: BoundaryException\nmetadata: {{name: legacy, boundary: shop}}\nspec:\n  policy: size\n  match: {{labels: {{app: legacy}}}}\n  expiresAt: \"{expires}\"\n  reason: r\n"
     );
-    let answer = app
-        .raw(
-            Method::POST,
-            "/v1/apply",
-            Some(&app.admin),
-            Some(&document),
-            Some("application/yaml"),
-            &[],
-        )
-        .await;
+    let answer = app.post_yaml("/v1/apply", &app.admin, &document).await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     assert_eq!(
         answer.body["results"][0]["warnings"],

@@ -4,7 +4,7 @@
 //! becomes unreadable, on a stored policy that cannot be decoded, and on a real PostgreSQL
 //! server stopped and restarted mid-run.
 
-use crate::common::{plans, Answer, TestApp};
+use crate::common::{app_resource, plans, postgresql, Answer, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 use sqlx::ConnectOptions;
@@ -20,9 +20,7 @@ fn assert_unavailable(answer: &Answer) {
 }
 
 async fn resource_names(app: &TestApp) -> Vec<String> {
-    let list = app
-        .admin(Method::GET, "/v1/boundaries/shop/resources", None)
-        .await;
+    let list = app.admin_get("/v1/boundaries/shop/resources").await;
     assert_eq!(list.status, StatusCode::OK, "{list:?}");
     list.body["items"]
         .as_array()
@@ -58,11 +56,7 @@ async fn setup() -> TestApp {
     app.policy("shop", "size-limits", plans(&["small", "medium"]))
         .await;
     let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "app", "name": "old", "plan": "small", "image": "i"}),
-        )
+        .create("shop", &app.admin, app_resource("old", "small"))
         .await;
     assert_eq!(answer.status, StatusCode::CREATED);
     app
@@ -78,7 +72,7 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
         .execute(&mut side)
         .await
         .unwrap();
-    let create = json!({"type": "app", "name": "web", "plan": "small", "image": "i"});
+    let create = app_resource("web", "small");
     assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
     assert_unavailable(
         &app.admin(
@@ -88,10 +82,7 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
         )
         .await,
     );
-    assert_unavailable(
-        &app.admin(Method::GET, "/v1/boundaries/shop/plans?type=app", None)
-            .await,
-    );
+    assert_unavailable(&app.admin_get("/v1/boundaries/shop/plans?type=app").await);
     // Changes that do not move a plan do not need the policies.
     let answer = app
         .admin(
@@ -144,10 +135,10 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
 async fn unchanged_policies_are_not_read_again() {
     let app = setup().await;
     let _side = hide_policies(&app).await;
-    let allowed = json!({"type": "app", "name": "web", "plan": "small", "image": "i"});
+    let allowed = app_resource("web", "small");
     let answer = app.create("shop", &app.admin, allowed).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
-    let denied = json!({"type": "app", "name": "big", "plan": "large", "image": "i"});
+    let denied = app_resource("big", "large");
     let answer = app.create("shop", &app.admin, denied).await;
     assert_eq!(
         answer.status,
@@ -155,10 +146,7 @@ async fn unchanged_policies_are_not_read_again() {
         "{answer:?}"
     );
     assert_eq!(answer.body["error"]["denied_by"], json!(["size-limits"]));
-    assert_unavailable(
-        &app.admin(Method::GET, "/v1/boundaries/shop/plans?type=app", None)
-            .await,
-    );
+    assert_unavailable(&app.admin_get("/v1/boundaries/shop/plans?type=app").await);
 }
 
 #[tokio::test]
@@ -188,7 +176,7 @@ async fn a_stopped_postgresql_refuses_creates_until_it_is_back() {
     app.boundary("shop").await;
     app.policy("shop", "size-limits", plans(&["small", "medium"]))
         .await;
-    let create = json!({"type": "postgresql", "name": "db", "plan": "small"});
+    let create = postgresql("db", "small");
 
     server = tokio::task::spawn_blocking(move || {
         server.stop().expect("stop");
@@ -200,12 +188,8 @@ async fn a_stopped_postgresql_refuses_creates_until_it_is_back() {
     assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
     let elapsed = started.elapsed();
     assert_unavailable(
-        &app.admin(
-            Method::GET,
-            "/v1/boundaries/shop/plans?type=postgresql",
-            None,
-        )
-        .await,
+        &app.admin_get("/v1/boundaries/shop/plans?type=postgresql")
+            .await,
     );
     eprintln!("503 while PostgreSQL was stopped, answered in {elapsed:?}");
 

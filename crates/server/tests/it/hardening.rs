@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::TestApp;
+use crate::common::{postgresql, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,15 +29,7 @@ async fn apply(app: &TestApp, token: &str, body: &str, dry_run: bool) -> common:
     } else {
         "/v1/apply"
     };
-    app.raw(
-        Method::POST,
-        path,
-        Some(token),
-        Some(body),
-        Some("application/yaml"),
-        &[],
-    )
-    .await
+    app.post_yaml(path, token, body).await
 }
 
 /// A server on loopback with short limits, its base URL, and its shutdown trigger.
@@ -315,14 +307,7 @@ async fn json_bodies_are_strict_and_messages_name_the_field_in_words() {
     ];
     for (body, message) in cases {
         let answer = app
-            .raw(
-                Method::POST,
-                "/v1/boundaries",
-                Some(&app.admin),
-                Some(body),
-                Some("application/json"),
-                &[],
-            )
+            .post_body("/v1/boundaries", &app.admin, body, "application/json")
             .await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}: {answer:?}");
         assert_eq!(answer.message(), message, "{body}");
@@ -345,13 +330,11 @@ async fn json_bodies_are_strict_and_messages_name_the_field_in_words() {
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
     let answer = app
-        .raw(
-            Method::POST,
+        .post_body(
             "/v1/boundaries/shop/resources",
-            Some(&app.admin),
-            Some(r#"{"type":"postgresql","name":"db","plan":"small","plan":"xlarge"}"#),
-            Some("application/json"),
-            &[],
+            &app.admin,
+            r#"{"type":"postgresql","name":"db","plan":"small","plan":"xlarge"}"#,
+            "application/json",
         )
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
@@ -381,9 +364,7 @@ async fn every_list_pages_and_refuses_bad_limits() {
     ];
     for list in lists {
         for bad in ["0", "abc", "1001"] {
-            let answer = app
-                .admin(Method::GET, &format!("{list}?limit={bad}"), None)
-                .await;
+            let answer = app.admin_get(&format!("{list}?limit={bad}")).await;
             assert_eq!(
                 answer.status,
                 StatusCode::BAD_REQUEST,
@@ -408,7 +389,7 @@ async fn every_list_pages_and_refuses_bad_limits() {
                 None => format!("{list}?limit=1"),
                 Some(token) => format!("{list}?limit=1&continue={token}"),
             };
-            let answer = app.admin(Method::GET, &path, None).await;
+            let answer = app.admin_get(&path).await;
             assert_eq!(answer.status, StatusCode::OK, "{path}: {answer:?}");
             let items = answer.body["items"].as_array().unwrap();
             assert_eq!(items.len(), 1, "{path}");
@@ -421,7 +402,7 @@ async fn every_list_pages_and_refuses_bad_limits() {
         assert_eq!(seen.len(), total, "{list}: {seen:?}");
     }
     // The OpenAPI document says so.
-    let openapi = app.admin(Method::GET, "/openapi.json", None).await;
+    let openapi = app.admin_get("/openapi.json").await;
     for path in [
         "/v1/tokens",
         "/v1/boundaries/{boundary}/namespaces",
@@ -452,14 +433,7 @@ async fn answers_come_in_the_order_of_spec_2_4() {
     // A body over 1 MiB with a garbage token: 401 (the token is checked first).
     let big = format!("{{\"name\": \"{}\"}}", "x".repeat(1_100_000));
     let answer = app
-        .raw(
-            Method::POST,
-            "/v1/boundaries",
-            Some("garbage"),
-            Some(&big),
-            Some("application/json"),
-            &[],
-        )
+        .post_body("/v1/boundaries", "garbage", &big, "application/json")
         .await;
     assert_eq!(
         answer.status,
@@ -476,24 +450,16 @@ async fn answers_come_in_the_order_of_spec_2_4() {
     );
     // And with a valid token, 413.
     let answer = app
-        .raw(
-            Method::POST,
-            "/v1/boundaries",
-            Some(&app.admin),
-            Some(&big),
-            Some("application/json"),
-            &[],
-        )
+        .post_body("/v1/boundaries", &app.admin, &big, "application/json")
         .await;
     assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
 
     // A boundary-admin naming another boundary in a body: 404, as for a path.
     let answer = app
-        .call(
-            Method::POST,
+        .post(
             "/v1/tokens",
-            Some(&admin_of_shop),
-            Some(json!({"role": "developer", "boundary": "other"})),
+            &admin_of_shop,
+            json!({"role": "developer", "boundary": "other"}),
         )
         .await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
@@ -502,11 +468,10 @@ async fn answers_come_in_the_order_of_spec_2_4() {
     // boundary it names.
     for boundary in ["shop", "other"] {
         let answer = app
-            .call(
-                Method::POST,
+            .post(
                 "/v1/tokens",
-                Some(&developer),
-                Some(json!({"role": "developer", "boundary": boundary})),
+                &developer,
+                json!({"role": "developer", "boundary": boundary}),
             )
             .await;
         assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
@@ -529,22 +494,10 @@ async fn answers_come_in_the_order_of_spec_2_4() {
         )
         .await;
     let id = other_developer.body["id"].as_str().unwrap();
-    let answer = app
-        .call(
-            Method::DELETE,
-            &format!("/v1/tokens/{id}"),
-            Some(&developer),
-            None,
-        )
-        .await;
+    let answer = app.delete(&format!("/v1/tokens/{id}"), &developer).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
     let answer = app
-        .call(
-            Method::DELETE,
-            &format!("/v1/tokens/{id}"),
-            Some(&admin_of_shop),
-            None,
-        )
+        .delete(&format!("/v1/tokens/{id}"), &admin_of_shop)
         .await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
 }
@@ -610,9 +563,7 @@ async fn if_none_match_star_creates_only() {
         second.message(),
         "policy 'p' already exists in boundary 'shop' (If-None-Match: * creates only)"
     );
-    let stored = app
-        .admin(Method::GET, "/v1/boundaries/shop/policies/p", None)
-        .await;
+    let stored = app.admin_get("/v1/boundaries/shop/policies/p").await;
     assert_eq!(
         stored.body["spec"]["rules"],
         common::plans(&["small"])["rules"],
@@ -634,11 +585,7 @@ async fn a_422_carries_the_audit_warnings() {
     )
     .await;
     let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "postgresql", "name": "db", "plan": "large"}),
-        )
+        .create("shop", &app.admin, postgresql("db", "large"))
         .await;
     assert_eq!(
         answer.status,
@@ -668,14 +615,7 @@ async fn an_unseen_boundary_is_404_before_a_bad_limit() {
         "/v1/boundaries/other/policies/p/history",
         "/v1/boundaries/other/policies",
     ] {
-        let answer = app
-            .call(
-                Method::GET,
-                &format!("{list}?limit=0"),
-                Some(&developer),
-                None,
-            )
-            .await;
+        let answer = app.get(&format!("{list}?limit=0"), &developer).await;
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{list}: {answer:?}");
     }
 }
@@ -696,21 +636,9 @@ async fn writes_past_the_rate_limit_are_429_and_reads_are_not() {
     let developer = app.token("developer", Some("shop")).await;
     let admin = app.admin.clone();
     // The boundary and the token took two of the admin's three writes.
-    let answer = app
-        .create(
-            "shop",
-            &admin,
-            json!({"type": "postgresql", "name": "a", "plan": "small"}),
-        )
-        .await;
+    let answer = app.create("shop", &admin, postgresql("a", "small")).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
-    let answer = app
-        .create(
-            "shop",
-            &admin,
-            json!({"type": "postgresql", "name": "c", "plan": "small"}),
-        )
-        .await;
+    let answer = app.create("shop", &admin, postgresql("c", "small")).await;
     assert_eq!(
         answer.status,
         StatusCode::TOO_MANY_REQUESTS,
@@ -727,27 +655,17 @@ async fn writes_past_the_rate_limit_are_429_and_reads_are_not() {
     assert_eq!(answer.headers["retry-after"], "2");
     // Nothing was written.
     let answer = app
-        .admin(
-            Method::GET,
-            "/v1/boundaries/shop/resources/postgresql/c",
-            None,
-        )
+        .admin_get("/v1/boundaries/shop/resources/postgresql/c")
         .await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
     // Reads go on.
     for _ in 0..20 {
-        let answer = app
-            .admin(Method::GET, "/v1/boundaries/shop/resources", None)
-            .await;
+        let answer = app.admin_get("/v1/boundaries/shop/resources").await;
         assert_eq!(answer.status, StatusCode::OK);
     }
     // Another token writes.
     let answer = app
-        .create(
-            "shop",
-            &developer,
-            json!({"type": "postgresql", "name": "d", "plan": "small"}),
-        )
+        .create("shop", &developer, postgresql("d", "small"))
         .await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
 }
@@ -957,7 +875,6 @@ async fn a_trickled_body_is_cut_at_the_body_limit_with_a_400() {
 /// naming `/continue`.
 #[tokio::test]
 async fn every_list_refuses_a_continue_it_did_not_issue() {
-    const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
     let app = TestApp::sqlite().await;
     for boundary in ["other", "shop"] {
         app.boundary(boundary).await;
@@ -980,21 +897,9 @@ async fn every_list_refuses_a_continue_it_did_not_issue() {
         app.policy("shop", "p0", common::plans(&["medium", "small"][i..]))
             .await;
         let cluster = format!("c{i}");
-        let answer = app
-            .admin(
-                Method::PUT,
-                &format!("/v1/clusters/{cluster}"),
-                Some(json!({ "kubeconfig": KUBECONFIG })),
-            )
-            .await;
+        let answer = app.put_cluster(&cluster, KUBECONFIG).await;
         assert!(answer.status.is_success(), "{answer:?}");
-        let answer = app
-            .admin(
-                Method::PUT,
-                &format!("/v1/boundaries/shop/clusters/{cluster}"),
-                None,
-            )
-            .await;
+        let answer = app.attach("shop", &cluster).await;
         assert!(answer.status.is_success(), "{answer:?}");
     }
     // Each list holds two items at least, so that `limit=1` issues a token. The grandfathered
@@ -1018,15 +923,11 @@ async fn every_list_refuses_a_continue_it_did_not_issue() {
     };
     let mut issued = Vec::new();
     for (list, kind) in lists {
-        let first = app.admin(Method::GET, &join(list, "limit=1"), None).await;
+        let first = app.admin_get(&join(list, "limit=1")).await;
         assert_eq!(first.status, StatusCode::OK, "{list}: {first:?}");
         let token = first.body["continue"].as_str().unwrap().to_owned();
         let next = app
-            .admin(
-                Method::GET,
-                &join(list, &format!("limit=1&continue={token}")),
-                None,
-            )
+            .admin_get(&join(list, &format!("limit=1&continue={token}")))
             .await;
         assert_eq!(next.status, StatusCode::OK, "{list}: {next:?}");
         assert_ne!(next.body["items"], first.body["items"], "{list}");
@@ -1059,7 +960,7 @@ async fn every_list_refuses_a_continue_it_did_not_issue() {
         );
         for token in bad {
             let path = join(list, &format!("continue={token}"));
-            let answer = app.admin(Method::GET, &path, None).await;
+            let answer = app.admin_get(&path).await;
             if answer.status != StatusCode::BAD_REQUEST
                 || answer.message() != "/continue: is not a continue token of this list"
             {
@@ -1105,11 +1006,7 @@ async fn a_body_of_the_wrong_shape_is_refused_in_words() {
     let app = TestApp::sqlite().await;
     app.boundary("shop").await;
     let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "postgresql", "name": "db", "plan": "small"}),
-        )
+        .create("shop", &app.admin, postgresql("db", "small"))
         .await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     let bad = [
@@ -1225,13 +1122,7 @@ async fn a_body_of_the_wrong_shape_is_refused_in_words() {
     }
     // A kubeconfig's text that is not a mapping.
     for value in bad {
-        let answer = app
-            .admin(
-                Method::PUT,
-                "/v1/clusters/c",
-                Some(json!({ "kubeconfig": value })),
-            )
-            .await;
+        let answer = app.put_cluster("c", value).await;
         check(
             format!("PUT /v1/clusters/c kubeconfig text {value}"),
             answer,

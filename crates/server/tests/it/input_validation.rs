@@ -2,7 +2,7 @@
 //! `POST /v1/apply`, resources' `image` and `source` on create.
 
 use crate::common::TestApp;
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 
 async fn shop() -> TestApp {
     let app = TestApp::sqlite().await;
@@ -28,16 +28,7 @@ async fn apply_refuses_custom_tags_and_bad_metadata() {
         ),
     ];
     for (body, message) in cases {
-        let answer = app
-            .raw(
-                Method::POST,
-                "/v1/apply",
-                Some(&app.admin),
-                Some(body),
-                Some("application/yaml"),
-                &[],
-            )
-            .await;
+        let answer = app.post_yaml("/v1/apply", &app.admin, body).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}");
         assert_eq!(answer.code(), "invalid_request");
         assert_eq!(answer.message(), message, "{body}");
@@ -67,13 +58,11 @@ async fn resources_refuse_unsafe_sources_and_images() {
     ];
     for (body, prefix) in cases {
         let answer = app
-            .raw(
-                Method::POST,
+            .post_body(
                 "/v1/boundaries/shop/resources",
-                Some(&app.admin),
-                Some(body),
-                Some("application/json"),
-                &[],
+                &app.admin,
+                body,
+                "application/json",
             )
             .await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}");

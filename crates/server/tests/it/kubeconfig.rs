@@ -3,7 +3,7 @@
 
 use crate::common;
 use crate::common::TestApp;
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use serde_json::json;
 
 /// A kubeconfig whose `cluster` and `user` bodies are given, plus extra top-level text
@@ -22,12 +22,7 @@ const CLUSTER: &str = "{server: 'https://127.0.0.1:6443', certificate-authority-
 const USER: &str = "{token: abc}";
 
 async fn put(app: &TestApp, text: &str) -> common::Answer {
-    app.admin(
-        Method::PUT,
-        "/v1/clusters/c1",
-        Some(json!({"kubeconfig": text})),
-    )
-    .await
+    app.put_cluster("c1", text).await
 }
 
 #[tokio::test]
@@ -210,7 +205,7 @@ async fn every_refused_field_is_a_400_naming_it_however_it_is_spelt() {
         cases.len(),
         failures.join("\n")
     );
-    let list = app.admin(Method::GET, "/v1/clusters", None).await;
+    let list = app.admin_get("/v1/clusters").await;
     assert_eq!(list.body["items"], json!([]), "nothing refused was stored");
 }
 

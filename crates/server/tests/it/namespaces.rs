@@ -7,15 +7,13 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use crate::common::TestApp;
+use crate::common::{TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use palisade_api_types::view::WorkloadDetail;
 use palisade_app::ports::{
     ClusterError, Clusters, LabelOutcome, Labelled, ScanInfo, Visit, WorkloadTarget,
 };
 use serde_json::json;
-
-const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
 
 /// A cluster whose namespaces are names in a set; every label the application asks for is
 /// recorded, so a refusal can be shown to have touched nothing.
@@ -94,9 +92,7 @@ async fn with_cluster(reserved: Option<&[&str]>) -> (TestApp, Arc<FakeCluster>) 
     }
     let answer = app.admin(Method::PUT, "/v1/clusters/c1", Some(body)).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
-    let answer = app
-        .admin(Method::PUT, "/v1/boundaries/payments/clusters/c1", None)
-        .await;
+    let answer = app.attach("payments", "c1").await;
     assert!(answer.status.is_success(), "{answer:?}");
     (app, cluster)
 }
@@ -107,11 +103,10 @@ async fn put_namespace(
     namespace: &str,
     adopt: bool,
 ) -> crate::common::Answer {
-    app.call(
-        Method::PUT,
+    app.put(
         &format!("/v1/boundaries/payments/clusters/c1/namespaces/{namespace}"),
-        Some(token),
-        Some(json!({ "adopt": adopt })),
+        token,
+        json!({ "adopt": adopt }),
     )
     .await
 }
@@ -189,11 +184,9 @@ async fn adopting_an_existing_namespace_needs_an_admin() {
     assert_eq!(answer.body["action"], "adopted");
     assert_eq!(answer.body["uid"], "uid-of-team-b");
     let answer = app
-        .call(
-            Method::GET,
+        .get(
             "/v1/boundaries/payments/clusters/c1/namespaces/team-b",
-            Some(&boundary_admin),
-            None,
+            &boundary_admin,
         )
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
@@ -206,18 +199,12 @@ async fn adopting_an_existing_namespace_needs_an_admin() {
 #[tokio::test]
 async fn a_cluster_s_reserved_namespaces_are_set_shown_and_checked() {
     let (app, _) = with_cluster(Some(&["monitoring", "ingress"])).await;
-    let get = app.admin(Method::GET, "/v1/clusters/c1", None).await;
+    let get = app.admin_get("/v1/clusters/c1").await;
     assert_eq!(
         get.body["reserved_namespaces"],
         json!(["monitoring", "ingress"])
     );
-    let answer = app
-        .admin(
-            Method::PUT,
-            "/v1/clusters/c1",
-            Some(json!({ "kubeconfig": KUBECONFIG })),
-        )
-        .await;
+    let answer = app.put_cluster("c1", KUBECONFIG).await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     assert_eq!(
         answer.body["reserved_namespaces"],
@@ -252,11 +239,10 @@ async fn a_cluster_s_reserved_namespaces_are_set_shown_and_checked() {
     // Nothing but an admin sees or sets a cluster.
     let boundary_admin = app.token("boundary-admin", Some("payments")).await;
     let answer = app
-        .call(
-            Method::PUT,
+        .put(
             "/v1/clusters/c1",
-            Some(&boundary_admin),
-            Some(json!({ "kubeconfig": KUBECONFIG, "reserved_namespaces": [] })),
+            &boundary_admin,
+            json!({ "kubeconfig": KUBECONFIG, "reserved_namespaces": [] }),
         )
         .await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
@@ -277,9 +263,7 @@ async fn a_namespace_held_before_its_name_was_reserved_is_reported() {
         )
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
-    let list = app
-        .admin(Method::GET, "/v1/boundaries/payments/namespaces", None)
-        .await;
+    let list = app.admin_get("/v1/boundaries/payments/namespaces").await;
     assert_eq!(
         list.body["items"][0]["status"],
         "reserved: namespace 'monitoring' is reserved in cluster 'c1': it cannot belong to a boundary; release it from the boundary"

@@ -5,7 +5,7 @@
 //! business and give no warning.
 
 use crate::common::TestApp;
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use serde_json::json;
 
 /// A boundary `shop` placed in cluster `c1`, namespace `web`, with `trusted` (registries under
@@ -108,11 +108,10 @@ async fn builds_warn_about_every_platform_image_a_policy_denies() {
 
     // An update warns again: the objects are applied again and judged again.
     let answer = app
-        .call(
-            Method::PATCH,
+        .patch(
             "/v1/boundaries/shop/resources/app/api",
-            Some(&admin),
-            Some(json!({"labels": {"team": "web"}})),
+            &admin,
+            json!({"labels": {"team": "web"}}),
         )
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{:?}", answer.body);
@@ -136,13 +135,11 @@ async fn a_function_from_an_upload_keeps_its_latest_builder_warning_once() {
     let app = placed().await;
     let admin = app.admin.clone();
     let upload = app
-        .raw(
-            Method::POST,
+        .post_body(
             "/v1/boundaries/shop/uploads",
-            Some(&admin),
-            Some("print('hi')"),
-            Some("application/octet-stream"),
-            &[],
+            &admin,
+            "print('hi')",
+            "application/octet-stream",
         )
         .await;
     assert_eq!(upload.status, StatusCode::CREATED, "{:?}", upload.body);
@@ -187,13 +184,11 @@ async fn an_upload_that_will_not_be_built_says_so() {
     app.router = palisade_server::app(state);
     let admin = app.admin.clone();
     let upload = app
-        .raw(
-            Method::POST,
+        .post_body(
             "/v1/boundaries/shop/uploads",
-            Some(&admin),
-            Some("<h1>docs</h1>"),
-            Some("application/octet-stream"),
-            &[],
+            &admin,
+            "<h1>docs</h1>",
+            "application/octet-stream",
         )
         .await;
     let id = upload.body["id"].as_str().unwrap().to_owned();

@@ -6,7 +6,7 @@
 //! the preview paged like a list over clusters an adapter in the test holds.
 //! The cluster half is proven on real API servers in `crates/reconciler/tests/e2e/{preview,audit}.rs`.
 
-use crate::common::{plans, TestApp};
+use crate::common::{plans, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use palisade_app::ports::{ClusterError, Clusters, ScanInfo, Visit};
 use palisade_policy::Name;
@@ -47,11 +47,7 @@ async fn a_compute_plan_rule_lists_the_resources_it_would_grandfather() {
     );
     // Nothing was saved; audit mode grandfathers nothing.
     let got = app
-        .admin(
-            Method::GET,
-            "/v1/boundaries/shop/policies/size-limits",
-            None,
-        )
+        .admin_get("/v1/boundaries/shop/policies/size-limits")
         .await;
     assert_eq!(got.status, StatusCode::NOT_FOUND);
     let mut audit = plans(&["small"]);
@@ -88,9 +84,7 @@ async fn a_preview_needs_an_editor_a_valid_spec_and_a_saved_version_for_an_empty
         "{answer:?}"
     );
     let dev = app.token("developer", Some("shop")).await;
-    let answer = app
-        .call(Method::POST, PREVIEW, Some(&dev), Some(plans(&["small"])))
-        .await;
+    let answer = app.post(PREVIEW, &dev, plans(&["small"])).await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
     // The saved version, previewed with an empty body.
     app.policy("shop", "size-limits", plans(&["small"])).await;
@@ -105,7 +99,7 @@ async fn a_report_lists_the_clusters_in_scope_and_is_readable_by_developers() {
     app.boundary("shop").await;
     let dev = app.token("developer", Some("shop")).await;
     let report = "/v1/boundaries/shop/policies/no-latest/report";
-    let answer = app.call(Method::GET, report, Some(&dev), None).await;
+    let answer = app.get(report, &dev).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
     app.policy(
         "shop",
@@ -113,7 +107,7 @@ async fn a_report_lists_the_clusters_in_scope_and_is_readable_by_developers() {
         json!({"rules": [{"disallowLatestTag": {}}]}),
     )
     .await;
-    let answer = app.call(Method::GET, report, Some(&dev), None).await;
+    let answer = app.get(report, &dev).await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     assert_eq!(
         answer.body,
@@ -346,8 +340,6 @@ impl Clusters for Pods {
     }
 }
 
-const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
-
 /// Every finding of a preview body, by list (`denied of c1`, ..., `grandfathered`).
 fn findings(body: &Value) -> Vec<(String, Value)> {
     let mut out = Vec::new();
@@ -384,21 +376,9 @@ async fn a_preview_pages_its_findings_like_a_list() {
     .await;
     app.boundary("shop").await;
     for cluster in ["c1", "c2"] {
-        let answer = app
-            .admin(
-                Method::PUT,
-                &format!("/v1/clusters/{cluster}"),
-                Some(json!({ "kubeconfig": KUBECONFIG })),
-            )
-            .await;
+        let answer = app.put_cluster(cluster, KUBECONFIG).await;
         assert!(answer.status.is_success(), "{answer:?}");
-        let answer = app
-            .admin(
-                Method::PUT,
-                &format!("/v1/boundaries/shop/clusters/{cluster}"),
-                None,
-            )
-            .await;
+        let answer = app.attach("shop", cluster).await;
         assert!(answer.status.is_success(), "{answer:?}");
     }
     for name in ["db1", "db2", "db3"] {
@@ -484,11 +464,9 @@ async fn a_preview_pages_its_findings_like_a_list() {
         );
     }
     // A continue it did not issue, or another list's, is refused before anything is read.
-    let policies = app
-        .admin(Method::GET, "/v1/boundaries/shop/policies?limit=1", None)
-        .await;
+    let policies = app.admin_get("/v1/boundaries/shop/policies?limit=1").await;
     assert!(policies.body.get("continue").is_none());
-    let tokens_list = app.admin(Method::GET, "/v1/tokens", None).await;
+    let tokens_list = app.admin_get("/v1/tokens").await;
     assert_eq!(tokens_list.status, StatusCode::OK);
     for token in ["not-a-key", "0", "c1"] {
         let answer = app
@@ -525,17 +503,9 @@ async fn a_preview_pages_its_grandfathered_resources_from_any_place() {
     }))
     .await;
     app.boundary("shop").await;
-    let answer = app
-        .admin(
-            Method::PUT,
-            "/v1/clusters/c1",
-            Some(json!({ "kubeconfig": KUBECONFIG })),
-        )
-        .await;
+    let answer = app.put_cluster("c1", KUBECONFIG).await;
     assert!(answer.status.is_success(), "{answer:?}");
-    let answer = app
-        .admin(Method::PUT, "/v1/boundaries/shop/clusters/c1", None)
-        .await;
+    let answer = app.attach("shop", "c1").await;
     assert!(answer.status.is_success(), "{answer:?}");
     let image = "ghcr.io/acme/w:1";
     let mut bodies = Vec::new();

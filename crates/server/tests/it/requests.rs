@@ -32,13 +32,11 @@ async fn bad_input_names_the_field() {
     ];
     for (body, _pointer, message) in cases {
         let answer = app
-            .raw(
-                Method::POST,
+            .post_body(
                 "/v1/boundaries/shop/resources",
-                Some(&app.admin),
-                Some(body),
-                Some("application/json"),
-                &[],
+                &app.admin,
+                body,
+                "application/json",
             )
             .await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}");
@@ -55,30 +53,26 @@ async fn oversized_bodies_wrong_media_types_and_unknown_paths_answer_json() {
         "a".repeat(1024 * 1024)
     );
     let answer = app
-        .raw(
-            Method::POST,
+        .post_body(
             "/v1/boundaries/shop/resources",
-            Some(&app.admin),
-            Some(&big),
-            Some("application/json"),
-            &[],
+            &app.admin,
+            &big,
+            "application/json",
         )
         .await;
     assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(answer.code(), "payload_too_large");
     let answer = app
-        .raw(
-            Method::POST,
+        .post_body(
             "/v1/boundaries/shop/resources",
-            Some(&app.admin),
-            Some("type=app"),
-            Some("application/x-www-form-urlencoded"),
-            &[],
+            &app.admin,
+            "type=app",
+            "application/x-www-form-urlencoded",
         )
         .await;
     assert_eq!(answer.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(answer.code(), "unsupported_media_type");
-    let answer = app.admin(Method::GET, "/v1/nothing", None).await;
+    let answer = app.admin_get("/v1/nothing").await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
     assert_eq!(answer.code(), "not_found");
     let answer = app.admin(Method::PATCH, "/v1/boundaries", None).await;
@@ -99,7 +93,7 @@ async fn oversized_bodies_wrong_media_types_and_unknown_paths_answer_json() {
             "/limit: must be from 1 to 1000, got 5000",
         ),
     ] {
-        let answer = app.admin(Method::GET, query, None).await;
+        let answer = app.admin_get(query).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{query}");
         assert_eq!(
             answer.headers.get("content-type").unwrap(),
@@ -107,9 +101,7 @@ async fn oversized_bodies_wrong_media_types_and_unknown_paths_answer_json() {
         );
         assert_eq!(answer.message(), message, "{query}");
     }
-    let answer = app
-        .call(Method::GET, "/v1/boundaries", Some("pal_nope"), None)
-        .await;
+    let answer = app.get("/v1/boundaries", "pal_nope").await;
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
     assert_eq!(
         answer.body,
@@ -178,11 +170,7 @@ async fn saving_a_policy_validates_and_warns() {
     assert_eq!(again.status, StatusCode::OK);
     assert_eq!(again.body["etag"], etag);
     let history = app
-        .admin(
-            Method::GET,
-            "/v1/boundaries/shop/policies/trusted/history",
-            None,
-        )
+        .admin_get("/v1/boundaries/shop/policies/trusted/history")
         .await;
     assert_eq!(history.body["items"].as_array().unwrap().len(), 1);
     assert_eq!(history.body["items"][0]["before"], json!(null));
@@ -199,73 +187,33 @@ async fn apply_is_all_or_nothing() {
     let good = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: size-limits, boundary: shop, labels: {team: platform}}\nspec:\n  rules:\n    - allowedComputePlans: {plans: [small, medium]}\n";
     let bad = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: bad, boundary: lab}\nspec:\n  rules:\n    - requiredLabels: {labels: []}\n";
     let answer = app
-        .raw(
-            Method::POST,
-            "/v1/apply",
-            Some(&app.admin),
-            Some(&format!("{good}---\n{bad}")),
-            Some("application/yaml"),
-            &[],
-        )
+        .post_yaml("/v1/apply", &app.admin, &format!("{good}---\n{bad}"))
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert_eq!(
         answer.message(),
         "/1/spec/rules/0/requiredLabels/labels: must not be empty"
     );
-    let list = app
-        .admin(Method::GET, "/v1/boundaries/shop/policies", None)
-        .await;
+    let list = app.admin_get("/v1/boundaries/shop/policies").await;
     assert_eq!(list.body["items"], json!([]));
 
     let answer = app
-        .raw(
-            Method::POST,
-            "/v1/apply?dry_run=true",
-            Some(&app.admin),
-            Some(good),
-            Some("application/yaml"),
-            &[],
-        )
+        .post_yaml("/v1/apply?dry_run=true", &app.admin, good)
         .await;
     assert_eq!(answer.body["results"][0]["action"], "created");
-    let list = app
-        .admin(Method::GET, "/v1/boundaries/shop/policies", None)
-        .await;
+    let list = app.admin_get("/v1/boundaries/shop/policies").await;
     assert_eq!(list.body["items"], json!([]));
 
-    let answer = app
-        .raw(
-            Method::POST,
-            "/v1/apply",
-            Some(&app.admin),
-            Some(good),
-            Some("application/yaml"),
-            &[],
-        )
-        .await;
+    let answer = app.post_yaml("/v1/apply", &app.admin, good).await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     assert_eq!(
         answer.body,
         json!({"results": [{"boundary": "shop", "name": "size-limits", "action": "created", "warnings": []}]})
     );
-    let answer = app
-        .raw(
-            Method::POST,
-            "/v1/apply",
-            Some(&app.admin),
-            Some(good),
-            Some("application/yaml"),
-            &[],
-        )
-        .await;
+    let answer = app.post_yaml("/v1/apply", &app.admin, good).await;
     assert_eq!(answer.body["results"][0]["action"], "unchanged");
     let policy = app
-        .admin(
-            Method::GET,
-            "/v1/boundaries/shop/policies/size-limits",
-            None,
-        )
+        .admin_get("/v1/boundaries/shop/policies/size-limits")
         .await;
     assert_eq!(
         policy.body["metadata"]["labels"],
@@ -275,16 +223,7 @@ async fn apply_is_all_or_nothing() {
     let ghost = good
         .replace("boundary: shop", "boundary: ghost")
         .replace("size-limits", "other");
-    let answer = app
-        .raw(
-            Method::POST,
-            "/v1/apply",
-            Some(&app.admin),
-            Some(&ghost),
-            Some("application/yaml"),
-            &[],
-        )
-        .await;
+    let answer = app.post_yaml("/v1/apply", &app.admin, &ghost).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
 }
 
@@ -294,15 +233,11 @@ async fn boundaries_with_content_cannot_be_deleted_and_lists_page() {
     for name in ["a", "b", "c"] {
         app.boundary(name).await;
     }
-    let page = app.admin(Method::GET, "/v1/boundaries?limit=2", None).await;
+    let page = app.admin_get("/v1/boundaries?limit=2").await;
     assert_eq!(page.body["items"].as_array().unwrap().len(), 2);
     let token = page.body["continue"].as_str().unwrap().to_owned();
     let rest = app
-        .admin(
-            Method::GET,
-            &format!("/v1/boundaries?limit=2&continue={token}"),
-            None,
-        )
+        .admin_get(&format!("/v1/boundaries?limit=2&continue={token}"))
         .await;
     let names: Vec<_> = rest.body["items"]
         .as_array()
@@ -374,32 +309,16 @@ async fn openapi_document_is_served_and_the_committed_copy_is_current() {
 async fn clusters_reject_unsafe_kubeconfigs_and_never_return_credentials() {
     let app = shop().await;
     let exec = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443', certificate-authority-data: AA==}}]\nusers: [{name: u, user: {exec: {command: aws}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
-    let answer = app
-        .admin(
-            Method::PUT,
-            "/v1/clusters/prod-1",
-            Some(json!({"kubeconfig": exec})),
-        )
-        .await;
+    let answer = app.put_cluster("prod-1", exec).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert_eq!(answer.message(), "/kubeconfig/users/0/user/exec: credential plugins are not accepted; use inline credentials");
     let good = exec.replace("exec: {command: aws}", "token: abc");
-    let answer = app
-        .admin(
-            Method::PUT,
-            "/v1/clusters/prod-1",
-            Some(json!({"kubeconfig": good})),
-        )
-        .await;
+    let answer = app.put_cluster("prod-1", &good).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     assert!(answer.body.get("kubeconfig").is_none());
-    let answer = app
-        .admin(Method::PUT, "/v1/boundaries/shop/clusters/prod-1", None)
-        .await;
+    let answer = app.attach("shop", "prod-1").await;
     assert_eq!(answer.status, StatusCode::OK);
-    let list = app
-        .admin(Method::GET, "/v1/boundaries/shop/clusters", None)
-        .await;
+    let list = app.admin_get("/v1/boundaries/shop/clusters").await;
     assert_eq!(list.body["items"][0]["name"], "prod-1");
     assert_eq!(list.body["items"][0]["admission"]["enforced"], false);
     assert!(!list.body.to_string().contains("abc"));

@@ -160,13 +160,10 @@ async fn a_body_as_deep_as_the_limit_is_read() {
     app.boundary("shop").await;
     // The document itself nests 3 levels around the annotation: 61 more reach 64.
     let answer = app
-        .raw(
-            Method::POST,
+        .post_yaml(
             "/v1/apply?dry_run=true",
-            Some(&app.admin),
-            Some(&deep_document("shop", 61)),
-            Some("application/yaml"),
-            &[],
+            &app.admin,
+            &deep_document("shop", 61),
         )
         .await;
     // Annotation values are strings: past the nesting bound, the document's own rules speak.
@@ -176,13 +173,10 @@ async fn a_body_as_deep_as_the_limit_is_read() {
         "{answer:?}"
     );
     let answer = app
-        .raw(
-            Method::POST,
+        .post_yaml(
             "/v1/apply?dry_run=true",
-            Some(&app.admin),
-            Some(&deep_document("shop", 62)),
-            Some("application/yaml"),
-            &[],
+            &app.admin,
+            &deep_document("shop", 62),
         )
         .await;
     assert_eq!(
@@ -190,14 +184,11 @@ async fn a_body_as_deep_as_the_limit_is_read() {
         "the body: line 6 column 81: nesting deeper than 64 levels"
     );
     let answer = app
-        .call(
-            Method::POST,
+        .post(
             "/v1/boundaries/shop/resources",
-            Some(&app.admin),
-            Some(
-                json!({"type": "app", "name": "web", "plan": "small", "image": "ghcr.io/a/b:1",
+            &app.admin,
+            json!({"type": "app", "name": "web", "plan": "small", "image": "ghcr.io/a/b:1",
                 "labels": {"x": serde_json::from_str::<serde_json::Value>(&nested(62)).unwrap()}}),
-            ),
         )
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
@@ -240,38 +231,22 @@ async fn yaml_tags_the_parser_would_drop_are_refused_naming_where() {
     ];
     for (body, message) in cases {
         let answer = app
-            .raw(
-                Method::POST,
-                "/v1/apply?dry_run=true",
-                Some(&app.admin),
-                Some(&body),
-                Some("application/yaml"),
-                &[],
-            )
+            .post_yaml("/v1/apply?dry_run=true", &app.admin, &body)
             .await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
         assert_eq!(answer.message(), message);
     }
     // The core schema's tags are read as before.
     let answer = app
-        .raw(
-            Method::POST,
+        .post_yaml(
             "/v1/apply?dry_run=true",
-            Some(&app.admin),
-            Some(&document("  annotations: !!map {x: !!str y}\n")),
-            Some("application/yaml"),
-            &[],
+            &app.admin,
+            &document("  annotations: !!map {x: !!str y}\n"),
         )
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     let kubeconfig = deep_kubeconfig(1).replace("{token: abc}", "{token: !!binary YWJj}");
-    let answer = app
-        .admin(
-            Method::PUT,
-            "/v1/clusters/c",
-            Some(json!({ "kubeconfig": kubeconfig })),
-        )
-        .await;
+    let answer = app.put_cluster("c", &kubeconfig).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
     assert_eq!(
         answer.message(),
@@ -294,16 +269,7 @@ async fn a_developer_apply_is_403_before_the_body_is_read() {
         "not: [yaml".to_owned(),
     ] {
         let started = Instant::now();
-        let answer = app
-            .raw(
-                Method::POST,
-                "/v1/apply",
-                Some(&developer),
-                Some(&body),
-                Some("application/yaml"),
-                &[],
-            )
-            .await;
+        let answer = app.post_yaml("/v1/apply", &developer, &body).await;
         println!(
             "developer apply ({} KiB): {} in {:?}",
             body.len() / 1024,
@@ -326,14 +292,7 @@ async fn an_alias_bomb_is_refused() {
         "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: p\n  boundary: shop\n  annotations: {{x: &a [{items}], y: [{aliases}]}}\nspec:\n  rules: [{{disallowLatestTag: {{}}}}]\n"
     );
     let answer = app
-        .raw(
-            Method::POST,
-            "/v1/apply?dry_run=true",
-            Some(&app.admin),
-            Some(&body),
-            Some("application/yaml"),
-            &[],
-        )
+        .post_yaml("/v1/apply?dry_run=true", &app.admin, &body)
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
     assert_eq!(
@@ -375,14 +334,7 @@ async fn bodies_that_would_hold_too_much_memory_are_refused_in_words() {
     for (body, expected) in cases {
         let started = Instant::now();
         let answer = app
-            .raw(
-                Method::POST,
-                "/v1/apply?dry_run=true",
-                Some(&app.admin),
-                Some(&body),
-                Some("application/yaml"),
-                &[],
-            )
+            .post_yaml("/v1/apply?dry_run=true", &app.admin, &body)
             .await;
         println!(
             "apply of {} KiB: {} in {:?}",

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::common::{Answer, TestApp};
 use axum::body::{Body, Bytes};
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use palisade_app::uploads::{Swept, UploadLimits};
@@ -243,11 +243,10 @@ async fn unnamed_uploads_are_swept_after_a_day_and_named_ones_stay(app: TestApp)
     // Once its resource names another upload, it goes a day after it was last named.
     let other = upload(3).await;
     let patched = app
-        .call(
-            Method::PATCH,
+        .patch(
             "/v1/boundaries/shop/resources/function/hook",
-            Some(&developer),
-            Some(json!({"upload": other})),
+            &developer,
+            json!({"upload": other}),
         )
         .await;
     assert_eq!(patched.status, StatusCode::OK, "{:?}", patched.body);

@@ -5,13 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::common::TestApp;
+use crate::common::{TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use palisade_api_types::view::{DeploymentState, PodState, WorkloadDetail};
 use palisade_app::ports::{ClusterError, Clusters, LabelOutcome, ScanInfo, Visit, WorkloadTarget};
 use serde_json::json;
-
-const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: abc}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
 
 /// Records what it is asked; answers one running pod, or fails when `down`.
 #[derive(Debug, Default)]
@@ -124,7 +122,7 @@ async fn a_developer_reads_the_workload_of_a_resource_of_their_boundary() {
     let adapter = Arc::new(Recording::default());
     let app = placed(adapter.clone()).await;
     let developer = app.token("developer", Some("shop")).await;
-    let answer = app.call(Method::GET, WEB, Some(&developer), None).await;
+    let answer = app.get(WEB, &developer).await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     assert_eq!(
         answer.body,
@@ -135,11 +133,9 @@ async fn a_developer_reads_the_workload_of_a_resource_of_their_boundary() {
     );
     // A built app: its build Job is asked about too.
     let answer = app
-        .call(
-            Method::GET,
+        .get(
             "/v1/boundaries/shop/resources/app/site/workload",
-            Some(&developer),
-            None,
+            &developer,
         )
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
@@ -176,14 +172,14 @@ async fn what_has_no_workload_or_is_not_reachable_says_why() {
         ),
     ];
     for (path, message) in cases {
-        let answer = app.admin(Method::GET, path, None).await;
+        let answer = app.admin_get(path).await;
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}");
         assert_eq!(answer.code(), "not_found");
         assert_eq!(answer.message(), message);
     }
     // Another boundary's developer learns nothing of it, and nothing is read.
     let stranger = app.token("developer", Some("other")).await;
-    let answer = app.call(Method::GET, WEB, Some(&stranger), None).await;
+    let answer = app.get(WEB, &stranger).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
     assert!(adapter.asked.lock().unwrap().is_empty());
 
@@ -192,7 +188,7 @@ async fn what_has_no_workload_or_is_not_reachable_says_why() {
         ..Recording::default()
     });
     let app = placed(down).await;
-    let answer = app.admin(Method::GET, WEB, None).await;
+    let answer = app.admin_get(WEB).await;
     assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{answer:?}");
     assert_eq!(answer.code(), "unavailable");
     assert_eq!(answer.message(), "cluster 'c1': connection refused");
