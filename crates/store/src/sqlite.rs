@@ -158,13 +158,7 @@ impl SqlBackend for SqliteBackend {
             return Ok(Some(local(None)));
         };
         let taken = tokio::task::spawn_blocking(move || {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)?;
+            let file = open_lock_file(&path)?;
             match file.try_lock() {
                 Ok(()) => Ok(Some(file)),
                 Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -374,17 +368,23 @@ fn lock_path(file: &Path) -> PathBuf {
     file.with_file_name(name)
 }
 
+/// Opens a lock file for reading and writing, creating it with mode 0600 (its content is
+/// never written).
+fn open_lock_file(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+}
+
 /// Opens (creating it, mode 0600) and exclusively locks `path`, waiting on a blocking thread
 /// while another process holds it. The lock lasts until the returned file is closed.
 async fn lock_exclusively(path: PathBuf) -> Result<std::fs::File> {
     let locked = tokio::task::spawn_blocking(move || {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)?;
+        let file = open_lock_file(&path)?;
         file.lock()?;
         Ok::<_, std::io::Error>(file)
     })

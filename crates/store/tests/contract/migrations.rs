@@ -4,24 +4,9 @@
 //! keeps it from the sweeper; resources stored before migration 0017 get the plans their
 //! bodies name. On SQLite and on PostgreSQL.
 
-use std::borrow::Cow;
-
 use palisade_store::StoreError;
-use sqlx::migrate::Migrator;
 
-/// The migrator `full` holds, with the migrations before `version` only.
-fn before(full: Migrator, version: i64) -> Migrator {
-    let migrations: Vec<_> = full
-        .migrations
-        .iter()
-        .filter(|m| m.version < version)
-        .cloned()
-        .collect();
-    Migrator {
-        migrations: Cow::Owned(migrations),
-        ..full
-    }
-}
+use crate::support::RawDatabase;
 
 const ROWS: [&str; 4] = [
     "INSERT INTO boundaries (name, created_at) VALUES ('shop', '2026-01-01T00:00:00.000Z')",
@@ -34,19 +19,17 @@ const ROWS: [&str; 4] = [
      VALUES ('shop', 'u-unnamed', 'sha', 5, $1, '2026-01-01T00:00:00.000Z')",
 ];
 
-/// One of `ROWS`, an upload's content (`hello`) bound.
-fn insert<DB: sqlx::Database>(
-    row: &'static str,
-) -> sqlx::query::Query<'static, DB, DB::Arguments<'static>>
-where
-    &'static [u8]: sqlx::Encode<'static, DB> + sqlx::Type<DB>,
-{
-    let query = sqlx::query::<DB>(row);
-    if row.contains("$1") {
-        query.bind(b"hello".as_slice())
-    } else {
-        query
+/// A database as the version before migration 0008 left it, holding `ROWS` (an upload's
+/// content is `hello`): its URL.
+async fn before_bounded_uploads(backend: &str, dir: &std::path::Path) -> String {
+    let (url, database) = RawDatabase::new(backend, dir).await;
+    database.migrate_before(8).await;
+    for row in ROWS {
+        let content = row.contains("$1").then_some(b"hello".as_slice());
+        database.execute(row, content).await;
     }
+    database.close().await;
+    url
 }
 
 async fn check(url: &str) {
@@ -79,35 +62,13 @@ async fn check(url: &str) {
 #[tokio::test]
 async fn uploads_stored_whole_are_carried_over_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, pool) = crate::support::new_sqlite_file(dir.path()).await;
-    {
-        before(sqlx::migrate!("./migrations/sqlite"), 8)
-            .run(&pool)
-            .await
-            .unwrap();
-        for row in ROWS {
-            insert(row).execute(&pool).await.unwrap();
-        }
-        pool.close().await;
-    }
-    check(&url).await;
+    check(&before_bounded_uploads("sqlite", dir.path()).await).await;
 }
 
 #[tokio::test]
 async fn uploads_stored_whole_are_carried_over_on_postgres() {
-    let url = palisade_testkit::postgres::test_database_url();
-    {
-        let pool = sqlx::PgPool::connect(&url).await.unwrap();
-        before(sqlx::migrate!("./migrations/postgres"), 8)
-            .run(&pool)
-            .await
-            .unwrap();
-        for row in ROWS {
-            insert(row).execute(&pool).await.unwrap();
-        }
-        pool.close().await;
-    }
-    check(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    check(&before_bounded_uploads("postgres", dir.path()).await).await;
 }
 
 /// Bodies as the resources of a database made before migration 0017 (the plans a body names)
@@ -168,6 +129,19 @@ fn old_resource(t: &str, n: &str, body: &str) -> String {
 const OLD_BOUNDARY: &str =
     "INSERT INTO boundaries (name, created_at) VALUES ('old', '2026-01-01T00:00:00.000Z')";
 
+/// A database as the version before migration 0017 left it, holding `BODIES` in boundary
+/// `old`: its URL.
+async fn before_plans(backend: &str, dir: &std::path::Path) -> String {
+    let (url, database) = RawDatabase::new(backend, dir).await;
+    database.migrate_before(17).await;
+    database.execute(OLD_BOUNDARY, None).await;
+    for (t, n, body) in BODIES {
+        database.execute(&old_resource(t, n, body), None).await;
+    }
+    database.close().await;
+    url
+}
+
 /// The groups of the resources stored before 0017 (read by the migration) are those of the
 /// same bodies written now (read by the store): the two readings of a body agree.
 async fn check_plans(url: &str) {
@@ -191,37 +165,11 @@ async fn check_plans(url: &str) {
 #[tokio::test]
 async fn the_plans_of_resources_stored_before_are_read_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, pool) = crate::support::new_sqlite_file(dir.path()).await;
-    {
-        before(sqlx::migrate!("./migrations/sqlite"), 17)
-            .run(&pool)
-            .await
-            .unwrap();
-        sqlx::query(OLD_BOUNDARY).execute(&pool).await.unwrap();
-        for (t, n, body) in BODIES {
-            let row = old_resource(t, n, body);
-            sqlx::query(&row).execute(&pool).await.unwrap();
-        }
-        pool.close().await;
-    }
-    check_plans(&url).await;
+    check_plans(&before_plans("sqlite", dir.path()).await).await;
 }
 
 #[tokio::test]
 async fn the_plans_of_resources_stored_before_are_read_on_postgres() {
-    let url = palisade_testkit::postgres::test_database_url();
-    {
-        let pool = sqlx::PgPool::connect(&url).await.unwrap();
-        before(sqlx::migrate!("./migrations/postgres"), 17)
-            .run(&pool)
-            .await
-            .unwrap();
-        sqlx::query(OLD_BOUNDARY).execute(&pool).await.unwrap();
-        for (t, n, body) in BODIES {
-            let row = old_resource(t, n, body);
-            sqlx::query(&row).execute(&pool).await.unwrap();
-        }
-        pool.close().await;
-    }
-    check_plans(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    check_plans(&before_plans("postgres", dir.path()).await).await;
 }

@@ -15,14 +15,96 @@ pub use palisade_testkit::postgres::TempPostgres;
 
 pub use crate::TestDb;
 
-/// A new SQLite file `palisade.db` in `dir`: its URL, and a pool on it.
-pub async fn new_sqlite_file(dir: &std::path::Path) -> (String, sqlx::SqlitePool) {
-    let url = format!("sqlite://{}", dir.join("palisade.db").display());
-    let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
-    let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
-        .await
-        .unwrap();
-    (url, pool)
+/// A database written by hand, as an earlier or a later version left it, before the store
+/// opens it: a pool of either backend.
+pub enum RawDatabase {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+}
+
+/// `$body` with `$pool` bound to the database's pool, whichever backend's it is.
+macro_rules! on_pool {
+    ($database:expr, |$pool:ident| $body:expr) => {
+        match $database {
+            RawDatabase::Sqlite($pool) => $body,
+            RawDatabase::Postgres($pool) => $body,
+        }
+    };
+}
+
+impl RawDatabase {
+    /// A new database of `backend` (`sqlite`: the file `palisade.db` in `dir`; `postgres`: a
+    /// new test database): its URL, and a pool on it.
+    pub async fn new(backend: &str, dir: &std::path::Path) -> (String, RawDatabase) {
+        if backend == "sqlite" {
+            let url = format!("sqlite://{}", dir.join("palisade.db").display());
+            let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+            let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
+                .await
+                .unwrap();
+            (url, RawDatabase::Sqlite(pool))
+        } else {
+            let url = palisade_testkit::postgres::test_database_url();
+            let database = RawDatabase::connect(&url).await;
+            (url, database)
+        }
+    }
+
+    /// A pool on the existing database at `url`.
+    pub async fn connect(url: &str) -> RawDatabase {
+        if url.starts_with("sqlite") {
+            RawDatabase::Sqlite(sqlx::SqlitePool::connect(url).await.unwrap())
+        } else {
+            RawDatabase::Postgres(sqlx::PgPool::connect(url).await.unwrap())
+        }
+    }
+
+    /// Runs the backend's migrations before `version`, as a version of that time did.
+    pub async fn migrate_before(&self, version: i64) {
+        let full = match self {
+            RawDatabase::Sqlite(_) => sqlx::migrate!("./migrations/sqlite"),
+            RawDatabase::Postgres(_) => sqlx::migrate!("./migrations/postgres"),
+        };
+        let migrator = before(full, version);
+        on_pool!(self, |pool| migrator.run(pool).await.unwrap());
+    }
+
+    /// Runs one statement, with `content` bound to its `$1` when given.
+    pub async fn execute(&self, statement: &str, content: Option<&[u8]>) {
+        on_pool!(self, |pool| {
+            let query = sqlx::query(statement);
+            let query = match content {
+                Some(content) => query.bind(content),
+                None => query,
+            };
+            query.execute(pool).await.unwrap();
+        });
+    }
+
+    /// Runs a script of several statements.
+    pub async fn run_script(&self, script: &str) {
+        on_pool!(self, |pool| drop(
+            sqlx::raw_sql(script).execute(pool).await.unwrap()
+        ));
+    }
+
+    pub async fn close(self) {
+        on_pool!(&self, |pool| pool.close().await);
+    }
+}
+
+/// The migrator `full` holds, with the migrations before `version` only.
+fn before(full: sqlx::migrate::Migrator, version: i64) -> sqlx::migrate::Migrator {
+    let migrations: Vec<_> = full
+        .migrations
+        .iter()
+        .filter(|m| m.version < version)
+        .cloned()
+        .collect();
+    sqlx::migrate::Migrator {
+        migrations: std::borrow::Cow::Owned(migrations),
+        ..full
+    }
 }
 
 pub const META: &str = r#"{"labels":{},"annotations":{}}"#;

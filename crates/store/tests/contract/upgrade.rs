@@ -8,6 +8,8 @@
 
 use palisade_store::{ResourceQuery, SharedStore};
 
+use crate::support::RawDatabase;
+
 fn fixture(backend: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata/store/0001")
@@ -134,29 +136,20 @@ async fn read_back(store: SharedStore) {
 
 #[tokio::test]
 async fn a_sqlite_store_of_the_first_version_is_upgraded_and_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, pool) = crate::support::new_sqlite_file(dir.path()).await;
-    {
-        sqlx::raw_sql(&fixture("sqlite"))
-            .execute(&pool)
-            .await
-            .unwrap();
-        pool.close().await;
-    }
-    read_back(palisade_store::connect(&url).await.unwrap()).await;
+    upgraded_and_read("sqlite").await;
 }
 
 #[tokio::test]
 async fn a_postgres_store_of_the_first_version_is_upgraded_and_read() {
-    let url = palisade_testkit::postgres::test_database_url();
-    {
-        let pool = sqlx::PgPool::connect(&url).await.unwrap();
-        sqlx::raw_sql(&fixture("postgres"))
-            .execute(&pool)
-            .await
-            .unwrap();
-        pool.close().await;
-    }
+    upgraded_and_read("postgres").await;
+}
+
+/// A database of `backend` as the first version left it (`fixture`) is upgraded and read.
+async fn upgraded_and_read(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, database) = RawDatabase::new(backend, dir.path()).await;
+    database.run_script(&fixture(backend)).await;
+    database.close().await;
     read_back(palisade_store::connect(&url).await.unwrap()).await;
 }
 
@@ -165,15 +158,9 @@ async fn a_postgres_store_of_the_first_version_is_upgraded_and_read() {
 /// before the upgrade, or run the later version again).
 async fn refused_after_a_later_version(url: &str, insert: &str) {
     drop(palisade_store::connect(url).await.unwrap());
-    if url.starts_with("sqlite") {
-        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-        sqlx::query(insert).execute(&pool).await.unwrap();
-        pool.close().await;
-    } else {
-        let pool = sqlx::PgPool::connect(url).await.unwrap();
-        sqlx::query(insert).execute(&pool).await.unwrap();
-        pool.close().await;
-    }
+    let database = RawDatabase::connect(url).await;
+    database.execute(insert, None).await;
+    database.close().await;
     let Err(error) = palisade_store::connect(url).await else {
         panic!("a store with a later version's migration was opened");
     };
@@ -193,10 +180,8 @@ async fn refused_after_a_later_version(url: &str, insert: &str) {
 #[tokio::test]
 async fn a_sqlite_store_migrated_by_a_later_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, pool) = crate::support::new_sqlite_file(dir.path()).await;
-    {
-        pool.close().await;
-    }
+    let (url, database) = RawDatabase::new("sqlite", dir.path()).await;
+    database.close().await;
     refused_after_a_later_version(
         &url,
         "INSERT INTO _sqlx_migrations VALUES (9999, 'later', '2027-01-01 00:00:00', 1, X'00', 1)",
