@@ -151,6 +151,17 @@ pub fn to_sign_in(ctx: &Ctx) -> Response {
 }
 
 /// A message box. `role=alert` for errors so screen readers announce them.
+/// A table's head: one row of column headers, `heads` in order (texts already translated).
+pub fn column_heads(heads: &[&str]) -> Markup {
+    html! {
+        thead { tr {
+            @for head in heads {
+                th scope="col" { (head) }
+            }
+        } }
+    }
+}
+
 pub fn alert(kind: &str, content: Markup) -> Markup {
     let role = if kind == "error" { "alert" } else { "status" };
     html! { div class={ "notice " (kind) } role=(role) { (content) } }

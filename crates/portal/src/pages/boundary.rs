@@ -12,10 +12,12 @@ use palisade_app::overview::{ClusterAdmission, ClusterRow, Overview};
 use palisade_app::{App, AppError, Caller};
 use palisade_policy::ResourceType;
 
-use super::{query_param, require_session};
+use super::{query_param, require_session, ALL};
 use crate::flash::Notice;
 use crate::i18n::Lang;
-use crate::layout::{alert, error_response, html_response, page, unavailable_notice, Ctx};
+use crate::layout::{
+    alert, column_heads, error_response, html_response, page, unavailable_notice, Ctx,
+};
 use crate::session::Session;
 
 pub async fn list(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
@@ -43,7 +45,7 @@ pub(crate) async fn list_page(
         } @else {
             table {
                 caption class="visually-hidden" { (title) }
-                thead { tr { th scope="col" { (ctx.t("Name")) } th scope="col" { (ctx.t("Display name")) } } }
+                (column_heads(&[ctx.t("Name"), ctx.t("Display name")]))
                 tbody {
                     @for b in &boundaries {
                         tr {
@@ -89,13 +91,9 @@ pub async fn load_boundary_page(
     after: Option<String>,
 ) -> Result<BoundaryPage, AppError> {
     let access = state.open(caller, boundary).await?;
-    let all = palisade_app::PageRequest {
-        limit: Some(1000),
-        continue_token: None,
-    };
     Ok(BoundaryPage {
         overview: state.overview(&access, after).await?,
-        namespaces: state.list_namespaces(&access, &all).await?.items,
+        namespaces: state.list_namespaces(&access, &ALL).await?.items,
         csrf: String::new(),
         notice: None,
         warnings: Vec::new(),
@@ -259,12 +257,7 @@ fn clusters_section(
                 p { (ctx.t("No cluster is attached to this boundary.")) }
             } @else {
                 table id="clusters" {
-                    thead { tr {
-                        th scope="col" { (ctx.t("Cluster")) }
-                        th scope="col" { (ctx.t("Kubernetes version")) }
-                        th scope="col" { (ctx.t("Admission rules")) }
-                        th scope="col" { (ctx.t("Namespaces")) }
-                    } }
+                    (column_heads(&[ctx.t("Cluster"), ctx.t("Kubernetes version"), ctx.t("Admission rules"), ctx.t("Namespaces")]))
                     tbody {
                         @for c in clusters {
                             tr data-cluster=(c.name) {
@@ -566,12 +559,7 @@ fn resources_section(ctx: &Ctx, data: &BoundaryPage) -> Markup {
                 p { (ctx.t("No resources yet.")) }
             } @else {
                 table id="resources" {
-                    thead { tr {
-                        th scope="col" { (ctx.t("Type")) }
-                        th scope="col" { (ctx.t("Name")) }
-                        th scope="col" { (ctx.t("Plan")) }
-                        th scope="col" { (ctx.t("Status")) }
-                    } }
+                    (column_heads(&[ctx.t("Type"), ctx.t("Name"), ctx.t("Plan"), ctx.t("Status")]))
                     tbody {
                         @for r in &data.resources {
                             tr data-resource={ (r.resource_type) "/" (r.name) } {
@@ -680,12 +668,7 @@ fn grandfathered_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Mark
                 Err(error) => (unavailable_notice(ctx, error)),
                 Ok(list) if list.is_empty() => p { (ctx.t("None.")) },
                 Ok(list) => table id="grandfathered" {
-                    thead { tr {
-                        th scope="col" { (ctx.t("Type")) }
-                        th scope="col" { (ctx.t("Name")) }
-                        th scope="col" { (ctx.t("Plan")) }
-                        th scope="col" { (ctx.t("Now disallowed by")) }
-                    } }
+                    (column_heads(&[ctx.t("Type"), ctx.t("Name"), ctx.t("Plan"), ctx.t("Now disallowed by")]))
                     tbody {
                         @for (r, denied) in list {
                             tr {

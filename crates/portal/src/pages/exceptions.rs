@@ -11,7 +11,7 @@ use palisade_app::policies::Policies;
 use palisade_app::{App, AppError};
 use serde_json::{json, Map, Value};
 
-use super::{query_param, Signed, SignedForm};
+use super::{query_param, Signed, SignedForm, ALL};
 use crate::flash::{self, Notice};
 use crate::form::FormData;
 use crate::layout::{alert, csrf_field, error_response, html_response, page, Ctx};
@@ -158,12 +158,8 @@ async fn policy_names(
     boundary: &str,
 ) -> Result<Vec<String>, AppError> {
     let access = state.open(&session.caller, boundary).await?;
-    let page = palisade_app::PageRequest {
-        limit: Some(1000),
-        continue_token: None,
-    };
     Ok(state
-        .list_documents::<Policies>(&access, &page)
+        .list_documents::<Policies>(&access, &ALL)
         .await?
         .items
         .into_iter()

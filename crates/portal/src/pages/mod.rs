@@ -12,7 +12,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::html;
-use palisade_app::App;
+use palisade_app::{App, PageRequest};
 
 use crate::form::FormData;
 use crate::layout::{alert, error_response, html_response, page, to_sign_in, Ctx};
@@ -40,6 +40,12 @@ pub async fn not_found(State(state): State<App>, headers: HeaderMap, uri: Uri) -
     )
 }
 
+/// What a portal page asks of a list: its first 1000 items (a page shows them all).
+pub(crate) const ALL: PageRequest = PageRequest {
+    limit: Some(1000),
+    continue_token: None,
+};
+
 /// A signed-in page request: its context and session. Extracting it answers sign-in or an
 /// error page otherwise (`require_session`).
 pub struct Signed {
@@ -61,7 +67,8 @@ where
 }
 
 /// A form submitted by a signed-in user, its CSRF token checked: its context, session and
-/// fields. The form is read first, then the session (`require_form_session`).
+/// fields. The form is read first, then the session (`require_session`); a form without the
+/// session's CSRF token is refused with 403 (`csrf_rejected`).
 pub struct SignedForm {
     pub ctx: Ctx,
     pub session: Session,
@@ -96,21 +103,6 @@ pub async fn require_session(
         Ok(Some(session)) => Ok(session),
         Ok(None) => Err(to_sign_in(ctx)),
         Err(error) => Err(error_response(ctx, None, &error)),
-    }
-}
-
-/// The session of a form submission whose CSRF token matches; otherwise sign-in, or 403.
-pub async fn require_form_session(
-    state: &App,
-    headers: &HeaderMap,
-    ctx: &Ctx,
-    form: &FormData,
-) -> Result<Session, Response> {
-    let session = require_session(state, headers, ctx).await?;
-    if tokens_match(&session.csrf, form.get(CSRF_FIELD)) {
-        Ok(session)
-    } else {
-        Err(csrf_rejected(ctx, Some(&session)))
     }
 }
 

@@ -1,15 +1,15 @@
 //! Creating a boundary (admin): a form on the boundaries list, `POST /boundaries`.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
+
 use axum::response::Response;
 use maud::{html, Markup};
 use palisade_api_types::view::NewBoundary;
 use palisade_app::App;
 
 use super::{done, post_page};
-use crate::form::FormData;
 use crate::layout::{csrf_field, Ctx};
+use crate::pages::SignedForm;
 use crate::session::Session;
 
 /// The form (admins only; the list page shows it).
@@ -38,20 +38,12 @@ pub(crate) fn create_form(ctx: &Ctx, session: &Session) -> Markup {
     }
 }
 
-pub async fn create(
-    State(state): State<App>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
-) -> Response {
+pub async fn create(State(state): State<App>, form: SignedForm) -> Response {
     post_page(
-        &state,
-        &headers,
-        &uri,
-        &data,
+        &form,
         async |ctx, session| {
-            let name = data.get("name").trim().to_owned();
-            let display = data.get("display_name").trim();
+            let name = form.data.get("name").trim().to_owned();
+            let display = form.data.get("display_name").trim();
             let new = NewBoundary {
                 name: name.clone(),
                 display_name: (!display.is_empty()).then(|| display.to_owned()),

@@ -7,11 +7,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use maud::{html, Markup};
-use palisade_app::{App, AppError, PageRequest};
+use palisade_app::{App, AppError};
 
 use super::{done, get_page, post_page, Said};
-use crate::form::FormData;
-use crate::layout::{csrf_field, page, Ctx};
+use crate::layout::{column_heads, csrf_field, page, Ctx};
+use crate::pages::{SignedForm, ALL};
 use crate::session::Session;
 
 pub async fn show(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Response {
@@ -21,20 +21,12 @@ pub async fn show(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Res
     .await
 }
 
-pub async fn add(
-    State(state): State<App>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
-) -> Response {
-    let name = data.get("name").trim().to_owned();
+pub async fn add(State(state): State<App>, form: SignedForm) -> Response {
+    let name = form.data.get("name").trim().to_owned();
     post_page(
-        &state,
-        &headers,
-        &uri,
-        &data,
+        &form,
         async |ctx, session| {
-            let kubeconfig = data.get("kubeconfig");
+            let kubeconfig = form.data.get("kubeconfig");
             let (_, created) = state
                 .put_cluster(&session.caller, &name, kubeconfig, None)
                 .await?;
@@ -59,15 +51,7 @@ async fn clusters_page(
     name: &str,
     kubeconfig: &str,
 ) -> Result<Markup, AppError> {
-    let clusters = state
-        .list_clusters(
-            &session.caller,
-            &PageRequest {
-                limit: Some(1000),
-                continue_token: None,
-            },
-        )
-        .await?;
+    let clusters = state.list_clusters(&session.caller, &ALL).await?;
     let title = ctx.t("Clusters");
     let body = html! {
         p class="crumbs" { a href="/" { (ctx.t("Boundaries")) } " / " (title) }
@@ -78,14 +62,7 @@ async fn clusters_page(
         } @else {
             table id="cluster-list" {
                 caption class="visually-hidden" { (title) }
-                thead { tr {
-                    th scope="col" { (ctx.t("Cluster")) }
-                    th scope="col" { (ctx.t("Kubernetes version")) }
-                    th scope="col" { (ctx.t("Admission rules")) }
-                    th scope="col" { (ctx.t("Admission layout")) }
-                    th scope="col" { (ctx.t("Reconciled by")) }
-                    th scope="col" { (ctx.t("Last error")) }
-                } }
+                (column_heads(&[ctx.t("Cluster"), ctx.t("Kubernetes version"), ctx.t("Admission rules"), ctx.t("Admission layout"), ctx.t("Reconciled by"), ctx.t("Last error")]))
                 tbody {
                     @for c in &clusters.items {
                         tr data-cluster=(c.name) {

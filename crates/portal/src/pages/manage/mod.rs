@@ -16,8 +16,8 @@ use maud::{html, Markup};
 use palisade_app::{App, AppError};
 
 use crate::flash::{self, Flash, Notice};
-use crate::form::FormData;
 use crate::layout::{alert, error_response, html_response, status_of, CodeText, Ctx};
+use crate::pages::SignedForm;
 use crate::session::Session;
 
 /// What the page says at the top: what a POST that redirected here did, or why one was
@@ -116,28 +116,22 @@ pub(crate) async fn get_page(
     response
 }
 
-/// A management page's POST: the form's session (and CSRF token), then `act`, which does what
+/// A management page's POST, once the form's session and CSRF token are checked
+/// (`SignedForm`): `act`, which does what
 /// was asked and answers the redirect that says so; a refusal shows the page `page` makes
 /// again, with the API's code and message and the status the API would answer.
 pub(crate) async fn post_page(
-    state: &App,
-    headers: &HeaderMap,
-    uri: &Uri,
-    data: &FormData,
+    form: &SignedForm,
     act: impl AsyncFnOnce(&Ctx, &Session) -> Result<Response, AppError>,
     page: impl AsyncFnOnce(&Ctx, &Session, &Said) -> Result<Markup, AppError>,
 ) -> Response {
-    let ctx = Ctx::new(headers, uri);
-    let session = match crate::pages::require_form_session(state, headers, &ctx, data).await {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
-    match act(&ctx, &session).await {
+    let SignedForm { ctx, session, .. } = form;
+    match act(ctx, session).await {
         Ok(response) => response,
         Err(error) => {
             let said = Said::Refused(error);
-            let page = page(&ctx, &session, &said).await;
-            answer(&ctx, &session, status_for(&said), page)
+            let page = page(ctx, session, &said).await;
+            answer(ctx, session, status_for(&said), page)
         }
     }
 }

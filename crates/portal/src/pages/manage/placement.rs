@@ -6,19 +6,12 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use maud::{html, Markup};
-use palisade_app::{App, AppError, PageRequest};
+use palisade_app::{App, AppError};
 
 use super::{done, get_page, post_page, Said};
-use crate::form::FormData;
 use crate::layout::{csrf_field, page, Ctx};
+use crate::pages::{SignedForm, ALL};
 use crate::session::Session;
-
-fn all() -> PageRequest {
-    PageRequest {
-        limit: Some(1000),
-        continue_token: None,
-    }
-}
 
 fn here(boundary: &str) -> String {
     format!("/boundaries/{boundary}/clusters")
@@ -40,23 +33,14 @@ pub async fn show(
 pub async fn attach(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    form: SignedForm,
 ) -> Response {
-    post_here(
-        &state,
-        &boundary,
-        &headers,
-        &uri,
-        &data,
-        async |ctx, session| {
-            let cluster = data.get("cluster");
-            let access = state.open(&session.caller, &boundary).await?;
-            state.attach_cluster(&access, cluster).await?;
-            Ok(format!("{} {cluster}", ctx.t("Attached cluster")))
-        },
-    )
+    post_here(&state, &boundary, &form, async |ctx, session| {
+        let cluster = form.data.get("cluster");
+        let access = state.open(&session.caller, &boundary).await?;
+        state.attach_cluster(&access, cluster).await?;
+        Ok(format!("{} {cluster}", ctx.t("Attached cluster")))
+    })
     .await
 }
 
@@ -64,31 +48,22 @@ pub async fn attach(
 pub async fn put_namespace(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    form: SignedForm,
 ) -> Response {
-    post_here(
-        &state,
-        &boundary,
-        &headers,
-        &uri,
-        &data,
-        async |ctx, session| {
-            let cluster = data.get("cluster");
-            let name = data.get("name").trim();
-            let access = state.open(&session.caller, &boundary).await?;
-            let (view, _) = state
-                .put_namespace(&access, cluster, name, data.has("adopt"))
-                .await?;
-            let verb = match view.action.as_deref() {
-                Some("adopted") => ctx.t("Adopted namespace"),
-                Some("unchanged") => ctx.t("Namespace already the boundary's:"),
-                _ => ctx.t("Created namespace"),
-            };
-            Ok(format!("{verb} {name} ({} {cluster})", ctx.t("cluster")))
-        },
-    )
+    post_here(&state, &boundary, &form, async |ctx, session| {
+        let cluster = form.data.get("cluster");
+        let name = form.data.get("name").trim();
+        let access = state.open(&session.caller, &boundary).await?;
+        let (view, _) = state
+            .put_namespace(&access, cluster, name, form.data.has("adopt"))
+            .await?;
+        let verb = match view.action.as_deref() {
+            Some("adopted") => ctx.t("Adopted namespace"),
+            Some("unchanged") => ctx.t("Namespace already the boundary's:"),
+            _ => ctx.t("Created namespace"),
+        };
+        Ok(format!("{verb} {name} ({} {cluster})", ctx.t("cluster")))
+    })
     .await
 }
 
@@ -97,28 +72,19 @@ pub async fn put_namespace(
 pub async fn release(
     State(state): State<App>,
     Path(boundary): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    form: SignedForm,
 ) -> Response {
-    post_here(
-        &state,
-        &boundary,
-        &headers,
-        &uri,
-        &data,
-        async |ctx, session| {
-            let cluster = data.get("cluster");
-            let name = data.get("name");
-            let access = state.open(&session.caller, &boundary).await?;
-            state.release_namespace(&access, cluster, name).await?;
-            Ok(format!(
-                "{} {name} ({} {cluster})",
-                ctx.t("Released namespace"),
-                ctx.t("cluster")
-            ))
-        },
-    )
+    post_here(&state, &boundary, &form, async |ctx, session| {
+        let cluster = form.data.get("cluster");
+        let name = form.data.get("name");
+        let access = state.open(&session.caller, &boundary).await?;
+        state.release_namespace(&access, cluster, name).await?;
+        Ok(format!(
+            "{} {name} ({} {cluster})",
+            ctx.t("Released namespace"),
+            ctx.t("cluster")
+        ))
+    })
     .await
 }
 
@@ -127,16 +93,11 @@ pub async fn release(
 async fn post_here(
     state: &App,
     boundary: &str,
-    headers: &HeaderMap,
-    uri: &Uri,
-    data: &FormData,
+    form: &SignedForm,
     act: impl AsyncFnOnce(&Ctx, &Session) -> Result<String, AppError>,
 ) -> Response {
     post_page(
-        state,
-        headers,
-        uri,
-        data,
+        form,
         async |ctx, session| {
             let text = act(ctx, session).await?;
             Ok(done(state, ctx, &here(boundary), text))
@@ -154,12 +115,12 @@ async fn placement_page(
     said: &Said,
 ) -> Result<Markup, AppError> {
     let access = state.open(&session.caller, boundary).await?;
-    let attached = state.attached_clusters(&access, &all()).await?;
-    let namespaces = state.list_namespaces(&access, &all()).await?;
+    let attached = state.attached_clusters(&access, &ALL).await?;
+    let namespaces = state.list_namespaces(&access, &ALL).await?;
     let is_admin = session.caller.require_admin().is_ok();
     let attachable: Vec<String> = if is_admin {
         state
-            .list_clusters(&session.caller, &all())
+            .list_clusters(&session.caller, &ALL)
             .await?
             .items
             .into_iter()

@@ -8,12 +8,12 @@ use axum::response::Response;
 use maud::{html, Markup};
 use palisade_api_types::view::NewToken;
 use palisade_app::caller::Role;
-use palisade_app::{App, AppError, PageRequest};
+use palisade_app::{App, AppError};
 
 use super::{done, get_page, post_page, Said};
 use crate::flash::{self, Notice};
-use crate::form::FormData;
-use crate::layout::{csrf_field, page, Ctx};
+use crate::layout::{column_heads, csrf_field, page, Ctx};
+use crate::pages::{SignedForm, ALL};
 use crate::session::Session;
 
 const HERE: &str = "/tokens";
@@ -25,22 +25,14 @@ pub async fn show(State(state): State<App>, headers: HeaderMap, uri: Uri) -> Res
     .await
 }
 
-pub async fn create(
-    State(state): State<App>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
-) -> Response {
+pub async fn create(State(state): State<App>, form: SignedForm) -> Response {
     post_page(
-        &state,
-        &headers,
-        &uri,
-        &data,
+        &form,
         async |ctx, session| {
-            let boundary = data.get("boundary").trim();
-            let days = data.get("expires_in_days").trim();
+            let boundary = form.data.get("boundary").trim();
+            let days = form.data.get("expires_in_days").trim();
             let new = NewToken {
-                role: data.get("role").to_owned(),
+                role: form.data.get("role").to_owned(),
                 boundary: (!boundary.is_empty()).then(|| boundary.to_owned()),
                 expires_in_days: match days.parse::<u32>() {
                     Ok(days) => Some(days),
@@ -74,15 +66,10 @@ pub async fn create(
 pub async fn revoke(
     State(state): State<App>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-    data: FormData,
+    form: SignedForm,
 ) -> Response {
     post_page(
-        &state,
-        &headers,
-        &uri,
-        &data,
+        &form,
         async |ctx, session| {
             state.revoke_token(&session.caller, &id).await?;
             let text = format!("{} {id}", ctx.t("Revoked token"));
@@ -99,15 +86,7 @@ async fn tokens_page(
     session: &Session,
     said: &Said,
 ) -> Result<Markup, AppError> {
-    let tokens = state
-        .list_tokens(
-            &session.caller,
-            &PageRequest {
-                limit: Some(1000),
-                continue_token: None,
-            },
-        )
-        .await?;
+    let tokens = state.list_tokens(&session.caller, &ALL).await?;
     let boundaries = state.boundaries(&session.caller).await?;
     // The roles this caller may give (the API refuses the others all the same).
     let roles: &[&str] = match &session.caller.role {
@@ -124,14 +103,7 @@ async fn tokens_page(
         } @else {
             table id="token-list" {
                 caption class="visually-hidden" { (title) }
-                thead { tr {
-                    th scope="col" { (ctx.t("Token")) }
-                    th scope="col" { (ctx.t("Role")) }
-                    th scope="col" { (ctx.t("Boundary")) }
-                    th scope="col" { (ctx.t("Created")) }
-                    th scope="col" { (ctx.t("Expires")) }
-                    th scope="col" { (ctx.t("Actions")) }
-                } }
+                (column_heads(&[ctx.t("Token"), ctx.t("Role"), ctx.t("Boundary"), ctx.t("Created"), ctx.t("Expires"), ctx.t("Actions")]))
                 tbody {
                     @for t in &tokens.items {
                         tr data-token=(t.id) {

@@ -16,24 +16,20 @@ use palisade_api_types::view::{PolicyReport, PolicyView, Preview};
 use palisade_api_types::PolicySpec;
 use palisade_app::caller::Access;
 use palisade_app::policies::{Policies, SaveCondition};
+use palisade_app::App;
 use palisade_app::AppError;
-use palisade_app::{App, PageRequest};
 
 use self::form::{save_error, BuiltSpec, EditorForm, Field, FieldError};
 use self::render::{render_editor, EditorPage, Outcome};
 use self::yaml::spec_from_yaml;
-use super::{Signed, SignedForm};
+use super::{Signed, SignedForm, ALL};
 use crate::flash::{self, Notice};
 use crate::layout::{alert, csrf_field, error_response, html_response, page, see_other};
 use crate::session::Session;
 
 async fn attached_clusters(state: &App, access: &Access) -> Result<Vec<String>, AppError> {
-    let page = PageRequest {
-        limit: Some(1000),
-        continue_token: None,
-    };
     Ok(state
-        .attached_clusters(access, &page)
+        .attached_clusters(access, &ALL)
         .await?
         .items
         .into_iter()

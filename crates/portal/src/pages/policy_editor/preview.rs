@@ -5,19 +5,12 @@
 use maud::{html, Markup};
 use palisade_api_types::view::{Finding, PolicyReport, Preview};
 
-use crate::layout::{alert, Ctx};
+use crate::layout::{alert, column_heads, Ctx};
 
 fn findings_table(ctx: &Ctx, id: &str, rows: &[(&str, &Finding)]) -> Markup {
     html! {
         table id=(id) {
-            thead { tr {
-                th scope="col" { (ctx.t("Cluster")) }
-                th scope="col" { (ctx.t("Namespace")) }
-                th scope="col" { (ctx.t("Object")) }
-                th scope="col" { (ctx.t("Workload")) }
-                th scope="col" { (ctx.t("Replicas")) }
-                th scope="col" { (ctx.t("Message")) }
-            } }
+            (column_heads(&[ctx.t("Cluster"), ctx.t("Namespace"), ctx.t("Object"), ctx.t("Workload"), ctx.t("Replicas"), ctx.t("Message")]))
             tbody {
                 @for (cluster, f) in rows {
                     tr {
@@ -183,12 +176,7 @@ pub(super) fn render_report(ctx: &Ctx, report: &PolicyReport) -> Markup {
                 p { (ctx.t("No attached cluster is in the policy's scope, or it has no admission rules.")) }
             } @else {
                 table id="audit-clusters" {
-                    thead { tr {
-                        th scope="col" { (ctx.t("Cluster")) }
-                        th scope="col" { (ctx.t("Checked")) }
-                        th scope="col" { (ctx.t("Violations")) }
-                        th scope="col" { (ctx.t("Taken")) }
-                    } }
+                    (column_heads(&[ctx.t("Cluster"), ctx.t("Checked"), ctx.t("Violations"), ctx.t("Taken")]))
                     tbody {
                         @for c in &report.clusters {
                             tr {

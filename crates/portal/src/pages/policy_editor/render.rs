@@ -7,7 +7,7 @@ use palisade_api_types::view::{PolicyReport, PolicyView, Preview};
 use super::form::{EditorForm, Field, FieldError, Kind};
 use super::preview::{confirm_label, render_confirmation, render_preview, render_report};
 use super::yaml::document_yaml;
-use crate::layout::{alert, csrf_field, page, Ctx};
+use crate::layout::{alert, column_heads, csrf_field, page, Ctx};
 use crate::session::Session;
 
 /// What the editor page shows besides the form.
@@ -279,7 +279,7 @@ fn rule_fieldset(
                 }
                 Kind::Labels => {
                     table class="rows" {
-                        thead { tr { th scope="col" { (ctx.t("Key")) } th scope="col" { (ctx.t("Value (empty: any value)")) } } }
+                        (column_heads(&[ctx.t("Key"), ctx.t("Value (empty: any value)")]))
                         tbody {
                             @for row in 0..label_rows {
                                 @let (key, value) = form.labels.get(row).cloned().unwrap_or_default();

@@ -12,7 +12,7 @@ use palisade_api_types::view::{Tone, WorkloadDetail, WorkloadStatus};
 use palisade_app::AppError;
 use palisade_policy::ResourceType;
 
-use crate::layout::{alert, Ctx};
+use crate::layout::{alert, column_heads, Ctx};
 
 /// How long a page reached by a create or update is followed, at least.
 pub(super) const FOLLOW_SECS: u64 = 20;
@@ -117,13 +117,7 @@ fn cluster_part(ctx: &Ctx, detail: &WorkloadDetail) -> Markup {
             p id="no-pods" class="muted" { (ctx.t("No pods.")) }
         } @else {
             table id="pods" {
-                thead { tr {
-                    th scope="col" { (ctx.t("Name")) }
-                    th scope="col" { (ctx.t("Phase")) }
-                    th scope="col" { (ctx.t("Ready")) }
-                    th scope="col" { (ctx.t("Restarts")) }
-                    th scope="col" { (ctx.t("Node")) }
-                } }
+                (column_heads(&[ctx.t("Name"), ctx.t("Phase"), ctx.t("Ready"), ctx.t("Restarts"), ctx.t("Node")]))
                 tbody {
                     @for pod in &detail.pods {
                         tr {
@@ -142,13 +136,7 @@ fn cluster_part(ctx: &Ctx, detail: &WorkloadDetail) -> Markup {
             p id="no-events" class="muted" { (ctx.t("No events.")) }
         } @else {
             table id="events" {
-                thead { tr {
-                    th scope="col" { (ctx.t("Time")) }
-                    th scope="col" { (ctx.t("Type")) }
-                    th scope="col" { (ctx.t("Reason")) }
-                    th scope="col" { (ctx.t("Object")) }
-                    th scope="col" { (ctx.t("Message")) }
-                } }
+                (column_heads(&[ctx.t("Time"), ctx.t("Type"), ctx.t("Reason"), ctx.t("Object"), ctx.t("Message")]))
                 tbody {
                     @for event in &detail.events {
                         tr class=(if event.event_type == "Warning" { "event-warning" } else { "event" }) {

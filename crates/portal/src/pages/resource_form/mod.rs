@@ -14,6 +14,8 @@ mod upload;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::Response;
+use maud::Markup;
+use palisade_api_types::view::ResourceView;
 use palisade_app::App;
 use palisade_app::AppError;
 use palisade_policy::ResourceType;
@@ -46,15 +48,9 @@ pub async fn form(
             type_chooser(&ctx, &session, &boundary, None),
         );
     };
-    let ty = match ResourceType::parse(&type_text) {
+    let ty = match parse_type(&ctx, &session, &boundary, &type_text) {
         Ok(ty) => ty,
-        Err(e) => {
-            let message = format!("/type: {e}");
-            return html_response(
-                StatusCode::BAD_REQUEST,
-                type_chooser(&ctx, &session, &boundary, Some(&message)),
-            );
-        }
+        Err(chooser) => return html_response(StatusCode::BAD_REQUEST, chooser),
     };
     let picker = picker_for(&state, &session.caller, &boundary, ty).await;
     let unavailable = matches!(&picker, Some(Err(e)) if crate::layout::status_of(e) == StatusCode::SERVICE_UNAVAILABLE);
@@ -73,6 +69,17 @@ pub async fn form(
         StatusCode::OK
     };
     with_retry(html_response(status, render_form(&ctx, &session, &page)))
+}
+
+/// The resource type `text` names; otherwise the type chooser saying why (answered with 400).
+fn parse_type(
+    ctx: &Ctx,
+    session: &Session,
+    boundary: &str,
+    text: &str,
+) -> Result<ResourceType, Markup> {
+    ResourceType::parse(text)
+        .map_err(|e| type_chooser(ctx, session, boundary, Some(&format!("/type: {e}"))))
 }
 
 fn with_retry(mut response: Response) -> Response {
@@ -97,15 +104,9 @@ pub async fn submit(
     let type_text = query_param(uri.query(), "type")
         .or_else(|| Some(data.get("type").to_owned()).filter(|t| !t.is_empty()))
         .unwrap_or_default();
-    let ty = match ResourceType::parse(&type_text) {
+    let ty = match parse_type(&ctx, &session, &boundary, &type_text) {
         Ok(ty) => ty,
-        Err(e) => {
-            let message = format!("/type: {e}");
-            return html_response(
-                StatusCode::BAD_REQUEST,
-                type_chooser(&ctx, &session, &boundary, Some(&message)),
-            );
-        }
+        Err(chooser) => return html_response(StatusCode::BAD_REQUEST, chooser),
     };
     let typed = Typed::from_form(&data);
     let action = data.get("action");
@@ -128,13 +129,7 @@ pub async fn submit(
         .await
     {
         Ok(written) => {
-            let name = written
-                .view
-                .body
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
+            let name = name_of(&written.view).to_owned();
             tracing::info!(%boundary, resource_type = %ty, %name,
                 actor = %session.caller.actor(), "portal: resource created");
             created(&state, &ctx, &boundary, ty, &name, &written.warnings, false)
@@ -152,6 +147,14 @@ pub async fn submit(
             failed(&state, &ctx, &session, page, error, &component_rows).await
         }
     }
+}
+
+/// The `name` of a resource's stored body ("" without one).
+pub(super) fn name_of(view: &ResourceView) -> &str {
+    view.body
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// The answer to a successful create or update: 303 See Other to the resource's page, which

@@ -8,10 +8,12 @@ use palisade_app::AppError;
 use palisade_policy::ResourceType;
 use serde_json::Value;
 
+use super::name_of;
+
 use super::picker::{plan_picker, plan_select};
 use super::typed::{Field, Typed};
 use crate::flash::{Flash, Notice};
-use crate::layout::{alert, csrf_field, page, CodeText, Ctx};
+use crate::layout::{alert, column_heads, csrf_field, page, CodeText, Ctx};
 use crate::session::Session;
 
 /// The outcome of a submission, shown with the form.
@@ -285,11 +287,7 @@ fn components_table(ctx: &Ctx, p: &FormPage<'_>, picker: Option<&Picker>) -> Mar
                 }))
             }
             table class="rows" {
-                thead { tr {
-                    th scope="col" { (ctx.t("Component name")) }
-                    th scope="col" { (ctx.t("Plan")) }
-                    th scope="col" { (ctx.t("Image")) }
-                } }
+                (column_heads(&[ctx.t("Component name"), ctx.t("Plan"), ctx.t("Image")]))
                 tbody {
                     @for row in 0..rows {
                         @let (name, plan, image) = p.typed.components.get(row).cloned().unwrap_or_default();
@@ -329,7 +327,7 @@ fn labels_table(ctx: &Ctx, p: &FormPage<'_>) -> Markup {
             legend { (ctx.t("Labels")) }
             p class="hint" { (ctx.t("Labels go on the workload and its pods, where required-label rules check them.")) }
             table class="rows" {
-                thead { tr { th scope="col" { (ctx.t("Key")) } th scope="col" { (ctx.t("Value")) } } }
+                (column_heads(&[ctx.t("Key"), ctx.t("Value")]))
                 tbody {
                     @for row in 0..rows {
                         @let (key, value) = p.typed.labels.get(row).cloned().unwrap_or_default();
@@ -404,11 +402,7 @@ pub(super) fn resource_page(
     flash: Option<&Flash>,
     workload: Option<&Result<palisade_api_types::view::WorkloadDetail, palisade_app::AppError>>,
 ) -> Markup {
-    let name = view
-        .body
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let name = name_of(view);
     let title = format!("{} '{name}'", type_name(ctx, ty));
     let fields: Vec<(&String, &Value)> = view
         .body

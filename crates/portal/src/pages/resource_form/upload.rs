@@ -26,7 +26,7 @@ use super::picker::{picker_for, plan_picker};
 use super::place_error;
 use super::render::{api_error, describedby, error_box, replicas_field, text_field, Outcome};
 use super::typed::{replicas_value, Field};
-use super::{created, with_retry};
+use super::{created, name_of, with_retry};
 use crate::layout::{alert, csrf_field, error_response, html_response, page, status_of, Ctx};
 use crate::pages::{csrf_rejected, query_param, require_session, Signed};
 use crate::session::{tokens_match, Session, CSRF_FIELD};
@@ -432,13 +432,7 @@ pub async fn upload_submit(
         .await
     {
         Ok(written) => {
-            let name = written
-                .view
-                .body
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
+            let name = name_of(&written.view).to_owned();
             tracing::info!(%boundary, resource_type = %ty, %name, %upload,
                 actor = %session.caller.actor(), "portal: resource created from uploaded code");
             created(&state, &ctx, &boundary, ty, &name, &written.warnings, false)
