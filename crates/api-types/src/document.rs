@@ -134,6 +134,30 @@ pub(crate) fn json_value(bytes: &[u8]) -> Result<serde_json::Value, DocumentErro
     serde_json::from_slice(bytes).map_err(|e| error("", format!("is not valid JSON: {e}")))
 }
 
+/// What every document's header must be: `apiVersion` ours, `kind` `expected_kind`, and the
+/// metadata's `name` and `boundary` valid names, answered as (name, boundary).
+pub(crate) fn check_header(
+    [api_version, kind]: [&str; 2],
+    expected_kind: &str,
+    [name, boundary]: [&str; 2],
+) -> Result<(Name, Name), DocumentError> {
+    if api_version != API_VERSION {
+        return Err(error(
+            "/apiVersion",
+            format!("must be {API_VERSION}, got '{api_version}'"),
+        ));
+    }
+    if kind != expected_kind {
+        return Err(error(
+            "/kind",
+            format!("must be {expected_kind}, got '{kind}'"),
+        ));
+    }
+    let name = Name::parse(name).map_err(|e| error("/metadata/name", e))?;
+    let boundary = Name::parse(boundary).map_err(|e| error("/metadata/boundary", e))?;
+    Ok((name, boundary))
+}
+
 /// A saved policy: its boundary, the validated policy and the save warnings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValidPolicy {
@@ -151,21 +175,11 @@ impl PolicyDocument {
 
     /// Validates the document into a policy, with its save warnings (SPEC 1).
     pub fn validate(&self, catalog: &Catalog) -> Result<ValidPolicy, DocumentError> {
-        if self.api_version != API_VERSION {
-            return Err(error(
-                "/apiVersion",
-                format!("must be {API_VERSION}, got '{}'", self.api_version),
-            ));
-        }
-        if self.kind != KIND {
-            return Err(error(
-                "/kind",
-                format!("must be {KIND}, got '{}'", self.kind),
-            ));
-        }
-        let name = Name::parse(&self.metadata.name).map_err(|e| error("/metadata/name", e))?;
-        let boundary =
-            Name::parse(&self.metadata.boundary).map_err(|e| error("/metadata/boundary", e))?;
+        let (name, boundary) = check_header(
+            [&self.api_version, &self.kind],
+            KIND,
+            [&self.metadata.name, &self.metadata.boundary],
+        )?;
         self.metadata.validate()?;
         let (policy, warnings) = self.spec.validate_at("/spec", name, catalog)?;
         Ok(ValidPolicy {

@@ -12,7 +12,7 @@ use palisade_policy::{Exception, Name, PlanName, ResourceType, RuleKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::document::{error, json_value, DocumentError};
+use crate::document::{check_header, error, json_value, DocumentError};
 
 pub const KIND: &str = "BoundaryException";
 
@@ -87,25 +87,11 @@ impl ExceptionDocument {
         &self,
         window: Option<(DateTime<Utc>, u32)>,
     ) -> Result<(Name, Exception), DocumentError> {
-        if self.api_version != crate::document::API_VERSION {
-            return Err(error(
-                "/apiVersion",
-                format!(
-                    "must be {}, got '{}'",
-                    crate::document::API_VERSION,
-                    self.api_version
-                ),
-            ));
-        }
-        if self.kind != KIND {
-            return Err(error(
-                "/kind",
-                format!("must be {KIND}, got '{}'", self.kind),
-            ));
-        }
-        let name = Name::parse(&self.metadata.name).map_err(|e| error("/metadata/name", e))?;
-        let boundary =
-            Name::parse(&self.metadata.boundary).map_err(|e| error("/metadata/boundary", e))?;
+        let (name, boundary) = check_header(
+            [&self.api_version, &self.kind],
+            KIND,
+            [&self.metadata.name, &self.metadata.boundary],
+        )?;
         let size = serde_json::to_vec(&self.spec).map_or(usize::MAX, |json| json.len());
         if size > MAX_SPEC_BYTES {
             return Err(error(

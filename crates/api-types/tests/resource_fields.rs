@@ -35,6 +35,22 @@ fn instance_image(image: &str) -> Value {
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
+/// `body` is refused with a message that names its field (starts with `prefix`), stays short
+/// and echoes no control characters; `shown` is the start of the value refused.
+fn assert_refused_briefly(body: &Value, prefix: &str, shown: &str) {
+    let message = check(body).expect_err(&format!("refused {shown:?}"));
+    assert!(message.starts_with(prefix), "{shown:?}: {message}");
+    assert!(
+        message.len() < 400,
+        "{shown:?}: the message stays short: {}",
+        message.len()
+    );
+    assert!(
+        !message.chars().any(char::is_control),
+        "{shown:?}: no control characters echoed: {message:?}"
+    );
+}
+
 #[test]
 fn accepted_images() {
     let with_digest = format!("nginx@{DIGEST}");
@@ -99,17 +115,7 @@ fn refused_images_name_the_field() {
         long_tag.as_str(),
     ] {
         let shown: String = image.chars().take(40).collect();
-        let app = check(&app_image(image)).expect_err(&format!("app image {shown:?}"));
-        assert!(app.starts_with("/image: "), "{shown:?}: {app}");
-        assert!(
-            app.len() < 400,
-            "{shown:?}: the message stays short: {}",
-            app.len()
-        );
-        assert!(
-            !app.chars().any(char::is_control),
-            "{shown:?}: no control characters echoed: {app:?}"
-        );
+        assert_refused_briefly(&app_image(image), "/image: ", &shown);
         let component =
             check(&instance_image(image)).expect_err(&format!("component image {shown:?}"));
         assert!(
@@ -179,17 +185,7 @@ fn refused_sources_name_the_field() {
         huge.as_str(),
     ] {
         let shown: String = source.chars().take(50).collect();
-        let app = check(&app_source(source)).expect_err(&format!("source {shown:?}"));
-        assert!(app.starts_with("/source: "), "{shown:?}: {app}");
-        assert!(
-            app.len() < 400,
-            "{shown:?}: the message stays short: {}",
-            app.len()
-        );
-        assert!(
-            !app.chars().any(char::is_control),
-            "{shown:?}: no control characters echoed: {app:?}"
-        );
+        assert_refused_briefly(&app_source(source), "/source: ", &shown);
         let site = json!({"type": "static_web_app", "name": "site", "source": source});
         let site = check(&site).expect_err(&format!("site source {shown:?}"));
         assert!(site.starts_with("/source: "), "{shown:?}: {site}");
