@@ -12,13 +12,23 @@ use palisade_api_types::PolicyDocument;
 use palisade_policy::{compute_plan, Catalog, PlanName, ResourceType};
 use palisade_testkit::corpus::{document_cases, plan_cases, policies_of};
 
+/// Runs `check` on every case (at least `at_least` of them) and fails with each one that did
+/// not match, one a line (`check` answers what was wrong, `None` when it matched).
+fn check_each<C>(cases: Vec<C>, at_least: usize, check: impl FnMut(C) -> Option<String>) {
+    assert!(cases.len() >= at_least, "{} cases", cases.len());
+    let failures: Vec<String> = cases.into_iter().filter_map(check).collect();
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 #[test]
 fn plan_decisions_match_the_corpus() {
     let catalog = Catalog::builtin();
-    let cases = plan_cases().unwrap();
-    assert!(cases.len() >= 45, "{} cases", cases.len());
-    let mut failures = Vec::new();
-    for case in cases {
+    check_each(plan_cases().unwrap(), 45, |case| {
         let policies = policies_of(&case.name, &case.policies).unwrap();
         let ty = ResourceType::parse(&case.resource_type).unwrap();
         let plan = PlanName::parse(&case.plan).unwrap();
@@ -49,63 +59,48 @@ fn plan_decisions_match_the_corpus() {
             case.expect.denied_by.clone(),
             case.expect.audit_warnings.clone(),
         );
-        if got != want {
-            failures.push(format!(
+        (got != want).then(|| {
+            format!(
                 "{} ({}): got {got:?}\n   want {want:?}",
                 case.name, case.file
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+            )
+        })
+    });
 }
 
 #[test]
 fn documents_match_the_corpus() {
     let catalog = Catalog::builtin();
-    let cases = document_cases().unwrap();
-    assert!(cases.len() >= 40, "{} cases", cases.len());
-    let mut failures = Vec::new();
-    for case in cases {
+    check_each(document_cases().unwrap(), 40, |case| {
         let bytes = serde_json::to_vec(&case.document).unwrap();
         let result = PolicyDocument::from_json(&bytes).and_then(|d| d.validate(&catalog));
         match (&case.expect.error_pointer, result) {
             (Some(pointer), Err(error)) => {
                 let shown = error.to_string();
-                if error.pointer != *pointer || !shown.starts_with(&format!("{pointer}: ")) {
-                    failures.push(format!(
-                        "{} ({}): got error {shown:?}, want pointer {pointer}",
-                        case.name, case.file
-                    ));
-                }
+                (error.pointer != *pointer || !shown.starts_with(&format!("{pointer}: "))).then(
+                    || {
+                        format!(
+                            "{} ({}): got error {shown:?}, want pointer {pointer}",
+                            case.name, case.file
+                        )
+                    },
+                )
             }
-            (Some(pointer), Ok(_)) => failures.push(format!(
+            (Some(pointer), Ok(_)) => Some(format!(
                 "{} ({}): accepted, want an error at {pointer}",
                 case.name, case.file
             )),
-            (None, Err(error)) => {
-                failures.push(format!("{} ({}): rejected: {error}", case.name, case.file))
-            }
+            (None, Err(error)) => Some(format!("{} ({}): rejected: {error}", case.name, case.file)),
             (None, Ok(valid)) => {
                 let warnings: Vec<String> =
                     valid.warnings.iter().map(ToString::to_string).collect();
-                if warnings != case.expect.warnings {
-                    failures.push(format!(
+                (warnings != case.expect.warnings).then(|| {
+                    format!(
                         "{} ({}): warnings {:?}, want {:?}",
                         case.name, case.file, warnings, case.expect.warnings
-                    ));
-                }
+                    )
+                })
             }
         }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    });
 }
