@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Controller {
+impl Part<'_> {
     /// Confirms each exception in force in the cluster whose policy is installed here (SPEC 7:
     /// "as policies"): a dry-run create of an object it matches, violating a rule it lifts,
     /// is admitted. By exception name; an exception no such object exists for (e.g. its
@@ -11,12 +11,12 @@ impl Controller {
     pub(super) async fn confirm_exceptions(
         &self,
         client: &ClusterClient,
-        cluster: &str,
         boundary: &BoundaryState,
         in_cluster: &[Policy],
         namespaces: &[&str],
         unconfirmed: &mut usize,
     ) -> Vec<(String, InstallStatus)> {
+        let cluster = self.name.as_str();
         let exceptions = boundary.exceptions_in(cluster);
         let all: Vec<&palisade_policy::Exception> = exceptions.iter().collect();
         let mut statuses = Vec::new();
@@ -30,7 +30,7 @@ impl Controller {
                 None => InstallStatus::Installed,
                 Some(probe) => {
                     match client
-                        .probe_exception(&self.installation, &boundary.name, policy, &probe)
+                        .probe_exception(&self.ctl.installation, &boundary.name, policy, &probe)
                         .await
                     {
                         Ok(EnforcementProbe::Enforced) => InstallStatus::Enforced,
@@ -55,6 +55,7 @@ impl Controller {
                 exception.expires_at.clone(),
             );
             let status = self
+                .ctl
                 .memory
                 .with(cluster, |m| m.within_grace(key, status, unconfirmed));
             statuses.push((exception.name.to_string(), status));

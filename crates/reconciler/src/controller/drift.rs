@@ -10,7 +10,7 @@
 use std::str::FromStr;
 
 use super::*;
-use crate::drift::{Drift, DriftKind, DriftWatch, Seen};
+use crate::drift::{Drift, DriftKind, Seen};
 
 const WINDOW: Duration = Duration::from_secs(60);
 /// The longest pause before a repair.
@@ -59,42 +59,6 @@ fn reason(drift: &Drift, count: usize, pause: Duration) -> String {
 }
 
 impl Controller {
-    /// Starts the drift watches of `cluster` (again when its credentials changed).
-    pub(super) fn watch_drift(&self, cluster: &str, connection: &Connection) {
-        let replaced = self.memory.with(cluster, |memory| {
-            if memory
-                .drift_watch
-                .as_ref()
-                .is_some_and(|(sealed, _)| *sealed == connection.sealed)
-            {
-                return None;
-            }
-            let watch = DriftWatch::start(
-                connection.client.client(),
-                cluster,
-                &self.installation,
-                self.drift_sender.clone(),
-            );
-            memory
-                .drift_watch
-                .replace((connection.sealed.clone(), watch))
-        });
-        // Stopped once the memory is free again.
-        drop(replaced);
-    }
-
-    /// Forgets the clusters not in `clusters` (deleted, or held by another replica), or every
-    /// cluster: their watches stop and their open drifts close unrepaired.
-    pub(super) fn keep_only(&self, clusters: Option<&BTreeSet<String>>) {
-        self.memory.keep_only(clusters);
-        if let Ok(mut open) = self.open_drifts.lock() {
-            match clusters {
-                Some(keep) => open.retain(|d| keep.contains(&d.drift.cluster)),
-                None => open.clear(),
-            }
-        }
-    }
-
     /// Takes `first` and whatever else the watches reported meanwhile: each believed drift is
     /// opened and its statuses written. The pause before the pass that repairs them: `None`
     /// when nothing needs one, zero when it runs now.
@@ -112,7 +76,9 @@ impl Controller {
         for seen in seen {
             match seen {
                 Seen::Relisted { .. } => next = Some(Duration::ZERO),
-                Seen::WatchFailed { cluster } => self.suspect_apiserver(&cluster),
+                Seen::WatchFailed { cluster } => self
+                    .memory
+                    .with(&cluster, super::memory::ClusterMemory::suspect_apiserver),
                 Seen::NamespaceDeleted { cluster, namespace } => {
                     tracing::info!(cluster, namespace, "a boundary namespace was deleted");
                     next = Some(Duration::ZERO);
@@ -152,16 +118,7 @@ impl Controller {
                 boundaries.insert((open.drift.cluster.clone(), name));
             }
         }
-        if let Ok(mut open) = self.open_drifts.lock() {
-            for new in opened {
-                open.retain(|o| {
-                    !(o.drift.cluster == new.drift.cluster
-                        && o.drift.kind == new.drift.kind
-                        && o.drift.object == new.drift.object)
-                });
-                open.push(new);
-            }
-        }
+        self.open_drifts.open(opened);
         for (cluster, boundary) in boundaries {
             self.write_drift_statuses(&cluster, &boundary).await;
         }
@@ -209,32 +166,6 @@ impl Controller {
         }
     }
 
-    /// The open drift's reason for `policy` of `boundary` in `cluster`, if one affects it.
-    pub(super) fn drift_reason(
-        &self,
-        cluster: &str,
-        boundary: &str,
-        policy: &str,
-    ) -> Option<String> {
-        let open = self.open_drifts.lock().ok()?;
-        open.iter()
-            .find(|o| o.drift.cluster == cluster && o.drift.affects(boundary, policy))
-            .map(|o| o.reason.clone())
-    }
-
-    /// The reason of an open drift affecting the policy that palisade saw less than
-    /// [`SETTLE`] ago.
-    fn unsettled_drift(&self, cluster: &str, boundary: &str, policy: &str) -> Option<String> {
-        let open = self.open_drifts.lock().ok()?;
-        open.iter()
-            .find(|o| {
-                o.drift.cluster == cluster
-                    && o.drift.affects(boundary, policy)
-                    && o.seen.elapsed() < SETTLE
-            })
-            .map(|o| o.reason.clone())
-    }
-
     /// Rewrites the statuses of `boundary` in `cluster` that an open drift affects and that
     /// claim enforcement (or are about to): `not enforced: <reason>`.
     async fn write_drift_statuses(&self, cluster: &str, boundary: &str) {
@@ -253,7 +184,8 @@ impl Controller {
                         | InstallStatus::Pending)
                 );
                 if claims {
-                    if let Some(reason) = self.drift_reason(cluster, boundary, &record.policy) {
+                    if let Some(reason) = self.open_drifts.reason(cluster, boundary, &record.policy)
+                    {
                         record.status = status_not_enforced(&reason).to_string();
                         record.updated_at = palisade_app::reconcile::now();
                         changed = true;
@@ -270,14 +202,76 @@ impl Controller {
             .record_policy_statuses(cluster, boundary, statuses)
             .await
             .map_err(ControllerError::Statuses);
-        self.recorded(cluster, "the statuses of a drift", result);
+        pass::recorded(cluster, "the statuses of a drift", result);
+    }
+}
+
+/// The drifts not yet repaired and confirmed, of every cluster held.
+#[derive(Debug, Default)]
+pub(super) struct OpenDrifts(Mutex<Vec<OpenDrift>>);
+
+impl OpenDrifts {
+    /// Drifts poisoned by a panic elsewhere are still those last written: used as they are.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<OpenDrift>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Opens `opened`, each replacing an open drift of the same object.
+    fn open(&self, opened: Vec<OpenDrift>) {
+        let mut open = self.lock();
+        for new in opened {
+            open.retain(|o| {
+                !(o.drift.cluster == new.drift.cluster
+                    && o.drift.kind == new.drift.kind
+                    && o.drift.object == new.drift.object)
+            });
+            open.push(new);
+        }
+    }
+
+    /// Drops the open drifts of the clusters not in `clusters` (`None`: of every cluster),
+    /// unrepaired: the clusters are gone or held by another replica.
+    pub(super) fn keep_only(&self, clusters: Option<&BTreeSet<String>>) {
+        let mut open = self.lock();
+        match clusters {
+            Some(keep) => open.retain(|d| keep.contains(&d.drift.cluster)),
+            None => open.clear(),
+        }
+    }
+
+    /// Drops the open drifts of `cluster`.
+    pub(super) fn forget(&self, cluster: &str) {
+        self.lock().retain(|d| d.drift.cluster != cluster);
+    }
+
+    /// The open drift's reason for `policy` of `boundary` in `cluster`, if one affects it.
+    pub(super) fn reason(&self, cluster: &str, boundary: &str, policy: &str) -> Option<String> {
+        let open = self.lock();
+        open.iter()
+            .find(|o| o.drift.cluster == cluster && o.drift.affects(boundary, policy))
+            .map(|o| o.reason.clone())
+    }
+
+    /// The reason of an open drift affecting the policy that palisade saw less than
+    /// [`SETTLE`] ago.
+    fn unsettled(&self, cluster: &str, boundary: &str, policy: &str) -> Option<String> {
+        let open = self.lock();
+        open.iter()
+            .find(|o| {
+                o.drift.cluster == cluster
+                    && o.drift.affects(boundary, policy)
+                    && o.seen.elapsed() < SETTLE
+            })
+            .map(|o| o.reason.clone())
     }
 
     /// The status a pass found for a policy, unless an open drift affects it and the pass did
     /// not confirm it: then the drift's reason. `confirmed` collects what the pass confirmed.
     /// A confirmation sooner than [`SETTLE`] after the drift is not one yet: the drift's reason
     /// stays, and `unsettled` counts it, so a pass follows shortly.
-    pub(super) fn with_drift(
+    pub(super) fn judge(
         &self,
         cluster: &str,
         boundary: &str,
@@ -291,7 +285,7 @@ impl Controller {
             status,
             InstallStatus::Enforced | InstallStatus::AuditActive | InstallStatus::Installed
         ) {
-            if let Some(reason) = self.unsettled_drift(cluster, boundary, policy) {
+            if let Some(reason) = self.unsettled(cluster, boundary, policy) {
                 *unsettled += 1;
                 return status_not_enforced(&reason);
             }
@@ -299,7 +293,7 @@ impl Controller {
             return status;
         }
         // An error names its own cause; `pending` and `not enforced` are the drift's doing.
-        match self.drift_reason(cluster, boundary, policy) {
+        match self.reason(cluster, boundary, policy) {
             Some(reason) if !matches!(status, InstallStatus::Error(_)) => {
                 status_not_enforced(&reason)
             }
@@ -307,45 +301,43 @@ impl Controller {
         }
     }
 
-    /// Closes the open drifts of `cluster` whose affected policies the pass confirmed (all
-    /// of `written`, the (boundary, policy) pairs it wrote statuses for, that they affect):
-    /// each is a repair, counted and recorded on the cluster. A namespace's label was put
-    /// back, counted and recorded by the pass itself.
-    pub(super) async fn close_drifts(
+    /// Takes the open drifts of `cluster` whose affected policies the pass confirmed (all of
+    /// `written`, the (boundary, policy) pairs it wrote statuses for, that they affect).
+    pub(super) fn close(
         &self,
         cluster: &str,
         written: &BTreeSet<(String, String)>,
         confirmed: &BTreeSet<(String, String)>,
-    ) {
-        let closed: Vec<OpenDrift> = {
-            let Ok(mut open) = self.open_drifts.lock() else {
-                return;
-            };
-            let (closed, kept): (Vec<OpenDrift>, Vec<OpenDrift>) =
-                std::mem::take(&mut *open).into_iter().partition(|o| {
-                    o.drift.cluster == cluster
-                        && written
-                            .iter()
-                            .filter(|(b, p)| o.drift.affects(b, p))
-                            .all(|pair| confirmed.contains(pair))
-                });
-            *open = kept;
-            closed
-        };
-        for open in closed {
-            if open.drift.kind == DriftKind::NamespaceLabel {
-                continue;
-            }
-            let repair = format!("{}; restored", open.drift.what());
-            tracing::info!(cluster, repair, "drift repaired");
-            metrics::repaired(cluster, open.drift.kind.as_str());
-            let result = self
-                .app
-                .record_repair(cluster, &repair)
-                .await
-                .map_err(ControllerError::ClusterStatus);
-            self.recorded(cluster, "a repair", result);
+    ) -> Vec<OpenDrift> {
+        let mut open = self.lock();
+        let (closed, kept): (Vec<OpenDrift>, Vec<OpenDrift>) =
+            std::mem::take(&mut *open).into_iter().partition(|o| {
+                o.drift.cluster == cluster
+                    && written
+                        .iter()
+                        .filter(|(b, p)| o.drift.affects(b, p))
+                        .all(|pair| confirmed.contains(pair))
+            });
+        *open = kept;
+        closed
+    }
+}
+
+/// Each closed drift is a repair, counted and recorded on the cluster. A namespace's label was
+/// put back, counted and recorded by the pass itself.
+pub(super) async fn record_repairs(app: &App, cluster: &str, closed: Vec<OpenDrift>) {
+    for open in closed {
+        if open.drift.kind == DriftKind::NamespaceLabel {
+            continue;
         }
+        let repair = format!("{}; restored", open.drift.what());
+        tracing::info!(cluster, repair, "drift repaired");
+        metrics::repaired(cluster, open.drift.kind.as_str());
+        let result = app
+            .record_repair(cluster, &repair)
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        pass::recorded(cluster, "a repair", result);
     }
 }
 
@@ -378,5 +370,165 @@ mod tests {
             reason(&drift, 7, pause(7, 5)),
             "binding trusted.shop.palisade.dev was deleted 7 times within a minute; restoring after a pause of 4 s in local"
         );
+    }
+
+    fn open(cluster: &str, policies: &[&str], seen: Instant) -> OpenDrift {
+        let drift = Drift {
+            cluster: cluster.into(),
+            kind: DriftKind::Policy,
+            object: format!("{}.shop.palisade.dev", policies.join("-")),
+            happened: Happened::Deleted,
+            boundary: Some("shop".into()),
+            policies: policies.iter().map(|p| (*p).to_owned()).collect(),
+        };
+        let reason = reason(&drift, 1, Duration::ZERO);
+        OpenDrift {
+            drift,
+            reason,
+            seen,
+        }
+    }
+
+    fn pairs(policies: &[&str]) -> BTreeSet<(String, String)> {
+        policies
+            .iter()
+            .map(|p| ("shop".to_owned(), (*p).to_owned()))
+            .collect()
+    }
+
+    /// What a pass's status becomes under an open drift, per status the probe gave.
+    #[test]
+    fn a_drift_says_not_enforced_until_a_probe_after_it_settled_confirms_the_repair() {
+        let reason =
+            "ValidatingAdmissionPolicy trusted.shop.palisade.dev was deleted; restoring in c1";
+        let long_ago = Instant::now() - SETTLE * 2;
+        let cases = [
+            // (seen, probe gave, status, counted unsettled, confirmed)
+            (
+                Instant::now(),
+                InstallStatus::Enforced,
+                status_not_enforced(reason),
+                1,
+                false,
+            ),
+            (
+                long_ago,
+                InstallStatus::Enforced,
+                InstallStatus::Enforced,
+                0,
+                true,
+            ),
+            (
+                long_ago,
+                InstallStatus::AuditActive,
+                InstallStatus::AuditActive,
+                0,
+                true,
+            ),
+            (
+                long_ago,
+                InstallStatus::Installed,
+                InstallStatus::Installed,
+                0,
+                true,
+            ),
+            (
+                long_ago,
+                InstallStatus::Pending,
+                status_not_enforced(reason),
+                0,
+                false,
+            ),
+            (
+                long_ago,
+                status_not_enforced("admitted"),
+                status_not_enforced(reason),
+                0,
+                false,
+            ),
+            // An error names its own cause.
+            (
+                long_ago,
+                status_error("timeout"),
+                status_error("timeout"),
+                0,
+                false,
+            ),
+        ];
+        for (seen, probe, want, want_unsettled, want_confirmed) in cases {
+            let drifts = OpenDrifts::default();
+            drifts.open(vec![open("c1", &["trusted"], seen)]);
+            let (mut confirmed, mut unsettled) = (BTreeSet::new(), 0);
+            let got = drifts.judge(
+                "c1",
+                "shop",
+                "trusted",
+                probe.clone(),
+                &mut confirmed,
+                &mut unsettled,
+            );
+            assert_eq!(got, want, "{probe}");
+            assert_eq!(unsettled, want_unsettled, "{probe}");
+            assert_eq!(
+                confirmed.contains(&("shop".into(), "trusted".into())),
+                want_confirmed
+            );
+            // Another cluster, or a policy the drift does not affect, keeps its status.
+            let got = drifts.judge(
+                "c2",
+                "shop",
+                "trusted",
+                probe.clone(),
+                &mut confirmed,
+                &mut 0,
+            );
+            assert_eq!(got, probe);
+            let got = drifts.judge("c1", "shop", "other", probe.clone(), &mut confirmed, &mut 0);
+            assert_eq!(got, probe);
+        }
+    }
+
+    #[test]
+    fn a_drift_closes_once_every_policy_it_affects_that_the_pass_wrote_is_confirmed() {
+        let cases: [(&[&str], &[&str], bool); 4] = [
+            (&["a", "b"], &["a", "b"], true),
+            (&["a", "b"], &["a"], false),
+            (&["a", "b"], &[], false),
+            // Written: a only (b is gone); a confirmed closes it.
+            (&["a"], &["a"], true),
+        ];
+        for (written, confirmed, closes) in cases {
+            let drifts = OpenDrifts::default();
+            drifts.open(vec![open("c1", &["a", "b"], Instant::now())]);
+            let closed = drifts.close("c1", &pairs(written), &pairs(confirmed));
+            assert_eq!(closed.len() == 1, closes, "{written:?} {confirmed:?}");
+            assert_eq!(
+                drifts.reason("c1", "shop", "a").is_none(),
+                closes,
+                "a closed drift is no longer a status's reason"
+            );
+        }
+        // Another cluster's pass closes nothing here.
+        let drifts = OpenDrifts::default();
+        drifts.open(vec![open("c1", &["a"], Instant::now())]);
+        assert!(drifts
+            .close("c2", &pairs(&["a"]), &pairs(&["a"]))
+            .is_empty());
+    }
+
+    #[test]
+    fn a_new_drift_of_an_object_replaces_the_open_one_and_forgotten_clusters_lose_theirs() {
+        let drifts = OpenDrifts::default();
+        drifts.open(vec![open("c1", &["a"], Instant::now())]);
+        drifts.open(vec![
+            open("c1", &["a"], Instant::now()),
+            open("c2", &["a"], Instant::now()),
+        ]);
+        assert_eq!(drifts.lock().len(), 2);
+        drifts.forget("c1");
+        assert!(drifts.reason("c1", "shop", "a").is_none());
+        assert!(drifts.reason("c2", "shop", "a").is_some());
+        drifts.keep_only(Some(&BTreeSet::new()));
+        assert!(drifts.reason("c2", "shop", "a").is_none());
     }
 }

@@ -127,9 +127,7 @@ impl Controller {
     pub(super) fn forget(&self, cluster: &str) {
         self.audits.forget(cluster);
         self.memory.forget(cluster);
-        if let Ok(mut open) = self.open_drifts.lock() {
-            open.retain(|d| d.drift.cluster != cluster);
-        }
+        self.open_drifts.forget(cluster);
     }
 
     /// Forgets every cluster this replica held (the lease is going).
@@ -139,7 +137,8 @@ impl Controller {
         for cluster in lease.held_clusters().iter().chain(&known).chain(&lost) {
             self.forget(cluster);
         }
-        self.keep_only(None);
+        self.memory.keep_only(None);
+        self.open_drifts.keep_only(None);
         metrics::fleet(0, 0);
     }
 }

@@ -53,9 +53,8 @@ struct Tally {
     audits: Vec<AuditJob>,
 }
 
-/// One policy's part of a boundary's pass, for [`Controller::install`].
+/// One policy's part of a boundary's pass, for [`Part::install`].
 pub(super) struct Install<'a> {
-    cluster: &'a str,
     boundary: &'a Name,
     /// The boundary's other policies in the cluster (the probe complies with them).
     others: &'a [Policy],
@@ -69,32 +68,39 @@ pub(super) struct Install<'a> {
     first_look: bool,
 }
 
-impl Controller {
+/// One cluster's part of a pass: the cluster's worker for as long as the part runs. It holds
+/// what every step needs (the controller, the cluster's record and name, the fence of its
+/// lease), so that the steps take only what they hand on to each other.
+pub(super) struct Part<'c> {
+    pub(super) ctl: &'c Controller,
+    pub(super) cluster: &'c ClusterRecord,
+    pub(super) name: Name,
+    pub(super) fence: &'c Fence,
+}
+
+impl<'c> Part<'c> {
     /// Reconciles one cluster. Each phase that writes to it confirms the cluster's lease first
     /// (`fence`); the part ends with [`ControllerError::Fenced`] at the first that fails.
-    pub(super) async fn reconcile_cluster(
-        &self,
-        cluster: &ClusterRecord,
+    pub(super) async fn run(
+        ctl: &'c Controller,
+        cluster: &'c ClusterRecord,
         boundaries: &[BoundaryState],
-        fence: &Fence,
+        fence: &'c Fence,
     ) -> Result<ClusterPass, ControllerError> {
-        let cluster_name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
-        let (mut connection, probe) = self.observe(cluster).await?;
+        let name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
+        let part = Part {
+            ctl,
+            cluster,
+            name,
+            fence,
+        };
+        let (mut connection, probe) = part.observe().await?;
         let attached = crate::plan::attached(boundaries, &cluster.name);
         if let Admission::NotEnforced(reason) = &probe.admission {
-            return self
-                .not_enforcing(cluster, &cluster_name, &attached, reason)
-                .await;
+            return part.not_enforcing(&attached, reason).await;
         }
-        let (client, choice, gone) = self
-            .make_ready(
-                cluster,
-                &cluster_name,
-                &mut connection,
-                probe.minor,
-                &attached,
-                fence,
-            )
+        let (client, choice, gone) = part
+            .make_ready(&mut connection, probe.minor, &attached)
             .await?;
         // A namespace found gone is no longer the boundary's: nothing probes, audits or
         // deploys there from now on.
@@ -110,44 +116,34 @@ impl Controller {
         };
         // One read of what is installed before writing (the layouts present) and one after
         // (what is stale), for every boundary of the cluster at once.
-        let before = client.installed(&self.installation, None).await?;
+        let before = client.installed(&ctl.installation, None).await?;
         fence.confirm("the policies").await?;
-        let prepared = self
-            .write_boundaries(&client, &before, &attached, &cluster_name, choice.layout)
+        let prepared = part
+            .write_boundaries(&client, &before, &attached, choice.layout)
             .await;
         let mut tally = Tally::default();
         let mut confirmed = Vec::with_capacity(prepared.len());
         for prepared in prepared {
             confirmed.push(
-                self.confirm_boundary(&client, &cluster_name, prepared, choice.layout, &mut tally)
+                part.confirm_boundary(&client, prepared, choice.layout, &mut tally)
                     .await,
             );
         }
-        let after = self
-            .collect_boundaries(&client, &cluster_name, confirmed, fence, &mut tally)
+        let after = part
+            .collect_boundaries(&client, confirmed, &mut tally)
             .await?;
-        self.finish(
-            cluster,
-            &connection,
-            &client,
-            &choice,
-            &attached,
-            &after,
-            fence,
-            tally,
-        )
-        .await
+        part.finish(&connection, &client, &choice, &attached, &after, tally)
+            .await
     }
 
     /// The cached connection, what the cluster can enforce (recorded when it changed), and
     /// its API servers' restarts.
-    async fn observe(
-        &self,
-        cluster: &ClusterRecord,
-    ) -> Result<(Connection, ClusterProbe), ControllerError> {
-        let connection = self.connect(cluster).await?;
+    async fn observe(&self) -> Result<(Connection, ClusterProbe), ControllerError> {
+        let cluster = self.cluster;
+        let connection = self.ctl.connect(cluster).await?;
         let probe = connection.client.probe().await?;
-        self.notice_restarts(&cluster.name, &connection.client)
+        self.ctl
+            .notice_restarts(&cluster.name, &connection.client)
             .await;
         let (enforced, reason) = match &probe.admission {
             Admission::Enforced => (true, None),
@@ -159,7 +155,8 @@ impl Controller {
             && cluster.admission_enforced == Some(enforced)
             && cluster.admission_reason.as_deref() == reason;
         if !unchanged {
-            self.app
+            self.ctl
+                .app
                 .record_cluster_probe(
                     &cluster.name,
                     Some(&probe.kubernetes_version),
@@ -175,22 +172,20 @@ impl Controller {
     /// Nothing is written to a cluster that cannot enforce; every policy and workload says why.
     async fn not_enforcing(
         &self,
-        cluster: &ClusterRecord,
-        cluster_name: &Name,
         attached: &[&BoundaryState],
         reason: &str,
     ) -> Result<ClusterPass, ControllerError> {
+        let cluster = self.cluster;
         for boundary in attached {
-            let statuses = every_status(boundary, cluster_name, &status_not_enforced(reason));
-            self.write_statuses(&cluster.name, boundary, statuses)
-                .await?;
+            let statuses = every_status(boundary, &self.name, &status_not_enforced(reason));
+            pass::write_statuses(&self.ctl.app, &cluster.name, boundary, statuses).await?;
         }
         let reason = format!(
             "cluster '{}' cannot enforce admission rules: {reason}",
             cluster.name
         );
-        self.not_deployed(&cluster.name, &reason).await?;
-        let recorded = self.clear_error(cluster).await;
+        deploy::not_deployed(&self.ctl.app, &self.ctl.memory, &cluster.name, &reason).await?;
+        let recorded = self.ctl.clear_error(cluster).await;
         Ok(ClusterPass {
             unconfirmed: 0,
             enforced: false,
@@ -206,35 +201,59 @@ impl Controller {
     /// choice, and the namespaces found gone as (boundary, namespace).
     async fn make_ready(
         &self,
-        cluster: &ClusterRecord,
-        cluster_name: &Name,
         connection: &mut Connection,
         minor: u32,
         attached: &[&BoundaryState],
-        fence: &Fence,
     ) -> Result<(ClusterClient, Choice, BTreeSet<(String, String)>), ControllerError> {
-        let choice = self.choose_layout(cluster, minor, attached, cluster_name);
+        let (ctl, cluster, fence) = (self.ctl, self.cluster, self.fence);
+        let choice = ctl.memory.with(&cluster.name, |m| {
+            m.choose_layout(cluster, minor, attached, &ctl.settings)
+        });
         let client = connection.client.clone().with_layout(choice.layout);
-        let identity = self.identity(&cluster.name, connection).await?;
+        let identity = match &connection.identity {
+            Some(identity) => identity.clone(),
+            None => {
+                // Learnt once per connection: the user palisade acts as in the cluster.
+                let identity = connection.client.whoami().await?;
+                connection.identity = Some(identity.clone());
+                ctl.memory.with(&cluster.name, |m| {
+                    if let Some(cached) = &mut m.connection {
+                        cached.identity = Some(identity.clone());
+                    }
+                });
+                identity
+            }
+        };
         fence
             .confirm("the boundary-label guard and the layout's shared objects")
             .await?;
         client
-            .install_boundary_label_guard(&self.installation, &identity)
+            .install_boundary_label_guard(&ctl.installation, &identity)
             .await
             .map_err(ControllerError::Guard)?;
         // From now on a change by someone else reaches the loop within moments.
-        self.watch_drift(&cluster.name, connection);
-        self.memory.with(&cluster.name, |m| {
+        let replaced = ctl.memory.with(&cluster.name, |m| {
+            m.watch_drift(&connection.sealed, || {
+                crate::drift::DriftWatch::start(
+                    connection.client.client(),
+                    &cluster.name,
+                    &ctl.installation,
+                    ctl.drift_sender.clone(),
+                )
+            })
+        });
+        // Stopped once the memory is free again.
+        drop(replaced);
+        ctl.memory.with(&cluster.name, |m| {
             m.attached = attached.iter().map(|b| b.name.to_string()).collect();
         });
         // Every pass: objects changed or deleted by others come back.
         crate::admission::of(choice.layout)
-            .prepare(&client, &self.installation, &identity)
+            .prepare(&client, &ctl.installation, &identity)
             .await
             .map_err(ControllerError::Shared)?;
         fence.confirm("label repairs").await?;
-        let gone = self.restore_labels(&client, cluster, attached).await?;
+        let gone = self.restore_labels(&client, attached).await?;
         Ok((client, choice, gone))
     }
 
@@ -246,26 +265,19 @@ impl Controller {
         client: &ClusterClient,
         before: &crate::cluster::Installed,
         attached: &[&'b BoundaryState],
-        cluster_name: &Name,
         layout: Layout,
     ) -> Vec<Prepared<'b>> {
+        let cluster_name = &self.name;
         let mut prepared = Vec::with_capacity(attached.len());
         for boundary in attached {
             let (namespaces, probe_namespace) =
                 crate::plan::probe_namespace(boundary, cluster_name.as_str());
             let in_cluster = crate::plan::decoded_in(boundary, cluster_name);
             let exceptions = boundary.exceptions_in(cluster_name.as_str());
-            let present = before.layouts(&self.installation, &boundary.name);
+            let present = before.layouts(&self.ctl.installation, &boundary.name);
             let switching = present.iter().any(|l| *l != layout);
             let together = self
-                .apply_together(
-                    client,
-                    before,
-                    boundary,
-                    cluster_name,
-                    &in_cluster,
-                    switching,
-                )
+                .apply_together(client, before, boundary, &in_cluster, switching)
                 .await;
             // What writing each of `in_cluster` gave.
             let mut applied = Vec::new();
@@ -274,7 +286,7 @@ impl Controller {
                     Some(result) => result.clone(),
                     None => client
                         .apply_policy_excepted(
-                            &self.installation,
+                            &self.ctl.installation,
                             &boundary.name,
                             policy,
                             &exceptions,
@@ -301,11 +313,11 @@ impl Controller {
     async fn confirm_boundary<'b>(
         &self,
         client: &ClusterClient,
-        cluster_name: &Name,
         prepared: Prepared<'b>,
         layout: Layout,
         tally: &mut Tally,
     ) -> Confirmed<'b> {
+        let cluster_name = &self.name;
         let Prepared {
             boundary,
             namespaces,
@@ -336,23 +348,23 @@ impl Controller {
                         Err("palisade lost track of this policy's write".to_owned())
                     });
                     let install = Install {
-                        cluster,
                         boundary: &boundary.name,
                         others: &in_cluster,
                         probe_namespace: probe_namespace.as_deref(),
                         applied: written_as,
                         switching,
                         first_look: !self
+                            .ctl
                             .memory
                             .get(cluster, |m| m.seen_unconfirmed(&key))
                             .unwrap_or(false),
                     };
                     let (status, in_new_layout) = self.install(client, policy, install).await;
                     confirmed &= in_new_layout;
-                    let status = self.memory.with(cluster, |m| {
+                    let status = self.ctl.memory.with(cluster, |m| {
                         m.within_grace(key, status, &mut tally.unconfirmed)
                     });
-                    self.with_drift(
+                    self.ctl.open_drifts.judge(
                         cluster,
                         boundary.name.as_str(),
                         &record.name,
@@ -370,7 +382,6 @@ impl Controller {
         let found = self
             .confirm_exceptions(
                 client,
-                cluster,
                 boundary,
                 &in_cluster,
                 &namespaces,
@@ -402,13 +413,12 @@ impl Controller {
     async fn collect_boundaries(
         &self,
         client: &ClusterClient,
-        cluster_name: &Name,
         confirmed: Vec<Confirmed<'_>>,
-        fence: &Fence,
         tally: &mut Tally,
     ) -> Result<crate::cluster::Installed, ControllerError> {
+        let (ctl, fence, cluster_name) = (self.ctl, self.fence, &self.name);
         let cluster = cluster_name.as_str();
-        let after = client.installed(&self.installation, None).await?;
+        let after = client.installed(&ctl.installation, None).await?;
         fence.confirm("the removals").await?;
         for Confirmed {
             boundary,
@@ -420,7 +430,7 @@ impl Controller {
             let removed = client
                 .collect(
                     &after,
-                    &self.installation,
+                    &ctl.installation,
                     &boundary.name,
                     Keep {
                         policies: &keep,
@@ -431,72 +441,70 @@ impl Controller {
                 .await
                 .map_err(ControllerError::RemovePolicies)?;
             metrics::removed(cluster, removed.len());
-            self.write_statuses(cluster, boundary, statuses).await?;
-            tally
-                .audits
-                .extend(self.audit_due(client, cluster, cluster_name, boundary, fence));
+            pass::write_statuses(&ctl.app, cluster, boundary, statuses).await?;
+            let (job, fingerprint) = deploy::audit_job(client, cluster_name, boundary, fence);
+            tally.audits.extend(
+                ctl.audits
+                    .offer(job, fingerprint, ctl.settings.audit_interval),
+            );
         }
-        self.close_drifts(cluster, &tally.written, &tally.confirmed_now)
-            .await;
+        let closed = ctl
+            .open_drifts
+            .close(cluster, &tally.written, &tally.confirmed_now);
+        drift::record_repairs(&ctl.app, cluster, closed).await;
         Ok(after)
     }
 
     /// The end of a cluster's part: the earlier layout's leftovers, the layout recorded, the
     /// workloads deployed, the objects of boundaries no longer attached removed, and the
     /// cluster's error cleared or set.
-    #[allow(clippy::too_many_arguments, reason = "the steps' results, each once")]
     async fn finish(
         &self,
-        cluster: &ClusterRecord,
         connection: &Connection,
         client: &ClusterClient,
         choice: &Choice,
         attached: &[&BoundaryState],
         after: &crate::cluster::Installed,
-        fence: &Fence,
         tally: Tally,
     ) -> Result<ClusterPass, ControllerError> {
+        let (ctl, cluster, fence) = (self.ctl, self.cluster, self.fence);
         if choice.layout != Layout::Shared && !tally.shared_left {
             // Left by the shared layout before a switch: inert once the boundaries' parameters
             // are gone (above), but every request would still pay for looking them up.
             client
-                .remove_shared_once(&self.installation)
+                .remove_shared_once(&ctl.installation)
                 .await
                 .map_err(ControllerError::RemoveShared)?;
         }
         if choice.layout == Layout::Shared && tally.switches_left == 0 {
             client
-                .remove_shared_switch(&self.installation)
+                .remove_shared_switch(&ctl.installation)
                 .await
                 .map_err(ControllerError::RemoveShared)?;
         }
-        self.record_layout(&cluster.name, choice, tally.switches_left)
-            .await;
+        self.record_layout(choice, tally.switches_left).await;
         // A failure here (e.g. a role without the workloads' verbs) is the cluster's error,
         // not the policies': they are installed and confirmed above.
         let workloads = fence
-            .write(
-                "the workloads",
-                self.deploy_workloads(connection, &cluster.name, attached),
-            )
+            .write("the workloads", self.deploy_workloads(connection, attached))
             .await;
         if let Err(ControllerError::Fenced(error)) = workloads {
             return Err(ControllerError::Fenced(error));
         }
-        self.remove_detached(&cluster.name, client, choice.layout, attached, after, fence)
+        self.remove_detached(client, choice.layout, attached, after)
             .await?;
         let (recorded, workloads_failed) = match workloads {
-            Ok(()) => (self.clear_error(cluster).await, None),
+            Ok(()) => (ctl.clear_error(cluster).await, None),
             Err(error) => {
                 let text = error.to_string();
                 tracing::warn!(cluster = %cluster.name, error = %text, "workloads not deployed");
-                let result = self
+                let result = ctl
                     .app
                     .record_cluster_error(&cluster.name, Some(&text))
                     .await
                     .map_err(ControllerError::ClusterStatus);
                 (
-                    self.recorded(&cluster.name, "the cluster's last error", result),
+                    pass::recorded(&cluster.name, "the cluster's last error", result),
                     Some(text),
                 )
             }
@@ -514,13 +522,12 @@ impl Controller {
     /// Boundaries detached from this cluster, or deleted: their objects go, and their reports.
     async fn remove_detached(
         &self,
-        cluster: &str,
         client: &ClusterClient,
         layout: Layout,
         attached: &[&BoundaryState],
         after: &crate::cluster::Installed,
-        fence: &Fence,
     ) -> Result<(), ControllerError> {
+        let (cluster, fence) = (self.name.as_str(), self.fence);
         let stale = crate::plan::detached(&after.boundaries(), attached);
         if !stale.is_empty() {
             fence.confirm("the removal of detached boundaries").await?;
@@ -533,7 +540,7 @@ impl Controller {
             let removed = client
                 .collect(
                     after,
-                    &self.installation,
+                    &self.ctl.installation,
                     &boundary,
                     Keep {
                         policies: &[],
@@ -546,7 +553,7 @@ impl Controller {
             metrics::removed(cluster, removed.len());
             if client.serves_reports().await.unwrap_or(false) {
                 client
-                    .sync_reports(&self.installation, &boundary, &[])
+                    .sync_reports(&self.ctl.installation, &boundary, &[])
                     .await
                     .map_err(failed)?;
             }
@@ -560,15 +567,15 @@ impl Controller {
     /// otherwise: each policy is applied by [`Self::install`]. A per-boundary boundary with a
     /// policy that cannot be decoded is not written: its objects hold that policy's rules with
     /// the others', and writing without them would drop them.
-    pub(super) async fn apply_together(
+    async fn apply_together(
         &self,
         client: &ClusterClient,
         before: &crate::cluster::Installed,
         boundary: &BoundaryState,
-        cluster: &Name,
         in_cluster: &[Policy],
         switching: bool,
     ) -> Option<Result<(), String>> {
+        let (cluster, installation) = (&self.name, &self.ctl.installation);
         let together = crate::admission::of(client.layout()).writes_boundary_together();
         if !together && !switching {
             return None;
@@ -585,7 +592,7 @@ impl Controller {
         let mut result = client
             .apply_boundary_from(
                 before,
-                &self.installation,
+                installation,
                 &boundary.name,
                 in_cluster,
                 &boundary.exceptions_in(cluster.as_str()),
@@ -593,7 +600,7 @@ impl Controller {
             .await;
         if switching && result.is_ok() {
             result = client
-                .apply_switch_bindings(&self.installation, &boundary.name, in_cluster)
+                .apply_switch_bindings(installation, &boundary.name, in_cluster)
                 .await;
         }
         Some(result.map_err(|error| error.to_string()))
@@ -602,14 +609,14 @@ impl Controller {
     /// Reads back what one policy, written already, enforces. The flag: the policy is
     /// confirmed in the client's layout (or there is nothing to probe), so a switch may remove
     /// the earlier layout's objects.
-    pub(super) async fn install(
+    async fn install(
         &self,
         client: &ClusterClient,
         policy: &Policy,
         install: Install<'_>,
     ) -> (InstallStatus, bool) {
+        let (cluster, installation) = (self.name.as_str(), &self.ctl.installation);
         let Install {
-            cluster,
             boundary,
             others,
             probe_namespace,
@@ -628,17 +635,11 @@ impl Controller {
         let probe_once = || async {
             if switching {
                 client
-                    .probe_during_switch(&self.installation, boundary, policy, others, namespace)
+                    .probe_during_switch(installation, boundary, policy, others, namespace)
                     .await
             } else {
                 client
-                    .probe_enforcement_among(
-                        &self.installation,
-                        boundary,
-                        policy,
-                        others,
-                        namespace,
-                    )
+                    .probe_enforcement_among(installation, boundary, policy, others, namespace)
                     .await
             }
         };

@@ -46,7 +46,7 @@ pub(super) fn decide(
     }
 }
 
-impl Controller {
+impl Part<'_> {
     /// Puts each boundary namespace's `palisade.dev/boundary` label back where someone removed
     /// or changed it (the guard stops everyone but palisade; a cluster admin may still delete
     /// the guard), before anything is probed: a namespace without its label is judged by none
@@ -55,9 +55,9 @@ impl Controller {
     pub(super) async fn restore_labels(
         &self,
         client: &ClusterClient,
-        cluster: &ClusterRecord,
         attached: &[&BoundaryState],
     ) -> Result<BTreeSet<(String, String)>, ControllerError> {
+        let (ctl, cluster) = (self.ctl, self.cluster);
         let mut gone = BTreeSet::new();
         for boundary in attached {
             for namespace in boundary
@@ -82,7 +82,7 @@ impl Controller {
                 let tampering = match decision {
                     LabelDecision::Keep | LabelDecision::Reserved => continue,
                     LabelDecision::Learn(uid, tampering) => {
-                        let learnt = self
+                        let learnt = ctl
                             .app
                             .learn_namespace_uid(
                                 boundary.name.as_str(),
@@ -91,7 +91,7 @@ impl Controller {
                                 &uid,
                             )
                             .await;
-                        self.recorded(
+                        pass::recorded(
                             &cluster.name,
                             "a namespace's uid",
                             learnt.map(|_| ()).map_err(ControllerError::ClusterStatus),
@@ -104,11 +104,11 @@ impl Controller {
                     LabelDecision::Gone => {
                         tracing::warn!(cluster = %cluster.name, boundary = %boundary.name, namespace = %namespace.name,
                             "boundary namespace deleted in the cluster; a namespace of that name made since is not labelled");
-                        let marked = self
+                        let marked = ctl
                             .app
                             .namespace_gone(boundary.name.as_str(), &cluster.name, &namespace.name)
                             .await;
-                        self.recorded(
+                        pass::recorded(
                             &cluster.name,
                             "a gone namespace",
                             marked.map(|_| ()).map_err(ControllerError::ClusterStatus),
@@ -121,10 +121,13 @@ impl Controller {
                 let version = seen.and_then(|s| s.resource_version);
                 // Read again after the label was found missing: a release (the record, then
                 // the label) since the pass read its state leaves it removed.
-                if !self
-                    .still_registered(&boundary.name, &cluster.name, &namespace.name)
-                    .await
-                {
+                // A store that cannot be read counts as registered (the label is put back; a
+                // release removes it again).
+                let registered = ctl
+                    .app
+                    .namespace_record(boundary.name.as_str(), &cluster.name, &namespace.name)
+                    .await;
+                if matches!(registered, Err(StoreError::NotFound)) {
                     continue;
                 }
                 if !client
@@ -137,33 +140,15 @@ impl Controller {
                 let repair = tampering.repair(&namespace.name);
                 tracing::warn!(cluster = %cluster.name, boundary = %boundary.name, repair, "boundary label repaired");
                 metrics::repaired(&cluster.name, "namespace_label");
-                let result = self
+                let result = ctl
                     .app
                     .record_repair(&cluster.name, &repair)
                     .await
                     .map_err(ControllerError::ClusterStatus);
-                self.recorded(&cluster.name, "a repair", result);
+                pass::recorded(&cluster.name, "a repair", result);
             }
         }
         Ok(gone)
-    }
-
-    /// Whether `namespace` is still registered for `boundary` in the store, read again before a
-    /// missing label is put back: a release (which removes the record, then the label) may have
-    /// run since the pass read its state; its label must stay removed. A store that cannot be
-    /// read counts as registered (the label is put back; a release removes it again).
-    pub(super) async fn still_registered(
-        &self,
-        boundary: &Name,
-        cluster: &str,
-        namespace: &str,
-    ) -> bool {
-        !matches!(
-            self.app
-                .namespace_record(boundary.as_str(), cluster, namespace)
-                .await,
-            Err(StoreError::NotFound)
-        )
     }
 }
 

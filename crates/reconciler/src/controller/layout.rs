@@ -1,5 +1,6 @@
 //! The layout of each cluster (`--admission-layout`, `auto`) and what the cluster shows of it.
 
+use super::memory::ClusterMemory;
 use super::*;
 
 /// What the controller knows of a cluster's layout between passes.
@@ -48,25 +49,26 @@ impl LayoutState {
     }
 }
 
-impl Controller {
+impl ClusterMemory {
     /// The layout of `cluster` for this pass, from `--admission-layout` or, for `auto`, from
-    /// its version, its boundaries and how often its policies changed.
+    /// its version, its boundaries and how often its policies changed (counted here).
     pub(super) fn choose_layout(
-        &self,
+        &mut self,
         cluster: &ClusterRecord,
         minor: u32,
         attached: &[&BoundaryState],
-        cluster_name: &Name,
+        settings: &Settings,
     ) -> Choice {
-        self.memory.with(&cluster.name, |memory| {
-            let state = memory.layout.get_or_insert_with(|| LayoutState {
-                // What an earlier process recorded: the layout the cluster's objects are in.
-                current: cluster
-                    .admission_layout
-                    .as_deref()
-                    .and_then(|l| l.parse().ok()),
-                ..LayoutState::default()
-            });
+        let cluster_name = Name::parse(&cluster.name).ok();
+        let state = self.layout.get_or_insert_with(|| LayoutState {
+            // What an earlier process recorded: the layout the cluster's objects are in.
+            current: cluster
+                .admission_layout
+                .as_deref()
+                .and_then(|l| l.parse().ok()),
+            ..LayoutState::default()
+        });
+        if let Some(cluster_name) = &cluster_name {
             state.observe(attached.iter().flat_map(|boundary| {
                 wanted(boundary, cluster_name).map(|(record, _)| {
                     (
@@ -75,34 +77,47 @@ impl Controller {
                     )
                 })
             }));
-            choose(
-                self.settings.layout,
-                &state.facts(minor, attached.len()),
-                state.current,
-                &self.settings.thresholds,
-            )
-        })
+        }
+        choose(
+            settings.layout,
+            &state.facts(minor, attached.len()),
+            state.current,
+            &settings.thresholds,
+        )
     }
 
+    /// Remembers the layout once no boundary is still switching; what the cluster should
+    /// show of it when that differs from what it shows.
+    pub(super) fn layout_to_show(
+        &mut self,
+        choice: &Choice,
+        switches_left: usize,
+    ) -> Option<(Layout, String)> {
+        let state = self.layout.get_or_insert_with(LayoutState::default);
+        if switches_left == 0 {
+            state.current = Some(choice.layout);
+        }
+        let shown = match state.current {
+            Some(layout) if layout != choice.layout => (
+                layout,
+                format!("switching to {}: {}", choice.layout, choice.reason),
+            ),
+            _ => (choice.layout, choice.reason.clone()),
+        };
+        (state.shown.as_ref() != Some(&shown)).then(|| {
+            state.shown = Some(shown.clone());
+            shown
+        })
+    }
+}
+
+impl Part<'_> {
     /// Remembers the layout once no boundary is still switching, and shows it on the cluster
     /// (`GET /v1/clusters/{c}`, `palisade get clusters`) when it changed.
-    pub(super) async fn record_layout(&self, cluster: &str, choice: &Choice, switches_left: usize) {
-        let changed = self.memory.with(cluster, |memory| {
-            let state = memory.layout.get_or_insert_with(LayoutState::default);
-            if switches_left == 0 {
-                state.current = Some(choice.layout);
-            }
-            let shown = match state.current {
-                Some(layout) if layout != choice.layout => (
-                    layout,
-                    format!("switching to {}: {}", choice.layout, choice.reason),
-                ),
-                _ => (choice.layout, choice.reason.clone()),
-            };
-            (state.shown.as_ref() != Some(&shown)).then(|| {
-                state.shown = Some(shown.clone());
-                shown
-            })
+    pub(super) async fn record_layout(&self, choice: &Choice, switches_left: usize) {
+        let (ctl, cluster) = (self.ctl, self.name.as_str());
+        let changed = ctl.memory.with(cluster, |memory| {
+            memory.layout_to_show(choice, switches_left)
         });
         let Some(shown) = changed else {
             return;
@@ -110,13 +125,13 @@ impl Controller {
         let (layout, reason) = shown;
         tracing::info!(cluster, layout = %layout, reason, "admission layout");
         metrics::layout(cluster, layout);
-        let result = self
+        let result = ctl
             .app
             .record_cluster_layout(cluster, layout.as_str(), &reason)
             .await
             .map_err(ControllerError::ClusterStatus);
-        if !self.recorded(cluster, "the admission layout", result) {
-            self.memory.with(cluster, |memory| {
+        if !pass::recorded(cluster, "the admission layout", result) {
+            ctl.memory.with(cluster, |memory| {
                 if let Some(state) = &mut memory.layout {
                     state.shown = None;
                 }

@@ -72,6 +72,53 @@ impl ClusterMemory {
         }
     }
 
+    /// Hands `targets` to the cluster's status watch: the running one when it was made from
+    /// these credentials, a new one from `start` otherwise, none when there are no targets.
+    /// Answers the watch replaced, to be dropped (stopped) once the memory is free again.
+    pub(super) fn follow_statuses(
+        &mut self,
+        sealed: &[u8],
+        targets: Vec<Target>,
+        start: impl FnOnce(Vec<Target>) -> StatusWatch,
+    ) -> Option<(Vec<u8>, StatusWatch)> {
+        if targets.is_empty() {
+            return self.status_watch.take();
+        }
+        if let Some((running_from, watch)) = &self.status_watch {
+            if running_from.as_slice() == sealed && watch.is_running() {
+                watch.update(targets);
+                return None;
+            }
+        }
+        self.status_watch.replace((sealed.to_vec(), start(targets)))
+    }
+
+    /// The cluster's API server may have restarted (a watch or a pass of it failed): its
+    /// start time is read at the next look.
+    pub(super) fn suspect_apiserver(&mut self) {
+        if let Some(seen) = &mut self.apiservers {
+            seen.suspect = true;
+        }
+    }
+
+    /// Starts the cluster's drift watches with `start`, unless they run with these
+    /// credentials already. Answers the watches replaced, to be dropped (stopped) once the
+    /// memory is free again.
+    pub(super) fn watch_drift(
+        &mut self,
+        sealed: &[u8],
+        start: impl FnOnce() -> DriftWatch,
+    ) -> Option<(Vec<u8>, DriftWatch)> {
+        if self
+            .drift_watch
+            .as_ref()
+            .is_some_and(|(running_from, _)| running_from.as_slice() == sealed)
+        {
+            return None;
+        }
+        self.drift_watch.replace((sealed.to_vec(), start()))
+    }
+
     /// Counts a change of `object` (of `kind`); how many there were within `window`.
     pub(super) fn count_change(
         &mut self,
@@ -207,5 +254,38 @@ mod tests {
         assert_eq!(memories.get("c3", |m| m.attached.clone()), None);
         memories.keep_only(None);
         assert_eq!(memories.get("c2", |m| m.attached.clone()), None);
+    }
+
+    fn choice(layout: Layout, reason: &str) -> Choice {
+        Choice {
+            layout,
+            reason: reason.to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_layout_shown_says_switching_until_no_boundary_still_switches_and_is_written_once() {
+        let mut memory = ClusterMemory::default();
+        let to_shared = choice(Layout::Shared, "20 boundaries");
+        // First pass: nothing known yet; the choice is shown as is.
+        assert_eq!(
+            memory.layout_to_show(&to_shared, 0),
+            Some((Layout::Shared, "20 boundaries".to_owned()))
+        );
+        assert_eq!(memory.layout_to_show(&to_shared, 0), None, "shown already");
+        // A switch back with boundaries still switching: the current layout, and why.
+        let back = choice(Layout::PerPolicy, "3 boundaries");
+        assert_eq!(
+            memory.layout_to_show(&back, 2),
+            Some((
+                Layout::Shared,
+                "switching to per-policy: 3 boundaries".to_owned()
+            ))
+        );
+        assert_eq!(memory.layout_to_show(&back, 1), None);
+        assert_eq!(
+            memory.layout_to_show(&back, 0),
+            Some((Layout::PerPolicy, "3 boundaries".to_owned()))
+        );
     }
 }

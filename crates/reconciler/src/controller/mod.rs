@@ -32,6 +32,7 @@ mod memory;
 mod pass;
 
 pub(crate) use fence::Fence;
+use install::Part;
 use layout::LayoutState;
 use memory::Memories;
 
@@ -333,7 +334,7 @@ pub struct Controller {
     /// What they reported, read by the loop while it leads.
     drift_queue: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<crate::drift::Seen>>,
     /// Drifts not yet repaired and confirmed.
-    open_drifts: Mutex<Vec<drift::OpenDrift>>,
+    open_drifts: drift::OpenDrifts,
     /// Every cluster of the installation at the latest pass (the fleet shares them out).
     known: Mutex<BTreeSet<String>>,
 }
@@ -361,7 +362,7 @@ impl Controller {
             builds_done: Arc::new(tokio::sync::Notify::new()),
             drift_sender,
             drift_queue: tokio::sync::Mutex::new(drift_queue),
-            open_drifts: Mutex::new(Vec::new()),
+            open_drifts: drift::OpenDrifts::default(),
             known: Mutex::new(BTreeSet::new()),
         })
     }

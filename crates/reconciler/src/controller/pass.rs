@@ -1,6 +1,7 @@
 //! A pass: the desired state read once, every cluster at once under its time limit, connections
 //! and API server restarts, and what a cluster's failure records.
 
+use super::memory::ClusterMemory;
 use super::*;
 
 /// The start of a cluster's admission reason while its pass fails.
@@ -22,8 +23,8 @@ impl Controller {
         scope: PassScope,
     ) -> PassReport {
         let mut report = PassReport::default();
-        let (mut clusters, boundaries) = match self.read_state().await {
-            Ok(state) => state,
+        let (mut clusters, boundaries) = match self.app.desired_state().await {
+            Ok(state) => (state.clusters, state.boundaries),
             Err(error) => {
                 metrics::store_read_failed();
                 report.failed.insert(
@@ -49,7 +50,11 @@ impl Controller {
             }
             clusters.retain(|c| lease.holds(&c.name));
         }
-        self.keep_only(Some(&clusters.iter().map(|c| c.name.clone()).collect()));
+        // Clusters deleted, or held by another replica now: forgotten, their open drifts closed
+        // unrepaired.
+        let held: BTreeSet<String> = clusters.iter().map(|c| c.name.clone()).collect();
+        self.memory.keep_only(Some(&held));
+        self.open_drifts.keep_only(Some(&held));
         let prints: HashMap<String, Fingerprint> = clusters
             .iter()
             .map(|c| (c.name.clone(), crate::scope::fingerprint(c, &boundaries)))
@@ -95,7 +100,10 @@ impl Controller {
         while let Some(joined) = tasks.join_next().await {
             match joined {
                 Ok(done) => {
-                    self.settle(&done, prints.get(&done.name).copied());
+                    let settles = settles(&done);
+                    self.memory.with(&done.name, |m| {
+                        m.settled = prints.get(&done.name).copied().filter(|_| settles);
+                    });
                     if !done.recorded {
                         report.unrecorded.insert(done.name.clone());
                     }
@@ -142,22 +150,6 @@ impl Controller {
         report
     }
 
-    /// Keeps the fingerprint of a cluster's part that left nothing to do, and forgets it
-    /// otherwise (`scope`).
-    fn settle(&self, done: &ClusterDone, print: Option<Fingerprint>) {
-        let settles = match &done.result {
-            Ok(pass) => crate::scope::settles(
-                true,
-                done.recorded,
-                pass.unconfirmed,
-                pass.workloads_failed.is_some(),
-            ),
-            Err(_) => false,
-        };
-        self.memory
-            .with(&done.name, |m| m.settled = print.filter(|_| settles));
-    }
-
     /// One cluster's part of a pass, under `cluster_timeout`, measured and counted; a failure
     /// is recorded in the cluster's and its policies' statuses. Every write to the cluster
     /// waits for `fence` to confirm the cluster's lease; once it does not, the part ends and
@@ -171,7 +163,7 @@ impl Controller {
         let started = Instant::now();
         let result = match tokio::time::timeout(
             self.settings.cluster_timeout,
-            self.reconcile_cluster(cluster, boundaries, fence),
+            Part::run(self, cluster, boundaries, fence),
         )
         .await
         {
@@ -315,15 +307,6 @@ impl Controller {
         }
     }
 
-    /// The desired state, read through the application; a policy that cannot be decoded
-    /// keeps why, for its status.
-    pub(super) async fn read_state(
-        &self,
-    ) -> Result<(Vec<ClusterRecord>, Vec<BoundaryState>), StoreError> {
-        let state = self.app.desired_state().await?;
-        Ok((state.clusters, state.boundaries))
-    }
-
     /// The cached connection to `cluster`, or a new one when its credentials changed.
     pub(super) async fn connect(
         &self,
@@ -413,70 +396,7 @@ impl Controller {
                 .record_apiserver_restarts(cluster, i64::try_from(started).unwrap_or(i64::MAX))
                 .await
                 .map_err(ControllerError::ClusterStatus);
-            self.recorded(cluster, "an API server restart", result);
-        }
-    }
-
-    /// The cluster's API server may have restarted (a watch or a pass of it failed): its
-    /// start time is read at the next look.
-    pub(super) fn suspect_apiserver(&self, cluster: &str) {
-        self.memory.with(cluster, |m| {
-            if let Some(seen) = &mut m.apiservers {
-                seen.suspect = true;
-            }
-        });
-    }
-
-    /// Learns (once per connection) the user palisade acts as in the cluster.
-    pub(super) async fn identity(
-        &self,
-        cluster: &str,
-        connection: &mut Connection,
-    ) -> Result<String, ControllerError> {
-        if let Some(identity) = &connection.identity {
-            return Ok(identity.clone());
-        }
-        let identity = connection.client.whoami().await?;
-        connection.identity = Some(identity.clone());
-        self.memory.with(cluster, |m| {
-            if let Some(cached) = &mut m.connection {
-                cached.identity = Some(identity.clone());
-            }
-        });
-        Ok(identity)
-    }
-
-    pub(super) async fn write_statuses(
-        &self,
-        cluster: &str,
-        boundary: &BoundaryState,
-        statuses: Vec<PolicyStatusRecord>,
-    ) -> Result<(), ControllerError> {
-        self.app
-            .record_policy_statuses(cluster, boundary.name.as_str(), statuses)
-            .await
-            .map_err(ControllerError::Statuses)
-    }
-
-    /// A status write whose failure ends nothing else: logged with its cause and counted.
-    /// `true` when written, or when the cluster is gone from the store (nothing to record).
-    pub(super) fn recorded(
-        &self,
-        cluster: &str,
-        what: &str,
-        result: Result<(), ControllerError>,
-    ) -> bool {
-        match result {
-            Ok(()) => true,
-            Err(ControllerError::ClusterStatus(StoreError::NotFound)) => {
-                tracing::debug!(cluster, what, "not recorded: the cluster is gone");
-                true
-            }
-            Err(error) => {
-                tracing::warn!(cluster, what, %error, "status not recorded; the pass will be retried");
-                metrics::status_write_failed(cluster);
-                false
-            }
+            recorded(cluster, "an API server restart", result);
         }
     }
 
@@ -493,7 +413,7 @@ impl Controller {
             .record_cluster_error(&cluster.name, None)
             .await
             .map_err(ControllerError::ClusterStatus);
-        self.recorded(&cluster.name, "the cluster's last error (cleared)", result)
+        recorded(&cluster.name, "the cluster's last error (cleared)", result)
     }
 
     /// A cluster's part failed: the cluster and each policy that should be there say why.
@@ -506,13 +426,14 @@ impl Controller {
     ) -> bool {
         let reason = reason.to_string();
         tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
-        self.suspect_apiserver(&cluster.name);
+        self.memory
+            .with(&cluster.name, ClusterMemory::suspect_apiserver);
         let result = self
             .app
             .record_cluster_error(&cluster.name, Some(&reason))
             .await
             .map_err(ControllerError::ClusterStatus);
-        let mut recorded = self.recorded(&cluster.name, "the cluster's last error", result);
+        let mut recorded = recorded(&cluster.name, "the cluster's last error", result);
         // Never `enforced` beside the error (SPEC 3.4 v3.1): what the cluster enforces is not
         // confirmed while its pass fails; the next pass that completes says again.
         if cluster.admission_enforced == Some(true) {
@@ -527,7 +448,7 @@ impl Controller {
                 )
                 .await
                 .map_err(ControllerError::ClusterStatus);
-            recorded &= self.recorded(&cluster.name, "the cluster's admission status", result);
+            recorded &= self::recorded(&cluster.name, "the cluster's admission status", result);
         }
         let Ok(cluster_name) = Name::parse(&cluster.name) else {
             return recorded;
@@ -537,9 +458,9 @@ impl Controller {
             .filter(|b| b.clusters.contains(&cluster.name))
         {
             let statuses = every_status(boundary, &cluster_name, &status_error(&reason));
-            let result = self.write_statuses(&cluster.name, boundary, statuses).await;
+            let result = write_statuses(&self.app, &cluster.name, boundary, statuses).await;
             let what = format!("the policy statuses of boundary '{}'", boundary.name);
-            recorded &= self.recorded(&cluster.name, &what, result);
+            recorded &= self::recorded(&cluster.name, &what, result);
         }
         recorded
     }
@@ -553,4 +474,47 @@ enum ExceptionsAfter<'a> {
     NoneInstalled,
     /// The pass failed: what the cluster holds is unknown.
     Unknown,
+}
+
+/// Whether a cluster's part left nothing to do: its inputs' fingerprint is kept, and a pass
+/// after a change skips the cluster while they stay the same (`scope`).
+fn settles(done: &ClusterDone) -> bool {
+    match &done.result {
+        Ok(pass) => crate::scope::settles(
+            true,
+            done.recorded,
+            pass.unconfirmed,
+            pass.workloads_failed.is_some(),
+        ),
+        Err(_) => false,
+    }
+}
+
+/// The statuses of a boundary's policies in a cluster, recorded.
+pub(super) async fn write_statuses(
+    app: &App,
+    cluster: &str,
+    boundary: &BoundaryState,
+    statuses: Vec<PolicyStatusRecord>,
+) -> Result<(), ControllerError> {
+    app.record_policy_statuses(cluster, boundary.name.as_str(), statuses)
+        .await
+        .map_err(ControllerError::Statuses)
+}
+
+/// A status write whose failure ends nothing else: logged with its cause and counted.
+/// `true` when written, or when the cluster is gone from the store (nothing to record).
+pub(super) fn recorded(cluster: &str, what: &str, result: Result<(), ControllerError>) -> bool {
+    match result {
+        Ok(()) => true,
+        Err(ControllerError::ClusterStatus(StoreError::NotFound)) => {
+            tracing::debug!(cluster, what, "not recorded: the cluster is gone");
+            true
+        }
+        Err(error) => {
+            tracing::warn!(cluster, what, %error, "status not recorded; the pass will be retried");
+            metrics::status_write_failed(cluster);
+            false
+        }
+    }
 }
