@@ -11,7 +11,7 @@ use palisade_api_types::PolicySpec;
 use palisade_policy::compute_plan::{decide, CompiledPlans, PlanCheck, PlanDecision};
 use palisade_policy::exception::except_plan;
 use palisade_policy::{Catalog, Exception, Name, Policy, ResourceType, Warning};
-use palisade_store::{Check, ExceptionRecord, Guard, PoliciesVersion, PolicyRecord, Veto};
+use palisade_store::{Check, ExceptionRecord, PoliciesVersion, PolicyRecord, Veto};
 
 use crate::error::AppError;
 
@@ -311,34 +311,16 @@ pub fn check_excepted(
 /// whether the guard allowed the write, and the caller reads the warnings here.
 pub type WarningSink = Arc<std::sync::Mutex<Vec<Warning>>>;
 
-/// The guard the store runs for a create or plan move of resource `name` of a checked type.
-pub fn plan_guard(
-    cache: Arc<PolicyCache>,
-    catalog: Arc<Catalog>,
-    ty: ResourceType,
-    name: String,
-    checks: Vec<PlanCheck>,
-    sink: WarningSink,
-) -> Guard {
-    Box::new(PlanGuard {
-        cache,
-        catalog,
-        ty,
-        name,
-        checks,
-        sink,
-    })
-}
-
-/// [`plan_guard`]: looks the plans up in the decisions made at the boundary's policies'
+/// The guard the store runs (boxed, a `Guard`) for a create or plan move of resource `name`
+/// of a checked type: looks the plans up in the decisions made at the boundary's policies'
 /// version, making them first when that version has not been seen.
-struct PlanGuard {
-    cache: Arc<PolicyCache>,
-    catalog: Arc<Catalog>,
-    ty: ResourceType,
-    name: String,
-    checks: Vec<PlanCheck>,
-    sink: WarningSink,
+pub(crate) struct PlanGuard {
+    pub(crate) cache: Arc<PolicyCache>,
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) ty: ResourceType,
+    pub(crate) name: String,
+    pub(crate) checks: Vec<PlanCheck>,
+    pub(crate) sink: WarningSink,
 }
 
 impl PlanGuard {

@@ -12,14 +12,14 @@ use palisade_api_types::view::{Picker, PickerPlan, ResourceList, ResourceView, W
 use palisade_policy::compute_plan::{decide, picker_options, plan_checks, PlanCheck, Plans};
 use palisade_policy::{Name, PlanName, Policy, ResourceType};
 use palisade_store::{
-    Edit, NewResource, PlanGroup, ResourceKey, ResourceQuery, ResourceRecord, StoreError,
+    Edit, Guard, NewResource, PlanGroup, ResourceKey, ResourceQuery, ResourceRecord, StoreError,
 };
 use tokio::time::Instant;
 
 use crate::caller::Access;
 use crate::error::{boundary_not_found, AppError, AppResult};
 use crate::paging::PageRequest;
-use crate::plans::{count_decision, outcome_of, plan_guard, WarningSink};
+use crate::plans::{count_decision, outcome_of, PlanGuard, WarningSink};
 use crate::uploads::upload_missing;
 use crate::workloads::{place, Placements};
 use crate::App;
@@ -245,14 +245,15 @@ impl App {
         let checks = plan_checks(None, &resource.plans());
         let sink = WarningSink::default();
         let guard = (ty.is_plan_checked() && !checks.is_empty()).then(|| {
-            plan_guard(
-                self.policies_arc(),
-                self.catalog.clone(),
+            let guard: Guard = Box::new(PlanGuard {
+                cache: self.policies_arc(),
+                catalog: self.catalog.clone(),
                 ty,
-                resource.name.clone(),
-                checks.clone(),
-                sink.clone(),
-            )
+                name: resource.name.clone(),
+                checks: checks.clone(),
+                sink: sink.clone(),
+            });
+            guard
         });
         let guarded = guard.is_some();
         let new = NewResource {
@@ -370,14 +371,15 @@ impl App {
             let checks = plan_checks(Some(&old.plans()), &new.plans());
             let guard = if ty.is_plan_checked() && !checks.is_empty() {
                 guarded.store(true, Ordering::Relaxed);
-                Some(plan_guard(
-                    cache.clone(),
-                    catalog.clone(),
+                let guard: Guard = Box::new(PlanGuard {
+                    cache: cache.clone(),
+                    catalog: catalog.clone(),
                     ty,
-                    new.name.clone(),
+                    name: new.name.clone(),
                     checks,
-                    sink.clone(),
-                ))
+                    sink: sink.clone(),
+                });
+                Some(guard)
             } else {
                 if ty == ResourceType::Function {
                     if let Ok(mut out) = function_checks.lock() {

@@ -544,31 +544,36 @@ impl App {
         };
         let (named_before, written_before) =
             (before(UNNAMED_UPLOAD_LIFETIME), before(ORPHAN_CHUNK_AGE));
-        let failed = |e| AppError::from_store(e, "upload");
-        let mut swept = Swept::default();
-        loop {
-            let n = self
-                .store
-                .delete_unnamed_uploads(&named_before, UPLOADS_PER_SWEEP_BATCH)
+        let uploads = in_batches(UPLOADS_PER_SWEEP_BATCH, async |batch| {
+            self.store
+                .delete_unnamed_uploads(&named_before, batch)
                 .await
-                .map_err(failed)?;
-            swept.uploads += n;
-            if n < UPLOADS_PER_SWEEP_BATCH as u64 {
-                break;
-            }
-        }
-        loop {
-            let n = self
-                .store
-                .delete_orphan_upload_chunks(&written_before, CHUNKS_PER_DELETE)
+        })
+        .await?;
+        let chunks = in_batches(CHUNKS_PER_DELETE, async |batch| {
+            self.store
+                .delete_orphan_upload_chunks(&written_before, batch)
                 .await
-                .map_err(failed)?;
-            swept.chunks += n;
-            if n < CHUNKS_PER_DELETE as u64 {
-                break;
-            }
+        })
+        .await?;
+        Ok(Swept { uploads, chunks })
+    }
+}
+
+/// Runs `delete` of at most `batch` rows until one deletes fewer; how many it deleted in all.
+async fn in_batches(
+    batch: usize,
+    mut delete: impl AsyncFnMut(usize) -> palisade_store::Result<u64>,
+) -> AppResult<u64> {
+    let mut deleted = 0;
+    loop {
+        let n = delete(batch)
+            .await
+            .map_err(|e| AppError::from_store(e, "upload"))?;
+        deleted += n;
+        if n < batch as u64 {
+            return Ok(deleted);
         }
-        Ok(swept)
     }
 }
 
