@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use kube::api::{ApiResource, DynamicObject};
 use kube::Api;
 use palisade_reconciler::ClusterClient;
-use palisade_testkit::control_plane::{unique_name, ControlPlane, Options};
+use palisade_testkit::control_plane::{ControlPlane, Options};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::serve::Stack;
-use crate::support::{eventually, on_both_versions};
+use crate::support::{admin_of, eventually, no_latest, on_both_versions, wait_gone};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const MESSAGE: &str =
@@ -70,9 +70,7 @@ fn reports_crd() -> Value {
 
 /// Makes the control plane serve `openreports.io/v1alpha1` reports.
 pub async fn serve_reports(plane: &ControlPlane) -> ClusterClient {
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap();
+    let cluster = admin_of(plane).await;
     let answer = cluster.create("", &reports_crd()).await.unwrap();
     assert!(answer.admitted() || answer.code == 409, "{answer:?}");
     eventually("the reports API served", TIMEOUT, || async {
@@ -106,21 +104,10 @@ async fn preview_then_audit_then_reports(version: &str) {
     let plane = &plane;
     let cluster = serve_reports(plane).await;
     let stack = Stack::start(None).await;
-    let boundary = unique_name("audit");
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+    let boundary = stack
+        .new_boundary("audit", "c1", plane.kubeconfig_yaml())
         .await;
-    stack
-        .add_cluster("c1", plane.kubeconfig_yaml(), &boundary)
-        .await;
-    let namespace = unique_name("team");
-    stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
-            None,
-        )
-        .await;
+    let namespace = stack.new_namespace(&boundary, "c1", "team").await;
 
     // A Deployment, the ReplicaSet it owns and that ReplicaSet's Pod, all on nginx:latest,
     // and one compliant Pod. (No controller runs here: the owners are set as they would be.)
@@ -173,7 +160,7 @@ async fn preview_then_audit_then_reports(version: &str) {
         .admitted());
 
     // The preview, before the policy exists.
-    let spec = json!({"rules": [{"disallowLatestTag": {}}]});
+    let spec = no_latest();
     let preview_path = format!("/v1/boundaries/{boundary}/policies/no-latest/preview");
     let preview = stack.ok("POST", &preview_path, Some(spec.clone())).await;
     assert_eq!(preview["saved"], false, "{preview}");
@@ -212,9 +199,7 @@ async fn preview_then_audit_then_reports(version: &str) {
     // Applied: the audit finds the same objects.
     let saved_at = Instant::now();
     stack.put_policy(&boundary, "no-latest", spec).await;
-    let status = stack
-        .wait_status(&boundary, "no-latest", "c1", |s| s != "pending")
-        .await;
+    let status = stack.settled_status(&boundary, "no-latest", "c1").await;
     assert_eq!(status, "enforced");
     let report_path = format!("/v1/boundaries/{boundary}/policies/no-latest/report");
     let (report, _) = eventually("the audit's report", TIMEOUT, || async {
@@ -288,15 +273,7 @@ async fn preview_then_audit_then_reports(version: &str) {
             None,
         )
         .await;
-    eventually("the Report removed", TIMEOUT, || async {
-        reports
-            .get_opt(&name)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    wait_gone("the Report removed", TIMEOUT, &reports, &name).await;
     let (status, _) = stack.call("GET", &report_path, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     eprintln!(

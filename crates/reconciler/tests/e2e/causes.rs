@@ -6,7 +6,7 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 use kube::Api;
 use palisade_reconciler::ClusterClient;
 
-use crate::support::plane;
+use crate::support::{admin_of, plane};
 
 /// The shared 1.37 kubeconfig with one line changed.
 fn edited(kubeconfig: &str, key: &str, value: &str) -> String {
@@ -74,9 +74,7 @@ async fn transport_failures_are_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_answers_are_named_with_their_status_and_message() {
     let plane = plane("1.37").await;
-    let admin = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap();
+    let admin = admin_of(plane).await;
     let api: Api<ValidatingAdmissionPolicy> = Api::all(admin.client().clone());
     let error = api.get("no-such-policy.palisade.dev").await.unwrap_err();
     assert_eq!(

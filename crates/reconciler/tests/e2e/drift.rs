@@ -22,27 +22,19 @@ use kube::api::{
 use kube::core::GroupVersionKind;
 use kube::{Api, Resource};
 use palisade_reconciler::Layout;
-use palisade_testkit::control_plane::unique_name;
 use palisade_vap::guard_name;
 use palisade_vap::shared::{PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION};
 use serde_json::json;
 
 use crate::serve::Stack;
-use crate::support::{on_both_versions, plane};
+use crate::support::{
+    apiserver_requests, in_every_layout, plane, retry, selector_of, wait_boundary_label,
+};
 
-on_both_versions!(per_policy, per_boundary, shared);
+in_every_layout!(drift_is_repaired);
 
-async fn per_policy(version: &str) {
-    drift_is_repaired(version, Layout::PerPolicy).await;
-}
-
-async fn per_boundary(version: &str) {
-    drift_is_repaired(version, Layout::PerBoundary).await;
-}
-
-async fn shared(version: &str) {
-    drift_is_repaired(version, Layout::Shared).await;
-}
+/// How often a repair's waits look.
+const POLL: Duration = Duration::from_millis(20);
 
 const DENIAL: &str =
     "Policy 'trusted' (AllowedRegistries) denied image busybox:1.36: it is not under ghcr.io/acme.";
@@ -72,30 +64,17 @@ impl Fixture {
         } else {
             Stack::start_in(layout).await
         };
-        let boundary = unique_name("drift");
-        let namespace = unique_name("drift");
-        stack
-            .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        let boundary = stack
+            .new_boundary("drift", "k1", plane.kubeconfig_yaml())
             .await;
+        let namespace = stack.new_namespace(&boundary, "k1", "drift").await;
         stack
-            .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}"),
-                None,
-            )
-            .await;
-        stack
-            .put_policy(
+            .enforce_policy(
                 &boundary,
+                "k1",
                 "trusted",
                 json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme"]}}]}),
             )
-            .await;
-        stack
-            .wait_status(&boundary, "trusted", "k1", |s| s == "enforced")
             .await;
         Fixture {
             stack,
@@ -106,10 +85,7 @@ impl Fixture {
     }
 
     fn ours(&self) -> ListParams {
-        ListParams::default().labels(&format!(
-            "palisade.dev/installation={},palisade.dev/boundary={}",
-            self.stack.installation, self.boundary
-        ))
+        ListParams::default().labels(&selector_of(&self.stack.installation, &self.boundary))
     }
 
     /// The denial a violating Pod gets (a server-side dry run), or `None` when admitted.
@@ -146,6 +122,26 @@ impl Fixture {
     async fn cluster(&self) -> serde_json::Value {
         self.stack.ok("GET", "/v1/clusters/k1", None).await
     }
+
+    /// Waits until the policy reads `enforced` again and the violating Pod is denied, at most
+    /// 60 s after `started` (when someone changed what palisade installed: `after`); the time
+    /// since `started`.
+    async fn wait_denied_again(&self, started: Instant, after: &str) -> Duration {
+        let what = format!("after {after}: enforced and denied again");
+        let left = Duration::from_secs(60).saturating_sub(started.elapsed());
+        retry(&what, left, POLL, || async {
+            let status = self.status().await;
+            if status != "enforced" {
+                return Err(format!("status {status}"));
+            }
+            match self.denial().await {
+                Some(denial) if denial.ends_with(DENIAL) => Ok(started.elapsed()),
+                denial => Err(format!("status {status} and denial {denial:?}")),
+            }
+        })
+        .await
+        .0
+    }
 }
 
 /// Deletes `name` through `api` and waits until palisade has put an object of that name back;
@@ -158,30 +154,18 @@ where
     let uid = before.meta().uid.clone();
     api.delete(name, &DeleteParams::default()).await.unwrap();
     let started = Instant::now();
-    let back = loop {
-        if let Some(object) = api.get_opt(name).await.unwrap() {
-            if object.meta().uid != uid {
-                break started.elapsed();
-            }
+    let what = format!("{name} put back");
+    retry(&what, Duration::from_secs(30), POLL, || async {
+        match api.get_opt(name).await.unwrap() {
+            Some(object) if object.meta().uid != uid => Ok(()),
+            _ => Err("missing, or the deleted one".to_owned()),
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{name} not put back within 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let enforced = loop {
-        if f.status().await == "enforced" && f.denial().await.is_some_and(|d| d.ends_with(DENIAL)) {
-            break started.elapsed();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "after deleting {name}: status {} and denial {:?} after 60 s",
-            f.status().await,
-            f.denial().await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    })
+    .await;
+    let back = started.elapsed();
+    let enforced = f
+        .wait_denied_again(started, &format!("deleting {name}"))
+        .await;
     (back, enforced)
 }
 
@@ -239,21 +223,18 @@ async fn change_and_wait<K>(
     )
     .await
     .unwrap();
-    loop {
+    let restoring = format!("{what} restored");
+    retry(&restoring, Duration::from_secs(30), POLL, || async {
         let object = api.get(name).await.unwrap();
         if restored(&object) {
-            break;
+            Ok(())
+        } else {
+            Err(format!("{object:?}"))
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{what} not restored after 30 s: {object:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     let back = started.elapsed();
-    f.stack
-        .wait_status(&f.boundary, "trusted", "k1", |s| s == "enforced")
-        .await;
+    f.stack.wait_enforced(&f.boundary, "trusted", "k1").await;
     let denial = f.denial().await.unwrap_or_default();
     assert!(denial.ends_with(DENIAL), "{denial}");
     eprintln!(
@@ -263,20 +244,10 @@ async fn change_and_wait<K>(
         started.elapsed().as_millis()
     );
     // The repair is recorded once the pass has confirmed the policy.
-    let started = Instant::now();
-    loop {
-        let cluster = f.cluster().await;
-        if cluster["last_repair"]["message"]
-            == format!("{what} was changed by drift-test; restored")
-        {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{what}: {cluster}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let repaired = format!("{what} was changed by drift-test; restored");
+    f.stack
+        .wait_cluster("k1", what, |c| c["last_repair"]["message"] == repaired)
+        .await;
 }
 
 fn report(version: &str, layout: Layout, kind: &str, times: &[(Duration, Duration)]) {
@@ -403,38 +374,10 @@ async fn drift_is_repaired(version: &str, layout: Layout) {
             )
             .await
             .unwrap();
-        loop {
-            let labels = namespaces
-                .get(&f.namespace)
-                .await
-                .unwrap()
-                .metadata
-                .labels
-                .unwrap_or_default();
-            if labels.get("palisade.dev/boundary") == Some(&f.boundary) {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the label did not come back within 30 s"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_boundary_label(&namespaces, &f.namespace, &f.boundary, POLL).await;
         let back = started.elapsed();
-        loop {
-            if f.status().await == "enforced"
-                && f.denial().await.is_some_and(|d| d.ends_with(DENIAL))
-            {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "after the label's removal: status {} after 60 s",
-                f.status().await
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        times.push((back, started.elapsed()));
+        let enforced = f.wait_denied_again(started, "the label's removal").await;
+        times.push((back, enforced));
     }
     report(version, layout, "namespace_label", &times);
 
@@ -498,9 +441,7 @@ async fn repeated_deletions_are_repaired_after_a_stated_pause() {
         waited >= Duration::from_millis(1500),
         "put back after {waited:?}"
     );
-    f.stack
-        .wait_status(&f.boundary, "trusted", "k1", |s| s == "enforced")
-        .await;
+    f.stack.wait_enforced(&f.boundary, "trusted", "k1").await;
     let denial = f.denial().await.unwrap_or_default();
     assert!(denial.ends_with(DENIAL), "{denial}");
 }
@@ -567,33 +508,13 @@ async fn idle_cost() {
         "idle cost: {BOUNDARIES} namespaces labelled {} s after the first write",
         started.elapsed().as_secs()
     );
+    // (resource, verb) → WATCH and LIST requests so far.
     let counts = || async {
-        let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
-        let text = admin.request_text(request).await.unwrap();
-        let mut counts = std::collections::BTreeMap::<(String, String), f64>::new();
-        for line in text
-            .lines()
-            .filter(|l| l.starts_with("apiserver_request_total{"))
-        {
-            let field = |name: &str| {
-                line.split(&format!("{name}=\""))
-                    .nth(1)
-                    .and_then(|rest| rest.split('"').next())
-                    .unwrap_or("")
-                    .to_owned()
-            };
-            let verb = field("verb");
-            if verb != "WATCH" && verb != "LIST" {
-                continue;
-            }
-            let value: f64 = line
-                .rsplit(' ')
-                .next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0.0);
-            *counts.entry((field("resource"), verb)).or_default() += value;
-        }
-        counts
+        apiserver_requests(&admin, |verb| verb == "WATCH" || verb == "LIST")
+            .await
+            .into_iter()
+            .map(|((verb, resource), count)| ((resource, verb), count))
+            .collect::<std::collections::BTreeMap<_, _>>()
     };
     // Wait until the passes the writes started are over: no LIST of palisade's objects for
     // 15 s (a pass lists them per boundary).

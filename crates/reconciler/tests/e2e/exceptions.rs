@@ -17,21 +17,9 @@ use palisade_testkit::control_plane::unique_name;
 use serde_json::json;
 
 use crate::serve::Stack;
-use crate::support::{on_both_versions, plane};
+use crate::support::{in_every_layout, no_latest, plane};
 
-on_both_versions!(per_policy, per_boundary, shared);
-
-async fn per_policy(version: &str) {
-    exceptions_hold_and_end_on_time(version, Layout::PerPolicy).await;
-}
-
-async fn per_boundary(version: &str) {
-    exceptions_hold_and_end_on_time(version, Layout::PerBoundary).await;
-}
-
-async fn shared(version: &str) {
-    exceptions_hold_and_end_on_time(version, Layout::Shared).await;
-}
+in_every_layout!(exceptions_hold_and_end_on_time);
 
 /// The message of SPEC 3.3 for `image`.
 fn latest(image: &str) -> String {
@@ -82,33 +70,16 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
     let plane = plane(version).await;
     let admin = plane.client().await;
     let stack = Stack::start_in(layout).await;
-    let boundary = unique_name("exc");
     let web = unique_name("web");
     let other = unique_name("other");
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
-        .await;
-    stack
-        .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
+    let boundary = stack
+        .new_boundary("exc", "k1", plane.kubeconfig_yaml())
         .await;
     for namespace in [&web, &other] {
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}"),
-                None,
-            )
-            .await;
+        stack.add_namespace(&boundary, "k1", namespace).await;
     }
     stack
-        .put_policy(
-            &boundary,
-            "no-latest",
-            json!({"rules": [{"disallowLatestTag": {}}]}),
-        )
-        .await;
-    stack
-        .wait_status(&boundary, "no-latest", "k1", |s| s == "enforced")
+        .enforce_policy(&boundary, "k1", "no-latest", no_latest())
         .await;
     // More clusters of the same boundary, for the expiry benchmark: private control planes.
     let clusters: usize = std::env::var("EXCEPTION_CLUSTERS")
@@ -128,16 +99,8 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
         stack
             .add_cluster(&name, extra.kubeconfig_yaml(), &boundary)
             .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{boundary}/clusters/{name}/namespaces/{web}"),
-                None,
-            )
-            .await;
-        stack
-            .wait_status(&boundary, "no-latest", &name, |s| s == "enforced")
-            .await;
+        stack.add_namespace(&boundary, &name, &web).await;
+        stack.wait_enforced(&boundary, "no-latest", &name).await;
         admins.push(extra.client().await);
         extra_planes.push(extra);
     }
@@ -352,32 +315,14 @@ async fn an_exception_that_ends_during_an_outage_says_where_it_is_still_installe
     );
     let admin = plane.client().await;
     let stack = Stack::start_in(Layout::PerPolicy).await;
-    let boundary = unique_name("outage");
     // Its own name: other tests' clusters named k1 share the process's metrics.
     let k = unique_name("k");
-    let web = unique_name("web");
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+    let boundary = stack
+        .new_boundary("outage", &k, plane.kubeconfig_yaml())
         .await;
+    let web = stack.new_namespace(&boundary, &k, "web").await;
     stack
-        .add_cluster(&k, plane.kubeconfig_yaml(), &boundary)
-        .await;
-    stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/clusters/{k}/namespaces/{web}"),
-            None,
-        )
-        .await;
-    stack
-        .put_policy(
-            &boundary,
-            "no-latest",
-            json!({"rules": [{"disallowLatestTag": {}}]}),
-        )
-        .await;
-    stack
-        .wait_status(&boundary, "no-latest", &k, |s| s == "enforced")
+        .enforce_policy(&boundary, &k, "no-latest", no_latest())
         .await;
     let expires = (chrono::Utc::now() + chrono::Duration::seconds(8))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);

@@ -11,12 +11,11 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 use kube::runtime::watcher;
 use kube::Api;
 use palisade_store::{LEASE_CONFIRM_INTERVAL, LEASE_LIFETIME, LEASE_QUERY_TIMEOUT};
-use palisade_testkit::control_plane::unique_name;
 use palisade_testkit::stall::{socket_address, StallProxy};
 use serde_json::json;
 
 use crate::serve::Stack;
-use crate::support::plane;
+use crate::support::{plane, selector_of};
 
 /// What the test saw happen to one of the boundary's admission policies.
 #[derive(Debug, Clone)]
@@ -95,17 +94,8 @@ async fn a_stalled_replica_stops_writing_before_another_takes_its_cluster() {
         &format!("https://{}", cluster.address()),
     );
     let a = Stack::start(Some(database.url(&url))).await;
-    let boundary = unique_name("fence");
-    let namespace = unique_name("ns");
-    a.ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
-        .await;
-    a.add_cluster("c1", &kubeconfig, &boundary).await;
-    a.ok(
-        "PUT",
-        &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
-        None,
-    )
-    .await;
+    let boundary = a.new_boundary("fence", "c1", &kubeconfig).await;
+    a.new_namespace(&boundary, "c1", "ns").await;
     // Policy p<i> requires the label <key>-<i> (no two require the same label, so that each
     // probe is conclusive).
     let put_all = |stack: &'static Stack, key: &'static str| {
@@ -129,10 +119,7 @@ async fn a_stalled_replica_stops_writing_before_another_takes_its_cluster() {
 
     // Every change of the boundary's admission policies, as the API server reports it.
     let policies: Api<ValidatingAdmissionPolicy> = Api::all(plane.client().await);
-    let selector = format!(
-        "palisade.dev/installation={},palisade.dev/boundary={boundary}",
-        a.installation
-    );
+    let selector = selector_of(&a.installation, &boundary);
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let stalled_at: Arc<Mutex<Option<Instant>>> = Arc::default();
     let watching = {

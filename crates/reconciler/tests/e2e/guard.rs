@@ -11,7 +11,7 @@ use palisade_testkit::control_plane::{temp_namespace, unique_name, ControlPlane}
 use palisade_vap::{guard_message, guard_name};
 use serde_json::json;
 
-use crate::support::{eventually, on_both_versions, unique_boundary, ACTIVATION_TIMEOUT};
+use crate::support::{admin_of, eventually, on_both_versions, unique_boundary, ACTIVATION_TIMEOUT};
 
 on_both_versions!(
     only_palisade_may_change_the_boundary_label,
@@ -67,8 +67,14 @@ fn assert_guarded<T: std::fmt::Debug>(result: Result<T, kube::Error>, guard: &st
     }
 }
 
-fn labels_patch(value: serde_json::Value) -> Patch<serde_json::Value> {
-    Patch::Merge(json!({"metadata": {"labels": value}}))
+/// Merges `labels` into the labels of namespace `ns` through `api` (`null` removes one).
+async fn relabel(
+    api: &Api<Namespace>,
+    ns: &str,
+    labels: serde_json::Value,
+) -> Result<Namespace, kube::Error> {
+    let patch = Patch::Merge(json!({"metadata": {"labels": labels}}));
+    api.patch(ns, &PatchParams::default(), &patch).await
 }
 
 async fn only_palisade_may_change_the_boundary_label(version: &str) {
@@ -79,9 +85,7 @@ async fn only_palisade_may_change_the_boundary_label(version: &str) {
         .await
         .unwrap();
     let plane = &plane;
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap();
+    let cluster = admin_of(plane).await;
     let admin = plane.client().await;
     let palisade = cluster.whoami().await.unwrap();
     assert_eq!(palisade, "admin", "testenv's admin certificate is CN=admin");
@@ -92,10 +96,11 @@ async fn only_palisade_may_change_the_boundary_label(version: &str) {
         .await
         .unwrap();
     // Re-installing changes nothing.
-    let before =
+    let policies =
         Api::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>::all(
             admin.clone(),
-        )
+        );
+    let before = policies
         .get(&guard)
         .await
         .unwrap()
@@ -105,14 +110,12 @@ async fn only_palisade_may_change_the_boundary_label(version: &str) {
         .install_boundary_label_guard(&installation, &palisade)
         .await
         .unwrap();
-    let after = Api::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>::all(
-        admin.clone(),
-    )
-    .get(&guard)
-    .await
-    .unwrap()
-    .metadata
-    .resource_version;
+    let after = policies
+        .get(&guard)
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
     assert_eq!(before, after);
 
     let user = unique_name("mallory");
@@ -157,12 +160,11 @@ async fn only_palisade_may_change_the_boundary_label(version: &str) {
 
     // Adding the label at creation: denied for the user, allowed for palisade.
     let ns = unique_name("guarded");
-    assert_guarded(
+    let guarded = |result| assert_guarded(result, &guard, &ns);
+    guarded(
         mallory
             .create(&PostParams::default(), &namespace(&ns, Some("shop")))
             .await,
-        &guard,
-        &ns,
     );
     as_admin
         .create(&dry_run, &namespace(&ns, Some("shop")))
@@ -173,26 +175,11 @@ async fn only_palisade_may_change_the_boundary_label(version: &str) {
         .create(&PostParams::default(), &namespace(&ns, None))
         .await
         .unwrap();
-    mallory
-        .patch(
-            &ns,
-            &PatchParams::default(),
-            &labels_patch(json!({"team": "web"})),
-        )
+    relabel(&mallory, &ns, json!({"team": "web"}))
         .await
         .unwrap();
     // Adding the label later: denied.
-    assert_guarded(
-        mallory
-            .patch(
-                &ns,
-                &PatchParams::default(),
-                &labels_patch(json!({"palisade.dev/boundary": "shop"})),
-            )
-            .await,
-        &guard,
-        &ns,
-    );
+    guarded(relabel(&mallory, &ns, json!({"palisade.dev/boundary": "shop"})).await);
     // palisade adopts it.
     let shop = unique_boundary("shop");
     assert_eq!(
@@ -200,28 +187,8 @@ async fn only_palisade_may_change_the_boundary_label(version: &str) {
         LabelOutcome::Adopted
     );
     // Changing and removing it: denied; other labels still free.
-    assert_guarded(
-        mallory
-            .patch(
-                &ns,
-                &PatchParams::default(),
-                &labels_patch(json!({"palisade.dev/boundary": "other"})),
-            )
-            .await,
-        &guard,
-        &ns,
-    );
-    assert_guarded(
-        mallory
-            .patch(
-                &ns,
-                &PatchParams::default(),
-                &labels_patch(json!({"palisade.dev/boundary": null})),
-            )
-            .await,
-        &guard,
-        &ns,
-    );
+    guarded(relabel(&mallory, &ns, json!({"palisade.dev/boundary": "other"})).await);
+    guarded(relabel(&mallory, &ns, json!({"palisade.dev/boundary": null})).await);
     // A full replace (PUT) without the label is an UPDATE that removes it, too.
     let mut replaced = mallory.get(&ns).await.unwrap();
     replaced
@@ -230,39 +197,26 @@ async fn only_palisade_may_change_the_boundary_label(version: &str) {
         .as_mut()
         .unwrap()
         .remove("palisade.dev/boundary");
-    assert_guarded(
+    guarded(
         mallory
             .replace(&ns, &PostParams::default(), &replaced)
             .await,
-        &guard,
-        &ns,
     );
-    mallory
-        .patch(
-            &ns,
-            &PatchParams::default(),
-            &labels_patch(json!({"team": "api"})),
-        )
+    relabel(&mallory, &ns, json!({"team": "api"}))
         .await
         .unwrap();
     let labels = as_admin.get(&ns).await.unwrap().metadata.labels.unwrap();
     assert_eq!(labels["palisade.dev/boundary"], shop.as_str());
     assert_eq!(labels["team"], "api");
     // palisade itself may change and remove it.
-    as_admin
-        .patch(
-            &ns,
-            &PatchParams::default(),
-            &labels_patch(json!({"palisade.dev/boundary": "elsewhere"})),
-        )
-        .await
-        .unwrap();
-    as_admin
-        .patch(
-            &ns,
-            &PatchParams::default(),
-            &labels_patch(json!({"palisade.dev/boundary": null})),
-        )
+    relabel(
+        &as_admin,
+        &ns,
+        json!({"palisade.dev/boundary": "elsewhere"}),
+    )
+    .await
+    .unwrap();
+    relabel(&as_admin, &ns, json!({"palisade.dev/boundary": null}))
         .await
         .unwrap();
     assert!(!as_admin

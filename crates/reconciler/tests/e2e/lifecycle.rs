@@ -19,7 +19,7 @@ use palisade_vap::object_name;
 use serde_json::json;
 
 use crate::support::{
-    connect, eventually, name, on_both_versions, policy, unique_boundary, wait_enforced,
+    connect, name, no_latest, on_both_versions, policy, unique_boundary, wait_enforced, wait_gone,
     ACTIVATION_TIMEOUT, INSTALLATION,
 };
 
@@ -132,7 +132,7 @@ async fn install_as(
     boundary: &Name,
     policy_name: &str,
 ) {
-    let p = policy(policy_name, json!({"rules": [{"disallowLatestTag": {}}]}));
+    let p = policy(policy_name, no_latest());
     cluster
         .apply_policy(installation, boundary, &p)
         .await
@@ -203,11 +203,7 @@ async fn delete_and_garbage_collection_touch_only_this_installation_and_boundary
     let theirs = object_name(&boundary, &name("theirs"));
     let before = exists(theirs.clone()).await;
     match cluster
-        .apply_policy(
-            INSTALLATION,
-            &boundary,
-            &policy("theirs", json!({"rules": [{"disallowLatestTag": {}}]})),
-        )
+        .apply_policy(INSTALLATION, &boundary, &policy("theirs", no_latest()))
         .await
     {
         Err(ReconcileError::OtherInstallation {
@@ -352,7 +348,7 @@ async fn updates_of_older_objects_are_denied_and_finalizers_can_be_removed(versi
     pods.create(&PostParams::default(), &latest_pod("web"))
         .await
         .unwrap();
-    let no_latest = policy("no-latest", json!({"rules": [{"disallowLatestTag": {}}]}));
+    let no_latest = policy("no-latest", no_latest());
     cluster
         .apply_policy(INSTALLATION, &boundary, &no_latest)
         .await
@@ -393,10 +389,7 @@ async fn updates_of_older_objects_are_denied_and_finalizers_can_be_removed(versi
     )
     .await
     .unwrap();
-    eventually("the Pod is gone", ACTIVATION_TIMEOUT, || async {
-        pods.get_opt("web").await.unwrap().is_none().then_some(())
-    })
-    .await;
+    wait_gone("the Pod is gone", ACTIVATION_TIMEOUT, &pods, "web").await;
 }
 
 async fn audit_mode_admits_with_a_warning(version: &str) {

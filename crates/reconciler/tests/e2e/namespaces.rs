@@ -16,7 +16,7 @@ use palisade_testkit::control_plane::unique_name;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::serve::Stack;
+use crate::serve::{namespace_path, Stack};
 use crate::support::{on_both_versions, plane};
 
 on_both_versions!(
@@ -72,21 +72,14 @@ struct Enforced {
 async fn enforced(version: &str, prefix: &str, rules: Value) -> Enforced {
     let plane = plane(version).await;
     let stack = Stack::start(None).await;
-    let boundary = unique_name(prefix);
     let namespace = unique_name(prefix);
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+    let boundary = stack
+        .new_boundary(prefix, "k1", plane.kubeconfig_yaml())
         .await;
-    stack
-        .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
-        .await;
-    let path = format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}");
+    let path = namespace_path(&boundary, "k1", &namespace);
     let created = stack.ok("PUT", &path, None).await;
     stack
-        .put_policy(&boundary, "trusted", json!({ "rules": rules }))
-        .await;
-    stack
-        .wait_status(&boundary, "trusted", "k1", |s| s == "enforced")
+        .enforce_policy(&boundary, "k1", "trusted", json!({ "rules": rules }))
         .await;
     Enforced {
         stack,

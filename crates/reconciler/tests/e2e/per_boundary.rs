@@ -19,7 +19,9 @@ use palisade_vap::object_name;
 use palisade_vap::per_boundary::POLICIES_ANNOTATION;
 use serde_json::json;
 
-use crate::support::{eventually, on_both_versions, policy, unique_boundary, ACTIVATION_TIMEOUT};
+use crate::support::{
+    eventually, on_both_versions, policy, selector_of, unique_boundary, ACTIVATION_TIMEOUT,
+};
 
 on_both_versions!(the_per_boundary_layout_installs_confirms_changes_and_collects);
 
@@ -40,9 +42,7 @@ where
     <K as kube::Resource>::DynamicType: Default,
 {
     Api::<K>::all(client.clone())
-        .list(&ListParams::default().labels(&format!(
-            "palisade.dev/installation={installation},palisade.dev/boundary={boundary}"
-        )))
+        .list(&ListParams::default().labels(&selector_of(installation, boundary)))
         .await
         .unwrap()
         .items

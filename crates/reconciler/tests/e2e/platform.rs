@@ -11,12 +11,13 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
-use palisade_testkit::control_plane::{unique_name, ControlPlane, Options};
+use palisade_testkit::control_plane::{ControlPlane, Options};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
-use crate::serve::Stack;
+use crate::serve::{namespace_path, Stack};
+use crate::support::no_latest;
 
 const STATUS_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -50,21 +51,10 @@ impl Fixture {
     async fn new(policies: &[(&str, Value)]) -> Fixture {
         let plane = plane().await;
         let stack = Stack::start(None).await;
-        let boundary = unique_name("shop");
-        let namespace = unique_name("apps");
-        stack
-            .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        let boundary = stack
+            .new_boundary("shop", "k1", plane.kubeconfig_yaml())
             .await;
-        stack
-            .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}"),
-                None,
-            )
-            .await;
+        let namespace = stack.new_namespace(&boundary, "k1", "apps").await;
         let fixture = Fixture {
             stack,
             boundary,
@@ -79,9 +69,7 @@ impl Fixture {
 
     async fn policy(&self, name: &str, spec: Value) {
         self.stack.put_policy(&self.boundary, name, spec).await;
-        self.stack
-            .wait_status(&self.boundary, name, "k1", |s| s == "enforced")
-            .await;
+        self.stack.wait_enforced(&self.boundary, name, "k1").await;
     }
 
     fn resources(&self) -> String {
@@ -147,10 +135,6 @@ impl Fixture {
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .collect()
     }
-}
-
-fn no_latest() -> Value {
-    json!({"rules": [{"disallowLatestTag": {}}]})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -668,10 +652,7 @@ async fn releasing_a_namespace_with_workloads_is_refused_and_they_keep_running()
     }
     f.wait("app/one", |s| s == "running").await;
     f.wait("app/two", |s| s == "running").await;
-    let path = format!(
-        "/v1/boundaries/{}/clusters/k1/namespaces/{}",
-        f.boundary, f.namespace
-    );
+    let path = namespace_path(&f.boundary, "k1", &f.namespace);
     let (status, body) = f.stack.call("DELETE", &path, None).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(

@@ -1,11 +1,11 @@
 //! `probe()`: what a cluster can enforce, read from `/version` and discovery.
 
 use palisade_reconciler::probe::NOT_SERVED;
-use palisade_reconciler::{Admission, ClusterClient};
+use palisade_reconciler::Admission;
 use palisade_testkit::control_plane::{ControlPlane, Options};
 use serde_json::json;
 
-use crate::support::{connect, on_both_versions};
+use crate::support::{admin_of, connect, on_both_versions, put_policy, sqlite_url, store_cluster};
 
 on_both_versions!(probe_reports_enforced);
 
@@ -33,9 +33,7 @@ async fn probe_reports_a_server_without_the_api_on_1_37() {
     let plane = tokio::task::spawn_blocking(move || ControlPlane::start_with("1.37", &options))
         .await
         .unwrap();
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap();
+    let cluster = admin_of(&plane).await;
     let probe = cluster.probe().await.unwrap();
     assert_eq!(probe.kubernetes_version, "v1.37.2");
     assert_eq!(
@@ -45,34 +43,12 @@ async fn probe_reports_a_server_without_the_api_on_1_37() {
 
     // The reconciler writes nothing there and every policy says why.
     let dir = tempfile::tempdir().unwrap();
-    let store = palisade_store::connect(&format!("sqlite://{}", dir.path().join("p.db").display()))
-        .await
-        .unwrap();
+    let store = palisade_store::connect(&sqlite_url(&dir)).await.unwrap();
     let key = palisade_server::SealingKey::random();
-    store
-        .put_cluster(
-            "old",
-            &key.seal(plane.kubeconfig_yaml().as_bytes()).unwrap(),
-            None,
-        )
-        .await
-        .unwrap();
     store.create_boundary("shop", None).await.unwrap();
-    store.attach_cluster("shop", "old").await.unwrap();
-    store
-        .put_policy(
-            palisade_store::PolicyWrite {
-                boundary: "shop".into(),
-                name: "no-latest".into(),
-                spec_json: r#"{"rules":[{"disallowLatestTag":{}}]}"#.into(),
-                metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
-                if_match: None,
-                create_only: false,
-            },
-            "test",
-        )
-        .await
-        .unwrap();
+    store_cluster(&store, &key, "old", plane.kubeconfig_yaml(), "shop").await;
+    let spec = r#"{"rules":[{"disallowLatestTag":{}}]}"#;
+    put_policy(&store, "shop", "no-latest", spec).await;
     let controller = crate::serve::controller(&store, &key, "e2e-no-api");
     // Counted as `not_enforced` on `/metrics` (no other test has a cluster named "old").
     let metrics = palisade_server::metrics::Metrics::global();

@@ -23,8 +23,8 @@ use palisade_testkit::control_plane::{unique_name, ControlPlane};
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::serve::Stack;
-use crate::support::{eventually, on_both_versions, ACTIVATION_TIMEOUT};
+use crate::serve::{namespace_path, Stack};
+use crate::support::{eventually, no_latest, on_both_versions, wait_gone, ACTIVATION_TIMEOUT};
 
 on_both_versions!(palisade_works_with_its_cluster_role_and_nothing_more);
 
@@ -149,18 +149,10 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
 
     // The whole path of `palisade serve`, with that identity.
     let stack = Stack::start(None).await;
-    let boundary = unique_name("shop");
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
-        .await;
-    stack.add_cluster("c1", &kubeconfig, &boundary).await;
+    let boundary = stack.new_boundary("shop", "c1", &kubeconfig).await;
     let created = unique_name("web");
     let (status, body) = stack
-        .call(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{created}"),
-            None,
-        )
+        .call("PUT", &namespace_path(&boundary, "c1", &created), None)
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let legacy = unique_name("legacy");
@@ -174,20 +166,14 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
     let (status, body) = stack
         .call(
             "PUT",
-            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{legacy}"),
+            &namespace_path(&boundary, "c1", &legacy),
             Some(json!({"adopt": true})),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["action"], "adopted");
 
-    stack
-        .put_policy(
-            &boundary,
-            "no-latest",
-            json!({"rules": [{"disallowLatestTag": {}}]}),
-        )
-        .await;
+    stack.put_policy(&boundary, "no-latest", no_latest()).await;
     let status = stack
         .wait_status(&boundary, "no-latest", "c1", |s| {
             s != "pending" && s != "installed"
@@ -379,28 +365,18 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
             None,
         )
         .await;
-    eventually(
+    wait_gone(
         "the policy's objects removed",
         ACTIVATION_TIMEOUT,
-        || async {
-            policies
-                .get_opt(&object)
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        },
+        &policies,
+        &object,
     )
     .await;
 
     // Releasing namespaces, then deleting the cluster, which removes the guard.
     for namespace in [&created, &legacy] {
         stack
-            .ok(
-                "DELETE",
-                &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
-                None,
-            )
+            .ok("DELETE", &namespace_path(&boundary, "c1", namespace), None)
             .await;
         let labels = Api::<Namespace>::all(admin.clone())
             .get(namespace)
@@ -417,13 +393,5 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
     assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
     // A pass running meanwhile may put the guard back; it removes it again when it finds the
     // cluster gone.
-    eventually("the guard removed", ACTIVATION_TIMEOUT, || async {
-        policies
-            .get_opt(&guard)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    wait_gone("the guard removed", ACTIVATION_TIMEOUT, &policies, &guard).await;
 }

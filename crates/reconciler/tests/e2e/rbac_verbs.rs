@@ -28,7 +28,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 use crate::audit::serve_reports;
-use crate::support::{eventually, policy};
+use crate::support::{eventually, no_latest, policy, wait_gone};
 
 const INSTALLATION: &str = "rbacverbs";
 /// The installation whose guard the `get` case installs and removes.
@@ -45,7 +45,7 @@ async fn exercise(
 ) -> Result<(), String> {
     let text = |e: palisade_reconciler::ReconcileError| e.to_string();
     let boundary = Name::parse(&unique_name("b")).unwrap();
-    let probe = policy("probe", json!({"rules": [{"disallowLatestTag": {}}]}));
+    let probe = policy("probe", no_latest());
     let client = plane.client().await;
     match (resource, verb) {
         (
@@ -442,17 +442,11 @@ async fn ready_or_refused(
 async fn remove_definition(client: &kube::Client) {
     let definitions = Api::<CustomResourceDefinition>::all(client.clone());
     let _ = definitions.delete(PARAMS_CRD, &Default::default()).await;
-    eventually(
+    wait_gone(
         "the parameters' definition gone",
         std::time::Duration::from_secs(60),
-        || async {
-            definitions
-                .get_opt(PARAMS_CRD)
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        },
+        &definitions,
+        PARAMS_CRD,
     )
     .await;
 }

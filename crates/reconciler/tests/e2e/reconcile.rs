@@ -10,15 +10,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use palisade_policy::Catalog;
-use palisade_reconciler::{ClusterClient, Controller, Settings};
+use palisade_reconciler::{ClusterClient, Controller, Layout, LayoutChoice, Settings};
 use palisade_server::metrics::Metrics;
 use palisade_server::SealingKey;
-use palisade_store::{PolicyWrite, SharedStore};
+use palisade_store::SharedStore;
 use palisade_testkit::control_plane::unique_name;
 use sqlx::Connection;
 use tokio::task::JoinHandle;
 
-use crate::support::{eventually, on_both_versions, plane, ACTIVATION_TIMEOUT};
+use crate::support::{
+    admin_of, apiserver_requests, eventually, on_both_versions, plane, put_policy, sqlite_url,
+    store_cluster, ACTIVATION_TIMEOUT,
+};
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
@@ -69,6 +72,26 @@ fn controller(
     )
 }
 
+/// The default settings, with the layout fixed to `layout`.
+fn in_layout(layout: Layout) -> Settings {
+    Settings {
+        layout: LayoutChoice::Fixed(layout),
+        ..Settings::default()
+    }
+}
+
+/// Removes what `installation` left in `plane`.
+async fn remove_installation(
+    plane: &palisade_testkit::control_plane::ControlPlane,
+    installation: &str,
+) {
+    admin_of(plane)
+        .await
+        .remove_installation(installation)
+        .await
+        .unwrap();
+}
+
 fn installation() -> String {
     format!("e2e{}", unique_name("r").replace('-', ""))
 }
@@ -93,7 +116,7 @@ fn pointed_at(kubeconfig: &str, server: &str) -> String {
 /// boundary named `shop-...` holding the policy `no-latest`.
 async fn sqlite_store_with_policy() -> (tempfile::TempDir, String, SharedStore) {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let url = sqlite_url(&dir);
     let boundary = unique_name("shop");
     let store = store_with_policy(&url, &boundary).await;
     (dir, boundary, store)
@@ -113,22 +136,26 @@ async fn store_with_policy(url: &str, boundary: &str) -> SharedStore {
 }
 
 /// A boundary holding `no-latest` in a SQLite store, attached to a new cluster record of
-/// `plane`, with a namespace of it registered, and a fresh installation id.
+/// `plane`, with a namespace of it registered, a fresh installation id, and a controller of
+/// that installation with `settings`.
 struct Attached {
     _dir: tempfile::TempDir,
     boundary: String,
     store: SharedStore,
-    key: SealingKey,
     cluster_name: String,
     namespace: String,
     installation: String,
+    controller: Arc<Controller>,
 }
 
-async fn attached(plane: &palisade_testkit::control_plane::ControlPlane) -> Attached {
+async fn attached(
+    plane: &palisade_testkit::control_plane::ControlPlane,
+    settings: Settings,
+) -> Attached {
     let (dir, boundary, store) = sqlite_store_with_policy().await;
     let key = SealingKey::random();
     let cluster_name = unique_name("c");
-    add_cluster(
+    store_cluster(
         &store,
         &key,
         &cluster_name,
@@ -142,14 +169,32 @@ async fn attached(plane: &palisade_testkit::control_plane::ControlPlane) -> Atta
         .put_namespace(&boundary, &cluster_name, &namespace, None)
         .await
         .unwrap();
+    let installation = installation();
     Attached {
         _dir: dir,
+        controller: controller(&store, &key, &installation, settings),
         boundary,
         store,
-        key,
         cluster_name,
         namespace,
-        installation: installation(),
+        installation,
+    }
+}
+
+impl Attached {
+    /// Runs passes until the boundary's policies have exactly the statuses `expected` in the
+    /// cluster.
+    async fn reconcile_until(&self, what: &str, expected: &[(&str, &str)]) {
+        let expected: BTreeMap<String, String> = expected
+            .iter()
+            .map(|(policy, status)| ((*policy).to_owned(), (*status).to_owned()))
+            .collect();
+        eventually(what, ACTIVATION_TIMEOUT, || async {
+            self.controller.reconcile_all().await;
+            let found = statuses(&self.store, &self.boundary, &self.cluster_name).await;
+            (found == expected).then_some(())
+        })
+        .await;
     }
 }
 
@@ -178,7 +223,7 @@ async fn private_cluster_on(version: &str, prefix: &str) -> PrivateCluster {
     let (dir, boundary, store) = sqlite_store_with_policy().await;
     let key = SealingKey::random();
     let name = unique_name(prefix);
-    add_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
+    store_cluster(&store, &key, &name, plane.kubeconfig_yaml(), &boundary).await;
     PrivateCluster {
         plane,
         _dir: dir,
@@ -187,20 +232,6 @@ async fn private_cluster_on(version: &str, prefix: &str) -> PrivateCluster {
         key,
         name,
     }
-}
-
-async fn add_cluster(
-    store: &SharedStore,
-    key: &SealingKey,
-    name: &str,
-    kubeconfig: &str,
-    boundary: &str,
-) {
-    store
-        .put_cluster(name, &key.seal(kubeconfig.as_bytes()).unwrap(), None)
-        .await
-        .unwrap();
-    store.attach_cluster(boundary, name).await.unwrap();
 }
 
 async fn status_of(store: &SharedStore, boundary: &str, cluster: &str) -> Option<String> {
@@ -221,15 +252,12 @@ async fn a_pass_is_counted_per_cluster_on_metrics() {
     let key = SealingKey::random();
     let good = unique_name("good");
     let dead = unique_name("dead");
-    add_cluster(&store, &key, &good, plane.kubeconfig_yaml(), &boundary).await;
+    store_cluster(&store, &key, &good, plane.kubeconfig_yaml(), &boundary).await;
     let refused = pointed_at(plane.kubeconfig_yaml(), "https://127.0.0.1:9");
-    add_cluster(&store, &key, &dead, &refused, &boundary).await;
+    store_cluster(&store, &key, &dead, &refused, &boundary).await;
     let installation = installation();
     // Per policy: one policy is one object pair, so the counts below are objects too.
-    let settings = Settings {
-        layout: palisade_reconciler::LayoutChoice::Fixed(palisade_reconciler::Layout::PerPolicy),
-        ..Settings::default()
-    };
+    let settings = in_layout(Layout::PerPolicy);
     let controller = controller(&store, &key, &installation, settings);
     // The recorder `/metrics` renders, installed before the pass as `palisade serve` does.
     Metrics::global();
@@ -306,10 +334,7 @@ async fn a_pass_is_counted_per_cluster_on_metrics() {
         2.0
     );
 
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap();
-    cluster.remove_installation(&installation).await.unwrap();
+    remove_installation(plane, &installation).await;
 }
 
 /// A status the store refuses is logged, counted, and marks the pass for a retry; the next
@@ -325,7 +350,7 @@ async fn a_status_the_store_refuses_is_counted_and_retried() {
     let key = SealingKey::random();
     let dead = unique_name("dead");
     let refused = pointed_at(plane.kubeconfig_yaml(), "https://127.0.0.1:9");
-    add_cluster(&store, &key, &dead, &refused, &boundary).await;
+    store_cluster(&store, &key, &dead, &refused, &boundary).await;
     let controller = controller(&store, &key, &installation(), Settings::default());
     Metrics::global();
 
@@ -401,13 +426,13 @@ async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
     let store = store_with_policy(&url, &boundary).await;
     let key = SealingKey::random();
     let good = unique_name("good");
-    add_cluster(&store, &key, &good, plane.kubeconfig_yaml(), &boundary).await;
+    store_cluster(&store, &key, &good, plane.kubeconfig_yaml(), &boundary).await;
     // The kernel accepts the connections; nothing ever answers the TLS handshake.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_server = format!("https://{}", silent.local_addr().unwrap());
     let hung = unique_name("hung");
     let hung_kubeconfig = pointed_at(plane.kubeconfig_yaml(), &silent_server);
-    add_cluster(&store, &key, &hung, &hung_kubeconfig, &boundary).await;
+    store_cluster(&store, &key, &hung, &hung_kubeconfig, &boundary).await;
     let installation = installation();
     let other = palisade_store::connect(&url).await.unwrap();
     Metrics::global();
@@ -510,10 +535,7 @@ async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
     lease_free().await;
     drop(other);
 
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap();
-    cluster.remove_installation(&installation).await.unwrap();
+    remove_installation(plane, &installation).await;
 }
 
 /// `--admission-layout shared`: the controller installs the shared objects and the policy's
@@ -522,61 +544,40 @@ async fn shutdown_lets_the_pass_finish_its_writes_then_frees_the_lease() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller() {
     let plane = plane("1.37").await;
-    let Attached {
-        _dir,
-        boundary,
-        store,
-        key,
-        cluster_name,
-        namespace,
-        installation,
-    } = attached(plane).await;
-    let settings = Settings {
-        layout: palisade_reconciler::LayoutChoice::Fixed(palisade_reconciler::Layout::Shared),
-        ..Settings::default()
-    };
-    let controller = controller(&store, &key, &installation, settings);
-    eventually(
+    let a = attached(plane, in_layout(Layout::Shared)).await;
+    let installation = &a.installation;
+    a.reconcile_until(
         "the policy enforced in the shared layout",
-        ACTIVATION_TIMEOUT,
-        || async {
-            controller.reconcile_all().await;
-            (status_of(&store, &boundary, &cluster_name).await.as_deref() == Some("enforced"))
-                .then_some(())
-        },
+        &[("no-latest", "enforced")],
     )
     .await;
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap();
+    let cluster = admin_of(plane).await;
     let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
         "spec": {"containers": [{"name": "c", "image": "nginx:latest"}]}});
-    let answer = cluster.dry_run_create(&namespace, &pod).await.unwrap();
+    let answer = cluster.dry_run_create(&a.namespace, &pod).await.unwrap();
     assert_eq!(
         answer.denying_policy(),
         Some(format!("{installation}.policies.palisade.dev").as_str())
     );
-    let boundary_name = palisade_policy::Name::parse(&boundary).unwrap();
+    let boundary_name = palisade_policy::Name::parse(&a.boundary).unwrap();
     assert!(cluster
-        .installed_boundaries(&installation)
+        .installed_boundaries(installation)
         .await
         .unwrap()
-        .contains(&boundary));
+        .contains(&a.boundary));
 
-    store
-        .delete_policy(&boundary, "no-latest", None, "test")
+    a.store
+        .delete_policy(&a.boundary, "no-latest", None, "test")
         .await
         .unwrap();
-    controller.reconcile_all().await;
-    let shared = cluster
-        .clone()
-        .with_layout(palisade_reconciler::Layout::Shared);
+    a.controller.reconcile_all().await;
+    let shared = cluster.clone().with_layout(Layout::Shared);
     assert!(!shared
-        .installed_boundaries(&installation)
+        .installed_boundaries(installation)
         .await
         .unwrap()
         .contains(boundary_name.as_str()));
-    shared.remove_installation(&installation).await.unwrap();
+    shared.remove_installation(installation).await.unwrap();
 }
 
 /// A restarted API server is noticed by its identity Lease's new holder (1.37), with no
@@ -676,23 +677,6 @@ async fn two_restarts_within_a_minute_are_both_counted(version: &str) {
 
 on_both_versions!(two_restarts_within_a_minute_are_both_counted);
 
-async fn put_policy(store: &SharedStore, boundary: &str, name: &str, spec: &str) {
-    store
-        .put_policy(
-            PolicyWrite {
-                boundary: boundary.into(),
-                name: name.into(),
-                spec_json: spec.into(),
-                metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
-                if_match: None,
-                create_only: false,
-            },
-            "test",
-        )
-        .await
-        .unwrap();
-}
-
 /// name → status of the boundary's policies in `cluster`.
 async fn statuses(store: &SharedStore, boundary: &str, cluster: &str) -> BTreeMap<String, String> {
     store
@@ -713,83 +697,42 @@ async fn statuses(store: &SharedStore, boundary: &str, cluster: &str) -> BTreeMa
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_controller() {
     let plane = plane("1.37").await;
-    let Attached {
-        _dir,
-        boundary,
-        store,
-        key,
-        cluster_name,
-        namespace,
-        installation,
-    } = attached(plane).await;
+    let a = attached(plane, in_layout(Layout::PerBoundary)).await;
+    let (store, boundary, installation) = (&a.store, &a.boundary, &a.installation);
     put_policy(
-        &store,
-        &boundary,
+        store,
+        boundary,
         "team-label",
         r#"{"rules":[{"requiredLabels":{"labels":[{"key":"team"}]}}]}"#,
     )
     .await;
     put_policy(
-        &store,
-        &boundary,
+        store,
+        boundary,
         "watch",
         r#"{"mode":"audit","rules":[{"allowedRegistries":{"registries":["ghcr.io/acme"]}}]}"#,
     )
     .await;
     let client = plane.client().await;
-    let settings = Settings {
-        layout: palisade_reconciler::LayoutChoice::Fixed(palisade_reconciler::Layout::PerBoundary),
-        ..Settings::default()
-    };
     // Left by the shared layout before a switch: removed after the boundaries are written.
-    let shared = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap()
-        .with_layout(palisade_reconciler::Layout::Shared);
-    shared.install_shared(&installation).await.unwrap();
-    let controller = controller(&store, &key, &installation, settings);
-    let all_enforced = |names: &'static [&'static str]| {
-        let store = store.clone();
-        let boundary = boundary.clone();
-        let cluster_name = cluster_name.clone();
-        let controller = controller.clone();
-        async move {
-            eventually(
-                "every policy enforced in the per-boundary layout",
-                ACTIVATION_TIMEOUT,
-                || async {
-                    controller.reconcile_all().await;
-                    let found = statuses(&store, &boundary, &cluster_name).await;
-                    // `watch` is the audit-mode policy: confirmed, but it denies nothing.
-                    let expected: BTreeMap<String, String> = names
-                        .iter()
-                        .map(|n| {
-                            let status = if *n == "watch" {
-                                "active (audit)"
-                            } else {
-                                "enforced"
-                            };
-                            ((*n).to_owned(), status.to_owned())
-                        })
-                        .collect();
-                    (found == expected).then_some(())
-                },
-            )
-            .await;
-        }
-    };
-    all_enforced(&["no-latest", "team-label", "watch"]).await;
-    let boundary_name = palisade_policy::Name::parse(&boundary).unwrap();
+    let shared = admin_of(plane).await.with_layout(Layout::Shared);
+    shared.install_shared(installation).await.unwrap();
+    // `watch` is the audit-mode policy: confirmed, but it denies nothing.
+    let all_enforced = [
+        ("no-latest", "enforced"),
+        ("team-label", "enforced"),
+        ("watch", "active (audit)"),
+    ];
+    let every_policy = "every policy enforced in the per-boundary layout";
+    a.reconcile_until(every_policy, &all_enforced).await;
+    let boundary_name = palisade_policy::Name::parse(boundary).unwrap();
     let enforce =
         palisade_vap::boundary_object_name(&boundary_name, palisade_policy::Mode::Enforce, 1);
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap()
-        .with_layout(palisade_reconciler::Layout::PerBoundary);
+    let cluster = admin_of(plane).await.with_layout(Layout::PerBoundary);
     let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "web", "labels": {"team": "a"}},
         "spec": {"containers": [{"name": "c", "image": "nginx:latest"}]}});
-    let answer = cluster.dry_run_create(&namespace, &pod).await.unwrap();
+    let answer = cluster.dry_run_create(&a.namespace, &pod).await.unwrap();
     assert_eq!(answer.denying_policy(), Some(enforce.as_str()));
     let vaps =
         kube::Api::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>::all(
@@ -807,16 +750,16 @@ async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_contr
 
     // A policy that cannot be decoded: the boundary's objects stay as they were (team-label's
     // change waits), and every policy's status says why.
-    put_policy(&store, &boundary, "broken", r#"{"rules":[{"bogus":{}}]}"#).await;
+    put_policy(store, boundary, "broken", r#"{"rules":[{"bogus":{}}]}"#).await;
     put_policy(
-        &store,
-        &boundary,
+        store,
+        boundary,
         "team-label",
         r#"{"rules":[{"requiredLabels":{"labels":[{"key":"owner"}]}}]}"#,
     )
     .await;
-    controller.reconcile_all().await;
-    let found = statuses(&store, &boundary, &cluster_name).await;
+    a.controller.reconcile_all().await;
+    let found = statuses(store, boundary, &a.cluster_name).await;
     assert!(found["broken"].starts_with("error: "), "{found:?}");
     for policy in ["no-latest", "team-label", "watch"] {
         assert!(
@@ -829,7 +772,7 @@ async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_contr
     assert_eq!(version(vaps.get_opt(&enforce).await.unwrap()), before);
     let answer = cluster
         .dry_run_create(
-            &namespace,
+            &a.namespace,
             &serde_json::json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "web"},
         "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}),
@@ -843,25 +786,25 @@ async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_contr
 
     // Mended: the objects follow the policies again.
     store
-        .delete_policy(&boundary, "broken", None, "test")
+        .delete_policy(boundary, "broken", None, "test")
         .await
         .unwrap();
-    all_enforced(&["no-latest", "team-label", "watch"]).await;
+    a.reconcile_until(every_policy, &all_enforced).await;
     assert_ne!(version(vaps.get_opt(&enforce).await.unwrap()), before);
 
     for policy in ["no-latest", "team-label", "watch"] {
         store
-            .delete_policy(&boundary, policy, None, "test")
+            .delete_policy(boundary, policy, None, "test")
             .await
             .unwrap();
     }
-    controller.reconcile_all().await;
+    a.controller.reconcile_all().await;
     assert!(!cluster
-        .installed_boundaries(&installation)
+        .installed_boundaries(installation)
         .await
         .unwrap()
         .contains(boundary_name.as_str()));
-    cluster.remove_installation(&installation).await.unwrap();
+    cluster.remove_installation(installation).await.unwrap();
 }
 
 on_both_versions!(auto_changes_layout_across_the_crossing_and_admits_no_violating_create);
@@ -872,19 +815,10 @@ on_both_versions!(auto_changes_layout_across_the_crossing_and_admits_no_violatin
 /// whole time: none is admitted, each is denied with the same message, and each switch leaves
 /// no object of the earlier layout and no switch binding behind.
 async fn auto_changes_layout_across_the_crossing_and_admits_no_violating_create(version: &str) {
-    use palisade_reconciler::{LayoutChoice, Thresholds};
+    use palisade_reconciler::Thresholds;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     let plane = plane(version).await;
-    let Attached {
-        _dir,
-        boundary,
-        store,
-        key,
-        cluster_name,
-        namespace,
-        installation,
-    } = attached(plane).await;
     let thresholds = Thresholds {
         shared_from: 2,
         per_boundary_below: 2,
@@ -897,7 +831,15 @@ async fn auto_changes_layout_across_the_crossing_and_admits_no_violating_create(
         thresholds,
         ..Settings::default()
     };
-    let controller = controller(&store, &key, &installation, settings);
+    let Attached {
+        _dir,
+        boundary,
+        store,
+        cluster_name,
+        namespace,
+        installation,
+        controller,
+    } = attached(plane, settings).await;
     let layout_of = || async {
         let record = store.get_cluster(&cluster_name).await.unwrap();
         (record.admission_layout, record.admission_layout_reason)
@@ -918,6 +860,21 @@ async fn auto_changes_layout_across_the_crossing_and_admits_no_violating_create(
             .unwrap()
             .items
             .len()
+    };
+
+    // One pass, then whether the cluster's layout is `(name, reason)`, `present` is installed
+    // and `absent` is not, and no switch binding is left.
+    let settled = |(name, reason): (&str, &str), present: String, absent: String| {
+        let layout = (Some(name.to_owned()), Some(reason.to_owned()));
+        let (controller, layout_of, switch_bindings) = (&controller, &layout_of, &switch_bindings);
+        async move {
+            controller.reconcile_all().await;
+            let done = layout_of().await == layout
+                && vap_exists(plane, &present).await
+                && !vap_exists(plane, &absent).await
+                && switch_bindings().await == 0;
+            done.then_some(())
+        }
     };
 
     eventually(
@@ -975,18 +932,14 @@ async fn auto_changes_layout_across_the_crossing_and_admits_no_violating_create(
     )
     .await;
     store.attach_cluster(&second, &cluster_name).await.unwrap();
-    eventually(
-        "switched to the shared layout",
-        ACTIVATION_TIMEOUT,
-        || async {
-            controller.reconcile_all().await;
-            let layout = layout_of().await;
-            let done = layout == (Some("shared".to_owned()), Some("2 boundaries".to_owned()))
-                && !vap_exists(plane, &per_boundary_object).await
-                && switch_bindings().await == 0;
-            done.then_some(())
-        },
-    )
+    let shared_now = ("shared", "2 boundaries");
+    eventually("switched to the shared layout", ACTIVATION_TIMEOUT, || {
+        settled(
+            shared_now,
+            shared_policy.clone(),
+            per_boundary_object.clone(),
+        )
+    })
     .await;
     assert_eq!(
         status_of(&store, &boundary, &cluster_name).await.as_deref(),
@@ -995,21 +948,16 @@ async fn auto_changes_layout_across_the_crossing_and_admits_no_violating_create(
     assert!(vap_exists(plane, &shared_policy).await);
 
     store.detach_cluster(&second, &cluster_name).await.unwrap();
+    let per_boundary_now = ("per-boundary", "1 boundary");
     eventually(
         "back in the per-boundary layout",
         ACTIVATION_TIMEOUT,
-        || async {
-            controller.reconcile_all().await;
-            let layout = layout_of().await;
-            let done = layout
-                == (
-                    Some("per-boundary".to_owned()),
-                    Some("1 boundary".to_owned()),
-                )
-                && vap_exists(plane, &per_boundary_object).await
-                && !vap_exists(plane, &shared_policy).await
-                && switch_bindings().await == 0;
-            done.then_some(())
+        || {
+            settled(
+                per_boundary_now,
+                per_boundary_object.clone(),
+                shared_policy.clone(),
+            )
         },
     )
     .await;
@@ -1155,7 +1103,6 @@ async fn after_an_outage_the_next_pass_starts_when_the_api_server_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: run by hand"]
 async fn pass_cost() {
-    use palisade_reconciler::{Layout, LayoutChoice};
     let boundaries: usize = std::env::var("PASS_COST_BOUNDARIES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -1167,7 +1114,7 @@ async fn pass_cost() {
     .unwrap();
     let admin = plane.client().await;
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let url = sqlite_url(&dir);
     let store = palisade_store::connect(&url).await.unwrap();
     let key = SealingKey::random();
     store
@@ -1203,39 +1150,9 @@ async fn pass_cost() {
             .await
             .unwrap();
     }
-    let counts = || async {
-        let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
-        let text = admin.request_text(request).await.unwrap();
-        let mut counts = BTreeMap::<(String, String), f64>::new();
-        for line in text
-            .lines()
-            .filter(|l| l.starts_with("apiserver_request_total{"))
-        {
-            let field = |name: &str| {
-                line.split(&format!("{name}=\""))
-                    .nth(1)
-                    .and_then(|rest| rest.split('"').next())
-                    .unwrap_or("")
-                    .to_owned()
-            };
-            let verb = field("verb");
-            if verb == "WATCH" {
-                continue;
-            }
-            let value: f64 = line
-                .rsplit(' ')
-                .next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0.0);
-            *counts.entry((verb, field("resource"))).or_default() += value;
-        }
-        counts
-    };
+    let counts = || apiserver_requests(&admin, |verb| verb != "WATCH");
     for layout in [Layout::PerPolicy, Layout::PerBoundary, Layout::Shared] {
-        let settings = Settings {
-            layout: LayoutChoice::Fixed(layout),
-            ..Settings::default()
-        };
+        let settings = in_layout(layout);
         let installation = installation();
         let controller = controller(&store, &key, &installation, settings);
         let first = controller.reconcile_all().await;
@@ -1267,10 +1184,7 @@ async fn pass_cost() {
         // This installation's objects go before the next layout's.
         for i in 0..boundaries {
             let boundary = palisade_policy::Name::parse(&format!("cost-{i}")).unwrap();
-            let client = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-                .await
-                .unwrap()
-                .with_layout(layout);
+            let client = admin_of(&plane).await.with_layout(layout);
             client
                 .garbage_collect(&installation, &boundary, &[])
                 .await

@@ -19,7 +19,7 @@ use palisade_testkit::control_plane::{unique_name, ControlPlane};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{on_both_versions, plane};
+use crate::support::{no_latest, on_both_versions, plane, requires_label, retry};
 
 /// The API and the reconcile loop on one store, started as `palisade serve` starts them
 /// (`palisade_runtime`).
@@ -174,6 +174,36 @@ impl Stack {
         .await;
     }
 
+    /// Makes boundary `boundary` through the API.
+    pub async fn create_boundary(&self, boundary: &str) {
+        self.ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+            .await;
+    }
+
+    /// A new boundary, named from `prefix`, with a control plane attached as cluster
+    /// `cluster`: its name.
+    pub async fn new_boundary(&self, prefix: &str, cluster: &str, kubeconfig: &str) -> String {
+        let boundary = unique_name(prefix);
+        self.create_boundary(&boundary).await;
+        self.add_cluster(cluster, kubeconfig, &boundary).await;
+        boundary
+    }
+
+    /// A new namespace of `boundary` in `cluster`, named from `prefix` and made through the
+    /// API: its name.
+    pub async fn new_namespace(&self, boundary: &str, cluster: &str, prefix: &str) -> String {
+        let namespace = unique_name(prefix);
+        self.add_namespace(boundary, cluster, &namespace).await;
+        namespace
+    }
+
+    /// Hands `namespace` of `cluster` to `boundary` through the API (made when missing); the
+    /// answer.
+    pub async fn add_namespace(&self, boundary: &str, cluster: &str, namespace: &str) -> Value {
+        self.ok("PUT", &namespace_path(boundary, cluster, namespace), None)
+            .await
+    }
+
     /// Saves a policy's spec through the API; the answer (with `status`).
     pub async fn put_policy(&self, boundary: &str, policy: &str, spec: Value) -> Value {
         self.ok(
@@ -182,6 +212,45 @@ impl Stack {
             Some(spec),
         )
         .await
+    }
+
+    /// Saves a policy's spec through the API and waits until it is enforced in `cluster`.
+    pub async fn enforce_policy(&self, boundary: &str, cluster: &str, policy: &str, spec: Value) {
+        self.put_policy(boundary, policy, spec).await;
+        self.wait_enforced(boundary, policy, cluster).await;
+    }
+
+    /// Waits until the policy's status in `cluster` is `enforced`.
+    pub async fn wait_enforced(&self, boundary: &str, policy: &str, cluster: &str) {
+        self.wait_status(boundary, policy, cluster, |s| s == "enforced")
+            .await;
+    }
+
+    /// The policy's first status in `cluster` that is not `pending`.
+    pub async fn settled_status(&self, boundary: &str, policy: &str, cluster: &str) -> String {
+        self.wait_status(boundary, policy, cluster, |s| s != "pending")
+            .await
+    }
+
+    /// Waits (at most 30 s) until `cluster`, as the API shows it, satisfies `done`: that answer.
+    pub async fn wait_cluster(
+        &self,
+        cluster: &str,
+        what: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let path = format!("/v1/clusters/{cluster}");
+        let every = Duration::from_millis(50);
+        retry(what, Duration::from_secs(30), every, || async {
+            let body = self.ok("GET", &path, None).await;
+            if done(&body) {
+                Ok(body)
+            } else {
+                Err(body.to_string())
+            }
+        })
+        .await
+        .0
     }
 
     /// The status of `policy` in `cluster`, as the API shows it.
@@ -232,6 +301,11 @@ impl Stack {
     }
 }
 
+/// The API path of `namespace` of `cluster` in `boundary`.
+pub fn namespace_path(boundary: &str, cluster: &str, namespace: &str) -> String {
+    format!("/v1/boundaries/{boundary}/clusters/{cluster}/namespaces/{namespace}")
+}
+
 /// A reconcile loop on `store` with the default settings, with no API in front of it.
 pub fn controller(store: &SharedStore, key: &SealingKey, installation: &str) -> Arc<Controller> {
     Controller::new(
@@ -267,13 +341,9 @@ on_both_versions!(serve_installs_enforces_and_reports);
 async fn serve_installs_enforces_and_reports(version: &str) {
     let plane = plane(version).await;
     let stack = Stack::start(None).await;
-    let boundary = unique_name("shop");
     let namespace = unique_name("ns");
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
-        .await;
-    stack
-        .add_cluster("c1", plane.kubeconfig_yaml(), &boundary)
+    let boundary = stack
+        .new_boundary("shop", "c1", plane.kubeconfig_yaml())
         .await;
 
     // The cluster's version and admission, read by the reconciler.
@@ -300,11 +370,7 @@ async fn serve_installs_enforces_and_reports(version: &str) {
 
     // A namespace labelled through the API.
     let (status, body) = stack
-        .call(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
-            None,
-        )
+        .call("PUT", &namespace_path(&boundary, "c1", &namespace), None)
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["action"], "created");
@@ -316,16 +382,14 @@ async fn serve_installs_enforces_and_reports(version: &str) {
     );
     // Another boundary cannot take it.
     let other = unique_name("other");
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": other})))
-        .await;
+    stack.create_boundary(&other).await;
     stack
         .ok("PUT", &format!("/v1/boundaries/{other}/clusters/c1"), None)
         .await;
     let (status, body) = stack
         .call(
             "PUT",
-            &format!("/v1/boundaries/{other}/clusters/c1/namespaces/{namespace}"),
+            &namespace_path(&other, "c1", &namespace),
             Some(json!({"adopt": true})),
         )
         .await;
@@ -338,11 +402,7 @@ async fn serve_installs_enforces_and_reports(version: &str) {
     // A policy saved through the API: pending, then enforced, then a real create is denied.
     let put_at = Instant::now();
     let saved = stack
-        .put_policy(
-            &boundary,
-            "team-label",
-            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
-        )
+        .put_policy(&boundary, "team-label", requires_label("team"))
         .await;
     assert!(
         saved["status"]["clusters"][0]["status"] == "pending"
@@ -393,9 +453,7 @@ async fn serve_installs_enforces_and_reports(version: &str) {
         .await;
     // Its probe complies with team-label, so team-label's denial does not hide its own.
     assert_eq!(
-        stack
-            .wait_status(&boundary, "sync", "c1", |s| s != "pending")
-            .await,
+        stack.settled_status(&boundary, "sync", "c1").await,
         "enforced"
     );
     let elsewhere = stack
@@ -465,19 +523,11 @@ async fn serve_installs_enforces_and_reports(version: &str) {
 
     // A boundary with namespaces cannot go; releasing the namespace removes the label.
     let (status, _) = stack
-        .call(
-            "DELETE",
-            &format!("/v1/boundaries/{other}/clusters/c1/namespaces/{namespace}"),
-            None,
-        )
+        .call("DELETE", &namespace_path(&other, "c1", &namespace), None)
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     stack
-        .ok(
-            "DELETE",
-            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
-            None,
-        )
+        .ok("DELETE", &namespace_path(&boundary, "c1", &namespace), None)
         .await;
     let released = namespaces.get(&namespace).await.unwrap();
     assert!(!released
@@ -487,16 +537,8 @@ async fn serve_installs_enforces_and_reports(version: &str) {
         .contains_key("palisade.dev/boundary"));
 
     // Deleting the cluster removes the guard and every object of this installation.
-    stack
-        .put_policy(
-            &boundary,
-            "no-latest",
-            json!({"rules": [{"disallowLatestTag": {}}]}),
-        )
-        .await;
-    stack
-        .wait_status(&boundary, "no-latest", "c1", |s| s != "pending")
-        .await;
+    stack.put_policy(&boundary, "no-latest", no_latest()).await;
+    stack.settled_status(&boundary, "no-latest", "c1").await;
     let guard = palisade_vap::guard_name(&stack.installation);
     assert!(vap_exists(plane, &guard).await);
     let (status, body) = stack.call("DELETE", "/v1/clusters/c1", None).await;
@@ -511,12 +553,8 @@ async fn serve_installs_enforces_and_reports(version: &str) {
 async fn unreachable_cluster_is_reported_and_others_are_unaffected() {
     let plane = plane("1.37").await;
     let stack = Stack::start(None).await;
-    let boundary = unique_name("shop");
-    stack
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
-        .await;
-    stack
-        .add_cluster("good", plane.kubeconfig_yaml(), &boundary)
+    let boundary = stack
+        .new_boundary("shop", "good", plane.kubeconfig_yaml())
         .await;
     // The same credentials, but nothing listens on the port.
     let dead = plane
@@ -532,20 +570,10 @@ async fn unreachable_cluster_is_reported_and_others_are_unaffected() {
         .collect::<Vec<_>>()
         .join("\n");
     stack.add_cluster("dead", &dead, &boundary).await;
-    stack
-        .put_policy(
-            &boundary,
-            "no-latest",
-            json!({"rules": [{"disallowLatestTag": {}}]}),
-        )
-        .await;
-    let good = stack
-        .wait_status(&boundary, "no-latest", "good", |s| s != "pending")
-        .await;
+    stack.put_policy(&boundary, "no-latest", no_latest()).await;
+    let good = stack.settled_status(&boundary, "no-latest", "good").await;
     assert_eq!(good, "installed", "no namespace to probe in: installed");
-    let dead_status = stack
-        .wait_status(&boundary, "no-latest", "dead", |s| s != "pending")
-        .await;
+    let dead_status = stack.settled_status(&boundary, "no-latest", "dead").await;
     // The cause in words, not the client library's wrapper text.
     assert_eq!(
         dead_status, "error: cannot reach the API server: connection refused",
@@ -590,33 +618,14 @@ async fn replicas_on_postgres_hand_a_cluster_over() {
     let url = palisade_testkit::postgres::test_database_url();
     let plane = plane("1.37").await;
     let first = Stack::start(Some(url.clone())).await;
-    let boundary = unique_name("shop");
-    let namespace = unique_name("ns");
-    first
-        .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+    let boundary = first
+        .new_boundary("shop", "c1", plane.kubeconfig_yaml())
         .await;
-    first
-        .add_cluster("c1", plane.kubeconfig_yaml(), &boundary)
-        .await;
-    first
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/clusters/c1/namespaces/{namespace}"),
-            None,
-        )
-        .await;
-    first
-        .put_policy(
-            &boundary,
-            "no-latest",
-            json!({"rules": [{"disallowLatestTag": {}}]}),
-        )
-        .await;
+    let namespace = first.new_namespace(&boundary, "c1", "ns").await;
+    first.put_policy(&boundary, "no-latest", no_latest()).await;
     // The first replica's reconciler is active.
     assert_eq!(
-        first
-            .wait_status(&boundary, "no-latest", "c1", |s| s != "pending")
-            .await,
+        first.settled_status(&boundary, "no-latest", "c1").await,
         "enforced"
     );
     assert!(holder(&first).await.is_some(), "the first replica holds c1");
@@ -643,16 +652,10 @@ async fn replicas_on_postgres_hand_a_cluster_over() {
 
     // Saved through either replica's API, installed by the holder.
     second
-        .put_policy(
-            &boundary,
-            "team-label",
-            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
-        )
+        .put_policy(&boundary, "team-label", requires_label("team"))
         .await;
     assert_eq!(
-        first
-            .wait_status(&boundary, "team-label", "c1", |s| s != "pending")
-            .await,
+        first.settled_status(&boundary, "team-label", "c1").await,
         "enforced"
     );
 
@@ -665,16 +668,10 @@ async fn replicas_on_postgres_hand_a_cluster_over() {
     let gone = Instant::now();
     drop(gone_stack);
     survivor
-        .put_policy(
-            &boundary,
-            "team-label",
-            json!({"rules": [{"requiredLabels": {"labels": [{"key": "owner"}]}}]}),
-        )
+        .put_policy(&boundary, "team-label", requires_label("owner"))
         .await;
     assert_eq!(
-        survivor
-            .wait_status(&boundary, "team-label", "c1", |s| s != "pending")
-            .await,
+        survivor.settled_status(&boundary, "team-label", "c1").await,
         "enforced"
     );
     eprintln!(

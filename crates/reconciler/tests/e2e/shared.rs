@@ -22,7 +22,9 @@ use palisade_vap::shared::{
 };
 use serde_json::json;
 
-use crate::support::{eventually, on_both_versions, policy, unique_boundary, wait_enforced_in};
+use crate::support::{
+    eventually, no_latest, on_both_versions, policy, selector_of, unique_boundary, wait_enforced_in,
+};
 
 on_both_versions!(the_shared_layout_installs_confirms_changes_and_collects);
 
@@ -46,9 +48,7 @@ async fn parameters(
     boundary: &str,
 ) -> BTreeMap<String, String> {
     params_api(client)
-        .list(&ListParams::default().labels(&format!(
-            "palisade.dev/installation={installation},palisade.dev/boundary={boundary}"
-        )))
+        .list(&ListParams::default().labels(&selector_of(installation, boundary)))
         .await
         .unwrap()
         .items
@@ -95,7 +95,7 @@ async fn the_shared_layout_installs_confirms_changes_and_collects(version: &str)
     let boundary = unique_boundary("shared");
     let first = temp_namespace(&client, Some(boundary.as_str())).await;
     let second = temp_namespace(&client, Some(boundary.as_str())).await;
-    let no_latest = policy("no-latest", json!({"rules": [{"disallowLatestTag": {}}]}));
+    let no_latest = policy("no-latest", no_latest());
     let watch = policy(
         "watch",
         json!({"mode": "audit", "rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme"]}}]}),
@@ -213,6 +213,12 @@ async fn the_shared_layout_installs_confirms_changes_and_collects(version: &str)
     .await;
 
     // A namespace that leaves the boundary loses its parameters; a deleted policy its own.
+    let parameter_names = || async {
+        parameters(&client, INSTALLATION, boundary.as_str())
+            .await
+            .into_keys()
+            .collect::<Vec<_>>()
+    };
     cluster.release_namespace(&boundary, &second).await.unwrap();
     let keep = [stricter.name().clone(), watch.name().clone()];
     cluster
@@ -220,10 +226,7 @@ async fn the_shared_layout_installs_confirms_changes_and_collects(version: &str)
         .await
         .unwrap();
     assert_eq!(
-        parameters(&client, INSTALLATION, boundary.as_str())
-            .await
-            .into_keys()
-            .collect::<Vec<_>>(),
+        parameter_names().await,
         vec![
             format!("{first}/no-latest.{INSTALLATION}"),
             format!("{first}/watch.{INSTALLATION}"),
@@ -234,10 +237,7 @@ async fn the_shared_layout_installs_confirms_changes_and_collects(version: &str)
         .await
         .unwrap();
     assert_eq!(
-        parameters(&client, INSTALLATION, boundary.as_str())
-            .await
-            .into_keys()
-            .collect::<Vec<_>>(),
+        parameter_names().await,
         vec![format!("{first}/no-latest.{INSTALLATION}")]
     );
 

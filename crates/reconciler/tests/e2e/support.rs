@@ -1,11 +1,16 @@
 //! Shared helpers of the end-to-end tests: the shared control planes, policies from documents,
 //! bounded waits that probe instead of sleeping, and the both-versions test macro.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
 use palisade_policy::{Name, Policy};
 use palisade_reconciler::{ClusterClient, EnforcementProbe};
+use palisade_server::SealingKey;
+use palisade_store::{PolicyWrite, SharedStore};
 use palisade_testkit::control_plane::{self, ControlPlane};
 use serde_json::json;
 
@@ -16,21 +21,43 @@ pub const INSTALLATION: &str = "e2e-tests";
 pub const ACTIVATION_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Generates `<name>::on_1_30` and `<name>::on_1_37` calling `async fn <name>(version: &str)`.
+/// (`@in module, function, args...`: the two tests in `module`, calling `function(version,
+/// args...)`.)
 macro_rules! on_both_versions {
     ($($name:ident),* $(,)?) => {$(
-        mod $name {
+        $crate::support::on_both_versions!(@in $name, super::$name);
+    )*};
+    (@in $module:ident, $test:path $(, $arg:expr)*) => {
+        mod $module {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn on_1_30() {
-                super::$name("1.30").await;
+                $test("1.30" $(, $arg)*).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn on_1_37() {
-                super::$name("1.37").await;
+                $test("1.37" $(, $arg)*).await;
             }
         }
-    )*};
+    };
 }
 pub(crate) use on_both_versions;
+
+/// Generates `per_policy`, `per_boundary` and `shared`, each with `on_1_30` and `on_1_37`,
+/// calling `async fn <test>(version: &str, layout: Layout)` in that layout.
+macro_rules! in_every_layout {
+    ($test:ident) => {
+        $crate::support::on_both_versions!(
+            @in per_policy, super::$test, palisade_reconciler::Layout::PerPolicy
+        );
+        $crate::support::on_both_versions!(
+            @in per_boundary, super::$test, palisade_reconciler::Layout::PerBoundary
+        );
+        $crate::support::on_both_versions!(
+            @in shared, super::$test, palisade_reconciler::Layout::Shared
+        );
+    };
+}
+pub(crate) use in_every_layout;
 
 /// The control plane of `version` shared by this test binary (started on first use).
 pub async fn plane(version: &str) -> &'static ControlPlane {
@@ -43,10 +70,14 @@ pub async fn plane(version: &str) -> &'static ControlPlane {
 /// The shared control plane of `version` and a `ClusterClient` on its admin kubeconfig.
 pub async fn connect(version: &str) -> (&'static ControlPlane, ClusterClient) {
     let plane = plane(version).await;
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
+    (plane, admin_of(plane).await)
+}
+
+/// A `ClusterClient` on `plane`'s admin kubeconfig.
+pub async fn admin_of(plane: &ControlPlane) -> ClusterClient {
+    ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
         .await
-        .expect("the testenv kubeconfig is accepted");
-    (plane, cluster)
+        .expect("the testenv kubeconfig is accepted")
 }
 
 pub fn name(text: &str) -> Name {
@@ -63,23 +94,165 @@ pub fn policy(policy_name: &str, spec: serde_json::Value) -> Policy {
     palisade_testkit::corpus::policy(policy_name, "shop", spec)
 }
 
+/// The API server's `apiserver_request_total` (its `/metrics`, read as `admin`): the count per
+/// verb and resource, of the verbs `counted` keeps.
+pub async fn apiserver_requests(
+    admin: &kube::Client,
+    counted: impl Fn(&str) -> bool,
+) -> BTreeMap<(String, String), f64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = admin.request_text(request).await.unwrap();
+    let mut counts = BTreeMap::<(String, String), f64>::new();
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+    {
+        let field = |name: &str| {
+            line.split(&format!("{name}=\""))
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let verb = field("verb");
+        if !counted(&verb) {
+            continue;
+        }
+        let value: f64 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        *counts.entry((verb, field("resource"))).or_default() += value;
+    }
+    counts
+}
+
+/// The URL of a SQLite store in `dir`.
+pub fn sqlite_url(dir: &tempfile::TempDir) -> String {
+    format!("sqlite://{}", dir.path().join("p.db").display())
+}
+
+/// Stores cluster `name` (its kubeconfig sealed with `key`) and attaches it to `boundary`.
+pub async fn store_cluster(
+    store: &SharedStore,
+    key: &SealingKey,
+    name: &str,
+    kubeconfig: &str,
+    boundary: &str,
+) {
+    store
+        .put_cluster(name, &key.seal(kubeconfig.as_bytes()).unwrap(), None)
+        .await
+        .unwrap();
+    store.attach_cluster(boundary, name).await.unwrap();
+}
+
+/// Stores policy `name` of `boundary` with `spec` (JSON) straight into the store.
+pub async fn put_policy(store: &SharedStore, boundary: &str, name: &str, spec: &str) {
+    store
+        .put_policy(
+            PolicyWrite {
+                boundary: boundary.into(),
+                name: name.into(),
+                spec_json: spec.into(),
+                metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
+                if_match: None,
+                create_only: false,
+            },
+            "test",
+        )
+        .await
+        .unwrap();
+}
+
+/// The label selector of what `installation` installed for `boundary`.
+pub fn selector_of(installation: &str, boundary: &str) -> String {
+    format!("palisade.dev/installation={installation},palisade.dev/boundary={boundary}")
+}
+
+/// The spec of a policy that requires the label `key`.
+pub fn requires_label(key: &str) -> serde_json::Value {
+    json!({"rules": [{"requiredLabels": {"labels": [{"key": key}]}}]})
+}
+
+/// The spec of a policy that refuses images tagged `latest` or untagged.
+pub fn no_latest() -> serde_json::Value {
+    json!({"rules": [{"disallowLatestTag": {}}]})
+}
+
+/// Waits (at most `timeout`) until `api` has no object `name`.
+pub async fn wait_gone<K>(what: &str, timeout: Duration, api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(what, timeout, || async {
+        api.get_opt(name).await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
+
 /// Retries `attempt` every 100 ms until it yields `Some`, for at most `timeout`.
 pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut attempt: F) -> (T, Duration)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
+    retry(what, timeout, Duration::from_millis(100), || {
+        let attempt = attempt();
+        async move { attempt.await.ok_or_else(|| "not yet".to_owned()) }
+    })
+    .await
+}
+
+/// Retries `attempt` every `every` until it yields `Ok`, for at most `timeout`, and fails with
+/// the last `Err` (what was seen instead). The value and how long it took.
+pub async fn retry<T, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    every: Duration,
+    mut attempt: F,
+) -> (T, Duration)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
     let started = Instant::now();
     loop {
-        if let Some(value) = attempt().await {
-            return (value, started.elapsed());
+        match attempt().await {
+            Ok(value) => return (value, started.elapsed()),
+            Err(seen) => assert!(
+                started.elapsed() < timeout,
+                "{what}: not within {timeout:?}: {seen}"
+            ),
         }
-        assert!(
-            started.elapsed() < timeout,
-            "{what}: not within {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(every).await;
     }
+}
+
+/// Waits (at most 30 s, looking every `every`) until `namespace` carries the boundary label
+/// of `boundary` (again).
+pub async fn wait_boundary_label(
+    namespaces: &Api<Namespace>,
+    namespace: &str,
+    boundary: &str,
+    every: Duration,
+) {
+    let what = format!("the label of {namespace} back");
+    retry(&what, Duration::from_secs(30), every, || async {
+        let labels = namespaces
+            .get(namespace)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap_or_default();
+        match labels.get("palisade.dev/boundary") {
+            Some(label) if label == boundary => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 }
 
 /// Waits until `policy` (applied already) is enforced in `namespace`, probing with

@@ -8,7 +8,7 @@
 //! RBAC. The tenant acts with its own credentials (a service account token), not through the
 //! admin's impersonation.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
@@ -19,26 +19,16 @@ use kube::api::{
 use kube::core::GroupVersionKind;
 use kube::Api;
 use palisade_reconciler::Layout;
-use palisade_testkit::control_plane::{unique_name, ControlPlane};
+use palisade_testkit::control_plane::ControlPlane;
 use palisade_vap::{guard_message, guard_name, parameters_guard_message, parameters_guard_name};
 use serde_json::{json, Value};
 
 use crate::serve::Stack;
-use crate::support::{on_both_versions, plane, ACTIVATION_TIMEOUT};
+use crate::support::{
+    in_every_layout, plane, requires_label, wait_boundary_label, ACTIVATION_TIMEOUT,
+};
 
-on_both_versions!(per_policy, per_boundary, shared);
-
-async fn per_policy(version: &str) {
-    a_tenant_does_not_escape_its_boundary(version, Layout::PerPolicy).await;
-}
-
-async fn per_boundary(version: &str) {
-    a_tenant_does_not_escape_its_boundary(version, Layout::PerBoundary).await;
-}
-
-async fn shared(version: &str) {
-    a_tenant_does_not_escape_its_boundary(version, Layout::Shared).await;
-}
+in_every_layout!(a_tenant_does_not_escape_its_boundary);
 
 const REGISTRY_DENIAL: &str =
     "Policy 'trusted' (AllowedRegistries) denied image busybox:latest: it is not under ghcr.io/acme.";
@@ -53,26 +43,12 @@ struct Fixture {
 impl Fixture {
     async fn new(plane: &ControlPlane, layout: Layout) -> Fixture {
         let stack = Stack::start_in(layout).await;
-        let boundary = unique_name("tenant");
-        let namespace = unique_name("team");
-        stack
-            .ok("POST", "/v1/boundaries", Some(json!({"name": boundary})))
+        let boundary = stack
+            .new_boundary("tenant", "k1", plane.kubeconfig_yaml())
             .await;
-        stack
-            .add_cluster("k1", plane.kubeconfig_yaml(), &boundary)
-            .await;
-        stack
-            .ok(
-                "PUT",
-                &format!("/v1/boundaries/{boundary}/clusters/k1/namespaces/{namespace}"),
-                None,
-            )
-            .await;
+        let namespace = stack.new_namespace(&boundary, "k1", "team").await;
         for (name, spec) in [
-            (
-                "owner",
-                json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}]}),
-            ),
+            ("owner", requires_label("team")),
             (
                 "trusted",
                 json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme"]}},
@@ -80,9 +56,7 @@ impl Fixture {
             ),
         ] {
             stack.put_policy(&boundary, name, spec).await;
-            stack
-                .wait_status(&boundary, name, "k1", |s| s == "enforced")
-                .await;
+            stack.wait_enforced(&boundary, name, "k1").await;
         }
         Fixture {
             stack,
@@ -531,23 +505,15 @@ async fn a_removed_boundary_label_is_restored_and_reported() {
         .delete(&guard, &DeleteParams::default())
         .await
         .unwrap();
-    let started = Instant::now();
-    loop {
-        let cluster = f.stack.ok("GET", "/v1/clusters/k1", None).await;
-        if cluster["repairs"] == 1 {
-            assert_eq!(
-                cluster["last_repair"]["message"],
-                format!("guard {guard} was deleted; restored"),
-                "{cluster}"
-            );
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the guard's repair not recorded: {cluster}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let cluster = f
+        .stack
+        .wait_cluster("k1", "the guard's repair recorded", |c| c["repairs"] == 1)
+        .await;
+    assert_eq!(
+        cluster["last_repair"]["message"],
+        format!("guard {guard} was deleted; restored"),
+        "{cluster}"
+    );
     assert!(bindings.get_opt(&guard).await.unwrap().is_some());
     // palisade runs as the plane's admin here, whom its guard lets through: the admin stands
     // for whoever may still change the label.
@@ -560,39 +526,14 @@ async fn a_removed_boundary_label_is_restored_and_reported() {
         )
         .await
         .unwrap();
-    let started = Instant::now();
-    loop {
-        let labels = namespaces
-            .get(ns)
-            .await
-            .unwrap()
-            .metadata
-            .labels
-            .unwrap_or_default();
-        if labels.get("palisade.dev/boundary") == Some(&f.boundary) {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the label never came back"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let started = Instant::now();
-    loop {
-        let cluster = f.stack.ok("GET", "/v1/clusters/k1", None).await;
-        if cluster["repairs"] == 2 {
-            assert_eq!(
-                cluster["last_repair"]["message"],
-                format!("namespace {ns} lost its boundary label; restored"),
-                "{cluster}"
-            );
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the label's repair not recorded: {cluster}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_boundary_label(&namespaces, ns, &f.boundary, Duration::from_millis(100)).await;
+    let cluster = f
+        .stack
+        .wait_cluster("k1", "the label's repair recorded", |c| c["repairs"] == 2)
+        .await;
+    assert_eq!(
+        cluster["last_repair"]["message"],
+        format!("namespace {ns} lost its boundary label; restored"),
+        "{cluster}"
+    );
 }

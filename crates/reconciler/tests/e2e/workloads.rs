@@ -6,12 +6,13 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::Api;
-use palisade_reconciler::ClusterClient;
 use palisade_testkit::control_plane::{temp_namespace, ControlPlane, Options};
 use palisade_vap::object_name;
 use serde_json::json;
 
-use crate::support::{eventually, policy, unique_boundary, wait_enforced, INSTALLATION};
+use crate::support::{
+    admin_of, eventually, no_latest, policy, unique_boundary, wait_enforced, INSTALLATION,
+};
 use std::time::{Duration, Instant};
 
 const CONTROLLERS_TIMEOUT: Duration = Duration::from_secs(120);
@@ -28,9 +29,7 @@ async fn scaled_up_pods_of_an_older_deployment_are_denied_on_1_37() {
         .await
         .unwrap();
     let client = plane.client().await;
-    let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
-        .await
-        .unwrap();
+    let cluster = admin_of(&plane).await;
     let boundary = unique_boundary("workloads");
     let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
     let deployments = Api::<Deployment>::namespaced(client.clone(), &namespace);
@@ -57,7 +56,7 @@ async fn scaled_up_pods_of_an_older_deployment_are_denied_on_1_37() {
     )
     .await;
 
-    let no_latest = policy("no-latest", json!({"rules": [{"disallowLatestTag": {}}]}));
+    let no_latest = policy("no-latest", no_latest());
     cluster
         .apply_policy(INSTALLATION, &boundary, &no_latest)
         .await
