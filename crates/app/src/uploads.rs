@@ -544,16 +544,13 @@ impl App {
         };
         let (named_before, written_before) =
             (before(UNNAMED_UPLOAD_LIFETIME), before(ORPHAN_CHUNK_AGE));
-        let uploads = in_batches(UPLOADS_PER_SWEEP_BATCH, async |batch| {
-            self.store
-                .delete_unnamed_uploads(&named_before, batch)
-                .await
+        let uploads = in_batches(UPLOADS_PER_SWEEP_BATCH, |batch| {
+            self.store.delete_unnamed_uploads(&named_before, batch)
         })
         .await?;
-        let chunks = in_batches(CHUNKS_PER_DELETE, async |batch| {
+        let chunks = in_batches(CHUNKS_PER_DELETE, |batch| {
             self.store
                 .delete_orphan_upload_chunks(&written_before, batch)
-                .await
         })
         .await?;
         Ok(Swept { uploads, chunks })
@@ -561,10 +558,10 @@ impl App {
 }
 
 /// Runs `delete` of at most `batch` rows until one deletes fewer; how many it deleted in all.
-async fn in_batches(
-    batch: usize,
-    mut delete: impl AsyncFnMut(usize) -> palisade_store::Result<u64>,
-) -> AppResult<u64> {
+async fn in_batches<F>(batch: usize, mut delete: impl FnMut(usize) -> F) -> AppResult<u64>
+where
+    F: std::future::Future<Output = palisade_store::Result<u64>>,
+{
     let mut deleted = 0;
     loop {
         let n = delete(batch)
