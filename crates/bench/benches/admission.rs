@@ -25,13 +25,6 @@
 //! blocks of `PODS/10` Pods, alternated without/with, with/without, ..., so that slow drifts
 //! of a shared machine affect both alike; there is no order-check run then).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly"
-)]
-
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;

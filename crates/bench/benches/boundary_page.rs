@@ -2,13 +2,6 @@
 //! `render` is the rendering alone (data already read); `handler` is the whole GET through the
 //! router on SQLite (session check, store reads, policy decoding, grandfathering, rendering).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly on bad fixtures"
-)]
-
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;

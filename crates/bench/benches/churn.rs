@@ -21,13 +21,6 @@
 //! table then also says the layout before and after, and how long after the last change every
 //! boundary's last version was `enforced`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly"
-)]
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -96,26 +89,48 @@ fn fixed_policies() -> Vec<palisade_policy::Policy> {
         .collect()
 }
 
-/// Compliant Pods created one after the other in `namespace` until `done`: their latencies
-/// and how many failed.
-fn creates_alongside(
-    client: &kube::Client,
-    namespace: &str,
+/// Changes paced at `rate` a second, with compliant Pods created one after the other in
+/// `namespace` alongside until [`Alongside::creates`] stops them.
+struct Alongside {
     done: Arc<AtomicBool>,
-) -> tokio::task::JoinHandle<(Vec<Duration>, usize)> {
-    let api = Api::<Pod>::namespaced(client.clone(), namespace);
-    tokio::spawn(async move {
-        let (mut latencies, mut failures, mut index) = (Vec::new(), 0usize, 0usize);
-        while !done.load(Ordering::Relaxed) {
-            let started = Instant::now();
-            match api.create(&PostParams::default(), &pod(index)).await {
-                Ok(_) => latencies.push(started.elapsed()),
-                Err(_) => failures += 1,
+    creates: tokio::task::JoinHandle<(Vec<Duration>, usize)>,
+    started: Instant,
+    ticker: tokio::time::Interval,
+}
+
+impl Alongside {
+    fn start(client: &kube::Client, namespace: &str, rate: usize) -> Alongside {
+        let done = Arc::new(AtomicBool::new(false));
+        let api = Api::<Pod>::namespaced(client.clone(), namespace);
+        let creating = done.clone();
+        let creates = tokio::spawn(async move {
+            let (mut latencies, mut failures, mut index) = (Vec::new(), 0usize, 0usize);
+            while !creating.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                match api.create(&PostParams::default(), &pod(index)).await {
+                    Ok(_) => latencies.push(started.elapsed()),
+                    Err(_) => failures += 1,
+                }
+                index += 1;
             }
-            index += 1;
+            (latencies, failures)
+        });
+        let started = Instant::now();
+        let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Alongside {
+            done,
+            creates,
+            started,
+            ticker,
         }
-        (latencies, failures)
-    })
+    }
+
+    /// Stops the creates: their latencies and how many failed.
+    async fn creates(self) -> (Vec<Duration>, usize) {
+        self.done.store(true, Ordering::Relaxed);
+        self.creates.await.unwrap()
+    }
 }
 
 /// What a run of changes did to the API server: whether the process started is still alive,
@@ -147,6 +162,29 @@ async fn aftermath(
         );
     }
     (alive, compiled, parameters, fatal.len())
+}
+
+/// The cells a row shares, from the policy changes to the create p99: `changes` made in
+/// `took` (`failed_changes` of them refused), what they did to the API server (`aftermath`),
+/// and the latencies and failures of the creates alongside.
+fn change_cells(
+    (changes, failed_changes, took): (usize, usize, Duration),
+    (alive, compiled, parameters, fatal): (bool, i64, i64, usize),
+    (mut latencies, create_failures): (Vec<Duration>, usize),
+) -> String {
+    latencies.sort();
+    format!(
+        "{changes} in {:.1} s ({:.0}/s), {failed_changes} failed | {} | {} | {:.3} | {:.3} | {} ({create_failures} failed) | {:.2} ms | {:.2} ms",
+        took.as_secs_f64(),
+        changes as f64 / took.as_secs_f64(),
+        if alive { "0" } else { "1 (process gone)" },
+        fatal,
+        compiled as f64 / changes as f64,
+        parameters as f64 / changes as f64,
+        latencies.len(),
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+    )
 }
 
 /// The objects this bench's fixed layouts write.
@@ -297,15 +335,11 @@ async fn main() {
         let parameters_before = parameter_generations(&client, &installation_selector()).await;
 
         // Creates alongside, one after the other, until the changes are done.
-        let done = Arc::new(AtomicBool::new(false));
-        let creates = creates_alongside(&client, &namespace, done.clone());
-        let started = Instant::now();
-        let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut run = Alongside::start(&client, &namespace, rate);
         let mut failed_changes = 0usize;
         let mut first_failure = None;
         for change in 0..changes {
-            ticker.tick().await;
+            run.ticker.tick().await;
             let boundary = &names[change % names.len()];
             let version = change / names.len() + 1;
             let policies: Vec<_> = if layout == Layout::PerBoundary {
@@ -325,11 +359,9 @@ async fn main() {
                 first_failure.get_or_insert(change);
             }
         }
-        let took = started.elapsed();
-        done.store(true, Ordering::Relaxed);
-        let (mut latencies, create_failures) = creates.await.unwrap();
-        latencies.sort();
-        let (alive, compiled, parameters, fatal) = aftermath(
+        let took = run.started.elapsed();
+        let creates = run.creates().await;
+        let after = aftermath(
             &plane,
             &client,
             &installation_selector(),
@@ -339,19 +371,9 @@ async fn main() {
         )
         .await;
         let row = format!(
-            "| {} | {} | {} | {changes} in {:.1} s ({:.0}/s), {failed_changes} failed | {} | {} | {:.3} | {:.3} | {} ({create_failures} failed) | {:.2} ms | {:.2} ms |",
+            "| {} | {label} | {boundaries} | {} |",
             plane.version(),
-            label,
-            boundaries,
-            took.as_secs_f64(),
-            changes as f64 / took.as_secs_f64(),
-            if alive { "0" } else { "1 (process gone)" },
-            fatal,
-            compiled as f64 / changes as f64,
-            parameters as f64 / changes as f64,
-            latencies.len(),
-            percentile(&latencies, 0.5),
-            percentile(&latencies, 0.99),
+            change_cells((changes, failed_changes, took), after, creates),
         );
         eprintln!("churn {row}");
         rows.push(row);
@@ -460,14 +482,10 @@ async fn churn_auto(version: &str, changes: usize, rate: usize, boundaries: usiz
     let parameters_before = parameter_generations(&client, selector).await;
 
     let namespace = format!("{}-web", names[0]);
-    let done = Arc::new(AtomicBool::new(false));
-    let creates = creates_alongside(&client, &namespace, done.clone());
-    let started = Instant::now();
-    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut run = Alongside::start(&client, &namespace, rate);
     let mut failed_changes = 0usize;
     for change in 0..changes {
-        ticker.tick().await;
+        run.ticker.tick().await;
         let boundary = &names[change % names.len()];
         let (_, spec) = policy_specs(change / names.len() + 1)[2].clone();
         let (status, _) = stack
@@ -481,12 +499,10 @@ async fn churn_auto(version: &str, changes: usize, rate: usize, boundaries: usiz
             failed_changes += 1;
         }
     }
-    let took = started.elapsed();
+    let took = run.started.elapsed();
     let settled = all_enforced(&stack, &names, Duration::from_secs(120)).await;
-    done.store(true, Ordering::Relaxed);
-    let (mut latencies, create_failures) = creates.await.unwrap();
-    latencies.sort();
-    let (alive, compiled, parameters, fatal) = aftermath(
+    let creates = run.creates().await;
+    let after = aftermath(
         &plane,
         &client,
         selector,
@@ -504,20 +520,15 @@ async fn churn_auto(version: &str, changes: usize, rate: usize, boundaries: usiz
         )
     };
     let row = format!(
-        "| {} | {} | {} | {boundaries} | {changes} in {:.1} s ({:.0}/s), {failed_changes} failed | {} | {} | {:.3} | {:.3} | {} ({create_failures} failed) | {:.2} ms | {:.2} ms | {} |",
+        "| {} | {} | {} | {boundaries} | {} | {} |",
         plane.version(),
         shown(&layout_before),
         shown(&layout),
-        took.as_secs_f64(),
-        changes as f64 / took.as_secs_f64(),
-        if alive { "0" } else { "1 (process gone)" },
-        fatal,
-        compiled as f64 / changes as f64,
-        parameters as f64 / changes as f64,
-        latencies.len(),
-        percentile(&latencies, 0.5),
-        percentile(&latencies, 0.99),
-        settled.map_or("not within 120 s".to_owned(), |d| format!("{:.1} s", d.as_secs_f64())),
+        change_cells((changes, failed_changes, took), after, creates),
+        settled.map_or("not within 120 s".to_owned(), |d| format!(
+            "{:.1} s",
+            d.as_secs_f64()
+        )),
     );
     eprintln!("churn auto {row}");
     row

@@ -68,17 +68,10 @@
 //! `cargo bench -p palisade-bench --bench fleet -- CLUSTERS...` (e.g. `1 5 10 20`;
 //! environment: `IDLE_SECONDS`, `CHANGES`, `WARMUP_CHANGES`, `SCOPE=all|one`)
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly"
-)]
-
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use palisade_reconciler::ClusterClient;
-use palisade_testkit::bench::{args_or_usage, env_number};
+use palisade_testkit::bench::{args_or_usage, env_number, jitter};
 use palisade_testkit::control_plane::ControlPlane;
 use serde_json::{json, Value};
 
@@ -250,16 +243,6 @@ async fn put(stack: &Stack, change: usize) -> (String, Instant) {
     (etag, answered)
 }
 
-/// A pause of 0-1 s that does not line up with anything periodic.
-fn jitter(change: usize) -> Duration {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mixed = (u64::from(nanos) ^ (change as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        .wrapping_mul(0x2545_f491_4f6c_dd1d);
-    Duration::from_millis((mixed >> 32) % 1000)
-}
-
 /// Nearest-rank quantile of sorted samples.
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
@@ -292,42 +275,73 @@ struct Row {
 }
 
 impl Row {
-    fn line(&self) -> String {
-        format!(
-            "clusters={} idle_rss_mb={:.1} idle_cpu_pct={:.2} poll_cpu_pct={:.2} full_pass_ms={:.0} \
-             change_p50_ms={:.0} change_p99_ms={:.0} change_max_ms={:.0} changes_cpu_pct={:.1} \
-             changes_net_cpu_pct={:.1} changes_machine_busy_pct={:.0} changes_peak_rss_mb={:.1}",
-            self.clusters,
-            mb(self.idle_rss_kb),
-            self.idle_cpu_pct,
-            self.poll_cpu_pct,
-            ms(self.full_pass),
-            ms(self.change_p50),
-            ms(self.change_p99),
-            ms(self.change_max),
-            self.changes_cpu_pct,
-            self.changes_net_cpu_pct,
-            self.changes_machine_busy_pct,
-            mb(self.changes_peak_rss_kb),
-        )
+    /// Each figure: its name in a line, its value as written in both, and its unit in a table.
+    fn figures(&self) -> [(&'static str, String, &'static str); 12] {
+        [
+            ("clusters", self.clusters.to_string(), ""),
+            (
+                "idle_rss_mb",
+                format!("{:.1}", mb(self.idle_rss_kb)),
+                " MiB",
+            ),
+            ("idle_cpu_pct", format!("{:.2}", self.idle_cpu_pct), " %"),
+            ("poll_cpu_pct", format!("{:.2}", self.poll_cpu_pct), " %"),
+            ("full_pass_ms", format!("{:.0}", ms(self.full_pass)), " ms"),
+            (
+                "change_p50_ms",
+                format!("{:.0}", ms(self.change_p50)),
+                " ms",
+            ),
+            (
+                "change_p99_ms",
+                format!("{:.0}", ms(self.change_p99)),
+                " ms",
+            ),
+            (
+                "change_max_ms",
+                format!("{:.0}", ms(self.change_max)),
+                " ms",
+            ),
+            (
+                "changes_cpu_pct",
+                format!("{:.1}", self.changes_cpu_pct),
+                " %",
+            ),
+            (
+                "changes_net_cpu_pct",
+                format!("{:.1}", self.changes_net_cpu_pct),
+                " %",
+            ),
+            (
+                "changes_machine_busy_pct",
+                format!("{:.0}", self.changes_machine_busy_pct),
+                " %",
+            ),
+            (
+                "changes_peak_rss_mb",
+                format!("{:.1}", mb(self.changes_peak_rss_kb)),
+                " MiB",
+            ),
+        ]
     }
 
+    /// `name=value ...`, as the bench's output lines read.
+    fn line(&self) -> String {
+        self.figures()
+            .iter()
+            .map(|(name, value, _)| format!("{name}={value}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// `| value unit | ... |`, a row of docs/benchmarks.md's table.
     fn table_row(&self) -> String {
-        format!(
-            "| {} | {:.1} MiB | {:.2} % | {:.2} % | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} ms | {:.1} % | {:.1} % | {:.0} % | {:.1} MiB |",
-            self.clusters,
-            mb(self.idle_rss_kb),
-            self.idle_cpu_pct,
-            self.poll_cpu_pct,
-            ms(self.full_pass),
-            ms(self.change_p50),
-            ms(self.change_p99),
-            ms(self.change_max),
-            self.changes_cpu_pct,
-            self.changes_net_cpu_pct,
-            self.changes_machine_busy_pct,
-            mb(self.changes_peak_rss_kb),
-        )
+        let cells: Vec<String> = self
+            .figures()
+            .iter()
+            .map(|(_, value, unit)| format!("{value}{unit}"))
+            .collect();
+        format!("| {} |", cells.join(" | "))
     }
 }
 

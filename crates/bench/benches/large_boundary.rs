@@ -18,13 +18,6 @@
 //!
 //! `cargo bench -p palisade-bench --bench large_boundary -- RESOURCES`
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly on bad fixtures"
-)]
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

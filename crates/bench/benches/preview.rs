@@ -16,13 +16,6 @@
 //!
 //! `cargo bench -p palisade-bench --bench preview -- OBJECTS CLUSTERS`
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly"
-)]
-
 use std::sync::Arc;
 use std::time::Instant;
 

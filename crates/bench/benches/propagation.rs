@@ -20,17 +20,10 @@
 //!
 //! `cargo bench -p palisade-bench --bench propagation -- CLUSTERS` (e.g. `3`)
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly"
-)]
-
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use palisade_reconciler::ClusterClient;
-use palisade_testkit::bench::{args_or_usage, env_number};
+use palisade_testkit::bench::{args_or_usage, env_number, jitter};
 use palisade_testkit::control_plane::ControlPlane;
 use serde_json::{json, Value};
 
@@ -43,30 +36,6 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 #[path = "support/stack.rs"]
 mod stack;
 use stack::Stack;
-
-impl Stack {
-    /// Waits until the API reports the policy `enforced` in every cluster.
-    async fn wait_enforced(&self, clusters: usize) {
-        let started = Instant::now();
-        loop {
-            let body = self
-                .ok(
-                    "GET",
-                    &format!("/v1/boundaries/{BOUNDARY}/policies/{POLICY}"),
-                    None,
-                )
-                .await;
-            let enforced = body["status"]["clusters"].as_array().map_or(0, |c| {
-                c.iter().filter(|c| c["status"] == "enforced").count()
-            });
-            if enforced == clusters {
-                return;
-            }
-            assert!(started.elapsed() < TIMEOUT, "not enforced: {body}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
 
 fn spec(key: &str) -> Value {
     json!({"rules": [{"requiredLabels": {"labels": [{"key": key}]}}]})
@@ -114,16 +83,6 @@ async fn first_denial(
         );
         tokio::time::sleep(POLL).await;
     }
-}
-
-/// A pause of 0-1 s that does not line up with anything periodic.
-fn jitter(change: usize) -> Duration {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mixed = (u64::from(nanos) ^ (change as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        .wrapping_mul(0x2545_f491_4f6c_dd1d);
-    Duration::from_millis((mixed >> 32) % 1000)
 }
 
 /// One change: check the previous version admits the probe everywhere, PUT, time the denials.
@@ -234,14 +193,18 @@ async fn main() {
             Some(spec(&key(0))),
         )
         .await;
-    stack.wait_enforced(count).await;
+    stack
+        .wait_enforced(BOUNDARY, POLICY, count, Duration::from_millis(50), TIMEOUT)
+        .await;
     let mut per_cluster = Vec::new();
     let mut all_clusters = Vec::new();
     let mut puts = Vec::new();
     for i in 1..=warmup + changes {
         tokio::time::sleep(jitter(i)).await;
         let (times, put) = change(&stack, &clusters, i).await;
-        stack.wait_enforced(count).await;
+        stack
+            .wait_enforced(BOUNDARY, POLICY, count, Duration::from_millis(50), TIMEOUT)
+            .await;
         let slowest = times.iter().copied().max().unwrap_or_default();
         let millis: Vec<String> = times
             .iter()

@@ -39,13 +39,6 @@
 //! N exceptions each (SPEC 7), matched by labels no created Pod has: what exceptions cost a
 //! create they do not let past.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly"
-)]
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

@@ -14,13 +14,6 @@
 //!
 //! `cargo bench -p palisade-bench --bench workloads -- run`
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "a benchmark fails loudly"
-)]
-
 use std::time::{Duration, Instant};
 
 use palisade_testkit::bench::{args_or_usage, env_number};
@@ -111,21 +104,9 @@ fn main() {
                 Some(json!({"rules": [{"disallowLatestTag": {}}]})),
             )
             .await;
-        let started = Instant::now();
-        loop {
-            let body = stack
-                .ok(
-                    "GET",
-                    &format!("/v1/boundaries/{BOUNDARY}/policies/no-latest"),
-                    None,
-                )
-                .await;
-            if body["status"]["clusters"][0]["status"] == "enforced" {
-                break;
-            }
-            assert!(started.elapsed() < TIMEOUT, "never enforced: {body}");
-            tokio::time::sleep(POLL).await;
-        }
+        stack
+            .wait_enforced(BOUNDARY, "no-latest", 1, POLL, TIMEOUT)
+            .await;
         let mut running = Vec::new();
         let mut rejected = Vec::new();
         for i in 0..warmup + creates {

@@ -33,3 +33,14 @@ pub fn env_number(name: &str, default: usize) -> usize {
         Err(_) => default,
     }
 }
+
+/// A pause of 0-1 s after change `change` that does not line up with anything periodic (the
+/// API server's one-second policy reload).
+pub fn jitter(change: usize) -> std::time::Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mixed = (u64::from(nanos) ^ (change as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_mul(0x2545_f491_4f6c_dd1d);
+    std::time::Duration::from_millis((mixed >> 32) % 1000)
+}

@@ -3,6 +3,7 @@
 //! sees through the API.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use palisade_reconciler::Controller;
 use palisade_runtime::{Runtime, RuntimeConfig};
@@ -81,6 +82,32 @@ impl Stack {
         let (status, body) = self.call(method, path, body).await;
         assert!(status.is_success(), "{method} {path}: {status} {body}");
         body
+    }
+
+    /// Waits until the API reports `policy` of `boundary` `enforced` in `clusters` clusters,
+    /// asking every `poll`, for at most `timeout`.
+    #[allow(dead_code, reason = "some benches sharing this file do not call it")]
+    pub async fn wait_enforced(
+        &self,
+        boundary: &str,
+        policy: &str,
+        clusters: usize,
+        poll: Duration,
+        timeout: Duration,
+    ) {
+        let started = Instant::now();
+        loop {
+            let path = format!("/v1/boundaries/{boundary}/policies/{policy}");
+            let body = self.ok("GET", &path, None).await;
+            let enforced = body["status"]["clusters"].as_array().map_or(0, |c| {
+                c.iter().filter(|c| c["status"] == "enforced").count()
+            });
+            if enforced == clusters {
+                return;
+            }
+            assert!(started.elapsed() < timeout, "not enforced: {body}");
+            tokio::time::sleep(poll).await;
+        }
     }
 
     /// Registers a cluster as `name`, attaches it to `boundary` and creates the boundary's
