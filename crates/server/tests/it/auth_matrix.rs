@@ -2,7 +2,7 @@
 //! developer of the boundary, boundary-admin and developer of another boundary), each on a
 //! fresh store, asserting the exact status.
 
-use crate::common::{app_resource, plans, TestApp, KUBECONFIG};
+use crate::common::{app_resource, plans, shop, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -23,8 +23,7 @@ const ROLES: [&str; 6] = [
 ];
 
 async fn make_fixture() -> Fixture {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     app.boundary("other").await;
     app.policy("shop", "p", plans(&["small", "medium"])).await;
     let answer = app
@@ -35,13 +34,7 @@ async fn make_fixture() -> Fixture {
     assert_eq!(answer.status, StatusCode::CREATED);
     let answer = app.attach("shop", "c1").await;
     assert_eq!(answer.status, StatusCode::OK);
-    let dev = app
-        .admin(
-            Method::POST,
-            "/v1/tokens",
-            Some(json!({"role": "developer", "boundary": "shop"})),
-        )
-        .await;
+    let dev = app.new_token("developer", Some("shop")).await;
     let developer_token_id = dev.body["id"].as_str().unwrap().to_owned();
     let tokens = vec![
         None,
@@ -294,13 +287,7 @@ async fn every_endpoint_for_every_role() {
             None,
         )
         .await;
-    let names: Vec<_> = answer.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["name"].clone())
-        .collect();
-    assert_eq!(names, vec![json!("shop")]);
+    assert_eq!(answer.items("name"), ["shop"]);
     // The apply endpoint: a developer may not (403 before its body is read), a boundary-admin
     // may only for its boundary.
     let doc = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: q, boundary: shop}\nspec: {rules: [{disallowLatestTag: {}}]}\n";
@@ -393,11 +380,10 @@ async fn the_last_admin_token_is_not_revoked() {
     let refused = app
         .admin(Method::DELETE, &format!("/v1/tokens/{first}"), None)
         .await;
-    assert_eq!(refused.status, StatusCode::CONFLICT, "{refused:?}");
-    assert_eq!(refused.code(), "conflict");
-    assert_eq!(
-        refused.message(),
-        format!("token '{first}' is the last admin token: create another admin token first")
+    refused.assert_refusal(
+        StatusCode::CONFLICT,
+        "conflict",
+        format!("token '{first}' is the last admin token: create another admin token first"),
     );
     assert_eq!(
         app.admin_get("/v1/tokens").await.status,
@@ -419,9 +405,8 @@ async fn the_last_admin_token_is_not_revoked() {
     let refused = app
         .delete(&format!("/v1/tokens/{second_id}"), &second_secret)
         .await;
-    assert_eq!(refused.status, StatusCode::CONFLICT, "{refused:?}");
-    assert_eq!(
-        refused.message(),
-        format!("token '{second_id}' is the last admin token: create another admin token first")
+    refused.assert_error(
+        StatusCode::CONFLICT,
+        format!("token '{second_id}' is the last admin token: create another admin token first"),
     );
 }

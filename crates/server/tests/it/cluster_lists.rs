@@ -2,24 +2,13 @@
 //! `limit` is a 400 naming `/limit` (a bad `continue`: see `hardening.rs`). A cluster shows
 //! the admission layout in use in it and why (SPEC 3.4) once the reconciler has said.
 
-use crate::common;
-use crate::common::{TestApp, KUBECONFIG};
+use crate::common::{shop, TestApp, KUBECONFIG};
 use axum::http::StatusCode;
 use serde_json::json;
 
-fn names(answer: &common::Answer) -> Vec<String> {
-    answer.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[tokio::test]
 async fn cluster_lists_page_and_refuse_a_bad_limit() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     for name in ["c3", "c1", "c2"] {
         let answer = app.put_cluster(name, KUBECONFIG).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
@@ -29,19 +18,19 @@ async fn cluster_lists_page_and_refuse_a_bad_limit() {
     for list in ["/v1/clusters", "/v1/boundaries/shop/clusters"] {
         let first = app.admin_get(&format!("{list}?limit=2")).await;
         assert_eq!(first.status, StatusCode::OK, "{list}: {first:?}");
-        assert_eq!(names(&first), ["c1", "c2"], "{list}");
+        assert_eq!(first.items("name"), ["c1", "c2"], "{list}");
         let token = first.body["continue"].as_str().unwrap();
         let rest = app
             .admin_get(&format!("{list}?limit=2&continue={token}"))
             .await;
-        assert_eq!(names(&rest), ["c3"], "{list}");
+        assert_eq!(rest.items("name"), ["c3"], "{list}");
         assert!(
             rest.body.get("continue").is_none(),
             "{list}: {:?}",
             rest.body
         );
         let all = app.admin_get(list).await;
-        assert_eq!(names(&all), ["c1", "c2", "c3"], "{list}");
+        assert_eq!(all.items("name"), ["c1", "c2", "c3"], "{list}");
         for (query, message) in [
             ("?limit=0", "/limit: must be from 1 to 1000, got 0"),
             ("?limit=1001", "/limit: must be from 1 to 1000, got 1001"),
@@ -62,8 +51,7 @@ async fn cluster_lists_page_and_refuse_a_bad_limit() {
 
 #[tokio::test]
 async fn a_cluster_shows_its_admission_layout_and_why_once_known() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let answer = app.put_cluster("c1", KUBECONFIG).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     app.attach("shop", "c1").await;

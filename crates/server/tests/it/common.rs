@@ -7,11 +7,16 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
-use palisade_policy::Catalog;
+use palisade_api_types::view::WorkloadDetail;
+use palisade_app::ports::{
+    ClusterError, Clusters, LabelOutcome, Labelled, ScanInfo, Visit, WorkloadTarget,
+};
+use palisade_policy::{Catalog, Name};
 use palisade_server::SealingKey;
 use palisade_server::{app, AppState};
 use palisade_store::SharedStore;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use tower::ServiceExt;
 
 /// A kubeconfig SPEC 4.1 accepts: one cluster by https, one user by token, one context.
@@ -38,6 +43,36 @@ impl Answer {
     }
     pub fn message(&self) -> &str {
         self.body["error"]["message"].as_str().unwrap_or("")
+    }
+    /// Asserts the status `status` and the error message `message`.
+    pub fn assert_error(&self, status: StatusCode, message: impl AsRef<str>) {
+        assert_eq!(self.status, status, "{self:?}");
+        assert_eq!(self.message(), message.as_ref(), "{self:?}");
+    }
+
+    /// Asserts the status `status`, the error code `code` and the message `message`.
+    pub fn assert_refusal(&self, status: StatusCode, code: &str, message: impl AsRef<str>) {
+        assert_eq!(self.status, status, "{self:?}");
+        assert_eq!(self.code(), code, "{self:?}");
+        assert_eq!(self.message(), message.as_ref(), "{self:?}");
+    }
+
+    /// Asserts the status `status` and an error message that starts with `prefix`.
+    pub fn assert_error_starts(&self, status: StatusCode, prefix: &str) {
+        assert_eq!(self.status, status, "{self:?}");
+        assert!(self.message().starts_with(prefix), "{self:?}");
+    }
+
+    /// Asserts a 400 `invalid_request` whose message is `message`; `context` names the case.
+    pub fn assert_invalid_request(&self, message: &str, context: &str) {
+        assert_eq!(self.status, StatusCode::BAD_REQUEST, "{context}");
+        assert_eq!(self.code(), "invalid_request");
+        assert_eq!(self.message(), message, "{context}");
+    }
+    /// The text `field` of each of the body's `items`.
+    pub fn items(&self, field: &str) -> Vec<&str> {
+        let items = self.body["items"].as_array().unwrap();
+        items.iter().map(|i| i[field].as_str().unwrap()).collect()
     }
     pub fn warnings(&self) -> Vec<String> {
         self.headers
@@ -192,6 +227,12 @@ impl TestApp {
             .await
     }
 
+    /// POSTs the text `body` as a resource of `boundary` to create, as the caller of `token`.
+    pub async fn create_text(&self, boundary: &str, token: &str, body: &str) -> Answer {
+        let path = format!("/v1/boundaries/{boundary}/resources");
+        self.post_body(&path, token, body, "application/json").await
+    }
+
     /// POSTs the text `body` as YAML (what `/v1/apply` reads) as the caller of `token`.
     pub async fn post_yaml(&self, path: &str, token: &str, body: &str) -> Answer {
         self.post_body(path, token, body, "application/yaml").await
@@ -205,15 +246,22 @@ impl TestApp {
         body: &str,
         content_type: &str,
     ) -> Answer {
-        self.raw(
-            Method::POST,
-            path,
-            Some(token),
-            Some(body),
-            Some(content_type),
-            &[],
-        )
-        .await
+        self.send_body(Method::POST, path, token, body, content_type)
+            .await
+    }
+
+    /// Sends the text `body` with the media type `content_type` as the caller of `token`.
+    pub async fn send_body(
+        &self,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: &str,
+        content_type: &str,
+    ) -> Answer {
+        let (body, content_type) = (Some(body), Some(content_type));
+        self.raw(method, path, Some(token), body, content_type, &[])
+            .await
     }
 
     pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
@@ -269,15 +317,28 @@ impl TestApp {
         .await
     }
 
-    pub async fn token(&self, role: &str, boundary: Option<&str>) -> String {
+    /// Asks as admin for a token of `role` in `boundary`; the answer holds its id and secret.
+    pub async fn new_token(&self, role: &str, boundary: Option<&str>) -> Answer {
         let mut body = json!({"role": role});
         if let Some(b) = boundary {
             body["boundary"] = json!(b);
         }
-        let answer = self.admin(Method::POST, "/v1/tokens", Some(body)).await;
+        self.admin(Method::POST, "/v1/tokens", Some(body)).await
+    }
+
+    /// The secret of a new token of `role` in `boundary`.
+    pub async fn token(&self, role: &str, boundary: Option<&str>) -> String {
+        let answer = self.new_token(role, boundary).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
         answer.body["secret"].as_str().unwrap().to_owned()
     }
+}
+
+/// An app on SQLite with the boundary `shop`.
+pub async fn shop() -> TestApp {
+    let app = TestApp::sqlite().await;
+    app.boundary("shop").await;
+    app
 }
 
 pub fn plans(list: &[&str]) -> Value {
@@ -292,4 +353,68 @@ pub fn app_resource(name: &str, plan: &str) -> Value {
 /// The body that creates the PostgreSQL database `name` on `plan`.
 pub fn postgresql(name: &str, plan: &str) -> Value {
     json!({"type": "postgresql", "name": name, "plan": plan})
+}
+
+/// A test double of the clusters port that answers only what a test gives it: the answers it
+/// leaves out accept (a namespace is created, a release and a removal do nothing), or fail as
+/// "not used" (a scan, a workload read). `fake` makes it the port.
+pub trait FakeClusters: Send + Sync + std::fmt::Debug + 'static {
+    fn label_namespace(&self, _namespace: &str, _adopt: bool) -> Result<Labelled, ClusterError> {
+        Ok(Labelled {
+            outcome: LabelOutcome::Created,
+            uid: None,
+        })
+    }
+    fn scan(&self, _page_size: u32, _visit: Visit<'_>) -> Result<ScanInfo, ClusterError> {
+        Err(ClusterError::Failed("not used".into()))
+    }
+    fn workload_detail(&self, _target: &WorkloadTarget) -> Result<WorkloadDetail, ClusterError> {
+        Err(ClusterError::Failed("not used".into()))
+    }
+}
+
+/// The clusters port over the double `double`, which the test keeps to look into.
+pub fn fake<T: FakeClusters>(double: Arc<T>) -> Arc<dyn Clusters> {
+    Arc::new(Fake(double))
+}
+
+#[derive(Debug)]
+struct Fake<T>(Arc<T>);
+
+#[async_trait::async_trait]
+impl<T: FakeClusters> Clusters for Fake<T> {
+    fn check_kubeconfig(&self, _: &str) -> Result<(), ClusterError> {
+        Ok(())
+    }
+    async fn label_namespace(
+        &self,
+        _: &str,
+        _: &Name,
+        namespace: &str,
+        adopt: bool,
+    ) -> Result<Labelled, ClusterError> {
+        self.0.label_namespace(namespace, adopt)
+    }
+    async fn release_namespace(&self, _: &str, _: &Name, _: &str) -> Result<(), ClusterError> {
+        Ok(())
+    }
+    async fn remove_installation(&self, _: &str, _: &str) -> Result<Vec<String>, ClusterError> {
+        Ok(Vec::new())
+    }
+    async fn scan(
+        &self,
+        _: &str,
+        _: &Name,
+        page_size: u32,
+        visit: Visit<'_>,
+    ) -> Result<ScanInfo, ClusterError> {
+        self.0.scan(page_size, visit)
+    }
+    async fn workload_detail(
+        &self,
+        _: &str,
+        target: &WorkloadTarget,
+    ) -> Result<WorkloadDetail, ClusterError> {
+        self.0.workload_detail(target)
+    }
 }

@@ -1,15 +1,9 @@
 //! Compute-plan enforcement through the HTTP API (SPEC 2): exact 422 bodies, component
 //! checks, grandfathering, functions, static web apps, the picker and the answer order.
 
-use crate::common::{app_resource, plans, postgresql, TestApp};
+use crate::common::{app_resource, plans, postgresql, shop, Answer, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
-
-async fn shop() -> TestApp {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
-    app
-}
 
 #[tokio::test]
 async fn create_on_a_disallowed_plan_answers_the_exact_422() {
@@ -17,9 +11,8 @@ async fn create_on_a_disallowed_plan_answers_the_exact_422() {
     app.policy("shop", "size-limits", plans(&["small", "medium"]))
         .await;
     let dev = app.token("developer", Some("shop")).await;
-    let answer = app
-        .create("shop", &dev, json!({"type": "app", "name": "web", "plan": "large", "image": "ghcr.io/acme/web:1.4", "labels": {}}))
-        .await;
+    let wanted = json!({"type": "app", "name": "web", "plan": "large", "image": "ghcr.io/acme/web:1.4", "labels": {}});
+    let answer = app.create("shop", &dev, wanted).await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
         answer.body,
@@ -32,9 +25,9 @@ async fn create_on_a_disallowed_plan_answers_the_exact_422() {
     let got = app.get("/v1/boundaries/shop/resources/app/web", &dev).await;
     assert_eq!(got.status, StatusCode::NOT_FOUND);
     // An allowed plan is created.
-    let answer = app
-        .create("shop", &dev, json!({"type": "app", "name": "web", "plan": "medium", "image": "ghcr.io/acme/web:1.4"}))
-        .await;
+    let wanted =
+        json!({"type": "app", "name": "web", "plan": "medium", "image": "ghcr.io/acme/web:1.4"});
+    let answer = app.create("shop", &dev, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     assert_eq!(answer.body["plan"], "medium");
     assert_eq!(answer.body["boundary"], "shop");
@@ -59,24 +52,15 @@ async fn every_checked_type_is_refused_and_none_allowed_reads_none() {
     let answer = app
         .create("shop", &app.admin, postgresql("db", "small"))
         .await;
-    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(
-        answer.message(),
-        "Compute plan 'small' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: none."
-    );
+    answer.assert_error(StatusCode::UNPROCESSABLE_ENTITY, "Compute plan 'small' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: none.");
     assert_eq!(answer.body["error"]["denied_by"], json!(["b"]));
     for (ty, plan) in [
         ("sqlserver", "large"),
         ("qdrant", "large"),
         ("valkey", "large"),
     ] {
-        let answer = app
-            .create(
-                "shop",
-                &app.admin,
-                json!({"type": ty, "name": "r", "plan": plan}),
-            )
-            .await;
+        let wanted = json!({"type": ty, "name": "r", "plan": plan});
+        let answer = app.create("shop", &app.admin, wanted).await;
         assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{ty}");
         assert_eq!(answer.body["error"]["resource_type"], ty);
     }
@@ -86,29 +70,20 @@ async fn every_checked_type_is_refused_and_none_allowed_reads_none() {
 async fn container_instance_components_are_checked_in_request_order() {
     let app = shop().await;
     app.policy("shop", "size-limits", plans(&["small"])).await;
-    let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "container_instance", "name": "batch", "components": [
+    let wanted = json!({"type": "container_instance", "name": "batch", "components": [
             {"name": "worker", "plan": "small", "image": "a"},
             {"name": "cruncher", "plan": "large", "image": "b"},
-            {"name": "other", "plan": "xlarge", "image": "c"}]}),
-        )
-        .await;
+            {"name": "other", "plan": "xlarge", "image": "c"}]});
+    let answer = app.create("shop", &app.admin, wanted).await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(answer.body["error"]["component"], "cruncher");
     assert_eq!(answer.body["error"]["plan"], "large");
     assert_eq!(answer.body["error"]["resource_type"], "container_instance");
 
-    let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "container_instance", "name": "batch", "components": [
-            {"name": "worker", "plan": "small", "image": "a"}]}),
-        )
-        .await;
+    let wanted = json!({"type": "container_instance", "name": "batch", "components": [
+            {"name": "worker", "plan": "small", "image": "a"}]});
+
+    let answer = app.create("shop", &app.admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED);
     let path = "/v1/boundaries/shop/resources/container_instance/batch";
     // A renamed component is a create of that component: checked.
@@ -138,22 +113,20 @@ async fn container_instance_components_are_checked_in_request_order() {
 #[tokio::test]
 async fn grandfathered_resources_keep_their_plan_and_accept_other_changes() {
     let app = shop().await;
-    let created = app
-        .create("shop", &app.admin, json!({"type": "app", "name": "legacy", "plan": "large", "image": "ghcr.io/acme/r:1", "labels": {"team": "a"}}))
-        .await;
+    let wanted = json!({"type": "app", "name": "legacy", "plan": "large", "image": "ghcr.io/acme/r:1", "labels": {"team": "a"}});
+    let created = app.create("shop", &app.admin, wanted).await;
     assert_eq!(created.status, StatusCode::CREATED);
     app.policy("shop", "size-limits", plans(&["small", "medium"]))
         .await;
     let path = "/v1/boundaries/shop/resources/app/legacy";
     // Image and labels change: no plan move, succeeds.
     let answer = app
-        .raw(
+        .send_body(
             Method::PATCH,
             path,
-            Some(&app.admin),
-            Some(r#"{"image": "ghcr.io/acme/r:2", "labels": {"team": "b"}}"#),
-            Some("application/merge-patch+json"),
-            &[],
+            &app.admin,
+            r#"{"image": "ghcr.io/acme/r:2", "labels": {"team": "b"}}"#,
+            "application/merge-patch+json",
         )
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
@@ -194,9 +167,8 @@ async fn grandfathered_resources_keep_their_plan_and_accept_other_changes() {
 async fn functions_are_never_refused_but_carry_a_warning() {
     let app = shop().await;
     app.policy("shop", "size-limits", plans(&["small"])).await;
-    let answer = app
-        .create("shop", &app.admin, json!({"type": "function", "name": "f", "plan": "xlarge", "source": "https://git.example/f.git"}))
-        .await;
+    let wanted = json!({"type": "function", "name": "f", "plan": "xlarge", "source": "https://git.example/f.git"});
+    let answer = app.create("shop", &app.admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED);
     assert_eq!(
         answer.warnings(),
@@ -213,13 +185,9 @@ async fn functions_are_never_refused_but_carry_a_warning() {
         "Disallowed by boundary policy 'size-limits'"
     );
     // An allowed plan: no warning.
-    let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "function", "name": "g", "plan": "small", "image": "ghcr.io/acme/g:1"}),
-        )
-        .await;
+    let wanted =
+        json!({"type": "function", "name": "g", "plan": "small", "image": "ghcr.io/acme/g:1"});
+    let answer = app.create("shop", &app.admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED);
     assert!(answer.warnings().is_empty());
 }
@@ -227,30 +195,21 @@ async fn functions_are_never_refused_but_carry_a_warning() {
 #[tokio::test]
 async fn static_web_apps_take_no_plan_and_unknown_plans_list_the_catalog() {
     let app = shop().await;
-    let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "static_web_app", "name": "docs", "plan": "small"}),
-        )
-        .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.message(), "/plan: static web apps take no plan");
-    let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "valkey", "name": "c", "plan": "huge"}),
-        )
-        .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        answer.message(),
-        "/plan: plan 'huge' is not in the catalog of valkey; its plans are small, medium, large"
+    let wanted = json!({"type": "static_web_app", "name": "docs", "plan": "small"});
+    let answer = app.create("shop", &app.admin, wanted).await;
+    answer.assert_error(
+        StatusCode::BAD_REQUEST,
+        "/plan: static web apps take no plan",
     );
-    let answer = app
-        .create("shop", &app.admin, json!({"type": "static_web_app", "name": "docs", "source": "https://git.example/d.git"}))
-        .await;
+    let wanted = json!({"type": "valkey", "name": "c", "plan": "huge"});
+    let answer = app.create("shop", &app.admin, wanted).await;
+    answer.assert_error(
+        StatusCode::BAD_REQUEST,
+        "/plan: plan 'huge' is not in the catalog of valkey; its plans are small, medium, large",
+    );
+    let wanted =
+        json!({"type": "static_web_app", "name": "docs", "source": "https://git.example/d.git"});
+    let answer = app.create("shop", &app.admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED);
 }
 
@@ -273,10 +232,10 @@ async fn picker_lists_catalog_order_with_reasons_and_audit_warnings() {
         ]})
     );
     let answer = app.admin_get("/v1/boundaries/shop/plans?type=nope").await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert!(answer
-        .message()
-        .starts_with("/type: unknown resource type 'nope'"));
+    answer.assert_error_starts(
+        StatusCode::BAD_REQUEST,
+        "/type: unknown resource type 'nope'",
+    );
 }
 
 #[tokio::test]
@@ -318,64 +277,50 @@ async fn answers_come_in_the_documented_order() {
         .await;
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
     // 404 for an unknown boundary or another's, before the body is read.
-    let answer = app.create("nope", &dev, json!("junk")).await;
+    let wanted = json!("junk");
+    let answer = app.create("nope", &dev, wanted).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
     let answer = app.create("other", &dev, bad_plan.clone()).await;
-    assert_eq!(answer.status, StatusCode::NOT_FOUND);
-    assert_eq!(answer.message(), "boundary 'other' not found");
+    answer.assert_error(StatusCode::NOT_FOUND, "boundary 'other' not found");
     // 400 before 409 and 422.
     let answer = app.create("shop", &dev, app_resource("Web", "large")).await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert!(
-        answer.message().starts_with("/name: "),
-        "{}",
-        answer.message()
-    );
+    answer.assert_error_starts(StatusCode::BAD_REQUEST, "/name: ");
     // 409 before 422.
     let ok = app.create("shop", &dev, app_resource("web", "small")).await;
     assert_eq!(ok.status, StatusCode::CREATED);
     let answer = app.create("shop", &dev, bad_plan).await;
-    assert_eq!(answer.status, StatusCode::CONFLICT);
-    assert_eq!(
-        answer.message(),
-        "app 'web' already exists in boundary 'shop'"
+    answer.assert_error(
+        StatusCode::CONFLICT,
+        "app 'web' already exists in boundary 'shop'",
     );
+}
+
+/// PATCHes the resource at `path` to the plan medium, as admin, under the etag `if_match`.
+async fn move_to_medium(app: &TestApp, path: &str, if_match: &str) -> Answer {
+    let headers = [("if-match", if_match)];
+    let (body, media) = (r#"{"plan": "medium"}"#, "application/merge-patch+json");
+    app.raw(
+        Method::PATCH,
+        path,
+        Some(&app.admin),
+        Some(body),
+        Some(media),
+        &headers,
+    )
+    .await
 }
 
 #[tokio::test]
 async fn if_match_guards_updates_and_deletes() {
     let app = shop().await;
-    let created = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "valkey", "name": "c", "plan": "small"}),
-        )
-        .await;
+    let wanted = json!({"type": "valkey", "name": "c", "plan": "small"});
+    let created = app.create("shop", &app.admin, wanted).await;
     let etag = created.body["etag"].as_str().unwrap().to_owned();
     let path = "/v1/boundaries/shop/resources/valkey/c";
-    let stale = app
-        .raw(
-            Method::PATCH,
-            path,
-            Some(&app.admin),
-            Some(r#"{"plan": "medium"}"#),
-            Some("application/merge-patch+json"),
-            &[("if-match", "\"0000\"")],
-        )
-        .await;
+    let stale = move_to_medium(&app, path, "\"0000\"").await;
     assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
     assert_eq!(stale.code(), "precondition_failed");
-    let fresh = app
-        .raw(
-            Method::PATCH,
-            path,
-            Some(&app.admin),
-            Some(r#"{"plan": "medium"}"#),
-            Some("application/merge-patch+json"),
-            &[("if-match", &format!("\"{etag}\""))],
-        )
-        .await;
+    let fresh = move_to_medium(&app, path, &format!("\"{etag}\"")).await;
     assert_eq!(fresh.status, StatusCode::OK);
     let answer = app
         .raw(
@@ -475,11 +420,5 @@ async fn grandfathered_resources_page_like_the_resource_list() {
                 "/v1/boundaries/shop/resources?grandfathered=true&type=container_instance&continue={token}"
             ))
         .await;
-    let names: Vec<&str> = of_type.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["ci-0", "ci-2", "ci-3"]);
+    assert_eq!(of_type.items("name"), ["ci-0", "ci-2", "ci-3"]);
 }

@@ -120,11 +120,7 @@ async fn request_and_approval(app: TestApp) {
         )]
     );
     let other = app.create("shop", &dev, app_body("web", "large")).await;
-    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(
-        other.message(),
-        "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small."
-    );
+    other.assert_error(StatusCode::UNPROCESSABLE_ENTITY, "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small.");
     let postgres = app
         .create("shop", &dev, postgresql("reports", "large"))
         .await;
@@ -148,13 +144,7 @@ async fn request_and_approval(app: TestApp) {
             &dev,
         )
         .await;
-    let actions: Vec<&str> = history.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap())
-        .collect();
-    assert_eq!(actions, ["put", "approve"]);
+    assert_eq!(history.items("action"), ["put", "approve"]);
 
     // A developer's change makes it a request again.
     let changed = put(
@@ -269,8 +259,7 @@ async fn refusals_name_the_field_and_roles_hold() {
         spec("app/reports", &expires),
     )
     .await;
-    assert_eq!(bad_name.status, StatusCode::BAD_REQUEST);
-    assert!(bad_name.message().starts_with("/path/exception: "));
+    bad_name.assert_error_starts(StatusCode::BAD_REQUEST, "/path/exception: ");
 
     // Another boundary's developer sees nothing; a developer cannot delete.
     app.boundary("other").await;
@@ -334,20 +323,17 @@ async fn bounds_name_the_field() {
     ];
     for (body, expected) in cases {
         let answer = put(&app, &app.admin, "x", body).await;
-        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-        assert_eq!(answer.code(), "invalid_request");
-        assert_eq!(answer.message(), expected);
+        answer.assert_refusal(StatusCode::BAD_REQUEST, "invalid_request", expected);
     }
     let big = json!({"policy": "size", "match": {"namespaces": ["web"]}, "expiresAt": expires,
         "reason": "r", "padding": "x".repeat(16 * 1024)});
     let size = big.to_string().len();
     let answer = put(&app, &app.admin, "x", big).await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-    assert_eq!(
-        answer.message(),
+    answer.assert_error(
+        StatusCode::BAD_REQUEST,
         format!(
             "the body must be at most 16384 bytes (16 KiB) for an exception's spec, got {size}"
-        )
+        ),
     );
     // In an apply, the document's spec.
     let labels: String = (0..65).map(|i| format!("k{i}: v, ")).collect();
@@ -357,10 +343,9 @@ async fn bounds_name_the_field() {
          spec: {{policy: size, match: {{labels: {{{labels}}}}}, expiresAt: '{expires}', reason: r}}\n"
     );
     let applied = app.post_yaml("/v1/apply", &app.admin, &document).await;
-    assert_eq!(applied.status, StatusCode::BAD_REQUEST, "{applied:?}");
-    assert_eq!(
-        applied.message(),
-        "/0/spec/match/labels: must have at most 64 entries, got 65"
+    applied.assert_error(
+        StatusCode::BAD_REQUEST,
+        "/0/spec/match/labels: must have at most 64 entries, got 65",
     );
     let document = format!(
         "apiVersion: palisade.dev/v1\nkind: BoundaryException\n\
@@ -369,12 +354,9 @@ async fn bounds_name_the_field() {
         "x".repeat(17 * 1024)
     );
     let applied = app.post_yaml("/v1/apply", &app.admin, &document).await;
-    assert_eq!(applied.status, StatusCode::BAD_REQUEST, "{applied:?}");
-    assert!(
-        applied
-            .message()
-            .starts_with("/0/spec: must be at most 16384 bytes (16 KiB) as JSON, got "),
-        "{applied:?}"
+    applied.assert_error_starts(
+        StatusCode::BAD_REQUEST,
+        "/0/spec: must be at most 16384 bytes (16 KiB) as JSON, got ",
     );
 }
 
@@ -392,15 +374,9 @@ async fn an_approval_needs_the_etag_that_was_read() {
     let read = requested.body["etag"].as_str().unwrap().to_owned();
 
     let bare = approve(&app, &boundary_admin, "legacy", None).await;
-    assert_eq!(bare.status, StatusCode::BAD_REQUEST, "{bare:?}");
-    assert_eq!(bare.code(), "invalid_request");
-    assert_eq!(
-        bare.message(),
-        "/headers/If-Match: required: approve the etag you read (GET the exception and send its etag)"
-    );
+    bare.assert_refusal(StatusCode::BAD_REQUEST, "invalid_request", "/headers/If-Match: required: approve the etag you read (GET the exception and send its etag)");
     let star = approve(&app, &boundary_admin, "legacy", Some("*")).await;
-    assert_eq!(star.status, StatusCode::BAD_REQUEST, "{star:?}");
-    assert!(star.message().starts_with("/headers/If-Match: "));
+    star.assert_error_starts(StatusCode::BAD_REQUEST, "/headers/If-Match: ");
 
     // The developer widens the request after the approver read it.
     let changed = put(&app, &dev, "legacy", spec("app/everything", &expires)).await;
@@ -454,12 +430,11 @@ async fn pending_requests_are_bounded_apart_and_an_admin_can_delete_one() {
         assert_eq!(asked.status, StatusCode::CREATED, "{asked:?}");
     }
     let refused = put(&app, &dev, "ask-20", spec("app/reports", &expires)).await;
-    assert_eq!(refused.status, StatusCode::CONFLICT, "{refused:?}");
-    assert_eq!(refused.code(), "conflict");
-    assert_eq!(
-        refused.message(),
+    refused.assert_refusal(
+        StatusCode::CONFLICT,
+        "conflict",
         "boundary 'shop' holds 20 pending exception requests, the most it may hold: \
-         an admin or boundary-admin of 'shop' must approve or delete one first"
+         an admin or boundary-admin of 'shop' must approve or delete one first",
     );
     // The requests take none of the approved exceptions' room.
     let saved = put(
@@ -547,8 +522,7 @@ async fn an_expired_document_stored_unchanged_does_not_block_an_apply() {
         document("fresh", "OPS-1234"),
     ] {
         let refused = apply(format!("{body}---\n{}", policy("large"))).await;
-        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{refused:?}");
-        assert_eq!(refused.message(), refusal);
+        refused.assert_error(StatusCode::BAD_REQUEST, &refusal);
     }
     let cost = app.admin_get("/v1/boundaries/shop/policies/cost").await;
     assert_eq!(

@@ -4,7 +4,7 @@
 //! becomes unreadable, on a stored policy that cannot be decoded, and on a real PostgreSQL
 //! server stopped and restarted mid-run.
 
-use crate::common::{app_resource, plans, postgresql, Answer, TestApp};
+use crate::common::{app_resource, plans, postgresql, shop, Answer, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 use sqlx::ConnectOptions;
@@ -22,12 +22,7 @@ fn assert_unavailable(answer: &Answer) {
 async fn resource_names(app: &TestApp) -> Vec<String> {
     let list = app.admin_get("/v1/boundaries/shop/resources").await;
     assert_eq!(list.status, StatusCode::OK, "{list:?}");
-    list.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap().to_owned())
-        .collect()
+    list.items("name").into_iter().map(str::to_owned).collect()
 }
 
 /// A second connection to the same SQLite file, as an operator (or a failing disk) would have.
@@ -40,19 +35,24 @@ async fn side_connection(app: &TestApp) -> sqlx::SqliteConnection {
         .unwrap()
 }
 
+/// Runs `sql` on the side connection `side`.
+async fn execute(side: &mut sqlx::SqliteConnection, sql: &str) {
+    sqlx::query(sql).execute(side).await.unwrap();
+}
+
 /// Makes the policy table unreadable (renamed) through a side connection, which it answers.
 async fn hide_policies(app: &TestApp) -> sqlx::SqliteConnection {
     let mut side = side_connection(app).await;
-    sqlx::query("ALTER TABLE policies RENAME TO policies_unreadable")
-        .execute(&mut side)
-        .await
-        .unwrap();
+    execute(
+        &mut side,
+        "ALTER TABLE policies RENAME TO policies_unreadable",
+    )
+    .await;
     side
 }
 
 async fn setup() -> TestApp {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     app.policy("shop", "size-limits", plans(&["small", "medium"]))
         .await;
     let answer = app
@@ -68,10 +68,11 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
     let mut side = hide_policies(&app).await;
     // The policies changed before they became unreadable (as the database's trigger counts a
     // policy write): the decisions palisade made from them before no longer apply.
-    sqlx::query("UPDATE boundaries SET policies_version = policies_version + 1")
-        .execute(&mut side)
-        .await
-        .unwrap();
+    execute(
+        &mut side,
+        "UPDATE boundaries SET policies_version = policies_version + 1",
+    )
+    .await;
     let create = app_resource("web", "small");
     assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
     assert_unavailable(
@@ -93,13 +94,8 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
         .await;
     assert_eq!(answer.status, StatusCode::OK);
     // Functions are still created, with the warning that says the plan was not compared.
-    let answer = app
-        .create(
-            "shop",
-            &app.admin,
-            json!({"type": "function", "name": "f", "plan": "xlarge", "image": "i"}),
-        )
-        .await;
+    let wanted = json!({"type": "function", "name": "f", "plan": "xlarge", "image": "i"});
+    let answer = app.create("shop", &app.admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED);
     assert_eq!(
         answer.warnings(),
@@ -112,10 +108,11 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
         vec!["old".to_owned(), "f".to_owned()]
     );
     // Recovery: the same request succeeds.
-    sqlx::query("ALTER TABLE policies_unreadable RENAME TO policies")
-        .execute(&mut side)
-        .await
-        .unwrap();
+    execute(
+        &mut side,
+        "ALTER TABLE policies_unreadable RENAME TO policies",
+    )
+    .await;
     let answer = app.create("shop", &app.admin, create).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     let answer = app
@@ -153,10 +150,7 @@ async fn unchanged_policies_are_not_read_again() {
 async fn a_stored_policy_that_cannot_be_decoded_refuses_creates() {
     let app = setup().await;
     let mut side = side_connection(&app).await;
-    sqlx::query("UPDATE policies SET spec_json = '{\"rules\": [{\"allowedComputePlans\": {\"plans\": [\"BAD PLAN\"]}}]}'")
-        .execute(&mut side)
-        .await
-        .unwrap();
+    execute(&mut side, "UPDATE policies SET spec_json = '{\"rules\": [{\"allowedComputePlans\": {\"plans\": [\"BAD PLAN\"]}}]}'").await;
     let create = json!({"type": "valkey", "name": "cache", "plan": "small"});
     assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
     assert_eq!(resource_names(&app).await, vec!["old".to_owned()]);

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{postgresql, TestApp, KUBECONFIG};
+use crate::common::{postgresql, shop, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -58,22 +58,15 @@ async fn listen(
 
 #[tokio::test]
 async fn apply_refuses_more_documents_than_its_limit_before_validating_any() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let body = policy_documents("shop", 1_001, "p");
     let answer = apply(&app, &app.admin, &body, true).await;
-    assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE, "{answer:?}");
-    assert_eq!(answer.code(), "payload_too_large");
-    assert_eq!(
-        answer.message(),
-        "the body holds 1001 documents; at most 1000 are accepted in one apply: split it into several requests"
-    );
+    answer.assert_refusal(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the body holds 1001 documents; at most 1000 are accepted in one apply: split it into several requests");
 }
 
 #[tokio::test]
 async fn a_boundary_holds_at_most_500_policies() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let answer = apply(&app, &app.admin, &policy_documents("shop", 500, "p"), false).await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     assert_eq!(answer.body["results"].as_array().unwrap().len(), 500);
@@ -92,11 +85,7 @@ async fn a_boundary_holds_at_most_500_policies() {
         policy_documents("shop", 1, "extra")
     );
     let answer = apply(&app, &app.admin, &more, false).await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-    assert_eq!(
-        answer.message(),
-        "/1/metadata/name: boundary 'shop' would hold 501 policies; at most 500 policies are allowed in one boundary"
-    );
+    answer.assert_error(StatusCode::BAD_REQUEST, "/1/metadata/name: boundary 'shop' would hold 501 policies; at most 500 policies are allowed in one boundary");
     let answer = app
         .admin(
             Method::PUT,
@@ -104,11 +93,7 @@ async fn a_boundary_holds_at_most_500_policies() {
             Some(common::plans(&["small"])),
         )
         .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-    assert_eq!(
-        answer.message(),
-        "/path/policy: boundary 'shop' would hold 501 policies; at most 500 policies are allowed in one boundary"
-    );
+    answer.assert_error(StatusCode::BAD_REQUEST, "/path/policy: boundary 'shop' would hold 501 policies; at most 500 policies are allowed in one boundary");
     // Replacing a stored policy still works at the limit.
     let answer = app
         .admin(
@@ -125,8 +110,7 @@ async fn a_boundary_holds_at_most_500_policies() {
 /// again, while `/healthz` is probed; every probe is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_answers_while_large_applies_run() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     app.boundary("web").await;
     let (base, stop) = listen(&app, palisade_server::Limits::default()).await;
     let client = reqwest::Client::builder()
@@ -315,36 +299,31 @@ async fn json_bodies_are_strict_and_messages_name_the_field_in_words() {
     let answer = app
         .admin(Method::PUT, "/v1/clusters/c", Some(json!({})))
         .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-    assert_eq!(answer.message(), "/kubeconfig: is required");
+    answer.assert_error(StatusCode::BAD_REQUEST, "/kubeconfig: is required");
     app.boundary("shop").await;
     let answer = app
-        .raw(
+        .send_body(
             Method::PUT,
             "/v1/boundaries/shop/policies/p",
-            Some(&app.admin),
-            Some(r#"{"rules":[{"disallowLatestTag":{}}]} {"rules":[]}"#),
-            Some("application/json"),
-            &[],
-        )
-        .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-    let answer = app
-        .post_body(
-            "/v1/boundaries/shop/resources",
             &app.admin,
-            r#"{"type":"postgresql","name":"db","plan":"small","plan":"xlarge"}"#,
+            r#"{"rules":[{"disallowLatestTag":{}}]} {"rules":[]}"#,
             "application/json",
         )
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-    assert_eq!(answer.message(), "/plan: is given twice");
+    let answer = app
+        .create_text(
+            "shop",
+            &app.admin,
+            r#"{"type":"postgresql","name":"db","plan":"small","plan":"xlarge"}"#,
+        )
+        .await;
+    answer.assert_error(StatusCode::BAD_REQUEST, "/plan: is given twice");
 }
 
 #[tokio::test]
 async fn every_list_pages_and_refuses_bad_limits() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     for i in 0..3 {
         app.token("developer", Some("shop")).await;
         app.policy(
@@ -424,8 +403,7 @@ async fn every_list_pages_and_refuses_bad_limits() {
 
 #[tokio::test]
 async fn answers_come_in_the_order_of_spec_2_4() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     app.boundary("other").await;
     let developer = app.token("developer", Some("shop")).await;
     let admin_of_shop = app.token("boundary-admin", Some("shop")).await;
@@ -462,8 +440,7 @@ async fn answers_come_in_the_order_of_spec_2_4() {
             json!({"role": "developer", "boundary": "other"}),
         )
         .await;
-    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
-    assert_eq!(answer.message(), "boundary 'other' not found");
+    answer.assert_error(StatusCode::NOT_FOUND, "boundary 'other' not found");
     // A developer may send no token body at all: 403 before its body is read, whatever
     // boundary it names.
     for boundary in ["shop", "other"] {
@@ -486,13 +463,7 @@ async fn answers_come_in_the_order_of_spec_2_4() {
     let answer = apply(&app, &developer, &policy_documents("shop", 1, "p"), true).await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
     // The developer token of another boundary: 404 to a developer, not 403.
-    let other_developer = app
-        .admin(
-            Method::POST,
-            "/v1/tokens",
-            Some(json!({"role": "developer", "boundary": "other"})),
-        )
-        .await;
+    let other_developer = app.new_token("developer", Some("other")).await;
     let id = other_developer.body["id"].as_str().unwrap();
     let answer = app.delete(&format!("/v1/tokens/{id}"), &developer).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
@@ -537,8 +508,7 @@ async fn the_bearer_scheme_is_case_insensitive_and_401s_say_how_to_authenticate(
 
 #[tokio::test]
 async fn if_none_match_star_creates_only() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let spec = common::plans(&["small"]).to_string();
     let put = |spec: String| {
         let app = &app;
@@ -557,11 +527,10 @@ async fn if_none_match_star_creates_only() {
     let first = put(spec.clone()).await;
     assert_eq!(first.status, StatusCode::CREATED, "{first:?}");
     let second = put(common::plans(&["large"]).to_string()).await;
-    assert_eq!(second.status, StatusCode::PRECONDITION_FAILED, "{second:?}");
-    assert_eq!(second.code(), "precondition_failed");
-    assert_eq!(
-        second.message(),
-        "policy 'p' already exists in boundary 'shop' (If-None-Match: * creates only)"
+    second.assert_refusal(
+        StatusCode::PRECONDITION_FAILED,
+        "precondition_failed",
+        "policy 'p' already exists in boundary 'shop' (If-None-Match: * creates only)",
     );
     let stored = app.admin_get("/v1/boundaries/shop/policies/p").await;
     assert_eq!(
@@ -574,8 +543,7 @@ async fn if_none_match_star_creates_only() {
 /// Audit policies' warnings reach the caller on a 422 too, as on a success.
 #[tokio::test]
 async fn a_422_carries_the_audit_warnings() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     app.policy("shop", "limits", common::plans(&["small"]))
         .await;
     app.policy(
@@ -606,8 +574,7 @@ async fn a_422_carries_the_audit_warnings() {
 /// A bad `limit` on a boundary the caller cannot see is 404 first (SPEC 2.4: 404 before 400).
 #[tokio::test]
 async fn an_unseen_boundary_is_404_before_a_bad_limit() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     app.boundary("other").await;
     let developer = app.token("developer", Some("shop")).await;
     for list in [
@@ -709,8 +676,7 @@ fn big_body(size: usize) -> String {
 /// caller may send one. Without a token, or with a bad one, a body over the limit is 401.
 #[tokio::test]
 async fn a_body_over_the_limit_without_a_token_is_401_on_every_route() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let mut wrong = Vec::new();
     for (method, path, size) in body_routes() {
         let body = big_body(size);
@@ -741,8 +707,7 @@ async fn a_body_over_the_limit_without_a_token_is_401_on_every_route() {
 /// malformed, or of a type the route does not take.
 #[tokio::test]
 async fn a_caller_that_may_not_send_a_body_is_refused_before_it_is_read() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     app.boundary("other").await;
     let developer = app.token("developer", Some("shop")).await;
     let admin_of_shop = app.token("boundary-admin", Some("shop")).await;
@@ -787,14 +752,7 @@ async fn a_caller_that_may_not_send_a_body_is_refused_before_it_is_read() {
             ("name=x".to_owned(), "application/x-www-form-urlencoded"),
         ] {
             let answer = app
-                .raw(
-                    method.clone(),
-                    path,
-                    Some(token),
-                    Some(&body),
-                    Some(content_type),
-                    &[],
-                )
+                .send_body(method.clone(), path, token, &body, content_type)
                 .await;
             if answer.status != status {
                 wrong.push(format!(
@@ -881,13 +839,8 @@ async fn every_list_refuses_a_continue_it_did_not_issue() {
     }
     // Resources first: the policies then grandfather them.
     for i in 0..2 {
-        let answer = app
-            .create(
-                "shop",
-                &app.admin,
-                json!({"type": "postgresql", "name": format!("db{i}"), "plan": "large"}),
-            )
-            .await;
+        let wanted = json!({"type": "postgresql", "name": format!("db{i}"), "plan": "large"});
+        let answer = app.create("shop", &app.admin, wanted).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     }
     for i in 0..2 {
@@ -1003,8 +956,7 @@ type Template = (&'static str, &'static [&'static str]);
 /// is a 400 in words.
 #[tokio::test]
 async fn a_body_of_the_wrong_shape_is_refused_in_words() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let answer = app
         .create("shop", &app.admin, postgresql("db", "small"))
         .await;
@@ -1107,14 +1059,7 @@ async fn a_body_of_the_wrong_shape_is_refused_in_words() {
                 }
                 let body = template.replace('@', value);
                 let answer = app
-                    .raw(
-                        method.clone(),
-                        path,
-                        Some(&app.admin),
-                        Some(&body),
-                        Some("application/json"),
-                        &[],
-                    )
+                    .send_body(method.clone(), path, &app.admin, &body, "application/json")
                     .await;
                 check(format!("{method} {path} {body}"), answer);
             }

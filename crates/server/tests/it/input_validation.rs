@@ -1,14 +1,8 @@
 //! Hardening of inputs through the API: policy documents' metadata and YAML tags on
 //! `POST /v1/apply`, resources' `image` and `source` on create.
 
-use crate::common::TestApp;
+use crate::common::shop;
 use axum::http::StatusCode;
-
-async fn shop() -> TestApp {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
-    app
-}
 
 #[tokio::test]
 async fn apply_refuses_custom_tags_and_bad_metadata() {
@@ -29,9 +23,7 @@ async fn apply_refuses_custom_tags_and_bad_metadata() {
     ];
     for (body, message) in cases {
         let answer = app.post_yaml("/v1/apply", &app.admin, body).await;
-        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}");
-        assert_eq!(answer.code(), "invalid_request");
-        assert_eq!(answer.message(), message, "{body}");
+        answer.assert_invalid_request(message, body);
     }
 }
 
@@ -57,14 +49,7 @@ async fn resources_refuse_unsafe_sources_and_images() {
         ),
     ];
     for (body, prefix) in cases {
-        let answer = app
-            .post_body(
-                "/v1/boundaries/shop/resources",
-                &app.admin,
-                body,
-                "application/json",
-            )
-            .await;
+        let answer = app.create_text("shop", &app.admin, body).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}");
         assert!(
             answer.message().starts_with(prefix),

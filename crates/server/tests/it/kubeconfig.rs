@@ -165,22 +165,31 @@ async fn every_refused_field_is_a_400_naming_it_however_it_is_spelt() {
     ));
     // Contexts that name what the file does not hold.
     let base = kubeconfig("", CLUSTER, USER);
-    cases.push((
-        base.replace("{cluster: c, user: u}", "{cluster: other, user: u}"),
-        "/kubeconfig/contexts/0/context/cluster: must name the kubeconfig's cluster 'c'".to_owned(),
-    ));
-    cases.push((
-        base.replace("{cluster: c, user: u}", "{cluster: c, user: other}"),
-        "/kubeconfig/contexts/0/context/user: must name the kubeconfig's user 'u'".to_owned(),
-    ));
-    cases.push((
-        base.replace("{cluster: c, user: u}", "{cluster: c}"),
-        "/kubeconfig/contexts/0/context/user: must name the kubeconfig's user 'u'".to_owned(),
-    ));
-    cases.push((
-        base.replace("current-context: x", "current-context: y"),
-        "/kubeconfig/current-context: must name the kubeconfig's context 'x'".to_owned(),
-    ));
+    let context = "{cluster: c, user: u}";
+    for (from, to, expected) in [
+        (
+            context,
+            "{cluster: other, user: u}",
+            "/kubeconfig/contexts/0/context/cluster: must name the kubeconfig's cluster 'c'",
+        ),
+        (
+            context,
+            "{cluster: c, user: other}",
+            "/kubeconfig/contexts/0/context/user: must name the kubeconfig's user 'u'",
+        ),
+        (
+            context,
+            "{cluster: c}",
+            "/kubeconfig/contexts/0/context/user: must name the kubeconfig's user 'u'",
+        ),
+        (
+            "current-context: x",
+            "current-context: y",
+            "/kubeconfig/current-context: must name the kubeconfig's context 'x'",
+        ),
+    ] {
+        cases.push((base.replace(from, to), expected.to_owned()));
+    }
     // Tags could hide a mapping from one reader and not another.
     cases.push((
         kubeconfig("", CLUSTER, "!creds {token: abc}"),

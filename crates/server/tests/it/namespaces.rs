@@ -7,12 +7,9 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use crate::common::{TestApp, KUBECONFIG};
+use crate::common::{fake, FakeClusters, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
-use palisade_api_types::view::WorkloadDetail;
-use palisade_app::ports::{
-    ClusterError, Clusters, LabelOutcome, Labelled, ScanInfo, Visit, WorkloadTarget,
-};
+use palisade_app::ports::{ClusterError, LabelOutcome, Labelled};
 use serde_json::json;
 
 /// A cluster whose namespaces are names in a set; every label the application asks for is
@@ -23,18 +20,8 @@ struct FakeCluster {
     labelled: Mutex<Vec<String>>,
 }
 
-#[async_trait::async_trait]
-impl Clusters for FakeCluster {
-    fn check_kubeconfig(&self, _: &str) -> Result<(), ClusterError> {
-        Ok(())
-    }
-    async fn label_namespace(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        namespace: &str,
-        adopt: bool,
-    ) -> Result<Labelled, ClusterError> {
+impl FakeClusters for FakeCluster {
+    fn label_namespace(&self, namespace: &str, adopt: bool) -> Result<Labelled, ClusterError> {
         self.labelled.lock().unwrap().push(namespace.to_owned());
         let mut existing = self.existing.lock().unwrap();
         let outcome = match (existing.contains(namespace), adopt) {
@@ -48,33 +35,6 @@ impl Clusters for FakeCluster {
             uid: Some(format!("uid-of-{namespace}")),
         })
     }
-    async fn release_namespace(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        _: &str,
-    ) -> Result<(), ClusterError> {
-        Ok(())
-    }
-    async fn remove_installation(&self, _: &str, _: &str) -> Result<Vec<String>, ClusterError> {
-        Ok(Vec::new())
-    }
-    async fn scan(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        _: u32,
-        _: Visit<'_>,
-    ) -> Result<ScanInfo, ClusterError> {
-        Err(ClusterError::Failed("not used".into()))
-    }
-    async fn workload_detail(
-        &self,
-        _: &str,
-        _: &WorkloadTarget,
-    ) -> Result<WorkloadDetail, ClusterError> {
-        Err(ClusterError::Failed("not used".into()))
-    }
 }
 
 async fn with_cluster(reserved: Option<&[&str]>) -> (TestApp, Arc<FakeCluster>) {
@@ -84,7 +44,7 @@ async fn with_cluster(reserved: Option<&[&str]>) -> (TestApp, Arc<FakeCluster>) 
         .lock()
         .unwrap()
         .extend(["kube-system", "default", "team-b", "monitoring"].map(String::from));
-    let app = TestApp::sqlite_with_clusters(cluster.clone()).await;
+    let app = TestApp::sqlite_with_clusters(fake(cluster.clone())).await;
     app.boundary("payments").await;
     let mut body = json!({ "kubeconfig": KUBECONFIG });
     if let Some(reserved) = reserved {
@@ -129,16 +89,7 @@ async fn reserved_namespaces_are_refused_with_409_before_the_cluster_is_touched(
         ("monitoring", true),
     ] {
         let answer = put_namespace(&app, &app.admin, namespace, adopt).await;
-        assert_eq!(
-            answer.status,
-            StatusCode::CONFLICT,
-            "{namespace}: {answer:?}"
-        );
-        assert_eq!(answer.code(), "conflict");
-        assert_eq!(
-            answer.message(),
-            format!("namespace '{namespace}' is reserved in cluster 'c1': it cannot belong to a boundary")
-        );
+        answer.assert_refusal(StatusCode::CONFLICT, "conflict", format!("namespace '{namespace}' is reserved in cluster 'c1': it cannot belong to a boundary"));
         if !adopt {
             let answer = put_namespace(&app, &boundary_admin, namespace, false).await;
             assert_eq!(
@@ -162,11 +113,10 @@ async fn adopting_an_existing_namespace_needs_an_admin() {
     let (app, cluster) = with_cluster(None).await;
     let boundary_admin = app.token("boundary-admin", Some("payments")).await;
     let answer = put_namespace(&app, &boundary_admin, "team-b", true).await;
-    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{answer:?}");
-    assert_eq!(answer.code(), "forbidden");
-    assert_eq!(
-        answer.message(),
-        "adopting an existing namespace needs an admin"
+    answer.assert_refusal(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        "adopting an existing namespace needs an admin",
     );
     assert!(cluster.labelled.lock().unwrap().is_empty());
     // Without adopt, the existing namespace is a 409 that says how it can be taken.
@@ -224,8 +174,7 @@ async fn a_cluster_s_reserved_namespaces_are_set_shown_and_checked() {
                 Some(json!({ "kubeconfig": KUBECONFIG, "reserved_namespaces": body })),
             )
             .await;
-        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-        assert!(answer.message().starts_with(pointer), "{answer:?}");
+        answer.assert_error_starts(StatusCode::BAD_REQUEST, pointer);
     }
     let answer = app
         .admin(

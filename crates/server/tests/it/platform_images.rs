@@ -4,15 +4,14 @@
 //! each with the message the cluster will give. Images the user names are the user's own
 //! business and give no warning.
 
-use crate::common::TestApp;
+use crate::common::{shop, TestApp};
 use axum::http::StatusCode;
 use serde_json::json;
 
 /// A boundary `shop` placed in cluster `c1`, namespace `web`, with `trusted` (registries under
 /// ghcr.io/acme, no latest tag), and `scoped`, which applies to another cluster only.
 async fn placed() -> TestApp {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let store = &app.state.app.store;
     store.put_cluster("c1", b"sealed", None).await.unwrap();
     store.attach_cluster("shop", "c1").await.unwrap();
@@ -52,14 +51,10 @@ async fn builds_warn_about_every_platform_image_a_policy_denies() {
     let app = placed().await;
     let admin = app.admin.clone();
 
-    let answer = app
-        .create(
-            "shop",
-            &admin,
-            json!({"type": "app", "name": "api", "plan": "small",
-                   "source": "https://git.example.com/acme/api.git"}),
-        )
-        .await;
+    let wanted = json!({"type": "app", "name": "api", "plan": "small",
+                   "source": "https://git.example.com/acme/api.git"});
+
+    let answer = app.create("shop", &admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
     let warnings = answer.warnings();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
@@ -78,14 +73,10 @@ async fn builds_warn_about_every_platform_image_a_policy_denies() {
         "{warnings:?}"
     );
 
-    let answer = app
-        .create(
-            "shop",
-            &admin,
-            json!({"type": "static_web_app", "name": "docs",
-                   "source": "https://git.example.com/acme/docs.git"}),
-        )
-        .await;
+    let wanted = json!({"type": "static_web_app", "name": "docs",
+                   "source": "https://git.example.com/acme/docs.git"});
+
+    let answer = app.create("shop", &admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
     let warnings = answer.warnings();
     assert_eq!(warnings.len(), 3, "{warnings:?}");
@@ -118,14 +109,9 @@ async fn builds_warn_about_every_platform_image_a_policy_denies() {
     assert_eq!(answer.warnings().len(), 2, "{:?}", answer.warnings());
 
     // The user's own image: nothing of palisade's to warn about.
-    let answer = app
-        .create(
-            "shop",
-            &admin,
-            json!({"type": "app", "name": "web", "plan": "small",
-                   "image": "quay.io/acme/web:1.0"}),
-        )
-        .await;
+    let wanted = json!({"type": "app", "name": "web", "plan": "small",
+                   "image": "quay.io/acme/web:1.0"});
+    let answer = app.create("shop", &admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
     assert_eq!(answer.warnings(), Vec::<String>::new());
 }
@@ -144,13 +130,8 @@ async fn a_function_from_an_upload_keeps_its_latest_builder_warning_once() {
         .await;
     assert_eq!(upload.status, StatusCode::CREATED, "{:?}", upload.body);
     let id = upload.body["id"].as_str().unwrap().to_owned();
-    let answer = app
-        .create(
-            "shop",
-            &admin,
-            json!({"type": "function", "name": "hook", "plan": "small", "upload": id}),
-        )
-        .await;
+    let wanted = json!({"type": "function", "name": "hook", "plan": "small", "upload": id});
+    let answer = app.create("shop", &admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
     let warnings = answer.warnings();
     assert_eq!(
@@ -192,13 +173,8 @@ async fn an_upload_that_will_not_be_built_says_so() {
         )
         .await;
     let id = upload.body["id"].as_str().unwrap().to_owned();
-    let answer = app
-        .create(
-            "shop",
-            &admin,
-            json!({"type": "static_web_app", "name": "site", "upload": id}),
-        )
-        .await;
+    let wanted = json!({"type": "static_web_app", "name": "site", "upload": id});
+    let answer = app.create("shop", &admin, wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
     assert_eq!(
         answer.warnings(),

@@ -6,27 +6,21 @@
 //! the preview paged like a list over clusters an adapter in the test holds.
 //! The cluster half is proven on real API servers in `crates/reconciler/tests/e2e/{preview,audit}.rs`.
 
-use crate::common::{plans, TestApp, KUBECONFIG};
+use crate::common::{fake, plans, shop, FakeClusters, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
-use palisade_app::ports::{ClusterError, Clusters, ScanInfo, Visit};
-use palisade_policy::Name;
+use palisade_app::ports::{ClusterError, ScanInfo, Visit};
 use serde_json::{json, Value};
 
 const PREVIEW: &str = "/v1/boundaries/shop/policies/size-limits/preview";
 
 #[tokio::test]
 async fn a_compute_plan_rule_lists_the_resources_it_would_grandfather() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let dev = app.token("developer", Some("shop")).await;
     for (name, plan) in [("big", "large"), ("web", "small")] {
-        let answer = app
-            .create(
-                "shop",
-                &dev,
-                json!({"type": "app", "name": name, "plan": plan, "image": "ghcr.io/acme/web:1.4"}),
-            )
-            .await;
+        let wanted =
+            json!({"type": "app", "name": name, "plan": plan, "image": "ghcr.io/acme/web:1.4"});
+        let answer = app.create("shop", &dev, wanted).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     }
     let answer = app
@@ -61,13 +55,11 @@ async fn a_compute_plan_rule_lists_the_resources_it_would_grandfather() {
 
 #[tokio::test]
 async fn a_preview_needs_an_editor_a_valid_spec_and_a_saved_version_for_an_empty_body() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let answer = app.admin(Method::POST, PREVIEW, None).await;
-    assert_eq!(answer.status, StatusCode::NOT_FOUND);
-    assert_eq!(
-        answer.message(),
-        "policy 'size-limits' not found in boundary 'shop'"
+    answer.assert_error(
+        StatusCode::NOT_FOUND,
+        "policy 'size-limits' not found in boundary 'shop'",
     );
     let answer = app
         .admin(
@@ -76,12 +68,9 @@ async fn a_preview_needs_an_editor_a_valid_spec_and_a_saved_version_for_an_empty
             Some(json!({"rules": [{"allowedRegistries": {"registries": []}}]})),
         )
         .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert!(
-        answer
-            .message()
-            .starts_with("/rules/0/allowedRegistries/registries: "),
-        "{answer:?}"
+    answer.assert_error_starts(
+        StatusCode::BAD_REQUEST,
+        "/rules/0/allowedRegistries/registries: ",
     );
     let dev = app.token("developer", Some("shop")).await;
     let answer = app.post(PREVIEW, &dev, plans(&["small"])).await;
@@ -95,8 +84,7 @@ async fn a_preview_needs_an_editor_a_valid_spec_and_a_saved_version_for_an_empty
 
 #[tokio::test]
 async fn a_report_lists_the_clusters_in_scope_and_is_readable_by_developers() {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let dev = app.token("developer", Some("shop")).await;
     let report = "/v1/boundaries/shop/policies/no-latest/report";
     let answer = app.get(report, &dev).await;
@@ -121,47 +109,10 @@ struct FixedClusters {
     objects: Vec<serde_json::Value>,
 }
 
-#[async_trait::async_trait]
-impl palisade_app::ports::Clusters for FixedClusters {
-    fn check_kubeconfig(&self, _: &str) -> Result<(), palisade_app::ports::ClusterError> {
-        Ok(())
-    }
-    async fn label_namespace(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        _: &str,
-        _: bool,
-    ) -> Result<palisade_app::ports::Labelled, palisade_app::ports::ClusterError> {
-        Ok(palisade_app::ports::Labelled {
-            outcome: palisade_app::ports::LabelOutcome::Created,
-            uid: None,
-        })
-    }
-    async fn release_namespace(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        _: &str,
-    ) -> Result<(), palisade_app::ports::ClusterError> {
-        Ok(())
-    }
-    async fn remove_installation(
-        &self,
-        _: &str,
-        _: &str,
-    ) -> Result<Vec<String>, palisade_app::ports::ClusterError> {
-        Ok(Vec::new())
-    }
-    async fn scan(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        _: u32,
-        visit: palisade_app::ports::Visit<'_>,
-    ) -> Result<palisade_app::ports::ScanInfo, palisade_app::ports::ClusterError> {
+impl FakeClusters for FixedClusters {
+    fn scan(&self, _: u32, visit: Visit<'_>) -> Result<ScanInfo, ClusterError> {
         visit(&self.objects);
-        Ok(palisade_app::ports::ScanInfo {
+        Ok(ScanInfo {
             namespaces: vec!["web".into()],
             listed: self.objects.len() as u64,
             list_time: std::time::Duration::ZERO,
@@ -197,7 +148,7 @@ async fn a_denial_is_new_unless_the_saved_version_denies_its_workload() {
         .state
         .app
         .clone()
-        .with_clusters(std::sync::Arc::new(clusters));
+        .with_clusters(fake(std::sync::Arc::new(clusters)));
     app.router = palisade_server::app(app.state.clone());
     app.boundary("shop").await;
     let store = app.state.store.clone();
@@ -269,46 +220,8 @@ struct Pods {
     unlabelled: usize,
 }
 
-#[async_trait::async_trait]
-impl Clusters for Pods {
-    fn check_kubeconfig(&self, _kubeconfig: &str) -> Result<(), ClusterError> {
-        Ok(())
-    }
-
-    async fn label_namespace(
-        &self,
-        _kubeconfig: &str,
-        _boundary: &Name,
-        _namespace: &str,
-        _adopt: bool,
-    ) -> Result<palisade_app::ports::Labelled, ClusterError> {
-        Err(ClusterError::Failed("not in this test".into()))
-    }
-
-    async fn release_namespace(
-        &self,
-        _kubeconfig: &str,
-        _boundary: &Name,
-        _namespace: &str,
-    ) -> Result<(), ClusterError> {
-        Err(ClusterError::Failed("not in this test".into()))
-    }
-
-    async fn remove_installation(
-        &self,
-        _kubeconfig: &str,
-        _installation: &str,
-    ) -> Result<Vec<String>, ClusterError> {
-        Err(ClusterError::Failed("not in this test".into()))
-    }
-
-    async fn scan(
-        &self,
-        _kubeconfig: &str,
-        _boundary: &Name,
-        page_size: u32,
-        visit: Visit<'_>,
-    ) -> Result<ScanInfo, ClusterError> {
+impl FakeClusters for Pods {
+    fn scan(&self, page_size: u32, visit: Visit<'_>) -> Result<ScanInfo, ClusterError> {
         let pod = |name: String, labels: Value, image: &str| {
             json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": name, "namespace": "ns", "labels": labels},
@@ -340,6 +253,14 @@ impl Clusters for Pods {
     }
 }
 
+/// An app with the boundary `shop`, whose every cluster holds `Pods { latest, unlabelled }`.
+async fn shop_of_pods(latest: usize, unlabelled: usize) -> TestApp {
+    let pods = Pods { latest, unlabelled };
+    let app = TestApp::sqlite_with_clusters(fake(std::sync::Arc::new(pods))).await;
+    app.boundary("shop").await;
+    app
+}
+
 /// Every finding of a preview body, by list (`denied of c1`, ..., `grandfathered`).
 fn findings(body: &Value) -> Vec<(String, Value)> {
     let mut out = Vec::new();
@@ -369,12 +290,7 @@ fn clusters_without_findings(body: &Value) -> Value {
 
 #[tokio::test]
 async fn a_preview_pages_its_findings_like_a_list() {
-    let app = TestApp::sqlite_with_clusters(std::sync::Arc::new(Pods {
-        latest: 60,
-        unlabelled: 5,
-    }))
-    .await;
-    app.boundary("shop").await;
+    let app = shop_of_pods(60, 5).await;
     for cluster in ["c1", "c2"] {
         let answer = app.put_cluster(cluster, KUBECONFIG).await;
         assert!(answer.status.is_success(), "{answer:?}");
@@ -382,13 +298,8 @@ async fn a_preview_pages_its_findings_like_a_list() {
         assert!(answer.status.is_success(), "{answer:?}");
     }
     for name in ["db1", "db2", "db3"] {
-        let answer = app
-            .create(
-                "shop",
-                &app.admin,
-                json!({"type": "postgresql", "name": name, "plan": "large"}),
-            )
-            .await;
+        let wanted = json!({"type": "postgresql", "name": name, "plan": "large"});
+        let answer = app.create("shop", &app.admin, wanted).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     }
     // Saved: every Pod needs a team label (the unlabelled ones are denied today).
@@ -476,10 +387,9 @@ async fn a_preview_pages_its_findings_like_a_list() {
                 Some(json!({"rules": [{"disallowLatestTag": {}}]})),
             )
             .await;
-        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
-        assert_eq!(
-            answer.message(),
-            "/continue: is not a continue token of this list"
+        answer.assert_error(
+            StatusCode::BAD_REQUEST,
+            "/continue: is not a continue token of this list",
         );
     }
     let answer = app
@@ -497,12 +407,7 @@ async fn a_preview_pages_its_findings_like_a_list() {
 /// once, in order, after the clusters' findings, with the whole summary on each.
 #[tokio::test]
 async fn a_preview_pages_its_grandfathered_resources_from_any_place() {
-    let app = TestApp::sqlite_with_clusters(std::sync::Arc::new(Pods {
-        latest: 3,
-        unlabelled: 0,
-    }))
-    .await;
-    app.boundary("shop").await;
+    let app = shop_of_pods(3, 0).await;
     let answer = app.put_cluster("c1", KUBECONFIG).await;
     assert!(answer.status.is_success(), "{answer:?}");
     let answer = app.attach("shop", "c1").await;

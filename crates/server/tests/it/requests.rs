@@ -1,14 +1,8 @@
 //! Bad input, policy saving, apply, history, lists and the public endpoints, through the API.
 
-use crate::common::{plans, TestApp};
+use crate::common::{plans, shop};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
-
-async fn shop() -> TestApp {
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
-    app
-}
 
 #[tokio::test]
 async fn bad_input_names_the_field() {
@@ -31,17 +25,8 @@ async fn bad_input_names_the_field() {
         (r#"[1, 2]"#, "", "the body must be a JSON object, got an array"),
     ];
     for (body, _pointer, message) in cases {
-        let answer = app
-            .post_body(
-                "/v1/boundaries/shop/resources",
-                &app.admin,
-                body,
-                "application/json",
-            )
-            .await;
-        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}");
-        assert_eq!(answer.code(), "invalid_request");
-        assert_eq!(answer.message(), message, "{body}");
+        let answer = app.create_text("shop", &app.admin, body).await;
+        answer.assert_invalid_request(message, body);
     }
 }
 
@@ -52,14 +37,7 @@ async fn oversized_bodies_wrong_media_types_and_unknown_paths_answer_json() {
         r#"{{"type": "app", "name": "web", "plan": "small", "image": "{}"}}"#,
         "a".repeat(1024 * 1024)
     );
-    let answer = app
-        .post_body(
-            "/v1/boundaries/shop/resources",
-            &app.admin,
-            &big,
-            "application/json",
-        )
-        .await;
+    let answer = app.create_text("shop", &app.admin, &big).await;
     assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(answer.code(), "payload_too_large");
     let answer = app
@@ -116,13 +94,9 @@ async fn saving_a_policy_validates_and_warns() {
         .admin(Method::PUT, "/v1/boundaries/shop/policies/trusted",
             Some(json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme", "not a registry"]}}]})))
         .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert!(
-        answer
-            .message()
-            .starts_with("/rules/0/allowedRegistries/registries/1: "),
-        "{}",
-        answer.message()
+    answer.assert_error_starts(
+        StatusCode::BAD_REQUEST,
+        "/rules/0/allowedRegistries/registries/1: ",
     );
     let answer = app
         .admin(
@@ -131,10 +105,9 @@ async fn saving_a_policy_validates_and_warns() {
             Some(json!({"rules": [], "extra": 1})),
         )
         .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        answer.message(),
-        "/extra: is not a known field; the fields are mode, scope, rules"
+    answer.assert_error(
+        StatusCode::BAD_REQUEST,
+        "/extra: is not a known field; the fields are mode, scope, rules",
     );
 
     let answer = app
@@ -189,10 +162,9 @@ async fn apply_is_all_or_nothing() {
     let answer = app
         .post_yaml("/v1/apply", &app.admin, &format!("{good}---\n{bad}"))
         .await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        answer.message(),
-        "/1/spec/rules/0/requiredLabels/labels: must not be empty"
+    answer.assert_error(
+        StatusCode::BAD_REQUEST,
+        "/1/spec/rules/0/requiredLabels/labels: must not be empty",
     );
     let list = app.admin_get("/v1/boundaries/shop/policies").await;
     assert_eq!(list.body["items"], json!([]));
@@ -239,13 +211,7 @@ async fn boundaries_with_content_cannot_be_deleted_and_lists_page() {
     let rest = app
         .admin_get(&format!("/v1/boundaries?limit=2&continue={token}"))
         .await;
-    let names: Vec<_> = rest.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["name"].clone())
-        .collect();
-    assert_eq!(names, vec![json!("c"), json!("shop")]);
+    assert_eq!(rest.items("name"), ["c", "shop"]);
     assert!(rest.body.get("continue").is_none());
 
     app.policy("shop", "p", plans(&["small"])).await;
@@ -310,8 +276,7 @@ async fn clusters_reject_unsafe_kubeconfigs_and_never_return_credentials() {
     let app = shop().await;
     let exec = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443', certificate-authority-data: AA==}}]\nusers: [{name: u, user: {exec: {command: aws}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
     let answer = app.put_cluster("prod-1", exec).await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.message(), "/kubeconfig/users/0/user/exec: credential plugins are not accepted; use inline credentials");
+    answer.assert_error(StatusCode::BAD_REQUEST, "/kubeconfig/users/0/user/exec: credential plugins are not accepted; use inline credentials");
     let good = exec.replace("exec: {command: aws}", "token: abc");
     let answer = app.put_cluster("prod-1", &good).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");

@@ -111,28 +111,21 @@ async fn stored_over_the_limit_is_413_naming_it(app: TestApp) {
     // Refused before the body is read (its Content-Length), and after it was (no length).
     for declared in [true, false] {
         let over = post(&router, "shop", &developer, bytes(12_000, 2), declared).await;
-        assert_eq!(
-            over.status,
+        over.assert_refusal(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "{:?}",
-            over.body
-        );
-        assert_eq!(over.code(), "payload_too_large");
-        assert_eq!(
-            over.message(),
+            "payload_too_large",
             "boundary 'shop' stores 12000 of 20000 bytes of uploads (serve --max-upload-bytes); \
-             this upload of 12000 bytes would exceed it"
+             this upload of 12000 bytes would exceed it",
         );
     }
     // What is left fits; a small upload counts 4 KiB.
     let rest = post(&router, "shop", &developer, bytes(8_000, 3), false).await;
     assert_eq!(rest.status, StatusCode::CREATED, "{:?}", rest.body);
     let small = post(&router, "shop", &developer, bytes(10, 4), true).await;
-    assert_eq!(small.status, StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(
-        small.message(),
+    small.assert_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
         "boundary 'shop' stores 20000 of 20000 bytes of uploads (serve --max-upload-bytes); \
-         this upload of 10 bytes, counted as 4096, would exceed it"
+         this upload of 10 bytes, counted as 4096, would exceed it",
     );
     // Another boundary has a limit of its own.
     let web = post(&router, "web", &app.admin, bytes(12_000, 5), false).await;
@@ -163,19 +156,12 @@ async fn content_streams_whole_and_sizes_are_bounded(app: TestApp) {
     let max = palisade_app::uploads::MAX_UPLOAD_BYTES;
     for declared in [true, false] {
         let over = post(&app.router, "shop", &developer, vec![1; max + 1], declared).await;
-        assert_eq!(
-            over.status,
+        over.assert_error(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "{:?}",
-            over.body
-        );
-        assert_eq!(
-            over.message(),
-            "an upload may be at most 8388608 bytes (8 MiB)"
+            "an upload may be at most 8388608 bytes (8 MiB)",
         );
         let empty = post(&app.router, "shop", &developer, Vec::new(), declared).await;
-        assert_eq!(empty.status, StatusCode::BAD_REQUEST);
-        assert_eq!(empty.message(), "the upload is empty");
+        empty.assert_error(StatusCode::BAD_REQUEST, "the upload is empty");
     }
     let exact = post(&app.router, "shop", &developer, vec![2; max], false).await;
     assert_eq!(exact.status, StatusCode::CREATED, "{:?}", exact.body);
@@ -193,13 +179,8 @@ async fn unnamed_uploads_are_swept_after_a_day_and_named_ones_stay(app: TestApp)
         }
     };
     let (unused, named) = (upload(1).await, upload(2).await);
-    let created = app
-        .create(
-            "shop",
-            &developer,
-            json!({"type": "function", "name": "hook", "plan": "small", "upload": named}),
-        )
-        .await;
+    let wanted = json!({"type": "function", "name": "hook", "plan": "small", "upload": named});
+    let created = app.create("shop", &developer, wanted).await;
     assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
 
     let now = SystemTime::now();
@@ -224,17 +205,11 @@ async fn unnamed_uploads_are_swept_after_a_day_and_named_ones_stay(app: TestApp)
     let (status, _, content) = fetch(&app, "shop", &named).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(content, bytes(300_000, 2));
-    let renamed = app
-        .create(
-            "shop",
-            &developer,
-            json!({"type": "function", "name": "again", "plan": "small", "upload": unused}),
-        )
-        .await;
-    assert_eq!(renamed.status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        renamed.message(),
-        format!("/upload: no upload '{unused}' in boundary 'shop'")
+    let wanted = json!({"type": "function", "name": "again", "plan": "small", "upload": unused});
+    let renamed = app.create("shop", &developer, wanted).await;
+    renamed.assert_error(
+        StatusCode::BAD_REQUEST,
+        format!("/upload: no upload '{unused}' in boundary 'shop'"),
     );
 
     // Still named however long it stays: the sweep keeps it.
@@ -351,10 +326,9 @@ async fn an_upload_cut_short_leaves_nothing(app: TestApp) {
         .body(Body::from_stream(receive))
         .unwrap();
     let cut = answer(&app.router, request).await;
-    assert_eq!(cut.status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        cut.message(),
-        "the upload could not be read whole: the client stopped sending it"
+    cut.assert_error(
+        StatusCode::BAD_REQUEST,
+        "the upload could not be read whole: the client stopped sending it",
     );
     // Two chunks had been written; they are gone already, with nothing for the sweeper.
     let swept = app

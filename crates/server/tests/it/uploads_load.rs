@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{plans, Backend, TestApp};
+use crate::common::{plans, shop, Backend, TestApp};
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use serde_json::json;
@@ -382,8 +382,7 @@ async fn database_growth_of_40_uploads() {
     const UPLOADS: usize = 40;
     let _turn = TURN.lock().await;
 
-    let app = TestApp::sqlite().await;
-    app.boundary("shop").await;
+    let app = shop().await;
     let developer = app.token("developer", Some("shop")).await;
     let base = serve(&app).await;
     let client = reqwest::Client::new();

@@ -5,10 +5,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::common::{TestApp, KUBECONFIG};
+use crate::common::{fake, FakeClusters, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use palisade_api_types::view::{DeploymentState, PodState, WorkloadDetail};
-use palisade_app::ports::{ClusterError, Clusters, LabelOutcome, ScanInfo, Visit, WorkloadTarget};
+use palisade_app::ports::{ClusterError, WorkloadTarget};
 use serde_json::json;
 
 /// Records what it is asked; answers one running pod, or fails when `down`.
@@ -18,48 +18,8 @@ struct Recording {
     down: bool,
 }
 
-#[async_trait::async_trait]
-impl Clusters for Recording {
-    fn check_kubeconfig(&self, _: &str) -> Result<(), ClusterError> {
-        Ok(())
-    }
-    async fn label_namespace(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        _: &str,
-        _: bool,
-    ) -> Result<palisade_app::ports::Labelled, ClusterError> {
-        Ok(palisade_app::ports::Labelled {
-            outcome: LabelOutcome::Created,
-            uid: None,
-        })
-    }
-    async fn release_namespace(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        _: &str,
-    ) -> Result<(), ClusterError> {
-        Ok(())
-    }
-    async fn remove_installation(&self, _: &str, _: &str) -> Result<Vec<String>, ClusterError> {
-        Ok(Vec::new())
-    }
-    async fn scan(
-        &self,
-        _: &str,
-        _: &palisade_policy::Name,
-        _: u32,
-        _: Visit<'_>,
-    ) -> Result<ScanInfo, ClusterError> {
-        Err(ClusterError::Failed("not used".into()))
-    }
-    async fn workload_detail(
-        &self,
-        _: &str,
-        target: &WorkloadTarget,
-    ) -> Result<WorkloadDetail, ClusterError> {
+impl FakeClusters for Recording {
+    fn workload_detail(&self, target: &WorkloadTarget) -> Result<WorkloadDetail, ClusterError> {
         self.asked.lock().unwrap().push(target.clone());
         if self.down {
             return Err(ClusterError::Failed("connection refused".into()));
@@ -85,7 +45,7 @@ impl Clusters for Recording {
 }
 
 async fn placed(adapter: Arc<Recording>) -> TestApp {
-    let app = TestApp::sqlite_with_clusters(adapter).await;
+    let app = TestApp::sqlite_with_clusters(fake(adapter)).await;
     app.boundary("shop").await;
     app.boundary("other").await;
     for (method, path, body) in [
@@ -173,9 +133,7 @@ async fn what_has_no_workload_or_is_not_reachable_says_why() {
     ];
     for (path, message) in cases {
         let answer = app.admin_get(path).await;
-        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}");
-        assert_eq!(answer.code(), "not_found");
-        assert_eq!(answer.message(), message);
+        answer.assert_refusal(StatusCode::NOT_FOUND, "not_found", message);
     }
     // Another boundary's developer learns nothing of it, and nothing is read.
     let stranger = app.token("developer", Some("other")).await;
@@ -189,7 +147,9 @@ async fn what_has_no_workload_or_is_not_reachable_says_why() {
     });
     let app = placed(down).await;
     let answer = app.admin_get(WEB).await;
-    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{answer:?}");
-    assert_eq!(answer.code(), "unavailable");
-    assert_eq!(answer.message(), "cluster 'c1': connection refused");
+    answer.assert_refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "cluster 'c1': connection refused",
+    );
 }
