@@ -201,6 +201,27 @@ pub trait Fields {
     fn flag(&self, column: &str) -> sqlx::Result<bool>;
 }
 
+/// `Ok($record { .. })` read from `$row` (a `&dyn Fields`): each field from the column of its
+/// name (or the one named in parentheses) by the `Fields` read it names, then any field given
+/// its value after the braces, e.g.
+/// `record! { row, Token { id: text, secret: text("secret_sha256") }, scopes = vec![] }`.
+macro_rules! record {
+    ($row:expr, $record:ident { $($field:ident: $read:ident $(($column:literal))?),* $(,)? }
+     $(, $other:ident = $value:expr)* $(,)?) => {
+        Ok($record {
+            $($field: $row.$read($crate::sql::record!(@column $field $($column)?))?,)*
+            $($other: $value,)*
+        })
+    };
+    (@column $field:ident $column:literal) => {
+        $column
+    };
+    (@column $field:ident) => {
+        stringify!($field)
+    };
+}
+pub(crate) use record;
+
 // ---- deadlines ----
 
 /// Runs `work`, a step of a write before its commit, by `deadline`: `Timeout` when it has

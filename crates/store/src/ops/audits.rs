@@ -1,6 +1,8 @@
 //! The audit's reports: per policy and cluster, what the policy's rules find among the objects
 //! already stored there. Written only by the reconciler.
 
+use super::find_all;
+use crate::sql::record;
 use crate::sql::{
     Arg::{Int, OptText, Text},
     Conn, Fields,
@@ -16,17 +18,10 @@ const SELECT_OF_POLICY: &str = "SELECT boundary, policy, cluster, policy_etag, t
      FROM audit_report WHERE boundary = $1 AND policy = $2 ORDER BY cluster";
 
 fn audit(row: &dyn Fields) -> sqlx::Result<AuditRecord> {
-    Ok(AuditRecord {
-        boundary: row.text("boundary")?,
-        policy: row.text("policy")?,
-        cluster: row.text("cluster")?,
-        policy_etag: row.text("policy_etag")?,
-        taken_at: row.text("taken_at")?,
-        error: row.opt_text("error")?,
-        checked: row.int("checked")?,
-        violations: row.int("violations")?,
-        findings_json: row.text("findings")?,
-    })
+    record! { row, AuditRecord {
+        boundary: text, policy: text, cluster: text, policy_etag: text, taken_at: text,
+        error: opt_text, checked: int, violations: int, findings_json: text("findings"),
+    } }
 }
 
 /// Replaces every report of `boundary`'s policies in `cluster` with `reports`.
@@ -61,8 +56,5 @@ pub(crate) async fn of_policy<C: Conn>(
     boundary: &str,
     policy: &str,
 ) -> Result<Vec<AuditRecord>> {
-    Ok(
-        c.fetch_all(SELECT_OF_POLICY, &[Text(boundary), Text(policy)], audit)
-            .await?,
-    )
+    find_all(c, SELECT_OF_POLICY, &[Text(boundary), Text(policy)], audit).await
 }

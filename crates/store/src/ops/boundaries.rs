@@ -1,6 +1,7 @@
 //! Boundaries, and the lock that serialises a boundary's writes.
 
-use super::{exists, find, name, on_insert};
+use super::{exists, find, find_all, name, on_insert};
+use crate::sql::record;
 use crate::sql::{
     Arg::{Int, OptText, Text},
     Conn, Fields,
@@ -29,11 +30,9 @@ const DELETE_UPLOAD_USAGE: &str = "DELETE FROM upload_usage WHERE boundary = $1"
 const DELETE: &str = "DELETE FROM boundaries WHERE name = $1";
 
 fn boundary(row: &dyn Fields) -> sqlx::Result<BoundaryRecord> {
-    Ok(BoundaryRecord {
-        name: row.text("name")?,
-        display_name: row.opt_text("display_name")?,
-        created_at: row.text("created_at")?,
-    })
+    record! { row, BoundaryRecord {
+        name: text, display_name: opt_text, created_at: text,
+    } }
 }
 
 pub(crate) async fn create<C: Conn>(
@@ -69,7 +68,7 @@ pub(crate) async fn get<C: Conn>(c: &mut C, name: &str) -> Result<BoundaryRecord
 
 /// Every boundary, by name.
 pub(crate) async fn list<C: Conn>(c: &mut C) -> Result<Vec<BoundaryRecord>> {
-    Ok(c.fetch_all(SELECT_ALL, &[], boundary).await?)
+    find_all(c, SELECT_ALL, &[], boundary).await
 }
 
 /// Refused while the boundary holds resources, policies or namespaces. Its statuses,

@@ -1,6 +1,8 @@
 //! The log of committed changes in boundaries, in commit order (one sequence per store).
 //! Every write of a policy or a resource appends to it in its own transaction.
 
+use super::find_all;
+use crate::sql::record;
 use crate::sql::{
     Arg::{Int, OptText, Text},
     Conn, Fields,
@@ -23,14 +25,9 @@ const SELECT: &str = "SELECT seq, boundary, kind, subject, body_json, at \
      FROM changes WHERE boundary = $1 ORDER BY seq";
 
 fn change(row: &dyn Fields) -> sqlx::Result<ChangeRecord> {
-    Ok(ChangeRecord {
-        seq: row.int("seq")?,
-        boundary: row.text("boundary")?,
-        kind: row.text("kind")?,
-        subject: row.text("subject")?,
-        body_json: row.opt_text("body_json")?,
-        at: row.text("at")?,
-    })
+    record! { row, ChangeRecord {
+        seq: int, boundary: text, kind: text, subject: text, body_json: opt_text, at: text,
+    } }
 }
 
 /// One change: `kind` one of the constants above, `subject` a policy name or
@@ -62,14 +59,14 @@ const LATEST_BY_BOUNDARY: &str = "SELECT name AS boundary, \
 
 /// Every boundary with the sequence number of its latest change (see `LATEST_BY_BOUNDARY`).
 pub(crate) async fn latest_by_boundary<C: Conn>(c: &mut C) -> Result<Vec<(String, i64)>> {
-    Ok(c.fetch_all(LATEST_BY_BOUNDARY, &[], |row| {
+    find_all(c, LATEST_BY_BOUNDARY, &[], |row| {
         Ok((row.text("boundary")?, row.int("seq")?))
     })
-    .await?)
+    .await
 }
 
 pub(crate) async fn list<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ChangeRecord>> {
-    Ok(c.fetch_all(SELECT, &[Text(boundary)], change).await?)
+    find_all(c, SELECT, &[Text(boundary)], change).await
 }
 
 /// Deletes up to `batch` of the oldest rows of `table` made before `before` (RFC 3339, as

@@ -1,7 +1,8 @@
 //! Clusters (platform-level), what the reconciler last learned of each, and their
 //! attachment to boundaries.
 
-use super::{boundaries, exists, find, on_insert, statuses, touched};
+use super::{boundaries, exists, find, find_all, on_insert, statuses, touched};
+use crate::sql::record;
 use crate::sql::{
     Arg::{Bytes, Int, OptBool, OptText, Text},
     Conn, Fields,
@@ -53,29 +54,15 @@ const HAS_NAMESPACES_OF: &str =
     "SELECT EXISTS (SELECT 1 FROM namespaces WHERE boundary = $1 AND cluster = $2) AS found";
 
 fn cluster(row: &dyn Fields) -> sqlx::Result<ClusterRecord> {
-    Ok(ClusterRecord {
-        name: row.text("name")?,
-        kubeconfig_sealed: row.bytes("kubeconfig_sealed")?,
-        kubernetes_version: row.opt_text("kubernetes_version")?,
-        admission_enforced: row.opt_bool("admission_enforced")?,
-        admission_reason: row.opt_text("admission_reason")?,
-        last_error: row.opt_text("last_error")?,
-        apiserver_restarts: row.int("apiserver_restarts")?,
-        apiserver_restarted_at: row.opt_text("apiserver_restarted_at")?,
-        repairs: row.int("repairs")?,
-        last_repair: row.opt_text("last_repair")?,
-        last_repair_at: row.opt_text("last_repair_at")?,
-        admission_layout: row.opt_text("admission_layout")?,
-        admission_layout_reason: row.opt_text("admission_layout_reason")?,
-        reserved_namespaces: row
-            .text("reserved_namespaces")?
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        created_at: row.text("created_at")?,
-        updated_at: row.text("updated_at")?,
-    })
+    let reserved = row.text("reserved_namespaces")?;
+    let reserved_namespaces = reserved.lines().filter(|l| !l.is_empty());
+    record! { row, ClusterRecord {
+        name: text, kubeconfig_sealed: bytes, kubernetes_version: opt_text,
+        admission_enforced: opt_bool, admission_reason: opt_text, last_error: opt_text,
+        apiserver_restarts: int, apiserver_restarted_at: opt_text, repairs: int,
+        last_repair: opt_text, last_repair_at: opt_text, admission_layout: opt_text,
+        admission_layout_reason: opt_text, created_at: text, updated_at: text,
+    }, reserved_namespaces = reserved_namespaces.map(str::to_owned).collect() }
 }
 
 /// Creates the cluster or replaces its credentials, and with `reserved` its reserved
@@ -103,7 +90,7 @@ pub(crate) async fn get<C: Conn>(c: &mut C, name: &str) -> Result<ClusterRecord>
 }
 
 pub(crate) async fn list<C: Conn>(c: &mut C) -> Result<Vec<ClusterRecord>> {
-    Ok(c.fetch_all(SELECT_ALL, &[], cluster).await?)
+    find_all(c, SELECT_ALL, &[], cluster).await
 }
 
 /// Forgets the cluster's namespaces, statuses and audit reports, detaches it from every boundary, then
@@ -227,14 +214,12 @@ pub(crate) async fn placements<C: Conn>(
     c: &mut C,
     boundary: &str,
 ) -> Result<Vec<(String, Option<String>)>> {
-    Ok(c.fetch_all(SELECT_PLACEMENTS, &[Text(boundary)], placement)
-        .await?)
+    find_all(c, SELECT_PLACEMENTS, &[Text(boundary)], placement).await
 }
 
 pub(crate) async fn of_boundary<C: Conn>(c: &mut C, boundary: &str) -> Result<Vec<ClusterRecord>> {
     boundaries::get(c, boundary).await?;
-    Ok(c.fetch_all(SELECT_OF_BOUNDARY, &[Text(boundary)], cluster)
-        .await?)
+    find_all(c, SELECT_OF_BOUNDARY, &[Text(boundary)], cluster).await
 }
 
 /// Every attachment, as (boundary, cluster), by boundary and cluster (the reconciler's

@@ -3,7 +3,8 @@
 //! decides with or without it, never half.
 
 use super::documents::{self, Change, DocumentKind, HistoryRow};
-use super::{boundaries, changes, check_if_match};
+use super::{boundaries, changes, check_if_match, find_all};
+use crate::sql::record;
 use crate::sql::{
     Arg::{OptText, Text},
     Conn, DbResult, Fields,
@@ -43,21 +44,11 @@ impl DocumentKind for Exceptions {
          approved_at = $10, updated_at = $11, updated_by = $12 WHERE boundary = $1 AND name = $2";
 
     fn record(row: &dyn Fields) -> sqlx::Result<ExceptionRecord> {
-        Ok(ExceptionRecord {
-            boundary: row.text("boundary")?,
-            name: row.text("name")?,
-            policy: row.text("policy")?,
-            spec_json: row.text("spec_json")?,
-            expires_at: row.text("expires_at")?,
-            etag: row.text("etag")?,
-            state: row.text("state")?,
-            requested_by: row.text("requested_by")?,
-            approved_by: row.opt_text("approved_by")?,
-            approved_at: row.opt_text("approved_at")?,
-            created_at: row.text("created_at")?,
-            updated_at: row.text("updated_at")?,
-            updated_by: row.text("updated_by")?,
-        })
+        record! { row, ExceptionRecord {
+            boundary: text, name: text, policy: text, spec_json: text, expires_at: text,
+            etag: text, state: text, requested_by: text, approved_by: opt_text,
+            approved_at: opt_text, created_at: text, updated_at: text, updated_by: text,
+        } }
     }
 
     fn history_entry(e: HistoryRow) -> ExceptionHistoryEntry {
@@ -95,8 +86,7 @@ pub(crate) async fn read_in_force<C: Conn>(c: &mut C, now: &str) -> Result<Vec<E
          ORDER BY boundary, name",
         Exceptions::COLUMNS
     );
-    Ok(c.fetch_all(&statement, &[Text(now)], Exceptions::record)
-        .await?)
+    find_all(c, &statement, &[Text(now)], Exceptions::record).await
 }
 
 /// Saves an exception. The same spec is `Unchanged` (an approver's write of a request
@@ -227,14 +217,10 @@ const SELECT_CLUSTER_INSTALLS: &str = "SELECT cluster, boundary, exception, expi
      installed_at, status FROM exception_installs WHERE cluster = $1 ORDER BY boundary, exception";
 
 fn install(row: &dyn Fields) -> sqlx::Result<ExceptionInstall> {
-    Ok(ExceptionInstall {
-        cluster: row.text("cluster")?,
-        boundary: row.text("boundary")?,
-        exception: row.text("exception")?,
-        expires_at: row.text("expires_at")?,
-        installed_at: row.text("installed_at")?,
-        status: row.text("status")?,
-    })
+    record! { row, ExceptionInstall {
+        cluster: text, boundary: text, exception: text, expires_at: text, installed_at: text,
+        status: text,
+    } }
 }
 
 /// Replaces what is installed in `cluster` with `installs`.
@@ -263,8 +249,7 @@ pub(crate) async fn installs_of<C: Conn>(
     c: &mut C,
     boundary: &str,
 ) -> Result<Vec<ExceptionInstall>> {
-    Ok(c.fetch_all(SELECT_INSTALLS, &[Text(boundary)], install)
-        .await?)
+    find_all(c, SELECT_INSTALLS, &[Text(boundary)], install).await
 }
 
 /// What is installed in `cluster`.
@@ -272,8 +257,5 @@ pub(crate) async fn installs_in<C: Conn>(
     c: &mut C,
     cluster: &str,
 ) -> Result<Vec<ExceptionInstall>> {
-    Ok(
-        c.fetch_all(SELECT_CLUSTER_INSTALLS, &[Text(cluster)], install)
-            .await?,
-    )
+    find_all(c, SELECT_CLUSTER_INSTALLS, &[Text(cluster)], install).await
 }

@@ -56,6 +56,16 @@ async fn find<C: Conn, T: Send>(
     row.ok_or(StoreError::NotFound)
 }
 
+/// Every row `statement` reads, decoded.
+async fn find_all<C: Conn, T: Send>(
+    c: &mut C,
+    statement: &str,
+    args: &[Arg<'_>],
+    decode: Decoder<T>,
+) -> Result<Vec<T>> {
+    Ok(c.fetch_all(statement, args, decode).await?)
+}
+
 /// Whether a `SELECT EXISTS (...) AS found` statement found a row.
 async fn exists<C: Conn>(c: &mut C, statement: &str, args: &[Arg<'_>]) -> DbResult<bool> {
     let found = c.fetch_optional(statement, args, found).await?;

@@ -1,7 +1,8 @@
 //! Namespaces palisade labelled for a boundary (`palisade.dev/boundary`), per cluster.
 //! A namespace belongs to one boundary at most; writes lock that boundary.
 
-use super::{boundaries, clusters, on_insert, touched};
+use super::{boundaries, clusters, find_all, on_insert, touched};
+use crate::sql::record;
 use crate::sql::{
     Arg::{OptText, Text},
     Conn, Fields,
@@ -27,14 +28,10 @@ const SELECT_OF_CLUSTER: &str = "SELECT cluster, name, boundary, created_at, uid
 const DELETE: &str = "DELETE FROM namespaces WHERE boundary = $1 AND cluster = $2 AND name = $3";
 
 fn namespace(row: &dyn Fields) -> sqlx::Result<NamespaceRecord> {
-    Ok(NamespaceRecord {
-        cluster: row.text("cluster")?,
-        name: row.text("name")?,
-        boundary: row.text("boundary")?,
-        created_at: row.text("created_at")?,
-        uid: row.opt_text("uid")?,
-        gone_at: row.opt_text("gone_at")?,
-    })
+    record! { row, NamespaceRecord {
+        cluster: text, name: text, boundary: text, created_at: text, uid: opt_text,
+        gone_at: opt_text,
+    } }
 }
 
 async fn read<C: Conn>(c: &mut C, cluster: &str, name: &str) -> Result<Option<NamespaceRecord>> {
@@ -113,16 +110,12 @@ pub(crate) async fn of_boundary<C: Conn>(
     boundary: &str,
 ) -> Result<Vec<NamespaceRecord>> {
     boundaries::get(c, boundary).await?;
-    Ok(
-        c.fetch_all(SELECT_OF_BOUNDARY, &[Text(boundary)], namespace)
-            .await?,
-    )
+    find_all(c, SELECT_OF_BOUNDARY, &[Text(boundary)], namespace).await
 }
 
 /// Every boundary's namespaces in the cluster.
 pub(crate) async fn of_cluster<C: Conn>(c: &mut C, cluster: &str) -> Result<Vec<NamespaceRecord>> {
-    Ok(c.fetch_all(SELECT_OF_CLUSTER, &[Text(cluster)], namespace)
-        .await?)
+    find_all(c, SELECT_OF_CLUSTER, &[Text(cluster)], namespace).await
 }
 
 pub(crate) async fn delete<C: Conn>(

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use super::documents::{self, Change, DocumentKind, HistoryRow};
 use super::{boundaries, changes, check_if_match};
+use crate::sql::record;
 use crate::sql::{Arg::Text, Conn, DbResult, Fields};
 use crate::{PolicyHistoryEntry, PolicyRecord, PolicyWrite, Result, StoreError, WriteAction};
 
@@ -31,16 +32,10 @@ impl DocumentKind for Policies {
          WHERE boundary = $1 AND name = $2";
 
     fn record(row: &dyn Fields) -> sqlx::Result<PolicyRecord> {
-        Ok(PolicyRecord {
-            boundary: row.text("boundary")?,
-            name: row.text("name")?,
-            spec_json: row.text("spec_json")?,
-            metadata_json: row.text("metadata_json")?,
-            etag: row.text("etag")?,
-            created_at: row.text("created_at")?,
-            updated_at: row.text("updated_at")?,
-            updated_by: row.text("updated_by")?,
-        })
+        record! { row, PolicyRecord {
+            boundary: text, name: text, spec_json: text, metadata_json: text, etag: text,
+            created_at: text, updated_at: text, updated_by: text,
+        } }
     }
 
     fn history_entry(e: HistoryRow) -> PolicyHistoryEntry {

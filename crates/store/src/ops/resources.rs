@@ -7,7 +7,8 @@
 //! write of a resource that names an upload marks the upload named in the same transaction,
 //! and writes nothing when the upload is not stored (`UploadMissing`).
 
-use super::{boundaries, changes, check_if_match, find, on_insert, uploads};
+use super::{boundaries, changes, check_if_match, find, find_all, on_insert, uploads};
+use crate::sql::record;
 use crate::sql::{
     Arg::{self, Int, OptText, Text},
     Conn, Fields,
@@ -99,17 +100,10 @@ const DELETE: &str =
     "DELETE FROM resources WHERE boundary = $1 AND resource_type = $2 AND name = $3";
 
 fn resource(row: &dyn Fields) -> sqlx::Result<ResourceRecord> {
-    Ok(ResourceRecord {
-        boundary: row.text("boundary")?,
-        resource_type: row.text("resource_type")?,
-        name: row.text("name")?,
-        body_json: row.text("body_json")?,
-        etag: row.text("etag")?,
-        created_at: row.text("created_at")?,
-        updated_at: row.text("updated_at")?,
-        cluster: row.opt_text("cluster")?,
-        status: row.opt_text("status")?,
-    })
+    record! { row, ResourceRecord {
+        boundary: text, resource_type: text, name: text, body_json: text, etag: text,
+        created_at: text, updated_at: text, cluster: opt_text, status: opt_text,
+    } }
 }
 
 /// The plans a resource's body names, as the `plans` column keeps them (migration 0017 writes
@@ -529,8 +523,7 @@ pub(crate) async fn delete<C: Conn>(
 
 /// Every workload placed in `cluster`.
 pub(crate) async fn in_cluster<C: Conn>(c: &mut C, cluster: &str) -> Result<Vec<ResourceRecord>> {
-    Ok(c.fetch_all(SELECT_IN_CLUSTER, &[Text(cluster)], resource)
-        .await?)
+    find_all(c, SELECT_IN_CLUSTER, &[Text(cluster)], resource).await
 }
 
 /// Sets a resource's status; a resource that is gone, or whose status is already this,

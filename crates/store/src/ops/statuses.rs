@@ -1,5 +1,7 @@
 //! Policies' install status in each cluster, as the reconciler last saw it (SPEC 3.4).
 
+use super::find_all;
+use crate::sql::record;
 use crate::sql::{Arg::Text, Conn, Fields};
 use crate::{PolicyStatusRecord, Result};
 
@@ -12,14 +14,10 @@ const SELECT_OF_BOUNDARY: &str =
      FROM policy_status WHERE boundary = $1 ORDER BY policy, cluster";
 
 fn policy_status(row: &dyn Fields) -> sqlx::Result<PolicyStatusRecord> {
-    Ok(PolicyStatusRecord {
-        boundary: row.text("boundary")?,
-        policy: row.text("policy")?,
-        cluster: row.text("cluster")?,
-        policy_etag: row.text("policy_etag")?,
-        status: row.text("status")?,
-        updated_at: row.text("updated_at")?,
-    })
+    record! { row, PolicyStatusRecord {
+        boundary: text, policy: text, cluster: text, policy_etag: text, status: text,
+        updated_at: text,
+    } }
 }
 
 /// Forgets every status of `boundary`'s policies in `cluster`.
@@ -56,8 +54,5 @@ pub(crate) async fn of_boundary<C: Conn>(
     c: &mut C,
     boundary: &str,
 ) -> Result<Vec<PolicyStatusRecord>> {
-    Ok(
-        c.fetch_all(SELECT_OF_BOUNDARY, &[Text(boundary)], policy_status)
-            .await?,
-    )
+    find_all(c, SELECT_OF_BOUNDARY, &[Text(boundary)], policy_status).await
 }

@@ -1,6 +1,7 @@
 //! API tokens. Only the SHA-256 of a token's secret is stored.
 
-use super::{find, on_insert, touched};
+use super::{find, find_all, on_insert, touched};
+use crate::sql::record;
 use crate::sql::{
     Arg::{OptText, Text},
     Conn, Fields,
@@ -27,15 +28,10 @@ const OTHER_ADMINS: &str = "SELECT COUNT(*) AS n FROM tokens \
      WHERE role = 'admin' AND id <> $2 AND (expires_at IS NULL OR expires_at > $1)";
 
 fn token(row: &dyn Fields) -> sqlx::Result<TokenRecord> {
-    Ok(TokenRecord {
-        id: row.text("id")?,
-        secret_sha256: row.text("secret_sha256")?,
-        role: row.text("role")?,
-        boundary: row.opt_text("boundary")?,
-        created_at: row.text("created_at")?,
-        expires_at: row.opt_text("expires_at")?,
-        created_by: row.text("created_by")?,
-    })
+    record! { row, TokenRecord {
+        id: text, secret_sha256: text, role: text, boundary: opt_text, created_at: text,
+        expires_at: opt_text, created_by: text,
+    } }
 }
 
 /// `Conflict` when the id or the secret is taken, `NotFound` when the boundary is unknown.
@@ -75,7 +71,7 @@ pub(crate) async fn by_secret_hash<C: Conn>(c: &mut C, secret_sha256: &str) -> R
 
 /// All tokens (`boundary` `None`), or those of one boundary; by creation time.
 pub(crate) async fn list<C: Conn>(c: &mut C, boundary: Option<&str>) -> Result<Vec<TokenRecord>> {
-    Ok(c.fetch_all(SELECT_ALL, &[OptText(boundary)], token).await?)
+    find_all(c, SELECT_ALL, &[OptText(boundary)], token).await
 }
 
 pub(crate) async fn get<C: Conn>(c: &mut C, id: &str) -> Result<TokenRecord> {

@@ -19,17 +19,31 @@ const ROWS: [&str; 4] = [
      VALUES ('shop', 'u-unnamed', 'sha', 5, $1, '2026-01-01T00:00:00.000Z')",
 ];
 
-/// A database as the version before migration 0008 left it, holding `ROWS` (an upload's
-/// content is `hello`): its URL.
-async fn before_bounded_uploads(backend: &str, dir: &std::path::Path) -> String {
+/// A database of `backend` as the version before migration `version` left it, holding
+/// `rows` (each a statement, and what its `$1` binds if anything): its URL.
+async fn made_before(
+    backend: &str,
+    dir: &std::path::Path,
+    version: i64,
+    rows: impl IntoIterator<Item = (String, Option<&'static [u8]>)>,
+) -> String {
     let (url, database) = RawDatabase::new(backend, dir).await;
-    database.migrate_before(8).await;
-    for row in ROWS {
-        let content = row.contains("$1").then_some(b"hello".as_slice());
-        database.execute(row, content).await;
+    database.migrate_before(version).await;
+    for (row, content) in rows {
+        database.execute(&row, content).await;
     }
     database.close().await;
     url
+}
+
+/// A database as the version before migration 0008 left it, holding `ROWS` (an upload's
+/// content is `hello`): its URL.
+async fn before_bounded_uploads(backend: &str, dir: &std::path::Path) -> String {
+    let rows = ROWS.map(|row| {
+        let content = row.contains("$1").then_some(b"hello".as_slice());
+        (row.to_owned(), content)
+    });
+    made_before(backend, dir, 8, rows).await
 }
 
 async fn check(url: &str) {
@@ -132,14 +146,9 @@ const OLD_BOUNDARY: &str =
 /// A database as the version before migration 0017 left it, holding `BODIES` in boundary
 /// `old`: its URL.
 async fn before_plans(backend: &str, dir: &std::path::Path) -> String {
-    let (url, database) = RawDatabase::new(backend, dir).await;
-    database.migrate_before(17).await;
-    database.execute(OLD_BOUNDARY, None).await;
-    for (t, n, body) in BODIES {
-        database.execute(&old_resource(t, n, body), None).await;
-    }
-    database.close().await;
-    url
+    let resources = BODIES.map(|(t, n, body)| (old_resource(t, n, body), None));
+    let rows = std::iter::once((OLD_BOUNDARY.to_owned(), None)).chain(resources);
+    made_before(backend, dir, 17, rows).await
 }
 
 /// The groups of the resources stored before 0017 (read by the migration) are those of the
