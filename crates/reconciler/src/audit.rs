@@ -19,7 +19,7 @@ use palisade_app::App;
 use palisade_policy::scan::{Findings, Scan};
 use palisade_policy::{Name, Policy};
 
-use crate::controller::Fence;
+use crate::fence::Fence;
 use crate::reports::{render_report, NamespaceAudit};
 use crate::ClusterClient;
 

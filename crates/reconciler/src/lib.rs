@@ -33,6 +33,7 @@ pub mod controller;
 mod detail;
 pub mod drift;
 pub mod excepted;
+mod fence;
 pub mod kubeconfig;
 pub mod metrics;
 mod per_boundary;

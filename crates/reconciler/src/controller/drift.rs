@@ -84,7 +84,7 @@ impl Controller {
                     next = Some(Duration::ZERO);
                 }
                 Seen::Drift(drift) => {
-                    if !self.believe(&drift).await {
+                    if !believe(&self.app, &drift).await {
                         continue;
                     }
                     let count = self.memory.with(&drift.cluster, |m| {
@@ -125,47 +125,6 @@ impl Controller {
         next
     }
 
-    /// Whether the store still wants what drifted: a release, a detach or a deletion made by
-    /// another palisade process changes the store first. A store that cannot be read is
-    /// believed (a status too pessimistic for a moment, never one too optimistic).
-    async fn believe(&self, drift: &Drift) -> bool {
-        let still = |result: Result<bool, StoreError>| match result {
-            Ok(wanted) => wanted,
-            Err(StoreError::NotFound) => false,
-            Err(_) => true,
-        };
-        let cluster = drift.cluster.as_str();
-        match (&drift.kind, &drift.boundary) {
-            // A namespace found gone is no longer the boundary's: its label is not restored.
-            (DriftKind::NamespaceLabel, Some(boundary)) => still(
-                self.app
-                    .namespace_record(boundary, cluster, &drift.object)
-                    .await
-                    .map(|n| n.gone_at.is_none()),
-            ),
-            (_, Some(boundary)) => {
-                let attached = still(
-                    self.app
-                        .clusters_of_boundary(boundary)
-                        .await
-                        .map(|c| c.iter().any(|c| c.name == cluster)),
-                );
-                if !attached {
-                    return false;
-                }
-                if drift.policies.is_empty() {
-                    return true;
-                }
-                let mut any = false;
-                for policy in &drift.policies {
-                    any |= still(self.app.policy_record(boundary, policy).await.map(|_| true));
-                }
-                any
-            }
-            (_, None) => still(self.app.cluster_record(cluster).await.map(|_| true)),
-        }
-    }
-
     /// Rewrites the statuses of `boundary` in `cluster` that an open drift affects and that
     /// claim enforcement (or are about to): `not enforced: <reason>`.
     async fn write_drift_statuses(&self, cluster: &str, boundary: &str) {
@@ -203,6 +162,45 @@ impl Controller {
             .await
             .map_err(ControllerError::Statuses);
         pass::recorded(cluster, "the statuses of a drift", result);
+    }
+}
+
+/// Whether the store still wants what drifted: a release, a detach or a deletion made by
+/// another palisade process changes the store first. A store that cannot be read is
+/// believed (a status too pessimistic for a moment, never one too optimistic).
+async fn believe(app: &App, drift: &Drift) -> bool {
+    let still = |result: Result<bool, StoreError>| match result {
+        Ok(wanted) => wanted,
+        Err(StoreError::NotFound) => false,
+        Err(_) => true,
+    };
+    let cluster = drift.cluster.as_str();
+    match (&drift.kind, &drift.boundary) {
+        // A namespace found gone is no longer the boundary's: its label is not restored.
+        (DriftKind::NamespaceLabel, Some(boundary)) => still(
+            app.namespace_record(boundary, cluster, &drift.object)
+                .await
+                .map(|n| n.gone_at.is_none()),
+        ),
+        (_, Some(boundary)) => {
+            let attached = still(
+                app.clusters_of_boundary(boundary)
+                    .await
+                    .map(|c| c.iter().any(|c| c.name == cluster)),
+            );
+            if !attached {
+                return false;
+            }
+            if drift.policies.is_empty() {
+                return true;
+            }
+            let mut any = false;
+            for policy in &drift.policies {
+                any |= still(app.policy_record(boundary, policy).await.map(|_| true));
+            }
+            any
+        }
+        (_, None) => still(app.cluster_record(cluster).await.map(|_| true)),
     }
 }
 

@@ -185,7 +185,7 @@ impl<'c> Part<'c> {
             cluster.name
         );
         deploy::not_deployed(&self.ctl.app, &self.ctl.memory, &cluster.name, &reason).await?;
-        let recorded = self.ctl.clear_error(cluster).await;
+        let recorded = pass::clear_error(&self.ctl.app, cluster).await;
         Ok(ClusterPass {
             unconfirmed: 0,
             enforced: false,
@@ -494,7 +494,7 @@ impl<'c> Part<'c> {
         self.remove_detached(client, choice.layout, attached, after)
             .await?;
         let (recorded, workloads_failed) = match workloads {
-            Ok(()) => (ctl.clear_error(cluster).await, None),
+            Ok(()) => (pass::clear_error(&ctl.app, cluster).await, None),
             Err(error) => {
                 let text = error.to_string();
                 tracing::warn!(cluster = %cluster.name, error = %text, "workloads not deployed");

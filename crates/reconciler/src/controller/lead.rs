@@ -1,5 +1,6 @@
 //! The loop: the lease, passes on changes, resyncs and backoff, and shutdown.
 
+use super::fleet::Membership;
 use super::*;
 use palisade_app::reconcile::LEASE_CONFIRM_INTERVAL;
 
@@ -67,9 +68,13 @@ impl Controller {
             metrics::active(true);
             let end = self.lead(&lease, &mut changes, shutdown.as_mut()).await;
             metrics::active(false);
-            self.lost_lease(&lease);
+            let member = Membership {
+                ctl: &self,
+                lease: &lease,
+            };
+            member.lost_lease();
             // Only the holder of a cluster writes its workloads' statuses.
-            self.forget_all(&lease);
+            member.forget_all();
             drop(lease);
             match end {
                 LeadEnd::Shutdown => {
@@ -93,12 +98,11 @@ impl Controller {
         changes: &mut tokio::sync::watch::Receiver<u64>,
         mut shutdown: Pin<&mut impl Future<Output = ()>>,
     ) -> LeadEnd {
+        let member = Membership { ctl: self, lease };
         let mut backoff: Option<Duration> = None;
         let mut drifts = self.drift_queue.lock().await;
-        let mut fleet_check = tokio::time::interval(self.settings.fleet_check);
-        fleet_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut confirm = tokio::time::interval(LEASE_CONFIRM_INTERVAL);
-        confirm.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut fleet_check = ticks(self.settings.fleet_check);
+        let mut confirm = ticks(LEASE_CONFIRM_INTERVAL);
         // Which clusters the next pass runs: every one at first, at each resync and after
         // timers; after a change of the store, those it concerns (`scope`); after a pass that
         // left policies unconfirmed, and nothing else to do, those it left them in.
@@ -119,47 +123,30 @@ impl Controller {
             let report = tokio::select! {
                 report = &mut pass => report,
                 () = &mut shutdown => {
-                    self.finish_on_shutdown(lease, &mut confirm, pass).await;
+                    member.finish_on_shutdown(&mut confirm, pass).await;
                     return LeadEnd::Shutdown;
                 }
                 // Dropping the pass aborts its cluster tasks: not one more write.
-                _ = self.keep_confirming(lease, &mut confirm) => return LeadEnd::LostLease,
+                _ = member.keep_confirming(&mut confirm) => return LeadEnd::LostLease,
             };
             // The fleet or the lease could not be read at the pass's start: nothing was
             // written, and nothing held is confirmed.
             if lease.lost().is_some() {
                 return LeadEnd::LostLease;
             }
-            let wait = if !report.incomplete() {
-                backoff = None;
-                if report.unconfirmed > 0 {
-                    RECHECK
-                } else {
-                    full_due.saturating_duration_since(tokio::time::Instant::now())
-                }
-            } else {
-                let next = backoff
-                    .map_or(self.settings.min_backoff, |b| b * 2)
-                    .min(self.settings.max_backoff);
+            let full_in = full_due.saturating_duration_since(tokio::time::Instant::now());
+            let (wait, next_backoff) = next_wait(&report, backoff, full_in, &self.settings);
+            backoff = next_backoff;
+            if report.incomplete() {
                 tracing::warn!(
                     failed = ?report.failed,
                     unrecorded = ?report.unrecorded,
-                    retry_in = ?next,
+                    retry_in = ?wait,
                     "reconcile pass incomplete"
                 );
-                backoff = Some(next);
-                next
-            };
-            let mut due = tokio::time::Instant::now() + wait;
-            let mut recheck = (!report.incomplete() && report.unconfirmed > 0)
-                .then(|| report.unconfirmed_in.clone());
-            // An exception ends on time (SPEC 7): a pass starts at its `expiresAt`.
-            if let Some(left) = report.next_expiry.as_deref().and_then(until) {
-                if left < wait {
-                    recheck = None;
-                }
-                due = due.min(tokio::time::Instant::now() + left);
             }
+            let (due_in, mut recheck) = due_after(&report, wait);
+            let mut due = tokio::time::Instant::now() + due_in;
             loop {
                 tokio::select! {
                     () = &mut shutdown => return LeadEnd::Shutdown,
@@ -179,7 +166,7 @@ impl Controller {
                     }
                     _ = fleet_check.tick() => {
                         // A replica joined or left, or a cluster handed over is free now.
-                        match self.rebalance(lease, None).await {
+                        match member.rebalance(None).await {
                             Ok(true) => {
                                 recheck = None;
                                 break;
@@ -192,11 +179,11 @@ impl Controller {
                         }
                     }
                     _ = confirm.tick() => {
-                        if self.confirm_leases(lease).await.is_err() {
+                        if member.confirm_leases().await.is_err() {
                             return LeadEnd::LostLease;
                         }
                     }
-                    () = self.answering_again(&report.failed) => {
+                    () = answering_again(&self.memory, &report.failed) => {
                         tracing::info!("an unreachable cluster answers again: reconciling now");
                         backoff = None;
                         recheck = None;
@@ -217,24 +204,25 @@ impl Controller {
             }
             let confirmed = tokio::select! {
                 () = &mut shutdown => return LeadEnd::Shutdown,
-                confirmed = self.confirm_leases(lease) => confirmed,
+                confirmed = member.confirm_leases() => confirmed,
             };
             if confirmed.is_err() {
                 return LeadEnd::LostLease;
             }
         }
     }
+}
 
+impl Membership<'_> {
     /// Lets a pass that shutdown interrupted finish for at most `shutdown_grace`, while the
     /// lease is confirmed; past it, or once the lease is lost, the pass is dropped, which
     /// aborts its cluster tasks.
     pub(super) async fn finish_on_shutdown(
         &self,
-        lease: &Lease,
         confirm: &mut tokio::time::Interval,
         pass: Pin<&mut impl Future<Output = PassReport>>,
     ) {
-        let grace = self.settings.shutdown_grace;
+        let grace = self.ctl.settings.shutdown_grace;
         tracing::info!(
             ?grace,
             "reconciler: stopping; the pass in progress may finish"
@@ -242,7 +230,7 @@ impl Controller {
         let finished = async {
             tokio::select! {
                 report = pass => Some(report),
-                _ = self.keep_confirming(lease, confirm) => None,
+                _ = self.keep_confirming(confirm) => None,
             }
         };
         let finished = match tokio::time::timeout(grace, finished).await {
@@ -266,52 +254,98 @@ impl Controller {
             ),
         }
     }
+}
 
-    /// Resolves once a cluster of `failed` that does not answer now answers again (its
-    /// `/readyz`, looked at every second), so that the pass after an outage starts within
-    /// about a second of the API server's return, not after the backoff (SPEC 3.4 v3.1: within
-    /// 5 seconds). Never resolves when each of them answers (their failures have other causes,
-    /// and the backoff stands) or palisade holds no connection to them.
-    pub(super) async fn answering_again(&self, failed: &BTreeMap<String, String>) {
-        let clients: Vec<ClusterClient> = failed
-            .keys()
-            .filter_map(|name| {
-                self.memory
-                    .get(name, |m| m.connection.as_ref().map(|c| c.client.clone()))
-                    .flatten()
-            })
-            .collect();
-        // `/readyz` (readable by anyone, `system:public-info-viewer`): an API server that
-        // listens but has not finished starting would fail the pass again.
-        let answers = |client: &ClusterClient| {
-            let client = client.client().clone();
-            async move {
-                let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else {
-                    return false;
-                };
-                tokio::time::timeout(ANSWER_TIMEOUT, client.request_text(request))
-                    .await
-                    .is_ok_and(|answer| answer.is_ok_and(|text| text.trim() == "ok"))
-            }
-        };
-        let mut down = Vec::new();
-        for client in clients {
-            if !answers(&client).await {
-                down.push(client);
-            }
+/// Resolves once a cluster of `failed` that does not answer now answers again (its
+/// `/readyz`, looked at every second), so that the pass after an outage starts within
+/// about a second of the API server's return, not after the backoff (SPEC 3.4 v3.1: within
+/// 5 seconds). Never resolves when each of them answers (their failures have other causes,
+/// and the backoff stands) or palisade holds no connection to them.
+async fn answering_again(memory: &Memories, failed: &BTreeMap<String, String>) {
+    let clients: Vec<ClusterClient> = failed
+        .keys()
+        .filter_map(|name| {
+            memory
+                .get(name, |m| m.connection.as_ref().map(|c| c.client.clone()))
+                .flatten()
+        })
+        .collect();
+    // `/readyz` (readable by anyone, `system:public-info-viewer`): an API server that
+    // listens but has not finished starting would fail the pass again.
+    let answers = |client: &ClusterClient| {
+        let client = client.client().clone();
+        async move {
+            let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else {
+                return false;
+            };
+            tokio::time::timeout(ANSWER_TIMEOUT, client.request_text(request))
+                .await
+                .is_ok_and(|answer| answer.is_ok_and(|text| text.trim() == "ok"))
         }
-        if down.is_empty() {
-            return std::future::pending().await;
+    };
+    let mut down = Vec::new();
+    for client in clients {
+        if !answers(&client).await {
+            down.push(client);
         }
-        loop {
-            tokio::time::sleep(ANSWER_POLL).await;
-            for client in &down {
-                if answers(client).await {
-                    return;
-                }
+    }
+    if down.is_empty() {
+        return std::future::pending().await;
+    }
+    loop {
+        tokio::time::sleep(ANSWER_POLL).await;
+        for client in &down {
+            if answers(client).await {
+                return;
             }
         }
     }
+}
+
+/// How long after a pass the next one waits, and the backoff from then on: a pass that left
+/// something to retry waits `min_backoff`, doubling up to `max_backoff`; one that left
+/// policies unconfirmed looks again after [`RECHECK`]; otherwise the next full pass is due in
+/// `full_in`.
+fn next_wait(
+    report: &PassReport,
+    backoff: Option<Duration>,
+    full_in: Duration,
+    settings: &Settings,
+) -> (Duration, Option<Duration>) {
+    if report.incomplete() {
+        let next = backoff
+            .map_or(settings.min_backoff, |b| b * 2)
+            .min(settings.max_backoff);
+        return (next, Some(next));
+    }
+    let wait = if report.unconfirmed > 0 {
+        RECHECK
+    } else {
+        full_in
+    };
+    (wait, None)
+}
+
+/// When the next pass is due, `wait` from now or sooner at the first exception's end (SPEC 7:
+/// an exception ends on time), and the clusters it looks at again when it is a look again.
+fn due_after(report: &PassReport, wait: Duration) -> (Duration, Option<BTreeSet<String>>) {
+    let mut recheck =
+        (!report.incomplete() && report.unconfirmed > 0).then(|| report.unconfirmed_in.clone());
+    let mut due = wait;
+    if let Some(left) = report.next_expiry.as_deref().and_then(until) {
+        if left < wait {
+            recheck = None;
+        }
+        due = due.min(left);
+    }
+    (due, recheck)
+}
+
+/// Ticks every `period`; one missed (a pass ran long) is taken late, not made up in a burst.
+fn ticks(period: Duration) -> tokio::time::Interval {
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks
 }
 
 /// How long until `at` (a stored RFC 3339 time); zero once it has passed.
@@ -319,4 +353,74 @@ fn until(at: &str) -> Option<Duration> {
     let at = chrono::DateTime::parse_from_rfc3339(at).ok()?;
     let left = at.with_timezone(&chrono::Utc) - chrono::Utc::now();
     Some(left.to_std().unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_a_pass_the_next_waits_for_a_retry_a_look_again_or_the_resync() {
+        let settings = Settings::default();
+        let full_in = Duration::from_secs(200);
+        let failed = PassReport {
+            failed: [("c1".to_owned(), "unreachable".to_owned())].into(),
+            ..PassReport::default()
+        };
+        let unrecorded = PassReport {
+            unrecorded: ["c1".to_owned()].into(),
+            ..PassReport::default()
+        };
+        let unconfirmed = PassReport {
+            unconfirmed: 2,
+            ..PassReport::default()
+        };
+        let done = PassReport::default();
+        let second = |s: u64| Duration::from_secs(s);
+        let cases = [
+            (&failed, None, (second(1), Some(second(1)))),
+            (&failed, Some(second(1)), (second(2), Some(second(2)))),
+            (&failed, Some(second(40)), (second(60), Some(second(60)))),
+            (&unrecorded, Some(second(8)), (second(16), Some(second(16)))),
+            // A pass that completed ends the backoff.
+            (&unconfirmed, Some(second(8)), (RECHECK, None)),
+            (&done, Some(second(8)), (full_in, None)),
+            (&done, None, (full_in, None)),
+        ];
+        for (report, backoff, want) in cases {
+            assert_eq!(
+                next_wait(report, backoff, full_in, &settings),
+                want,
+                "{report:?} after {backoff:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_look_again_gives_way_to_an_exception_that_ends_sooner() {
+        let c1: BTreeSet<String> = ["c1".to_owned()].into();
+        let unconfirmed = PassReport {
+            unconfirmed: 1,
+            unconfirmed_in: c1.clone(),
+            ..PassReport::default()
+        };
+        let wait = Duration::from_secs(5);
+        assert_eq!(due_after(&unconfirmed, wait), (wait, Some(c1.clone())));
+        let ended = PassReport {
+            next_expiry: Some("2000-01-01T00:00:00Z".to_owned()),
+            ..unconfirmed.clone()
+        };
+        // Ended already: a full pass now, not a look at c1 only.
+        assert_eq!(due_after(&ended, wait), (Duration::ZERO, None));
+        let later = PassReport {
+            next_expiry: Some("2999-01-01T00:00:00Z".to_owned()),
+            ..unconfirmed
+        };
+        assert_eq!(due_after(&later, wait), (wait, Some(c1)));
+        let failed = PassReport {
+            failed: [("c1".to_owned(), "x".to_owned())].into(),
+            ..PassReport::default()
+        };
+        assert_eq!(due_after(&failed, wait), (wait, None));
+    }
 }

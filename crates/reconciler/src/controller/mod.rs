@@ -22,6 +22,7 @@
 mod confirm;
 mod deploy;
 mod drift;
+#[cfg(test)]
 mod fence;
 mod fleet;
 mod install;
@@ -31,7 +32,7 @@ mod lead;
 mod memory;
 mod pass;
 
-pub(crate) use fence::Fence;
+use crate::fence::{Fence, Fenced};
 use install::Part;
 use layout::LayoutState;
 use memory::Memories;
@@ -193,6 +194,12 @@ pub enum ControllerError {
     Fenced(StoreError),
 }
 
+impl From<Fenced> for ControllerError {
+    fn from(Fenced(error): Fenced) -> Self {
+        ControllerError::Fenced(error)
+    }
+}
+
 impl From<ReconcileError> for ControllerError {
     fn from(error: ReconcileError) -> Self {
         ControllerError::Cluster(error)
@@ -222,6 +229,19 @@ impl PassReport {
     /// Whether the pass left something to retry with backoff.
     pub fn incomplete(&self) -> bool {
         !self.failed.is_empty() || !self.unrecorded.is_empty()
+    }
+
+    /// Adds a cluster's part that completed; answers the audits it found due.
+    fn completed(&mut self, cluster: String, pass: ClusterPass) -> Vec<AuditJob> {
+        self.unconfirmed += pass.unconfirmed;
+        if pass.unconfirmed > 0 {
+            self.unconfirmed_in.insert(cluster.clone());
+        }
+        if let Some(error) = pass.workloads_failed {
+            self.failed.insert(cluster.clone(), error);
+        }
+        self.reconciled.insert(cluster);
+        pass.audits
     }
 }
 

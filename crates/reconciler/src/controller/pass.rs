@@ -1,6 +1,7 @@
 //! A pass: the desired state read once, every cluster at once under its time limit, connections
 //! and API server restarts, and what a cluster's failure records.
 
+use super::fleet::Membership;
 use super::memory::ClusterMemory;
 use super::*;
 
@@ -40,7 +41,8 @@ impl Controller {
             .min();
         if let Some(lease) = lease {
             let all = clusters.iter().map(|c| c.name.clone()).collect();
-            if let Err(error) = self.rebalance(lease, Some(all)).await {
+            let member = Membership { ctl: self, lease };
+            if let Err(error) = member.rebalance(Some(all)).await {
                 // The fleet or the lease cannot be read: no lease is confirmed, and nothing
                 // is written (the loop gives the lease up).
                 report
@@ -59,26 +61,7 @@ impl Controller {
             .iter()
             .map(|c| (c.name.clone(), crate::scope::fingerprint(c, &boundaries)))
             .collect();
-        match &scope {
-            PassScope::All => {}
-            PassScope::Only(only) => clusters.retain(|c| only.contains(&c.name)),
-            PassScope::Changed => {
-                let run: BTreeSet<String> = {
-                    crate::scope::changed(prints.iter().map(|(c, f)| (c.as_str(), *f)), |c| {
-                        self.memory.get(c, |m| m.settled).flatten()
-                    })
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect()
-                };
-                tracing::debug!(
-                    concerned = run.len(),
-                    held = clusters.len(),
-                    "a change: the clusters whose inputs changed"
-                );
-                clusters.retain(|c| run.contains(&c.name));
-            }
-        }
+        narrow(&mut clusters, &scope, &prints, &self.memory);
         let boundaries = Arc::new(boundaries);
         let mut tasks = tokio::task::JoinSet::new();
         for cluster in clusters {
@@ -109,7 +92,7 @@ impl Controller {
                     }
                     match done.result {
                         Ok(pass) => {
-                            for job in pass.audits {
+                            for job in report.completed(done.name, pass) {
                                 let this = Arc::clone(self);
                                 tokio::spawn(async move {
                                     let timeout = this.settings.audit_timeout;
@@ -123,18 +106,12 @@ impl Controller {
                                     .await;
                                 });
                             }
-                            report.unconfirmed += pass.unconfirmed;
-                            if pass.unconfirmed > 0 {
-                                report.unconfirmed_in.insert(done.name.clone());
-                            }
-                            if let Some(error) = pass.workloads_failed {
-                                report.failed.insert(done.name.clone(), error);
-                            }
-                            report.reconciled.insert(done.name);
                         }
                         Err(error) => {
                             if matches!(error, ControllerError::Fenced(_)) {
-                                self.fenced(lease, &done.name);
+                                if let Some(lease) = lease {
+                                    Membership { ctl: self, lease }.fenced(&done.name);
+                                }
                             }
                             report.failed.insert(done.name, error.to_string());
                         }
@@ -184,7 +161,7 @@ impl Controller {
             Err(StoreError::NotFound)
         ) {
             if let Ok(connection) = self.connect(cluster).await {
-                let removed = fence
+                let removed: Result<_, ControllerError> = fence
                     .write("removing a deleted cluster's objects", async {
                         Ok(connection
                             .client
@@ -400,22 +377,6 @@ impl Controller {
         }
     }
 
-    /// Clears the cluster's `last_error` after a part that completed; `false` if the store
-    /// did not take it.
-    pub(super) async fn clear_error(&self, cluster: &ClusterRecord) -> bool {
-        // Nothing to clear when the pass read none (no step of a pass that goes on to here
-        // records one).
-        if cluster.last_error.is_none() {
-            return true;
-        }
-        let result = self
-            .app
-            .record_cluster_error(&cluster.name, None)
-            .await
-            .map_err(ControllerError::ClusterStatus);
-        recorded(&cluster.name, "the cluster's last error (cleared)", result)
-    }
-
     /// A cluster's part failed: the cluster and each policy that should be there say why.
     /// `false` when one of those statuses could not be recorded.
     pub(super) async fn record_failure(
@@ -515,6 +476,51 @@ pub(super) fn recorded(cluster: &str, what: &str, result: Result<(), ControllerE
             tracing::warn!(cluster, what, %error, "status not recorded; the pass will be retried");
             metrics::status_write_failed(cluster);
             false
+        }
+    }
+}
+
+/// Clears the cluster's `last_error` after a part that completed; `false` if the store
+/// did not take it.
+pub(super) async fn clear_error(app: &App, cluster: &ClusterRecord) -> bool {
+    // Nothing to clear when the pass read none (no step of a pass that goes on to here
+    // records one).
+    if cluster.last_error.is_none() {
+        return true;
+    }
+    let result = app
+        .record_cluster_error(&cluster.name, None)
+        .await
+        .map_err(ControllerError::ClusterStatus);
+    recorded(&cluster.name, "the cluster's last error (cleared)", result)
+}
+
+/// Narrows the clusters held to those `scope` runs: all; those a pass left unconfirmed; or,
+/// after a change, those whose fingerprint differs from their last part that left nothing to
+/// do.
+fn narrow(
+    clusters: &mut Vec<ClusterRecord>,
+    scope: &PassScope,
+    prints: &HashMap<String, Fingerprint>,
+    memory: &Memories,
+) {
+    match scope {
+        PassScope::All => {}
+        PassScope::Only(only) => clusters.retain(|c| only.contains(&c.name)),
+        PassScope::Changed => {
+            let run: BTreeSet<String> =
+                crate::scope::changed(prints.iter().map(|(c, f)| (c.as_str(), *f)), |c| {
+                    memory.get(c, |m| m.settled).flatten()
+                })
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            tracing::debug!(
+                concerned = run.len(),
+                held = clusters.len(),
+                "a change: the clusters whose inputs changed"
+            );
+            clusters.retain(|c| run.contains(&c.name));
         }
     }
 }
