@@ -276,26 +276,18 @@ pub(crate) async fn create_in_one_statement<C: Conn>(
         Some(deadline) => format!("{}ms", crate::sql::remaining(deadline)?.as_millis().max(1)),
         None => "0".to_owned(),
     };
-    let NewResource {
-        boundary,
-        resource_type,
-        name,
-        body_json,
-        cluster,
-        upload: _,
-    } = resource;
-    let subject = subject(resource_type, name);
-    let plans = plans_named(body_json);
+    let subject = subject(&resource.resource_type, &resource.name);
+    let plans = plans_named(&resource.body_json);
     let now = crate::now();
-    let etag = crate::etag_of(&[body_json]);
+    let etag = crate::etag_of(&[&resource.body_json]);
     let args = [
-        Text(boundary),
-        Text(resource_type),
-        Text(name),
-        Text(body_json),
+        Text(&resource.boundary),
+        Text(&resource.resource_type),
+        Text(&resource.name),
+        Text(&resource.body_json),
         Text(&etag),
         Text(&now),
-        OptText(cluster.as_deref()),
+        OptText(resource.cluster.as_deref()),
         Arg::OptInt(version.map(|v| v.0)),
         Text(&lock_timeout),
         Text(&subject),

@@ -301,12 +301,6 @@ pub async fn pagination(db: TestDb) {
         after,
         plans: None,
     };
-    let names = |items: &[ResourceRecord]| -> Vec<String> {
-        items
-            .iter()
-            .map(|r| format!("{}/{}", r.resource_type, r.name))
-            .collect()
-    };
 
     let first = store
         .list_resources("b", &page(None, 2, None))
@@ -432,12 +426,6 @@ pub async fn plan_groups_and_their_pages(db: TestDb) {
             after,
             plans: Some(plans.iter().map(|p| (*p).to_owned()).collect()),
         };
-    let names = |items: &[ResourceRecord]| -> Vec<String> {
-        items
-            .iter()
-            .map(|r| format!("{}/{}", r.resource_type, r.name))
-            .collect()
-    };
     let first = store
         .list_resources("b", &page(Some("app"), &["large"], 1, None))
         .await
@@ -789,4 +777,12 @@ impl Check for Peek {
         *self.0.lock().unwrap() = Some(version.0);
         Ok(())
     }
+}
+
+/// The `<type>/<name>` of each resource, in order.
+fn names(items: &[ResourceRecord]) -> Vec<String> {
+    items
+        .iter()
+        .map(|r| format!("{}/{}", r.resource_type, r.name))
+        .collect()
 }
