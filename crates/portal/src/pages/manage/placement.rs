@@ -2,13 +2,15 @@
 //! with the boundary's namespaces in it and a way to release one; the form that creates or
 //! adopts a namespace; and, for an admin, the form that attaches another registered cluster.
 
-use axum::extract::{Path, State};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
+use palisade_app::caller::Access;
 use palisade_app::{App, AppError};
 
 use super::{done, get_page, post_page, Said};
+use crate::form::FormData;
 use crate::layout::{csrf_field, page, Ctx};
 use crate::pages::{SignedForm, ALL};
 use crate::session::Session;
@@ -30,32 +32,22 @@ pub async fn show(
 }
 
 /// `POST /boundaries/{b}/clusters`: attach a registered cluster (admin).
-pub async fn attach(
-    State(state): State<App>,
-    Path(boundary): Path<String>,
-    form: SignedForm,
-) -> Response {
-    post_here(&state, &boundary, &form, async |ctx, session| {
-        let cluster = form.data.get("cluster");
-        let access = state.open(&session.caller, &boundary).await?;
-        state.attach_cluster(&access, cluster).await?;
+pub async fn attach(post: PlacementPost) -> Response {
+    post.answer(async |ctx, state, access, data| {
+        let cluster = data.get("cluster");
+        state.attach_cluster(access, cluster).await?;
         Ok(format!("{} {cluster}", ctx.t("Attached cluster")))
     })
     .await
 }
 
 /// `POST /boundaries/{b}/namespaces`: create, or with `adopt` label, a namespace.
-pub async fn put_namespace(
-    State(state): State<App>,
-    Path(boundary): Path<String>,
-    form: SignedForm,
-) -> Response {
-    post_here(&state, &boundary, &form, async |ctx, session| {
-        let cluster = form.data.get("cluster");
-        let name = form.data.get("name").trim();
-        let access = state.open(&session.caller, &boundary).await?;
+pub async fn put_namespace(post: PlacementPost) -> Response {
+    post.answer(async |ctx, state, access, data| {
+        let cluster = data.get("cluster");
+        let name = data.get("name").trim();
         let (view, _) = state
-            .put_namespace(&access, cluster, name, form.data.has("adopt"))
+            .put_namespace(access, cluster, name, data.has("adopt"))
             .await?;
         let verb = match view.action.as_deref() {
             Some("adopted") => ctx.t("Adopted namespace"),
@@ -69,16 +61,11 @@ pub async fn put_namespace(
 
 /// `POST /boundaries/{b}/namespaces/release`: remove the boundary's label; the namespace and
 /// what runs in it stay (refused while the boundary's workloads are placed there).
-pub async fn release(
-    State(state): State<App>,
-    Path(boundary): Path<String>,
-    form: SignedForm,
-) -> Response {
-    post_here(&state, &boundary, &form, async |ctx, session| {
-        let cluster = form.data.get("cluster");
-        let name = form.data.get("name");
-        let access = state.open(&session.caller, &boundary).await?;
-        state.release_namespace(&access, cluster, name).await?;
+pub async fn release(post: PlacementPost) -> Response {
+    post.answer(async |ctx, state, access, data| {
+        let cluster = data.get("cluster");
+        let name = data.get("name");
+        state.release_namespace(access, cluster, name).await?;
         Ok(format!(
             "{} {name} ({} {cluster})",
             ctx.t("Released namespace"),
@@ -88,23 +75,58 @@ pub async fn release(
     .await
 }
 
-/// A POST of this page: back to it with what `act` says it did, or the page again with the
-/// API's refusal.
-async fn post_here(
-    state: &App,
-    boundary: &str,
-    form: &SignedForm,
-    act: impl AsyncFnOnce(&Ctx, &Session) -> Result<String, AppError>,
-) -> Response {
-    post_page(
-        form,
-        async |ctx, session| {
-            let text = act(ctx, session).await?;
-            Ok(done(state, ctx, &here(boundary), text))
-        },
-        async |ctx, session, said| placement_page(state, ctx, session, boundary, said).await,
-    )
-    .await
+/// A POST of this page: the application, the boundary (from the path) and the signed-in
+/// user's form, extracted in that order.
+pub struct PlacementPost {
+    state: App,
+    boundary: String,
+    form: SignedForm,
+}
+
+impl<S> FromRequest<S> for PlacementPost
+where
+    S: Send + Sync,
+    App: FromRef<S>,
+{
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let Path(boundary) = Path::<String>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let form = SignedForm::from_request(Request::from_parts(parts, body), state).await?;
+        Ok(PlacementPost {
+            state: App::from_ref(state),
+            boundary,
+            form,
+        })
+    }
+}
+
+impl PlacementPost {
+    /// Opens the boundary for the caller and runs `act`: back to the page with what it says
+    /// it did, or the page again with the API's refusal.
+    async fn answer(
+        &self,
+        act: impl AsyncFnOnce(&Ctx, &App, &Access, &FormData) -> Result<String, AppError>,
+    ) -> Response {
+        let PlacementPost {
+            state,
+            boundary,
+            form,
+        } = self;
+        post_page(
+            form,
+            async |ctx, session| {
+                let access = state.open(&session.caller, boundary).await?;
+                let text = act(ctx, state, &access, &form.data).await?;
+                Ok(done(state, ctx, &here(boundary), text))
+            },
+            async |ctx, session, said| placement_page(state, ctx, session, boundary, said).await,
+        )
+        .await
+    }
 }
 
 async fn placement_page(

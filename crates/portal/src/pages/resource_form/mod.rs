@@ -30,6 +30,7 @@ use self::typed::{field_of, Field, Typed};
 pub use self::upload::{upload_form, upload_submit};
 use super::{query_param, Signed, SignedForm};
 use crate::flash::{self, Notice};
+use crate::form::FormData;
 use crate::layout::{error_response, html_response, Ctx};
 use crate::session::Session;
 
@@ -109,19 +110,8 @@ pub async fn submit(
         Err(chooser) => return html_response(StatusCode::BAD_REQUEST, chooser),
     };
     let typed = Typed::from_form(&data);
-    let action = data.get("action");
-    if action == "add-label" || action == "add-component" {
-        let picker = picker_for(&state, &session.caller, &boundary, ty).await;
-        let page = FormPage {
-            boundary: &boundary,
-            ty,
-            existing: None,
-            picker,
-            typed,
-            outcome: Outcome::default(),
-            extra_rows: 1,
-        };
-        return html_response(StatusCode::OK, render_form(&ctx, &session, &page));
+    if adds_a_row(&data) {
+        return with_a_row(&state, &ctx, &session, (&boundary, ty), None, typed).await;
     }
     let (body, component_rows) = typed.body(ty);
     match state
@@ -147,6 +137,33 @@ pub async fn submit(
             failed(&state, &ctx, &session, page, error, &component_rows).await
         }
     }
+}
+
+/// Whether the form's button asks for one more row of labels or components.
+fn adds_a_row(data: &FormData) -> bool {
+    matches!(data.get("action"), "add-label" | "add-component")
+}
+
+/// The form again as typed, with one more row of labels or components; nothing is saved.
+async fn with_a_row(
+    state: &App,
+    ctx: &Ctx,
+    session: &Session,
+    (boundary, ty): (&str, ResourceType),
+    existing: Option<Existing>,
+    typed: Typed,
+) -> Response {
+    let picker = picker_for(state, &session.caller, boundary, ty).await;
+    let page = FormPage {
+        boundary,
+        ty,
+        existing,
+        picker,
+        typed,
+        outcome: Outcome::default(),
+        extra_rows: 1,
+    };
+    html_response(StatusCode::OK, render_form(ctx, session, &page))
 }
 
 /// The `name` of a resource's stored body ("" without one).
@@ -410,19 +427,9 @@ pub async fn edit_submit(
         };
     let mut typed = Typed::from_form(&data);
     typed.name = name.clone();
-    let action = data.get("action");
-    if action == "add-label" || action == "add-component" {
-        let picker = picker_for(&state, &session.caller, &boundary, ty).await;
-        let page = FormPage {
-            boundary: &boundary,
-            ty,
-            existing: Some(existing),
-            picker,
-            typed,
-            outcome: Outcome::default(),
-            extra_rows: 1,
-        };
-        return html_response(StatusCode::OK, render_form(&ctx, &session, &page));
+    if adds_a_row(&data) {
+        let existing = Some(existing);
+        return with_a_row(&state, &ctx, &session, (&boundary, ty), existing, typed).await;
     }
     let (patch, component_rows) = typed.patch(ty, &existing.body);
     let if_match = data.if_match();
