@@ -30,6 +30,7 @@ mod audit;
 pub mod cause;
 pub mod cluster;
 pub mod controller;
+mod deletions;
 mod detail;
 pub mod drift;
 pub mod excepted;

@@ -14,15 +14,10 @@ use palisade_vap::per_boundary::{held_policies, render_boundary_excepted};
 use palisade_vap::render::POLICY_LABEL;
 use palisade_vap::shared::MODE_LABEL;
 
-use crate::cluster::{boundary_selector, delete_exact, is_ours, ClusterClient, Installed};
+use crate::cluster::{
+    boundary_selector, delete_exact, is_ours, is_per_boundary, is_switch, ClusterClient, Installed,
+};
 use crate::Result;
-
-/// Whether `meta` is a per-boundary object: a mode, no policy of its own.
-pub(crate) fn is_per_boundary(meta: &ObjectMeta) -> bool {
-    meta.labels
-        .as_ref()
-        .is_some_and(|l| l.contains_key(MODE_LABEL) && !l.contains_key(POLICY_LABEL))
-}
 
 /// The selector of an installation's per-boundary objects of one boundary.
 fn selector(installation: &str, boundary: &Name) -> ListParams {
@@ -69,7 +64,7 @@ impl ClusterClient {
         let doomed = |meta: &ObjectMeta| {
             is_ours(meta, installation, boundary)
                 && is_per_boundary(meta)
-                && !crate::switch::is_switch(meta)
+                && !is_switch(meta)
                 && meta.name.as_ref().is_some_and(|n| !written.contains(n))
         };
         let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
@@ -95,7 +90,7 @@ impl ClusterClient {
         let chosen = |meta: &ObjectMeta| {
             is_ours(meta, installation, boundary)
                 && is_per_boundary(meta)
-                && !crate::switch::is_switch(meta)
+                && !is_switch(meta)
                 && doomed(meta)
         };
         let bindings = self.cluster_api::<ValidatingAdmissionPolicyBinding>();

@@ -212,7 +212,7 @@ impl ClusterClient {
             }),
             ..DeleteParams::default()
         };
-        crate::drift::deleting(object.uid.as_deref());
+        crate::deletions::deleting(object.uid.as_deref());
         match self.params_in(namespace).delete(name, &params).await {
             Ok(_) => {
                 tracing::info!(kind = PARAMS_KIND, namespace, name, "deleted");

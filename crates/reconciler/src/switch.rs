@@ -6,22 +6,14 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use palisade_policy::{Mode, Name, Policy};
-use palisade_vap::render::{switch_binding, switch_binding_name, FIELD_MANAGER, SWITCH_LABEL};
+use palisade_vap::render::{switch_binding, switch_binding_name, FIELD_MANAGER};
 use palisade_vap::shared::shared_binding_name;
 use palisade_vap::Layout;
 
-use crate::cluster::{check_installation, delete_exact, ClusterClient};
+use crate::cluster::{check_installation, delete_exact, is_switch, ClusterClient};
 use crate::Result;
-
-/// Whether `meta` is a switch binding's.
-pub(crate) fn is_switch(meta: &ObjectMeta) -> bool {
-    meta.labels
-        .as_ref()
-        .is_some_and(|l| l.contains_key(SWITCH_LABEL))
-}
 
 impl ClusterClient {
     /// The layouts of which this installation has objects of `boundary` in the cluster.

@@ -13,12 +13,29 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ListParams;
 use palisade_policy::Name;
 use palisade_vap::per_boundary::held_policies;
-use palisade_vap::render::{BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL};
+use palisade_vap::render::{
+    BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL, SWITCH_LABEL,
+};
+use palisade_vap::shared::MODE_LABEL;
 use palisade_vap::Layout;
 
 use super::{boundary_selector, check_installation, is_ours, ClusterClient};
-use crate::per_boundary::is_per_boundary;
+
 use crate::Result;
+
+/// Whether `meta` is a per-boundary object: a mode, no policy of its own.
+pub(crate) fn is_per_boundary(meta: &ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(MODE_LABEL) && !l.contains_key(POLICY_LABEL))
+}
+
+/// Whether `meta` is a switch binding's.
+pub(crate) fn is_switch(meta: &ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(SWITCH_LABEL))
+}
 
 /// The metadata of this installation's admission objects and parameter objects in a cluster
 /// (of one boundary, or of all).
@@ -135,7 +152,7 @@ fn is_stale(meta: &ObjectMeta, installation: &str, boundary: &Name, keep: Keep<'
         return false;
     }
     let kept = |policy: &str| keep.policies.iter().any(|k| k.as_str() == policy);
-    if crate::switch::is_switch(meta) && !keep.switch_bindings {
+    if is_switch(meta) && !keep.switch_bindings {
         return true;
     }
     if is_per_boundary(meta) {

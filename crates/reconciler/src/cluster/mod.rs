@@ -7,6 +7,7 @@ mod installed;
 mod namespaces;
 mod policies;
 
+pub(crate) use installed::{is_per_boundary, is_switch};
 pub use installed::{Installed, Keep};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -230,7 +231,7 @@ where
         }),
         ..DeleteParams::default()
     };
-    crate::drift::deleting(meta.uid.as_deref());
+    crate::deletions::deleting(meta.uid.as_deref());
     match api.delete(name, &params).await {
         Ok(_) => {
             tracing::info!(

@@ -13,9 +13,8 @@
 //! serving an API request) are of objects the store no longer wants, which the controller
 //! checks before it believes a drift.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -39,28 +38,6 @@ use tokio::sync::mpsc;
 /// The server ends each watch request after this long (below the client's read timeout), and
 /// the watch resumes from where it was.
 const WATCH_TIMEOUT_SECONDS: u32 = 15;
-/// How long palisade remembers that it deleted an object.
-const REMEMBER_DELETIONS: Duration = Duration::from_secs(300);
-
-/// Uids of objects palisade deleted lately, and when.
-static DELETING: LazyLock<Mutex<HashMap<String, Instant>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-/// Notes that palisade is about to delete the object with `uid`: its deletion is no drift.
-pub(crate) fn deleting(uid: Option<&str>) {
-    let Some(uid) = uid else { return };
-    if let Ok(mut deleting) = DELETING.lock() {
-        deleting.retain(|_, at| at.elapsed() < REMEMBER_DELETIONS);
-        deleting.insert(uid.to_owned(), Instant::now());
-    }
-}
-
-/// Whether palisade deleted the object with `uid` lately (every installation's watch of a
-/// cluster may ask: the parameters' definition is one for all of them).
-fn deleted_by_palisade(uid: Option<&str>) -> bool {
-    uid.is_some_and(|uid| DELETING.lock().is_ok_and(|d| d.contains_key(uid)))
-}
-
 /// What kind of object drifted, as `/metrics` labels repairs (`kind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DriftKind {
@@ -493,11 +470,11 @@ mod tests {
 
     #[test]
     fn palisade_s_own_deletions_are_remembered() {
-        assert!(!deleted_by_palisade(Some("uid-1")));
-        deleting(Some("uid-1"));
-        assert!(deleted_by_palisade(Some("uid-1")));
-        assert!(deleted_by_palisade(Some("uid-1")));
-        assert!(!deleted_by_palisade(Some("uid-2")));
-        assert!(!deleted_by_palisade(None));
+        assert!(!crate::deletions::deleted_by_palisade(Some("uid-1")));
+        crate::deletions::deleting(Some("uid-1"));
+        assert!(crate::deletions::deleted_by_palisade(Some("uid-1")));
+        assert!(crate::deletions::deleted_by_palisade(Some("uid-1")));
+        assert!(!crate::deletions::deleted_by_palisade(Some("uid-2")));
+        assert!(!crate::deletions::deleted_by_palisade(None));
     }
 }

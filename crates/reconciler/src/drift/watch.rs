@@ -141,7 +141,7 @@ impl Objects {
             watcher::Event::Init | watcher::Event::InitApply(_) => None,
             watcher::Event::Delete(object) => {
                 let meta = object.meta();
-                if deleted_by_palisade(meta.uid.as_deref()) {
+                if crate::deletions::deleted_by_palisade(meta.uid.as_deref()) {
                     None
                 } else {
                     drift_of(context, self.kind, meta, Happened::Deleted)
