@@ -2,9 +2,9 @@
 //! with the boundary's namespaces in it and a way to release one; the form that creates or
 //! adopts a namespace; and, for an admin, the form that attaches another registered cluster.
 
-use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use maud::{html, Markup};
 use palisade_app::caller::Access;
 use palisade_app::{App, AppError};
@@ -33,7 +33,7 @@ pub async fn show(
 
 /// `POST /boundaries/{b}/clusters`: attach a registered cluster (admin).
 pub async fn attach(post: PlacementPost) -> Response {
-    post.answer(async |ctx, state, access, data| {
+    answer(post, async |ctx, state, access, data| {
         let cluster = data.get("cluster");
         state.attach_cluster(access, cluster).await?;
         Ok(format!("{} {cluster}", ctx.t("Attached cluster")))
@@ -43,7 +43,7 @@ pub async fn attach(post: PlacementPost) -> Response {
 
 /// `POST /boundaries/{b}/namespaces`: create, or with `adopt` label, a namespace.
 pub async fn put_namespace(post: PlacementPost) -> Response {
-    post.answer(async |ctx, state, access, data| {
+    answer(post, async |ctx, state, access, data| {
         let cluster = data.get("cluster");
         let name = data.get("name").trim();
         let (view, _) = state
@@ -62,7 +62,7 @@ pub async fn put_namespace(post: PlacementPost) -> Response {
 /// `POST /boundaries/{b}/namespaces/release`: remove the boundary's label; the namespace and
 /// what runs in it stay (refused while the boundary's workloads are placed there).
 pub async fn release(post: PlacementPost) -> Response {
-    post.answer(async |ctx, state, access, data| {
+    answer(post, async |ctx, state, access, data| {
         let cluster = data.get("cluster");
         let name = data.get("name");
         state.release_namespace(access, cluster, name).await?;
@@ -77,56 +77,24 @@ pub async fn release(post: PlacementPost) -> Response {
 
 /// A POST of this page: the application, the boundary (from the path) and the signed-in
 /// user's form, extracted in that order.
-pub struct PlacementPost {
-    state: App,
-    boundary: String,
-    form: SignedForm,
-}
+type PlacementPost = (State<App>, Path<String>, SignedForm);
 
-impl<S> FromRequest<S> for PlacementPost
-where
-    S: Send + Sync,
-    App: FromRef<S>,
-{
-    type Rejection = Response;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
-        let (mut parts, body) = request.into_parts();
-        let Path(boundary) = Path::<String>::from_request_parts(&mut parts, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        let form = SignedForm::from_request(Request::from_parts(parts, body), state).await?;
-        Ok(PlacementPost {
-            state: App::from_ref(state),
-            boundary,
-            form,
-        })
-    }
-}
-
-impl PlacementPost {
-    /// Opens the boundary for the caller and runs `act`: back to the page with what it says
-    /// it did, or the page again with the API's refusal.
-    async fn answer(
-        &self,
-        act: impl AsyncFnOnce(&Ctx, &App, &Access, &FormData) -> Result<String, AppError>,
-    ) -> Response {
-        let PlacementPost {
-            state,
-            boundary,
-            form,
-        } = self;
-        post_page(
-            form,
-            async |ctx, session| {
-                let access = state.open(&session.caller, boundary).await?;
-                let text = act(ctx, state, &access, &form.data).await?;
-                Ok(done(state, ctx, &here(boundary), text))
-            },
-            async |ctx, session, said| placement_page(state, ctx, session, boundary, said).await,
-        )
-        .await
-    }
+/// Opens the boundary for the caller and runs `act`: back to the page with what it says it
+/// did, or the page again with the API's refusal.
+async fn answer(
+    (State(state), Path(boundary), form): PlacementPost,
+    act: impl AsyncFnOnce(&Ctx, &App, &Access, &FormData) -> Result<String, AppError>,
+) -> Response {
+    post_page(
+        &form,
+        async |ctx, session| {
+            let access = state.open(&session.caller, &boundary).await?;
+            let text = act(ctx, &state, &access, &form.data).await?;
+            Ok(done(&state, ctx, &here(&boundary), text))
+        },
+        async |ctx, session, said| placement_page(&state, ctx, session, &boundary, said).await,
+    )
+    .await
 }
 
 async fn placement_page(
