@@ -266,13 +266,7 @@ async fn preview_then_audit_then_reports(version: &str) {
     assert_eq!(saved["summary"]["loosened"], 0, "{saved}");
 
     // Deleting the policy removes its Report; its report is gone with it.
-    stack
-        .ok(
-            "DELETE",
-            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
-            None,
-        )
-        .await;
+    stack.delete_policy(&boundary, "no-latest").await;
     wait_gone("the Report removed", TIMEOUT, &reports, &name).await;
     let (status, _) = stack.call("GET", &report_path, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);

@@ -17,7 +17,7 @@ use palisade_testkit::control_plane::unique_name;
 use serde_json::json;
 
 use crate::serve::Stack;
-use crate::support::{in_every_layout, no_latest, plane};
+use crate::support::{in_every_layout, no_latest, plane, retry};
 
 in_every_layout!(exceptions_hold_and_end_on_time);
 
@@ -119,10 +119,11 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
             .unwrap()
             .with_timezone(&chrono::Utc);
         let name = format!("legacy-{round}");
+        let path = format!("/v1/boundaries/{boundary}/exceptions/{name}");
         stack
             .ok(
                 "PUT",
-                &format!("/v1/boundaries/{boundary}/exceptions/{name}"),
+                &path,
                 Some(json!({"policy": "no-latest", "match": {"namespaces": [web],
                     "labels": {"app": "legacy"}, "images": ["nginx:latest"]},
                     "expiresAt": expires_text, "reason": "moving to nginx:1.27, OPS-1234"})),
@@ -146,26 +147,24 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
         if round == 0 {
             // Confirmed in the cluster like a policy: its probe (a matched violating Pod) was
             // admitted by the API server.
-            let started = Instant::now();
-            loop {
-                let shown = stack
-                    .ok(
-                        "GET",
-                        &format!("/v1/boundaries/{boundary}/exceptions/{name}"),
-                        None,
-                    )
-                    .await;
-                let statuses = shown["clusters"].as_array().cloned().unwrap_or_default();
-                if statuses.len() == clusters && statuses.iter().all(|c| c["status"] == "enforced")
-                {
-                    break;
-                }
-                assert!(
-                    started.elapsed() < Duration::from_secs(8),
-                    "{layout} {version}: not confirmed: {shown}"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            let what = format!("{layout} {version}: confirmed");
+            retry(
+                &what,
+                Duration::from_secs(8),
+                Duration::from_millis(100),
+                || async {
+                    let shown = stack.ok("GET", &path, None).await;
+                    let statuses = shown["clusters"].as_array().cloned().unwrap_or_default();
+                    if statuses.len() == clusters
+                        && statuses.iter().all(|c| c["status"] == "enforced")
+                    {
+                        Ok(())
+                    } else {
+                        Err(shown.to_string())
+                    }
+                },
+            )
+            .await;
             // Matched / unmatched / partially matched, with the API server's exact messages.
             let cases: [(&str, serde_json::Value, &[&str], Option<String>); 5] = [
                 ("matched", legacy.clone(), &["nginx:latest"], None),
@@ -216,13 +215,7 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
                 .create(&PostParams::default(), &pod)
                 .await
                 .unwrap();
-            let preview = stack
-                .ok(
-                    "POST",
-                    &format!("/v1/boundaries/{boundary}/policies/no-latest/preview"),
-                    None,
-                )
-                .await;
+            let preview = stack.preview(&boundary, "no-latest").await;
             let cluster = &preview["clusters"][0];
             assert_eq!(
                 cluster["denied"],
@@ -280,13 +273,7 @@ async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let shown = stack
-            .ok(
-                "GET",
-                &format!("/v1/boundaries/{boundary}/exceptions/{name}"),
-                None,
-            )
-            .await;
+        let shown = stack.ok("GET", &path, None).await;
         // Ended; the pass that removed it may still be recording where it is installed.
         assert_eq!(shown["status"], "expired", "{shown}");
     }

@@ -11,7 +11,9 @@ use palisade_testkit::control_plane::{temp_namespace, unique_name, ControlPlane}
 use palisade_vap::{guard_message, guard_name};
 use serde_json::json;
 
-use crate::support::{admin_of, eventually, on_both_versions, unique_boundary, ACTIVATION_TIMEOUT};
+use crate::support::{
+    admin_of, boundary_label, eventually, on_both_versions, unique_boundary, ACTIVATION_TIMEOUT,
+};
 
 on_both_versions!(
     only_palisade_may_change_the_boundary_label,
@@ -219,14 +221,7 @@ async fn only_palisade_may_change_the_boundary_label(version: &str) {
     relabel(&as_admin, &ns, json!({"palisade.dev/boundary": null}))
         .await
         .unwrap();
-    assert!(!as_admin
-        .get(&ns)
-        .await
-        .unwrap()
-        .metadata
-        .labels
-        .unwrap()
-        .contains_key("palisade.dev/boundary"));
+    assert_eq!(boundary_label(&as_admin, &ns).await, None);
 }
 
 async fn label_namespace_creates_adopts_and_refuses(version: &str) {

@@ -19,7 +19,7 @@ use palisade_vap::object_name;
 use serde_json::json;
 
 use crate::support::{
-    connect, name, no_latest, on_both_versions, policy, unique_boundary, wait_enforced, wait_gone,
+    apply_enforced, connect, name, no_latest, on_both_versions, policy, unique_boundary, wait_gone,
     ACTIVATION_TIMEOUT, INSTALLATION,
 };
 
@@ -286,11 +286,7 @@ async fn probe_enforcement_confirms_enforce_and_audit(version: &str) {
         matches!(&probe, EnforcementProbe::NotEnforced(r) if r.contains("is not installed")),
         "{probe:?}"
     );
-    cluster
-        .apply_policy(INSTALLATION, &boundary, &enforce)
-        .await
-        .unwrap();
-    let took = wait_enforced(&cluster, &boundary, &enforce, &namespace).await;
+    let took = apply_enforced(&cluster, &boundary, &enforce, &namespace).await;
     eprintln!(
         "Kubernetes {}: a new policy was enforced {:.1} s after it was applied",
         plane.version(),
@@ -307,11 +303,7 @@ async fn probe_enforcement_confirms_enforce_and_audit(version: &str) {
     // Audit mode: enforced means admitted with the policy's warning.
     let audit_boundary = unique_boundary("probe-audit");
     let audit_namespace = temp_namespace(&client, Some(audit_boundary.as_str())).await;
-    cluster
-        .apply_policy(INSTALLATION, &audit_boundary, &audit)
-        .await
-        .unwrap();
-    wait_enforced(&cluster, &audit_boundary, &audit, &audit_namespace).await;
+    apply_enforced(&cluster, &audit_boundary, &audit, &audit_namespace).await;
     assert_eq!(
         cluster
             .probe_enforcement(INSTALLATION, &audit_boundary, &audit, &unlabelled)
@@ -349,11 +341,7 @@ async fn updates_of_older_objects_are_denied_and_finalizers_can_be_removed(versi
         .await
         .unwrap();
     let no_latest = policy("no-latest", no_latest());
-    cluster
-        .apply_policy(INSTALLATION, &boundary, &no_latest)
-        .await
-        .unwrap();
-    wait_enforced(&cluster, &boundary, &no_latest, &namespace).await;
+    apply_enforced(&cluster, &boundary, &no_latest, &namespace).await;
     let vap = object_name(&boundary, no_latest.name());
     let message = "Policy 'no-latest' (DisallowLatestTag) denied image nginx:latest: it is tagged latest or carries no tag.";
 
@@ -401,11 +389,7 @@ async fn audit_mode_admits_with_a_warning(version: &str) {
         "watch",
         json!({"mode": "audit", "rules": [{"requiredLabels": {"labels": [{"key": "team", "value": "web"}]}}]}),
     );
-    cluster
-        .apply_policy(INSTALLATION, &boundary, &watch)
-        .await
-        .unwrap();
-    wait_enforced(&cluster, &boundary, &watch, &namespace).await;
+    apply_enforced(&cluster, &boundary, &watch, &namespace).await;
     let vap = object_name(&boundary, watch.name());
     let pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "web", "labels": {"team": "api"}},
@@ -467,11 +451,7 @@ async fn an_evaluation_error_rejects_the_object(version: &str) {
             "costly",
             json!({"mode": mode, "rules": [{"allowedRegistries": {"registries": costly_registries()}}]}),
         );
-        cluster
-            .apply_policy(INSTALLATION, &boundary, &costly)
-            .await
-            .unwrap();
-        wait_enforced(&cluster, &boundary, &costly, &namespace).await;
+        apply_enforced(&cluster, &boundary, &costly, &namespace).await;
         let vap = object_name(&boundary, costly.name());
         // A few containers are compliant and admitted: the expression works.
         let small = cluster

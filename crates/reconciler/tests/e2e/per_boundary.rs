@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
-use kube::api::ListParams;
 use kube::Api;
 use palisade_policy::{Mode, Policy};
 use palisade_reconciler::{ClusterClient, EnforcementProbe, Layout, ReconcileError};
@@ -20,7 +19,7 @@ use palisade_vap::per_boundary::POLICIES_ANNOTATION;
 use serde_json::json;
 
 use crate::support::{
-    eventually, on_both_versions, policy, selector_of, unique_boundary, ACTIVATION_TIMEOUT,
+    eventually, installed, on_both_versions, policy, unique_boundary, ACTIVATION_TIMEOUT,
 };
 
 on_both_versions!(the_per_boundary_layout_installs_confirms_changes_and_collects);
@@ -41,11 +40,8 @@ where
         + std::fmt::Debug,
     <K as kube::Resource>::DynamicType: Default,
 {
-    Api::<K>::all(client.clone())
-        .list(&ListParams::default().labels(&selector_of(installation, boundary)))
+    installed(&Api::<K>::all(client.clone()), installation, boundary)
         .await
-        .unwrap()
-        .items
         .into_iter()
         .map(|o| {
             let meta = o.meta();

@@ -596,40 +596,30 @@ async fn deleting_a_resource_removes_its_objects_and_nothing_else() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn placement_is_checked_and_defaults_to_the_only_namespace() {
     let f = Fixture::new(&[]).await;
-    let (status, body) = f
-        .stack
-        .call(
-            "POST",
-            &f.resources(),
-            Some(json!({"type": "app", "name": "x", "plan": "small",
-                        "image": "ghcr.io/acme/web:1", "namespace": "kube-system"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        body["error"]["message"],
-        format!(
-            "/namespace: namespace 'kube-system' in cluster 'k1' does not belong to boundary '{}'; its namespaces there are {}",
-            f.boundary, f.namespace
-        )
-    );
-    let (status, body) = f
-        .stack
-        .call(
-            "POST",
-            &f.resources(),
-            Some(json!({"type": "app", "name": "x", "plan": "small",
-                        "image": "ghcr.io/acme/web:1", "cluster": "k2"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        body["error"]["message"],
-        format!(
-            "/cluster: cluster 'k2' is not attached to boundary '{}'; its clusters are k1",
-            f.boundary
-        )
-    );
+    let refusals = [
+        (
+            ("namespace", "kube-system"),
+            format!(
+                "/namespace: namespace 'kube-system' in cluster 'k1' does not belong to boundary '{}'; its namespaces there are {}",
+                f.boundary, f.namespace
+            ),
+        ),
+        (
+            ("cluster", "k2"),
+            format!(
+                "/cluster: cluster 'k2' is not attached to boundary '{}'; its clusters are k1",
+                f.boundary
+            ),
+        ),
+    ];
+    for ((field, placed), message) in refusals {
+        let mut app = json!({"type": "app", "name": "x", "plan": "small",
+                             "image": "ghcr.io/acme/web:1"});
+        app[field] = json!(placed);
+        let (status, body) = f.stack.call("POST", &f.resources(), Some(app)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["error"]["message"], message);
+    }
     // A database has no workload and no placement.
     let db = f
         .create(json!({"type": "postgresql", "name": "db", "plan": "small"}))

@@ -24,7 +24,9 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::serve::{namespace_path, Stack};
-use crate::support::{eventually, no_latest, on_both_versions, wait_gone, ACTIVATION_TIMEOUT};
+use crate::support::{
+    boundary_label, eventually, no_latest, on_both_versions, wait_gone, ACTIVATION_TIMEOUT,
+};
 
 on_both_versions!(palisade_works_with_its_cluster_role_and_nothing_more);
 
@@ -116,36 +118,17 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
 
     // Nothing beyond the role: no Secrets, no ConfigMaps, no Pod to read or delete.
     let client = restricted.client().clone();
-    forbidden(
-        "list secrets",
-        Api::<Secret>::all(client.clone())
-            .list(&ListParams::default())
-            .await,
-    );
-    forbidden(
-        "get a secret",
-        Api::<Secret>::namespaced(client.clone(), "default")
-            .get("anything")
-            .await,
-    );
-    forbidden(
-        "list configmaps",
-        Api::<ConfigMap>::all(client.clone())
-            .list(&ListParams::default())
-            .await,
-    );
-    forbidden(
-        "get a pod",
-        Api::<Pod>::namespaced(client.clone(), "default")
-            .get("anything")
-            .await,
-    );
-    forbidden(
-        "delete a pod",
-        Api::<Pod>::namespaced(client.clone(), "default")
-            .delete("anything", &Default::default())
-            .await,
-    );
+    let all = ListParams::default();
+    let secrets = Api::<Secret>::all(client.clone());
+    let default_secrets = Api::<Secret>::namespaced(client.clone(), "default");
+    let configmaps = Api::<ConfigMap>::all(client.clone());
+    let pods = Api::<Pod>::namespaced(client.clone(), "default");
+    forbidden("list secrets", secrets.list(&all).await);
+    forbidden("get a secret", default_secrets.get("anything").await);
+    forbidden("list configmaps", configmaps.list(&all).await);
+    forbidden("get a pod", pods.get("anything").await);
+    let deleted = pods.delete("anything", &Default::default()).await;
+    forbidden("delete a pod", deleted);
 
     // The whole path of `palisade serve`, with that identity.
     let stack = Stack::start(None).await;
@@ -202,13 +185,7 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
     let clusters = stack.ok("GET", "/v1/clusters/c1", None).await;
     assert_eq!(clusters["last_error"], json!(null), "{clusters}");
     // A preview reads the boundary's objects with the role's `list` verbs.
-    let preview = stack
-        .ok(
-            "POST",
-            &format!("/v1/boundaries/{boundary}/policies/no-latest/preview"),
-            None,
-        )
-        .await;
+    let preview = stack.preview(&boundary, "no-latest").await;
     assert_eq!(preview["clusters"][0]["error"], json!(null), "{preview}");
     assert_eq!(
         preview["clusters"][0]["namespaces"],
@@ -358,13 +335,7 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
     // Removing the policy removes its objects (list and delete).
     let policies = Api::<ValidatingAdmissionPolicy>::all(admin.clone());
     let object = format!("no-latest.{boundary}.palisade.dev");
-    stack
-        .ok(
-            "DELETE",
-            &format!("/v1/boundaries/{boundary}/policies/no-latest"),
-            None,
-        )
-        .await;
+    stack.delete_policy(&boundary, "no-latest").await;
     wait_gone(
         "the policy's objects removed",
         ACTIVATION_TIMEOUT,
@@ -378,14 +349,8 @@ async fn palisade_works_with_its_cluster_role_and_nothing_more(version: &str) {
         stack
             .ok("DELETE", &namespace_path(&boundary, "c1", namespace), None)
             .await;
-        let labels = Api::<Namespace>::all(admin.clone())
-            .get(namespace)
-            .await
-            .unwrap()
-            .metadata
-            .labels
-            .unwrap_or_default();
-        assert!(!labels.contains_key("palisade.dev/boundary"), "{labels:?}");
+        let namespaces = Api::<Namespace>::all(admin.clone());
+        assert_eq!(boundary_label(&namespaces, namespace).await, None);
     }
     let guard = palisade_vap::guard_name(&stack.installation);
     assert!(policies.get_opt(&guard).await.unwrap().is_some());

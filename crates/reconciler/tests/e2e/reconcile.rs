@@ -59,6 +59,16 @@ fn metric(name: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
+/// A series of `/metrics` (name and labels) and the value it should have.
+type Expected<'a> = (&'a str, &'a [(&'a str, &'a str)], f64);
+
+/// Asserts each series `name{labels}` on `/metrics` has the value given.
+fn expect_metrics(series: &[Expected]) {
+    for (name, labels, want) in series {
+        assert_eq!(metric(name, labels), *want, "{name} {labels:?}");
+    }
+}
+
 fn controller(
     store: &SharedStore,
     key: &SealingKey,
@@ -198,22 +208,19 @@ impl Attached {
     }
 }
 
-/// A private 1.37 control plane (its API server is restarted or stopped by the test), and a
-/// SQLite store whose boundary holds `no-latest` and is attached to it as cluster `<prefix>-…`.
+/// A private control plane (its API server is restarted or stopped by the test), a SQLite
+/// store whose boundary holds `no-latest` and is attached to it as cluster `<prefix>-…`, and a
+/// controller of a fresh installation with `settings`.
 struct PrivateCluster {
     plane: palisade_testkit::control_plane::ControlPlane,
     _dir: tempfile::TempDir,
     boundary: String,
     store: SharedStore,
-    key: SealingKey,
     name: String,
+    controller: Arc<Controller>,
 }
 
-async fn private_cluster(prefix: &str) -> PrivateCluster {
-    private_cluster_on("1.37", prefix).await
-}
-
-async fn private_cluster_on(version: &str, prefix: &str) -> PrivateCluster {
+async fn private_cluster(version: &str, prefix: &str, settings: Settings) -> PrivateCluster {
     let version = version.to_owned();
     let plane = tokio::task::spawn_blocking(move || {
         palisade_testkit::control_plane::ControlPlane::start(&version)
@@ -227,10 +234,18 @@ async fn private_cluster_on(version: &str, prefix: &str) -> PrivateCluster {
     PrivateCluster {
         plane,
         _dir: dir,
+        controller: controller(&store, &key, &installation(), settings),
         boundary,
         store,
-        key,
         name,
+    }
+}
+
+impl PrivateCluster {
+    /// Runs the first pass, which reconciles the cluster.
+    async fn first_pass(&self) {
+        let report = self.controller.reconcile_all().await;
+        assert!(report.reconciled.contains(&self.name), "{report:?}");
     }
 }
 
@@ -271,42 +286,31 @@ async fn a_pass_is_counted_per_cluster_on_metrics() {
     );
     assert!(report.unrecorded.is_empty(), "{report:?}");
     let passes = "palisade_reconcile_passes_total";
-    assert_eq!(
-        metric(passes, &[("cluster", &good), ("outcome", "ok")]),
-        1.0
+    let count = "palisade_reconcile_pass_duration_seconds_count";
+    let applied = "palisade_reconcile_policies_applied_total";
+    let removed = "palisade_reconcile_policies_removed_total";
+    let failures = "palisade_reconcile_status_write_failures_total";
+    let (good, dead) = (good.as_str(), dead.as_str());
+    let (good_ok, good_error) = (
+        [("cluster", good), ("outcome", "ok")],
+        [("cluster", good), ("outcome", "error")],
     );
-    assert_eq!(
-        metric(passes, &[("cluster", &good), ("outcome", "error")]),
-        0.0
-    );
-    assert_eq!(
-        metric(passes, &[("cluster", &dead), ("outcome", "error")]),
-        1.0
-    );
-    assert_eq!(
-        metric(
-            "palisade_reconcile_pass_duration_seconds_count",
-            &[("cluster", &good)]
-        ),
-        1.0
-    );
+    let dead_error = [("cluster", dead), ("outcome", "error")];
+    expect_metrics(&[
+        (passes, &good_ok, 1.0),
+        (passes, &good_error, 0.0),
+        (passes, &dead_error, 1.0),
+        (count, &[("cluster", good)], 1.0),
+        (applied, &[("cluster", good)], 1.0),
+        (removed, &[("cluster", good)], 0.0),
+        (applied, &[("cluster", dead)], 0.0),
+        (failures, &[("cluster", good)], 0.0),
+    ]);
     assert!(
         metric(
             "palisade_reconcile_pass_duration_seconds_sum",
-            &[("cluster", &good)]
+            &[("cluster", good)]
         ) > 0.0
-    );
-    let applied = "palisade_reconcile_policies_applied_total";
-    let removed = "palisade_reconcile_policies_removed_total";
-    assert_eq!(metric(applied, &[("cluster", &good)]), 1.0);
-    assert_eq!(metric(removed, &[("cluster", &good)]), 0.0);
-    assert_eq!(metric(applied, &[("cluster", &dead)]), 0.0);
-    assert_eq!(
-        metric(
-            "palisade_reconcile_status_write_failures_total",
-            &[("cluster", &good)]
-        ),
-        0.0
     );
 
     // The policy goes: its objects are removed, and counted.
@@ -315,24 +319,14 @@ async fn a_pass_is_counted_per_cluster_on_metrics() {
         .await
         .unwrap();
     let report = controller.reconcile_all().await;
-    assert!(report.reconciled.contains(&good), "{report:?}");
-    assert_eq!(
-        metric(passes, &[("cluster", &good), ("outcome", "ok")]),
-        2.0
-    );
-    assert_eq!(
-        metric(passes, &[("cluster", &dead), ("outcome", "error")]),
-        2.0
-    );
-    assert_eq!(metric(applied, &[("cluster", &good)]), 1.0);
-    assert_eq!(metric(removed, &[("cluster", &good)]), 1.0);
-    assert_eq!(
-        metric(
-            "palisade_reconcile_pass_duration_seconds_count",
-            &[("cluster", &good)]
-        ),
-        2.0
-    );
+    assert!(report.reconciled.contains(good), "{report:?}");
+    expect_metrics(&[
+        (passes, &good_ok, 2.0),
+        (passes, &dead_error, 2.0),
+        (applied, &[("cluster", good)], 1.0),
+        (removed, &[("cluster", good)], 1.0),
+        (count, &[("cluster", good)], 2.0),
+    ]);
 
     remove_installation(plane, &installation).await;
 }
@@ -586,29 +580,22 @@ async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller(
 /// nothing. A private control plane, since its API server is restarted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
-    let PrivateCluster {
-        plane,
-        _dir,
-        boundary: _,
-        store,
-        key,
-        name,
-    } = private_cluster("restarts").await;
     let settings = Settings {
         apiserver_check_interval: Duration::ZERO,
         ..Settings::default()
     };
-    let controller = controller(&store, &key, &installation(), settings);
+    let cluster = private_cluster("1.37", "restarts", settings).await;
+    let (store, name, controller) = (&cluster.store, &cluster.name, &cluster.controller);
     Metrics::global();
     let restarts = "palisade_cluster_apiserver_restarts_total";
 
-    let report = controller.reconcile_all().await;
-    assert!(report.reconciled.contains(&name), "{report:?}");
+    cluster.first_pass().await;
     controller.reconcile_all().await;
-    let record = store.get_cluster(&name).await.unwrap();
+    let record = store.get_cluster(name).await.unwrap();
     assert_eq!(record.apiserver_restarts, 0);
     assert_eq!(record.apiserver_restarted_at, None);
 
+    let plane = cluster.plane;
     let plane = tokio::task::spawn_blocking(move || {
         plane.restart_apiserver();
         plane
@@ -617,15 +604,15 @@ async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
     .unwrap();
     eventually("the restart counted", ACTIVATION_TIMEOUT, || async {
         controller.reconcile_all().await;
-        let record = store.get_cluster(&name).await.unwrap();
+        let record = store.get_cluster(name).await.unwrap();
         (record.apiserver_restarts == 1).then_some(record)
     })
     .await;
     controller.reconcile_all().await;
-    let record = store.get_cluster(&name).await.unwrap();
+    let record = store.get_cluster(name).await.unwrap();
     assert_eq!(record.apiserver_restarts, 1);
     assert!(record.apiserver_restarted_at.is_some());
-    assert_eq!(metric(restarts, &[("cluster", &name)]), 1.0);
+    assert_eq!(metric(restarts, &[("cluster", name)]), 1.0);
     drop(plane);
 }
 
@@ -636,18 +623,10 @@ async fn a_restarted_api_server_is_counted_on_the_cluster_and_metrics() {
 /// every change and at least every 5 minutes; the probe that found the counter at 1 after two
 /// restarts ran none between them that failed.)
 async fn two_restarts_within_a_minute_are_both_counted(version: &str) {
-    let PrivateCluster {
-        plane,
-        _dir,
-        boundary: _,
-        store,
-        key,
-        name,
-    } = private_cluster_on(version, "restarts2").await;
-    let controller = controller(&store, &key, &installation(), Settings::default());
-    let report = controller.reconcile_all().await;
-    assert!(report.reconciled.contains(&name), "{report:?}");
-    let plane = std::sync::Arc::new(plane);
+    let cluster = private_cluster(version, "restarts2", Settings::default()).await;
+    let (store, name, controller) = (&cluster.store, &cluster.name, &cluster.controller);
+    cluster.first_pass().await;
+    let plane = std::sync::Arc::new(cluster.plane);
     for expected in 1..=2 {
         let restarting = {
             let plane = plane.clone();
@@ -664,13 +643,13 @@ async fn two_restarts_within_a_minute_are_both_counted(version: &str) {
         // Well within the minute between regular readings.
         eventually("the restart counted", Duration::from_secs(20), || async {
             controller.reconcile_all().await;
-            let record = store.get_cluster(&name).await.unwrap();
+            let record = store.get_cluster(name).await.unwrap();
             (record.apiserver_restarts >= expected).then_some(())
         })
         .await;
         // Once, whichever signals showed it.
         controller.reconcile_all().await;
-        let record = store.get_cluster(&name).await.unwrap();
+        let record = store.get_cluster(name).await.unwrap();
         assert_eq!(record.apiserver_restarts, expected);
     }
 }
@@ -862,20 +841,31 @@ async fn auto_changes_layout_across_the_crossing_and_admits_no_violating_create(
             .len()
     };
 
-    // One pass, then whether the cluster's layout is `(name, reason)`, `present` is installed
-    // and `absent` is not, and no switch binding is left.
-    let settled = |(name, reason): (&str, &str), present: String, absent: String| {
-        let layout = (Some(name.to_owned()), Some(reason.to_owned()));
-        let (controller, layout_of, switch_bindings) = (&controller, &layout_of, &switch_bindings);
-        async move {
-            controller.reconcile_all().await;
-            let done = layout_of().await == layout
-                && vap_exists(plane, &present).await
-                && !vap_exists(plane, &absent).await
-                && switch_bindings().await == 0;
-            done.then_some(())
-        }
-    };
+    // Passes until the cluster's layout is `(name, reason)`, `present` is installed and
+    // `absent` is not, and no switch binding is left; then the policy still reads `enforced`.
+    let settle =
+        |what: &'static str, (name, reason): (&str, &str), present: &String, absent: &String| {
+            let layout = (Some(name.to_owned()), Some(reason.to_owned()));
+            let (present, absent) = (present.clone(), absent.clone());
+            let (controller, layout_of, switch_bindings) =
+                (&controller, &layout_of, &switch_bindings);
+            let (store, boundary, cluster_name) = (&store, &boundary, &cluster_name);
+            async move {
+                eventually(what, ACTIVATION_TIMEOUT, || async {
+                    controller.reconcile_all().await;
+                    let done = layout_of().await == layout
+                        && vap_exists(plane, &present).await
+                        && !vap_exists(plane, &absent).await
+                        && switch_bindings().await == 0;
+                    done.then_some(())
+                })
+                .await;
+                assert_eq!(
+                    status_of(store, boundary, cluster_name).await.as_deref(),
+                    Some("enforced")
+                );
+            }
+        };
 
     eventually(
         "enforced in the per-boundary layout",
@@ -933,38 +923,14 @@ async fn auto_changes_layout_across_the_crossing_and_admits_no_violating_create(
     .await;
     store.attach_cluster(&second, &cluster_name).await.unwrap();
     let shared_now = ("shared", "2 boundaries");
-    eventually("switched to the shared layout", ACTIVATION_TIMEOUT, || {
-        settled(
-            shared_now,
-            shared_policy.clone(),
-            per_boundary_object.clone(),
-        )
-    })
-    .await;
-    assert_eq!(
-        status_of(&store, &boundary, &cluster_name).await.as_deref(),
-        Some("enforced")
-    );
+    let switched = "switched to the shared layout";
+    settle(switched, shared_now, &shared_policy, &per_boundary_object).await;
     assert!(vap_exists(plane, &shared_policy).await);
 
     store.detach_cluster(&second, &cluster_name).await.unwrap();
     let per_boundary_now = ("per-boundary", "1 boundary");
-    eventually(
-        "back in the per-boundary layout",
-        ACTIVATION_TIMEOUT,
-        || {
-            settled(
-                per_boundary_now,
-                per_boundary_object.clone(),
-                shared_policy.clone(),
-            )
-        },
-    )
-    .await;
-    assert_eq!(
-        status_of(&store, &boundary, &cluster_name).await.as_deref(),
-        Some("enforced")
-    );
+    let back = "back in the per-boundary layout";
+    settle(back, per_boundary_now, &per_boundary_object, &shared_policy).await;
 
     stop.store(true, Ordering::Relaxed);
     let denials = stream.await.unwrap();
@@ -997,26 +963,25 @@ async fn vap_exists(plane: &palisade_testkit::control_plane::ControlPlane, name:
 /// not be enforced within the 30 s allowed after the API server is ready again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_an_outage_the_next_pass_starts_when_the_api_server_answers() {
+    let settings = Settings {
+        min_backoff: Duration::from_secs(60),
+        max_backoff: Duration::from_secs(60),
+        ..Settings::default()
+    };
     let PrivateCluster {
         plane,
         _dir,
         boundary,
         store,
-        key,
         name,
-    } = private_cluster("outage").await;
+        controller,
+    } = private_cluster("1.37", "outage", settings).await;
     let client = plane.client().await;
     let namespace = palisade_testkit::control_plane::temp_namespace(&client, Some(&boundary)).await;
     store
         .put_namespace(&boundary, &name, &namespace, None)
         .await
         .unwrap();
-    let settings = Settings {
-        min_backoff: Duration::from_secs(60),
-        max_backoff: Duration::from_secs(60),
-        ..Settings::default()
-    };
-    let controller = controller(&store, &key, &installation(), settings);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(controller.clone().run(async {
         let _ = stopped.await;

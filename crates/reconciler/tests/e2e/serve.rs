@@ -19,7 +19,7 @@ use palisade_testkit::control_plane::{unique_name, ControlPlane};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{no_latest, on_both_versions, plane, requires_label, retry};
+use crate::support::{boundary_label, no_latest, on_both_versions, plane, requires_label, retry};
 
 /// The API and the reconcile loop on one store, started as `palisade serve` starts them
 /// (`palisade_runtime`).
@@ -206,18 +206,26 @@ impl Stack {
 
     /// Saves a policy's spec through the API; the answer (with `status`).
     pub async fn put_policy(&self, boundary: &str, policy: &str, spec: Value) -> Value {
-        self.ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/{policy}"),
-            Some(spec),
-        )
-        .await
+        self.ok("PUT", &policy_path(boundary, policy), Some(spec))
+            .await
     }
 
     /// Saves a policy's spec through the API and waits until it is enforced in `cluster`.
     pub async fn enforce_policy(&self, boundary: &str, cluster: &str, policy: &str, spec: Value) {
         self.put_policy(boundary, policy, spec).await;
         self.wait_enforced(boundary, policy, cluster).await;
+    }
+
+    /// Deletes a policy through the API.
+    pub async fn delete_policy(&self, boundary: &str, policy: &str) {
+        self.ok("DELETE", &policy_path(boundary, policy), None)
+            .await;
+    }
+
+    /// The API's preview of the saved version of a policy.
+    pub async fn preview(&self, boundary: &str, policy: &str) -> Value {
+        let path = format!("{}/preview", policy_path(boundary, policy));
+        self.ok("POST", &path, None).await
     }
 
     /// Waits until the policy's status in `cluster` is `enforced`.
@@ -260,13 +268,7 @@ impl Stack {
         policy: &str,
         cluster: &str,
     ) -> Option<String> {
-        let (status, body) = self
-            .call(
-                "GET",
-                &format!("/v1/boundaries/{boundary}/policies/{policy}"),
-                None,
-            )
-            .await;
+        let (status, body) = self.call("GET", &policy_path(boundary, policy), None).await;
         if status != StatusCode::OK {
             return None;
         }
@@ -299,6 +301,11 @@ impl Stack {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// The API path of `policy` of `boundary`.
+pub fn policy_path(boundary: &str, policy: &str) -> String {
+    format!("/v1/boundaries/{boundary}/policies/{policy}")
 }
 
 /// The API path of `namespace` of `cluster` in `boundary`.
@@ -443,12 +450,10 @@ async fn serve_installs_enforces_and_reports(version: &str) {
         )
         .await;
     stack
-        .ok(
-            "PUT",
-            &format!("/v1/boundaries/{boundary}/policies/sync"),
-            Some(
-                json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io", "docker.io"]}}]}),
-            ),
+        .put_policy(
+            &boundary,
+            "sync",
+            json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io", "docker.io"]}}]}),
         )
         .await;
     // Its probe complies with team-label, so team-label's denial does not hide its own.
@@ -457,11 +462,7 @@ async fn serve_installs_enforces_and_reports(version: &str) {
         "enforced"
     );
     let elsewhere = stack
-        .ok(
-            "GET",
-            &format!("/v1/boundaries/{boundary}/policies/elsewhere"),
-            None,
-        )
+        .ok("GET", &policy_path(&boundary, "elsewhere"), None)
         .await;
     assert_eq!(elsewhere["status"], json!({"clusters": []}));
     assert!(!vap_exists(plane, &format!("elsewhere.{boundary}.palisade.dev")).await);
@@ -472,13 +473,7 @@ async fn serve_installs_enforces_and_reports(version: &str) {
     pods.create(&PostParams::default(), &latest)
         .await
         .expect("admitted: the latest-tag policy is scoped to another cluster");
-    stack
-        .ok(
-            "DELETE",
-            &format!("/v1/boundaries/{boundary}/policies/sync"),
-            None,
-        )
-        .await;
+    stack.delete_policy(&boundary, "sync").await;
 
     // A plan-only policy is never installed: no cluster entries.
     let plans = stack
@@ -493,13 +488,7 @@ async fn serve_installs_enforces_and_reports(version: &str) {
     // Deleting the policy removes its objects.
     let object = format!("team-label.{boundary}.palisade.dev");
     assert!(vap_exists(plane, &object).await);
-    stack
-        .ok(
-            "DELETE",
-            &format!("/v1/boundaries/{boundary}/policies/team-label"),
-            None,
-        )
-        .await;
+    stack.delete_policy(&boundary, "team-label").await;
     let started = Instant::now();
     while vap_exists(plane, &object).await {
         assert!(
@@ -529,12 +518,7 @@ async fn serve_installs_enforces_and_reports(version: &str) {
     stack
         .ok("DELETE", &namespace_path(&boundary, "c1", &namespace), None)
         .await;
-    let released = namespaces.get(&namespace).await.unwrap();
-    assert!(!released
-        .metadata
-        .labels
-        .unwrap_or_default()
-        .contains_key("palisade.dev/boundary"));
+    assert_eq!(boundary_label(&namespaces, &namespace).await, None);
 
     // Deleting the cluster removes the guard and every object of this installation.
     stack.put_policy(&boundary, "no-latest", no_latest()).await;

@@ -23,7 +23,7 @@ use palisade_vap::shared::{
 use serde_json::json;
 
 use crate::support::{
-    eventually, no_latest, on_both_versions, policy, selector_of, unique_boundary, wait_enforced_in,
+    eventually, installed, no_latest, on_both_versions, policy, unique_boundary, wait_enforced_in,
 };
 
 on_both_versions!(the_shared_layout_installs_confirms_changes_and_collects);
@@ -47,11 +47,8 @@ async fn parameters(
     installation: &str,
     boundary: &str,
 ) -> BTreeMap<String, String> {
-    params_api(client)
-        .list(&ListParams::default().labels(&selector_of(installation, boundary)))
+    installed(&params_api(client), installation, boundary)
         .await
-        .unwrap()
-        .items
         .into_iter()
         .map(|o| {
             (

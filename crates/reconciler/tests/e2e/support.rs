@@ -171,6 +171,15 @@ pub fn selector_of(installation: &str, boundary: &str) -> String {
     format!("palisade.dev/installation={installation},palisade.dev/boundary={boundary}")
 }
 
+/// The objects of `api` that `installation` installed for `boundary`.
+pub async fn installed<K>(api: &Api<K>, installation: &str, boundary: &str) -> Vec<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = kube::api::ListParams::default().labels(&selector_of(installation, boundary));
+    api.list(&params).await.unwrap().items
+}
+
 /// The spec of a policy that requires the label `key`.
 pub fn requires_label(key: &str) -> serde_json::Value {
     json!({"rules": [{"requiredLabels": {"labels": [{"key": key}]}}]})
@@ -230,6 +239,18 @@ where
     }
 }
 
+/// The boundary label of `namespace` (read through `namespaces`), if it has one.
+pub async fn boundary_label(namespaces: &Api<Namespace>, namespace: &str) -> Option<String> {
+    namespaces
+        .get(namespace)
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap_or_default()
+        .remove("palisade.dev/boundary")
+}
+
 /// Waits (at most 30 s, looking every `every`) until `namespace` carries the boundary label
 /// of `boundary` (again).
 pub async fn wait_boundary_label(
@@ -240,14 +261,7 @@ pub async fn wait_boundary_label(
 ) {
     let what = format!("the label of {namespace} back");
     retry(&what, Duration::from_secs(30), every, || async {
-        let labels = namespaces
-            .get(namespace)
-            .await
-            .unwrap()
-            .metadata
-            .labels
-            .unwrap_or_default();
-        match labels.get("palisade.dev/boundary") {
+        match boundary_label(namespaces, namespace).await {
             Some(label) if label == boundary => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -264,6 +278,21 @@ pub async fn wait_enforced(
     namespace: &str,
 ) -> Duration {
     wait_enforced_in(cluster, INSTALLATION, boundary, policy, namespace).await
+}
+
+/// Applies `policy` of `boundary` (installation [`INSTALLATION`]) and waits until it is
+/// enforced in `namespace`; how long that took.
+pub async fn apply_enforced(
+    cluster: &ClusterClient,
+    boundary: &Name,
+    policy: &Policy,
+    namespace: &str,
+) -> Duration {
+    cluster
+        .apply_policy(INSTALLATION, boundary, policy)
+        .await
+        .unwrap();
+    wait_enforced(cluster, boundary, policy, namespace).await
 }
 
 /// [`wait_enforced`] for the objects of `installation`.

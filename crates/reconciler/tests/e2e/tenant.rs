@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use crate::serve::Stack;
 use crate::support::{
-    in_every_layout, plane, requires_label, wait_boundary_label, ACTIVATION_TIMEOUT,
+    boundary_label, in_every_layout, plane, requires_label, wait_boundary_label, ACTIVATION_TIMEOUT,
 };
 
 in_every_layout!(a_tenant_does_not_escape_its_boundary);
@@ -215,16 +215,10 @@ async fn a_tenant_does_not_escape_its_boundary(version: &str, layout: Layout) {
             .replace_subresource("finalize", ns, &PostParams::default(), &current)
             .await,
     );
-    let labels = Api::<Namespace>::all(admin.clone())
-        .get(ns)
-        .await
-        .unwrap()
-        .metadata
-        .labels
-        .unwrap_or_default();
+    let namespaces = Api::<Namespace>::all(admin.clone());
     assert_eq!(
-        labels.get("palisade.dev/boundary"),
-        Some(&f.boundary),
+        boundary_label(&namespaces, ns).await,
+        Some(f.boundary.clone()),
         "the label stays"
     );
 
@@ -325,41 +319,30 @@ async fn a_tenant_does_not_escape_its_boundary(version: &str, layout: Layout) {
         )
         .await
         .unwrap();
-    let debug = |image: &str| {
-        json!({"spec": {"ephemeralContainers": [
+    // `kubectl debug`: an ephemeral container on `image`.
+    let debug = |image: &'static str| {
+        let patch = Patch::Strategic(json!({"spec": {"ephemeralContainers": [
             {"name": "debugger", "image": image, "targetContainerName": "c"}
-        ]}})
+        ]}}));
+        let pods = &pods;
+        async move {
+            pods.patch_subresource("ephemeralcontainers", "ok", &PatchParams::default(), &patch)
+                .await
+        }
     };
     assert_denied(
         "an ephemeral container on busybox:latest",
-        pods.patch_subresource(
-            "ephemeralcontainers",
-            "ok",
-            &PatchParams::default(),
-            &Patch::Strategic(debug("busybox:latest")),
-        )
-        .await,
+        debug("busybox:latest").await,
         REGISTRY_DENIAL,
     );
     assert_denied(
         "an ephemeral container under the registry, tagged latest",
-        pods.patch_subresource(
-            "ephemeralcontainers",
-            "ok",
-            &PatchParams::default(),
-            &Patch::Strategic(debug("ghcr.io/acme/debug:latest")),
-        )
-        .await,
+        debug("ghcr.io/acme/debug:latest").await,
         "Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/debug:latest: it is tagged latest or carries no tag.",
     );
-    pods.patch_subresource(
-        "ephemeralcontainers",
-        "ok",
-        &PatchParams::default(),
-        &Patch::Strategic(debug("ghcr.io/acme/debug:1.0")),
-    )
-    .await
-    .expect("an allowed debug image is admitted");
+    debug("ghcr.io/acme/debug:1.0")
+        .await
+        .expect("an allowed debug image is admitted");
 
     // 4b. The required label removed from a running Pod through `pods/status`, which keeps
     // the labels an update sends (the kubelet's status updates keep them, and pass).

@@ -10,9 +10,7 @@ use palisade_testkit::control_plane::{temp_namespace, ControlPlane, Options};
 use palisade_vap::object_name;
 use serde_json::json;
 
-use crate::support::{
-    admin_of, eventually, no_latest, policy, unique_boundary, wait_enforced, INSTALLATION,
-};
+use crate::support::{admin_of, apply_enforced, eventually, no_latest, policy, unique_boundary};
 use std::time::{Duration, Instant};
 
 const CONTROLLERS_TIMEOUT: Duration = Duration::from_secs(120);
@@ -57,11 +55,7 @@ async fn scaled_up_pods_of_an_older_deployment_are_denied_on_1_37() {
     .await;
 
     let no_latest = policy("no-latest", no_latest());
-    cluster
-        .apply_policy(INSTALLATION, &boundary, &no_latest)
-        .await
-        .unwrap();
-    wait_enforced(&cluster, &boundary, &no_latest, &namespace).await;
+    apply_enforced(&cluster, &boundary, &no_latest, &namespace).await;
 
     // Scale through the /scale subresource (not checked); the deployment controller then
     // UPDATEs the ReplicaSet (exempt), whose controller CREATEs Pods (checked, denied).
