@@ -402,7 +402,6 @@ impl App {
         B: AsRef<[u8]> + Send,
         E: std::fmt::Display + Send,
     {
-        let boundary = unstored.boundary.clone();
         let mut content = std::pin::pin!(content);
         let mut hasher = Sha256::new();
         let mut size: u64 = 0;
@@ -429,15 +428,11 @@ impl App {
                 chunk.extend_from_slice(&bytes[..take]);
                 bytes = &bytes[take..];
                 if chunk.len() == CHUNK_BYTES {
-                    unstored.armed = true;
-                    if let Err(error) = self
-                        .write_chunk(&boundary, id, seq, &mut hasher, &chunk)
-                        .await
-                    {
+                    let written =
+                        self.write_chunk(&mut unstored, id, &mut seq, &mut hasher, &mut chunk);
+                    if let Err(error) = written.await {
                         return Err((error, unstored));
                     }
-                    seq += 1;
-                    chunk.clear();
                 }
             }
         }
@@ -445,34 +440,37 @@ impl App {
             return Err((upload_empty(), unstored));
         }
         if !chunk.is_empty() {
-            unstored.armed = true;
-            if let Err(error) = self
-                .write_chunk(&boundary, id, seq, &mut hasher, &chunk)
-                .await
-            {
+            let written = self.write_chunk(&mut unstored, id, &mut seq, &mut hasher, &mut chunk);
+            if let Err(error) = written.await {
                 return Err((error, unstored));
             }
-            seq += 1;
         }
         Ok((hex::encode(hasher.finalize()), size, seq, unstored))
     }
 
+    /// Writes `chunk` as chunk `seq` of the upload (the upload is then to be discarded if it
+    /// fails), adds it to the hash, and empties it for the next; `seq` moves on once written.
     async fn write_chunk(
         &self,
-        boundary: &str,
+        unstored: &mut Unstored,
         id: &str,
-        seq: i64,
+        seq: &mut i64,
         hasher: &mut Sha256,
-        chunk: &[u8],
+        chunk: &mut Vec<u8>,
     ) -> AppResult<()> {
-        hasher.update(chunk);
+        unstored.armed = true;
+        hasher.update(&chunk);
+        let boundary = &unstored.boundary;
         self.store
-            .put_upload_chunk(boundary, id, seq, chunk)
+            .put_upload_chunk(boundary, id, *seq, chunk)
             .await
             .map_err(|e| match e {
                 StoreError::NotFound => boundary_not_found(boundary),
                 other => AppError::from_store(other, "upload"),
-            })
+            })?;
+        *seq += 1;
+        chunk.clear();
+        Ok(())
     }
 
     /// 400 unless `upload` names an upload of the boundary.
