@@ -108,6 +108,28 @@ fn read(path: &Path) -> Result<String, BadInput> {
     read_text(path).map_err(BadInput)
 }
 
+/// Hands each YAML file of `paths` and its text to `visit`, in order, with `errors`; a path
+/// or a file that cannot be read is an error there, and the next one is read.
+fn for_each_yaml_file(
+    paths: &[PathBuf],
+    errors: &mut Vec<String>,
+    mut visit: impl FnMut(&Path, &str, &mut Vec<String>),
+) {
+    for path in paths {
+        match yaml_files(path) {
+            Ok(files) => {
+                for file in files {
+                    match read(&file) {
+                        Ok(text) => visit(&file, &text, errors),
+                        Err(BadInput(e)) => errors.push(e),
+                    }
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+}
+
 /// Loads every policy; all errors are collected so one run reports them all.
 pub(crate) fn load_policies(
     paths: &[PathBuf],
@@ -115,49 +137,34 @@ pub(crate) fn load_policies(
 ) -> Result<Vec<Policy>, Vec<String>> {
     let mut errors = Vec::new();
     let mut policies: Vec<(Name, Policy, String)> = Vec::new();
-    for path in paths {
-        let files = match yaml_files(path).map_err(BadInput) {
-            Ok(files) => files,
-            Err(BadInput(e)) => {
-                errors.push(e);
-                continue;
-            }
-        };
-        for file in files {
-            let text = match read(&file) {
-                Ok(text) => text,
-                Err(BadInput(e)) => {
-                    errors.push(e);
-                    continue;
-                }
-            };
-            for (index, document) in documents::<PolicyDocument>(&text) {
-                let valid = document
-                    .map_err(|e| located(&shown(&file), &e, index))
-                    .and_then(|d| {
-                        d.validate(catalog)
-                            .map_err(|e| format!("{}:{index}: {e}", shown(&file)))
-                    });
-                match valid {
-                    Ok(valid) => {
-                        let here = format!("{}:{index}", shown(&file));
-                        if let Some((_, _, first)) = policies.iter().find(|(b, p, _)| {
-                            *b == valid.boundary && p.name() == valid.policy.name()
-                        }) {
-                            errors.push(format!(
-                                "{here}: policy {}/{} is also defined at {first}",
-                                valid.boundary,
-                                valid.policy.name()
-                            ));
-                        } else {
-                            policies.push((valid.boundary, valid.policy, here));
-                        }
+    for_each_yaml_file(paths, &mut errors, |file, text, errors| {
+        for (index, document) in documents::<PolicyDocument>(text) {
+            let valid = document
+                .map_err(|e| located(&shown(file), &e, index))
+                .and_then(|d| {
+                    d.validate(catalog)
+                        .map_err(|e| format!("{}:{index}: {e}", shown(file)))
+                });
+            match valid {
+                Ok(valid) => {
+                    let here = format!("{}:{index}", shown(file));
+                    if let Some((_, _, first)) = policies
+                        .iter()
+                        .find(|(b, p, _)| *b == valid.boundary && p.name() == valid.policy.name())
+                    {
+                        errors.push(format!(
+                            "{here}: policy {}/{} is also defined at {first}",
+                            valid.boundary,
+                            valid.policy.name()
+                        ));
+                    } else {
+                        policies.push((valid.boundary, valid.policy, here));
                     }
-                    Err(e) => errors.push(e),
                 }
+                Err(e) => errors.push(e),
             }
         }
-    }
+    });
     let mut boundaries: Vec<&Name> = policies.iter().map(|(b, _, _)| b).collect();
     boundaries.sort();
     boundaries.dedup();
@@ -272,71 +279,52 @@ fn check_manifests(
     lines: &mut HashMap<String, Vec<usize>>,
 ) -> Vec<ObjectOut> {
     let mut out = Vec::new();
-    for path in paths {
-        let files = match yaml_files(path).map_err(BadInput) {
-            Ok(files) => files,
-            Err(BadInput(e)) => {
-                errors.push(e);
-                continue;
-            }
-        };
-        for file in files {
-            let text = match read(&file) {
-                Ok(text) => text,
-                Err(BadInput(e)) => {
-                    errors.push(e);
+    for_each_yaml_file(paths, errors, |file, text, errors| {
+        lines.insert(shown(file), crate::sarif::document_lines(text));
+        // Manifests may nest as deeply as the YAML parser reads (128 levels); policy
+        // files as deeply as palisade reads a policy (64).
+        for (index, document) in each_document_within::<serde_json::Value>(text, MAX_MANIFEST_DEPTH)
+        {
+            let value = match document {
+                Ok(value) => value,
+                Err(e) => {
+                    errors.push(located(&shown(file), &e, index));
                     continue;
                 }
             };
-            lines.insert(shown(&file), crate::sarif::document_lines(&text));
-            // Manifests may nest as deeply as the YAML parser reads (128 levels); policy
-            // files as deeply as palisade reads a policy (64).
-            for (index, document) in
-                each_document_within::<serde_json::Value>(&text, MAX_MANIFEST_DEPTH)
-            {
-                let value = match document {
-                    Ok(value) => value,
-                    Err(e) => {
-                        errors.push(located(&shown(&file), &e, index));
-                        continue;
-                    }
-                };
-                let is_list = value
-                    .get("kind")
-                    .and_then(|k| k.as_str())
-                    .is_some_and(|k| k.ends_with("List"))
-                    && value.get("items").is_some();
-                if is_list {
-                    match value.get("items").and_then(|i| i.as_array()) {
-                        Some(items) => {
-                            for (item_index, item) in items.iter().enumerate() {
-                                match evaluate_object(policies, exceptions, &file, index, item) {
-                                    Ok(o) => out.push(o),
-                                    Err(e) => errors.push(e.replacen(
-                                        ": /",
-                                        &format!(": /items/{item_index}/"),
-                                        1,
-                                    )),
-                                }
+            let is_list = value
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .is_some_and(|k| k.ends_with("List"))
+                && value.get("items").is_some();
+            if is_list {
+                match value.get("items").and_then(|i| i.as_array()) {
+                    Some(items) => {
+                        for (item_index, item) in items.iter().enumerate() {
+                            match evaluate_object(policies, exceptions, file, index, item) {
+                                Ok(o) => out.push(o),
+                                Err(e) => errors.push(e.replacen(
+                                    ": /",
+                                    &format!(": /items/{item_index}/"),
+                                    1,
+                                )),
                             }
                         }
-                        None => {
-                            errors.push(format!("{}:{index}: /items: must be a list", shown(&file)))
-                        }
                     }
-                } else {
-                    match evaluate_object(policies, exceptions, &file, index, &value) {
-                        Ok(o) => out.push(o),
-                        Err(e) => errors.push(e),
-                    }
+                    None => errors.push(format!("{}:{index}: /items: must be a list", shown(file))),
+                }
+            } else {
+                match evaluate_object(policies, exceptions, file, index, &value) {
+                    Ok(o) => out.push(o),
+                    Err(e) => errors.push(e),
                 }
             }
         }
-    }
+    });
     out
 }
 
-fn print_errors(errors: &[String]) {
+pub(crate) fn print_errors(errors: &[String]) {
     let mut stderr = std::io::stderr().lock();
     for e in errors {
         let _ = writeln!(stderr, "error: {e}");
@@ -462,9 +450,15 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     drop(stdout);
     print_errors(&errors);
     eprintln!("checked {} objects: {denied} denied", objects.len());
+    exit_code(&errors, denied > 0)
+}
+
+/// 2 (bad input) when there are `errors`, else 1 when something was `denied` (a denial, a
+/// failed case), else 0; `check` and `test` alike.
+pub(crate) fn exit_code(errors: &[String], denied: bool) -> ExitCode {
     if !errors.is_empty() {
         ExitCode::from(EXIT_BAD_INPUT)
-    } else if denied > 0 {
+    } else if denied {
         ExitCode::from(EXIT_DENIED)
     } else {
         ExitCode::SUCCESS
@@ -516,59 +510,43 @@ pub(crate) fn load_exceptions_from(
             }
         }
     }
-    for path in exception_paths {
-        let files = match yaml_files(path) {
-            Ok(files) => files,
-            Err(e) => {
-                errors.push(e);
-                continue;
-            }
-        };
-        for file in files {
-            let text = match read(&file) {
-                Ok(text) => text,
-                Err(BadInput(e)) => {
-                    errors.push(e);
+    for_each_yaml_file(exception_paths, &mut errors, |file, text, errors| {
+        for (index, document) in documents::<ExceptionDocument>(text) {
+            let here = format!("{}:{index}", shown(file));
+            let document = match document {
+                Ok(document) => document,
+                Err(e) => {
+                    errors.push(located(&shown(file), &e, index));
                     continue;
                 }
             };
-            for (index, document) in documents::<ExceptionDocument>(&text) {
-                let here = format!("{}:{index}", shown(&file));
-                let document = match document {
-                    Ok(document) => document,
-                    Err(e) => {
-                        errors.push(located(&shown(&file), &e, index));
-                        continue;
-                    }
-                };
-                let decoded = Name::parse(&document.metadata.name)
-                    .map_err(|e| format!("{here}: /metadata/name: {e}"))
-                    .and_then(|name| {
-                        document
-                            .spec
-                            .decode_stored(name)
-                            .map_err(|e| format!("{here}: /spec{}: {}", e.pointer, e.message))
-                    });
-                match decoded {
-                    Ok(exception) => {
-                        if let Some(boundary) = &boundary_of_policies {
-                            if document.metadata.boundary != boundary.as_str() {
-                                errors.push(format!(
-                                    "{here}: exception of boundary '{}', the policies are of '{boundary}'",
-                                    document.metadata.boundary
-                                ));
-                                continue;
-                            }
-                        }
-                        if exception.active_at(&at) {
-                            out.push(exception);
+            let decoded = Name::parse(&document.metadata.name)
+                .map_err(|e| format!("{here}: /metadata/name: {e}"))
+                .and_then(|name| {
+                    document
+                        .spec
+                        .decode_stored(name)
+                        .map_err(|e| format!("{here}: /spec{}: {}", e.pointer, e.message))
+                });
+            match decoded {
+                Ok(exception) => {
+                    if let Some(boundary) = &boundary_of_policies {
+                        if document.metadata.boundary != boundary.as_str() {
+                            errors.push(format!(
+                                "{here}: exception of boundary '{}', the policies are of '{boundary}'",
+                                document.metadata.boundary
+                            ));
+                            continue;
                         }
                     }
-                    Err(e) => errors.push(e),
+                    if exception.active_at(&at) {
+                        out.push(exception);
+                    }
                 }
+                Err(e) => errors.push(e),
             }
         }
-    }
+    });
     if errors.is_empty() {
         Ok(out)
     } else {

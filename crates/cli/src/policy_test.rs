@@ -18,7 +18,8 @@ use palisade_policy::{compute_plan, Catalog, Exception, PlanName, Policy, Resour
 use serde::Serialize;
 
 use crate::check::{
-    catalog_from, evaluate_object, except_decision, load_exceptions_from, load_policies, parse_at,
+    catalog_from, evaluate_object, except_decision, exit_code, load_exceptions_from, load_policies,
+    parse_at, print_errors,
 };
 use crate::input::{located, read_text, shown};
 
@@ -44,9 +45,6 @@ pub struct TestArgs {
     #[arg(short = 'o', long = "output", value_enum, default_value_t = TestOutput::Text)]
     output: TestOutput,
 }
-
-const EXIT_FAILED: u8 = 1;
-const EXIT_BAD_INPUT: u8 = 2;
 
 /// The outcome of one case.
 #[derive(Debug, Serialize)]
@@ -167,17 +165,8 @@ pub fn run(args: &TestArgs) -> ExitCode {
     }
     let _ = stdout.flush();
     drop(stdout);
-    let mut stderr = std::io::stderr().lock();
-    for e in &errors {
-        let _ = writeln!(stderr, "error: {e}");
-    }
-    if !errors.is_empty() {
-        ExitCode::from(EXIT_BAD_INPUT)
-    } else if failed > 0 {
-        ExitCode::from(EXIT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    }
+    print_errors(&errors);
+    exit_code(&errors, failed > 0)
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -291,6 +280,24 @@ impl Test<'_> {
         self.base.join(relative)
     }
 
+    /// What the files of `/spec/<field>` hold, or `None` with each of their errors in `errors`.
+    fn read<T>(
+        &self,
+        loading: Result<T, Vec<String>>,
+        field: &str,
+        errors: &mut Vec<String>,
+    ) -> Option<T> {
+        match loading {
+            Ok(value) => Some(value),
+            Err(e) => {
+                for e in e {
+                    errors.push(format!("{}: /spec/{field}: {e}", self.here()));
+                }
+                None
+            }
+        }
+    }
+
     fn run(&self, loaded: &mut Loaded, results: &mut Vec<CaseResult>, errors: &mut Vec<String>) {
         let spec = &self.document.spec;
         let catalog_path = spec.catalog.as_deref().map(|c| self.path(c));
@@ -312,14 +319,8 @@ impl Test<'_> {
             .entry((policy_paths.clone(), catalog_path))
             .or_insert_with(|| load_policies(&policy_paths, &catalog))
             .clone();
-        let policies = match policies {
-            Ok(policies) => policies,
-            Err(e) => {
-                for e in e {
-                    errors.push(format!("{}: /spec/policies: {e}", self.here()));
-                }
-                return;
-            }
+        let Some(policies) = self.read(policies, "policies", errors) else {
+            return;
         };
         let at = match spec.at.as_deref().map(parse_at).transpose() {
             Ok(at) => at,
@@ -340,14 +341,8 @@ impl Test<'_> {
                 })
                 .clone()
         };
-        let exceptions = match exceptions {
-            Ok(exceptions) => exceptions,
-            Err(e) => {
-                for e in e {
-                    errors.push(format!("{}: /spec/exceptions: {e}", self.here()));
-                }
-                return;
-            }
+        let Some(exceptions) = self.read(exceptions, "exceptions", errors) else {
+            return;
         };
         let at =
             at.unwrap_or_else(|| palisade_api_types::exception::stored_time(chrono::Utc::now()));

@@ -10,8 +10,8 @@ use palisade_api_types::view::{
 use serde_json::Value;
 
 use super::{
-    all_pages, encode, print_body, printable_lines, split_target, table, Api, Connection, Failure,
-    Format, Outcome,
+    all_pages, encode, exception_path, print_body, printable_lines, split_target, table, Api,
+    Connection, Failure, Format, Outcome,
 };
 use crate::help;
 
@@ -57,11 +57,7 @@ pub fn describe(connection: &Connection, kind: &DescribeKind) -> Outcome {
     match kind {
         DescribeKind::Exception { target } => {
             let p = split_target(target, 2, "BOUNDARY/NAME")?;
-            let path = format!(
-                "/v1/boundaries/{}/exceptions/{}",
-                encode(p[0]),
-                encode(p[1])
-            );
+            let path = exception_path(p[0], p[1]);
             let answer = api.get(&path)?;
             if connection.output != Format::Table {
                 return print_body(connection.output, &answer.body);

@@ -21,8 +21,8 @@ use super::apply::send_documents;
 use super::get::Policy;
 use super::preview::{read_files, PolicyFiles};
 use super::{
-    decode_at, encode, print_warnings, printable, printable_lines, unreadable, Api, Connection,
-    Failure, Format,
+    decode_at, encode, exception_path, print_warnings, printable, printable_lines, unreadable, Api,
+    Connection, Failure, Format,
 };
 
 #[derive(Debug, Args)]
@@ -187,11 +187,7 @@ fn stored_policy(api: &Api<'_>, result: &ApplyResult) -> Result<String, Failure>
 /// The stored exception of `result` as a document, and its status (`requested`, `active`,
 /// `expired`).
 fn stored_exception(api: &Api<'_>, result: &ApplyResult) -> Result<(String, String), Failure> {
-    let answer = api.get(&format!(
-        "/v1/boundaries/{}/exceptions/{}",
-        encode(&result.boundary),
-        encode(&result.name)
-    ))?;
+    let answer = api.get(&exception_path(&result.boundary, &result.name))?;
     let view: ExceptionView = answer.decode()?;
     let spec: ExceptionSpec = decode_at(&answer.request, "spec", &view.spec)?;
     let document = ExceptionDocument {

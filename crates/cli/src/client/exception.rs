@@ -8,8 +8,8 @@ use reqwest::Method;
 
 use super::preview::{documents, read_files};
 use super::{
-    encode, print_body, printable, printable_lines, split_target, Api, Connection, Failure, Format,
-    Outcome,
+    exception_path, print_body, printable, printable_lines, split_target, Api, Connection, Failure,
+    Format, Outcome,
 };
 use crate::help;
 
@@ -50,11 +50,7 @@ pub fn exception(connection: &Connection, command: &ExceptionCommand) -> Outcome
             let texts = read_files(files)?;
             let mut answers = Vec::new();
             for (at, document) in documents::<ExceptionDocument>(&texts)? {
-                let path = format!(
-                    "/v1/boundaries/{}/exceptions/{}",
-                    encode(&document.metadata.boundary),
-                    encode(&document.metadata.name)
-                );
+                let path = exception_path(&document.metadata.boundary, &document.metadata.name);
                 let spec = serde_json::to_value(&document.spec)
                     .map_err(|e| Failure(format!("{at}: cannot encode the spec: {e}")))?;
                 let answer = api
@@ -77,11 +73,7 @@ pub fn exception(connection: &Connection, command: &ExceptionCommand) -> Outcome
         }
         ExceptionCommand::Approve { target } => {
             let p = split_target(target, 2, "BOUNDARY/NAME")?;
-            let path = format!(
-                "/v1/boundaries/{}/exceptions/{}",
-                encode(p[0]),
-                encode(p[1])
-            );
+            let path = exception_path(p[0], p[1]);
             // What is approved is what was read and shown: the spec read here, by its etag.
             let read: ExceptionView = api.get(&path)?.decode()?;
             let spec = serde_yaml_ng::to_string(&read.spec)

@@ -15,8 +15,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    all_pages, cell, decode_at, encode, plans_of, print_body, print_table, split_target, Api,
-    Connection, Failure, Format, Listed, Outcome,
+    all_pages, cell, decode_at, encode, exception_path, plans_of, print_body, print_table,
+    split_target, Api, Connection, Failure, Format, Listed, Outcome,
 };
 use crate::help;
 use crate::selector::Selector;
@@ -258,11 +258,7 @@ pub fn get(connection: &Connection, kind: &Kind, watch: bool) -> Outcome {
     match kind {
         Kind::Exception { target } => {
             let p = split_target(target, 2, "BOUNDARY/NAME")?;
-            let answer = api.get(&format!(
-                "/v1/boundaries/{}/exceptions/{}",
-                encode(p[0]),
-                encode(p[1])
-            ))?;
+            let answer = api.get(&exception_path(p[0], p[1]))?;
             let view: ExceptionView = answer.decode()?;
             let document = serde_json::json!({
                 "apiVersion": API_VERSION,

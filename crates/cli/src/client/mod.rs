@@ -582,6 +582,15 @@ fn all_pages<L: Page>(api: &Api, path: &str) -> Result<Listed<L::Item>, Failure>
 }
 
 /// Percent-encodes a query value.
+/// The API path of the exception `name` of `boundary`.
+fn exception_path(boundary: &str, name: &str) -> String {
+    format!(
+        "/v1/boundaries/{}/exceptions/{}",
+        encode(boundary),
+        encode(name)
+    )
+}
+
 fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
