@@ -9,7 +9,7 @@
 //! test says so and checks the rest.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use palisade_testkit::control_plane;
@@ -74,8 +74,9 @@ fn described() -> BTreeSet<String> {
     names
 }
 
-/// PromQL's aggregation operators and keywords: words of an expression that are no metric.
-const KEYWORDS: [&str; 24] = [
+/// PromQL's aggregation operators and keywords, with those of `LABEL_LISTS`: words of an
+/// expression that are no metric.
+const KEYWORDS: [&str; 18] = [
     "sum",
     "min",
     "max",
@@ -90,12 +91,6 @@ const KEYWORDS: [&str; 24] = [
     "quantile",
     "limitk",
     "limit_ratio",
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
     "and",
     "or",
     "unless",
@@ -111,6 +106,20 @@ const LABEL_LISTS: [&str; 6] = [
     "group_left",
     "group_right",
 ];
+
+/// The metric names of `expr` (of `what`), which names at least one, each of them one of
+/// palisade's (`known`).
+fn known_metric_names(expr: &str, known: &BTreeSet<String>, what: &str) -> Vec<String> {
+    let names = metric_names(expr);
+    assert!(!names.is_empty(), "{what}: no metric in {expr}");
+    for name in &names {
+        assert!(
+            known.contains(name),
+            "{what}: {name} is not on palisade's /metrics ({known:?})"
+        );
+    }
+    names
+}
 
 /// The metric names a PromQL expression selects: every word outside strings, label matchers
 /// (`{...}`), ranges (`[...]`) and label lists (`by (...)`) that is neither a function (a
@@ -174,6 +183,7 @@ fn metric_names(expr: &str) -> Vec<String> {
                     i = skip_to(next, ')');
                 } else if !before_paren
                     && !KEYWORDS.contains(&word.as_str())
+                    && !LABEL_LISTS.contains(&word.as_str())
                     && !["Inf", "NaN", "inf", "nan"].contains(&word.as_str())
                 {
                     names.push(word);
@@ -298,15 +308,7 @@ fn the_alert_rules_and_dashboard_render_and_name_only_palisade_s_metrics() {
             .as_str()
             .unwrap_or_else(|| panic!("{alert}: no annotations.summary"));
         assert!(!summary.is_empty());
-        let names = metric_names(expr);
-        assert!(!names.is_empty(), "{alert}: no metric in {expr}");
-        for name in names {
-            assert!(
-                known.contains(&name),
-                "{alert}: {name} is not on palisade's /metrics ({known:?})"
-            );
-            used.insert(name);
-        }
+        used.extend(known_metric_names(expr, &known, alert));
     }
     // What the issue asks the rules to cover.
     for wanted in [
@@ -338,15 +340,7 @@ fn the_alert_rules_and_dashboard_render_and_name_only_palisade_s_metrics() {
     assert!(exprs.len() >= 20, "{} expressions", exprs.len());
     let mut shown = BTreeSet::new();
     for expr in &exprs {
-        let names = metric_names(expr);
-        assert!(!names.is_empty(), "no metric in {expr}");
-        for name in names {
-            assert!(
-                known.contains(&name),
-                "dashboard: {name} is not on palisade's /metrics"
-            );
-            shown.insert(name);
-        }
+        shown.extend(known_metric_names(expr, &known, "dashboard"));
     }
     // The dashboard shows every metric palisade has.
     let missing: Vec<&String> = known.difference(&shown).collect();
@@ -460,30 +454,22 @@ fn promtool_accepts_the_rules_when_it_is_there() {
         );
         return;
     };
-    let out = Command::new(&promtool)
-        .args(["check", "rules"])
-        .arg(chart_dir().join("monitoring/alerts.yaml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{} check rules:\n{}{}",
-        promtool.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new(&promtool)
-        .args(["test", "rules"])
-        .arg(alerts_test_file())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{} test rules:\n{}{}",
-        promtool.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let passes = |verb: &str, file: &Path| {
+        let out = Command::new(&promtool)
+            .args([verb, "rules"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{} {verb} rules:\n{}{}",
+            promtool.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    passes("check", &chart_dir().join("monitoring/alerts.yaml"));
+    passes("test", &alerts_test_file());
 }
 
 /// A monitoring value of the wrong type or an unknown key fails `helm template` naming it.

@@ -3,6 +3,8 @@
 
 use std::process::{Command, Output};
 
+use crate::common::{assert_exit, text};
+
 fn palisade(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_palisade"))
         .args(args)
@@ -19,11 +21,7 @@ fn palisade(args: &[&str]) -> Output {
 
 fn stdout(args: &[&str]) -> String {
     let out = palisade(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -127,12 +125,12 @@ fn usage_lines_do_not_require_the_global_options() {
     // Given before or after the subcommand.
     let out = palisade(&["get", "--url", "http://127.0.0.1:1", "boundaries"]);
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        text(&out.stderr),
         "error: cannot reach palisade at http://127.0.0.1:1: connection refused\n"
     );
     let out = palisade(&["get", "boundaries", "--server", "http://127.0.0.1:1"]);
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        text(&out.stderr),
         "error: cannot reach palisade at http://127.0.0.1:1: connection refused\n"
     );
 }
@@ -149,7 +147,7 @@ fn roles_are_listed_and_a_bad_one_is_refused_with_the_list() {
     }
     let out = palisade(&["token", "create", "--role", "viewer"]);
     assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = text(&out.stderr);
     assert!(
         stderr.starts_with(
             "error: invalid value 'viewer' for '--role <ROLE>'\n  [possible values: admin, boundary-admin, developer]\n"
@@ -189,7 +187,7 @@ fn resource_types_are_listed_and_a_bad_one_is_refused_with_the_list() {
         "db",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = text(&out.stderr);
     assert!(
         stderr.starts_with(&format!(
             "error: invalid value 'sql_server' for '--type <TYPE>'\n  {TYPES}\n"
@@ -198,11 +196,7 @@ fn resource_types_are_listed_and_a_bad_one_is_refused_with_the_list() {
     );
     // Inside BOUNDARY/TYPE/NAME the type is checked before anything is sent.
     let out = palisade(&["delete", "resource", "shop/ap/web"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "error: 'shop/ap/web': unknown resource type 'ap'; known types are app, container_instance, postgresql, sqlserver, qdrant, valkey, function, static_web_app\n"
-    );
+    assert_exit(&out, 1, "error: 'shop/ap/web': unknown resource type 'ap'; known types are app, container_instance, postgresql, sqlserver, qdrant, valkey, function, static_web_app\n");
 }
 
 #[test]
@@ -316,10 +310,10 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
     );
 
     let bad = palisade(&["cluster", "rbac", "--service-account", "palisade"]);
-    assert_eq!(bad.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&bad.stderr),
-        "error: --service-account 'palisade' must be written NAMESPACE/NAME\n"
+    assert_exit(
+        &bad,
+        1,
+        "error: --service-account 'palisade' must be written NAMESPACE/NAME\n",
     );
 }
 
@@ -329,7 +323,7 @@ fn cluster_rbac_prints_the_role_and_a_binding_to_the_identity() {
 fn a_huge_history_days_is_refused_naming_the_flag() {
     let out = palisade(&["serve", "--history-days", "100000000"]);
     assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = text(&out.stderr);
     assert!(
         stderr.starts_with(
             "error: invalid value '100000000' for '--history-days <DAYS>': 100000000 is not in 0..=36500"

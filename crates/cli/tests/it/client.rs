@@ -1,7 +1,9 @@
 //! The README tour, end to end: `palisade serve` as a real process on a free port, driven by
 //! the `palisade` client commands; exact output lines and exit codes.
 
-use crate::common::{free_port, palisade_with_stdin, serve, text, write, BIN};
+use crate::common::{
+    assert_exit, assert_stderr_contains, free_port, palisade_with_stdin, serve, text, write, BIN,
+};
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -74,11 +76,7 @@ fn the_readme_tour_gives_the_exact_422() {
             "ghcr.io/acme/web:1.4",
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        "error: Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium. [compute_plan_not_allowed]\n"
-    );
+    assert_exit(&out, 1, "error: Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium. [compute_plan_not_allowed]\n");
     let out = palisade(
         &server.url,
         t,
@@ -156,11 +154,7 @@ fn a_server_that_is_down_or_a_bad_token_gives_one_line() {
 
     let server = serve(&[]);
     let out = palisade(&server.url, Some("pal_wrong"), &["get", "boundaries"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        "error: the token is not valid [unauthorized]\n"
-    );
+    assert_exit(&out, 1, "error: the token is not valid [unauthorized]\n");
     let out = palisade(&server.url, None, &["get", "boundaries"]);
     assert_eq!(
         text(&out.stderr),
@@ -254,13 +248,9 @@ fn the_readme_local_cluster_flow_ends_in_a_denied_create() {
             "local",
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        format!(
+    assert_exit(&out, 1, format!(
             "error: namespace '{namespace}' in cluster 'local' belongs to boundary 'shop' [conflict]\n"
-        )
-    );
+        ));
     let policy = write(
         &server.dir,
         "trusted.yaml",
@@ -511,11 +501,7 @@ fn get_clusters_shows_the_layout_in_use_and_why_and_the_last_repair() {
     );
     let out = palisade(&server.url, t, &["describe", "cluster", "nope"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("cluster 'nope' not found"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_stderr_contains(&out, "cluster 'nope' not found");
 }
 
 #[test]
@@ -591,10 +577,10 @@ fn get_policy_prints_a_document_that_applies_unchanged() {
         t,
         &["get", "policy", "shop/nope", "-o", "yaml"],
     );
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        "error: policy 'nope' not found in boundary 'shop' [not_found]\n"
+    assert_exit(
+        &out,
+        1,
+        "error: policy 'nope' not found in boundary 'shop' [not_found]\n",
     );
     let out = palisade(&server.url, t, &["get", "policy", "shop"]);
     assert_eq!(
@@ -636,11 +622,7 @@ fn apply_takes_several_files_and_standard_input_once() {
         text(&out.stderr)
     );
     let out = palisade_with_stdin(&server, &["apply", "-f", "-", "-f", "-"], TRUSTED);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        "error: standard input (-) can be read only once\n"
-    );
+    assert_exit(&out, 1, "error: standard input (-) can be read only once\n");
 }
 
 /// kubectl's `Client Version:`/`Server Version:` lines; the server is asked only when one
@@ -1353,12 +1335,9 @@ fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains(&format!(
-            "Compute plan 'large' is allowed by exception 'legacy-reports' until {expires}"
-        )),
-        "{}",
-        text(&out.stderr)
+    assert_stderr_contains(
+        &out,
+        &format!("Compute plan 'large' is allowed by exception 'legacy-reports' until {expires}"),
     );
     // A broken exception names its file, document and field; nothing is written.
     let broken = write(
@@ -1372,10 +1351,9 @@ fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
         &["apply", "-f", broken.to_str().unwrap()],
     );
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("broken.yaml:1: /spec/plans: is required with resources"),
-        "{}",
-        text(&out.stderr)
+    assert_stderr_contains(
+        &out,
+        "broken.yaml:1: /spec/plans: is required with resources",
     );
     let out = palisade(&server.url, Some(token), &["get", "policies", "shop"]);
     assert!(!text(&out.stdout).contains("other"), "all or nothing");
@@ -1502,9 +1480,9 @@ fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
         Some(token),
         &["describe", "exception", "shop/nope"],
     );
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        "error: exception 'nope' not found in boundary 'shop' [not_found]\n"
+    assert_exit(
+        &out,
+        1,
+        "error: exception 'nope' not found in boundary 'shop' [not_found]\n",
     );
 }

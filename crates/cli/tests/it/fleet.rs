@@ -10,17 +10,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{free_port, serve_command};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use palisade_testkit::control_plane::ControlPlane;
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_palisade");
 const BOUNDARY: &str = "fleet";
 const POLICY: &str = "label";
 const NAMESPACE: &str = "fleet-probe";
@@ -42,21 +42,10 @@ impl Drop for Replica {
 
 impl Replica {
     fn start(name: &str, database: &str, data: &Path, logs: &Path) -> Replica {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let log = logs.join(format!("{name}.log"));
-        let child = Command::new(BIN)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        let child = serve_command(port, data)
             .args(["--database", database, "--replica", name])
-            .arg("--data-dir")
-            .arg(data)
-            .env_remove("PALISADE_DATABASE_URL")
-            .env_remove("PALISADE_ADMIN_TOKEN")
-            .env_remove("PALISADE_PUBLIC_URL")
-            .env_remove("PALISADE_REPLICA")
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -100,14 +89,7 @@ impl Palisade {
 
     /// Each cluster's status of the policy.
     async fn statuses(&self, base: &str) -> BTreeMap<String, String> {
-        let body = self
-            .call(
-                base,
-                "GET",
-                &format!("/v1/boundaries/{BOUNDARY}/policies/{POLICY}"),
-                None,
-            )
-            .await;
+        let body = self.call(base, "GET", &policy_path(), None).await;
         body["status"]["clusters"]
             .as_array()
             .into_iter()
@@ -188,6 +170,11 @@ fn metric(text: &str, name: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// The path of the fleet's policy.
+fn policy_path() -> String {
+    format!("/v1/boundaries/{BOUNDARY}/policies/{POLICY}")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replica_s_clusters_are_taken_over() {
     let planes: Vec<ControlPlane> = (0..CLUSTERS).map(|_| ControlPlane::start("1.37")).collect();
@@ -263,13 +250,8 @@ async fn a_killed_replica_s_clusters_are_taken_over() {
         )
         .await;
     }
-    api.call(
-        &first,
-        "PUT",
-        &format!("/v1/boundaries/{BOUNDARY}/policies/{POLICY}"),
-        Some(spec("team-0")),
-    )
-    .await;
+    api.call(&first, "PUT", &policy_path(), Some(spec("team-0")))
+        .await;
     api.wait_enforced(&first, "the first version").await;
 
     // One cluster each, shown alike by every replica.
@@ -317,7 +299,7 @@ async fn a_killed_replica_s_clusters_are_taken_over() {
                 api.call(
                     &through,
                     "PUT",
-                    &format!("/v1/boundaries/{BOUNDARY}/policies/{POLICY}"),
+                    &policy_path(),
                     Some(spec(&format!("team-{i}"))),
                 )
                 .await;
@@ -414,13 +396,8 @@ async fn a_killed_replica_s_clusters_are_taken_over() {
         joined.elapsed()
     );
     // Enforcement holds through the move: a change after it is enforced everywhere.
-    api.call(
-        &through,
-        "PUT",
-        &format!("/v1/boundaries/{BOUNDARY}/policies/{POLICY}"),
-        Some(spec("team-joined")),
-    )
-    .await;
+    api.call(&through, "PUT", &policy_path(), Some(spec("team-joined")))
+        .await;
     api.wait_enforced(&through, "the change after the join")
         .await;
     for plane in &planes {

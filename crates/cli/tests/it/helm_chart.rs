@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use crate::common::text;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::Api;
@@ -42,10 +43,6 @@ pub(crate) fn helm(args: &[&str]) -> Output {
         )
         .output()
         .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// `helm template` of the chart with `args`; the rendered objects.
@@ -100,6 +97,21 @@ fn serve_args(more: &[&str]) -> Value {
     ];
     args.extend_from_slice(more);
     serde_json::json!(args)
+}
+
+/// The error of `helm template` with `--set set`, which must be refused.
+fn refused_set(set: &str) -> String {
+    let out = helm(&[
+        "template",
+        "rel",
+        &chart(),
+        "--namespace",
+        "platform",
+        "--set",
+        set,
+    ]);
+    assert!(!out.status.success(), "--set {set} was accepted");
+    text(&out.stderr)
 }
 
 #[test]
@@ -416,17 +428,7 @@ fn bad_values_fail_at_install_naming_the_key() {
         ("extraEnv[0].value=x", "extraEnv.0"),
         ("extraEnv[0].name=RUST_LOG", "extraEnv.0.name"),
     ] {
-        let out = helm(&[
-            "template",
-            "rel",
-            &chart(),
-            "--namespace",
-            "platform",
-            "--set",
-            set,
-        ]);
-        assert!(!out.status.success(), "--set {set} was accepted");
-        let stderr = text(&out.stderr);
+        let stderr = refused_set(set);
         let pointer = format!("/{}", names.replace('.', "/"));
         assert!(
             stderr.contains(names) || stderr.contains(&pointer),
@@ -499,17 +501,7 @@ fn a_wrong_type_for_each_new_value_fails_naming_the_key() {
             "- at '/extraEnv/0/valueFrom': got string, want object",
         ),
     ] {
-        let out = helm(&[
-            "template",
-            "rel",
-            &chart(),
-            "--namespace",
-            "platform",
-            "--set",
-            set,
-        ]);
-        assert!(!out.status.success(), "--set {set} was accepted");
-        let stderr = text(&out.stderr);
+        let stderr = refused_set(set);
         assert!(
             stderr.lines().any(|l| l == line),
             "--set {set}: no line {line:?} in:\n{stderr}"

@@ -5,24 +5,15 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, BIN};
+use crate::common::{free_port, serve_command, BIN};
 
 /// What `palisade serve` writes to standard output (a pipe) from its start until it listens
 /// and has written its admin token, with `extra` flags and environment.
 fn first_lines(extra: &[&str], env: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.path())
+    let mut child = serve_command(port, dir.path())
         .args(extra)
-        .env_remove("PALISADE_DATABASE_URL")
-        .env_remove("PALISADE_LOG_FORMAT")
         .env("RUST_LOG", "info")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())

@@ -6,6 +6,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Output};
 
+use crate::common::{assert_exit, text};
+
 const BIN: &str = env!("CARGO_BIN_EXE_palisade");
 
 /// Starts a server that answers every request with `status` and `body`; returns its URL.
@@ -45,10 +47,6 @@ fn palisade(url: &str, args: &[&str]) -> Output {
         .env("PALISADE_TOKEN", "pal_test")
         .output()
         .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Exit code 1, nothing on standard output, and exactly `stderr`.
@@ -134,11 +132,7 @@ fn a_body_that_is_not_json_is_an_error() {
         .args(["version", "--server", &url])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        "error: the server's answer to GET /healthz could not be read: version: invalid type: integer `7`, expected a string\n"
-    );
+    assert_exit(&out, 1, "error: the server's answer to GET /healthz could not be read: version: invalid type: integer `7`, expected a string\n");
 }
 
 #[test]

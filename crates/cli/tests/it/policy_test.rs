@@ -3,22 +3,10 @@
 //! exceptions at a fixed time, and bad input named by file, document and field.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
+use crate::common::{run_in, text};
 use palisade_testkit::corpus::{admission_cases, plan_cases};
 use serde_json::{json, Value};
-
-fn palisade(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_palisade"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn write(dir: &Path, name: &str, content: &str) {
     let path = dir.join(name);
@@ -43,17 +31,27 @@ fn test_document(name: &str, policies: &str, cases: Vec<Value>) -> Value {
     })
 }
 
+/// Asserts that `palisade test` of `what` passed (exit code 0).
+fn assert_passed(out: &std::process::Output, what: &str) {
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{what}: {stdout}{stderr}");
+}
+
+/// Writes `policies` as `policies/<count>.yaml`.
+fn write_policies<T: serde::Serialize>(dir: &Path, count: usize, policies: &[T]) {
+    let policies: Vec<Value> = policies
+        .iter()
+        .map(|p| serde_json::to_value(p).unwrap())
+        .collect();
+    write(dir, &format!("policies/{count}.yaml"), &yaml(&policies));
+}
+
 /// The corpus as one suite per case: `tests/<n>.yaml` beside `policies/<n>.yaml`. With
 /// `turned`, every expected verdict is the opposite of the corpus's.
 fn corpus_suites(dir: &Path, turned: bool) -> usize {
     let mut count = 0;
     for case in admission_cases().unwrap() {
-        let policies: Vec<Value> = case
-            .policies
-            .iter()
-            .map(|p| serde_json::to_value(p).unwrap())
-            .collect();
-        write(dir, &format!("policies/{count}.yaml"), &yaml(&policies));
+        write_policies(dir, count, &case.policies);
         let admitted = case.expect.admitted != turned;
         let mut expect = json!({"verdict": if admitted { "admitted" } else { "denied" }});
         if !turned {
@@ -78,12 +76,7 @@ fn corpus_suites(dir: &Path, turned: bool) -> usize {
         count += 1;
     }
     for case in plan_cases().unwrap() {
-        let policies: Vec<Value> = case
-            .policies
-            .iter()
-            .map(|p| serde_json::to_value(p).unwrap())
-            .collect();
-        write(dir, &format!("policies/{count}.yaml"), &yaml(&policies));
+        write_policies(dir, count, &case.policies);
         // The API never refuses a function's plan (SPEC 2.2): the corpus's decision is what
         // its warning says.
         let enforced = case.resource_type != "function";
@@ -119,7 +112,7 @@ fn the_corpus_passes_as_policy_tests_and_fails_turned() {
         let dir = tempfile::tempdir().unwrap();
         let count = corpus_suites(dir.path(), turned);
         assert!(count > 50, "the corpus has {count} cases");
-        let out = palisade(&["test", "-o", "json", "tests"], dir.path());
+        let out = run_in(&["test", "-o", "json", "tests"], dir.path());
         let results: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("no JSON ({e}): {}", text(&out.stderr)));
         let results = results.as_array().unwrap();
@@ -207,7 +200,7 @@ fn shop(dir: &Path) {
 fn the_text_report_names_each_case_and_what_a_failing_one_got() {
     let dir = tempfile::tempdir().unwrap();
     shop(dir.path());
-    let out = palisade(&["test", "tests"], dir.path());
+    let out = run_in(&["test", "tests"], dir.path());
     assert_eq!(
         text(&out.stdout),
         "\
@@ -229,7 +222,7 @@ FAIL  shop / a wrong expectation
 fn the_junit_report_is_xml_with_one_testcase_per_case() {
     let dir = tempfile::tempdir().unwrap();
     shop(dir.path());
-    let out = palisade(&["test", "-o", "junit", "tests"], dir.path());
+    let out = run_in(&["test", "-o", "junit", "tests"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     let xml = text(&out.stdout);
     assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"palisade test\" tests=\"4\" failures=\"1\" errors=\"0\" time=\""), "{xml}");
@@ -317,14 +310,8 @@ spec:
         &suite("2027-03-02T00:00:00Z", "denied", false),
     );
     for file in ["before.yaml", "after.yaml"] {
-        let out = palisade(&["test", file], dir.path());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{file}: {}{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        );
+        let out = run_in(&["test", file], dir.path());
+        assert_passed(&out, file);
     }
     // Expecting the exception after it expired fails, naming what was got.
     write(
@@ -332,7 +319,7 @@ spec:
         "late.yaml",
         &suite("2027-03-02T00:00:00Z", "allowed", true),
     );
-    let out = palisade(&["test", "late.yaml"], dir.path());
+    let out = run_in(&["test", "late.yaml"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("      expected admitted, got denied\n      expected to be let past by exception 'big-web'\n"), "{stdout}");
@@ -381,7 +368,7 @@ fn bad_input_names_the_file_the_document_and_the_field() {
                 "apiVersion: palisade.dev/v1\nkind: PolicyTest\nmetadata: {{name: bad}}\nspec:\n  policies: [../policies/]\n  {spec}\n"
             ),
         );
-        let out = palisade(&["test", "tests/bad.yaml", "tests/shop.yaml"], dir.path());
+        let out = run_in(&["test", "tests/bad.yaml", "tests/shop.yaml"], dir.path());
         let stderr = text(&out.stderr);
         assert!(
             stderr.starts_with(&format!("error: tests/{expected}")),
@@ -391,7 +378,7 @@ fn bad_input_names_the_file_the_document_and_the_field() {
         // The valid suite still ran.
         assert!(text(&out.stdout).contains("PASS  shop / a large app is refused"));
     }
-    let out = palisade(&["test", "policies"], dir.path());
+    let out = run_in(&["test", "policies"], dir.path());
     assert_eq!(
         text(&out.stderr),
         "error: no PolicyTest document in policies (a document whose kind is PolicyTest)\n"
@@ -408,7 +395,7 @@ fn bad_input_names_the_file_the_document_and_the_field() {
             ],
         )]),
     );
-    let out = palisade(&["test", "missing.yaml"], dir.path());
+    let out = run_in(&["test", "missing.yaml"], dir.path());
     assert!(
         text(&out.stderr).starts_with("error: missing.yaml:0: /spec/policies: nowhere/"),
         "{}",
@@ -421,14 +408,8 @@ fn bad_input_names_the_file_the_document_and_the_field() {
 #[test]
 fn the_example_suite_passes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = palisade(&["test", "examples/tests"], &root);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    let out = run_in(&["test", "examples/tests"], &root);
+    assert_passed(&out, "examples/tests");
     assert!(
         text(&out.stdout).ends_with("6 cases in 1 test: 6 passed, 0 failed\n"),
         "{}",

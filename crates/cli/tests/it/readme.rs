@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::free_port;
 use palisade_testkit::control_plane::{ControlPlane, Options};
 
 const BIN: &str = env!("CARGO_BIN_EXE_palisade");
@@ -127,14 +128,6 @@ impl Drop for Serve {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The first set-up command, in `dir`: `palisade serve --demo` (its data in `./.palisade`).

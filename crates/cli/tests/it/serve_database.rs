@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::{free_port, serve_command, spawn_quiet};
+
 const BIN: &str = env!("CARGO_BIN_EXE_palisade");
 
 /// Every file under `dir`, relative, sorted.
@@ -80,21 +82,8 @@ fn an_unknown_scheme_is_refused_without_echoing_the_password() {
 #[test]
 fn the_default_database_file_is_private() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--no-reconciler", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env_remove("PALISADE_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let port = free_port();
+    let mut child = spawn_quiet(serve_command(port, dir.path()).arg("--no-reconciler"));
     let deadline = Instant::now() + Duration::from_secs(30);
     // Started: the database file is there and the port answers. (The port alone is not
     // enough: a connect to a free local port can now and then reach something else, or the
@@ -123,22 +112,12 @@ fn the_default_database_file_is_private() {
 /// Starts `palisade serve` on a fresh data directory with `PALISADE_ADMIN_TOKEN` = `token`;
 /// the child and its port once it answers.
 fn serve_with_token(data: &Path, token: &str) -> (Child, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(BIN)
-        .args(["serve", "--no-reconciler", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(data)
-        .env_remove("PALISADE_DATABASE_URL")
-        .env("PALISADE_ADMIN_TOKEN", token)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let port = free_port();
+    let child = spawn_quiet(
+        serve_command(port, data)
+            .arg("--no-reconciler")
+            .env("PALISADE_ADMIN_TOKEN", token),
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     while status_of(port, "/healthz", None) != Some(200) {
         assert!(Instant::now() < deadline, "palisade serve did not start");
@@ -239,16 +218,8 @@ fn one_reconciler_per_sqlite_file() {
     let dir = tempfile::tempdir().unwrap();
     let token = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";
     let start = |stdout: Stdio| {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(BIN)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(dir.path())
-            .env_remove("PALISADE_DATABASE_URL")
+        let port = free_port();
+        let child = serve_command(port, dir.path())
             .env("PALISADE_ADMIN_TOKEN", token)
             .env("RUST_LOG", "info")
             .stdout(stdout)
@@ -338,23 +309,13 @@ fn an_in_memory_database_needs_ephemeral() {
     }
     let token = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--no-reconciler", "--ephemeral"])
-        .args(["--database", "sqlite::memory:"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env_remove("PALISADE_DATABASE_URL")
-        .env("PALISADE_ADMIN_TOKEN", token)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let port = free_port();
+    let mut child = spawn_quiet(
+        serve_command(port, dir.path())
+            .args(["--no-reconciler", "--ephemeral"])
+            .args(["--database", "sqlite::memory:"])
+            .env("PALISADE_ADMIN_TOKEN", token),
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     while status_of(port, "/healthz", None) != Some(200) {
         assert!(
@@ -402,11 +363,7 @@ fn body_of_with(port: u16, path: &str, token: &str) -> Option<String> {
 #[test]
 fn healthz_answers_beside_more_idle_sockets_than_file_descriptors() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut child = Command::new("bash")
         .args([
             "-c",
@@ -484,21 +441,11 @@ fn a_replica_with_another_encryption_key_does_not_start() {
     let shared = tempfile::tempdir().unwrap();
     let database = format!("sqlite:{}", shared.path().join("palisade.db").display());
     let start = |data: &Path, key: Option<&str>, extra: &[&str]| {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut command = Command::new(BIN);
+        let port = free_port();
+        let mut command = serve_command(port, data);
         command
-            .args(["serve", "--no-reconciler", "--database", &database])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(data)
+            .args(["--no-reconciler", "--database", &database])
             .args(extra)
-            .env_remove("PALISADE_DATABASE_URL")
-            .env_remove("PALISADE_ADMIN_TOKEN")
-            .env_remove("PALISADE_ENCRYPTION_KEY")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         if let Some(key) = key {

@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::{assert_exit, free_port, serve_command, spawn_quiet, text};
+
 const BIN: &str = env!("CARGO_BIN_EXE_palisade");
 
 /// A self-signed certificate for `localhost` and its key, as PEM files in `dir`.
@@ -51,20 +53,10 @@ fn cookies_are_secure_when_the_public_url_is_https() {
         (Some("https://palisade.example.com"), true),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut command = Command::new(BIN);
+        let port = free_port();
+        let mut command = serve_command(port, dir.path());
         command
-            .args(["serve", "--no-reconciler", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--data-dir")
-            .arg(dir.path())
-            .env_remove("PALISADE_DATABASE_URL")
-            .env_remove("PALISADE_ADMIN_TOKEN")
-            .env_remove("PALISADE_PUBLIC_URL")
+            .arg("--no-reconciler")
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if let Some(url) = public_url {
@@ -207,19 +199,13 @@ fn private_ca(dir: &Path, name: &str) -> (String, String, String) {
 /// `palisade serve` over HTTPS with `cert` and `key` on a free port, with `data` as its data
 /// directory and no reconciler: the process and its port.
 fn serve_https(data: &Path, cert: &str, key: &str) -> (std::process::Child, u16) {
-    let port = crate::common::free_port();
-    let child = Command::new(BIN)
-        .args(["serve", "--no-reconciler", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--tls-cert", cert, "--tls-key", key])
-        .env_remove("PALISADE_DATABASE_URL")
-        .env_remove("PALISADE_ADMIN_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let port = free_port();
+    let child = spawn_quiet(serve_command(port, data).arg("--no-reconciler").args([
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+    ]));
     (child, port)
 }
 
@@ -235,10 +221,6 @@ fn client(url: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Outpu
         command.env(name, value);
     }
     command.output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[test]
@@ -291,14 +273,14 @@ fn the_client_speaks_https_trusting_a_private_ca() {
 
     // Without the CA the server's certificate is not trusted: one clear line, exit 1.
     let out = client(&url, &[("PALISADE_TOKEN", token)], &["get", "boundaries"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
+    assert_exit(
+        &out,
+        1,
         format!(
             "error: cannot reach palisade at {url}: TLS verification failed: the server's \
              certificate is not signed by a trusted certificate authority (trust its CA with \
              --ca-file or PALISADE_CA_FILE)\n"
-        )
+        ),
     );
     assert_eq!(text(&out.stdout), "");
     // Another CA did not sign it either.

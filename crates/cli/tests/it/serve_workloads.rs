@@ -37,6 +37,14 @@ fn serve(extra: &[&str]) -> (Option<i32>, String, bool) {
     )
 }
 
+/// `serve` with `args` stops with exit code 2, saying `message`, before it creates anything.
+fn refused_flag(args: &[&str], message: &str) {
+    let (code, stderr, created) = serve(args);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains(message), "{stderr}");
+    assert!(!created);
+}
+
 #[test]
 fn a_bad_workload_config_or_public_url_stops_serve_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
@@ -65,37 +73,24 @@ fn a_bad_workload_config_or_public_url_stops_serve_naming_the_field() {
         );
         assert!(!created, "nothing is created");
     }
-    let (code, stderr, created) = serve(&["--public-url", "ftp://palisade.example.com"]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("must start with https:// or http://"),
-        "{stderr}"
+    refused_flag(
+        &["--public-url", "ftp://palisade.example.com"],
+        "must start with https:// or http://",
     );
-    assert!(!created);
 }
 
 #[test]
 fn an_unknown_admission_layout_stops_serve_naming_the_flag() {
-    let (code, stderr, created) = serve(&["--admission-layout", "flat"]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains(
-            "invalid value 'flat' for '--admission-layout <LAYOUT>': unknown admission layout 'flat': expected auto, per-policy, per-boundary or shared"
-        ),
-        "{stderr}"
+    refused_flag(
+        &["--admission-layout", "flat"],
+        "invalid value 'flat' for '--admission-layout <LAYOUT>': unknown admission layout 'flat': expected auto, per-policy, per-boundary or shared",
     );
-    assert!(!created);
 }
 
 #[test]
 fn a_bad_upload_limit_stops_serve_naming_the_flag() {
-    let (code, stderr, created) = serve(&["--max-upload-bytes", "1GB"]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains(
-            "invalid value '1GB' for '--max-upload-bytes <BYTES>': '1GB' is not a number of bytes like 1073741824, 1Gi or 512Mi"
-        ),
-        "{stderr}"
+    refused_flag(
+        &["--max-upload-bytes", "1GB"],
+        "invalid value '1GB' for '--max-upload-bytes <BYTES>': '1GB' is not a number of bytes like 1073741824, 1Gi or 512Mi",
     );
-    assert!(!created);
 }

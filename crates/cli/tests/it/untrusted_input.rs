@@ -11,33 +11,24 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_palisade");
+use crate::common::{free_port, serve_command, spawn_quiet};
+
 const ADMIN: &str = "dW50cnVzdGVkLWlucHV0LXRlc3QtYWRtaW4tdG9rZW4=";
 const DEPTH: usize = 100_000;
 
 /// `palisade serve` on a fresh data directory; the child and its base URL once it answers.
 fn serve(data: &Path) -> (Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(BIN)
-        .args(["serve", "--no-reconciler", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(data)
-        .env_remove("PALISADE_DATABASE_URL")
-        .env("PALISADE_ADMIN_TOKEN", ADMIN)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let port = free_port();
+    let child = spawn_quiet(
+        serve_command(port, data)
+            .arg("--no-reconciler")
+            .env("PALISADE_ADMIN_TOKEN", ADMIN),
+    );
     let base = format!("http://127.0.0.1:{port}");
     let client = client();
     let deadline = Instant::now() + Duration::from_secs(30);
