@@ -271,29 +271,21 @@ pub async fn exceptions_change_the_policies_version(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let guard = |seen: std::sync::Arc<std::sync::Mutex<Vec<usize>>>| -> palisade_store::Guard {
-        Box::new(Reading(seen))
+    // A create of an app, its guard recording into `seen`.
+    let create = async |name: &str| {
+        let guard: palisade_store::Guard = Box::new(Reading(seen.clone()));
+        let resource = new_resource("b", "app", name, "{}");
+        store
+            .create_resource(resource, Some(guard), None)
+            .await
+            .unwrap();
     };
-    store
-        .create_resource(
-            new_resource("b", "app", "one", "{}"),
-            Some(guard(seen.clone())),
-            None,
-        )
-        .await
-        .unwrap();
+    create("one").await;
     store
         .put_exception(write("b", "legacy", r#"{"policy":"size"}"#, true), "admin")
         .await
         .unwrap();
-    store
-        .create_resource(
-            new_resource("b", "app", "two", "{}"),
-            Some(guard(seen.clone())),
-            None,
-        )
-        .await
-        .unwrap();
+    create("two").await;
     assert_eq!(*seen.lock().unwrap(), [0, 1]);
 }
 
