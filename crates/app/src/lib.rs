@@ -50,8 +50,9 @@ pub const POLICY_READ_TIMEOUT: Duration = Duration::from_secs(2);
 /// The application: what every use case needs, cheap to clone (shared parts are `Arc`s).
 #[derive(Clone, Debug)]
 pub struct App {
-    /// The storage port. Adapters other than the binary and tests never touch it.
-    pub store: SharedStore,
+    /// The storage port: reached only through the use cases (the adapters and the binary
+    /// hand it over in [`App::new`] and never touch it again).
+    store: SharedStore,
     pub catalog: Arc<Catalog>,
     pub sealing: SealingKey,
     /// The bound of a plan path's store work (SPEC 2.4).

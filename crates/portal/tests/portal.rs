@@ -827,7 +827,7 @@ fn text_of(fragment: &str) -> String {
 #[tokio::test]
 async fn the_boundary_page_shows_cluster_status_and_grandfathered_resources() {
     let portal = Portal::demo().await;
-    let store = portal.state.store.clone();
+    let store = portal.store.clone();
     // Statuses exactly as the reconciler writes them (its own functions make them).
     common::reconciled::seed(store.as_ref(), b"sealed")
         .await
@@ -1133,7 +1133,7 @@ const NO_LATEST_WARNING: &str = "Policy 'no-latest' (DisallowLatestTag) denies b
 /// Boundary `other` of the demo with cluster `k1` attached (namespace `web`) and an enforce
 /// DisallowLatestTag policy `no-latest`.
 async fn with_cluster_and_no_latest(portal: &Portal) {
-    let store = portal.state.store.clone();
+    let store = portal.store.clone();
     store.put_cluster("k1", b"sealed", None).await.unwrap();
     store.attach_cluster("other", "k1").await.unwrap();
     store
@@ -1179,7 +1179,7 @@ async fn a_boundary_without_a_cluster_says_so_instead_of_failures() {
 #[tokio::test]
 async fn the_boundary_page_shows_each_workload_status() {
     let portal = Portal::demo().await;
-    let store = portal.state.store.clone();
+    let store = portal.store.clone();
     store.put_cluster("k1", b"sealed", None).await.unwrap();
     store.attach_cluster("shop", "k1").await.unwrap();
     let denial = "Policy 'trusted' (DisallowLatestTag) denied image ghcr.io/acme/api:latest: it is tagged latest or carries no tag.";
@@ -2353,7 +2353,7 @@ async fn a_developer_requests_an_exception_and_a_boundary_admin_approves_it() {
 async fn the_live_region_answers_when_the_status_moves() {
     use palisade_api_types::view::WorkloadStatus;
     let portal = Portal::demo().await;
-    let store = portal.state.store.clone();
+    let store = portal.store.clone();
     let body = json!({"type": "app", "name": "follow", "plan": "small",
         "image": "ghcr.io/acme/api:1.0"});
     store

@@ -82,6 +82,9 @@ pub enum RuntimeError {
 #[derive(Debug)]
 pub struct Runtime {
     app: App,
+    /// The store the application was composed on (the composition root keeps it; the
+    /// adapters reach it only through `app`).
+    store: palisade_store::SharedStore,
     address: SocketAddr,
     controller: Option<Arc<Controller>>,
     /// `true` asks the server and the reconcile loop to stop; dropped, it stops the loop.
@@ -145,6 +148,11 @@ impl Runtime {
     /// The application the API and portal serve.
     pub fn app(&self) -> &App {
         &self.app
+    }
+
+    /// The store under the application, for tests that look at what it recorded.
+    pub fn store(&self) -> &palisade_store::SharedStore {
+        &self.store
     }
 
     /// The reconcile loop, unless it is turned off.
@@ -387,7 +395,7 @@ impl Runtime {
             }
         };
         // The application, reaching clusters through the Kubernetes adapter.
-        let mut app = App::new(store, config.catalog, sealing)
+        let mut app = App::new(store.clone(), config.catalog, sealing)
             .with_workload_changes(workload_changes)
             .with_clusters(Arc::new(palisade_reconciler::KubeClusters))
             .with_workload_config(config.workload_config)
@@ -427,6 +435,7 @@ impl Runtime {
         );
         let mut runtime = Runtime {
             app,
+            store,
             address: listen_address,
             controller,
             stop,

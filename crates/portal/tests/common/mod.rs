@@ -24,6 +24,8 @@ use tower::ServiceExt;
 
 pub struct Portal {
     pub state: AppState,
+    /// The store under the portal, for tests that set up or look at records directly.
+    pub store: palisade_app::SharedStore,
     pub router: Router,
     pub admin: String,
     pub url: String,
@@ -136,10 +138,11 @@ impl Portal {
             .unwrap()
             .expect("fresh store makes an admin token");
         let admin = std::fs::read_to_string(path).unwrap().trim().to_owned();
-        let state = AppState::new(store, Catalog::builtin(), SealingKey::random());
+        let state = AppState::new(store.clone(), Catalog::builtin(), SealingKey::random());
         let router = app_with(state.clone(), palisade_portal::router());
         Portal {
             state,
+            store,
             router,
             admin,
             url,
@@ -160,7 +163,7 @@ impl Portal {
     /// Cluster `name` with a kubeconfig the sealing key opens, attached to `boundary`, with
     /// namespace `namespace` of the boundary.
     pub async fn attached_cluster(&self, boundary: &str, name: &str, namespace: &str) {
-        let store = self.state.store.clone();
+        let store = self.store.clone();
         let sealed = self
             .state
             .sealing
@@ -177,7 +180,7 @@ impl Portal {
     /// A portal on the demo data (boundary `shop`) with a second boundary `other`.
     pub async fn demo() -> Portal {
         let portal = Portal::new().await;
-        palisade_app::demo::load(portal.state.store.as_ref(), &portal.state.catalog)
+        palisade_app::demo::load(portal.store.as_ref(), &portal.state.catalog)
             .await
             .unwrap();
         let answer = portal

@@ -119,7 +119,7 @@ impl Stack {
         let controller = runtime.controller().unwrap();
         Stack {
             url: format!("http://{}", runtime.address()),
-            store: runtime.app().store.clone(),
+            store: runtime.store().clone(),
             installation: controller.installation().to_owned(),
             key: runtime.app().sealing.clone(),
             token,

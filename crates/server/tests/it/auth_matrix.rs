@@ -364,7 +364,7 @@ async fn the_admin_token_file_is_private() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
     // A second start on the same store makes no second token.
-    let again = palisade_app::caller::bootstrap_admin(app.state.store.as_ref(), app.dir.path())
+    let again = palisade_app::caller::bootstrap_admin(app.store.as_ref(), app.dir.path())
         .await
         .unwrap();
     assert_eq!(again, None);

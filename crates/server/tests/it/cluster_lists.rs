@@ -60,9 +60,7 @@ async fn a_cluster_shows_its_admission_layout_and_why_once_known() {
     assert_eq!(unknown.status, StatusCode::OK, "{unknown:?}");
     assert!(unknown.body.get("layout").is_none(), "{:?}", unknown.body);
 
-    app.state
-        .app
-        .store
+    app.store
         .set_cluster_layout("c1", "shared", "212 boundaries")
         .await
         .unwrap();

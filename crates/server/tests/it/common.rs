@@ -24,6 +24,8 @@ pub const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: c,
 
 pub struct TestApp {
     pub state: AppState,
+    /// The store under the app, for tests that look at what it recorded.
+    pub store: SharedStore,
     pub router: Router,
     pub admin: String,
     pub dir: tempfile::TempDir,
@@ -127,13 +129,14 @@ impl TestApp {
             .expect("fresh store makes an admin token");
         let admin = std::fs::read_to_string(path).unwrap().trim().to_owned();
         let state = AppState::of(configure(palisade_app::App::new(
-            store,
+            store.clone(),
             Catalog::builtin(),
             SealingKey::random(),
         )));
         let router = app(state.clone());
         TestApp {
             state,
+            store,
             router,
             admin,
             dir,

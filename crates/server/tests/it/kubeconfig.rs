@@ -228,7 +228,7 @@ async fn the_stored_kubeconfig_is_the_validated_document_with_merges_resolved() 
     );
     let answer = put(&app, &text).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
-    let record = app.state.store.get_cluster("c1").await.unwrap();
+    let record = app.store.get_cluster("c1").await.unwrap();
     let stored =
         String::from_utf8(app.state.sealing.open(&record.kubeconfig_sealed).unwrap()).unwrap();
     assert!(!stored.contains("<<"), "{stored}");
@@ -246,7 +246,7 @@ async fn the_stored_kubeconfig_is_the_validated_document_with_merges_resolved() 
     // Storing it again is the same document: validation is idempotent.
     let again = put(&app, &stored).await;
     assert_eq!(again.status, StatusCode::OK, "{again:?}");
-    let record = app.state.store.get_cluster("c1").await.unwrap();
+    let record = app.store.get_cluster("c1").await.unwrap();
     let restored =
         String::from_utf8(app.state.sealing.open(&record.kubeconfig_sealed).unwrap()).unwrap();
     assert_eq!(restored, stored);

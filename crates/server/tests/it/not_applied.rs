@@ -137,7 +137,7 @@ async fn run(app: TestApp) -> Figures {
                 resource_type: "app".into(),
                 name: name.clone(),
             };
-            let stored = match app.state.store.get_resource(&key).await {
+            let stored = match app.store.get_resource(&key).await {
                 Ok(_) => true,
                 Err(StoreError::NotFound) => false,
                 Err(other) => panic!("reading {name} back: {other}"),
@@ -173,7 +173,7 @@ async fn run(app: TestApp) -> Figures {
             }
         }
     }
-    eprintln!("{} {figures:?}", app.state.store.backend());
+    eprintln!("{} {figures:?}", app.store.backend());
     figures
 }
 

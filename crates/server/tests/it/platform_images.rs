@@ -12,7 +12,7 @@ use serde_json::json;
 /// ghcr.io/acme, no latest tag), and `scoped`, which applies to another cluster only.
 async fn placed() -> TestApp {
     let app = shop().await;
-    let store = &app.state.app.store;
+    let store = &app.store;
     store.put_cluster("c1", b"sealed", None).await.unwrap();
     store.attach_cluster("shop", "c1").await.unwrap();
     store

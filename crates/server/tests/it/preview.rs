@@ -151,7 +151,7 @@ async fn a_denial_is_new_unless_the_saved_version_denies_its_workload() {
         .with_clusters(fake(std::sync::Arc::new(clusters)));
     app.router = palisade_server::app(app.state.clone());
     app.boundary("shop").await;
-    let store = app.state.store.clone();
+    let store = app.store.clone();
     let sealed = app.state.sealing.seal(b"kubeconfig").unwrap();
     store.put_cluster("k1", &sealed, None).await.unwrap();
     store.attach_cluster("shop", "k1").await.unwrap();

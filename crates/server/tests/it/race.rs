@@ -241,7 +241,7 @@ async fn run(app: TestApp, replicas: usize) {
 
     // Replay the committed history in commit order.
     let catalog = Catalog::builtin();
-    let changes = app.state.store.list_changes("shop").await.unwrap();
+    let changes = app.store.list_changes("shop").await.unwrap();
     let mut policy: Option<Policy> = None;
     let mut current: HashMap<String, Plans> = HashMap::new();
     let (mut creates, mut moves, mut unchanged_updates) = (0usize, 0usize, 0usize);
@@ -353,7 +353,7 @@ async fn run(app: TestApp, replicas: usize) {
          ({moves} plan moves), {} refused with 422, {} policy replacements, {} exception writes; {} committed changes replayed, \
          none past a disallowing policy; {excepted} plans let past by an exception, the latest committing {latest_past_end} ms \
          from its end (negative: before it)",
-        app.state.store.backend(),
+        app.store.backend(),
         CLIENTS * OPERATIONS_PER_CLIENT,
         counts.refused.load(Ordering::Relaxed),
         counts.policy_changes.load(Ordering::Relaxed),

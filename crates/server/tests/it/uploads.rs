@@ -337,7 +337,7 @@ async fn an_upload_cut_short_leaves_nothing(app: TestApp) {
         .await
         .unwrap();
     assert_eq!(swept, Swept::default());
-    assert_eq!(app.state.store.upload_usage("shop").await.unwrap(), 0);
+    assert_eq!(app.store.upload_usage("shop").await.unwrap(), 0);
 }
 
 macro_rules! on_both_stores {
