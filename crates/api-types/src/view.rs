@@ -280,6 +280,8 @@ pub struct PolicyView {
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub metadata: serde_json::Value,
     pub etag: String,
+    /// 1, 2, …: every change of the policy makes a new version (SPEC 8).
+    pub version: i64,
     pub created_at: String,
     pub updated_at: String,
     pub updated_by: String,
@@ -377,6 +379,9 @@ pub struct HistoryEntry {
     /// Exceptions only: `put`, `approve` or `delete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
+    /// Policies only: the version the change saved (SPEC 8); absent for a deletion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
     /// The spec before the change; absent for a creation.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub before: Option<serde_json::Value>,
@@ -712,6 +717,18 @@ pub struct ClusterList {
     /// Pass as `?continue=` for the next page; absent on the last.
     #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
     pub continue_token: Option<String>,
+}
+
+/// The body of `POST /v1/boundaries/{b}/policies/{p}/rollback` (SPEC 8).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RollbackRequest {
+    /// The version whose spec becomes the current one, as a new version.
+    pub version: i64,
+    /// `true`: roll it out by the policy's stages instead of at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staged: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

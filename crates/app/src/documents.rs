@@ -82,13 +82,13 @@ pub trait DocumentKind: Send + Sync + 'static {
 /// Declares a kind of document: `impl DocumentKind for $kind` from its types (record,
 /// history entry, view, list), its words (noun, plural, the history's list), who writes and
 /// whether a write may create only, the `Store` methods of the kind, what a history entry's
-/// `action` is (`$entry` the entry), and the `App` methods that answer its views and save it
+/// `action` and `version` are (`$entry` the entry), and the `App` methods that answer its views and save it
 /// (a save answers `view` and `action`).
 macro_rules! document_kind {
     ($kind:ident: $record:ty, $history_entry:ty, $view:ty, $list:ident;
      $noun:literal, $plural:literal, $history_of:literal, admins_write: $admins:literal,
      create_only: $create:literal; store: $get:ident, $delete:ident, $history:ident;
-     action($entry:ident) = $action:expr; app: $views:ident, $one:ident, $save:ident) => {
+     action($entry:ident) = $action:expr, version = $version:expr; app: $views:ident, $one:ident, $save:ident) => {
         impl $crate::documents::DocumentKind for $kind {
             type Record = $record;
             type HistoryEntry = $history_entry;
@@ -132,10 +132,12 @@ macro_rules! document_kind {
                 $entry: $history_entry,
             ) -> (i64, palisade_api_types::view::HistoryEntry) {
                 let action = $action;
+                let version = $version;
                 let entry = palisade_api_types::view::HistoryEntry {
                     actor: $entry.actor,
                     at: $entry.at,
                     action,
+                    version,
                     before: $crate::documents::json_of($entry.before_json),
                     after: $crate::documents::json_of($entry.after_json),
                 };

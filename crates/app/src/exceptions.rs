@@ -183,7 +183,7 @@ crate::documents::document_kind!(
     Exceptions: ExceptionRecord, ExceptionHistoryEntry, ExceptionView, ExceptionList;
     "exception", "exceptions", "history of exception ", admins_write: false,
     create_only: false; store: get_exception, delete_exception, exception_history;
-    action(e) = Some(e.action); app: exceptions, get_exception, save_exception
+    action(e) = Some(e.action), version = None; app: exceptions, get_exception, save_exception
 );
 
 /// The spec as saved: validated, with `expiresAt` in the stored form and the reason trimmed.

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use palisade_api_types::document::{spec_of, ValidPolicy};
 use palisade_api_types::view::{
     ApplyResult, ApplyResults, ClusterStatus, InstallStatus, PolicyList, PolicyStatus, PolicyView,
+    RollbackRequest,
 };
 use palisade_api_types::{PolicyDocument, PolicySpec};
 use palisade_policy::policy::{blocked_type_warnings, save_warnings};
@@ -48,6 +49,7 @@ pub fn view(record: PolicyRecord, warnings: Option<Vec<String>>) -> PolicyView {
         boundary: record.boundary,
         name: record.name,
         etag: record.etag,
+        version: record.version,
         created_at: record.created_at,
         updated_at: record.updated_at,
         updated_by: record.updated_by,
@@ -66,7 +68,8 @@ pub struct Policies;
 crate::documents::document_kind!(
     Policies: PolicyRecord, PolicyHistoryEntry, PolicyView, PolicyList;
     "policy", "policies", "history of ", admins_write: true, create_only: true;
-    store: get_policy, delete_policy, policy_history; action(e) = None;
+    store: get_policy, delete_policy, policy_history;
+    action(e) = None, version = e.version;
     app: policies, policy, save_policy
 );
 
@@ -281,6 +284,66 @@ impl App {
             action,
             warnings,
         })
+    }
+
+    /// Makes the spec version `request.version` of policy `name` saved the current one, as a
+    /// new version, at once (SPEC 8; boundary-admin or admin). The spec is validated and saved
+    /// as a save of it would be (warnings, `if_match`); the policy's spec being that version's
+    /// already is `unchanged` and makes no version. 404 when the policy, or that version in its
+    /// history, is not there.
+    pub async fn rollback_policy(
+        &self,
+        access: &Access,
+        name: &str,
+        request: &RollbackRequest,
+        if_match: Option<String>,
+    ) -> AppResult<Saved> {
+        access.caller().require_boundary_admin()?;
+        if request.version < 1 {
+            return Err(AppError::invalid(
+                "/version",
+                format!(
+                    "must be a version of the policy (1 or more), got {}",
+                    request.version
+                ),
+            ));
+        }
+        if request.staged == Some(true) {
+            return Err(AppError::invalid(
+                "/staged",
+                "staged rollout is not available in this version of palisade: omit staged to roll back at once",
+            ));
+        }
+        let current = self.stored_policy(access, name).await?;
+        let boundary = access.boundary();
+        let spec = self
+            .store
+            .policy_version_spec(boundary, name, request.version)
+            .await
+            .map_err(|e| AppError::from_store(e, "policy"))?;
+        let Some(spec) = spec else {
+            let version = request.version;
+            return Err(AppError::NotFound(if version > current.version {
+                format!(
+                    "policy '{name}' of boundary '{boundary}' has no version {version}: its latest is version {}",
+                    current.version
+                )
+            } else {
+                format!(
+                    "version {version} of policy '{name}' of boundary '{boundary}' is no longer in its history"
+                )
+            }));
+        };
+        let condition = SaveCondition {
+            if_match,
+            create_only: false,
+        };
+        let saved = self
+            .save_policy(access, name, spec.as_bytes(), condition)
+            .await?;
+        tracing::info!(%boundary, policy = %name, to = request.version,
+            version = saved.view.version, "policy rolled back");
+        Ok(saved)
     }
 
     /// Applies BoundaryPolicy documents (all or nothing; `dry_run` writes nothing). Parsing

@@ -169,6 +169,16 @@ Prints one summary line per policy, then one line per finding:
 Exit 0 when nothing would be denied, 1 when something would, 2 when the preview could not be
 made.";
 
+pub const ROLLBACK: &str = "\
+Examples:
+  # See the versions of a policy, then put version 2's spec back
+  palisade describe policy shop/trusted
+  palisade rollback shop/trusted --to 2
+
+A rollback is a change like any other: it makes a new version, is in the history, and is in
+force in the clusters as a save of that spec would be. A version pruned from the history
+(serve --history-days) can no longer be rolled back to.";
+
 pub const DIFF: &str = "\
 Examples:
   # What applying a directory of policies would change

@@ -83,6 +83,16 @@ enum Command {
     /// 1 when something would, 2 when the preview could not be made.
     #[command(after_help = help::PREVIEW)]
     Preview(client::PreviewArgs),
+    /// Make the spec of an earlier version of a policy its current one, as a new version, at
+    /// once (SPEC 8).
+    ///
+    /// Reads the policy, then saves the spec its version VERSION saved as a new version
+    /// (`POST /v1/boundaries/{b}/policies/{p}/rollback`), as a save of that spec would be:
+    /// validated, with its save warnings, in force in the clusters as any change. Prints
+    /// `boundarypolicy shop/trusted rolled back to version 1: now version 3`, or `unchanged`
+    /// when the policy already has that spec. The versions are in `palisade describe policy`.
+    #[command(after_help = help::ROLLBACK)]
+    Rollback(client::RollbackArgs),
     /// Show how the stored documents differ from the files, as a unified diff.
     ///
     /// Compare BoundaryPolicy and BoundaryException documents in files, directories or standard
@@ -255,6 +265,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Preview(args) => client::preview(&args),
+        Command::Rollback(args) => finish(client::rollback(&args)),
         Command::Diff(args) => client::diff(&args),
         Command::Get {
             kind,

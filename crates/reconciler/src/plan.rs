@@ -140,6 +140,7 @@ mod tests {
             created_at: String::new(),
             updated_at: String::new(),
             updated_by: String::new(),
+            version: 1,
         }
     }
 

@@ -62,7 +62,7 @@ impl Modify for BearerAuth {
     paths(
         boundaries::create, boundaries::list, boundaries::get_one, boundaries::delete,
         policies::list, policies::get_one, policies::put, policies::delete, policies::history,
-        policies::apply, policies::preview, policies::report,
+        policies::apply, policies::preview, policies::report, policies::rollback,
         exceptions::list, exceptions::get_one, exceptions::put, exceptions::approve,
         exceptions::delete, exceptions::history,
         resources::create, resources::list, resources::get_one, resources::workload, resources::patch,

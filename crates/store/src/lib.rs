@@ -109,6 +109,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         after: Option<i64>,
         limit: u32,
     ) -> Result<Vec<PolicyHistoryEntry>>;
+    /// The spec version `version` of the policy saved, from its history; `None` when the
+    /// history holds no such version (never made, or pruned).
+    async fn policy_version_spec(
+        &self,
+        boundary: &str,
+        name: &str,
+        version: i64,
+    ) -> Result<Option<String>>;
 
     /// Policies and exceptions of `POST /v1/apply` in one transaction: all or nothing.
     async fn apply_documents(

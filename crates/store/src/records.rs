@@ -84,6 +84,8 @@ pub struct PolicyRecord {
     pub created_at: String,
     pub updated_at: String,
     pub updated_by: String,
+    /// 1, 2, …: every change of the policy makes a new one (SPEC 8).
+    pub version: i64,
 }
 
 /// A policy to write. `if_match`: the etag the caller saw (412 otherwise).
@@ -122,6 +124,8 @@ pub struct PolicyHistoryEntry {
     pub seq: i64,
     pub actor: String,
     pub at: String,
+    /// The version the change saved; `None` for a deletion.
+    pub version: Option<i64>,
     pub before_json: Option<String>,
     pub after_json: Option<String>,
 }

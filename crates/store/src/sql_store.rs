@@ -688,6 +688,15 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             .await
     }
 
+    async fn policy_version_spec(
+        &self,
+        boundary: &str,
+        name: &str,
+        version: i64,
+    ) -> Result<Option<String>> {
+        policies::version_spec(&mut *self.read().await?, boundary, name, version).await
+    }
+
     async fn apply_documents(
         &self,
         policies: Vec<PolicyWrite>,

@@ -393,7 +393,8 @@ fn time_left(end: &str, now: chrono::DateTime<chrono::Utc>) -> String {
     }
 }
 
-fn history_table(history: &[palisade_api_types::view::HistoryEntry]) -> String {
+/// The history as a table; `versioned` (a policy's) puts the version each change saved first.
+fn history_table(history: &[palisade_api_types::view::HistoryEntry], versioned: bool) -> String {
     let rows = history
         .iter()
         .map(|h| {
@@ -405,10 +406,21 @@ fn history_table(history: &[palisade_api_types::view::HistoryEntry]) -> String {
                 }
                 .to_owned()
             });
-            vec![h.at.clone(), h.actor.clone(), action]
+            let mut row = vec![h.at.clone(), h.actor.clone(), action];
+            if versioned {
+                row.insert(
+                    0,
+                    h.version.map_or_else(|| "-".to_owned(), |v| v.to_string()),
+                );
+            }
+            row
         })
         .collect();
-    table(&["AT", "BY", "ACTION"], rows, "  ")
+    if versioned {
+        table(&["VERSION", "AT", "BY", "ACTION"], rows, "  ")
+    } else {
+        table(&["AT", "BY", "ACTION"], rows, "  ")
+    }
 }
 
 /// `describe exception` in words.
@@ -481,7 +493,7 @@ pub(crate) fn exception_text(
         text.push_str(&table(&["CLUSTER", "STATUS"], rows, "  "));
     }
     text.push_str("History:\n");
-    text.push_str(&history_table(history));
+    text.push_str(&history_table(history, false));
     text
 }
 
@@ -496,6 +508,7 @@ pub(crate) fn policy_text(
     let mut lines = Lines(Vec::new());
     lines.add("Name", view.name.clone());
     lines.add("Boundary", view.boundary.clone());
+    lines.add("Version", view.version.to_string());
     lines.add("Mode", spec["mode"].as_str().unwrap_or("enforce"));
     lines.add(
         "Scope",
@@ -563,7 +576,7 @@ pub(crate) fn policy_text(
         text.push_str(&table(&["NAME", "STATUS", "EXPIRES", "LEFT"], rows, "  "));
     }
     text.push_str("History:\n");
-    text.push_str(&history_table(history));
+    text.push_str(&history_table(history, true));
     text
 }
 
@@ -670,6 +683,7 @@ Updated:              2026-12-06T08:00:00Z
                 actor: "token:9a1b7e (developer)".into(),
                 at: "2026-12-06T08:00:00Z".into(),
                 action: Some("put".into()),
+                version: None,
                 before: None,
                 after: Some(json!({})),
             },
@@ -677,6 +691,7 @@ Updated:              2026-12-06T08:00:00Z
                 actor: "token:5f0c2d (boundary-admin)".into(),
                 at: "2026-12-06T09:00:00Z".into(),
                 action: Some("approve".into()),
+                version: None,
                 before: Some(json!({})),
                 after: Some(json!({})),
             },

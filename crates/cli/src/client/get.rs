@@ -175,6 +175,7 @@ impl Policy {
     fn row(&self, wide: bool) -> (Vec<&'static str>, Vec<String>) {
         let mut row = vec![
             self.view.name.clone(),
+            self.view.version.to_string(),
             cell(self.spec.mode.map(mode_name)),
             match &self.spec.scope {
                 Some(scope) => scope.clusters.join(","),
@@ -199,7 +200,9 @@ impl Policy {
 }
 
 fn policy_headers(wide: bool) -> Vec<&'static str> {
-    let mut headers = vec!["NAME", "MODE", "SCOPE", "RULES", "STATUS", "UPDATED"];
+    let mut headers = vec![
+        "NAME", "VERSION", "MODE", "SCOPE", "RULES", "STATUS", "UPDATED",
+    ];
     if wide {
         headers.extend(["UPDATED BY", "LABELS"]);
     }

@@ -13,6 +13,7 @@ mod exception;
 mod get;
 mod preview;
 mod resource;
+mod rollback;
 mod token;
 mod version;
 
@@ -26,6 +27,7 @@ pub use exception::{exception, ExceptionCommand};
 pub use get::{get, Kind};
 pub use preview::{preview, PreviewArgs};
 pub use resource::{resource, ResourceCommand};
+pub use rollback::{rollback, RollbackArgs};
 pub use token::{token, TokenCommand};
 pub use version::{version, VersionArgs};
 

@@ -562,12 +562,12 @@ fn get_policy_prints_a_document_that_applies_unchanged() {
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 2, "{table}");
     assert!(
-        lines[0].starts_with("NAME      MODE    SCOPE          RULES"),
+        lines[0].starts_with("NAME      VERSION   MODE    SCOPE          RULES"),
         "{table}"
     );
     assert!(
         lines[1].starts_with(
-            "trusted   audit   all clusters   allowedRegistries,requiredLabels,disallowLatestTag,allowedComputePlans   -   "
+            "trusted   1         audit   all clusters   allowedRegistries,requiredLabels,disallowLatestTag,allowedComputePlans   -   "
         ),
         "{table}"
     );
@@ -1464,7 +1464,8 @@ fn exceptions_apply_beside_policies_and_list_with_their_time_left() {
     );
     let described = text(&out.stdout);
     assert!(
-        described.starts_with("Name:      size\nBoundary:  shop\nMode:      enforce\n"),
+        described
+            .starts_with("Name:      size\nBoundary:  shop\nVersion:   1\nMode:      enforce\n"),
         "{described}"
     );
     assert!(

@@ -709,6 +709,7 @@ fn lists_print_names_wide_tables_and_select_by_label() {
         rows[0],
         [
             "NAME",
+            "VERSION",
             "MODE",
             "SCOPE",
             "RULES",
@@ -719,7 +720,7 @@ fn lists_print_names_wide_tables_and_select_by_label() {
         ]
     );
     assert_eq!(
-        rows[1][6..],
+        rows[1][7..],
         [
             "token:".to_owned() + &server.token[4..20] + " (admin)",
             "-".to_owned()
@@ -981,4 +982,86 @@ fn get_resource_shows_one_row_and_flags_may_precede_the_subcommand() {
     let (code, _, stderr) = run(&["get", "resource", "shop/web"]);
     assert_ne!(code, Some(0));
     assert!(stderr.contains("BOUNDARY/TYPE/NAME"), "{stderr}");
+}
+
+/// `palisade rollback B/P --to N` (SPEC 8): the line it prints, the version it makes, the
+/// versions `describe policy` shows, and what it says when it cannot.
+#[test]
+fn rollback_saves_an_earlier_version_as_the_next_and_describe_shows_the_versions() {
+    let server = serve(&[]);
+    palisade(&server, &["boundary", "create", "shop"]);
+    let small = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {name: size, boundary: shop}\nspec:\n  rules:\n    - allowedComputePlans: {plans: [small]}\n";
+    let medium = small.replace("[small]", "[small, medium]");
+    for document in [small, medium.as_str()] {
+        let out = palisade_with_stdin(&server, &["apply", "-f", "-"], document);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+
+    assert_eq!(
+        outcome(&palisade(&server, &["rollback", "shop/size", "--to", "1"])),
+        (
+            Some(0),
+            "boundarypolicy shop/size rolled back to version 1: now version 3\n".to_owned(),
+            String::new()
+        )
+    );
+    assert_eq!(
+        outcome(&palisade(&server, &["rollback", "shop/size", "--to", "1"])),
+        (
+            Some(0),
+            "boundarypolicy shop/size unchanged: version 3 has the spec of version 1 already\n"
+                .to_owned(),
+            String::new()
+        )
+    );
+    assert_eq!(
+        outcome(&palisade(&server, &["rollback", "shop/size", "--to", "9"])),
+        (
+            Some(1),
+            String::new(),
+            "error: policy 'size' of boundary 'shop' has no version 9: its latest is version 3 [not_found]\n"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        outcome(&palisade(&server, &["rollback", "shop/size", "--to", "0"])),
+        (
+            Some(1),
+            String::new(),
+            "error: --to: must be a version of the policy (1 or more), got 0 [invalid_request]\n"
+                .to_owned()
+        )
+    );
+
+    let out = palisade(&server, &["describe", "policy", "shop/size"]);
+    let described = text(&out.stdout);
+    assert!(
+        described.starts_with("Name:      size\nBoundary:  shop\nVersion:   3\n"),
+        "{described}"
+    );
+    let history: Vec<&str> = described
+        .split("History:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .collect();
+    assert!(history[0].starts_with("  VERSION   AT"), "{described}");
+    let versions: Vec<&str> = history[1..]
+        .iter()
+        .map(|line| line.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(versions, ["1", "2", "3"], "{described}");
+    assert!(history[3].ends_with("   changed"), "{described}");
+
+    let out = palisade(&server, &["get", "policies", "shop"]);
+    let table = text(&out.stdout);
+    assert!(table.starts_with("NAME   VERSION   MODE"), "{table}");
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("size   3         "),
+        "{table}"
+    );
 }

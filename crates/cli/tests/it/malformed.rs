@@ -90,7 +90,7 @@ fn a_missing_field_is_named_by_its_path() {
 fn an_unknown_install_status_or_spec_is_an_error() {
     let policy = |spec: &str, status: &str| {
         format!(
-            r#"{{"boundary": "shop", "name": "p", "spec": {spec}, "metadata": {{}}, "etag": "1",
+            r#"{{"boundary": "shop", "name": "p", "spec": {spec}, "metadata": {{}}, "etag": "1", "version": 1,
             "created_at": "t", "updated_at": "t", "updated_by": "u",
             "status": {{"clusters": [{{"cluster": "prod-1", "status": "{status}"}}]}}}}"#
         )

@@ -45,6 +45,10 @@ pub fn router() -> Router<AppState> {
             get(policies::report),
         )
         .route(
+            "/v1/boundaries/{boundary}/policies/{policy}/rollback",
+            axum::routing::post(policies::rollback),
+        )
+        .route(
             "/v1/boundaries/{boundary}/exceptions/{exception}/approve",
             axum::routing::post(exceptions::approve),
         )

@@ -4,14 +4,16 @@
 //! nothing).
 
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::IntoResponse;
 use axum::Json;
 use palisade_api_types::view::{
-    ApplyResults, History, PolicyList, PolicyReport, PolicyView, Preview,
+    ApplyResults, History, PolicyList, PolicyReport, PolicyView, Preview, RollbackRequest,
 };
 use palisade_app::Caller;
 use serde::Deserialize;
 
-use super::{open, ListParams, Query};
+use super::{etag_header, if_match, open, ListParams, Query};
 use crate::error::ApiResult;
 use crate::{AppState, UnreadBody};
 
@@ -80,6 +82,33 @@ pub async fn report(
 ) -> ApiResult<Json<PolicyReport>> {
     let access = open(&state, &caller, &boundary).await?;
     Ok(Json(state.policy_report(&access, &name).await?))
+}
+
+#[utoipa::path(post, path = "/v1/boundaries/{boundary}/policies/{policy}/rollback", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "the etag you read")),
+    request_body = RollbackRequest,
+    responses((status = 200, body = PolicyView, description = "the policy, its spec that of the version named, as a new version (unchanged when it was that spec already)"),
+        (status = 400, body = crate::openapi::Error), (status = 401, body = crate::openapi::Error),
+        (status = 403, body = crate::openapi::Error), (status = 404, body = crate::openapi::Error),
+        (status = 412, body = crate::openapi::Error), (status = 413, body = crate::openapi::Error),
+        (status = 415, body = crate::openapi::Error), (status = 429, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn rollback(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: UnreadBody,
+) -> ApiResult<impl IntoResponse> {
+    let access = open(&state, &caller, &boundary).await?;
+    caller.require_boundary_admin()?;
+    palisade_app::path_name("policy", &name)?;
+    let request: RollbackRequest = body.read().await?.parse()?;
+    let saved = state
+        .rollback_policy(&access, &name, &request, if_match(&headers))
+        .await?;
+    Ok((etag_header(&saved.view.etag), Json(saved.view)))
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]

@@ -128,6 +128,12 @@ async fn every_endpoint_for_every_role() {
         ),
         row(
             Method::POST,
+            "/v1/boundaries/shop/policies/p/rollback",
+            Some(json!({"version": 1})),
+            [200, 200, 403, 404, 404],
+        ),
+        row(
+            Method::POST,
             "/v1/boundaries/shop/resources",
             Some(json!({"type": "valkey", "name": "c", "plan": "small"})),
             [201, 201, 201, 404, 404],

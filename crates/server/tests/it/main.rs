@@ -29,4 +29,5 @@ mod requests;
 mod untrusted_input;
 mod uploads;
 mod uploads_load;
+mod versions;
 mod workload_detail;

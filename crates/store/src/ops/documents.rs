@@ -6,7 +6,7 @@
 
 use super::{boundaries, changes, check_if_match, on_insert};
 use crate::sql::{
-    Arg::{self, Int, OptText, Text},
+    Arg::{self, Int, OptInt, OptText, Text},
     Conn, DbResult, Fields,
 };
 use crate::{Result, StoreError, WriteAction};
@@ -25,6 +25,8 @@ pub(crate) trait DocumentKind {
     const HISTORY_TABLE: &'static str;
     /// Whether a history entry names what was done (`put`, `approve`, `delete`).
     const HISTORY_ACTIONS: bool;
+    /// Whether every saved spec is numbered (`version` on the row and in the history).
+    const VERSIONED: bool;
     /// The kinds of the committed changes a save and a delete append.
     const PUT_CHANGE: &'static str;
     const DELETE_CHANGE: &'static str;
@@ -45,6 +47,8 @@ pub(crate) struct HistoryRow {
     pub actor: String,
     pub at: String,
     pub action: Option<String>,
+    /// Of kinds that are `VERSIONED`: the version an entry saved (none for a deletion).
+    pub version: Option<i64>,
     pub before_json: Option<String>,
     pub after_json: Option<String>,
 }
@@ -56,6 +60,11 @@ fn history_row<K: DocumentKind>(row: &dyn Fields) -> sqlx::Result<K::HistoryEntr
         at: row.text("at")?,
         action: if K::HISTORY_ACTIONS {
             Some(row.text("action")?)
+        } else {
+            None
+        },
+        version: if K::VERSIONED {
+            row.opt_int("version")?
         } else {
             None
         },
@@ -154,6 +163,8 @@ pub(crate) struct Change<'a> {
     pub before_json: Option<&'a str>,
     /// `None`: the document was deleted.
     pub after_json: Option<&'a str>,
+    /// The version saved, of kinds that are `VERSIONED`.
+    pub version: Option<i64>,
 }
 
 /// Records a change: a history entry and a committed change (the kind's put or delete).
@@ -161,16 +172,7 @@ pub(crate) async fn written<K: DocumentKind, C: Conn>(
     c: &mut C,
     change: &Change<'_>,
 ) -> Result<()> {
-    let (action_column, action_value) = if K::HISTORY_ACTIONS {
-        (", action", ", $7")
-    } else {
-        ("", "")
-    };
-    let statement = format!(
-        "INSERT INTO {} (boundary, name, actor, at, before_json, after_json{action_column}) \
-         VALUES ($1, $2, $3, $4, $5, $6{action_value})",
-        K::HISTORY_TABLE
-    );
+    let mut columns = String::from("boundary, name, actor, at, before_json, after_json");
     let mut args = vec![
         Text(change.boundary),
         Text(change.name),
@@ -180,8 +182,19 @@ pub(crate) async fn written<K: DocumentKind, C: Conn>(
         OptText(change.after_json),
     ];
     if K::HISTORY_ACTIONS {
+        columns.push_str(", action");
         args.push(Text(change.action));
     }
+    if K::VERSIONED {
+        columns.push_str(", version");
+        args.push(OptInt(change.version));
+    }
+    let values: Vec<String> = (1..=args.len()).map(|i| format!("${i}")).collect();
+    let statement = format!(
+        "INSERT INTO {} ({columns}) VALUES ({})",
+        K::HISTORY_TABLE,
+        values.join(", ")
+    );
     c.execute(&statement, &args).await?;
     let kind = if change.after_json.is_some() {
         K::PUT_CHANGE
@@ -223,6 +236,7 @@ pub(crate) async fn delete<K: DocumentKind, C: Conn>(
         action: "delete",
         before_json: Some(spec_json),
         after_json: None,
+        version: None,
     };
     written::<K, C>(c, &change).await
 }
@@ -238,8 +252,9 @@ pub(crate) async fn history<K: DocumentKind, C: Conn>(
     limit: u32,
 ) -> Result<Vec<K::HistoryEntry>> {
     let action = if K::HISTORY_ACTIONS { "action, " } else { "" };
+    let version = if K::VERSIONED { "version, " } else { "" };
     let statement = format!(
-        "SELECT seq, actor, at, {action}before_json, after_json FROM {} \
+        "SELECT seq, actor, at, {action}{version}before_json, after_json FROM {} \
          WHERE boundary = $1 AND name = $2 AND seq > $3 ORDER BY seq LIMIT $4",
         K::HISTORY_TABLE
     );

@@ -34,6 +34,7 @@ impl DocumentKind for Exceptions {
          requested_by, approved_by, approved_at, created_at, updated_at, updated_by";
     const HISTORY_TABLE: &'static str = "exception_history";
     const HISTORY_ACTIONS: bool = true;
+    const VERSIONED: bool = false;
     const PUT_CHANGE: &'static str = changes::EXCEPTION_PUT;
     const DELETE_CHANGE: &'static str = changes::EXCEPTION_DELETE;
     const INSERT: &'static str = "INSERT INTO exceptions (boundary, name, policy, spec_json, \
@@ -162,6 +163,7 @@ pub(crate) async fn put<C: Conn>(
         },
         before_json: current.as_ref().map(|e| e.spec_json.as_str()),
         after_json: Some(&write.spec_json),
+        version: None,
     };
     documents::written::<Exceptions, C>(c, &change).await?;
     let record = ExceptionRecord {

@@ -7,7 +7,10 @@ use std::collections::BTreeSet;
 use super::documents::{self, Change, DocumentKind, HistoryRow};
 use super::{boundaries, changes, check_if_match};
 use crate::sql::record;
-use crate::sql::{Arg::Text, Conn, DbResult, Fields};
+use crate::sql::{
+    Arg::{Int, Text},
+    Conn, DbResult, Fields,
+};
 use crate::{PolicyHistoryEntry, PolicyRecord, PolicyWrite, Result, StoreError, WriteAction};
 
 /// Policies as versioned documents.
@@ -19,32 +22,36 @@ impl DocumentKind for Policies {
     const NOUN: &'static str = "policy";
     const TABLE: &'static str = "policies";
     const COLUMNS: &'static str = "boundary, name, spec_json, metadata_json, \
-         etag, created_at, updated_at, updated_by";
+         etag, created_at, updated_at, updated_by, version";
     const HISTORY_TABLE: &'static str = "policy_history";
     const HISTORY_ACTIONS: bool = false;
+    const VERSIONED: bool = true;
     const PUT_CHANGE: &'static str = changes::POLICY_PUT;
     const DELETE_CHANGE: &'static str = changes::POLICY_DELETE;
     const INSERT: &'static str = "INSERT INTO policies \
-         (boundary, name, spec_json, metadata_json, etag, created_at, updated_at, updated_by) \
-         VALUES ($1, $2, $3, $4, $5, $6, $6, $7)";
+         (boundary, name, spec_json, metadata_json, etag, created_at, updated_at, updated_by, \
+          version) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)";
     const UPDATE: &'static str = "UPDATE policies \
-         SET spec_json = $3, metadata_json = $4, etag = $5, updated_at = $6, updated_by = $7 \
+         SET spec_json = $3, metadata_json = $4, etag = $5, updated_at = $6, updated_by = $7, \
+         version = $8 \
          WHERE boundary = $1 AND name = $2";
 
     fn record(row: &dyn Fields) -> sqlx::Result<PolicyRecord> {
         record! { row, PolicyRecord {
             boundary: text, name: text, spec_json: text, metadata_json: text, etag: text,
-            created_at: text, updated_at: text, updated_by: text,
+            created_at: text, updated_at: text, updated_by: text, version: int,
         } }
     }
 
     fn history_entry(e: HistoryRow) -> PolicyHistoryEntry {
-        let (seq, actor, at) = (e.seq, e.actor, e.at);
+        let (seq, actor, at, version) = (e.seq, e.actor, e.at, e.version);
         let (before_json, after_json) = (e.before_json, e.after_json);
         PolicyHistoryEntry {
             seq,
             actor,
             at,
+            version,
             before_json,
             after_json,
         }
@@ -117,6 +124,7 @@ async fn save<C: Conn>(
 
     let now = crate::now();
     let etag = crate::etag_of(&[&write.spec_json, &write.metadata_json]);
+    let version = next_version(c, boundary, name, current.as_ref()).await?;
     let row = [
         Text(boundary),
         Text(name),
@@ -125,6 +133,7 @@ async fn save<C: Conn>(
         Text(&etag),
         Text(&now),
         Text(actor),
+        Int(version),
     ];
     let action = documents::write_row::<Policies, C>(c, current.is_some(), name, &row).await?;
     let change = Change {
@@ -135,6 +144,7 @@ async fn save<C: Conn>(
         action: "put",
         before_json: current.as_ref().map(|p| p.spec_json.as_str()),
         after_json: Some(&write.spec_json),
+        version: Some(version),
     };
     documents::written::<Policies, C>(c, &change).await?;
 
@@ -147,6 +157,44 @@ async fn save<C: Conn>(
         created_at: current.map_or_else(|| now.clone(), |p| p.created_at),
         updated_at: now,
         updated_by: actor.to_owned(),
+        version,
     };
     Ok((record, action))
+}
+
+/// The version a save of policy `name` makes: one after the policy's own, or after the last of
+/// its history when it is new (a policy deleted and made again numbers on; SPEC 8).
+async fn next_version<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    name: &str,
+    current: Option<&PolicyRecord>,
+) -> Result<i64> {
+    let last = c
+        .fetch_optional(
+            "SELECT MAX(version) AS version FROM policy_history WHERE boundary = $1 AND name = $2",
+            &[Text(boundary), Text(name)],
+            |row| row.opt_int("version"),
+        )
+        .await?
+        .flatten()
+        .unwrap_or(0);
+    Ok(last.max(current.map_or(0, |p| p.version)) + 1)
+}
+
+/// The spec that version `version` of policy `name` saved, from its history; `None` when the
+/// history holds no such version (never made, or pruned).
+pub(crate) async fn version_spec<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    name: &str,
+    version: i64,
+) -> Result<Option<String>> {
+    Ok(c.fetch_optional(
+        "SELECT after_json FROM policy_history \
+             WHERE boundary = $1 AND name = $2 AND version = $3 AND after_json IS NOT NULL",
+        &[Text(boundary), Text(name), Int(version)],
+        |row| row.text("after_json"),
+    )
+    .await?)
 }

@@ -120,6 +120,63 @@ pub async fn policies(db: TestDb) {
     assert_eq!(changes[4].body_json, None);
 }
 
+/// Every change makes a version (SPEC 8): on the policy, on each history entry that saved a
+/// spec, and numbered on after a deletion; the spec of each version is read back.
+pub async fn policy_versions(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    let spec = |n: u32| format!(r#"{{"n":{n}}}"#);
+    let version = |store: &palisade_store::SharedStore, n: u32| {
+        let store = store.clone();
+        let spec = spec(n);
+        async move {
+            let (record, _) = store
+                .put_policy(policy_write("b", "p", &spec), "alice")
+                .await
+                .unwrap();
+            record.version
+        }
+    };
+    assert_eq!(version(&store, 1).await, 1);
+    assert_eq!(version(&store, 2).await, 2);
+    // Unchanged content makes no version.
+    assert_eq!(version(&store, 2).await, 2);
+    assert_eq!(version(&store, 1).await, 3);
+    assert_eq!(store.get_policy("b", "p").await.unwrap().version, 3);
+    assert_eq!(store.list_policies("b").await.unwrap()[0].version, 3);
+    // Another policy numbers on its own.
+    let (other, _) = store
+        .put_policy(policy_write("b", "q", &spec(9)), "alice")
+        .await
+        .unwrap();
+    assert_eq!(other.version, 1);
+
+    store.delete_policy("b", "p", None, "bob").await.unwrap();
+    assert_eq!(version(&store, 4).await, 4);
+    let versions: Vec<Option<i64>> = store
+        .policy_history("b", "p", None, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|h| h.version)
+        .collect();
+    assert_eq!(versions, [Some(1), Some(2), Some(3), None, Some(4)]);
+
+    for (n, expected) in [(1, Some(spec(1))), (2, Some(spec(2))), (3, Some(spec(1)))] {
+        assert_eq!(
+            store.policy_version_spec("b", "p", n).await.unwrap(),
+            expected,
+            "version {n}"
+        );
+    }
+    assert_eq!(store.policy_version_spec("b", "p", 5).await.unwrap(), None);
+    assert_eq!(store.policy_version_spec("b", "p", 0).await.unwrap(), None);
+    assert_eq!(
+        store.policy_version_spec("b", "nope", 1).await.unwrap(),
+        None
+    );
+}
+
 pub async fn policy_if_match(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();

@@ -44,6 +44,18 @@ async fn read_back(store: SharedStore) {
         .await
         .unwrap();
     assert_eq!(history.len(), 2);
+    // Migration 0018 numbered the history in the order it was written.
+    let versions: Vec<Option<i64>> = history.iter().map(|h| h.version).collect();
+    assert_eq!(versions, [Some(1), Some(2)]);
+    assert_eq!(policy.version, 2);
+    assert_eq!(
+        store
+            .policy_version_spec("shop", "trusted", 2)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(policy.spec_json.as_str())
+    );
 
     // Migration 0017 read the plans of the resources stored before it.
     let groups: Vec<(String, Vec<String>, u64)> = store

@@ -1,0 +1,169 @@
+//! Policy versions and rollback through the HTTP API (SPEC 8): every change makes a version,
+//! shown on the policy and in its history; a rollback saves an earlier version's spec as a new
+//! version, in force at once; bad requests name the field.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::common::{app_resource, plans, shop, Answer, TestApp};
+
+const POLICY: &str = "/v1/boundaries/shop/policies/size";
+
+async fn rollback(app: &TestApp, token: &str, body: Value, if_match: Option<&str>) -> Answer {
+    let quoted = if_match.map(|e| format!("\"{e}\""));
+    let headers: Vec<(&str, &str)> = quoted.iter().map(|e| ("if-match", e.as_str())).collect();
+    app.raw(
+        Method::POST,
+        &format!("{POLICY}/rollback"),
+        Some(token),
+        Some(&body.to_string()),
+        Some("application/json"),
+        &headers,
+    )
+    .await
+}
+
+fn versions(history: &Answer) -> Vec<Value> {
+    history.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry.get("version").cloned().unwrap_or(Value::Null))
+        .collect()
+}
+
+#[tokio::test]
+async fn every_change_makes_a_version_and_a_rollback_saves_an_earlier_one_as_the_next() {
+    let app = shop().await;
+    let admin = app.admin.clone();
+    let created = app.policy("shop", "size", plans(&["small"])).await;
+    assert_eq!(created.body["version"], 1);
+    let changed = app
+        .policy("shop", "size", plans(&["small", "medium"]))
+        .await;
+    assert_eq!(changed.body["version"], 2);
+    // Saving the same spec again is no change, and no version.
+    let same = app
+        .policy("shop", "size", plans(&["small", "medium"]))
+        .await;
+    assert_eq!(same.body["version"], 2);
+    assert_eq!(app.get(POLICY, &admin).await.body["version"], 2);
+    let listed = app.get("/v1/boundaries/shop/policies", &admin).await;
+    assert_eq!(listed.body["items"][0]["version"], 2);
+    let medium = app
+        .create("shop", &admin, app_resource("web", "medium"))
+        .await;
+    assert_eq!(medium.status, StatusCode::CREATED, "{medium:?}");
+
+    let back = rollback(&app, &admin, json!({"version": 1}), None).await;
+    assert_eq!(back.status, StatusCode::OK, "{back:?}");
+    assert_eq!(back.body["version"], 3);
+    assert_eq!(
+        back.body["spec"],
+        app.get(POLICY, &admin).await.body["spec"]
+    );
+    assert_eq!(back.body["spec"]["rules"], plans(&["small"])["rules"]);
+    assert_eq!(
+        back.headers["etag"].to_str().unwrap(),
+        format!("\"{}\"", back.body["etag"].as_str().unwrap())
+    );
+    // In force at once: the plan version 2 allowed is refused again.
+    app.create("shop", &admin, app_resource("api", "medium"))
+        .await
+        .assert_refusal(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "compute_plan_not_allowed",
+            "Compute plan 'medium' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small.",
+        );
+
+    // The policy has version 1's spec already: unchanged, no version made.
+    let again = rollback(&app, &admin, json!({"version": 1}), None).await;
+    assert_eq!(again.status, StatusCode::OK, "{again:?}");
+    assert_eq!(again.body["version"], 3);
+
+    let history = app.get(&format!("{POLICY}/history"), &admin).await;
+    assert_eq!(versions(&history), [json!(1), json!(2), json!(3)]);
+    assert_eq!(history.body["items"][2]["after"], back.body["spec"]);
+
+    // A policy deleted and made again numbers on; the deletion has no version.
+    let deleted = app.delete(POLICY, &admin).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let made_again = app.policy("shop", "size", plans(&["large"])).await;
+    assert_eq!(made_again.status, StatusCode::CREATED);
+    assert_eq!(made_again.body["version"], 4);
+    let history = app.get(&format!("{POLICY}/history"), &admin).await;
+    assert_eq!(
+        versions(&history),
+        [json!(1), json!(2), json!(3), Value::Null, json!(4)]
+    );
+    let back = rollback(&app, &admin, json!({"version": 2}), None).await;
+    assert_eq!(back.body["version"], 5, "{back:?}");
+    assert_eq!(
+        back.body["spec"]["rules"],
+        plans(&["small", "medium"])["rules"]
+    );
+}
+
+#[tokio::test]
+async fn a_rollback_that_cannot_be_made_says_why() {
+    let app = shop().await;
+    let admin = app.admin.clone();
+    let first = app.policy("shop", "size", plans(&["small"])).await;
+    app.policy("shop", "size", plans(&["medium"])).await;
+
+    rollback(&app, &admin, json!({"version": 9}), None)
+        .await
+        .assert_refusal(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "policy 'size' of boundary 'shop' has no version 9: its latest is version 2",
+        );
+    rollback(&app, &admin, json!({"version": 0}), None)
+        .await
+        .assert_invalid_request(
+            "/version: must be a version of the policy (1 or more), got 0",
+            "version 0",
+        );
+    rollback(&app, &admin, json!({"version": 1, "staged": true}), None)
+        .await
+        .assert_invalid_request(
+            "/staged: staged rollout is not available in this version of palisade: omit staged to roll back at once",
+            "staged",
+        );
+    let missing = rollback(&app, &admin, json!({}), None).await;
+    assert_eq!(missing.status, StatusCode::BAD_REQUEST, "{missing:?}");
+    assert!(missing.message().starts_with("/version"), "{missing:?}");
+    let unknown = rollback(&app, &admin, json!({"version": 1, "to": 1}), None).await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST, "{unknown:?}");
+    assert!(unknown.message().starts_with("/to"), "{unknown:?}");
+
+    // A stale etag changes nothing.
+    let stale = first.body["etag"].as_str().unwrap();
+    let refused = rollback(&app, &admin, json!({"version": 1}), Some(stale)).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::PRECONDITION_FAILED,
+        "{refused:?}"
+    );
+    assert_eq!(app.get(POLICY, &admin).await.body["version"], 2);
+
+    let nope = app
+        .call(
+            Method::POST,
+            "/v1/boundaries/shop/policies/nope/rollback",
+            Some(&admin),
+            Some(json!({"version": 1})),
+        )
+        .await;
+    nope.assert_refusal(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "policy 'nope' not found in boundary 'shop'",
+    );
+
+    // A developer reads policies but does not roll them back.
+    let developer = app.token("developer", Some("shop")).await;
+    let forbidden = rollback(&app, &developer, json!({"version": 1}), None).await;
+    assert_eq!(forbidden.status, StatusCode::FORBIDDEN, "{forbidden:?}");
+    assert_eq!(app.get(POLICY, &admin).await.body["version"], 2);
+}
