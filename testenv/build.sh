@@ -14,6 +14,14 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 testenv_go_env
+# One build at a time per cache dir: a second one (a test that finds a binary missing while
+# another build runs) waits here, then finds what the first built. Without it, the first one's
+# end (dropping the Go build cache, below) pulls the cache from under the second.
+exec 9>"${PALISADE_CACHE_DIR}/build.lock"
+if ! flock -n 9; then
+  echo "== waiting for another testenv/build.sh on ${PALISADE_CACHE_DIR}"
+  flock 9
+fi
 
 TESTENV_NICE=19
 TMP_OUT=""
