@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use palisade_policy::image_ref::RegistryPrefix;
 use palisade_policy::label::{LabelKey, LabelRequirement, LabelValue};
 use palisade_policy::policy::{self, blocked_type_warnings, RuleError};
+use palisade_policy::rollout::{self, Namespaces, Promote, Rollout, Stage, StageDuration};
 use palisade_policy::{Catalog, Mode, Name, PlanEntry, Policy, Rule, RuleKind, SaveWarning, Scope};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -43,6 +44,58 @@ pub struct PolicySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<ScopeDoc>,
     pub rules: Vec<RuleDoc>,
+    /// Staged rollout of a change (SPEC 8); omitted: a change applies everywhere at once. Not
+    /// in force in this version yet: a valid rollout is refused, so nothing is saved that the
+    /// clusters would not do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutDoc>,
+}
+
+/// `spec.rollout`: the stages a change goes through, how they are promoted, and how many
+/// denials a stage may have and still be promoted automatically.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RolloutDoc {
+    pub stages: Vec<StageDoc>,
+    /// `auto` (the default) or `manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promote: Option<PromoteDoc>,
+    /// Automatic promotion only while the stage denied at most this many requests (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_denials: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PromoteDoc {
+    Auto,
+    Manual,
+}
+
+/// One stage: it reaches `clusters` (omitted: every cluster of the policy's scope) and there
+/// `namespaces` (a percentage such as `25%`, or a list of names; omitted: every namespace of
+/// the boundary), and runs `for` (`1h`, `30m`, `1h30m`; at least 10s) before automatic
+/// promotion. `{}` last: everywhere.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StageDoc {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<NamespacesDoc>,
+    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+}
+
+/// A stage's namespaces: `25%`, or names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    untagged,
+    expecting = "must be a percentage such as 25%, or a list of namespace names"
+)]
+pub enum NamespacesDoc {
+    Percent(String),
+    Names(Vec<String>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -275,6 +328,10 @@ impl PolicySpec {
             let at = format!("{base}/rules/{index}");
             rules.push(rule.validate(&at, &mut normalisations)?);
         }
+        let rollout = match &self.rollout {
+            None => None,
+            Some(rollout) => Some(rollout.validate(&format!("{base}/rollout"), &scope)?),
+        };
         let policy = Policy::new(name, mode, scope, rules).map_err(|e| match e {
             policy::PolicyError::NoRules => error(format!("{base}/rules"), e),
             policy::PolicyError::DuplicateRuleKind { index, .. } => {
@@ -294,7 +351,106 @@ impl PolicySpec {
             ));
         }
         warnings.sort_by_key(SaveWarning::group);
+        if rollout.is_some() && !ROLLOUT_IN_FORCE {
+            return Err(error(
+                format!("{base}/rollout"),
+                "staged rollout is not in force in this version of palisade yet: remove rollout to apply the change everywhere at once",
+            ));
+        }
+        let policy = match rollout {
+            Some(rollout) => policy.with_rollout(rollout),
+            None => policy,
+        };
         Ok((policy, warnings))
+    }
+}
+
+/// Whether a policy with `spec.rollout` may be saved: not until its stages are in force in the
+/// clusters (until then a rollout is validated, then refused, never saved and ignored).
+pub const ROLLOUT_IN_FORCE: bool = false;
+
+impl RolloutDoc {
+    /// Validates the rollout of a policy of `scope`; pointers start at `at`.
+    fn validate(&self, at: &str, scope: &Scope) -> Result<Rollout, DocumentError> {
+        let mut stages = Vec::with_capacity(self.stages.len());
+        for (s, stage) in self.stages.iter().enumerate() {
+            let clusters = match &stage.clusters {
+                None => None,
+                Some(list) => Some(
+                    list.iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            Name::parse(c)
+                                .map_err(|e| error(format!("{at}/stages/{s}/clusters/{i}"), e))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+            };
+            let namespaces = match &stage.namespaces {
+                None => Namespaces::All,
+                Some(NamespacesDoc::Percent(text)) => Namespaces::Percent(
+                    rollout::parse_percent(text)
+                        .map_err(|e| error(format!("{at}/stages/{s}/namespaces"), e))?,
+                ),
+                Some(NamespacesDoc::Names(list)) => Namespaces::Named(
+                    list.iter()
+                        .enumerate()
+                        .map(|(i, n)| {
+                            Name::parse(n)
+                                .map_err(|e| error(format!("{at}/stages/{s}/namespaces/{i}"), e))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+            };
+            let duration = match &stage.duration {
+                None => None,
+                Some(text) => Some(
+                    StageDuration::parse(text)
+                        .map_err(|e| error(format!("{at}/stages/{s}/for"), e))?,
+                ),
+            };
+            stages.push(Stage {
+                clusters,
+                namespaces,
+                duration,
+            });
+        }
+        let promote = match self.promote {
+            None | Some(PromoteDoc::Auto) => Promote::Auto,
+            Some(PromoteDoc::Manual) => Promote::Manual,
+        };
+        Rollout::new(stages, promote, self.max_denials.unwrap_or(0), scope, None)
+            .map_err(|(place, e)| error(format!("{at}{}", place.pointer()), e))
+    }
+}
+
+/// A rollout in its document form.
+fn rollout_doc(rollout: &Rollout) -> RolloutDoc {
+    let stages = rollout
+        .stages()
+        .iter()
+        .map(|stage| StageDoc {
+            clusters: stage
+                .clusters
+                .as_ref()
+                .map(|c| c.iter().map(ToString::to_string).collect()),
+            namespaces: match &stage.namespaces {
+                Namespaces::All => None,
+                Namespaces::Percent(p) => Some(NamespacesDoc::Percent(format!("{p}%"))),
+                Namespaces::Named(names) => Some(NamespacesDoc::Names(
+                    names.iter().map(ToString::to_string).collect(),
+                )),
+            },
+            duration: stage.duration.map(|d| d.to_string()),
+        })
+        .collect();
+    RolloutDoc {
+        stages,
+        promote: Some(match rollout.promote() {
+            Promote::Auto => PromoteDoc::Auto,
+            Promote::Manual => PromoteDoc::Manual,
+        }),
+        max_denials: Some(rollout.max_denials()),
     }
 }
 
@@ -444,5 +600,6 @@ pub fn spec_of(policy: &Policy) -> PolicySpec {
             }),
         },
         rules,
+        rollout: policy.rollout().map(rollout_doc),
     }
 }

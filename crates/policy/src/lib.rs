@@ -19,6 +19,7 @@ pub mod plan;
 pub mod policy;
 pub mod reason;
 pub mod resource_type;
+pub mod rollout;
 pub mod scan;
 pub mod warning;
 

@@ -8,6 +8,7 @@ use crate::label::{LabelKey, LabelRequirement};
 use crate::name::Name;
 use crate::plan::PlanEntry;
 use crate::resource_type::ResourceType;
+use crate::rollout::Rollout;
 
 /// At most this many plan entries in one rule.
 pub const MAX_PLAN_ENTRIES: usize = 256;
@@ -190,6 +191,7 @@ pub struct Policy {
     mode: Mode,
     scope: Scope,
     rules: Vec<Rule>,
+    rollout: Option<Rollout>,
 }
 
 impl Policy {
@@ -232,7 +234,20 @@ impl Policy {
             mode,
             scope,
             rules,
+            rollout: None,
         })
+    }
+
+    /// The policy with the staged rollout of its changes (SPEC 8), validated against its
+    /// scope by [`Rollout::new`].
+    pub fn with_rollout(mut self, rollout: Rollout) -> Self {
+        self.rollout = Some(rollout);
+        self
+    }
+
+    /// How a change of it is rolled out; `None`: everywhere at once.
+    pub fn rollout(&self) -> Option<&Rollout> {
+        self.rollout.as_ref()
     }
 
     pub fn name(&self) -> &Name {

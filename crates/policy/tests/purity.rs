@@ -32,6 +32,8 @@ const ALLOWED: &[&str] = &[
     // thiserror and its derive
     "thiserror",
     "thiserror-impl",
+    // SHA-256 without dependencies (the order of namespaces in staged rollout, SPEC 8)
+    "hmac-sha256",
     // the proc-macro toolchain of serde_derive and thiserror-impl
     "proc-macro2",
     "quote",

@@ -167,3 +167,28 @@ async fn a_rollback_that_cannot_be_made_says_why() {
     assert_eq!(forbidden.status, StatusCode::FORBIDDEN, "{forbidden:?}");
     assert_eq!(app.get(POLICY, &admin).await.body["version"], 2);
 }
+
+/// `spec.rollout` is validated with pointers, then refused as a whole while staged rollout is
+/// not in force: nothing is saved that the clusters would not do.
+#[tokio::test]
+async fn a_policy_with_a_rollout_is_refused_until_rollout_is_in_force() {
+    let app = shop().await;
+    let admin = app.admin.clone();
+    let mut spec = plans(&["small"]);
+    spec["rollout"] = json!({"stages": [{"namespaces": "25%", "for": "5s"}]});
+    app.put(POLICY, &admin, spec.clone())
+        .await
+        .assert_invalid_request(
+            "/rollout/stages/0/for: must be at least 10s, got 5s",
+            "too short",
+        );
+    spec["rollout"] = json!({"stages": [{"namespaces": "25%", "for": "1h"}, {}]});
+    app.put(POLICY, &admin, spec)
+        .await
+        .assert_invalid_request(
+            "/rollout: staged rollout is not in force in this version of palisade yet: remove rollout to apply the change everywhere at once",
+            "valid",
+        );
+    let absent = app.get(POLICY, &admin).await;
+    assert_eq!(absent.status, StatusCode::NOT_FOUND, "{absent:?}");
+}
