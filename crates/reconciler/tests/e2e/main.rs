@@ -32,6 +32,7 @@ mod probe;
 mod rbac;
 mod rbac_verbs;
 mod reconcile;
+mod rollout;
 mod serve;
 mod shared;
 mod tenant;
