@@ -16,6 +16,17 @@ pub mod per_boundary;
 pub mod per_policy;
 pub mod shared;
 
+/// A policy whose change is being rolled out (SPEC 8), in a cluster where its stage has
+/// reached the namespaces `reached` of its boundary (some, not all: once all are reached the
+/// new version is rendered as any policy is).
+#[derive(Clone, Copy, Debug)]
+pub struct Rolling<'a> {
+    /// The version being rolled out.
+    pub current: &'a palisade_policy::Policy,
+    pub version: u64,
+    pub reached: &'a std::collections::BTreeSet<palisade_policy::Name>,
+}
+
 use std::fmt;
 use std::time::Duration;
 

@@ -14,15 +14,17 @@
 //! own that is a tenth of it; one palisade policy is two expressions, so an object of at most
 //! 5 policies never runs out of budget where 5 objects of one policy each would not.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
 use palisade_policy::{Exception, Mode, Name, Policy};
 
-use crate::layout::per_policy::{render_excepted, Rendered};
+use crate::cel::literal;
+use crate::layout::per_policy::{self, render_excepted, Rendered, Staged};
 use crate::layout::shared::MODE_LABEL;
+pub use crate::layout::Rolling;
 use crate::render::{labels, POLICY_LABEL};
 
 /// The most policies one object holds (the API server's per-object cost budget).
@@ -75,16 +77,86 @@ pub fn render_boundary_excepted(
     installation: &str,
     exceptions: &[&Exception],
 ) -> Vec<BoundaryObjects> {
+    render_guarded(
+        boundary,
+        policies,
+        installation,
+        exceptions,
+        &BTreeMap::new(),
+    )
+}
+
+/// The boundary's objects while some of its policies are being rolled out: `policies` are the
+/// versions in force before (a new policy being rolled out is not among them), rendered in the
+/// boundary's objects as [`render_boundary_excepted`] renders them, each rolling one's
+/// validation skipping the reached namespaces (`request.namespace in [...] || ...`): the
+/// objects, their names and every message outside the stages stay as they were. Each new
+/// version has objects of its own beside them, as in the per-policy layout
+/// ([`per_policy::render_staged`], without a previous version), in the order of `rolling`.
+pub fn render_boundary_staged(
+    boundary: &Name,
+    policies: &[Policy],
+    rolling: &BTreeMap<Name, Rolling<'_>>,
+    installation: &str,
+    exceptions: &[&Exception],
+) -> (Vec<BoundaryObjects>, Vec<Staged>) {
+    let guards: BTreeMap<Name, &BTreeSet<Name>> = rolling
+        .iter()
+        .map(|(name, r)| (name.clone(), r.reached))
+        .collect();
+    let objects = render_guarded(boundary, policies, installation, exceptions, &guards);
+    let staged = rolling
+        .values()
+        .filter_map(|r| {
+            per_policy::render_staged(
+                boundary,
+                None,
+                r.current,
+                r.version,
+                r.reached,
+                installation,
+                exceptions,
+            )
+        })
+        .collect();
+    (objects, staged)
+}
+
+/// `expression` that admits, without judging, requests into the namespaces `skipped`.
+fn skipping(expression: &str, skipped: &BTreeSet<Name>) -> String {
+    if skipped.is_empty() {
+        return expression.to_owned();
+    }
+    let list: Vec<String> = skipped.iter().map(|n| literal(n.as_str())).collect();
+    format!(
+        "request.namespace in [{}] || ({expression})",
+        list.join(", ")
+    )
+}
+
+/// The boundary's objects, each policy named in `guards` skipping the namespaces given there.
+fn render_guarded(
+    boundary: &Name,
+    policies: &[Policy],
+    installation: &str,
+    exceptions: &[&Exception],
+    guards: &BTreeMap<Name, &BTreeSet<Name>>,
+) -> Vec<BoundaryObjects> {
     let mut objects = Vec::new();
     for mode in [Mode::Enforce, Mode::Audit] {
         let rendered: Vec<(Name, Rendered)> = policies
             .iter()
             .filter(|p| p.mode() == mode)
             .filter_map(|p| {
-                Some((
-                    p.name().clone(),
-                    render_excepted(boundary, p, installation, exceptions)?,
-                ))
+                let mut rendered = render_excepted(boundary, p, installation, exceptions)?;
+                if let (Some(skipped), Some(spec)) =
+                    (guards.get(p.name()), rendered.policy.spec.as_mut())
+                {
+                    for validation in spec.validations.iter_mut().flatten() {
+                        validation.expression = skipping(&validation.expression, skipped);
+                    }
+                }
+                Some((p.name().clone(), rendered))
             })
             .collect();
         for (index, chunk) in rendered.chunks(POLICIES_PER_OBJECT).enumerate() {
