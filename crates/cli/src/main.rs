@@ -348,10 +348,10 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 18 commands, check plan, 12 under get, 4 under describe, 6 under
+        // palisade, its 19 commands, check plan, 12 under get, 4 under describe, 6 under
         // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
         // rbac, kubeconfig) and config (set-context, use-context, view, get-contexts)
         // subcommands.
-        assert_eq!(seen, 1 + 18 + 1 + 12 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 4 + 4);
+        assert_eq!(seen, 1 + 19 + 1 + 12 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 4 + 4);
     }
 }

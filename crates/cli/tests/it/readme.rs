@@ -1,5 +1,6 @@
 //! The README's walkthroughs, run as written: its cluster walkthrough is read from README.md,
-//! and the guides that go on from it from docs/ (admission-walkthrough.md, workloads.md);
+//! and the guides that go on from it from docs/ (admission-walkthrough.md, workloads.md,
+//! exceptions.md), and its tour and offline checks against `serve --demo` alone;
 //! every `$ ` command of their `console` blocks runs in bash,
 //! in order, against the first set-up command (`palisade serve --demo`, on a free port, in a
 //! fresh directory) and a control plane started as the README says (`START_WORKLOADS=1`,
@@ -160,20 +161,25 @@ fn first_setup_command(dir: &Path, port: u16) -> (Serve, String) {
 }
 
 #[test]
-fn the_kubernetes_and_workload_walkthroughs_run_as_written() {
+fn the_readme_and_its_guides_run_as_written() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
     let readme = read("README.md");
-    // The README's cluster walkthrough, then the guides that go on from it, in the order a
-    // reader follows them: the walkthrough in depth (drift), then platform workloads.
+    // The README from its tour to the portal (the tour, the offline checks, the cluster
+    // walkthrough), then the guides that go on from it, in the order a reader follows them:
+    // the walkthrough in depth (drift), platform workloads, exceptions, the CLI's reference
+    // and the cluster's RBAC.
     let walkthrough = format!(
-        "{}{}{}",
-        section(&readme, "## One cluster walkthrough", "## The portal"),
+        "{}{}{}{}{}{}",
+        section(&readme, "## A five-minute tour", "## The portal"),
         read("docs/admission-walkthrough.md"),
         read("docs/workloads.md"),
+        read("docs/exceptions.md"),
+        read("docs/cli.md"),
+        read("docs/cluster-rbac.md"),
     );
     let steps = steps(&walkthrough);
-    assert!(steps.len() >= 15, "{steps:#?}");
+    assert!(steps.len() >= 40, "{steps:#?}");
     assert!(
         walkthrough.contains("START_WORKLOADS=1 bash testenv/start.sh 1.37 /tmp/k8s"),
         "the README starts the plane this test starts"
@@ -188,22 +194,53 @@ fn the_kubernetes_and_workload_walkthroughs_run_as_written() {
     );
     let workdir = plane.workdir().display().to_string();
     let dir = tempfile::tempdir().unwrap();
+    // The offline checks read the repository's examples, from where the commands run.
+    copy_dir(&root.join("examples"), &dir.path().join("examples"));
+    let started = Instant::now();
+    run_steps(&steps, dir.path(), &[("/tmp/k8s", &workdir)]);
+    eprintln!(
+        "{} commands of the README and its guides ran as written in {:.1?}",
+        steps.len(),
+        started.elapsed()
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Runs `steps` in bash, in order, in `dir`, against the first set-up command started there
+/// (`127.0.0.1:8080` in a command stands for its port), each command's text with `replace`'s
+/// pairs replaced; every output must be the one shown. `export`, `source` and `alias` lines
+/// hold for the commands after them, as in one shell.
+fn run_steps(steps: &[Step], dir: &Path, replace: &[(&str, &str)]) {
     let port = free_port();
-    let (_serve, token) = first_setup_command(dir.path(), port);
+    let (_serve, token) = first_setup_command(dir, port);
     let bin_dir = Path::new(BIN).parent().unwrap().display().to_string();
     let path = format!("{bin_dir}:{}", std::env::var("PATH").unwrap_or_default());
-
-    // `source` lines hold for the commands after them, as in one shell.
-    let mut prelude = String::new();
-    for step in &steps {
-        let command = step.command.replace("/tmp/k8s", &workdir);
+    let address = format!("127.0.0.1:{port}");
+    let mut prelude = String::from("shopt -s expand_aliases\n");
+    for step in steps {
+        let mut command = step.command.replace("127.0.0.1:8080", &address);
+        for (from, to) in replace {
+            command = command.replace(from, to);
+        }
         let script = format!("{prelude}\n{command}");
         let run = || {
             let output = Command::new("bash")
                 .args(["-c", &format!("exec 2>&1\n{script}")])
-                .current_dir(dir.path())
+                .current_dir(dir)
                 .env("PATH", &path)
-                .env("PALISADE_URL", format!("http://127.0.0.1:{port}"))
+                .env("PALISADE_URL", format!("http://{address}"))
                 .env("PALISADE_TOKEN", &token)
                 .env_remove("PALISADE_CA_FILE")
                 .output()
@@ -226,7 +263,10 @@ fn the_kubernetes_and_workload_walkthroughs_run_as_written() {
             step.expected.join("\n"),
             actual
         );
-        if command.starts_with("source ") || command.starts_with("export ") {
+        if ["source ", "export ", "alias "]
+            .iter()
+            .any(|start| command.starts_with(start))
+        {
             prelude.push_str(&command);
             prelude.push('\n');
         }
