@@ -17,8 +17,8 @@ use palisade_testkit::control_plane::temp_namespace;
 use palisade_vap::per_boundary::{render_boundary_staged, Rolling};
 use palisade_vap::per_policy::{render_staged, version_audit_binding_name, version_object_name};
 use palisade_vap::shared::{
-    parameters_staged, shared_binding_name, shared_policy_name, PARAMS_GROUP, PARAMS_KIND,
-    PARAMS_PLURAL, PARAMS_VERSION,
+    parameters_name, parameters_staged, shared_binding_name, shared_policy_name, PARAMS_GROUP,
+    PARAMS_KIND, PARAMS_PLURAL, PARAMS_VERSION,
 };
 use palisade_vap::{boundary_object_name, object_name, Layout, FIELD_MANAGER};
 use serde_json::{json, Value};
@@ -43,6 +43,35 @@ fn pod(pod_name: &str, labels: Value, image: &str) -> Value {
         "metadata": {"name": pod_name, "labels": labels},
         "spec": {"containers": [{"name": "c", "image": image}]},
     })
+}
+
+/// The API server's `apiserver_validating_admission_policy_check_total`, by binding and
+/// enforcement action (summed over the other labels), read from its `/metrics` as admin.
+async fn policy_checks(client: &kube::Client) -> BTreeMap<(String, String), f64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(request).await.unwrap();
+    let mut counts = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_validating_admission_policy_check_total{"))
+    {
+        let label = |name: &str| {
+            line.split(&format!("{name}=\""))
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let value: f64 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        *counts
+            .entry((label("policy_binding"), label("enforcement_action")))
+            .or_insert(0.0) += value;
+    }
+    counts
 }
 
 /// The shared layout's parameter objects in `namespace`.
@@ -162,6 +191,25 @@ async fn a_stage_splits_a_boundary_between_two_versions(version: &str) {
     let admitted = create(&cluster, &reached_ns, &unlabelled).await;
     assert!(admitted.admitted(), "{admitted:?}");
     assert!(admitted.warnings.is_empty(), "{admitted:?}");
+
+    // What the new version denied where it is in force is counted by the API server under its
+    // own binding's name: 3 more denials there are 3 more, and the version in force before and
+    // the audit binding count apart.
+    let counts_before = policy_checks(&client).await;
+    for _ in 0..3 {
+        assert!(!create(&cluster, &reached_ns, &elsewhere).await.admitted());
+    }
+    assert!(create(&cluster, &other_ns, &elsewhere).await.admitted());
+    let counts_after = policy_checks(&client).await;
+    let delta = |binding: &str, action: &str| {
+        let key = (binding.to_owned(), action.to_owned());
+        counts_after.get(&key).copied().unwrap_or(0.0)
+            - counts_before.get(&key).copied().unwrap_or(0.0)
+    };
+    eprintln!("{version}: policy checks: {counts_after:?}");
+    assert_eq!(delta(&v2, "deny"), 3.0, "{counts_after:?}");
+    assert_eq!(delta(&audit, "warn"), 1.0, "{counts_after:?}");
+    assert_eq!(delta(&v1, "deny"), 0.0, "{counts_after:?}");
 
     for binding in staged.bindings.iter().chain([&before.binding]) {
         let binding_name = binding.metadata.name.clone().unwrap();
@@ -299,9 +347,9 @@ async fn a_stage_splits_a_boundary_in_the_per_boundary_layout(version: &str) {
     }
 }
 
-/// The shared layout: one policy object and its two bindings for everything; in a namespace the
-/// stage has not reached, the previous version's parameters as before and the new version's in
-/// audit; where it has reached, the new version's alone.
+/// The shared layout: its one policy object and two bindings stay; the version in force before
+/// keeps its parameters where the stage has not reached, and has none where it has; the new
+/// version judges from objects of its own, as in the other layouts.
 async fn a_stage_splits_a_boundary_in_the_shared_layout(version: &str) {
     const SHARED: &str = "e2e-rollout-shared";
     let (plane, admin) = connect(version).await;
@@ -329,16 +377,29 @@ async fn a_stage_splits_a_boundary_in_the_shared_layout(version: &str) {
         version: 2,
         reached: &reached,
     };
-    let mut written = Vec::new();
     for namespace in [&reached_ns, &other_ns] {
-        let objects =
-            parameters_staged(&boundary, Some(&previous), rolling, SHARED, namespace, &[]);
-        assert_eq!(objects.len(), if namespace == &reached_ns { 1 } else { 2 });
-        for object in objects {
-            let object: DynamicObject = serde_json::from_value(object).unwrap();
-            apply(&params_in(&client, namespace), &object).await;
-            written.push(object);
+        let staged = parameters_staged(&boundary, Some(&previous), rolling, SHARED, namespace, &[]);
+        let params = params_in(&client, namespace);
+        match staged {
+            Some(object) => {
+                let object: DynamicObject = serde_json::from_value(object).unwrap();
+                apply(&params, &object).await;
+            }
+            None => {
+                let parameters = parameters_name(SHARED, &name("trusted"));
+                params
+                    .delete(&parameters, &DeleteParams::default())
+                    .await
+                    .unwrap();
+            }
         }
+    }
+    let side = render_staged(&boundary, None, &current, 2, &reached, SHARED, &[]).unwrap();
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    apply(&policies, &side.policy).await;
+    for binding in &side.bindings {
+        apply(&bindings, binding).await;
     }
 
     let unlabelled = pod("unlabelled", json!({}), "ghcr.io/acme/web:1.4");
@@ -349,16 +410,14 @@ async fn a_stage_splits_a_boundary_in_the_shared_layout(version: &str) {
     );
     let shared = shared_policy_name(SHARED);
     let enforce = shared_binding_name(SHARED, Mode::Enforce);
-    let audit = shared_binding_name(SHARED, Mode::Audit);
-    eventually(
-        "the new parameters in force",
-        ACTIVATION_TIMEOUT,
-        || async {
-            let inside = create(&cluster, &reached_ns, &elsewhere).await;
-            let outside = create(&cluster, &other_ns, &elsewhere).await;
-            (!inside.admitted() && !outside.warnings.is_empty()).then_some(())
-        },
-    )
+    let v2 = version_object_name(&boundary, &name("trusted"), 2);
+    let audit = version_audit_binding_name(&boundary, &name("trusted"), 2);
+    eventually("the new version in force", ACTIVATION_TIMEOUT, || async {
+        let inside = create(&cluster, &reached_ns, &elsewhere).await;
+        let outside = create(&cluster, &other_ns, &elsewhere).await;
+        let admitted = create(&cluster, &reached_ns, &unlabelled).await;
+        (!inside.admitted() && !outside.warnings.is_empty() && admitted.admitted()).then_some(())
+    })
     .await;
     let denied_outside = create(&cluster, &other_ns, &unlabelled).await;
     assert_eq!(
@@ -376,7 +435,7 @@ async fn a_stage_splits_a_boundary_in_the_shared_layout(version: &str) {
     assert_eq!(
         warned.warnings,
         [format!(
-            "Validation failed for ValidatingAdmissionPolicy '{shared}' with binding '{audit}': Policy 'trusted' (AllowedRegistries) denied image docker.io/library/nginx:1.27: it is not under ghcr.io/acme."
+            "Validation failed for ValidatingAdmissionPolicy '{v2}' with binding '{audit}': Policy 'trusted' (AllowedRegistries) denied image docker.io/library/nginx:1.27: it is not under ghcr.io/acme."
         )],
         "{warned:?}"
     );
@@ -385,7 +444,7 @@ async fn a_stage_splits_a_boundary_in_the_shared_layout(version: &str) {
         denied_inside.message.as_deref(),
         Some(
             format!(
-                "pods \"elsewhere\" is forbidden: ValidatingAdmissionPolicy '{shared}' with binding '{enforce}' denied request: Policy 'trusted' (AllowedRegistries) denied image docker.io/library/nginx:1.27: it is not under ghcr.io/acme."
+                "pods \"elsewhere\" is forbidden: ValidatingAdmissionPolicy '{v2}' with binding '{v2}' denied request: Policy 'trusted' (AllowedRegistries) denied image docker.io/library/nginx:1.27: it is not under ghcr.io/acme."
             )
             .as_str()
         ),
@@ -395,15 +454,17 @@ async fn a_stage_splits_a_boundary_in_the_shared_layout(version: &str) {
     assert!(admitted.admitted(), "{admitted:?}");
     assert!(admitted.warnings.is_empty(), "{admitted:?}");
 
-    for object in &written {
-        let namespace = object.metadata.namespace.as_deref().unwrap();
-        params_in(&client, namespace)
-            .delete(
-                object.metadata.name.as_deref().unwrap(),
-                &DeleteParams::default(),
-            )
+    for binding in &side.bindings {
+        let binding_name = binding.metadata.name.clone().unwrap();
+        bindings
+            .delete(&binding_name, &DeleteParams::default())
             .await
             .unwrap();
     }
+    let side_name = side.policy.metadata.name.clone().unwrap();
+    policies
+        .delete(&side_name, &DeleteParams::default())
+        .await
+        .unwrap();
     cluster.remove_installation(SHARED).await.unwrap();
 }

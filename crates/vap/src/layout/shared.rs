@@ -403,17 +403,11 @@ pub fn parameters_excepted(
     }))
 }
 
-/// `<policy>.v<version>.<installation>`: the parameters of a version being rolled out (SPEC 8)
-/// in a namespace its stage has not reached, beside the version in force before.
-pub fn version_parameters_name(installation: &str, policy: &Name, version: u64) -> String {
-    format!("{policy}.v{version}.{installation}")
-}
-
-/// The parameter objects of a policy being rolled out (SPEC 8) over `previous`, for one
-/// namespace of its boundary: where the stage has reached it, the new version's, under the
-/// policy's usual name; elsewhere `previous`'s exactly as before (none for a new policy) and the
-/// new version's in audit under [`version_parameters_name`], so the shared audit binding warns
-/// of what the new version would deny there.
+/// The parameter object of a policy being rolled out (SPEC 8) over `previous`, for one
+/// namespace of its boundary: where the stage has not reached, `previous`'s exactly as before
+/// (none for a new policy); where it has, none, for there the new version judges from objects of
+/// its own ([`crate::per_policy::render_staged`], without a previous version), as it does in
+/// audit everywhere else, so that what it denies is counted apart from the shared objects.
 pub fn parameters_staged(
     boundary: &Name,
     previous: Option<&Policy>,
@@ -421,27 +415,9 @@ pub fn parameters_staged(
     installation: &str,
     namespace: &str,
     exceptions: &[&Exception],
-) -> Vec<Value> {
-    let current = rolling.current;
-    let current_parameters =
-        parameters_excepted(boundary, current, installation, namespace, exceptions);
+) -> Option<Value> {
     if rolling.reached.iter().any(|n| n.as_str() == namespace) {
-        return current_parameters.into_iter().collect();
+        return None;
     }
-    let mut objects: Vec<Value> = previous
-        .and_then(|p| parameters_excepted(boundary, p, installation, namespace, exceptions))
-        .into_iter()
-        .collect();
-    if let Some(mut audit) = current_parameters {
-        let audit_mode = Mode::Audit.as_str();
-        audit["metadata"]["name"] = json!(version_parameters_name(
-            installation,
-            current.name(),
-            rolling.version
-        ));
-        audit["metadata"]["labels"][MODE_LABEL] = json!(audit_mode);
-        audit["spec"]["mode"] = json!(audit_mode);
-        objects.push(audit);
-    }
-    objects
+    parameters_excepted(boundary, previous?, installation, namespace, exceptions)
 }
