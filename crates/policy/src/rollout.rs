@@ -375,6 +375,168 @@ pub fn namespace_order(boundary: &Name, policy: &Name, namespaces: &[Name]) -> V
     keyed.into_iter().map(|(_, ns)| ns.clone()).collect()
 }
 
+/// Where a rollout is (SPEC 8: `running`, `paused`, `done`, `aborted`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Running,
+    /// Waits for someone to promote or abort it; the reason is shown.
+    Paused(String),
+    /// Every stage reached: the version is in force everywhere.
+    Done,
+    /// The previous version is back everywhere; the version stays in the history, aborted.
+    Aborted,
+}
+
+impl Phase {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Phase::Running => "running",
+            Phase::Paused(_) => "paused",
+            Phase::Done => "done",
+            Phase::Aborted => "aborted",
+        }
+    }
+}
+
+/// How far a rollout has come. Times are seconds since the Unix epoch, given by the caller:
+/// the core reads no clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// The version being rolled out.
+    pub version: u64,
+    /// The last version that had reached everywhere (`None` for a new policy): what applies
+    /// where the stage has not reached, and what an abort puts back.
+    pub previous_version: Option<u64>,
+    pub phase: Phase,
+    /// The stage in force, from 0; stages are cumulative.
+    pub stage: usize,
+    pub started_at: i64,
+    pub stage_started_at: i64,
+}
+
+/// A request the new version denied in the reached scope: where, and the API server's message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denied {
+    pub cluster: String,
+    pub namespace: String,
+    pub message: String,
+}
+
+/// What the new version denied in the reached scope during the stage in force.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StageDenials {
+    pub count: u64,
+    /// One of them, for the reason a pause gives.
+    pub example: Option<Denied>,
+}
+
+/// What a rollout does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Nothing until `Some(at)` (an automatic promotion is due then), or until someone
+    /// promotes or aborts it (`None`).
+    Wait(Option<i64>),
+    /// On to the next stage, now.
+    Promote,
+    /// Stop, and say why.
+    Pause(String),
+}
+
+/// `paused: 3 requests denied in staging-1/web, e.g. <message>` (SPEC 8).
+pub fn pause_reason(denials: &StageDenials) -> String {
+    let requests = if denials.count == 1 {
+        "1 request".to_owned()
+    } else {
+        format!("{} requests", denials.count)
+    };
+    match &denials.example {
+        Some(d) => format!(
+            "paused: {requests} denied in {}/{}, e.g. {}",
+            d.cluster, d.namespace, d.message
+        ),
+        None => format!("paused: {requests} denied"),
+    }
+}
+
+impl Progress {
+    /// A rollout of `version` over `previous_version` (the last version that reached
+    /// everywhere), from its first stage, at `now`. A change saved while another rollout runs
+    /// starts this way too, over that rollout's `previous_version` (SPEC 8).
+    pub fn start(version: u64, previous_version: Option<u64>, now: i64) -> Self {
+        Progress {
+            version,
+            previous_version,
+            phase: Phase::Running,
+            stage: 0,
+            started_at: now,
+            stage_started_at: now,
+        }
+    }
+
+    /// Whether it still moves (running or paused): what a promote or an abort needs.
+    pub fn is_open(&self) -> bool {
+        matches!(self.phase, Phase::Running | Phase::Paused(_))
+    }
+
+    /// On to the next stage at `now` (by hand or automatically); past the last, done. A paused
+    /// rollout runs again.
+    pub fn promoted(&self, rollout: &Rollout, now: i64) -> Self {
+        let stage = self.stage + 1;
+        let phase = if stage + 1 >= rollout.stage_count() {
+            Phase::Done
+        } else {
+            Phase::Running
+        };
+        Progress {
+            phase,
+            stage,
+            stage_started_at: now,
+            ..self.clone()
+        }
+    }
+
+    pub fn paused(&self, reason: String) -> Self {
+        Progress {
+            phase: Phase::Paused(reason),
+            ..self.clone()
+        }
+    }
+
+    pub fn aborted(&self) -> Self {
+        Progress {
+            phase: Phase::Aborted,
+            ..self.clone()
+        }
+    }
+
+    /// When the stage in force is promoted automatically if it denies no more than it may:
+    /// only while running, with `promote: auto`.
+    pub fn next_promotion_at(&self, rollout: &Rollout) -> Option<i64> {
+        if self.phase != Phase::Running || rollout.promote() != Promote::Auto {
+            return None;
+        }
+        let duration = rollout.stages().get(self.stage)?.duration?;
+        let seconds = i64::try_from(duration.seconds()).unwrap_or(i64::MAX);
+        Some(self.stage_started_at.saturating_add(seconds))
+    }
+
+    /// What to do at `now`, given what the stage in force denied so far: wait, promote (the
+    /// stage ran `for` and denied at most `maxDenials`), or pause (it denied more).
+    pub fn next(&self, rollout: &Rollout, denials: &StageDenials, now: i64) -> Next {
+        let Some(due) = self.next_promotion_at(rollout) else {
+            return Next::Wait(None);
+        };
+        if now < due {
+            return Next::Wait(Some(due));
+        }
+        if denials.count <= u64::from(rollout.max_denials()) {
+            Next::Promote
+        } else {
+            Next::Pause(pause_reason(denials))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -591,6 +753,166 @@ mod tests {
         assert_eq!(
             namespace_order(&b, &name("other"), &ns),
             names(&["jobs", "api", "web"])
+        );
+    }
+
+    fn mk_denials(count: u64) -> StageDenials {
+        StageDenials {
+            count,
+            example: (count > 0).then(|| Denied {
+                cluster: "staging-1".into(),
+                namespace: "web".into(),
+                message: "Policy 'trusted' (AllowedRegistries) denied image nginx:1.27: it is not under ghcr.io/acme.".into(),
+            }),
+        }
+    }
+
+    /// Two stages written and the implied last one: staging for 1 h, then a quarter for 24 h.
+    fn mk_staged(promote: Promote, max_denials: u32) -> Rollout {
+        Rollout::new(
+            vec![
+                mk_stage(Some(&["staging-1"]), Namespaces::All, Some(3600)),
+                mk_stage(None, Namespaces::Percent(25), Some(86_400)),
+            ],
+            promote,
+            max_denials,
+            &Scope::AllClusters,
+            None,
+        )
+        .unwrap()
+    }
+
+    /// Each decision of a running rollout, at a time and with denials.
+    #[test]
+    fn a_stage_is_promoted_after_its_time_unless_it_denied_too_much() {
+        let auto = mk_staged(Promote::Auto, 0);
+        let lenient = mk_staged(Promote::Auto, 2);
+        let manual = mk_staged(Promote::Manual, 0);
+        let start = Progress::start(4, Some(3), 1000);
+        let second = start.promoted(&auto, 5000);
+        let paused = start.paused("paused: ...".into());
+        let done = second.promoted(&auto, 90_000);
+        let cases: Vec<(&str, &Rollout, &Progress, u64, i64, Next)> = vec![
+            (
+                "before its time",
+                &auto,
+                &start,
+                0,
+                4599,
+                Next::Wait(Some(4600)),
+            ),
+            (
+                "at its time, nothing denied",
+                &auto,
+                &start,
+                0,
+                4600,
+                Next::Promote,
+            ),
+            ("long after", &auto, &start, 0, 99_999, Next::Promote),
+            (
+                "a denial over maxDenials 0",
+                &auto,
+                &start,
+                1,
+                4600,
+                Next::Pause(pause_reason(&mk_denials(1))),
+            ),
+            (
+                "denials within maxDenials",
+                &lenient,
+                &start,
+                2,
+                4600,
+                Next::Promote,
+            ),
+            (
+                "denials over maxDenials",
+                &lenient,
+                &start,
+                3,
+                4600,
+                Next::Pause(pause_reason(&mk_denials(3))),
+            ),
+            (
+                "a denial before its time waits",
+                &auto,
+                &start,
+                5,
+                4000,
+                Next::Wait(Some(4600)),
+            ),
+            (
+                "manual never promotes",
+                &manual,
+                &start,
+                0,
+                99_999,
+                Next::Wait(None),
+            ),
+            (
+                "paused waits for someone",
+                &auto,
+                &paused,
+                0,
+                99_999,
+                Next::Wait(None),
+            ),
+            (
+                "the second stage runs 24 h",
+                &auto,
+                &second,
+                0,
+                91_399,
+                Next::Wait(Some(91_400)),
+            ),
+            ("done", &auto, &done, 0, 999_999, Next::Wait(None)),
+        ];
+        for (case, rollout, progress, count, now, expected) in cases {
+            assert_eq!(
+                progress.next(rollout, &mk_denials(count), now),
+                expected,
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn promotions_run_through_the_stages_to_done() {
+        let rollout = mk_staged(Promote::Auto, 0);
+        let start = Progress::start(4, Some(3), 1000);
+        assert!(start.is_open());
+        let second = start.promoted(&rollout, 5000);
+        assert_eq!(
+            (second.stage, &second.phase, second.stage_started_at),
+            (1, &Phase::Running, 5000)
+        );
+        assert_eq!(second.started_at, 1000);
+        // Promoting a paused rollout runs it again.
+        let resumed = second.paused("paused: x".into()).promoted(&rollout, 6000);
+        assert_eq!((resumed.stage, &resumed.phase), (2, &Phase::Done));
+        assert!(!resumed.is_open());
+        assert_eq!(resumed.next_promotion_at(&rollout), None);
+        let aborted = second.aborted();
+        assert_eq!((aborted.phase.as_str(), aborted.stage), ("aborted", 1));
+        assert!(!aborted.is_open());
+        // A new policy's rollout has no previous version.
+        assert_eq!(Progress::start(1, None, 0).previous_version, None);
+    }
+
+    #[test]
+    fn a_pause_says_how_many_were_denied_where_and_one_message() {
+        assert_eq!(
+            pause_reason(&mk_denials(3)),
+            "paused: 3 requests denied in staging-1/web, e.g. Policy 'trusted' (AllowedRegistries) denied image nginx:1.27: it is not under ghcr.io/acme."
+        );
+        assert!(pause_reason(&mk_denials(1)).starts_with("paused: 1 request denied in "));
+        assert_eq!(
+            pause_reason(&StageDenials {
+                count: 2,
+                example: None
+            }),
+            "paused: 2 requests denied"
         );
     }
 
