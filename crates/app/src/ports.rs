@@ -4,7 +4,14 @@
 
 use std::time::Duration;
 
+use palisade_api_types::view::WorkloadStatus;
 use palisade_policy::Name;
+use palisade_store::{
+    AuditRecord, ClusterRecord, ExceptionInstall, Lease, NamespaceRecord, PolicyRecord,
+    PolicyStatusRecord, ResourceKey, ResourceRecord, StoreError,
+};
+
+type StoreResult<T> = Result<T, StoreError>;
 
 /// What labelling a namespace for a boundary did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,4 +188,113 @@ impl Clusters for NoClusters {
     ) -> Result<ScanInfo, ClusterError> {
         Err(ClusterError::Failed(NO_ADAPTER.into()))
     }
+}
+
+/// What the reconciler reads and records of the store, and nothing else: its one door to the
+/// stored state besides the desired state the application reads for it (issue 43, item 5).
+/// Errors are the store's: the reconciler tells a vanished row (`NotFound`) from an
+/// unreachable store.
+#[async_trait::async_trait]
+pub trait Records: Send + Sync {
+    /// The cluster as stored now (`NotFound` once deleted).
+    async fn cluster_record(&self, name: &str) -> StoreResult<ClusterRecord>;
+
+    /// The clusters attached to the boundary now.
+    async fn clusters_of_boundary(&self, boundary: &str) -> StoreResult<Vec<ClusterRecord>>;
+
+    /// Whether the policy is still stored.
+    async fn policy_record(&self, boundary: &str, name: &str) -> StoreResult<PolicyRecord>;
+
+    /// What the cluster's probe found: its version and whether it can enforce.
+    async fn record_cluster_probe(
+        &self,
+        name: &str,
+        kubernetes_version: Option<&str>,
+        admission_enforced: Option<bool>,
+        admission_reason: Option<&str>,
+    ) -> StoreResult<()>;
+
+    /// The cluster's last error (`None`: the last pass succeeded).
+    async fn record_cluster_error(&self, name: &str, error: Option<&str>) -> StoreResult<()>;
+
+    /// The layout the cluster is in, and why.
+    async fn record_cluster_layout(
+        &self,
+        name: &str,
+        layout: &str,
+        reason: &str,
+    ) -> StoreResult<()>;
+
+    /// API server restarts seen in the cluster since the last reading.
+    async fn record_apiserver_restarts(&self, name: &str, count: i64) -> StoreResult<()>;
+
+    /// A repair of something changed in the cluster by someone else.
+    async fn record_repair(&self, name: &str, what: &str) -> StoreResult<()>;
+
+    /// The boundary's policies' statuses in the cluster, replaced whole.
+    async fn record_policy_statuses(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        statuses: Vec<PolicyStatusRecord>,
+    ) -> StoreResult<()>;
+
+    /// The boundary's policies' statuses in every cluster.
+    async fn policy_statuses(&self, boundary: &str) -> StoreResult<Vec<PolicyStatusRecord>>;
+
+    /// The exceptions installed in the cluster and what their probes found, replaced whole.
+    async fn record_exception_installs(
+        &self,
+        cluster: &str,
+        installs: Vec<ExceptionInstall>,
+    ) -> StoreResult<()>;
+
+    /// The exceptions last recorded as installed in the cluster.
+    async fn exception_installs_in(&self, cluster: &str) -> StoreResult<Vec<ExceptionInstall>>;
+
+    /// A workload's status as Kubernetes decided it; `false` when the resource is gone.
+    async fn record_workload_status(
+        &self,
+        key: &ResourceKey,
+        status: &WorkloadStatus,
+    ) -> StoreResult<bool>;
+
+    /// The resources placed in the cluster.
+    async fn resources_in_cluster(&self, cluster: &str) -> StoreResult<Vec<ResourceRecord>>;
+
+    /// Records the uid of a namespace recorded without one (learnt once from the cluster).
+    async fn learn_namespace_uid(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+        uid: &str,
+    ) -> StoreResult<bool>;
+
+    /// Marks a namespace of the boundary deleted in the cluster (or made again by someone
+    /// else): it reads `gone`, and nothing labels it.
+    async fn namespace_gone(&self, boundary: &str, cluster: &str, name: &str) -> StoreResult<bool>;
+
+    /// A namespace of the boundary in the cluster.
+    async fn namespace_record(
+        &self,
+        boundary: &str,
+        cluster: &str,
+        name: &str,
+    ) -> StoreResult<NamespaceRecord>;
+
+    /// The boundary's audit reports of the cluster, replaced whole.
+    async fn record_audit_reports(
+        &self,
+        cluster: &str,
+        boundary: &str,
+        reports: Vec<AuditRecord>,
+    ) -> StoreResult<()>;
+
+    /// Changes of what the reconciler works from: a counter that moves on every write.
+    async fn subscribe_changes(&self) -> StoreResult<tokio::sync::watch::Receiver<u64>>;
+
+    /// This replica's membership of the installation's fleet of reconcilers, when it may
+    /// join (see [`Lease`]).
+    async fn join_fleet(&self, installation: &str, replica: &str) -> StoreResult<Option<Lease>>;
 }

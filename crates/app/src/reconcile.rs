@@ -17,6 +17,7 @@ pub use palisade_store::{
     LEASE_CONFIRM_INTERVAL, LEASE_LIFETIME, LEASE_QUERY_TIMEOUT,
 };
 
+use crate::ports::Records;
 use crate::App;
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -131,23 +132,41 @@ impl App {
         String::from_utf8(plain).map_err(|_| "the kubeconfig is not UTF-8".to_owned())
     }
 
+    /// What the reconciler reads and records of the store (the port it is given; the
+    /// application's use cases keep the rest).
+    pub fn records(&self) -> std::sync::Arc<dyn Records> {
+        std::sync::Arc::new(StoreRecords {
+            store: self.store.clone(),
+            live: self.live.clone(),
+        })
+    }
+}
+
+/// [`Records`] on the store: each method one store operation.
+struct StoreRecords {
+    store: palisade_store::SharedStore,
+    live: std::sync::Arc<crate::live::WorkloadChanges>,
+}
+
+#[async_trait::async_trait]
+impl Records for StoreRecords {
     /// The cluster as stored now (`NotFound` once deleted).
-    pub async fn cluster_record(&self, name: &str) -> Result<ClusterRecord> {
+    async fn cluster_record(&self, name: &str) -> Result<ClusterRecord> {
         self.store.get_cluster(name).await
     }
 
     /// The clusters attached to the boundary now.
-    pub async fn clusters_of_boundary(&self, boundary: &str) -> Result<Vec<ClusterRecord>> {
+    async fn clusters_of_boundary(&self, boundary: &str) -> Result<Vec<ClusterRecord>> {
         self.store.boundary_clusters(boundary).await
     }
 
     /// Whether the policy is still stored.
-    pub async fn policy_record(&self, boundary: &str, name: &str) -> Result<PolicyRecord> {
+    async fn policy_record(&self, boundary: &str, name: &str) -> Result<PolicyRecord> {
         self.store.get_policy(boundary, name).await
     }
 
     /// What the cluster's probe found: its version and whether it can enforce.
-    pub async fn record_cluster_probe(
+    async fn record_cluster_probe(
         &self,
         name: &str,
         kubernetes_version: Option<&str>,
@@ -165,32 +184,27 @@ impl App {
     }
 
     /// The cluster's last error (`None`: the last pass succeeded).
-    pub async fn record_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()> {
+    async fn record_cluster_error(&self, name: &str, error: Option<&str>) -> Result<()> {
         self.store.set_cluster_error(name, error).await
     }
 
     /// The layout the cluster is in, and why.
-    pub async fn record_cluster_layout(
-        &self,
-        name: &str,
-        layout: &str,
-        reason: &str,
-    ) -> Result<()> {
+    async fn record_cluster_layout(&self, name: &str, layout: &str, reason: &str) -> Result<()> {
         self.store.set_cluster_layout(name, layout, reason).await
     }
 
     /// API server restarts seen in the cluster since the last reading.
-    pub async fn record_apiserver_restarts(&self, name: &str, count: i64) -> Result<()> {
+    async fn record_apiserver_restarts(&self, name: &str, count: i64) -> Result<()> {
         self.store.add_apiserver_restarts(name, count).await
     }
 
     /// A repair of something changed in the cluster by someone else.
-    pub async fn record_repair(&self, name: &str, what: &str) -> Result<()> {
+    async fn record_repair(&self, name: &str, what: &str) -> Result<()> {
         self.store.record_repair(name, what).await
     }
 
     /// The boundary's policies' statuses in the cluster, replaced whole.
-    pub async fn record_policy_statuses(
+    async fn record_policy_statuses(
         &self,
         cluster: &str,
         boundary: &str,
@@ -202,12 +216,12 @@ impl App {
     }
 
     /// The boundary's policies' statuses in every cluster.
-    pub async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
+    async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
         self.store.policy_statuses(boundary).await
     }
 
     /// The exceptions installed in the cluster and what their probes found, replaced whole.
-    pub async fn record_exception_installs(
+    async fn record_exception_installs(
         &self,
         cluster: &str,
         installs: Vec<ExceptionInstall>,
@@ -218,12 +232,12 @@ impl App {
     }
 
     /// The exceptions last recorded as installed in the cluster.
-    pub async fn exception_installs_in(&self, cluster: &str) -> Result<Vec<ExceptionInstall>> {
+    async fn exception_installs_in(&self, cluster: &str) -> Result<Vec<ExceptionInstall>> {
         self.store.exception_installs_in(cluster).await
     }
 
     /// A workload's status as Kubernetes decided it; `false` when the resource is gone.
-    pub async fn record_workload_status(
+    async fn record_workload_status(
         &self,
         key: &ResourceKey,
         status: &WorkloadStatus,
@@ -239,12 +253,12 @@ impl App {
     }
 
     /// The resources placed in the cluster.
-    pub async fn resources_in_cluster(&self, cluster: &str) -> Result<Vec<ResourceRecord>> {
+    async fn resources_in_cluster(&self, cluster: &str) -> Result<Vec<ResourceRecord>> {
         self.store.resources_in_cluster(cluster).await
     }
 
     /// Records the uid of a namespace recorded without one (learnt once from the cluster).
-    pub async fn learn_namespace_uid(
+    async fn learn_namespace_uid(
         &self,
         boundary: &str,
         cluster: &str,
@@ -258,12 +272,12 @@ impl App {
 
     /// Marks a namespace of the boundary deleted in the cluster (or made again by someone
     /// else): it reads `gone`, and nothing labels it.
-    pub async fn namespace_gone(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
+    async fn namespace_gone(&self, boundary: &str, cluster: &str, name: &str) -> Result<bool> {
         self.store.namespace_gone(boundary, cluster, name).await
     }
 
     /// A namespace of the boundary in the cluster.
-    pub async fn namespace_record(
+    async fn namespace_record(
         &self,
         boundary: &str,
         cluster: &str,
@@ -273,7 +287,7 @@ impl App {
     }
 
     /// The boundary's audit reports of the cluster, replaced whole.
-    pub async fn record_audit_reports(
+    async fn record_audit_reports(
         &self,
         cluster: &str,
         boundary: &str,
@@ -285,13 +299,13 @@ impl App {
     }
 
     /// Changes of what the reconciler works from: a counter that moves on every write.
-    pub async fn subscribe_changes(&self) -> Result<tokio::sync::watch::Receiver<u64>> {
+    async fn subscribe_changes(&self) -> Result<tokio::sync::watch::Receiver<u64>> {
         self.store.subscribe().await
     }
 
     /// This replica's membership of the installation's fleet of reconcilers, when it may
     /// join (see [`Lease`]).
-    pub async fn join_fleet(&self, installation: &str, replica: &str) -> Result<Option<Lease>> {
+    async fn join_fleet(&self, installation: &str, replica: &str) -> Result<Option<Lease>> {
         self.store.join_fleet(installation, replica).await
     }
 }

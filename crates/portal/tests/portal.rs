@@ -2378,6 +2378,7 @@ async fn the_live_region_answers_when_the_status_moves() {
     };
     let app = portal.state.app.clone();
     assert!(app
+        .records()
         .record_workload_status(&key, &WorkloadStatus::Deploying)
         .await
         .unwrap());
@@ -2419,7 +2420,8 @@ async fn the_live_region_answers_when_the_status_moves() {
     let started = std::time::Instant::now();
     let recorder = tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        app.record_workload_status(&key, &WorkloadStatus::Running)
+        app.records()
+            .record_workload_status(&key, &WorkloadStatus::Running)
             .await
             .unwrap()
     });

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use palisade_app::ports::Records;
 use palisade_app::preview::{finding, PAGE_SIZE};
 use palisade_app::reconcile::AuditRecord;
-use palisade_app::App;
 use palisade_policy::scan::{Findings, Scan};
 use palisade_policy::{Name, Policy};
 
@@ -137,7 +137,7 @@ fn unix_seconds() -> i64 {
 /// Runs an audit, then each one queued behind it.
 pub(crate) async fn run(
     audits: &Audits,
-    app: &App,
+    port: &dyn Records,
     installation: &str,
     job: AuditJob,
     timeout: Duration,
@@ -145,7 +145,7 @@ pub(crate) async fn run(
     let mut next = Some(job);
     while let Some(job) = next {
         let (cluster, boundary) = (job.cluster.clone(), job.boundary.to_string());
-        let succeeded = run_one(app, installation, job, timeout).await;
+        let succeeded = run_one(port, installation, job, timeout).await;
         next = audits.finish(&cluster, &boundary, succeeded);
     }
 }
@@ -153,14 +153,14 @@ pub(crate) async fn run(
 /// Runs one audit: reads the boundary's objects once, judges them with every policy, records
 /// the results, then writes the cluster's reports when it serves them. A boundary without
 /// policies in the cluster is not read: its results and reports are removed.
-async fn run_one(app: &App, installation: &str, job: AuditJob, timeout: Duration) -> bool {
+async fn run_one(port: &dyn Records, installation: &str, job: AuditJob, timeout: Duration) -> bool {
     // The cluster is another replica's now (or cannot be told): no audit of this one.
     if job.fence.confirm("an audit").await.is_err() {
         return false;
     }
     if job.policies.is_empty() {
         let mut succeeded = true;
-        if let Err(error) = app
+        if let Err(error) = port
             .record_audit_reports(&job.cluster, job.boundary.as_str(), Vec::new())
             .await
         {
@@ -229,7 +229,7 @@ async fn run_one(app: &App, installation: &str, job: AuditJob, timeout: Duration
     if job.fence.confirm("an audit's results").await.is_err() {
         return false;
     }
-    if let Err(error) = app
+    if let Err(error) = port
         .record_audit_reports(&job.cluster, job.boundary.as_str(), records)
         .await
     {

@@ -19,8 +19,8 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, ResourceExt};
 use palisade_api_types::view::WorkloadStatus;
+use palisade_app::ports::Records;
 use palisade_app::reconcile::ResourceKey;
-use palisade_app::App;
 use tokio::sync::Notify;
 
 use crate::workloads::{denial, job_condition, Outcome, Target};
@@ -59,7 +59,7 @@ impl StatusWatch {
     pub fn start(
         client: Client,
         installation: &str,
-        app: App,
+        records: Arc<dyn Records>,
         targets: Vec<Target>,
         pass: Arc<Notify>,
     ) -> Self {
@@ -69,7 +69,7 @@ impl StatusWatch {
         let task = tokio::spawn(run(
             client,
             installation.to_owned(),
-            app,
+            records,
             targets.clone(),
             poke.clone(),
             pass,
@@ -153,7 +153,7 @@ where
 async fn run(
     client: Client,
     installation: String,
-    app: App,
+    records: Arc<dyn Records>,
     targets: Arc<Mutex<Vec<Target>>>,
     poke: Arc<Notify>,
     pass: Arc<Notify>,
@@ -220,7 +220,7 @@ async fn run(
             if written.get(&target.key) == Some(&status) {
                 continue;
             }
-            match app.record_workload_status(&target.key, &status).await {
+            match records.record_workload_status(&target.key, &status).await {
                 Ok(_) => {
                     written.insert(target.key.clone(), status);
                 }

@@ -12,7 +12,7 @@ impl Part<'_> {
     ) -> Result<(), ControllerError> {
         let (ctl, cluster) = (self.ctl, self.name.as_str());
         let records = ctl
-            .app
+            .records
             .resources_in_cluster(cluster)
             .await
             .map_err(ControllerError::ReadWorkloads)?;
@@ -43,7 +43,7 @@ impl Part<'_> {
                 StatusWatch::start(
                     connection.client.client().clone(),
                     &ctl.installation,
-                    ctl.app.clone(),
+                    ctl.records.clone(),
                     targets,
                     ctl.builds_done.clone(),
                 )
@@ -58,12 +58,12 @@ impl Part<'_> {
 /// Every workload placed in a cluster that nothing is written to says why; its status watch
 /// stops.
 pub(super) async fn not_deployed(
-    app: &App,
+    port: &dyn Records,
     memory: &Memories,
     cluster: &str,
     reason: &str,
 ) -> Result<(), ControllerError> {
-    let records = app
+    let records = port
         .resources_in_cluster(cluster)
         .await
         .map_err(ControllerError::ReadWorkloads)?;
@@ -76,7 +76,7 @@ pub(super) async fn not_deployed(
             resource_type: record.resource_type,
             name: record.name,
         };
-        app.record_workload_status(&key, &status)
+        port.record_workload_status(&key, &status)
             .await
             .map_err(ControllerError::Statuses)?;
     }

@@ -84,7 +84,7 @@ impl Controller {
                     next = Some(Duration::ZERO);
                 }
                 Seen::Drift(drift) => {
-                    if !believe(&self.app, &drift).await {
+                    if !believe(&*self.records, &drift).await {
                         continue;
                     }
                     let count = self.memory.with(&drift.cluster, |m| {
@@ -128,7 +128,7 @@ impl Controller {
     /// Rewrites the statuses of `boundary` in `cluster` that an open drift affects and that
     /// claim enforcement (or are about to): `not enforced: <reason>`.
     async fn write_drift_statuses(&self, cluster: &str, boundary: &str) {
-        let Ok(statuses) = self.app.policy_statuses(boundary).await else {
+        let Ok(statuses) = self.records.policy_statuses(boundary).await else {
             return;
         };
         let mut changed = false;
@@ -157,7 +157,7 @@ impl Controller {
             return;
         }
         let result = self
-            .app
+            .records
             .record_policy_statuses(cluster, boundary, statuses)
             .await
             .map_err(ControllerError::Statuses);
@@ -168,7 +168,7 @@ impl Controller {
 /// Whether the store still wants what drifted: a release, a detach or a deletion made by
 /// another palisade process changes the store first. A store that cannot be read is
 /// believed (a status too pessimistic for a moment, never one too optimistic).
-async fn believe(app: &App, drift: &Drift) -> bool {
+async fn believe(records: &dyn Records, drift: &Drift) -> bool {
     let still = |result: Result<bool, StoreError>| match result {
         Ok(wanted) => wanted,
         Err(StoreError::NotFound) => false,
@@ -178,13 +178,15 @@ async fn believe(app: &App, drift: &Drift) -> bool {
     match (&drift.kind, &drift.boundary) {
         // A namespace found gone is no longer the boundary's: its label is not restored.
         (DriftKind::NamespaceLabel, Some(boundary)) => still(
-            app.namespace_record(boundary, cluster, &drift.object)
+            records
+                .namespace_record(boundary, cluster, &drift.object)
                 .await
                 .map(|n| n.gone_at.is_none()),
         ),
         (_, Some(boundary)) => {
             let attached = still(
-                app.clusters_of_boundary(boundary)
+                records
+                    .clusters_of_boundary(boundary)
                     .await
                     .map(|c| c.iter().any(|c| c.name == cluster)),
             );
@@ -196,11 +198,11 @@ async fn believe(app: &App, drift: &Drift) -> bool {
             }
             let mut any = false;
             for policy in &drift.policies {
-                any |= still(app.policy_record(boundary, policy).await.map(|_| true));
+                any |= still(records.policy_record(boundary, policy).await.map(|_| true));
             }
             any
         }
-        (_, None) => still(app.cluster_record(cluster).await.map(|_| true)),
+        (_, None) => still(records.cluster_record(cluster).await.map(|_| true)),
     }
 }
 
@@ -323,7 +325,7 @@ impl OpenDrifts {
 
 /// Each closed drift is a repair, counted and recorded on the cluster. A namespace's label was
 /// put back, counted and recorded by the pass itself.
-pub(super) async fn record_repairs(app: &App, cluster: &str, closed: Vec<OpenDrift>) {
+pub(super) async fn record_repairs(records: &dyn Records, cluster: &str, closed: Vec<OpenDrift>) {
     for open in closed {
         if open.drift.kind == DriftKind::NamespaceLabel {
             continue;
@@ -331,7 +333,7 @@ pub(super) async fn record_repairs(app: &App, cluster: &str, closed: Vec<OpenDri
         let repair = format!("{}; restored", open.drift.what());
         tracing::info!(cluster, repair, "drift repaired");
         metrics::repaired(cluster, open.drift.kind.as_str());
-        let result = app
+        let result = records
             .record_repair(cluster, &repair)
             .await
             .map_err(ControllerError::ClusterStatus);

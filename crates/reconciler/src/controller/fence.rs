@@ -163,7 +163,7 @@ mod tests {
             .collect();
         assert_eq!(writes, Vec::<String>::new());
         let stored = controller
-            .app
+            .records
             .cluster_record("c1")
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -232,7 +232,7 @@ mod tests {
             };
             audit::run(
                 &controller.audits,
-                &controller.app,
+                &*controller.records,
                 "i1",
                 job,
                 Duration::from_secs(5),

@@ -156,7 +156,7 @@ impl<'c> Part<'c> {
             && cluster.admission_reason.as_deref() == reason;
         if !unchanged {
             self.ctl
-                .app
+                .records
                 .record_cluster_probe(
                     &cluster.name,
                     Some(&probe.kubernetes_version),
@@ -178,14 +178,14 @@ impl<'c> Part<'c> {
         let cluster = self.cluster;
         for boundary in attached {
             let statuses = every_status(boundary, &self.name, &status_not_enforced(reason));
-            pass::write_statuses(&self.ctl.app, &cluster.name, boundary, statuses).await?;
+            pass::write_statuses(&*self.ctl.records, &cluster.name, boundary, statuses).await?;
         }
         let reason = format!(
             "cluster '{}' cannot enforce admission rules: {reason}",
             cluster.name
         );
-        deploy::not_deployed(&self.ctl.app, &self.ctl.memory, &cluster.name, &reason).await?;
-        let recorded = pass::clear_error(&self.ctl.app, cluster).await;
+        deploy::not_deployed(&*self.ctl.records, &self.ctl.memory, &cluster.name, &reason).await?;
+        let recorded = pass::clear_error(&*self.ctl.records, cluster).await;
         Ok(ClusterPass {
             unconfirmed: 0,
             enforced: false,
@@ -441,7 +441,7 @@ impl<'c> Part<'c> {
                 .await
                 .map_err(ControllerError::RemovePolicies)?;
             metrics::removed(cluster, removed.len());
-            pass::write_statuses(&ctl.app, cluster, boundary, statuses).await?;
+            pass::write_statuses(&*ctl.records, cluster, boundary, statuses).await?;
             let (job, fingerprint) = deploy::audit_job(client, cluster_name, boundary, fence);
             tally.audits.extend(
                 ctl.audits
@@ -451,7 +451,7 @@ impl<'c> Part<'c> {
         let closed = ctl
             .open_drifts
             .close(cluster, &tally.written, &tally.confirmed_now);
-        drift::record_repairs(&ctl.app, cluster, closed).await;
+        drift::record_repairs(&*ctl.records, cluster, closed).await;
         Ok(after)
     }
 
@@ -494,12 +494,12 @@ impl<'c> Part<'c> {
         self.remove_detached(client, choice.layout, attached, after)
             .await?;
         let (recorded, workloads_failed) = match workloads {
-            Ok(()) => (pass::clear_error(&ctl.app, cluster).await, None),
+            Ok(()) => (pass::clear_error(&*ctl.records, cluster).await, None),
             Err(error) => {
                 let text = error.to_string();
                 tracing::warn!(cluster = %cluster.name, error = %text, "workloads not deployed");
                 let result = ctl
-                    .app
+                    .records
                     .record_cluster_error(&cluster.name, Some(&text))
                     .await
                     .map_err(ControllerError::ClusterStatus);

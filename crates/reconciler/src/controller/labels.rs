@@ -83,7 +83,7 @@ impl Part<'_> {
                     LabelDecision::Keep | LabelDecision::Reserved => continue,
                     LabelDecision::Learn(uid, tampering) => {
                         let learnt = ctl
-                            .app
+                            .records
                             .learn_namespace_uid(
                                 boundary.name.as_str(),
                                 &cluster.name,
@@ -105,7 +105,7 @@ impl Part<'_> {
                         tracing::warn!(cluster = %cluster.name, boundary = %boundary.name, namespace = %namespace.name,
                             "boundary namespace deleted in the cluster; a namespace of that name made since is not labelled");
                         let marked = ctl
-                            .app
+                            .records
                             .namespace_gone(boundary.name.as_str(), &cluster.name, &namespace.name)
                             .await;
                         pass::recorded(
@@ -124,7 +124,7 @@ impl Part<'_> {
                 // A store that cannot be read counts as registered (the label is put back; a
                 // release removes it again).
                 let registered = ctl
-                    .app
+                    .records
                     .namespace_record(boundary.name.as_str(), &cluster.name, &namespace.name)
                     .await;
                 if matches!(registered, Err(StoreError::NotFound)) {
@@ -141,7 +141,7 @@ impl Part<'_> {
                 tracing::warn!(cluster = %cluster.name, boundary = %boundary.name, repair, "boundary label repaired");
                 metrics::repaired(&cluster.name, "namespace_label");
                 let result = ctl
-                    .app
+                    .records
                     .record_repair(&cluster.name, &repair)
                     .await
                     .map_err(ControllerError::ClusterStatus);

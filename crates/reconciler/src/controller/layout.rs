@@ -126,7 +126,7 @@ impl Part<'_> {
         tracing::info!(cluster, layout = %layout, reason, "admission layout");
         metrics::layout(cluster, layout);
         let result = ctl
-            .app
+            .records
             .record_cluster_layout(cluster, layout.as_str(), &reason)
             .await
             .map_err(ControllerError::ClusterStatus);

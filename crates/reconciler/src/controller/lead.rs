@@ -21,7 +21,7 @@ impl Controller {
         let mut changes = loop {
             let subscribed = tokio::select! {
                 () = &mut shutdown => return,
-                subscribed = self.app.subscribe_changes() => subscribed,
+                subscribed = self.records.subscribe_changes() => subscribed,
             };
             match subscribed {
                 Ok(changes) => break changes,
@@ -38,7 +38,7 @@ impl Controller {
         loop {
             let taken = tokio::select! {
                 () = &mut shutdown => return,
-                taken = self.app.join_fleet(&self.installation, &self.settings.replica) => taken,
+                taken = self.records.join_fleet(&self.installation, &self.settings.replica) => taken,
             };
             let lease = match taken {
                 Ok(Some(lease)) => lease,

@@ -45,6 +45,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use palisade_app::ports::Records;
 use palisade_app::reconcile::{
     BoundaryState, ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord,
     StoreError,
@@ -340,8 +341,10 @@ enum LeadEnd {
 
 /// The reconciler of one installation.
 pub struct Controller {
-    /// The only door to the store: the desired state, credentials and every status recorded.
+    /// The use cases it asks for the desired state and credentials.
     app: App,
+    /// What it reads and records of the store besides (the application's narrow port).
+    records: Arc<dyn Records>,
     installation: String,
     settings: Settings,
     /// What this replica remembers of each cluster between passes (`memory`).
@@ -374,6 +377,7 @@ impl Controller {
         metrics::describe();
         let (drift_sender, drift_queue) = tokio::sync::mpsc::channel(drift::QUEUE);
         Arc::new(Controller {
+            records: app.records(),
             app,
             installation,
             settings,

@@ -98,7 +98,7 @@ impl Controller {
                                     let timeout = this.settings.audit_timeout;
                                     audit::run(
                                         &this.audits,
-                                        &this.app,
+                                        &*this.records,
                                         &this.installation,
                                         job,
                                         timeout,
@@ -157,7 +157,7 @@ impl Controller {
         // A cluster deleted while its pass ran: what the pass wrote after the deletion's
         // sweeps (the guard, policies) would stay in a cluster nobody reconciles any more.
         if matches!(
-            self.app.cluster_record(&cluster.name).await,
+            self.records.cluster_record(&cluster.name).await,
             Err(StoreError::NotFound)
         ) {
             if let Ok(connection) = self.connect(cluster).await {
@@ -259,7 +259,7 @@ impl Controller {
                 .unwrap_or(false);
             if !same {
                 match self
-                    .app
+                    .records
                     .record_exception_installs(&cluster.name, installs)
                     .await
                 {
@@ -278,7 +278,7 @@ impl Controller {
             return;
         }
         let now = palisade_app::reconcile::now();
-        if let Ok(installs) = self.app.exception_installs_in(&cluster.name).await {
+        if let Ok(installs) = self.records.exception_installs_in(&cluster.name).await {
             let ended = installs.iter().filter(|i| i.expires_at <= now).count();
             metrics::ended_still_installed(&cluster.name, ended);
         }
@@ -369,7 +369,7 @@ impl Controller {
                 metrics::apiserver_restarted(cluster);
             }
             let result = self
-                .app
+                .records
                 .record_apiserver_restarts(cluster, i64::try_from(started).unwrap_or(i64::MAX))
                 .await
                 .map_err(ControllerError::ClusterStatus);
@@ -390,7 +390,7 @@ impl Controller {
         self.memory
             .with(&cluster.name, ClusterMemory::suspect_apiserver);
         let result = self
-            .app
+            .records
             .record_cluster_error(&cluster.name, Some(&reason))
             .await
             .map_err(ControllerError::ClusterStatus);
@@ -400,7 +400,7 @@ impl Controller {
         if cluster.admission_enforced == Some(true) {
             let unconfirmed = format!("{UNCONFIRMED}: {reason}");
             let result = self
-                .app
+                .records
                 .record_cluster_probe(
                     &cluster.name,
                     cluster.kubernetes_version.as_deref(),
@@ -419,7 +419,7 @@ impl Controller {
             .filter(|b| b.clusters.contains(&cluster.name))
         {
             let statuses = every_status(boundary, &cluster_name, &status_error(&reason));
-            let result = write_statuses(&self.app, &cluster.name, boundary, statuses).await;
+            let result = write_statuses(&*self.records, &cluster.name, boundary, statuses).await;
             let what = format!("the policy statuses of boundary '{}'", boundary.name);
             recorded &= self::recorded(&cluster.name, &what, result);
         }
@@ -453,12 +453,13 @@ fn settles(done: &ClusterDone) -> bool {
 
 /// The statuses of a boundary's policies in a cluster, recorded.
 pub(super) async fn write_statuses(
-    app: &App,
+    records: &dyn Records,
     cluster: &str,
     boundary: &BoundaryState,
     statuses: Vec<PolicyStatusRecord>,
 ) -> Result<(), ControllerError> {
-    app.record_policy_statuses(cluster, boundary.name.as_str(), statuses)
+    records
+        .record_policy_statuses(cluster, boundary.name.as_str(), statuses)
         .await
         .map_err(ControllerError::Statuses)
 }
@@ -482,13 +483,13 @@ pub(super) fn recorded(cluster: &str, what: &str, result: Result<(), ControllerE
 
 /// Clears the cluster's `last_error` after a part that completed; `false` if the store
 /// did not take it.
-pub(super) async fn clear_error(app: &App, cluster: &ClusterRecord) -> bool {
+pub(super) async fn clear_error(records: &dyn Records, cluster: &ClusterRecord) -> bool {
     // Nothing to clear when the pass read none (no step of a pass that goes on to here
     // records one).
     if cluster.last_error.is_none() {
         return true;
     }
-    let result = app
+    let result = records
         .record_cluster_error(&cluster.name, None)
         .await
         .map_err(ControllerError::ClusterStatus);

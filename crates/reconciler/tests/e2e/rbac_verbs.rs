@@ -300,7 +300,8 @@ async fn exercise(
                     store,
                     palisade_policy::Catalog::builtin(),
                     palisade_app::SealingKey::random(),
-                ),
+                )
+                .records(),
                 Vec::new(),
                 std::sync::Arc::new(tokio::sync::Notify::new()),
             );
