@@ -306,15 +306,7 @@ impl PolicySpec {
         let scope = match &self.scope {
             None => Scope::AllClusters,
             Some(scope) => {
-                let clusters = scope
-                    .clusters
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        Name::parse(c).map_err(|e| error(format!("{base}/scope/clusters/{i}"), e))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Scope::Clusters(clusters)
+                Scope::Clusters(names(&scope.clusters, &format!("{base}/scope/clusters"))?)
             }
         };
         if self.rules.is_empty() {
@@ -376,15 +368,7 @@ impl RolloutDoc {
         for (s, stage) in self.stages.iter().enumerate() {
             let clusters = match &stage.clusters {
                 None => None,
-                Some(list) => Some(
-                    list.iter()
-                        .enumerate()
-                        .map(|(i, c)| {
-                            Name::parse(c)
-                                .map_err(|e| error(format!("{at}/stages/{s}/clusters/{i}"), e))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
+                Some(list) => Some(names(list, &format!("{at}/stages/{s}/clusters"))?),
             };
             let namespaces = match &stage.namespaces {
                 None => Namespaces::All,
@@ -392,15 +376,9 @@ impl RolloutDoc {
                     rollout::parse_percent(text)
                         .map_err(|e| error(format!("{at}/stages/{s}/namespaces"), e))?,
                 ),
-                Some(NamespacesDoc::Names(list)) => Namespaces::Named(
-                    list.iter()
-                        .enumerate()
-                        .map(|(i, n)| {
-                            Name::parse(n)
-                                .map_err(|e| error(format!("{at}/stages/{s}/namespaces/{i}"), e))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
+                Some(NamespacesDoc::Names(list)) => {
+                    Namespaces::Named(names(list, &format!("{at}/stages/{s}/namespaces"))?)
+                }
             };
             let duration = match &stage.duration {
                 None => None,
@@ -422,6 +400,14 @@ impl RolloutDoc {
         Rollout::new(stages, promote, self.max_denials.unwrap_or(0), scope, None)
             .map_err(|(place, e)| error(format!("{at}{}", place.pointer()), e))
     }
+}
+
+/// The names of `list`, each one's error at `<at>/<index>`.
+fn names(list: &[String], at: &str) -> Result<Vec<Name>, DocumentError> {
+    list.iter()
+        .enumerate()
+        .map(|(i, text)| Name::parse(text).map_err(|e| error(format!("{at}/{i}"), e)))
+        .collect()
 }
 
 /// A rollout in its document form.

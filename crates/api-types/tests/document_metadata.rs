@@ -8,26 +8,16 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
+mod common;
+
+use common::outcome;
 use palisade_api_types::yaml::documents;
 use palisade_api_types::PolicyDocument;
-use palisade_policy::Catalog;
 
 fn with_metadata(extra: &str) -> String {
     format!(
         "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: p\n  boundary: shop\n{extra}spec:\n  rules: [{{disallowLatestTag: {{}}}}]\n"
     )
-}
-
-/// The first error of the only document: YAML reading, then validation.
-fn outcome(text: &str) -> Result<(), String> {
-    let mut docs = documents::<PolicyDocument>(text);
-    assert_eq!(docs.len(), 1, "{text}");
-    let (_, document) = docs.remove(0);
-    let document = document.map_err(|e| e.to_string())?;
-    document
-        .validate(&Catalog::builtin())
-        .map(|_| ())
-        .map_err(|e| e.to_string())
 }
 
 #[test]

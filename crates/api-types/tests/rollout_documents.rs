@@ -10,26 +10,14 @@
 )]
 
 use palisade_api_types::document::ROLLOUT_IN_FORCE;
-use palisade_api_types::yaml::documents;
-use palisade_api_types::PolicyDocument;
-use palisade_policy::Catalog;
+mod common;
+
+use common::outcome;
 
 fn with_rollout(scope: &str, rollout: &str) -> String {
     format!(
         "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {{name: p, boundary: shop}}\nspec:\n{scope}  rules: [{{disallowLatestTag: {{}}}}]\n  rollout:\n{rollout}"
     )
-}
-
-/// The first error of the only document: YAML reading, then validation.
-fn outcome(text: &str) -> Result<(), String> {
-    let mut docs = documents::<PolicyDocument>(text);
-    assert_eq!(docs.len(), 1, "{text}");
-    let (_, document) = docs.remove(0);
-    let document = document.map_err(|e| e.to_string())?;
-    document
-        .validate(&Catalog::builtin())
-        .map(|_| ())
-        .map_err(|e| e.to_string())
 }
 
 const NOT_IN_FORCE: &str = "/spec/rollout: staged rollout is not in force in this version of palisade yet: remove rollout to apply the change everywhere at once";

@@ -100,12 +100,26 @@ pub async fn apiserver_requests(
     admin: &kube::Client,
     counted: impl Fn(&str) -> bool,
 ) -> BTreeMap<(String, String), f64> {
+    apiserver_counter(admin, "apiserver_request_total", ["verb", "resource"])
+        .await
+        .into_iter()
+        .filter(|((verb, _), _)| counted(verb))
+        .collect()
+}
+
+/// The API server's counter `metric` (its `/metrics`, read as `admin`), summed by the values of
+/// the two labels `by`.
+pub async fn apiserver_counter(
+    admin: &kube::Client,
+    metric: &str,
+    by: [&str; 2],
+) -> BTreeMap<(String, String), f64> {
     let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
     let text = admin.request_text(request).await.unwrap();
     let mut counts = BTreeMap::<(String, String), f64>::new();
     for line in text
         .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .filter(|l| l.starts_with(&format!("{metric}{{")))
     {
         let field = |name: &str| {
             line.split(&format!("{name}=\""))
@@ -114,16 +128,12 @@ pub async fn apiserver_requests(
                 .unwrap_or("")
                 .to_owned()
         };
-        let verb = field("verb");
-        if !counted(&verb) {
-            continue;
-        }
         let value: f64 = line
             .rsplit(' ')
             .next()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0.0);
-        *counts.entry((verb, field("resource"))).or_default() += value;
+        *counts.entry((field(by[0]), field(by[1]))).or_default() += value;
     }
     counts
 }

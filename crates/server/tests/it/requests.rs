@@ -107,7 +107,7 @@ async fn saving_a_policy_validates_and_warns() {
         .await;
     answer.assert_error(
         StatusCode::BAD_REQUEST,
-        "/extra: is not a known field; the fields are mode, scope, rules",
+        "/extra: is not a known field; the fields are mode, scope, rules, rollout",
     );
 
     let answer = app
