@@ -37,7 +37,10 @@
 //! ValidatingAdmissionPolicy and one binding holding the 3 validations). With `EXCEPTIONS=N`,
 //! two more namespaces are of boundaries whose 3 policies (per-policy, and per-boundary) carry
 //! N exceptions each (SPEC 7), matched by labels no created Pod has: what exceptions cost a
-//! create they do not let past.
+//! create they do not let past. With `ROLLOUT=1`, two more: a boundary of 4 policies, and one
+//! of 3 whose `trusted` is mid-rollout (SPEC 8, per-policy layout), measured where the stage
+//! has not reached (version 1 enforcing, version 2 auditing): issue 44's "one more evaluation"
+//! goal, reported as the ratio of the two paired by round.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -235,6 +238,106 @@ async fn add_excepted_boundary(
     namespace
 }
 
+/// The version of `trusted` being rolled out in `ROLLOUT=1`: the same registry, and the label
+/// `team: web`, which the bench's Pods carry.
+fn trusted_next(name: &str) -> palisade_policy::Policy {
+    palisade_testkit::corpus::policy(
+        name,
+        "bench",
+        json!({"rules": [
+            {"allowedRegistries": {"registries": ["ghcr.io/acme"]}},
+            {"requiredLabels": {"labels": [{"key": "team", "value": "web"}]}},
+        ]}),
+    )
+}
+
+/// `ROLLOUT=1` (SPEC 8; issue 44's goal): a boundary of 4 policies ([`policies`] and a 4th with
+/// the rolled-out version's rules), and a boundary whose `trusted` is mid-rollout in the
+/// per-policy layout, measured in a namespace the stage has not reached (version 1 enforcing,
+/// version 2 auditing), another namespace of it reached. Their namespaces, once all is active.
+async fn add_rollout_boundaries(
+    cluster: &ClusterClient,
+    client: &kube::Client,
+    from: usize,
+) -> (String, String) {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    use kube::api::{Patch, PatchParams};
+
+    let four = Name::parse(&format!("tenant-{from}")).unwrap();
+    let four_ns = temp_namespace(client, Some(four.as_str())).await;
+    let mut four_policies = policies();
+    four_policies.push(trusted_next("trusted-next"));
+    cluster
+        .apply_boundary(INSTALLATION, &four, &four_policies)
+        .await
+        .unwrap();
+
+    let rolling = Name::parse(&format!("tenant-{}", from + 1)).unwrap();
+    let measured = temp_namespace(client, Some(rolling.as_str())).await;
+    let reached_ns = temp_namespace(client, Some(rolling.as_str())).await;
+    let (trusted, others): (Vec<_>, Vec<_>) = policies()
+        .into_iter()
+        .partition(|p| p.name().as_str() == "trusted");
+    cluster
+        .apply_boundary(INSTALLATION, &rolling, &others)
+        .await
+        .unwrap();
+    let reached = std::collections::BTreeSet::from([Name::parse(&reached_ns).unwrap()]);
+    let staged = palisade_vap::per_policy::render_staged(
+        &rolling,
+        trusted.first(),
+        &trusted_next("trusted"),
+        2,
+        &reached,
+        INSTALLATION,
+        &[],
+    )
+    .unwrap();
+    let apply = PatchParams::apply(palisade_vap::FIELD_MANAGER).force();
+    let objects: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    let previous = staged.previous.clone().unwrap();
+    for object in [&previous.policy, &staged.policy] {
+        let name = object.metadata.name.clone().unwrap();
+        objects
+            .patch(&name, &apply, &Patch::Apply(object))
+            .await
+            .unwrap();
+    }
+    for binding in staged.bindings.iter().chain([&previous.binding]) {
+        let name = binding.metadata.name.clone().unwrap();
+        bindings
+            .patch(&name, &apply, &Patch::Apply(binding))
+            .await
+            .unwrap();
+    }
+    // Active: the 4th policy denies in its boundary; in the measured namespace version 1
+    // denies another registry and version 2 warns of another team.
+    let other_team = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe",
+        "labels": {"team": "api"}},
+        "spec": {"containers": [{"name": "c", "image": "ghcr.io/acme/api:1.0"}]}});
+    until_refused(client, &four_ns, other_team.clone(), "the 4th policy").await;
+    let other_registry = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe",
+        "labels": {"team": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "docker.io/library/nginx:1.27"}]}});
+    until_refused(client, &measured, other_registry, "version 1 of trusted").await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let answer = cluster
+            .dry_run_create(&measured, &other_team)
+            .await
+            .unwrap();
+        if answer.admitted() && !answer.warnings.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "version 2's audit never acted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (four_ns, measured)
+}
+
 /// As [`add_boundaries`], with 3 minimal policies per boundary (`FLOOR=1`).
 async fn add_floor_boundaries(client: &kube::Client, from: usize, count: usize) -> Vec<String> {
     use k8s_openapi::api::admissionregistration::v1::{
@@ -402,6 +505,13 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
         .await;
         blocks.push(("per-boundary-excepted", &per_boundary_excepted));
     }
+    // `ROLLOUT=1`: 4 policies, against 3 with one of them mid-rollout.
+    let rollout;
+    if env_number("ROLLOUT", 0) > 0 {
+        rollout = add_rollout_boundaries(&cluster, &client, 5).await;
+        blocks.push(("four-policies", &rollout.0));
+        blocks.push(("one-rolling-out", &rollout.1));
+    }
     for &(name, namespace) in &blocks {
         validate_step(&client, namespace, &format!("warm-{name}"), 50).await;
     }
@@ -438,6 +548,14 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
             .collect();
         let (am, alo, ahi) = median_range(added);
         println!("| {name} | {m:.3} ms ({lo:.3}–{hi:.3}) | {am:.3} ms ({alo:.3}–{ahi:.3}) |");
+    }
+    if let (Some(rolling), Some(four)) = (steps.get("one-rolling-out"), steps.get("four-policies"))
+    {
+        let ratios: Vec<f64> = rolling.iter().zip(four).map(|(r, f)| r / f).collect();
+        let (m, lo, hi) = median_range(ratios);
+        println!(
+            "one rolling out / four policies, paired by round: {m:.3}× (median; range {lo:.3}–{hi:.3})"
+        );
     }
 }
 
