@@ -376,7 +376,8 @@ pub struct ClusterStatus {
 pub struct HistoryEntry {
     pub actor: String,
     pub at: String,
-    /// Exceptions only: `put`, `approve` or `delete`.
+    /// Exceptions: `put`, `approve` or `delete`. Policies: `rollback to version N` for a
+    /// rollback (SPEC 8); absent for any other change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
     /// Policies only: the version the change saved (SPEC 8); absent for a deletion.

@@ -104,6 +104,7 @@ pub async fn load(store: &dyn Store, catalog: &Catalog) -> Result<bool, DemoErro
             metadata_json: metadata.to_string(),
             if_match: None,
             create_only: false,
+            restores: None,
         });
     }
     store.apply_policies(writes, "demo").await?;

@@ -37,6 +37,8 @@ pub struct SaveCondition {
     pub if_match: Option<String>,
     /// Create only (`If-None-Match: *`): `AlreadyExists` when the policy exists.
     pub create_only: bool,
+    /// A policy's earlier version this save restores (a rollback), named in its history.
+    pub restores: Option<i64>,
 }
 
 /// The policy as the API shows it, without its status.
@@ -69,7 +71,8 @@ crate::documents::document_kind!(
     Policies: PolicyRecord, PolicyHistoryEntry, PolicyView, PolicyList;
     "policy", "policies", "history of ", admins_write: true, create_only: true;
     store: get_policy, delete_policy, policy_history;
-    action(e) = None, version = e.version;
+    action(e) = e.restored_version.map(|v| format!("rollback to version {v}")),
+    version = e.version;
     app: policies, policy, save_policy
 );
 
@@ -266,6 +269,7 @@ impl App {
             metadata_json: metadata,
             if_match: condition.if_match,
             create_only,
+            restores: condition.restores,
         };
         let actor = access.caller().actor();
         let (record, action) = self
@@ -337,6 +341,7 @@ impl App {
         let condition = SaveCondition {
             if_match,
             create_only: false,
+            restores: Some(request.version),
         };
         let saved = self
             .save_policy(access, name, spec.as_bytes(), condition)
@@ -398,6 +403,7 @@ impl App {
                     ),
                     if_match: None,
                     create_only: false,
+                    restores: None,
                 })
             })
             .collect::<AppResult<_>>()?;

@@ -134,6 +134,7 @@ async fn a_page_reads_rows_of_its_own_not_the_boundary_s() {
         metadata_json: json!({"labels": {}, "annotations": {}}).to_string(),
         if_match: None,
         create_only: false,
+        restores: None,
     };
     store.apply_policies(vec![write], "test").await.unwrap();
     let app = App::new(store, Catalog::builtin(), SealingKey::random());

@@ -87,6 +87,7 @@ async fn fixture() -> Fixture {
             metadata_json: json!({"labels": {}, "annotations": {}}).to_string(),
             if_match: None,
             create_only: false,
+            restores: None,
         })
         .collect();
     store.apply_policies(writes, "bench").await.unwrap();

@@ -88,6 +88,7 @@ async fn run(resources: usize) {
         metadata_json: json!({"labels": {}, "annotations": {}}).to_string(),
         if_match: None,
         create_only: false,
+        restores: None,
     };
     store.apply_policies(vec![write], "bench").await.unwrap();
     let state = AppState::new(store.clone(), Catalog::builtin(), SealingKey::random());

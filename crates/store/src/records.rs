@@ -98,6 +98,8 @@ pub struct PolicyWrite {
     pub if_match: Option<String>,
     /// `If-None-Match: *`: create only; an existing policy is `PreconditionFailed`.
     pub create_only: bool,
+    /// The earlier version this write restores (a rollback, SPEC 8), for its history entry.
+    pub restores: Option<i64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +128,8 @@ pub struct PolicyHistoryEntry {
     pub at: String,
     /// The version the change saved; `None` for a deletion.
     pub version: Option<i64>,
+    /// The earlier version a rollback restored; `None` for any other change.
+    pub restored_version: Option<i64>,
     pub before_json: Option<String>,
     pub after_json: Option<String>,
 }

@@ -1051,7 +1051,11 @@ fn rollback_saves_an_earlier_version_as_the_next_and_describe_shows_the_versions
         .map(|line| line.split_whitespace().next().unwrap())
         .collect();
     assert_eq!(versions, ["1", "2", "3"], "{described}");
-    assert!(history[3].ends_with("   changed"), "{described}");
+    assert!(history[2].ends_with("   changed"), "{described}");
+    assert!(
+        history[3].ends_with("   rollback to version 1"),
+        "{described}"
+    );
 
     let out = palisade(&server, &["get", "policies", "shop"]);
     let table = text(&out.stdout);

@@ -184,6 +184,7 @@ pub async fn new_submit(
         let create = palisade_app::policies::SaveCondition {
             if_match: None,
             create_only: true,
+            restores: None,
         };
         state
             .save_exception(&access, &form.name, &body, create)

@@ -169,6 +169,7 @@ pub async fn put_policy(store: &SharedStore, boundary: &str, name: &str, spec: &
                 metadata_json: r#"{"labels":{},"annotations":{}}"#.into(),
                 if_match: None,
                 create_only: false,
+                restores: None,
             },
             "test",
         )

@@ -121,6 +121,7 @@ pub async fn put<K: DocumentKind>(
     let condition = SaveCondition {
         if_match: if_match(&headers),
         create_only: K::CREATE_ONLY && if_none_match_star(&headers)?,
+        restores: None,
     };
     let (view, action) = K::save(&state, &access, &name, &body.bytes, condition).await?;
     let status = if action == WriteAction::Created {

@@ -84,6 +84,17 @@ async fn every_change_makes_a_version_and_a_rollback_saves_an_earlier_one_as_the
     let history = app.get(&format!("{POLICY}/history"), &admin).await;
     assert_eq!(versions(&history), [json!(1), json!(2), json!(3)]);
     assert_eq!(history.body["items"][2]["after"], back.body["spec"]);
+    // The rollback's entry says so; the other changes name no action.
+    let actions: Vec<Value> = history.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry.get("action").cloned().unwrap_or(Value::Null))
+        .collect();
+    assert_eq!(
+        actions,
+        [Value::Null, Value::Null, json!("rollback to version 1")]
+    );
 
     // A policy deleted and made again numbers on; the deletion has no version.
     let deleted = app.delete(POLICY, &admin).await;

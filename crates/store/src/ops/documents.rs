@@ -47,8 +47,10 @@ pub(crate) struct HistoryRow {
     pub actor: String,
     pub at: String,
     pub action: Option<String>,
-    /// Of kinds that are `VERSIONED`: the version an entry saved (none for a deletion).
+    /// Of kinds that are `VERSIONED`: the version an entry saved (none for a deletion), and
+    /// the earlier version a rollback restored.
     pub version: Option<i64>,
+    pub restored_version: Option<i64>,
     pub before_json: Option<String>,
     pub after_json: Option<String>,
 }
@@ -65,6 +67,11 @@ fn history_row<K: DocumentKind>(row: &dyn Fields) -> sqlx::Result<K::HistoryEntr
         },
         version: if K::VERSIONED {
             row.opt_int("version")?
+        } else {
+            None
+        },
+        restored_version: if K::VERSIONED {
+            row.opt_int("restored_version")?
         } else {
             None
         },
@@ -163,8 +170,10 @@ pub(crate) struct Change<'a> {
     pub before_json: Option<&'a str>,
     /// `None`: the document was deleted.
     pub after_json: Option<&'a str>,
-    /// The version saved, of kinds that are `VERSIONED`.
+    /// The version saved, of kinds that are `VERSIONED`, and the earlier version a rollback
+    /// restored.
     pub version: Option<i64>,
+    pub restored_version: Option<i64>,
 }
 
 /// Records a change: a history entry and a committed change (the kind's put or delete).
@@ -186,8 +195,9 @@ pub(crate) async fn written<K: DocumentKind, C: Conn>(
         args.push(Text(change.action));
     }
     if K::VERSIONED {
-        columns.push_str(", version");
+        columns.push_str(", version, restored_version");
         args.push(OptInt(change.version));
+        args.push(OptInt(change.restored_version));
     }
     let values: Vec<String> = (1..=args.len()).map(|i| format!("${i}")).collect();
     let statement = format!(
@@ -237,6 +247,7 @@ pub(crate) async fn delete<K: DocumentKind, C: Conn>(
         before_json: Some(spec_json),
         after_json: None,
         version: None,
+        restored_version: None,
     };
     written::<K, C>(c, &change).await
 }
@@ -252,7 +263,11 @@ pub(crate) async fn history<K: DocumentKind, C: Conn>(
     limit: u32,
 ) -> Result<Vec<K::HistoryEntry>> {
     let action = if K::HISTORY_ACTIONS { "action, " } else { "" };
-    let version = if K::VERSIONED { "version, " } else { "" };
+    let version = if K::VERSIONED {
+        "version, restored_version, "
+    } else {
+        ""
+    };
     let statement = format!(
         "SELECT seq, actor, at, {action}{version}before_json, after_json FROM {} \
          WHERE boundary = $1 AND name = $2 AND seq > $3 ORDER BY seq LIMIT $4",

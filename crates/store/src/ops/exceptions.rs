@@ -164,6 +164,7 @@ pub(crate) async fn put<C: Conn>(
         before_json: current.as_ref().map(|e| e.spec_json.as_str()),
         after_json: Some(&write.spec_json),
         version: None,
+        restored_version: None,
     };
     documents::written::<Exceptions, C>(c, &change).await?;
     let record = ExceptionRecord {

@@ -52,6 +52,7 @@ impl DocumentKind for Policies {
             actor,
             at,
             version,
+            restored_version: e.restored_version,
             before_json,
             after_json,
         }
@@ -145,6 +146,7 @@ async fn save<C: Conn>(
         before_json: current.as_ref().map(|p| p.spec_json.as_str()),
         after_json: Some(&write.spec_json),
         version: Some(version),
+        restored_version: write.restores,
     };
     documents::written::<Policies, C>(c, &change).await?;
 

@@ -141,7 +141,18 @@ pub async fn policy_versions(db: TestDb) {
     assert_eq!(version(&store, 2).await, 2);
     // Unchanged content makes no version.
     assert_eq!(version(&store, 2).await, 2);
-    assert_eq!(version(&store, 1).await, 3);
+    // A rollback's entry names the version it restored.
+    let (restored, _) = store
+        .put_policy(
+            PolicyWrite {
+                restores: Some(1),
+                ..policy_write("b", "p", &spec(1))
+            },
+            "alice",
+        )
+        .await
+        .unwrap();
+    assert_eq!(restored.version, 3);
     assert_eq!(store.get_policy("b", "p").await.unwrap().version, 3);
     assert_eq!(store.list_policies("b").await.unwrap()[0].version, 3);
     // Another policy numbers on its own.
@@ -161,6 +172,14 @@ pub async fn policy_versions(db: TestDb) {
         .map(|h| h.version)
         .collect();
     assert_eq!(versions, [Some(1), Some(2), Some(3), None, Some(4)]);
+    let restored: Vec<Option<i64>> = store
+        .policy_history("b", "p", None, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|h| h.restored_version)
+        .collect();
+    assert_eq!(restored, [None, None, Some(1), None, None]);
 
     for (n, expected) in [(1, Some(spec(1))), (2, Some(spec(2))), (3, Some(spec(1)))] {
         assert_eq!(

@@ -117,6 +117,7 @@ pub fn policy_write(boundary: &str, name: &str, spec: &str) -> PolicyWrite {
         metadata_json: META.into(),
         if_match: None,
         create_only: false,
+        restores: None,
     }
 }
 

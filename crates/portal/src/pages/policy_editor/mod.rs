@@ -251,6 +251,7 @@ async fn submit(
                             let condition = SaveCondition {
                                 if_match,
                                 create_only: false,
+                                restores: None,
                             };
                             match state.save_policy(&access, &name, &bytes, condition).await {
                                 Ok(saved) => {
