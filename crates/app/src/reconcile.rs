@@ -69,6 +69,15 @@ impl BoundaryState {
         }
     }
 
+    /// The boundary's namespaces in `cluster`.
+    pub fn namespaces_in<'a>(
+        &'a self,
+        cluster: &str,
+    ) -> impl Iterator<Item = &'a NamespaceRecord> + use<'a> {
+        let cluster = cluster.to_owned();
+        self.namespaces.iter().filter(move |n| n.cluster == cluster)
+    }
+
     /// The exceptions in force in `cluster`.
     pub fn exceptions_in(&self, cluster: &str) -> Vec<Exception> {
         self.exceptions

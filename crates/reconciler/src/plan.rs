@@ -55,9 +55,7 @@ pub(crate) fn probe_namespace<'b>(
         })
     };
     let namespaces: Vec<&str> = boundary
-        .namespaces
-        .iter()
-        .filter(|n| n.cluster == cluster)
+        .namespaces_in(cluster)
         .map(|n| n.name.as_str())
         .collect();
     let probe = namespaces

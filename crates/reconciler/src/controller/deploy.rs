@@ -19,12 +19,7 @@ impl Part<'_> {
         let namespaces: BTreeMap<String, Vec<NamespaceRecord>> = attached
             .iter()
             .map(|b| {
-                let in_cluster = b
-                    .namespaces
-                    .iter()
-                    .filter(|n| n.cluster == cluster)
-                    .cloned()
-                    .collect();
+                let in_cluster = b.namespaces_in(cluster).cloned().collect();
                 (b.name.to_string(), in_cluster)
             })
             .collect();
@@ -102,9 +97,7 @@ pub(super) fn audit_job(
         })
         .collect();
     let namespaces: Vec<&str> = boundary
-        .namespaces
-        .iter()
-        .filter(|n| n.cluster == cluster)
+        .namespaces_in(cluster)
         .map(|n| n.name.as_str())
         .collect();
     let exceptions = boundary.exceptions_in(cluster);
