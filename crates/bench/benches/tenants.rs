@@ -217,13 +217,8 @@ async fn add_excepted_boundary(
 ) -> String {
     let boundary = Name::parse(&format!("tenant-{index}")).unwrap();
     let namespace = temp_namespace(client, Some(boundary.as_str())).await;
-    let before = cluster
-        .installed(INSTALLATION, Some(&boundary))
-        .await
-        .unwrap();
     cluster
-        .apply_boundary_from(
-            &before,
+        .apply_boundary_excepted(
             INSTALLATION,
             &boundary,
             &policies(),

@@ -532,7 +532,7 @@ jobs and cronjobs (previews and audits); for platform workloads, get, create, pa
 and watch on deployments, patch on deployments/scale, get, create, delete and watch on jobs,
 watch on replicasets, list and watch on events; for the shared admission layout
 (serve --admission-layout shared), create and patch on the one custom resource definition
-boundarypolicies.palisade.dev and get, list, create, patch and delete on its BoundaryPolicy
+boundarypolicies.palisade.dev and list, watch, create, patch and delete on its BoundaryPolicy
 objects; list, create, patch and delete on openreports.io reports (the audit's reports);
 create on selfsubjectreviews; get on /metrics (the API server's start time, to notice
 restarts). Nothing on Secrets.";

@@ -15,9 +15,11 @@
 //! - Talking to one cluster: `cluster` (`ClusterClient`), `kubeconfig` (the client library's
 //!   reading of it), `answer` (what a dry-run write was told), `cause` (why a request failed,
 //!   in words), `probe` (whether the cluster can enforce), `rbac` (the role it needs).
-//! - Admission objects: `admission` (the layouts behind one trait), `per_boundary` and
-//!   `shared` (their cluster side), `switch` (changing layout without a gap), `violating` and
-//!   `excepted` (the Pods that confirm a policy and an exception).
+//! - Admission objects: `admission` (the layouts behind one trait; they render and judge,
+//!   and take no client), `installed` (what a cluster holds of this installation, judged in
+//!   memory), `per_boundary` and `shared` (the deletions and reads of those layouts' objects),
+//!   `switch` (changing layout without a gap), `violating` and `excepted` (the Pods that
+//!   confirm a policy and an exception).
 //! - Watching: `drift` (changes palisade did not make), `statuses` (workloads' status).
 //! - Reading what runs: `scan` (previews and audits), `audit` and `reports` (the continuous
 //!   audit and its OpenReports), `detail` (one workload, live).
@@ -35,8 +37,11 @@ mod detail;
 pub mod drift;
 pub mod excepted;
 mod fence;
+mod installed;
 pub mod kubeconfig;
 pub mod metrics;
+#[cfg(test)]
+mod module_graph;
 mod per_boundary;
 mod placement;
 mod plan;

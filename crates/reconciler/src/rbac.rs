@@ -98,7 +98,7 @@ pub fn rules() -> Vec<PolicyRule> {
         rule(
             PARAMS_GROUP,
             &[PARAMS_PLURAL],
-            &["get", "list", "watch", "create", "patch", "delete"],
+            &["list", "watch", "create", "patch", "delete"],
         ),
         // `create`: the server-side dry-runs that confirm enforcement (nothing is stored);
         // `list`: previews and audits read what runs in the boundary's namespaces.

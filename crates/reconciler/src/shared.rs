@@ -2,31 +2,23 @@
 //! definition, the installation's one policy and two bindings, and each policy's parameter
 //! objects in the namespaces of its boundary.
 
-use std::time::{Duration, Instant};
-
-use crate::cluster::apply_owned;
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::Api;
-use palisade_policy::{Mode, Name, Policy};
+use palisade_policy::{Mode, Name};
 use palisade_vap::render::{BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL};
 use palisade_vap::shared::{
-    parameters_definition, parameters_excepted, parameters_name, shared_binding_name,
-    shared_objects, shared_policy_name, PARAMS_CRD, PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL,
+    shared_binding_name, shared_policy_name, PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL,
     PARAMS_VERSION,
 };
 use palisade_vap::Layout;
 
 use crate::cluster::{boundary_selector, delete_exact, is_ours, ClusterClient};
-use crate::{ReconcileError, Result};
-
-/// How long a new parameters definition may take to be established.
-const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::Result;
 
 fn not_found(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
@@ -52,18 +44,6 @@ fn is_installations(meta: &ObjectMeta, installation: &str) -> bool {
     })
 }
 
-pub(crate) fn established(definition: &CustomResourceDefinition) -> bool {
-    definition
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-        })
-}
-
 impl ClusterClient {
     /// A list of parameters that fails this way finds none: the definition is not installed,
     /// or (another layout) the role predates the shared layout, so palisade cannot have
@@ -76,7 +56,7 @@ impl ClusterClient {
         Api::all_with(self.client().clone(), &params_resource())
     }
 
-    fn params_in(&self, namespace: &str) -> Api<DynamicObject> {
+    pub(crate) fn params_in(&self, namespace: &str) -> Api<DynamicObject> {
         Api::namespaced_with(self.client().clone(), namespace, &params_resource())
     }
 
@@ -84,78 +64,11 @@ impl ClusterClient {
     /// the installation's shared policy and its two bindings. Applying what is already there
     /// changes nothing.
     pub async fn install_shared(&self, installation: &str) -> Result<()> {
-        let definitions = Api::<CustomResourceDefinition>::all(self.client().clone());
-        let deadline = Instant::now() + ESTABLISH_TIMEOUT;
-        // Re-applying is how a new definition is read back until established (an unchanged
-        // apply writes nothing), so the role needs no `get` on it.
-        loop {
-            let current = apply_owned(&definitions, PARAMS_CRD, &parameters_definition()).await?;
-            if established(&current) {
-                break;
-            }
-            if Instant::now() > deadline {
-                return Err(ReconcileError::Unexpected(format!(
-                    "the custom resource definition {PARAMS_CRD} was not established within {} s",
-                    ESTABLISH_TIMEOUT.as_secs()
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let objects = shared_objects(installation);
-        let policies = Api::<ValidatingAdmissionPolicy>::all(self.client().clone());
-        let name = shared_policy_name(installation);
-        apply_owned(&policies, &name, &objects.policy).await?;
-        let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(self.client().clone());
-        for binding in [&objects.enforce, &objects.audit] {
-            let name = binding.metadata.name.clone().unwrap_or_default();
-            apply_owned(&bindings, &name, binding).await?;
-        }
-        self.mark_shared_installed(installation);
-        Ok(())
-    }
-
-    /// Server-side applies the parameters guard (`palisade_vap::parameters_guard`): only
-    /// `palisade_identity` and Kubernetes' controllers may create, change or delete this
-    /// installation's parameter objects.
-    pub async fn install_parameters_guard(
-        &self,
-        installation: &str,
-        palisade_identity: &str,
-    ) -> Result<()> {
-        crate::cluster::check_installation(installation)?;
-        self.apply_rendered(&palisade_vap::parameters_guard(
+        self.apply_objects(
             installation,
-            palisade_identity,
-        ))
+            &crate::admission::installation_objects(installation),
+        )
         .await
-    }
-
-    /// Writes `policy`'s parameter object into every namespace of `boundary` (the shared
-    /// objects first, once per client); a policy without admission rules has its parameters
-    /// removed.
-    pub(crate) async fn apply_parameters(
-        &self,
-        installation: &str,
-        boundary: &Name,
-        policy: &Policy,
-        exceptions: &[palisade_policy::Exception],
-    ) -> Result<()> {
-        if !self.shared_installed(installation) {
-            self.install_shared(installation).await?;
-        }
-        let name = parameters_name(installation, policy.name());
-        let exceptions: Vec<&palisade_policy::Exception> = exceptions.iter().collect();
-        for namespace in self.boundary_namespaces(boundary).await? {
-            let Some(object) =
-                parameters_excepted(boundary, policy, installation, &namespace, &exceptions)
-            else {
-                return self
-                    .delete_parameters(installation, boundary, policy.name())
-                    .await;
-            };
-            apply_owned(&self.params_in(&namespace), &name, &object).await?;
-        }
-        Ok(())
     }
 
     /// The parameter objects `selector` picks, in every namespace; none when the definition
@@ -201,7 +114,8 @@ impl ClusterClient {
             .collect())
     }
 
-    async fn delete_parameter(&self, object: &ObjectMeta) -> Result<bool> {
+    /// Deletes one parameter object, exactly that one (its uid); gone already is fine.
+    pub(crate) async fn delete_parameter(&self, object: &ObjectMeta) -> Result<bool> {
         let (Some(namespace), Some(name)) = (&object.namespace, &object.name) else {
             return Ok(false);
         };
@@ -319,24 +233,5 @@ impl ClusterClient {
         }
         self.forget_shared(installation);
         Ok(deleted)
-    }
-
-    /// Whether `policy`'s parameter object of this installation and boundary is in `namespace`.
-    pub(crate) async fn parameters_present(
-        &self,
-        installation: &str,
-        boundary: &Name,
-        policy: &Name,
-        namespace: &str,
-    ) -> Result<bool> {
-        match self
-            .params_in(namespace)
-            .get_opt(&parameters_name(installation, policy))
-            .await
-        {
-            Ok(found) => Ok(found.is_some_and(|o| is_ours(&o.metadata, installation, boundary))),
-            Err(e) if not_found(&e) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
     }
 }

@@ -29,8 +29,16 @@ impl ClusterClient {
         others: &[Policy],
         namespace: &str,
     ) -> Result<EnforcementProbe> {
-        self.probe_policy(installation, boundary, policy, others, namespace, false)
-            .await
+        self.probe_policy(
+            None,
+            installation,
+            boundary,
+            policy,
+            others,
+            namespace,
+            false,
+        )
+        .await
     }
 
     /// [`Self::probe_enforcement_among`] while the cluster changes to this client's layout and
@@ -46,12 +54,43 @@ impl ClusterClient {
         others: &[Policy],
         namespace: &str,
     ) -> Result<EnforcementProbe> {
-        self.probe_policy(installation, boundary, policy, others, namespace, true)
-            .await
+        self.probe_policy(
+            None,
+            installation,
+            boundary,
+            policy,
+            others,
+            namespace,
+            true,
+        )
+        .await
     }
 
-    pub(super) async fn probe_policy(
+    /// Which policy object and binding judge `policy` in `namespace`, in this client's layout:
+    /// from `installed` (a pass's read after its writes), or read now.
+    async fn judge(
         &self,
+        installed: Option<&Installed>,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+        namespace: &str,
+    ) -> Result<crate::admission::Judge> {
+        let layout = crate::admission::of(self.layout);
+        Ok(match installed {
+            Some(installed) => layout.judge(installed, installation, boundary, policy, namespace),
+            None => {
+                let installed = self.installed(installation, Some(boundary)).await?;
+                layout.judge(&installed, installation, boundary, policy, namespace)
+            }
+        })
+    }
+
+    /// A policy's probe; `installed` as [`Self::judge`] takes it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn probe_policy(
+        &self,
+        installed: Option<&Installed>,
         installation: &str,
         boundary: &Name,
         policy: &Policy,
@@ -62,8 +101,8 @@ impl ClusterClient {
         check_installation(installation)?;
         let (pod, message) = violating_pod_among(policy, others)
             .ok_or_else(|| ReconcileError::NoAdmissionRules(policy.name().to_string()))?;
-        let judge = crate::admission::of(self.layout)
-            .judge(self, installation, boundary, policy, namespace)
+        let judge = self
+            .judge(installed, installation, boundary, policy, namespace)
             .await?;
         let (name, binding) = match judge {
             Ok(judging) => judging,
@@ -112,9 +151,22 @@ impl ClusterClient {
         policy: &Policy,
         probe: &crate::excepted::ExceptedProbe,
     ) -> Result<EnforcementProbe> {
+        self.probe_exception_in(None, installation, boundary, policy, probe)
+            .await
+    }
+
+    /// [`Self::probe_exception`]; `installed` as [`Self::judge`] takes it.
+    pub(crate) async fn probe_exception_in(
+        &self,
+        installed: Option<&Installed>,
+        installation: &str,
+        boundary: &Name,
+        policy: &Policy,
+        probe: &crate::excepted::ExceptedProbe,
+    ) -> Result<EnforcementProbe> {
         check_installation(installation)?;
-        let judge = crate::admission::of(self.layout)
-            .judge(self, installation, boundary, policy, &probe.namespace)
+        let judge = self
+            .judge(installed, installation, boundary, policy, &probe.namespace)
             .await?;
         let (name, binding) = match judge {
             Ok(judging) => judging,

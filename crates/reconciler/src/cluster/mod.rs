@@ -6,9 +6,12 @@ mod enforcement;
 mod installed;
 mod namespaces;
 mod policies;
+mod write;
 
-pub(crate) use installed::{is_per_boundary, is_switch};
-pub use installed::{Installed, Keep};
+pub(crate) use write::established;
+
+pub(crate) use crate::installed::{is_ours, is_per_boundary, is_switch};
+pub use crate::installed::{Installed, Keep};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -202,16 +205,6 @@ pub(crate) fn boundary_selector(installation: &str, boundary: &Name) -> String {
     format!(
         "{MANAGED_BY_LABEL}=palisade,{INSTALLATION_LABEL}={installation},{BOUNDARY_LABEL}={boundary}"
     )
-}
-
-pub(crate) fn is_ours(meta: &ObjectMeta, installation: &str, boundary: &Name) -> bool {
-    let Some(labels) = &meta.labels else {
-        return false;
-    };
-    let has = |key: &str, value: &str| labels.get(key).is_some_and(|v| v == value);
-    has(MANAGED_BY_LABEL, "palisade")
-        && has(INSTALLATION_LABEL, installation)
-        && has(BOUNDARY_LABEL, boundary.as_str())
 }
 
 /// Deletes `meta`'s object (exactly that one: its uid is a precondition). Gone already, or

@@ -22,13 +22,13 @@ impl ClusterClient {
         Ok(())
     }
 
-    /// Objects of the same name labelled for another installation are never taken over.
-    pub(crate) async fn refuse_other_installation(
+    /// Objects of the same name (a policy object and its binding) labelled for another
+    /// installation are never taken over.
+    pub(crate) async fn refuse_other_installation_named(
         &self,
-        rendered: &Rendered,
+        name: &str,
         installation: &str,
     ) -> Result<()> {
-        let name = rendered.policy.metadata.name.clone().unwrap_or_default();
         let owner = |meta: &ObjectMeta| {
             meta.labels
                 .as_ref()
@@ -39,18 +39,18 @@ impl ClusterClient {
         };
         let policy = self
             .cluster_api::<ValidatingAdmissionPolicy>()
-            .get_opt(&name)
+            .get_opt(name)
             .await?;
         let binding = self
             .cluster_api::<ValidatingAdmissionPolicyBinding>()
-            .get_opt(&name)
+            .get_opt(name)
             .await?;
         let other = policy
             .and_then(|p| owner(&p.metadata))
             .or_else(|| binding.and_then(|b| owner(&b.metadata)));
         match other {
             Some(other) => Err(ReconcileError::OtherInstallation {
-                name,
+                name: name.to_owned(),
                 installation: other,
             }),
             None => Ok(()),
@@ -80,10 +80,15 @@ impl ClusterClient {
         policy: &Policy,
         exceptions: &[palisade_policy::Exception],
     ) -> Result<()> {
-        check_installation(installation)?;
-        crate::admission::of(self.layout)
-            .apply_policy(self, installation, boundary, policy, exceptions)
-            .await
+        let (before, namespaces) = self.observe_boundary(installation, boundary).await?;
+        let target = crate::admission::Target {
+            installation,
+            boundary,
+            exceptions,
+            namespaces: &namespaces,
+            before: &before,
+        };
+        self.write_policy(&target, policy).await
     }
 
     /// Writes the admission objects of `boundary`'s `policies` in this cluster (in the order
@@ -97,27 +102,50 @@ impl ClusterClient {
         boundary: &Name,
         policies: &[Policy],
     ) -> Result<()> {
-        check_installation(installation)?;
-        let before = self.installed(installation, Some(boundary)).await?;
-        crate::admission::of(self.layout)
-            .apply_boundary(self, &before, installation, boundary, policies, &[])
+        self.apply_boundary_excepted(installation, boundary, policies, &[])
             .await
     }
 
-    /// [`Self::apply_boundary`] with what was installed before, read once for the pass, and
-    /// the exceptions in force in this cluster (SPEC 7).
-    pub async fn apply_boundary_from(
+    /// [`Self::apply_boundary`] with the exceptions in force in this cluster (SPEC 7).
+    pub async fn apply_boundary_excepted(
         &self,
-        before: &Installed,
         installation: &str,
         boundary: &Name,
         policies: &[Policy],
         exceptions: &[palisade_policy::Exception],
     ) -> Result<()> {
+        let (before, namespaces) = self.observe_boundary(installation, boundary).await?;
+        let target = crate::admission::Target {
+            installation,
+            boundary,
+            exceptions,
+            namespaces: &namespaces,
+            before: &before,
+        };
+        self.write_boundary(&target, policies).await
+    }
+
+    /// What a write of `boundary` in this client's layout renders against: what is installed
+    /// of it, and its namespaces (read only for a layout whose objects live in them).
+    pub(crate) async fn observe_boundary(
+        &self,
+        installation: &str,
+        boundary: &Name,
+    ) -> Result<(Installed, Vec<String>)> {
         check_installation(installation)?;
-        crate::admission::of(self.layout)
-            .apply_boundary(self, before, installation, boundary, policies, exceptions)
-            .await
+        let before = self.installed(installation, Some(boundary)).await?;
+        let namespaces = self.layout_namespaces(boundary).await?;
+        Ok((before, namespaces))
+    }
+
+    /// `boundary`'s namespaces in the cluster when this client's layout writes into them;
+    /// none (and nothing read) otherwise.
+    pub(crate) async fn layout_namespaces(&self, boundary: &Name) -> Result<Vec<String>> {
+        if crate::admission::of(self.layout).per_namespace() {
+            self.boundary_namespaces(boundary).await
+        } else {
+            Ok(Vec::new())
+        }
     }
 
     /// Deletes a policy's objects in every layout, binding first. Only objects labelled as

@@ -11,6 +11,7 @@ impl Part<'_> {
     pub(super) async fn confirm_exceptions(
         &self,
         client: &ClusterClient,
+        after: &crate::cluster::Installed,
         boundary: &BoundaryState,
         in_cluster: &[Policy],
         namespaces: &[&str],
@@ -30,7 +31,13 @@ impl Part<'_> {
                 None => InstallStatus::Installed,
                 Some(probe) => {
                     match client
-                        .probe_exception(&self.ctl.installation, &boundary.name, policy, &probe)
+                        .probe_exception_in(
+                            Some(after),
+                            &self.ctl.installation,
+                            &boundary.name,
+                            policy,
+                            &probe,
+                        )
                         .await
                     {
                         Ok(EnforcementProbe::Enforced) => InstallStatus::Enforced,

@@ -121,16 +121,18 @@ impl<'c> Part<'c> {
         let prepared = part
             .write_boundaries(&client, &before, &attached, choice.layout)
             .await;
+        // What the probes judge by (which object and binding hold a policy) and what the
+        // collection finds stale: the probes write nothing.
+        let after = client.installed(&ctl.installation, None).await?;
         let mut tally = Tally::default();
         let mut confirmed = Vec::with_capacity(prepared.len());
         for prepared in prepared {
             confirmed.push(
-                part.confirm_boundary(&client, prepared, choice.layout, &mut tally)
+                part.confirm_boundary(&client, &after, prepared, choice.layout, &mut tally)
                     .await,
             );
         }
-        let after = part
-            .collect_boundaries(&client, confirmed, &mut tally)
+        part.collect_boundaries(&client, &after, confirmed, &mut tally)
             .await?;
         part.finish(&connection, &client, &choice, &attached, &after, tally)
             .await
@@ -248,8 +250,9 @@ impl<'c> Part<'c> {
             m.attached = attached.iter().map(|b| b.name.to_string()).collect();
         });
         // Every pass: objects changed or deleted by others come back.
-        crate::admission::of(choice.layout)
-            .prepare(&client, &ctl.installation, &identity)
+        let shared = crate::admission::of(choice.layout).prepare(&ctl.installation, &identity);
+        client
+            .apply_objects(&ctl.installation, &shared)
             .await
             .map_err(ControllerError::Shared)?;
         fence.confirm("label repairs").await?;
@@ -276,24 +279,31 @@ impl<'c> Part<'c> {
             let exceptions = boundary.exceptions_in(cluster_name.as_str());
             let present = before.layouts(&self.ctl.installation, &boundary.name);
             let switching = present.iter().any(|l| *l != layout);
-            let together = self
-                .apply_together(client, before, boundary, &in_cluster, switching)
-                .await;
             // What writing each of `in_cluster` gave.
             let mut applied = Vec::new();
-            for policy in &in_cluster {
-                applied.push(match &together {
-                    Some(result) => result.clone(),
-                    None => client
-                        .apply_policy_excepted(
-                            &self.ctl.installation,
-                            &boundary.name,
-                            policy,
-                            &exceptions,
-                        )
-                        .await
-                        .map_err(|error| error.to_string()),
-                });
+            match client.layout_namespaces(&boundary.name).await {
+                Err(error) => applied.resize(in_cluster.len(), Err(error.to_string())),
+                Ok(namespaces) => {
+                    let target = crate::admission::Target {
+                        installation: &self.ctl.installation,
+                        boundary: &boundary.name,
+                        exceptions: &exceptions,
+                        namespaces: &namespaces,
+                        before,
+                    };
+                    let together = self
+                        .apply_together(client, &target, boundary, &in_cluster, switching)
+                        .await;
+                    for policy in &in_cluster {
+                        applied.push(match &together {
+                            Some(result) => result.clone(),
+                            None => client
+                                .write_policy(&target, policy)
+                                .await
+                                .map_err(|error| error.to_string()),
+                        });
+                    }
+                }
             }
             prepared.push(Prepared {
                 boundary,
@@ -313,6 +323,7 @@ impl<'c> Part<'c> {
     async fn confirm_boundary<'b>(
         &self,
         client: &ClusterClient,
+        after: &crate::cluster::Installed,
         prepared: Prepared<'b>,
         layout: Layout,
         tally: &mut Tally,
@@ -359,7 +370,8 @@ impl<'c> Part<'c> {
                             .get(cluster, |m| m.seen_unconfirmed(&key))
                             .unwrap_or(false),
                     };
-                    let (status, in_new_layout) = self.install(client, policy, install).await;
+                    let (status, in_new_layout) =
+                        self.install(client, after, policy, install).await;
                     confirmed &= in_new_layout;
                     let status = self.ctl.memory.with(cluster, |m| {
                         m.within_grace(key, status, &mut tally.unconfirmed)
@@ -382,6 +394,7 @@ impl<'c> Part<'c> {
         let found = self
             .confirm_exceptions(
                 client,
+                after,
                 boundary,
                 &in_cluster,
                 &namespaces,
@@ -408,17 +421,18 @@ impl<'c> Part<'c> {
         }
     }
 
-    /// Removes what each boundary no longer wants, records its statuses, and starts the audits
-    /// that came due; then closes the drifts the statuses settle. What is installed after.
+    /// Removes what each boundary no longer wants (found in `after`, read once the boundaries
+    /// were written), records its statuses, and starts the audits that came due; then closes
+    /// the drifts the statuses settle.
     async fn collect_boundaries(
         &self,
         client: &ClusterClient,
+        after: &crate::cluster::Installed,
         confirmed: Vec<Confirmed<'_>>,
         tally: &mut Tally,
-    ) -> Result<crate::cluster::Installed, ControllerError> {
+    ) -> Result<(), ControllerError> {
         let (ctl, fence, cluster_name) = (self.ctl, self.fence, &self.name);
         let cluster = cluster_name.as_str();
-        let after = client.installed(&ctl.installation, None).await?;
         fence.confirm("the removals").await?;
         for Confirmed {
             boundary,
@@ -429,7 +443,7 @@ impl<'c> Part<'c> {
         {
             let removed = client
                 .collect(
-                    &after,
+                    after,
                     &ctl.installation,
                     &boundary.name,
                     Keep {
@@ -452,7 +466,7 @@ impl<'c> Part<'c> {
             .open_drifts
             .close(cluster, &tally.written, &tally.confirmed_now);
         drift::record_repairs(&*ctl.records, cluster, closed).await;
-        Ok(after)
+        Ok(())
     }
 
     /// The end of a cluster's part: the earlier layout's leftovers, the layout recorded, the
@@ -570,7 +584,7 @@ impl<'c> Part<'c> {
     async fn apply_together(
         &self,
         client: &ClusterClient,
-        before: &crate::cluster::Installed,
+        target: &crate::admission::Target<'_>,
         boundary: &BoundaryState,
         in_cluster: &[Policy],
         switching: bool,
@@ -589,15 +603,7 @@ impl<'c> Part<'c> {
                 )));
             }
         }
-        let mut result = client
-            .apply_boundary_from(
-                before,
-                installation,
-                &boundary.name,
-                in_cluster,
-                &boundary.exceptions_in(cluster.as_str()),
-            )
-            .await;
+        let mut result = client.write_boundary(target, in_cluster).await;
         if switching && result.is_ok() {
             result = client
                 .apply_switch_bindings(installation, &boundary.name, in_cluster)
@@ -612,6 +618,7 @@ impl<'c> Part<'c> {
     async fn install(
         &self,
         client: &ClusterClient,
+        after: &crate::cluster::Installed,
         policy: &Policy,
         install: Install<'_>,
     ) -> (InstallStatus, bool) {
@@ -633,15 +640,17 @@ impl<'c> Part<'c> {
             return (InstallStatus::Installed, true);
         };
         let probe_once = || async {
-            if switching {
-                client
-                    .probe_during_switch(installation, boundary, policy, others, namespace)
-                    .await
-            } else {
-                client
-                    .probe_enforcement_among(installation, boundary, policy, others, namespace)
-                    .await
-            }
+            client
+                .probe_policy(
+                    Some(after),
+                    installation,
+                    boundary,
+                    policy,
+                    others,
+                    namespace,
+                    switching,
+                )
+                .await
         };
         let enforced = || match policy.mode() {
             Mode::Enforce => InstallStatus::Enforced,

@@ -188,7 +188,7 @@ async fn definition(
     while let Some(event) = events.next().await {
         match &event {
             Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => {
-                let version = crate::shared::established(crd)
+                let version = crate::cluster::established(crd)
                     .then(|| crd.metadata.resource_version.clone())
                     .flatten();
                 established.send_if_modified(|current| {
