@@ -109,14 +109,8 @@ async fn a_page_reads_rows_of_its_own_not_the_boundary_s() {
         let store = Arc::clone(&store);
         writes.spawn(async move {
             let (resource_type, body) = resource(i);
-            let resource = NewResource {
-                boundary: "shop".into(),
-                resource_type,
-                name: body["name"].as_str().unwrap().to_owned(),
-                body_json: body.to_string(),
-                cluster: None,
-                upload: None,
-            };
+            let name = body["name"].as_str().unwrap();
+            let resource = NewResource::unplaced("shop", resource_type, name, body.to_string());
             store.create_resource(resource, None, None).await.unwrap();
         });
         if writes.len() >= 64 {
@@ -127,15 +121,8 @@ async fn a_page_reads_rows_of_its_own_not_the_boundary_s() {
         done.unwrap();
     }
     let spec = json!({"rules": [{"allowedComputePlans": {"plans": ["small", "medium"]}}]});
-    let write = PolicyWrite {
-        boundary: "shop".into(),
-        name: "sizes".into(),
-        spec_json: spec.to_string(),
-        metadata_json: json!({"labels": {}, "annotations": {}}).to_string(),
-        if_match: None,
-        create_only: false,
-        restores: None,
-    };
+    let metadata = json!({"labels": {}, "annotations": {}});
+    let write = PolicyWrite::unconditional("shop", "sizes", spec.to_string(), metadata.to_string());
     store.apply_policies(vec![write], "test").await.unwrap();
     let app = App::new(store, Catalog::builtin(), SealingKey::random());
     let caller = Caller {

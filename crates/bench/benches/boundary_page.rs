@@ -63,31 +63,15 @@ async fn fixture() -> Fixture {
     // Resources first, so those on 'large' are grandfathered once the policies exist.
     for i in 0..RESOURCES {
         let (ty, body) = resource(i);
-        store
-            .create_resource(
-                NewResource {
-                    boundary: "shop".into(),
-                    resource_type: ty,
-                    name: body["name"].as_str().unwrap().to_owned(),
-                    body_json: body.to_string(),
-                    cluster: None,
-                    upload: None,
-                },
-                None,
-                None,
-            )
-            .await
-            .unwrap();
+        let name = body["name"].as_str().unwrap();
+        let new = NewResource::unplaced("shop", ty, name, body.to_string());
+        store.create_resource(new, None, None).await.unwrap();
     }
     let writes = (0..POLICIES)
-        .map(|i| PolicyWrite {
-            boundary: "shop".into(),
-            name: format!("policy-{i:02}"),
-            spec_json: policy_spec(i).to_string(),
-            metadata_json: json!({"labels": {}, "annotations": {}}).to_string(),
-            if_match: None,
-            create_only: false,
-            restores: None,
+        .map(|i| {
+            let metadata = json!({"labels": {}, "annotations": {}});
+            let spec = policy_spec(i).to_string();
+            PolicyWrite::unconditional("shop", format!("policy-{i:02}"), spec, metadata.to_string())
         })
         .collect();
     store.apply_policies(writes, "bench").await.unwrap();

@@ -46,14 +46,8 @@ async fn fill(store: Arc<dyn palisade_store::Store>, resources: usize) {
         let store = store.clone();
         tasks.spawn(async move {
             let (ty, body) = resource(i);
-            let resource = NewResource {
-                boundary: BOUNDARY.into(),
-                resource_type: ty,
-                name: body["name"].as_str().unwrap().to_owned(),
-                body_json: body.to_string(),
-                cluster: None,
-                upload: None,
-            };
+            let name = body["name"].as_str().unwrap();
+            let resource = NewResource::unplaced(BOUNDARY, ty, name, body.to_string());
             store.create_resource(resource, None, None).await.unwrap();
             drop(permit);
         });
@@ -81,15 +75,9 @@ async fn run(resources: usize) {
     );
     let spec = json!({"rules": [{"allowedComputePlans": {"plans": ["small", "medium"]}}]});
     // Saved too, so that the boundary page and the lists have resources to grandfather.
-    let write = PolicyWrite {
-        boundary: BOUNDARY.into(),
-        name: "sizes".into(),
-        spec_json: spec.to_string(),
-        metadata_json: json!({"labels": {}, "annotations": {}}).to_string(),
-        if_match: None,
-        create_only: false,
-        restores: None,
-    };
+    let metadata = json!({"labels": {}, "annotations": {}});
+    let write =
+        PolicyWrite::unconditional(BOUNDARY, "sizes", spec.to_string(), metadata.to_string());
     store.apply_policies(vec![write], "bench").await.unwrap();
     let state = AppState::new(store.clone(), Catalog::builtin(), SealingKey::random());
     let caller = Caller {

@@ -44,6 +44,24 @@ fn mib(bytes: usize) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
+/// Creates the namespaced object `object` (its JSON) in `namespace`: what the API server
+/// stored, with the uid its dependents' owner references name.
+async fn create<K>(client: &kube::Client, namespace: &str, object: serde_json::Value) -> K
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + k8s_openapi::serde::Serialize
+        + k8s_openapi::serde::de::DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let object: K = serde_json::from_value(object).unwrap();
+    Api::<K>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap()
+}
+
 /// Creates `deployments` Deployments, their ReplicaSets and Pods in `namespace`.
 async fn populate(client: kube::Client, namespace: String, first: usize, deployments: usize) {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
@@ -62,42 +80,31 @@ async fn populate(client: kube::Client, namespace: String, first: usize, deploym
             let labels = json!({"app": name, "team": "web"});
             let template = json!({"metadata": {"labels": labels},
                 "spec": {"containers": [{"name": "app", "image": image}]}});
-            let params = PostParams::default();
-            let deployment: Deployment = serde_json::from_value(json!({
+            let deployment: Deployment = create(&client, &namespace, json!({
                 "metadata": {"name": name, "labels": labels},
                 "spec": {"replicas": PODS_PER_DEPLOYMENT, "selector": {"matchLabels": {"app": name}},
                          "template": template},
             }))
-            .unwrap();
-            let deployment = Api::<Deployment>::namespaced(client.clone(), &namespace)
-                .create(&params, &deployment)
-                .await
-                .unwrap();
+            .await;
             let owner = |kind: &str, name: &str, uid: Option<String>| {
                 json!([{"apiVersion": "apps/v1", "kind": kind, "name": name,
                         "uid": uid.unwrap(), "controller": true}])
             };
             let set_name = format!("{name}-5d9c");
-            let replica_set: ReplicaSet = serde_json::from_value(json!({
+            let replica_set: ReplicaSet = create(&client, &namespace, json!({
                 "metadata": {"name": set_name, "labels": labels,
                     "ownerReferences": owner("Deployment", &name, deployment.metadata.uid)},
                 "spec": {"replicas": PODS_PER_DEPLOYMENT, "selector": {"matchLabels": {"app": name}},
                          "template": template},
             }))
-            .unwrap();
-            let replica_set = Api::<ReplicaSet>::namespaced(client.clone(), &namespace)
-                .create(&params, &replica_set)
-                .await
-                .unwrap();
-            let pods = Api::<Pod>::namespaced(client, &namespace);
+            .await;
             for pod_index in 0..PODS_PER_DEPLOYMENT {
-                let pod: Pod = serde_json::from_value(json!({
+                let _: Pod = create(&client, &namespace, json!({
                     "metadata": {"name": format!("{set_name}-{pod_index}"), "labels": labels,
                         "ownerReferences": owner("ReplicaSet", &set_name, replica_set.metadata.uid.clone())},
                     "spec": template["spec"],
                 }))
-                .unwrap();
-                pods.create(&params, &pod).await.unwrap();
+                .await;
             }
             drop(permit);
         });

@@ -13,7 +13,7 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::{Browser, Portal};
 use serde_json::json;
-use sqlx::ConnectOptions;
+use sqlx::Connection;
 
 const DENIED_LARGE: &str = "Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small, medium.";
 
@@ -498,13 +498,7 @@ async fn a_crafted_submission_shows_the_api_422_message() {
 async fn unreadable_policies_show_the_503_message_and_ask_to_retry() {
     let portal = Portal::demo().await;
     let browser = portal.sign_in(&portal.admin).await;
-    let mut side = portal
-        .url
-        .parse::<sqlx::sqlite::SqliteConnectOptions>()
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let mut side = sqlx::SqliteConnection::connect(&portal.url).await.unwrap();
     sqlx::query("ALTER TABLE policies RENAME TO policies_unreadable")
         .execute(&mut side)
         .await
@@ -673,13 +667,7 @@ async fn the_yaml_view_refuses_deep_nesting_and_dropped_tags_naming_where() {
     ];
     for (yaml, message) in cases {
         let started = std::time::Instant::now();
-        let page = portal
-            .post(
-                "/boundaries/shop/policies/new",
-                &browser,
-                &[("csrf", &browser.csrf), ("view", "yaml"), ("yaml", &yaml)],
-            )
-            .await;
+        let page = portal.save_policy_yaml(&browser, &yaml).await;
         println!(
             "editor ({} KiB): {} in {:?}",
             yaml.len() / 1024,
@@ -706,13 +694,7 @@ async fn the_yaml_view_saves_the_same_document() {
     let portal = Portal::demo().await;
     let browser = portal.sign_in(&portal.admin).await;
     let yaml = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: from-yaml\n  boundary: shop\nspec:\n  scope: {clusters: [prod-1]}\n  rules:\n    - allowedComputePlans: {plans: [small, valky/small]}\n";
-    let bad = portal
-        .post(
-            "/boundaries/shop/policies/new",
-            &browser,
-            &[("csrf", &browser.csrf), ("view", "yaml"), ("yaml", yaml)],
-        )
-        .await;
+    let bad = portal.save_policy_yaml(&browser, yaml).await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert!(bad.text().contains(r#"<div class="field-error" id="error-yaml"><p><span lang="en">/spec/rules/0/allowedComputePlans/plans/1: "#), "{}", bad.text());
     assert!(
@@ -721,13 +703,7 @@ async fn the_yaml_view_saves_the_same_document() {
     );
 
     let good = yaml.replace("valky/small", "valkey/small");
-    let saved = portal
-        .post(
-            "/boundaries/shop/policies/new",
-            &browser,
-            &[("csrf", &browser.csrf), ("view", "yaml"), ("yaml", &good)],
-        )
-        .await;
+    let saved = portal.save_policy_yaml(&browser, &good).await;
     assert_eq!(saved.location(), "/boundaries/shop/policies/from-yaml/edit");
     let saved = portal.follow(&saved, &mut browser.clone()).await;
     assert!(saved
@@ -2356,21 +2332,8 @@ async fn the_live_region_answers_when_the_status_moves() {
     let store = portal.store.clone();
     let body = json!({"type": "app", "name": "follow", "plan": "small",
         "image": "ghcr.io/acme/api:1.0"});
-    store
-        .create_resource(
-            palisade_store::NewResource {
-                boundary: "shop".into(),
-                resource_type: "app".into(),
-                name: "follow".into(),
-                body_json: body.to_string(),
-                cluster: None,
-                upload: None,
-            },
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    let new = palisade_store::NewResource::unplaced("shop", "app", "follow", body.to_string());
+    store.create_resource(new, None, None).await.unwrap();
     let key = palisade_store::ResourceKey {
         boundary: "shop".into(),
         resource_type: "app".into(),
@@ -2459,15 +2422,8 @@ async fn an_approval_is_of_the_spec_shown_and_the_form_never_replaces() {
     let expires = (chrono::Utc::now() + chrono::Duration::days(10))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let csrf = developer.csrf.clone();
-    let fields = [
-        ("csrf", csrf.as_str()),
-        ("name", "legacy-web"),
-        ("policy", "size-limits"),
-        ("resources", "app/web"),
-        ("plans", "large"),
-        ("expiresAt", expires.as_str()),
-        ("reason", "moving to medium, OPS-1234"),
-    ];
+    let reason = "moving to medium, OPS-1234";
+    let fields = common::exception_request(&csrf, "legacy-web", "size-limits", &expires, reason);
     let saved = portal
         .post("/boundaries/shop/exceptions/new", &developer, &fields)
         .await;

@@ -13,7 +13,7 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::{unescape, Portal};
+use common::{exception_request, unescape, Portal};
 use serde_json::{json, Value};
 
 /// The catalogue's (English, Swedish) pairs that differ, read from its source.
@@ -255,13 +255,7 @@ async fn save_warnings_are_swedish_on_swedish_pages() {
         .await
         .with_cookie("lang", "sv");
     let yaml = "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: warned\n  boundary: shop\nspec:\n  rules:\n    - allowedRegistries: {registries: [ghcr.io/acme/]}\n    - requiredLabels: {labels: [{key: team, value: \"\"}]}\n";
-    let saved = portal
-        .post(
-            "/boundaries/shop/policies/new",
-            &browser,
-            &[("csrf", &browser.csrf), ("view", "yaml"), ("yaml", yaml)],
-        )
-        .await;
+    let saved = portal.save_policy_yaml(&browser, yaml).await;
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text());
     let page = portal.follow(&saved, &mut browser.clone()).await;
     let text = unescape(&page.body);
@@ -277,15 +271,8 @@ async fn save_warnings_are_swedish_on_swedish_pages() {
 
     let expires = chrono::Utc::now() + chrono::Duration::days(30);
     let expires = expires.format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let fields = [
-        ("csrf", browser.csrf.as_str()),
-        ("name", "early"),
-        ("policy", "not-yet"),
-        ("resources", "app/web"),
-        ("plans", "large"),
-        ("expiresAt", expires.as_str()),
-        ("reason", "before the policy"),
-    ];
+    let reason = "before the policy";
+    let fields = exception_request(&browser.csrf, "early", "not-yet", &expires, reason);
     let saved = portal
         .post("/boundaries/shop/exceptions/new", &browser, &fields)
         .await;

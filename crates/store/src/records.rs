@@ -102,6 +102,27 @@ pub struct PolicyWrite {
     pub restores: Option<i64>,
 }
 
+impl PolicyWrite {
+    /// A write with no precondition that restores nothing: what loading a set of policies
+    /// (a seed, a benchmark's fill) makes of each one.
+    pub fn unconditional(
+        boundary: impl Into<String>,
+        name: impl Into<String>,
+        spec_json: impl Into<String>,
+        metadata_json: impl Into<String>,
+    ) -> Self {
+        Self {
+            boundary: boundary.into(),
+            name: name.into(),
+            spec_json: spec_json.into(),
+            metadata_json: metadata_json.into(),
+            if_match: None,
+            create_only: false,
+            restores: None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteAction {
     Created,
@@ -253,6 +274,26 @@ pub struct NewResource {
     pub cluster: Option<String>,
     /// The upload the body names (`upload`): it must be stored, and it is marked named now.
     pub upload: Option<String>,
+}
+
+impl NewResource {
+    /// A resource placed in no cluster and naming no upload: what filling a boundary with
+    /// plain bodies (a seed, a test, a benchmark) creates.
+    pub fn unplaced(
+        boundary: impl Into<String>,
+        resource_type: impl Into<String>,
+        name: impl Into<String>,
+        body_json: impl Into<String>,
+    ) -> Self {
+        Self {
+            boundary: boundary.into(),
+            resource_type: resource_type.into(),
+            name: name.into(),
+            body_json: body_json.into(),
+            cluster: None,
+            upload: None,
+        }
+    }
 }
 
 /// The result of an `Editor`: the resource's new body and, for a plan move, the check.

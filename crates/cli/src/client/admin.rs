@@ -8,7 +8,7 @@ use palisade_api_types::view::{
 };
 use reqwest::Method;
 
-use super::{print_body, split_target, Api, Connection, Failure, Format, Outcome};
+use super::{split_target, Api, Connection, Failure, Format, Outcome};
 use crate::help;
 use crate::input::read_text;
 
@@ -177,10 +177,9 @@ pub fn boundary(connection: &Connection, command: &BoundaryCommand) -> Outcome {
         display_name: display_name.clone(),
     };
     let answer = api.send(api.request(Method::POST, "/v1/boundaries").json(&body))?;
-    let _: Boundary = answer.decode()?;
-    if connection.output != Format::Table {
-        return print_body(connection.output, &answer.body);
-    }
+    let Some(_) = answer.for_table::<Boundary>(connection.output)? else {
+        return Ok(());
+    };
     println!("boundary {name} created");
     Ok(())
 }
@@ -233,10 +232,9 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
                         reserved_namespaces,
                     }),
             )?;
-            let _: ClusterView = answer.decode()?;
-            if connection.output != Format::Table {
-                return print_body(connection.output, &answer.body);
-            }
+            let Some(_) = answer.for_table::<ClusterView>(connection.output)? else {
+                return Ok(());
+            };
             println!("cluster {name} saved");
         }
         ClusterCommand::Attach { boundary, cluster } => {
@@ -245,10 +243,9 @@ pub fn cluster(connection: &Connection, command: &ClusterCommand) -> Outcome {
                 Method::PUT,
                 &format!("/v1/boundaries/{boundary}/clusters/{cluster}"),
             ))?;
-            let _: ClusterView = answer.decode()?;
-            if connection.output != Format::Table {
-                return print_body(connection.output, &answer.body);
-            }
+            let Some(_) = answer.for_table::<ClusterView>(connection.output)? else {
+                return Ok(());
+            };
             println!("cluster {cluster} attached to boundary {boundary}");
         }
     }
@@ -272,10 +269,9 @@ pub fn namespace(connection: &Connection, command: &NamespaceCommand) -> Outcome
         )
         .json(&NamespaceRequest { adopt: Some(adopt) }),
     )?;
-    let saved: NamespaceView = answer.decode()?;
-    if connection.output != Format::Table {
-        return print_body(connection.output, &answer.body);
-    }
+    let Some(saved) = answer.for_table::<NamespaceView>(connection.output)? else {
+        return Ok(());
+    };
     // `action` is in every answer to a PUT; "saved" says as much without it.
     println!(
         "namespace {target} {} in cluster {cluster}",

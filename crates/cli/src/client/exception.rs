@@ -96,10 +96,9 @@ pub fn exception(connection: &Connection, command: &ExceptionCommand) -> Outcome
                 api.request(Method::POST, &format!("{path}/approve"))
                     .header("if-match", format!("\"{}\"", read.etag)),
             )?;
-            let view: ExceptionView = answer.decode()?;
-            if connection.output != Format::Table {
-                return print_body(connection.output, &answer.body);
-            }
+            let Some(view) = answer.for_table::<ExceptionView>(connection.output)? else {
+                return Ok(());
+            };
             let line = format!(
                 "boundaryexception {}/{} {} (approved by {}, until {})",
                 view.boundary,

@@ -327,15 +327,14 @@ pub fn get(connection: &Connection, kind: &Kind, watch: bool) -> Outcome {
         }
         Kind::Report { target } => {
             let p = split_target(target, 2, "BOUNDARY/NAME")?;
-            let answer = api.get(&format!(
+            let path = format!(
                 "/v1/boundaries/{}/policies/{}/report",
                 encode(p[0]),
                 encode(p[1])
-            ))?;
-            let report: PolicyReport = answer.decode()?;
-            if format != Format::Table {
-                return print_body(format, &answer.body);
-            }
+            );
+            let Some(report) = api.get(&path)?.for_table::<PolicyReport>(format)? else {
+                return Ok(());
+            };
             let rows = report
                 .clusters
                 .iter()
@@ -381,14 +380,13 @@ pub fn get(connection: &Connection, kind: &Kind, watch: bool) -> Outcome {
             boundary,
             resource_type,
         } => {
-            let answer = api.get(&format!(
+            let path = format!(
                 "/v1/boundaries/{boundary}/plans?type={}",
                 encode(resource_type)
-            ))?;
-            let picker: Picker = answer.decode()?;
-            if format != Format::Table {
-                return print_body(format, &answer.body);
-            }
+            );
+            let Some(picker) = api.get(&path)?.for_table::<Picker>(format)? else {
+                return Ok(());
+            };
             let rows = picker
                 .plans
                 .into_iter()

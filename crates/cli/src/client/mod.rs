@@ -370,6 +370,17 @@ impl Answer {
     fn decode<T: DeserializeOwned>(&self) -> Result<T, Failure> {
         decode_at(&self.request, "", &self.body)
     }
+
+    /// The body decoded as `T` for a table; `None` when `format` asks for the body itself,
+    /// which is printed then (after it decoded: a body of the wrong shape fails either way).
+    fn for_table<T: DeserializeOwned>(&self, format: Format) -> Result<Option<T>, Failure> {
+        let value = self.decode()?;
+        if format != Format::Table {
+            print_body(format, &self.body)?;
+            return Ok(None);
+        }
+        Ok(Some(value))
+    }
 }
 
 /// Why the answer to `request` cannot be used.

@@ -5,9 +5,7 @@ use clap::Args;
 use palisade_api_types::view::{PolicyView, RollbackRequest};
 use reqwest::Method;
 
-use super::{
-    encode, print_body, printable, split_target, Api, Connection, Failure, Format, Outcome,
-};
+use super::{encode, printable, split_target, Api, Connection, Failure, Outcome};
 
 #[derive(Debug, Args)]
 pub struct RollbackArgs {
@@ -56,10 +54,9 @@ pub fn rollback(args: &RollbackArgs) -> Outcome {
             .json(&body),
         &|m| m.strip_prefix("/version: ").map(|m| format!("--to: {m}")),
     )?;
-    let after: PolicyView = answer.decode()?;
-    if args.connection.output != Format::Table {
-        return print_body(args.connection.output, &answer.body);
-    }
+    let Some(after) = answer.for_table::<PolicyView>(args.connection.output)? else {
+        return Ok(());
+    };
     println!("{}", printable(&outcome_line(&before, &after, args.to)));
     let subject = format!("boundarypolicy {}/{}", after.boundary, after.name);
     for warning in after.warnings.iter().flatten() {

@@ -4,7 +4,7 @@ use clap::Subcommand;
 use palisade_api_types::view::{CreatedToken, NewToken};
 use reqwest::Method;
 
-use super::{print_body, Api, Connection, Format, Outcome};
+use super::{Api, Connection, Outcome};
 use crate::help;
 
 #[derive(Debug, Subcommand)]
@@ -52,10 +52,9 @@ pub fn token(connection: &Connection, command: &TokenCommand) -> Outcome {
                 expires_in_days: *expires_in_days,
             };
             let answer = api.send(api.request(Method::POST, "/v1/tokens").json(&body))?;
-            let created: CreatedToken = answer.decode()?;
-            if connection.output != Format::Table {
-                return print_body(connection.output, &answer.body);
-            }
+            let Some(created) = answer.for_table::<CreatedToken>(connection.output)? else {
+                return Ok(());
+            };
             let token = &created.token;
             eprintln!(
                 "token {} ({}{}) created; it is shown once:",

@@ -77,6 +77,27 @@ impl Page {
     }
 }
 
+/// The fields of the exception request form (`/boundaries/shop/exceptions/new`) asking that
+/// the app `web` may keep the plan `large`: the exception `name` of `policy`, until `expires`,
+/// for `reason`, sent with the browser's CSRF field `csrf`. `reason` is the last field.
+pub fn exception_request<'a>(
+    csrf: &'a str,
+    name: &'a str,
+    policy: &'a str,
+    expires: &'a str,
+    reason: &'a str,
+) -> [(&'static str, &'a str); 7] {
+    [
+        ("csrf", csrf),
+        ("name", name),
+        ("policy", policy),
+        ("resources", "app/web"),
+        ("plans", "large"),
+        ("expiresAt", expires),
+        ("reason", reason),
+    ]
+}
+
 pub fn unescape(html: &str) -> String {
     html.replace("&quot;", "\"")
         .replace("&#39;", "'")
@@ -220,12 +241,12 @@ impl Portal {
                 Body::from(encoder.finish())
             }
         };
-        let response = self
-            .router
-            .clone()
-            .oneshot(request.body(body).unwrap())
-            .await
-            .unwrap();
+        self.send(request.body(body).unwrap()).await
+    }
+
+    /// Sends `request` through the portal's router and reads the whole answer into a `Page`.
+    async fn send(&self, request: Request<Body>) -> Page {
+        let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
@@ -242,6 +263,17 @@ impl Portal {
 
     pub async fn post(&self, path: &str, browser: &Browser, form: &[(&str, &str)]) -> Page {
         self.request(Method::POST, path, browser, Some(form), &[])
+            .await
+    }
+
+    /// The new-policy editor's YAML view saving `yaml`, as `browser`.
+    pub async fn save_policy_yaml(&self, browser: &Browser, yaml: &str) -> Page {
+        let form = [
+            ("csrf", browser.csrf.as_str()),
+            ("view", "yaml"),
+            ("yaml", yaml),
+        ];
+        self.post("/boundaries/shop/policies/new", browser, &form)
             .await
     }
 
@@ -300,20 +332,7 @@ impl Portal {
         let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
             body.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
         let body = Body::from_stream(futures::stream::iter(chunks));
-        let response = self
-            .router
-            .clone()
-            .oneshot(request.body(body).unwrap())
-            .await
-            .unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        Page {
-            status,
-            headers,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
-        }
+        self.send(request.body(body).unwrap()).await
     }
 
     /// Signs in with `token` as a browser would: the sign-in page's cookie and CSRF field,

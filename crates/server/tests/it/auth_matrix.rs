@@ -26,9 +26,7 @@ async fn make_fixture() -> Fixture {
     let app = shop().await;
     app.boundary("other").await;
     app.policy("shop", "p", plans(&["small", "medium"])).await;
-    let answer = app
-        .create("shop", &app.admin, app_resource("web", "small"))
-        .await;
+    let answer = app.admin_create(app_resource("web", "small")).await;
     assert_eq!(answer.status, StatusCode::CREATED);
     let answer = app.put_cluster("c1", KUBECONFIG).await;
     assert_eq!(answer.status, StatusCode::CREATED);

@@ -76,6 +76,12 @@ impl Answer {
         let items = self.body["items"].as_array().unwrap();
         items.iter().map(|i| i[field].as_str().unwrap()).collect()
     }
+    /// Asserts a 201 whose `Warning` headers are exactly `warnings`, in order.
+    pub fn assert_created_warnings(&self, warnings: &[&str]) {
+        assert_eq!(self.status, StatusCode::CREATED, "{self:?}");
+        assert_eq!(self.warnings(), warnings, "{self:?}");
+    }
+
     pub fn warnings(&self) -> Vec<String> {
         self.headers
             .get_all("warning")
@@ -310,6 +316,11 @@ impl TestApp {
         answer
     }
 
+    /// The admin's create of the resource `body` in the boundary `shop` (the one `shop()` makes).
+    pub async fn admin_create(&self, body: Value) -> Answer {
+        self.create("shop", &self.admin, body).await
+    }
+
     pub async fn create(&self, boundary: &str, token: &str, body: Value) -> Answer {
         self.call(
             Method::POST,
@@ -346,6 +357,23 @@ pub async fn shop() -> TestApp {
 
 pub fn plans(list: &[&str]) -> Value {
     json!({"rules": [{"allowedComputePlans": {"plans": list}}]})
+}
+
+/// An audit policy of the one rule `plans` makes: it warns of the plans not in `list`, and
+/// denies nothing.
+pub fn audit_plans(list: &[&str]) -> Value {
+    let mut spec = plans(list);
+    spec["mode"] = json!("audit");
+    spec
+}
+
+/// The path of one page of the list at `list`: `limit` items, after the continue token `next`
+/// when there is one (the first page has none).
+pub fn page_path(list: &str, limit: usize, next: Option<&str>) -> String {
+    match next {
+        None => format!("{list}?limit={limit}"),
+        Some(token) => format!("{list}?limit={limit}&continue={token}"),
+    }
 }
 
 /// The body that creates the app `name` on `plan` (its image is `i`).

@@ -1,7 +1,7 @@
 //! Compute-plan enforcement through the HTTP API (SPEC 2): exact 422 bodies, component
 //! checks, grandfathering, functions, static web apps, the picker and the answer order.
 
-use crate::common::{app_resource, plans, postgresql, shop, Answer, TestApp};
+use crate::common::{app_resource, audit_plans, plans, postgresql, shop, Answer, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
@@ -42,16 +42,12 @@ async fn every_checked_type_is_refused_and_none_allowed_reads_none() {
     app.policy("shop", "b", plans(&["medium", "app/small"]))
         .await;
     // app: a allows small; b allows medium + app/small -> small only.
-    let answer = app
-        .create("shop", &app.admin, app_resource("x", "medium"))
-        .await;
+    let answer = app.admin_create(app_resource("x", "medium")).await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(answer.body["error"]["allowed_plans"], json!(["small"]));
     assert_eq!(answer.body["error"]["denied_by"], json!(["a"]));
     // postgresql: a allows small, b allows medium: nothing.
-    let answer = app
-        .create("shop", &app.admin, postgresql("db", "small"))
-        .await;
+    let answer = app.admin_create(postgresql("db", "small")).await;
     answer.assert_error(StatusCode::UNPROCESSABLE_ENTITY, "Compute plan 'small' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: none.");
     assert_eq!(answer.body["error"]["denied_by"], json!(["b"]));
     for (ty, plan) in [
@@ -60,7 +56,7 @@ async fn every_checked_type_is_refused_and_none_allowed_reads_none() {
         ("valkey", "large"),
     ] {
         let wanted = json!({"type": ty, "name": "r", "plan": plan});
-        let answer = app.create("shop", &app.admin, wanted).await;
+        let answer = app.admin_create(wanted).await;
         assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{ty}");
         assert_eq!(answer.body["error"]["resource_type"], ty);
     }
@@ -74,7 +70,7 @@ async fn container_instance_components_are_checked_in_request_order() {
             {"name": "worker", "plan": "small", "image": "a"},
             {"name": "cruncher", "plan": "large", "image": "b"},
             {"name": "other", "plan": "xlarge", "image": "c"}]});
-    let answer = app.create("shop", &app.admin, wanted).await;
+    let answer = app.admin_create(wanted).await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(answer.body["error"]["component"], "cruncher");
     assert_eq!(answer.body["error"]["plan"], "large");
@@ -83,7 +79,7 @@ async fn container_instance_components_are_checked_in_request_order() {
     let wanted = json!({"type": "container_instance", "name": "batch", "components": [
             {"name": "worker", "plan": "small", "image": "a"}]});
 
-    let answer = app.create("shop", &app.admin, wanted).await;
+    let answer = app.admin_create(wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED);
     let path = "/v1/boundaries/shop/resources/container_instance/batch";
     // A renamed component is a create of that component: checked.
@@ -114,7 +110,7 @@ async fn container_instance_components_are_checked_in_request_order() {
 async fn grandfathered_resources_keep_their_plan_and_accept_other_changes() {
     let app = shop().await;
     let wanted = json!({"type": "app", "name": "legacy", "plan": "large", "image": "ghcr.io/acme/r:1", "labels": {"team": "a"}});
-    let created = app.create("shop", &app.admin, wanted).await;
+    let created = app.admin_create(wanted).await;
     assert_eq!(created.status, StatusCode::CREATED);
     app.policy("shop", "size-limits", plans(&["small", "medium"]))
         .await;
@@ -168,14 +164,10 @@ async fn functions_are_never_refused_but_carry_a_warning() {
     let app = shop().await;
     app.policy("shop", "size-limits", plans(&["small"])).await;
     let wanted = json!({"type": "function", "name": "f", "plan": "xlarge", "source": "https://git.example/f.git"});
-    let answer = app.create("shop", &app.admin, wanted).await;
-    assert_eq!(answer.status, StatusCode::CREATED);
-    assert_eq!(
-        answer.warnings(),
-        vec![
-            r#"299 palisade "Compute plan 'xlarge' is disallowed by boundary policy 'size-limits'; plans of functions are not enforced""#
-        ]
-    );
+    let answer = app.admin_create(wanted).await;
+    answer.assert_created_warnings(&[
+        r#"299 palisade "Compute plan 'xlarge' is disallowed by boundary policy 'size-limits'; plans of functions are not enforced""#,
+    ]);
     let picker = app
         .admin_get("/v1/boundaries/shop/plans?type=function")
         .await;
@@ -187,7 +179,7 @@ async fn functions_are_never_refused_but_carry_a_warning() {
     // An allowed plan: no warning.
     let wanted =
         json!({"type": "function", "name": "g", "plan": "small", "image": "ghcr.io/acme/g:1"});
-    let answer = app.create("shop", &app.admin, wanted).await;
+    let answer = app.admin_create(wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED);
     assert!(answer.warnings().is_empty());
 }
@@ -196,20 +188,20 @@ async fn functions_are_never_refused_but_carry_a_warning() {
 async fn static_web_apps_take_no_plan_and_unknown_plans_list_the_catalog() {
     let app = shop().await;
     let wanted = json!({"type": "static_web_app", "name": "docs", "plan": "small"});
-    let answer = app.create("shop", &app.admin, wanted).await;
+    let answer = app.admin_create(wanted).await;
     answer.assert_error(
         StatusCode::BAD_REQUEST,
         "/plan: static web apps take no plan",
     );
     let wanted = json!({"type": "valkey", "name": "c", "plan": "huge"});
-    let answer = app.create("shop", &app.admin, wanted).await;
+    let answer = app.admin_create(wanted).await;
     answer.assert_error(
         StatusCode::BAD_REQUEST,
         "/plan: plan 'huge' is not in the catalog of valkey; its plans are small, medium, large",
     );
     let wanted =
         json!({"type": "static_web_app", "name": "docs", "source": "https://git.example/d.git"});
-    let answer = app.create("shop", &app.admin, wanted).await;
+    let answer = app.admin_create(wanted).await;
     assert_eq!(answer.status, StatusCode::CREATED);
 }
 
@@ -241,22 +233,11 @@ async fn picker_lists_catalog_order_with_reasons_and_audit_warnings() {
 #[tokio::test]
 async fn audit_policies_warn_and_never_deny() {
     let app = shop().await;
-    app.policy(
-        "shop",
-        "watch",
-        json!({"mode": "audit", "rules": [{"allowedComputePlans": {"plans": ["small"]}}]}),
-    )
-    .await;
-    let answer = app
-        .create("shop", &app.admin, app_resource("w", "large"))
-        .await;
-    assert_eq!(answer.status, StatusCode::CREATED);
-    assert_eq!(
-        answer.warnings(),
-        vec![
-            r#"299 palisade "Policy 'watch' (audit) would deny: Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small.""#
-        ]
-    );
+    app.policy("shop", "watch", audit_plans(&["small"])).await;
+    let answer = app.admin_create(app_resource("w", "large")).await;
+    answer.assert_created_warnings(&[
+        r#"299 palisade "Policy 'watch' (audit) would deny: Compute plan 'large' is not allowed in this boundary: a boundary policy disallows it. Allowed plans: small.""#,
+    ]);
 }
 
 #[tokio::test]
@@ -314,7 +295,7 @@ async fn move_to_medium(app: &TestApp, path: &str, if_match: &str) -> Answer {
 async fn if_match_guards_updates_and_deletes() {
     let app = shop().await;
     let wanted = json!({"type": "valkey", "name": "c", "plan": "small"});
-    let created = app.create("shop", &app.admin, wanted).await;
+    let created = app.admin_create(wanted).await;
     let etag = created.body["etag"].as_str().unwrap().to_owned();
     let path = "/v1/boundaries/shop/resources/valkey/c";
     let stale = move_to_medium(&app, path, "\"0000\"").await;
@@ -357,7 +338,7 @@ async fn grandfathered_resources_page_like_the_resource_list() {
     }
     bodies.push(json!({"type": "function", "name": "hook", "plan": "large", "image": image}));
     for body in bodies {
-        let answer = app.create("shop", &app.admin, body).await;
+        let answer = app.admin_create(body).await;
         assert!(answer.status.is_success(), "{answer:?}");
     }
     app.policy("shop", "size-limits", plans(&["small", "medium"]))

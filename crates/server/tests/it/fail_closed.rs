@@ -7,7 +7,7 @@
 use crate::common::{app_resource, plans, postgresql, shop, Answer, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
-use sqlx::ConnectOptions;
+use sqlx::Connection;
 
 fn assert_unavailable(answer: &Answer) {
     assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{answer:?}");
@@ -27,12 +27,7 @@ async fn resource_names(app: &TestApp) -> Vec<String> {
 
 /// A second connection to the same SQLite file, as an operator (or a failing disk) would have.
 async fn side_connection(app: &TestApp) -> sqlx::SqliteConnection {
-    app.url
-        .parse::<sqlx::sqlite::SqliteConnectOptions>()
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
+    sqlx::SqliteConnection::connect(&app.url).await.unwrap()
 }
 
 /// Runs `sql` on the side connection `side`.
@@ -51,13 +46,21 @@ async fn hide_policies(app: &TestApp) -> sqlx::SqliteConnection {
     side
 }
 
+/// The admin's PATCH of `change` to the app `old` that `setup` creates.
+async fn patch_old(app: &TestApp, change: serde_json::Value) -> Answer {
+    app.admin(
+        Method::PATCH,
+        "/v1/boundaries/shop/resources/app/old",
+        Some(change),
+    )
+    .await
+}
+
 async fn setup() -> TestApp {
     let app = shop().await;
     app.policy("shop", "size-limits", plans(&["small", "medium"]))
         .await;
-    let answer = app
-        .create("shop", &app.admin, app_resource("old", "small"))
-        .await;
+    let answer = app.admin_create(app_resource("old", "small")).await;
     assert_eq!(answer.status, StatusCode::CREATED);
     app
 }
@@ -74,35 +77,18 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
     )
     .await;
     let create = app_resource("web", "small");
-    assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
-    assert_unavailable(
-        &app.admin(
-            Method::PATCH,
-            "/v1/boundaries/shop/resources/app/old",
-            Some(json!({"plan": "medium"})),
-        )
-        .await,
-    );
+    assert_unavailable(&app.admin_create(create.clone()).await);
+    assert_unavailable(&patch_old(&app, json!({"plan": "medium"})).await);
     assert_unavailable(&app.admin_get("/v1/boundaries/shop/plans?type=app").await);
     // Changes that do not move a plan do not need the policies.
-    let answer = app
-        .admin(
-            Method::PATCH,
-            "/v1/boundaries/shop/resources/app/old",
-            Some(json!({"image": "j"})),
-        )
-        .await;
+    let answer = patch_old(&app, json!({"image": "j"})).await;
     assert_eq!(answer.status, StatusCode::OK);
     // Functions are still created, with the warning that says the plan was not compared.
     let wanted = json!({"type": "function", "name": "f", "plan": "xlarge", "image": "i"});
-    let answer = app.create("shop", &app.admin, wanted).await;
-    assert_eq!(answer.status, StatusCode::CREATED);
-    assert_eq!(
-        answer.warnings(),
-        vec![
-            r#"299 palisade "The boundary's policies could not be read; the plan was not compared with them""#
-        ]
-    );
+    let answer = app.admin_create(wanted).await;
+    answer.assert_created_warnings(&[
+        r#"299 palisade "The boundary's policies could not be read; the plan was not compared with them""#,
+    ]);
     assert_eq!(
         resource_names(&app).await,
         vec!["old".to_owned(), "f".to_owned()]
@@ -113,15 +99,9 @@ async fn an_unreadable_policy_table_refuses_creates_and_moves() {
         "ALTER TABLE policies_unreadable RENAME TO policies",
     )
     .await;
-    let answer = app.create("shop", &app.admin, create).await;
+    let answer = app.admin_create(create).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
-    let answer = app
-        .admin(
-            Method::PATCH,
-            "/v1/boundaries/shop/resources/app/old",
-            Some(json!({"plan": "medium"})),
-        )
-        .await;
+    let answer = patch_old(&app, json!({"plan": "medium"})).await;
     assert_eq!(answer.status, StatusCode::OK);
 }
 
@@ -133,10 +113,10 @@ async fn unchanged_policies_are_not_read_again() {
     let app = setup().await;
     let _side = hide_policies(&app).await;
     let allowed = app_resource("web", "small");
-    let answer = app.create("shop", &app.admin, allowed).await;
+    let answer = app.admin_create(allowed).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     let denied = app_resource("big", "large");
-    let answer = app.create("shop", &app.admin, denied).await;
+    let answer = app.admin_create(denied).await;
     assert_eq!(
         answer.status,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -152,11 +132,11 @@ async fn a_stored_policy_that_cannot_be_decoded_refuses_creates() {
     let mut side = side_connection(&app).await;
     execute(&mut side, "UPDATE policies SET spec_json = '{\"rules\": [{\"allowedComputePlans\": {\"plans\": [\"BAD PLAN\"]}}]}'").await;
     let create = json!({"type": "valkey", "name": "cache", "plan": "small"});
-    assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
+    assert_unavailable(&app.admin_create(create.clone()).await);
     assert_eq!(resource_names(&app).await, vec!["old".to_owned()]);
     // The admin repairs the policy; the same request succeeds.
     app.policy("shop", "size-limits", plans(&["small"])).await;
-    let answer = app.create("shop", &app.admin, create).await;
+    let answer = app.admin_create(create).await;
     assert_eq!(answer.status, StatusCode::CREATED);
 }
 
@@ -179,7 +159,7 @@ async fn a_stopped_postgresql_refuses_creates_until_it_is_back() {
     .await
     .unwrap();
     let started = std::time::Instant::now();
-    assert_unavailable(&app.create("shop", &app.admin, create.clone()).await);
+    assert_unavailable(&app.admin_create(create.clone()).await);
     let elapsed = started.elapsed();
     assert_unavailable(
         &app.admin_get("/v1/boundaries/shop/plans?type=postgresql")
@@ -194,13 +174,13 @@ async fn a_stopped_postgresql_refuses_creates_until_it_is_back() {
     .await
     .unwrap();
     // The pool reconnects; the same request now succeeds, and it is the only resource.
-    let mut answer = app.create("shop", &app.admin, create.clone()).await;
+    let mut answer = app.admin_create(create.clone()).await;
     for _ in 0..50 {
         if answer.status != StatusCode::SERVICE_UNAVAILABLE {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        answer = app.create("shop", &app.admin, create.clone()).await;
+        answer = app.admin_create(create.clone()).await;
     }
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     assert_eq!(resource_names(&app).await, vec!["db".to_owned()]);

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{postgresql, shop, TestApp, KUBECONFIG};
+use crate::common::{page_path, postgresql, shop, TestApp, KUBECONFIG};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -364,10 +364,7 @@ async fn every_list_pages_and_refuses_bad_limits() {
         let mut seen = Vec::new();
         let mut next: Option<String> = None;
         loop {
-            let path = match &next {
-                None => format!("{list}?limit=1"),
-                Some(token) => format!("{list}?limit=1&continue={token}"),
-            };
+            let path = page_path(list, 1, next.as_deref());
             let answer = app.admin_get(&path).await;
             assert_eq!(answer.status, StatusCode::OK, "{path}: {answer:?}");
             let items = answer.body["items"].as_array().unwrap();
@@ -546,15 +543,9 @@ async fn a_422_carries_the_audit_warnings() {
     let app = shop().await;
     app.policy("shop", "limits", common::plans(&["small"]))
         .await;
-    app.policy(
-        "shop",
-        "watch",
-        json!({"mode": "audit", "rules": [{"allowedComputePlans": {"plans": ["medium"]}}]}),
-    )
-    .await;
-    let answer = app
-        .create("shop", &app.admin, postgresql("db", "large"))
+    app.policy("shop", "watch", common::audit_plans(&["medium"]))
         .await;
+    let answer = app.admin_create(postgresql("db", "large")).await;
     assert_eq!(
         answer.status,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -840,7 +831,7 @@ async fn every_list_refuses_a_continue_it_did_not_issue() {
     // Resources first: the policies then grandfather them.
     for i in 0..2 {
         let wanted = json!({"type": "postgresql", "name": format!("db{i}"), "plan": "large"});
-        let answer = app.create("shop", &app.admin, wanted).await;
+        let answer = app.admin_create(wanted).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     }
     for i in 0..2 {
@@ -957,9 +948,7 @@ type Template = (&'static str, &'static [&'static str]);
 #[tokio::test]
 async fn a_body_of_the_wrong_shape_is_refused_in_words() {
     let app = shop().await;
-    let answer = app
-        .create("shop", &app.admin, postgresql("db", "small"))
-        .await;
+    let answer = app.admin_create(postgresql("db", "small")).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     let bad = [
         "[]",

@@ -14,7 +14,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use palisade_store::{ResourceKey, StoreError};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::Connection;
 use tower::ServiceExt;
 
 /// Smaller than the production 2 s so that a short run sees many deadlines.
@@ -40,35 +40,35 @@ impl Locker {
             let connection = sqlx::PgConnection::connect(&app.url).await.unwrap();
             Locker::Postgres(connection)
         } else {
-            let connection = app
-                .url
-                .parse::<sqlx::sqlite::SqliteConnectOptions>()
-                .unwrap()
-                .connect()
-                .await
-                .unwrap();
+            let connection = sqlx::SqliteConnection::connect(&app.url).await.unwrap();
             Locker::Sqlite(connection)
         }
     }
 
+    /// Holds the boundary `shop` locked for `time`: SQLite's write lock, PostgreSQL's row lock.
     async fn hold(&mut self, time: Duration) {
+        let lock: &[&str] = match self {
+            Locker::Sqlite(_) => &["BEGIN IMMEDIATE"],
+            Locker::Postgres(_) => &[
+                "BEGIN",
+                "SELECT name FROM boundaries WHERE name = 'shop' FOR UPDATE",
+            ],
+        };
+        for statement in lock {
+            self.execute(statement).await;
+        }
+        tokio::time::sleep(time).await;
+        self.execute("COMMIT").await;
+    }
+
+    /// Runs `statement` on the connection, whichever backend's it is.
+    async fn execute(&mut self, statement: &str) {
         match self {
             Locker::Sqlite(c) => {
-                sqlx::query("BEGIN IMMEDIATE")
-                    .execute(&mut *c)
-                    .await
-                    .unwrap();
-                tokio::time::sleep(time).await;
-                sqlx::query("COMMIT").execute(&mut *c).await.unwrap();
+                sqlx::query(statement).execute(&mut *c).await.unwrap();
             }
             Locker::Postgres(c) => {
-                sqlx::query("BEGIN").execute(&mut *c).await.unwrap();
-                sqlx::query("SELECT name FROM boundaries WHERE name = 'shop' FOR UPDATE")
-                    .execute(&mut *c)
-                    .await
-                    .unwrap();
-                tokio::time::sleep(time).await;
-                sqlx::query("COMMIT").execute(&mut *c).await.unwrap();
+                sqlx::query(statement).execute(&mut *c).await.unwrap();
             }
         }
     }

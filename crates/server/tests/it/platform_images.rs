@@ -19,25 +19,44 @@ async fn placed() -> TestApp {
         .put_namespace("shop", "c1", "web", None)
         .await
         .unwrap();
-    let answer = app
-        .policy(
-            "shop",
+    for (name, spec) in [
+        (
             "trusted",
             json!({"rules": [{"allowedRegistries": {"registries": ["ghcr.io/acme"]}},
                               {"disallowLatestTag": {}}]}),
-        )
-        .await;
-    assert!(answer.status.is_success(), "{:?}", answer.body);
-    let answer = app
-        .policy(
-            "shop",
+        ),
+        (
             "scoped",
             json!({"scope": {"clusters": ["c2"]},
                    "rules": [{"allowedRegistries": {"registries": ["quay.io/none"]}}]}),
-        )
-        .await;
-    assert!(answer.status.is_success(), "{:?}", answer.body);
+        ),
+    ] {
+        let answer = app.policy("shop", name, spec).await;
+        assert!(answer.status.is_success(), "{:?}", answer.body);
+    }
     app
+}
+
+/// The builder image palisade runs for a build of `kind` (`app`, `static-web-app`, ...).
+fn builder(kind: &str) -> String {
+    format!("ghcr.io/palisade-dev/{kind}-builder:1.0.0")
+}
+
+/// Uploads `content` to the boundary `shop` as the admin and asserts the 201: the upload's id.
+async fn upload(app: &TestApp, content: &str) -> String {
+    let path = "/v1/boundaries/shop/uploads";
+    let answer = app
+        .post_body(path, &app.admin, content, "application/octet-stream")
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
+    answer.body["id"].as_str().unwrap().to_owned()
+}
+
+/// Creates `wanted` as the admin and asserts the 201: the answer's `Warning` headers.
+async fn created_warnings(app: &TestApp, wanted: serde_json::Value) -> Vec<String> {
+    let answer = app.admin_create(wanted).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
+    answer.warnings()
 }
 
 fn denied(object: &str, resource: &str, image: &str) -> String {
@@ -54,18 +73,9 @@ async fn builds_warn_about_every_platform_image_a_policy_denies() {
     let wanted = json!({"type": "app", "name": "api", "plan": "small",
                    "source": "https://git.example.com/acme/api.git"});
 
-    let answer = app.create("shop", &admin, wanted).await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
-    let warnings = answer.warnings();
+    let warnings = created_warnings(&app, wanted).await;
     assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert_eq!(
-        warnings[0],
-        denied(
-            "build Job",
-            "app/api",
-            "ghcr.io/palisade-dev/app-builder:1.0.0"
-        )
-    );
+    assert_eq!(warnings[0], denied("build Job", "app/api", &builder("app")));
     assert!(
         warnings[1].starts_with(
             "299 palisade \"the Deployment palisade runs for app/api will be denied: Policy 'trusted' (AllowedRegistries) denied image registry.palisade.internal/builds/shop/app-api:"
@@ -76,26 +86,13 @@ async fn builds_warn_about_every_platform_image_a_policy_denies() {
     let wanted = json!({"type": "static_web_app", "name": "docs",
                    "source": "https://git.example.com/acme/docs.git"});
 
-    let answer = app.create("shop", &admin, wanted).await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
-    let warnings = answer.warnings();
+    let warnings = created_warnings(&app, wanted).await;
     assert_eq!(warnings.len(), 3, "{warnings:?}");
-    assert_eq!(
-        warnings[0],
-        denied(
-            "build Job",
-            "static_web_app/docs",
-            "ghcr.io/palisade-dev/static-web-app-builder:1.0.0"
-        )
-    );
-    assert_eq!(
-        warnings[2],
-        denied(
-            "Deployment",
-            "static_web_app/docs",
-            "docker.io/library/nginx:1.27.3"
-        )
-    );
+    let docs = "static_web_app/docs";
+    let builder = builder("static-web-app");
+    assert_eq!(warnings[0], denied("build Job", docs, &builder));
+    let file_server = "docker.io/library/nginx:1.27.3";
+    assert_eq!(warnings[2], denied("Deployment", docs, file_server));
 
     // An update warns again: the objects are applied again and judged again.
     let answer = app
@@ -112,28 +109,15 @@ async fn builds_warn_about_every_platform_image_a_policy_denies() {
     let wanted = json!({"type": "app", "name": "web", "plan": "small",
                    "image": "quay.io/acme/web:1.0"});
     let answer = app.create("shop", &admin, wanted).await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
-    assert_eq!(answer.warnings(), Vec::<String>::new());
+    answer.assert_created_warnings(&[]);
 }
 
 #[tokio::test]
 async fn a_function_from_an_upload_keeps_its_latest_builder_warning_once() {
     let app = placed().await;
-    let admin = app.admin.clone();
-    let upload = app
-        .post_body(
-            "/v1/boundaries/shop/uploads",
-            &admin,
-            "print('hi')",
-            "application/octet-stream",
-        )
-        .await;
-    assert_eq!(upload.status, StatusCode::CREATED, "{:?}", upload.body);
-    let id = upload.body["id"].as_str().unwrap().to_owned();
+    let id = upload(&app, "print('hi')").await;
     let wanted = json!({"type": "function", "name": "hook", "plan": "small", "upload": id});
-    let answer = app.create("shop", &admin, wanted).await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
-    let warnings = answer.warnings();
+    let warnings = created_warnings(&app, wanted).await;
     assert_eq!(
         warnings[0],
         "299 palisade \"Policy 'trusted' (DisallowLatestTag) denies builds of uploaded code: the function builder is referenced by the tag latest\""
@@ -163,21 +147,8 @@ async fn an_upload_that_will_not_be_built_says_so() {
     let mut app = placed().await;
     let state = palisade_server::AppState::of(app.state.app.clone().without_upload_builds());
     app.router = palisade_server::app(state);
-    let admin = app.admin.clone();
-    let upload = app
-        .post_body(
-            "/v1/boundaries/shop/uploads",
-            &admin,
-            "<h1>docs</h1>",
-            "application/octet-stream",
-        )
-        .await;
-    let id = upload.body["id"].as_str().unwrap().to_owned();
+    let id = upload(&app, "<h1>docs</h1>").await;
     let wanted = json!({"type": "static_web_app", "name": "site", "upload": id});
-    let answer = app.create("shop", &admin, wanted).await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
-    assert_eq!(
-        answer.warnings(),
-        ["299 palisade \"uploaded code is not built: palisade serve has no --public-url for build Jobs to fetch it from\""]
-    );
+    let answer = app.admin_create(wanted).await;
+    answer.assert_created_warnings(&["299 palisade \"uploaded code is not built: palisade serve has no --public-url for build Jobs to fetch it from\""]);
 }

@@ -6,7 +6,9 @@
 //! the preview paged like a list over clusters an adapter in the test holds.
 //! The cluster half is proven on real API servers in `crates/reconciler/tests/e2e/{preview,audit}.rs`.
 
-use crate::common::{fake, plans, shop, FakeClusters, TestApp, KUBECONFIG};
+use crate::common::{
+    audit_plans, fake, page_path, plans, shop, Answer, FakeClusters, TestApp, KUBECONFIG,
+};
 use axum::http::{Method, StatusCode};
 use palisade_app::ports::{ClusterError, ScanInfo, Visit};
 use serde_json::{json, Value};
@@ -44,9 +46,7 @@ async fn a_compute_plan_rule_lists_the_resources_it_would_grandfather() {
         .admin_get("/v1/boundaries/shop/policies/size-limits")
         .await;
     assert_eq!(got.status, StatusCode::NOT_FOUND);
-    let mut audit = plans(&["small"]);
-    audit["mode"] = json!("audit");
-    let answer = app.admin(Method::POST, PREVIEW, Some(audit)).await;
+    let answer = preview(&app, PREVIEW, &audit_plans(&["small"])).await;
     assert_eq!(
         answer.body["summary"]["resources_grandfathered"], 0,
         "{answer:?}"
@@ -262,6 +262,11 @@ async fn shop_of_pods(latest: usize, unlabelled: usize) -> TestApp {
 }
 
 /// Every finding of a preview body, by list (`denied of c1`, ..., `grandfathered`).
+/// The admin's preview of `spec` at `path` (`PREVIEW`, with a query or without).
+async fn preview(app: &TestApp, path: &str, spec: &Value) -> Answer {
+    app.admin(Method::POST, path, Some(spec.clone())).await
+}
+
 fn findings(body: &Value) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for cluster in body["clusters"].as_array().unwrap() {
@@ -299,7 +304,7 @@ async fn a_preview_pages_its_findings_like_a_list() {
     }
     for name in ["db1", "db2", "db3"] {
         let wanted = json!({"type": "postgresql", "name": name, "plan": "large"});
-        let answer = app.create("shop", &app.admin, wanted).await;
+        let answer = app.admin_create(wanted).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     }
     // Saved: every Pod needs a team label (the unlabelled ones are denied today).
@@ -313,13 +318,7 @@ async fn a_preview_pages_its_findings_like_a_list() {
         {"allowedComputePlans": {"plans": ["small"]}}]});
     let audit = json!({"mode": "audit", "rules": [{"disallowLatestTag": {}}]});
     for (spec, total) in [(enforce, 120 + 10 + 3), (audit, 120 + 10)] {
-        let whole = app
-            .admin(
-                Method::POST,
-                &format!("{PREVIEW}?limit=1000"),
-                Some(spec.clone()),
-            )
-            .await;
+        let whole = preview(&app, &format!("{PREVIEW}?limit=1000"), &spec).await;
         assert_eq!(whole.status, StatusCode::OK, "{whole:?}");
         assert!(
             whole.body.get("continue").is_none(),
@@ -329,7 +328,7 @@ async fn a_preview_pages_its_findings_like_a_list() {
         let all = findings(&whole.body);
         assert_eq!(all.len(), total, "{:?}", whole.body["summary"]);
         // Without a limit: the lists' default of 100.
-        let first = app.admin(Method::POST, PREVIEW, Some(spec.clone())).await;
+        let first = preview(&app, PREVIEW, &spec).await;
         assert_eq!(findings(&first.body).len(), 100);
         assert!(
             first.body["continue"].is_string(),
@@ -341,11 +340,7 @@ async fn a_preview_pages_its_findings_like_a_list() {
         let mut next: Option<String> = None;
         let mut pages = 0;
         loop {
-            let path = match &next {
-                None => format!("{PREVIEW}?limit=25"),
-                Some(token) => format!("{PREVIEW}?limit=25&continue={token}"),
-            };
-            let page = app.admin(Method::POST, &path, Some(spec.clone())).await;
+            let page = preview(&app, &page_path(PREVIEW, 25, next.as_deref()), &spec).await;
             assert_eq!(page.status, StatusCode::OK, "{page:?}");
             pages += 1;
             assert_eq!(page.body["summary"], whole.body["summary"], "page {pages}");
@@ -379,26 +374,15 @@ async fn a_preview_pages_its_findings_like_a_list() {
     assert!(policies.body.get("continue").is_none());
     let tokens_list = app.admin_get("/v1/tokens").await;
     assert_eq!(tokens_list.status, StatusCode::OK);
+    let no_latest = json!({"rules": [{"disallowLatestTag": {}}]});
     for token in ["not-a-key", "0", "c1"] {
-        let answer = app
-            .admin(
-                Method::POST,
-                &format!("{PREVIEW}?continue={token}"),
-                Some(json!({"rules": [{"disallowLatestTag": {}}]})),
-            )
-            .await;
+        let answer = preview(&app, &format!("{PREVIEW}?continue={token}"), &no_latest).await;
         answer.assert_error(
             StatusCode::BAD_REQUEST,
             "/continue: is not a continue token of this list",
         );
     }
-    let answer = app
-        .admin(
-            Method::POST,
-            &format!("{PREVIEW}?limit=0"),
-            Some(json!({"rules": [{"disallowLatestTag": {}}]})),
-        )
-        .await;
+    let answer = preview(&app, &format!("{PREVIEW}?limit=0"), &no_latest).await;
     assert_eq!(answer.message(), "/limit: must be from 1 to 1000, got 0");
 }
 
@@ -446,18 +430,12 @@ async fn a_preview_pages_its_grandfathered_resources_from_any_place() {
         bodies.push(json!({"type": "valkey", "name": format!("kv-{i}"), "plan": plan}));
     }
     for body in bodies {
-        let answer = app.create("shop", &app.admin, body).await;
+        let answer = app.admin_create(body).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     }
     let spec = json!({"rules": [{"disallowLatestTag": {}},
         {"allowedComputePlans": {"plans": ["small", "medium"]}}]});
-    let whole = app
-        .admin(
-            Method::POST,
-            &format!("{PREVIEW}?limit=1000"),
-            Some(spec.clone()),
-        )
-        .await;
+    let whole = preview(&app, &format!("{PREVIEW}?limit=1000"), &spec).await;
     assert_eq!(whole.status, StatusCode::OK, "{whole:?}");
     let listed: Vec<String> = whole.body["grandfathered"]
         .as_array()
@@ -490,11 +468,8 @@ async fn a_preview_pages_its_grandfathered_resources_from_any_place() {
         let mut paged = Vec::new();
         let mut next: Option<String> = None;
         loop {
-            let path = match &next {
-                None => format!("{PREVIEW}?limit={limit}"),
-                Some(token) => format!("{PREVIEW}?limit={limit}&continue={token}"),
-            };
-            let page = app.admin(Method::POST, &path, Some(spec.clone())).await;
+            let path = page_path(PREVIEW, limit, next.as_deref());
+            let page = preview(&app, &path, &spec).await;
             assert_eq!(page.status, StatusCode::OK, "{page:?}");
             assert_eq!(page.body["summary"], whole.body["summary"], "limit {limit}");
             let items = findings(&page.body);

@@ -59,6 +59,17 @@ impl Rng {
     }
 }
 
+/// What each background writer (the policy's, the exceptions') takes into its task: the
+/// HTTP client, the API's base URL and token, the shared counts, and the flag that stops it.
+#[derive(Clone)]
+struct Writers {
+    client: reqwest::Client,
+    base: String,
+    token: String,
+    counts: Arc<Counts>,
+    done: Arc<AtomicBool>,
+}
+
 /// Serves `router` on a loopback port; its base URL.
 async fn serve(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -89,28 +100,31 @@ async fn run(app: TestApp, replicas: usize) {
     let done = Arc::new(AtomicBool::new(false));
     let token = app.admin.clone();
 
+    let writers = Writers {
+        client: client.clone(),
+        base: base.clone(),
+        token: token.clone(),
+        counts: counts.clone(),
+        done: done.clone(),
+    };
+
     // The policy writer: replaces the policy until the clients finish.
     let writer = {
-        let (client, base, token, counts, done) = (
-            client.clone(),
-            base.clone(),
-            token.clone(),
-            counts.clone(),
-            done.clone(),
-        );
+        let w = writers.clone();
         tokio::spawn(async move {
             let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-            while !done.load(Ordering::Relaxed) {
+            while !w.done.load(Ordering::Relaxed) {
                 let set = PLAN_SETS[rng.next(PLAN_SETS.len())];
-                let answer = client
-                    .put(format!("{base}/v1/boundaries/shop/policies/limits"))
-                    .bearer_auth(&token)
+                let answer = w
+                    .client
+                    .put(format!("{}/v1/boundaries/shop/policies/limits", w.base))
+                    .bearer_auth(&w.token)
                     .json(&common::plans(set))
                     .send()
                     .await
                     .unwrap();
                 assert!(answer.status().is_success());
-                counts.policy_changes.fetch_add(1, Ordering::Relaxed);
+                w.counts.policy_changes.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(std::time::Duration::from_millis(2)).await;
             }
         })
@@ -119,17 +133,11 @@ async fn run(app: TestApp, replicas: usize) {
     // The exception writer: short-lived exceptions for random resources, until the clients
     // finish.
     let exceptions = {
-        let (client, base, token, counts, done) = (
-            client.clone(),
-            base.clone(),
-            token.clone(),
-            counts.clone(),
-            done.clone(),
-        );
+        let w = writers;
         tokio::spawn(async move {
             let mut rng = Rng(0x2545_f491_4f6c_dd1d);
             let mut k = 0usize;
-            while !done.load(Ordering::Relaxed) {
+            while !w.done.load(Ordering::Relaxed) {
                 let resources: Vec<String> = (0..40)
                     .map(|_| {
                         format!(
@@ -142,12 +150,14 @@ async fn run(app: TestApp, replicas: usize) {
                 let ahead = 300 + rng.next(500) as i64;
                 let expires = (chrono::Utc::now() + chrono::Duration::milliseconds(ahead))
                     .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-                let answer = client
+                let answer = w
+                    .client
                     .put(format!(
-                        "{base}/v1/boundaries/shop/exceptions/ex-{}",
+                        "{}/v1/boundaries/shop/exceptions/ex-{}",
+                        w.base,
                         k % EXCEPTION_NAMES
                     ))
-                    .bearer_auth(&token)
+                    .bearer_auth(&w.token)
                     .json(&json!({"policy": "limits", "resources": resources,
                         "plans": ["large", "xlarge"], "expiresAt": expires, "reason": "race"}))
                     .send()
@@ -159,7 +169,7 @@ async fn run(app: TestApp, replicas: usize) {
                     assert!(text.contains("/expiresAt: must be in the future"), "{text}");
                     continue;
                 }
-                counts.exception_writes.fetch_add(1, Ordering::Relaxed);
+                w.counts.exception_writes.fetch_add(1, Ordering::Relaxed);
                 k += 1;
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             }

@@ -6,9 +6,10 @@
 //! The answer times are printed (`--nocapture`) and recorded in docs/benchmarks.md, not
 //! asserted: wall-clock bounds do not belong in these tests.
 
+use std::future::Future;
 use std::time::Instant;
 
-use crate::common::shop;
+use crate::common::{shop, Answer, TestApp};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
@@ -24,6 +25,26 @@ fn deep_document(boundary: &str, depth: usize) -> String {
         "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: p\n  boundary: {boundary}\n  annotations: {{x: {}}}\nspec:\n  rules: [{{disallowLatestTag: {{}}}}]\n",
         nested(depth)
     )
+}
+
+/// The answer to a dry-run apply of `body` by the admin.
+async fn dry_run(app: &TestApp, body: &str) -> Answer {
+    app.post_yaml("/v1/apply?dry_run=true", &app.admin, body)
+        .await
+}
+
+/// Awaits `answer`, the answer to `body`, and prints how long it took under `label`
+/// (`--nocapture`; the times are recorded, not asserted).
+async fn timed(label: &str, body: &str, answer: impl Future<Output = Answer>) -> Answer {
+    let started = Instant::now();
+    let answer = answer.await;
+    println!(
+        "{label} ({} KiB): {} in {:?}",
+        body.len() / 1024,
+        answer.status,
+        started.elapsed()
+    );
+    answer
 }
 
 /// A kubeconfig otherwise acceptable, with a value nested `depth` deep.
@@ -124,16 +145,9 @@ async fn every_route_refuses_a_body_nested_100000_deep_naming_where() {
     ];
     let mut wrong = Vec::new();
     for (method, path, body, content_type, message) in cases {
-        let started = Instant::now();
-        let answer = app
-            .send_body(method.clone(), path, &app.admin, &body, content_type)
-            .await;
-        println!(
-            "{method} {path} ({} KiB): {} in {:?}",
-            body.len() / 1024,
-            answer.status,
-            started.elapsed()
-        );
+        let label = format!("{method} {path}");
+        let send = app.send_body(method.clone(), path, &app.admin, &body, content_type);
+        let answer = timed(&label, &body, send).await;
         if (answer.status, answer.code(), answer.message())
             != (StatusCode::BAD_REQUEST, "invalid_request", message.as_str())
         {
@@ -150,22 +164,10 @@ async fn every_route_refuses_a_body_nested_100000_deep_naming_where() {
 async fn a_body_as_deep_as_the_limit_is_read() {
     let app = shop().await;
     // The document itself nests 3 levels around the annotation: 61 more reach 64.
-    let answer = app
-        .post_yaml(
-            "/v1/apply?dry_run=true",
-            &app.admin,
-            &deep_document("shop", 61),
-        )
-        .await;
+    let answer = dry_run(&app, &deep_document("shop", 61)).await;
     // Annotation values are strings: past the nesting bound, the document's own rules speak.
     answer.assert_error_starts(StatusCode::BAD_REQUEST, "/0/metadata/annotations/x: ");
-    let answer = app
-        .post_yaml(
-            "/v1/apply?dry_run=true",
-            &app.admin,
-            &deep_document("shop", 62),
-        )
-        .await;
+    let answer = dry_run(&app, &deep_document("shop", 62)).await;
     assert_eq!(
         answer.message(),
         "the body: line 6 column 81: nesting deeper than 64 levels"
@@ -215,19 +217,12 @@ async fn yaml_tags_the_parser_would_drop_are_refused_naming_where() {
         ),
     ];
     for (body, message) in cases {
-        let answer = app
-            .post_yaml("/v1/apply?dry_run=true", &app.admin, &body)
-            .await;
-        answer.assert_error(StatusCode::BAD_REQUEST, message);
+        dry_run(&app, &body)
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, message);
     }
     // The core schema's tags are read as before.
-    let answer = app
-        .post_yaml(
-            "/v1/apply?dry_run=true",
-            &app.admin,
-            &document("  annotations: !!map {x: !!str y}\n"),
-        )
-        .await;
+    let answer = dry_run(&app, &document("  annotations: !!map {x: !!str y}\n")).await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     let kubeconfig = deep_kubeconfig(1).replace("{token: abc}", "{token: !!binary YWJj}");
     let answer = app.put_cluster("c", &kubeconfig).await;
@@ -250,14 +245,8 @@ async fn a_developer_apply_is_403_before_the_body_is_read() {
         deep_document("shop", DEPTH),
         "not: [yaml".to_owned(),
     ] {
-        let started = Instant::now();
-        let answer = app.post_yaml("/v1/apply", &developer, &body).await;
-        println!(
-            "developer apply ({} KiB): {} in {:?}",
-            body.len() / 1024,
-            answer.status,
-            started.elapsed()
-        );
+        let send = app.post_yaml("/v1/apply", &developer, &body);
+        let answer = timed("developer apply", &body, send).await;
         answer.assert_error(StatusCode::FORBIDDEN, forbidden);
     }
 }
@@ -271,9 +260,7 @@ async fn an_alias_bomb_is_refused() {
     let body = format!(
         "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata:\n  name: p\n  boundary: shop\n  annotations: {{x: &a [{items}], y: [{aliases}]}}\nspec:\n  rules: [{{disallowLatestTag: {{}}}}]\n"
     );
-    let answer = app
-        .post_yaml("/v1/apply?dry_run=true", &app.admin, &body)
-        .await;
+    let answer = dry_run(&app, &body).await;
     answer.assert_error(StatusCode::BAD_REQUEST, "/0: aliases expand the text to more than 79692 values (one per byte of it, plus 65536) (line 6 column 4932)");
 }
 
@@ -307,16 +294,7 @@ async fn bodies_that_would_hold_too_much_memory_are_refused_in_words() {
         ),
     ];
     for (body, expected) in cases {
-        let started = Instant::now();
-        let answer = app
-            .post_yaml("/v1/apply?dry_run=true", &app.admin, &body)
-            .await;
-        println!(
-            "apply of {} KiB: {} in {:?}",
-            body.len() / 1024,
-            answer.status,
-            started.elapsed()
-        );
+        let answer = timed("apply", &body, dry_run(&app, &body)).await;
         answer.assert_error(StatusCode::BAD_REQUEST, expected);
     }
 }

@@ -69,7 +69,7 @@ async fn placed(adapter: Arc<Recording>) -> TestApp {
         json!({"type": "app", "name": "site", "plan": "small", "source": "https://git.example.com/acme/site.git"}),
         json!({"type": "valkey", "name": "cache", "plan": "small"}),
     ] {
-        let answer = app.create("shop", &app.admin, body).await;
+        let answer = app.admin_create(body).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
     }
     app

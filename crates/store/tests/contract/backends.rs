@@ -59,10 +59,7 @@ async fn sqlite_unreadable_policies_stop_guarded_writes() {
     let db = TestDb::sqlite();
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
-    store
-        .put_policy(policy_write("b", "p", "{}"), "a")
-        .await
-        .unwrap();
+    put(&store, "b", "p", "{}", "a").await;
     let mut conn = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
     sqlx::query("UPDATE policies SET spec_json = X'00FF'")
         .execute(&mut conn)

@@ -29,10 +29,7 @@ pub async fn boundaries(db: TestDb) {
     assert_eq!(names, ["Z", "a-b", "a0", "aB", "a_b", "b1"]);
 
     // Refused while it holds policies, then resources.
-    store
-        .put_policy(policy_write("b1", "p", r#"{"allow":true}"#), "alice")
-        .await
-        .unwrap();
+    put(&store, "b1", "p", r#"{"allow":true}"#, "alice").await;
     assert_conflict(store.delete_boundary("b1").await, "boundary has policies");
     store.delete_policy("b1", "p", None, "alice").await.unwrap();
     store

@@ -8,26 +8,17 @@ pub async fn changes_share_one_sequence(db: TestDb) {
     store.create_boundary("b2", None).await.unwrap();
     let k = key("b1", "db", "r");
 
-    store
-        .put_policy(policy_write("b1", "p", r#"{"v":1}"#), "a")
-        .await
-        .unwrap();
+    put(&store, "b1", "p", r#"{"v":1}"#, "a").await;
     store
         .create_resource(new_resource("b1", "db", "r", r#"{"v":1}"#), None, None)
         .await
         .unwrap();
-    store
-        .put_policy(policy_write("b2", "q", r#"{"v":1}"#), "a")
-        .await
-        .unwrap();
+    put(&store, "b2", "q", r#"{"v":1}"#, "a").await;
     store
         .update_resource(&k, None, editor(r#"{"v":2}"#, None), None)
         .await
         .unwrap();
-    store
-        .put_policy(policy_write("b1", "p", r#"{"v":2}"#), "a")
-        .await
-        .unwrap();
+    put(&store, "b1", "p", r#"{"v":2}"#, "a").await;
     store.delete_resource(&k, None).await.unwrap();
     store.delete_policy("b1", "p", None, "a").await.unwrap();
 
@@ -89,10 +80,7 @@ pub async fn history_is_pruned_oldest_first_in_batches(db: TestDb) {
     );
     let cutoff = palisade_store::now();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    store
-        .put_policy(policy_write("b", "p", r#"{"v":99}"#), "a")
-        .await
-        .unwrap();
+    put(&store, "b", "p", r#"{"v":99}"#, "a").await;
     // 5 history rows and 5 change rows are older than the cutoff: 2 of each per call.
     let mut calls = Vec::new();
     loop {
@@ -134,10 +122,7 @@ pub async fn history_keeps_each_newest_entry_and_reads_pages(db: TestDb) {
     for version in 0..3 {
         let spec = format!(r#"{{"v":{version}}}"#);
         for name in ["p", "q"] {
-            store
-                .put_policy(policy_write("b", name, &spec), "a")
-                .await
-                .unwrap();
+            put(&store, "b", name, &spec, "a").await;
         }
         for name in ["x", "y"] {
             store

@@ -318,10 +318,7 @@ pub async fn the_snapshot_is_every_boundary_s_own_lists(db: TestDb) {
         store.attach_cluster(b, c).await.unwrap();
     }
     for (b, p) in [("a", "p1"), ("a", "p2"), ("b", "q")] {
-        store
-            .put_policy(policy_write(b, p, "{}"), "admin")
-            .await
-            .unwrap();
+        put(&store, b, p, "{}", "admin").await;
     }
     store.put_namespace("a", "c1", "web", None).await.unwrap();
     store.put_namespace("b", "c2", "api", None).await.unwrap();

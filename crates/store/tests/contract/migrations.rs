@@ -158,14 +158,7 @@ async fn check_plans(url: &str) {
     assert_eq!(store.plan_groups("old").await.unwrap(), expected_groups());
     store.create_boundary("new", None).await.unwrap();
     for (t, n, body) in BODIES {
-        let resource = palisade_store::NewResource {
-            boundary: "new".into(),
-            resource_type: t.into(),
-            name: n.into(),
-            body_json: body.into(),
-            cluster: None,
-            upload: None,
-        };
+        let resource = palisade_store::NewResource::unplaced("new", t, n, body);
         store.create_resource(resource, None, None).await.unwrap();
     }
     assert_eq!(store.plan_groups("new").await.unwrap(), expected_groups());

@@ -8,10 +8,7 @@ pub async fn policies(db: TestDb) {
     let spec1 = r#"{"allow":true}"#;
     let spec2 = r#"{"allow":false}"#;
 
-    let (created, action) = store
-        .put_policy(policy_write("b", "p", spec1), "alice")
-        .await
-        .unwrap();
+    let (created, action) = put(&store, "b", "p", spec1, "alice").await;
     assert_eq!(action, WriteAction::Created);
     assert_eq!(created.boundary, "b");
     assert_eq!(created.name, "p");
@@ -23,18 +20,12 @@ pub async fn policies(db: TestDb) {
     assert_eq!(store.get_policy("b", "p").await.unwrap(), created);
 
     // Identical content: nothing is written, not even the actor.
-    let (same, action) = store
-        .put_policy(policy_write("b", "p", spec1), "bob")
-        .await
-        .unwrap();
+    let (same, action) = put(&store, "b", "p", spec1, "bob").await;
     assert_eq!(action, WriteAction::Unchanged);
     assert_eq!(same, created);
     assert_eq!(store.get_policy("b", "p").await.unwrap(), created);
 
-    let (configured, action) = store
-        .put_policy(policy_write("b", "p", spec2), "bob")
-        .await
-        .unwrap();
+    let (configured, action) = put(&store, "b", "p", spec2, "bob").await;
     assert_eq!(action, WriteAction::Configured);
     assert_eq!(configured.etag, etag_of(&[spec2, META]));
     assert_eq!(configured.created_at, created.created_at);
@@ -50,10 +41,7 @@ pub async fn policies(db: TestDb) {
     assert_eq!(action, WriteAction::Configured);
     assert_ne!(relabelled.etag, configured.etag);
 
-    store
-        .put_policy(policy_write("b", "a-first", spec1), "alice")
-        .await
-        .unwrap();
+    put(&store, "b", "a-first", spec1, "alice").await;
     let names: Vec<String> = store
         .list_policies("b")
         .await
@@ -130,10 +118,7 @@ pub async fn policy_versions(db: TestDb) {
         let store = store.clone();
         let spec = spec(n);
         async move {
-            let (record, _) = store
-                .put_policy(policy_write("b", "p", &spec), "alice")
-                .await
-                .unwrap();
+            let (record, _) = put(&store, "b", "p", &spec, "alice").await;
             record.version
         }
     };
@@ -156,10 +141,7 @@ pub async fn policy_versions(db: TestDb) {
     assert_eq!(store.get_policy("b", "p").await.unwrap().version, 3);
     assert_eq!(store.list_policies("b").await.unwrap()[0].version, 3);
     // Another policy numbers on its own.
-    let (other, _) = store
-        .put_policy(policy_write("b", "q", &spec(9)), "alice")
-        .await
-        .unwrap();
+    let (other, _) = put(&store, "b", "q", &spec(9), "alice").await;
     assert_eq!(other.version, 1);
 
     store.delete_policy("b", "p", None, "bob").await.unwrap();
@@ -208,10 +190,7 @@ pub async fn policy_if_match(db: TestDb) {
             .put_policy(with_if_match(policy_write("b", "p", v1), "*"), "a")
             .await,
     );
-    let (p1, _) = store
-        .put_policy(policy_write("b", "p", v1), "a")
-        .await
-        .unwrap();
+    let (p1, _) = put(&store, "b", "p", v1, "a").await;
 
     assert_precondition_failed(
         store
@@ -255,10 +234,7 @@ pub async fn apply_policies_is_all_or_nothing(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b1", None).await.unwrap();
     store.create_boundary("b2", None).await.unwrap();
-    let (existing, _) = store
-        .put_policy(policy_write("b1", "keep", r#"{"v":1}"#), "a")
-        .await
-        .unwrap();
+    let (existing, _) = put(&store, "b1", "keep", r#"{"v":1}"#, "a").await;
     let changes_before = store.list_changes("b1").await.unwrap();
 
     // A bad If-Match last: the valid writes before it are not kept.
@@ -306,14 +282,8 @@ pub async fn apply_policies_in_order(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b1", None).await.unwrap();
     store.create_boundary("b2", None).await.unwrap();
-    let (keep, _) = store
-        .put_policy(policy_write("b1", "keep", r#"{"v":1}"#), "a")
-        .await
-        .unwrap();
-    let (edit, _) = store
-        .put_policy(policy_write("b1", "edit", r#"{"v":1}"#), "a")
-        .await
-        .unwrap();
+    let (keep, _) = put(&store, "b1", "keep", r#"{"v":1}"#, "a").await;
+    let (edit, _) = put(&store, "b1", "edit", r#"{"v":1}"#, "a").await;
 
     // Boundaries out of name order, one policy written twice.
     let results = store

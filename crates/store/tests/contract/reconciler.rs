@@ -27,10 +27,7 @@ pub async fn changes_wake_subscribers(db: TestDb) {
         next_change(&mut changes).await;
     }
     store.create_boundary("b", None).await.unwrap();
-    store
-        .put_policy(policy_write("b", "p", r#"{"rules":[]}"#), "t")
-        .await
-        .unwrap();
+    put(&store, "b", "p", r#"{"rules":[]}"#, "t").await;
     next_change(&mut changes).await;
     // A second store on the same database (another replica) hears it too on PostgreSQL.
     if store.backend() == "postgres" {

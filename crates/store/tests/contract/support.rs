@@ -110,15 +110,20 @@ fn before(full: sqlx::migrate::Migrator, version: i64) -> sqlx::migrate::Migrato
 pub const META: &str = r#"{"labels":{},"annotations":{}}"#;
 
 pub fn policy_write(boundary: &str, name: &str, spec: &str) -> PolicyWrite {
-    PolicyWrite {
-        boundary: boundary.into(),
-        name: name.into(),
-        spec_json: spec.into(),
-        metadata_json: META.into(),
-        if_match: None,
-        create_only: false,
-        restores: None,
-    }
+    PolicyWrite::unconditional(boundary, name, spec, META)
+}
+
+/// Writes `spec` as the policy `name` of `boundary`, unconditionally, as `actor`: the record
+/// stored and what the write did.
+pub async fn put(
+    store: &palisade_store::SharedStore,
+    boundary: &str,
+    name: &str,
+    spec: &str,
+    actor: &str,
+) -> (PolicyRecord, WriteAction) {
+    let write = policy_write(boundary, name, spec);
+    store.put_policy(write, actor).await.unwrap()
 }
 
 pub fn with_if_match(write: PolicyWrite, if_match: &str) -> PolicyWrite {
@@ -129,14 +134,7 @@ pub fn with_if_match(write: PolicyWrite, if_match: &str) -> PolicyWrite {
 }
 
 pub fn new_resource(boundary: &str, resource_type: &str, name: &str, body: &str) -> NewResource {
-    NewResource {
-        boundary: boundary.into(),
-        resource_type: resource_type.into(),
-        name: name.into(),
-        body_json: body.into(),
-        cluster: None,
-        upload: None,
-    }
+    NewResource::unplaced(boundary, resource_type, name, body)
 }
 
 pub fn key(boundary: &str, resource_type: &str, name: &str) -> ResourceKey {

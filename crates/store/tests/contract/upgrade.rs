@@ -117,14 +117,8 @@ async fn read_back(store: SharedStore) {
     // And it goes on: a boundary, a resource and a token written after the upgrade.
     store.create_boundary("after", None).await.unwrap();
     assert_eq!(store.list_boundaries().await.unwrap().len(), 3);
-    let resource = palisade_store::NewResource {
-        boundary: "shop".into(),
-        resource_type: "app".into(),
-        name: "admin-ui".into(),
-        body_json: r#"{"type":"app","name":"admin-ui","plan":"small"}"#.into(),
-        cluster: None,
-        upload: None,
-    };
+    let body = r#"{"type":"app","name":"admin-ui","plan":"small"}"#;
+    let resource = palisade_store::NewResource::unplaced("shop", "app", "admin-ui", body);
     store.create_resource(resource, None, None).await.unwrap();
     let app = store.plan_groups("shop").await.unwrap();
     assert_eq!(
