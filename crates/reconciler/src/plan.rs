@@ -1,11 +1,16 @@
 //! Pure decisions of a pass, tested without a control plane: which boundaries and policies a
-//! cluster holds, where a probe runs, what a collection keeps, which boundaries' objects go.
+//! cluster holds, how a boundary's policies are written, where a probe runs, what a collection
+//! keeps, which boundaries' objects go.
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use palisade_app::reconcile::{BoundaryState, PolicyRecord};
 use palisade_policy::{Name, Policy};
+use palisade_vap::render::switch_binding;
 use palisade_vap::Layout;
+
+use crate::admission::{AdmissionLayout, Target, Writes};
 
 /// The boundaries attached to `cluster`, in the order given.
 pub(crate) fn attached<'a>(
@@ -119,6 +124,69 @@ pub(crate) fn keep(present: &BTreeSet<Layout>, target: Layout, confirmed: bool) 
             layouts: vec![target],
             switch_bindings: false,
         }
+    }
+}
+
+/// How a boundary's policies are written in a cluster, decided before anything is written.
+#[derive(Debug)]
+pub(crate) enum BoundaryWrites {
+    /// Not written: every policy's write gives this reason.
+    Refused(String),
+    /// Written together (the layout's objects hold several policies, or the cluster changes
+    /// layout and the switch bindings must come after the objects they prove), then the
+    /// switch bindings.
+    Together {
+        writes: Writes,
+        switch: Vec<ValidatingAdmissionPolicyBinding>,
+    },
+    /// Each policy alone, in order: its writes, or why it cannot be written.
+    Each(Vec<Result<Writes, String>>),
+}
+
+/// The writes of a boundary's policies in the cluster (`in_cluster`, decoded, in order) in
+/// `layout`; `switching`: the boundary has objects of another layout too. A boundary whose
+/// objects hold several policies is not written while one of its policies cannot be decoded:
+/// writing without that policy's rules would drop them.
+pub(crate) fn boundary_writes(
+    layout: &dyn AdmissionLayout,
+    target: &Target<'_>,
+    boundary: &BoundaryState,
+    cluster: &Name,
+    in_cluster: &[Policy],
+    switching: bool,
+) -> BoundaryWrites {
+    let together = layout.writes_boundary_together();
+    if !together && !switching {
+        return BoundaryWrites::Each(
+            in_cluster
+                .iter()
+                .map(|p| layout.write_policy(target, p).map_err(|e| e.to_string()))
+                .collect(),
+        );
+    }
+    if together {
+        if let Some((record, _)) = wanted(boundary, cluster).find(|(_, d)| d.is_err()) {
+            return BoundaryWrites::Refused(format!(
+                "not applied: policy '{}' of the boundary cannot be decoded, and the boundary's \
+                 admission objects hold its rules with this policy's; they are left as they were",
+                record.name
+            ));
+        }
+    }
+    match layout.write_boundary(target, in_cluster) {
+        Err(error) => BoundaryWrites::Refused(error.to_string()),
+        Ok(writes) => BoundaryWrites::Together {
+            writes,
+            switch: if switching {
+                layout
+                    .enforce_bindings(target.installation, target.boundary, in_cluster)
+                    .iter()
+                    .map(switch_binding)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        },
     }
 }
 
@@ -363,5 +431,135 @@ mod tests {
                 "present {present:?}, target {target:?}, confirmed {confirmed}"
             );
         }
+    }
+
+    /// What a write plan is, in words a table can hold: `refused`, `each:<n>` (n policies
+    /// written alone), or `together:<objects>+<switch bindings>`.
+    fn shape(plan: &BoundaryWrites) -> String {
+        match plan {
+            BoundaryWrites::Refused(_) => "refused".to_owned(),
+            BoundaryWrites::Each(each) => format!("each:{}", each.len()),
+            BoundaryWrites::Together { writes, switch } => {
+                format!("together:{}+{}", writes.objects.len(), switch.len())
+            }
+        }
+    }
+
+    /// How a boundary's policies are written: alone or together, with switch bindings while
+    /// the cluster changes layout, and not at all where a held policy cannot be decoded.
+    #[test]
+    fn a_boundary_is_written_alone_together_or_not_at_all() {
+        let installed = crate::installed::Installed::default();
+        let c1 = Name::parse("c1").expect("a name");
+        let decodable = mk_boundary(
+            "shop",
+            &["c1"],
+            vec![mk_policy("a", &[]), mk_policy("b", &[])],
+        );
+        let undecodable = mk_boundary(
+            "shop",
+            &["c1"],
+            vec![mk_policy("a", &[]), mk_undecodable("broken")],
+        );
+        // (case, layout, boundary, switching, shape)
+        let cases: [(&str, Layout, &BoundaryState, bool, &str); 7] = [
+            ("per policy: each alone", P, &decodable, false, "each:2"),
+            (
+                "per policy, switching: together, a switch binding each",
+                P,
+                &decodable,
+                true,
+                "together:4+2",
+            ),
+            (
+                "per boundary: one object and binding",
+                B,
+                &decodable,
+                false,
+                "together:2+0",
+            ),
+            (
+                "per boundary, switching",
+                B,
+                &decodable,
+                true,
+                "together:2+1",
+            ),
+            (
+                "per boundary, a policy undecodable: not written",
+                B,
+                &undecodable,
+                false,
+                "refused",
+            ),
+            (
+                "per policy, a policy undecodable: the others written",
+                P,
+                &undecodable,
+                false,
+                "each:1",
+            ),
+            (
+                "shared, switching: the installation's switch binding",
+                S,
+                &decodable,
+                true,
+                "together:0+1",
+            ),
+        ];
+        for (case, layout, boundary, switching, want) in cases {
+            let in_cluster = decoded_in(boundary, &c1);
+            let target = crate::admission::Target {
+                installation: "main",
+                boundary: &boundary.name,
+                exceptions: &[],
+                namespaces: &[],
+                before: &installed,
+            };
+            let plan = boundary_writes(
+                crate::admission::of(layout),
+                &target,
+                boundary,
+                &c1,
+                &in_cluster,
+                switching,
+            );
+            assert_eq!(shape(&plan), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn an_undecodable_policy_refuses_its_boundarys_shared_objects_in_words() {
+        let c1 = Name::parse("c1").expect("a name");
+        let boundary = mk_boundary(
+            "shop",
+            &["c1"],
+            vec![mk_policy("a", &[]), mk_undecodable("broken")],
+        );
+        let installed = crate::installed::Installed::default();
+        let target = crate::admission::Target {
+            installation: "main",
+            boundary: &boundary.name,
+            exceptions: &[],
+            namespaces: &[],
+            before: &installed,
+        };
+        let in_cluster = decoded_in(&boundary, &c1);
+        let plan = boundary_writes(
+            crate::admission::of(B),
+            &target,
+            &boundary,
+            &c1,
+            &in_cluster,
+            false,
+        );
+        let BoundaryWrites::Refused(reason) = plan else {
+            panic!("written: {plan:?}");
+        };
+        assert_eq!(
+            reason,
+            "not applied: policy 'broken' of the boundary cannot be decoded, and the boundary's \
+             admission objects hold its rules with this policy's; they are left as they were"
+        );
     }
 }

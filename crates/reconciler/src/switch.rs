@@ -36,15 +36,24 @@ impl ClusterClient {
         boundary: &Name,
         policies: &[Policy],
     ) -> Result<()> {
-        check_installation(installation)?;
         let bindings =
             crate::admission::of(self.layout()).enforce_bindings(installation, boundary, policies);
+        let switch: Vec<_> = bindings.iter().map(switch_binding).collect();
+        self.apply_switch(installation, &switch).await
+    }
+
+    /// Writes switch bindings rendered already ([`switch_binding`]).
+    pub(crate) async fn apply_switch(
+        &self,
+        installation: &str,
+        switch: &[ValidatingAdmissionPolicyBinding],
+    ) -> Result<()> {
+        check_installation(installation)?;
         let api = self.cluster_api::<ValidatingAdmissionPolicyBinding>();
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        for binding in &bindings {
-            let switch = switch_binding(binding);
-            let name = switch.metadata.name.clone().unwrap_or_default();
-            api.patch(&name, &params, &Patch::Apply(&switch)).await?;
+        for binding in switch {
+            let name = binding.metadata.name.clone().unwrap_or_default();
+            api.patch(&name, &params, &Patch::Apply(binding)).await?;
         }
         Ok(())
     }

@@ -29,8 +29,8 @@ impl Part<'_> {
                 crate::excepted::excepted_pod(policy, in_cluster, exception, &all, namespaces);
             let status = match probe {
                 None => InstallStatus::Installed,
-                Some(probe) => {
-                    match client
+                Some(probe) => super::settle::exception_status(
+                    client
                         .probe_exception_in(
                             Some(after),
                             &self.ctl.installation,
@@ -38,20 +38,8 @@ impl Part<'_> {
                             policy,
                             &probe,
                         )
-                        .await
-                    {
-                        Ok(EnforcementProbe::Enforced) => InstallStatus::Enforced,
-                        Ok(EnforcementProbe::EnforcedByEarlierLayout) => InstallStatus::Pending,
-                        Ok(EnforcementProbe::NotEnforced(reason)) => status_not_enforced(&reason),
-                        Ok(EnforcementProbe::Inconclusive(reason)) => status_error(&reason),
-                        Err(ReconcileError::Kube(kube::Error::Api(status)))
-                            if status.code == 404 =>
-                        {
-                            InstallStatus::Installed
-                        }
-                        Err(error) => status_error(&error.to_string()),
-                    }
-                }
+                        .await,
+                ),
             };
             // A new exception is denied by the objects it replaces until the API server has
             // activated them: `pending` for a moment, as a policy is.

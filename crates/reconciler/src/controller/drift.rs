@@ -301,11 +301,14 @@ impl OpenDrifts {
         }
     }
 
-    /// Takes the open drifts of `cluster` whose affected policies the pass confirmed (all of
-    /// `written`, the (boundary, policy) pairs it wrote statuses for, that they affect).
+    /// Takes the open drifts of `cluster` whose affected policies the part confirmed (all of
+    /// `written`, the (boundary, policy) pairs it wrote statuses for, that they affect). A
+    /// drift seen after the part `started` stays open: the part may have written the object
+    /// before the change it repairs, and the cluster's next part closes it.
     pub(super) fn close(
         &self,
         cluster: &str,
+        started: Instant,
         written: &BTreeSet<(String, String)>,
         confirmed: &BTreeSet<(String, String)>,
     ) -> Vec<OpenDrift> {
@@ -313,6 +316,7 @@ impl OpenDrifts {
         let (closed, kept): (Vec<OpenDrift>, Vec<OpenDrift>) =
             std::mem::take(&mut *open).into_iter().partition(|o| {
                 o.drift.cluster == cluster
+                    && o.seen <= started
                     && written
                         .iter()
                         .filter(|(b, p)| o.drift.affects(b, p))
@@ -500,7 +504,7 @@ mod tests {
         for (written, confirmed, closes) in cases {
             let drifts = OpenDrifts::default();
             drifts.open(vec![open("c1", &["a", "b"], Instant::now())]);
-            let closed = drifts.close("c1", &pairs(written), &pairs(confirmed));
+            let closed = drifts.close("c1", Instant::now(), &pairs(written), &pairs(confirmed));
             assert_eq!(closed.len() == 1, closes, "{written:?} {confirmed:?}");
             assert_eq!(
                 drifts.reason("c1", "shop", "a").is_none(),
@@ -512,8 +516,27 @@ mod tests {
         let drifts = OpenDrifts::default();
         drifts.open(vec![open("c1", &["a"], Instant::now())]);
         assert!(drifts
-            .close("c2", &pairs(&["a"]), &pairs(&["a"]))
+            .close("c2", Instant::now(), &pairs(&["a"]), &pairs(&["a"]))
             .is_empty());
+        // Seen after the part started: its writes may predate the change; the next part
+        // closes it.
+        let started = Instant::now();
+        let drifts = OpenDrifts::default();
+        drifts.open(vec![open("c1", &["a"], started + Duration::from_millis(1))]);
+        assert!(drifts
+            .close("c1", started, &pairs(&["a"]), &pairs(&["a"]))
+            .is_empty());
+        assert_eq!(
+            drifts
+                .close(
+                    "c1",
+                    Instant::now() + Duration::from_secs(1),
+                    &pairs(&["a"]),
+                    &pairs(&["a"])
+                )
+                .len(),
+            1
+        );
     }
 
     #[test]

@@ -17,11 +17,12 @@ impl Membership<'_> {
     /// `clusters` (the installation's clusters; `None`: those of the latest pass). Returns
     /// whether the set this replica holds changed. An error when the other replicas or a lock
     /// could not be read: the lease is lost then (see `palisade_store::Lease`), no cluster is
-    /// held any more, and the caller gives the lease up. Called between passes only, so a
-    /// cluster is given up with no pass of this replica writing to it.
+    /// held any more, and the caller gives the lease up. A cluster in `busy` (its part runs)
+    /// is not given up yet, so none is given up while this replica writes to it.
     pub(super) async fn rebalance(
         &self,
         clusters: Option<BTreeSet<String>>,
+        busy: &BTreeSet<String>,
     ) -> Result<bool, StoreError> {
         let (ctl, lease) = (self.ctl, self.lease);
         let known = match (clusters, ctl.known.lock()) {
@@ -39,7 +40,9 @@ impl Membership<'_> {
         let owners = crate::placement::assign(&members, &known);
         let mine = |cluster: &str| owners.get(cluster).is_some_and(|o| *o == lease.me());
         let mut released = 0;
-        for cluster in before.iter().filter(|c| !mine(c)) {
+        // A cluster whose part runs is given up at a later look, once the part has ended:
+        // nothing of this replica is written there after another takes it.
+        for cluster in before.iter().filter(|c| !mine(c) && !busy.contains(*c)) {
             ctl.forget(cluster);
             lease.release(cluster).await.inspect_err(|error| {
                 tracing::warn!(%cluster, %error, "reconciler: cannot give a cluster up");

@@ -9,6 +9,7 @@
 //! recorded) and `finish` (the layout's leftovers, the workloads, detached boundaries). Their
 //! decisions that need no cluster are in `crate::plan`.
 
+use super::settle;
 use super::*;
 use crate::probe::ClusterProbe;
 
@@ -76,6 +77,8 @@ pub(super) struct Part<'c> {
     pub(super) cluster: &'c ClusterRecord,
     pub(super) name: Name,
     pub(super) fence: &'c Fence,
+    /// When the part started: a drift seen later is not closed by it.
+    pub(super) started: Instant,
 }
 
 impl<'c> Part<'c> {
@@ -93,6 +96,7 @@ impl<'c> Part<'c> {
             cluster,
             name,
             fence,
+            started: Instant::now(),
         };
         let (mut connection, probe) = part.observe().await?;
         let attached = crate::plan::attached(boundaries, &cluster.name);
@@ -280,9 +284,8 @@ impl<'c> Part<'c> {
             let present = before.layouts(&self.ctl.installation, &boundary.name);
             let switching = present.iter().any(|l| *l != layout);
             // What writing each of `in_cluster` gave.
-            let mut applied = Vec::new();
-            match client.layout_namespaces(&boundary.name).await {
-                Err(error) => applied.resize(in_cluster.len(), Err(error.to_string())),
+            let applied = match client.layout_namespaces(&boundary.name).await {
+                Err(error) => vec![Err(error.to_string()); in_cluster.len()],
                 Ok(namespaces) => {
                     let target = crate::admission::Target {
                         installation: &self.ctl.installation,
@@ -291,20 +294,17 @@ impl<'c> Part<'c> {
                         namespaces: &namespaces,
                         before,
                     };
-                    let together = self
-                        .apply_together(client, &target, boundary, &in_cluster, switching)
-                        .await;
-                    for policy in &in_cluster {
-                        applied.push(match &together {
-                            Some(result) => result.clone(),
-                            None => client
-                                .write_policy(&target, policy)
-                                .await
-                                .map_err(|error| error.to_string()),
-                        });
-                    }
+                    let plan = crate::plan::boundary_writes(
+                        crate::admission::of(layout),
+                        &target,
+                        boundary,
+                        cluster_name,
+                        &in_cluster,
+                        switching,
+                    );
+                    self.apply(client, plan, in_cluster.len()).await
                 }
-            }
+            };
             prepared.push(Prepared {
                 boundary,
                 namespaces,
@@ -462,9 +462,9 @@ impl<'c> Part<'c> {
                     .offer(job, fingerprint, ctl.settings.audit_interval),
             );
         }
-        let closed = ctl
-            .open_drifts
-            .close(cluster, &tally.written, &tally.confirmed_now);
+        let closed =
+            ctl.open_drifts
+                .close(cluster, self.started, &tally.written, &tally.confirmed_now);
         drift::record_repairs(&*ctl.records, cluster, closed).await;
         Ok(())
     }
@@ -575,41 +575,38 @@ impl<'c> Part<'c> {
         Ok(())
     }
 
-    /// Writes the boundary's policies in the cluster together, before any is probed: in the
-    /// per-boundary layout (whose objects hold several policies), and during a switch of layout
-    /// (followed by the switch bindings, which must come after the objects they prove). `None`
-    /// otherwise: each policy is applied by [`Self::install`]. A per-boundary boundary with a
-    /// policy that cannot be decoded is not written: its objects hold that policy's rules with
-    /// the others', and writing without them would drop them.
-    async fn apply_together(
+    /// Carries out a boundary's planned writes: what writing each of its `count` policies gave.
+    async fn apply(
         &self,
         client: &ClusterClient,
-        target: &crate::admission::Target<'_>,
-        boundary: &BoundaryState,
-        in_cluster: &[Policy],
-        switching: bool,
-    ) -> Option<Result<(), String>> {
-        let (cluster, installation) = (&self.name, &self.ctl.installation);
-        let together = crate::admission::of(client.layout()).writes_boundary_together();
-        if !together && !switching {
-            return None;
-        }
-        if together {
-            if let Some((record, _)) = wanted(boundary, cluster).find(|(_, d)| d.is_err()) {
-                return Some(Err(format!(
-                    "not applied: policy '{}' of the boundary cannot be decoded, and the boundary's \
-                     admission objects hold its rules with this policy's; they are left as they were",
-                    record.name
-                )));
+        plan: crate::plan::BoundaryWrites,
+        count: usize,
+    ) -> Vec<Result<(), String>> {
+        use crate::plan::BoundaryWrites;
+        let installation = &self.ctl.installation;
+        match plan {
+            BoundaryWrites::Refused(reason) => vec![Err(reason); count],
+            BoundaryWrites::Together { writes, switch } => {
+                let mut result = client.write(installation, &writes).await;
+                if result.is_ok() && !switch.is_empty() {
+                    result = client.apply_switch(installation, &switch).await;
+                }
+                vec![result.map_err(|error| error.to_string()); count]
+            }
+            BoundaryWrites::Each(each) => {
+                let mut applied = Vec::with_capacity(each.len());
+                for writes in each {
+                    applied.push(match writes {
+                        Err(reason) => Err(reason),
+                        Ok(writes) => client
+                            .write(installation, &writes)
+                            .await
+                            .map_err(|error| error.to_string()),
+                    });
+                }
+                applied
             }
         }
-        let mut result = client.write_boundary(target, in_cluster).await;
-        if switching && result.is_ok() {
-            result = client
-                .apply_switch_bindings(installation, &boundary.name, in_cluster)
-                .await;
-        }
-        Some(result.map_err(|error| error.to_string()))
     }
 
     /// Reads back what one policy, written already, enforces. The flag: the policy is
@@ -652,22 +649,7 @@ impl<'c> Part<'c> {
                 )
                 .await
         };
-        let enforced = || match policy.mode() {
-            Mode::Enforce => InstallStatus::Enforced,
-            // Confirmed, but it denies nothing: never shown as `enforced`.
-            Mode::Audit => InstallStatus::AuditActive,
-        };
-        let verdict = |probe: Result<EnforcementProbe, ReconcileError>| match probe {
-            Ok(EnforcementProbe::Enforced) => (enforced(), true),
-            Ok(EnforcementProbe::EnforcedByEarlierLayout) => (enforced(), false),
-            Ok(EnforcementProbe::NotEnforced(reason)) => (status_not_enforced(&reason), false),
-            Ok(EnforcementProbe::Inconclusive(reason)) => (status_error(&reason), false),
-            Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 404 => {
-                // The namespace is gone from the cluster: installed, but not probed.
-                (InstallStatus::Installed, true)
-            }
-            Err(error) => (status_error(&error.to_string()), false),
-        };
+        let verdict = |probe| settle::policy_status(policy.mode(), probe);
         let mut result = verdict(probe_once().await);
         // The API server activates what was just written at its next policy reload (about
         // once a second): the probe is repeated here, in this cluster's part of the pass,

@@ -1,6 +1,7 @@
 //! The loop: the lease, passes on changes, resyncs and backoff, and shutdown.
 
 use super::fleet::Membership;
+use super::workers::Workers;
 use super::*;
 use palisade_app::reconcile::LEASE_CONFIRM_INTERVAL;
 
@@ -88,10 +89,13 @@ impl Controller {
         }
     }
 
-    /// Passes while `lease` holds, until `shutdown` completes or the change feed ends. The
-    /// lease is confirmed every `LEASE_CONFIRM_INTERVAL`, during passes too: once it cannot
-    /// be, the pass in progress is dropped (its cluster tasks aborted, so nothing more is
-    /// written) and the lead ends.
+    /// Reconciles while `lease` holds, until `shutdown` completes or the change feed ends.
+    /// Each cluster is its own worker (`workers`): a change, a timer or a drift starts a round
+    /// at once, which runs every concerned cluster whose part is not running and runs the
+    /// others again once their parts end, so a silent cluster delays nobody else. The lease
+    /// is confirmed every `LEASE_CONFIRM_INTERVAL`, while parts run too: once it cannot be,
+    /// the parts under way are dropped (their tasks aborted, so nothing more is written) and
+    /// the lead ends.
     pub(super) async fn lead(
         self: &Arc<Self>,
         lease: &Lease,
@@ -103,125 +107,187 @@ impl Controller {
         let mut drifts = self.drift_queue.lock().await;
         let mut fleet_check = ticks(self.settings.fleet_check);
         let mut confirm = ticks(LEASE_CONFIRM_INTERVAL);
-        // Which clusters the next pass runs: every one at first, at each resync and after
-        // timers; after a change of the store, those it concerns (`scope`); after a pass that
-        // left policies unconfirmed, and nothing else to do, those it left them in.
-        let mut scope = PassScope::All;
+        let mut workers = Workers::default();
+        // The round to start: every cluster at first, at each resync and after timers; after
+        // a change of the store, those it concerns (`scope`); after parts that left policies
+        // unconfirmed, and nothing else to do, those they left them in.
+        let mut round = Some(PassScope::All);
         // Every cluster held is run at least this often, however many changes come between.
         let full_every = self.settings.resync.min(self.settings.audit_interval);
         let mut full_due = tokio::time::Instant::now();
+        // What the parts did up to the last moment none ran.
+        let mut last = PassReport::default();
+        let mut due = full_due;
+        let mut recheck: Option<BTreeSet<String>> = None;
+        // When drifts are repaired (at once, or after their pause): a round of every cluster,
+        // whatever the parts that end meanwhile make of `due`.
+        let mut repair_at: Option<tokio::time::Instant> = None;
         loop {
-            changes.borrow_and_update();
-            if tokio::time::Instant::now() >= full_due {
-                scope = PassScope::All;
-            }
-            if scope == PassScope::All {
-                full_due = tokio::time::Instant::now() + full_every;
-            }
-            let pass = self.pass(Some(lease), std::mem::replace(&mut scope, PassScope::All));
-            tokio::pin!(pass);
-            let report = tokio::select! {
-                report = &mut pass => report,
-                () = &mut shutdown => {
-                    member.finish_on_shutdown(&mut confirm, pass).await;
-                    return LeadEnd::Shutdown;
+            if let Some(mut scope) = round.take() {
+                changes.borrow_and_update();
+                let now = tokio::time::Instant::now();
+                if now >= full_due {
+                    scope = PassScope::All;
                 }
-                // Dropping the pass aborts its cluster tasks: not one more write.
-                _ = member.keep_confirming(&mut confirm) => return LeadEnd::LostLease,
-            };
-            // The fleet or the lease could not be read at the pass's start: nothing was
-            // written, and nothing held is confirmed.
-            if lease.lost().is_some() {
-                return LeadEnd::LostLease;
-            }
-            let full_in = full_due.saturating_duration_since(tokio::time::Instant::now());
-            let (wait, next_backoff) = next_wait(&report, backoff, full_in, &self.settings);
-            backoff = next_backoff;
-            if report.incomplete() {
-                tracing::warn!(
-                    failed = ?report.failed,
-                    unrecorded = ?report.unrecorded,
-                    retry_in = ?wait,
-                    "reconcile pass incomplete"
+                if scope == PassScope::All {
+                    full_due = now + full_every;
+                    repair_at = None;
+                }
+                if let Err(failed) = self.start_round(Some(lease), scope, &mut workers).await {
+                    workers.round_failed(failed);
+                }
+                // The fleet or the lease could not be read: nothing was written, and nothing
+                // held is confirmed.
+                if lease.lost().is_some() {
+                    return LeadEnd::LostLease;
+                }
+                due = self.next_due(
+                    &mut workers,
+                    &mut last,
+                    &mut backoff,
+                    &mut recheck,
+                    full_due,
                 );
             }
-            let (due_in, mut recheck) = due_after(&report, wait);
-            let mut due = tokio::time::Instant::now() + due_in;
-            loop {
-                tokio::select! {
-                    () = &mut shutdown => return LeadEnd::Shutdown,
-                    changed = changes.changed() => {
-                        if changed.is_err() {
-                            tracing::warn!("reconciler: the change feed ended");
-                            return LeadEnd::Shutdown;
-                        }
-                        recheck = None;
-                        scope = PassScope::Changed;
-                        break;
+            tokio::select! {
+                () = &mut shutdown => {
+                    member.finish_on_shutdown(&mut confirm, &mut workers).await;
+                    return LeadEnd::Shutdown;
+                }
+                Some(ended) = workers.next(), if !workers.idle() => {
+                    let again = ended.again.then(|| ended.cluster.clone());
+                    self.ended(ended, Some(lease), &mut workers);
+                    if let Some(cluster) = again {
+                        round = Some(PassScope::Only(BTreeSet::from([cluster])));
+                        continue;
                     }
-                    () = tokio::time::sleep_until(due) => break,
-                    () = self.builds_done.notified() => {
-                        recheck = None;
-                        break;
+                    due = self.next_due(&mut workers, &mut last, &mut backoff, &mut recheck, full_due);
+                }
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        tracing::warn!("reconciler: the change feed ended");
+                        return LeadEnd::Shutdown;
                     }
-                    _ = fleet_check.tick() => {
-                        // A replica joined or left, or a cluster handed over is free now.
-                        match member.rebalance(None).await {
-                            Ok(true) => {
-                                recheck = None;
-                                break;
-                            }
-                            Ok(false) => {}
-                            // The fleet or a lock could not be read: the lease is lost, and
-                            // another replica may take the clusters once the server ends its
-                            // session. No more writes to them.
-                            Err(_) => return LeadEnd::LostLease,
-                        }
-                    }
-                    _ = confirm.tick() => {
-                        if member.confirm_leases().await.is_err() {
-                            return LeadEnd::LostLease;
-                        }
-                    }
-                    () = answering_again(&self.memory, &report.failed) => {
-                        tracing::info!("an unreachable cluster answers again: reconciling now");
-                        backoff = None;
-                        recheck = None;
-                        break;
-                    }
-                    Some(seen) = drifts.recv() => {
-                        // A drift is repaired at once, or after its pause; the statuses
-                        // already say what happened.
-                        if let Some(pause) = self.take_drifts(seen, &mut drifts).await {
+                    recheck = None;
+                    round = Some(PassScope::Changed);
+                }
+                () = tokio::time::sleep_until(repair_at.map_or(due, |at| at.min(due))) => {
+                    let (looks, _) = workers.rechecks_due();
+                    let looks = recheck.take().unwrap_or_default().into_iter().chain(looks);
+                    let looks: BTreeSet<String> = looks.collect();
+                    // A look again alone when that is what came due; every cluster otherwise.
+                    let now = tokio::time::Instant::now();
+                    let repair = repair_at.is_some_and(|at| at <= now);
+                    let only = !repair && !looks.is_empty() && now < full_due;
+                    round = Some(if only { PassScope::Only(looks) } else { PassScope::All });
+                }
+                () = self.builds_done.notified() => {
+                    recheck = None;
+                    round = Some(PassScope::All);
+                }
+                _ = fleet_check.tick() => {
+                    // A replica joined or left, or a cluster handed over is free now.
+                    match member.rebalance(None, &workers.running()).await {
+                        Ok(true) => {
                             recheck = None;
-                            due = due.min(tokio::time::Instant::now() + pause);
+                            round = Some(PassScope::All);
                         }
+                        Ok(false) => {}
+                        // The fleet or a lock could not be read: the lease is lost, and
+                        // another replica may take the clusters once the server ends its
+                        // session. No more writes to them (dropping the workers aborts them).
+                        Err(_) => return LeadEnd::LostLease,
+                    }
+                }
+                _ = confirm.tick() => {
+                    if member.confirm_leases().await.is_err() {
+                        return LeadEnd::LostLease;
+                    }
+                }
+                () = answering_again(&self.memory, &last.failed), if workers.idle() => {
+                    tracing::info!("an unreachable cluster answers again: reconciling now");
+                    backoff = None;
+                    recheck = None;
+                    round = Some(PassScope::All);
+                }
+                Some(seen) = drifts.recv() => {
+                    // A drift is repaired at once, or after its pause; the statuses
+                    // already say what happened.
+                    if let Some(pause) = self.take_drifts(seen, &mut drifts).await {
+                        recheck = None;
+                        let at = tokio::time::Instant::now() + pause;
+                        repair_at = Some(repair_at.map_or(at, |r| r.min(at)));
                     }
                 }
             }
-            if let Some(clusters) = recheck.filter(|clusters| !clusters.is_empty()) {
-                scope = PassScope::Only(clusters);
-            }
-            let confirmed = tokio::select! {
-                () = &mut shutdown => return LeadEnd::Shutdown,
-                confirmed = member.confirm_leases() => confirmed,
-            };
-            if confirmed.is_err() {
-                return LeadEnd::LostLease;
+            if round.is_some() {
+                let confirmed = tokio::select! {
+                    () = &mut shutdown => return LeadEnd::Shutdown,
+                    confirmed = member.confirm_leases() => confirmed,
+                };
+                if confirmed.is_err() {
+                    return LeadEnd::LostLease;
+                }
             }
         }
+    }
+
+    /// When the next round is due. While parts run: at the first look again of a cluster
+    /// that left policies unconfirmed, the first exception's end, or the resync. Once none
+    /// runs, from what they did since the loop was last idle (`last`): a retry with backoff,
+    /// a look again at the clusters left unconfirmed (`recheck`), or the resync.
+    fn next_due(
+        &self,
+        workers: &mut Workers,
+        last: &mut PassReport,
+        backoff: &mut Option<Duration>,
+        recheck: &mut Option<BTreeSet<String>>,
+        full_due: tokio::time::Instant,
+    ) -> tokio::time::Instant {
+        let now = tokio::time::Instant::now();
+        if !workers.idle() {
+            let (_, look) = workers.rechecks_peek();
+            let expiry = workers.next_expiry().as_deref().and_then(until);
+            let mut due = full_due;
+            if let Some(look) = look {
+                due = due.min(tokio::time::Instant::from_std(look));
+            }
+            if let Some(left) = expiry {
+                due = due.min(now + left);
+            }
+            return due;
+        }
+        let report = workers.take_report();
+        let full_in = full_due.saturating_duration_since(now);
+        let (wait, next_backoff) = next_wait(&report, *backoff, full_in, &self.settings);
+        *backoff = next_backoff;
+        if report.incomplete() {
+            tracing::warn!(
+                failed = ?report.failed,
+                unrecorded = ?report.unrecorded,
+                retry_in = ?wait,
+                "reconcile pass incomplete"
+            );
+        }
+        let (due_in, looks) = due_after(&report, wait);
+        *recheck = looks.filter(|clusters| !clusters.is_empty());
+        *last = report;
+        now + due_in
     }
 }
 
 impl Membership<'_> {
-    /// Lets a pass that shutdown interrupted finish for at most `shutdown_grace`, while the
-    /// lease is confirmed; past it, or once the lease is lost, the pass is dropped, which
-    /// aborts its cluster tasks.
+    /// Lets the parts under way when shutdown came finish for at most `shutdown_grace`, while
+    /// the lease is confirmed; past it, or once the lease is lost, they are dropped, which
+    /// aborts their tasks.
     pub(super) async fn finish_on_shutdown(
         &self,
         confirm: &mut tokio::time::Interval,
-        pass: Pin<&mut impl Future<Output = PassReport>>,
+        workers: &mut Workers,
     ) {
+        if workers.idle() {
+            return;
+        }
         let grace = self.ctl.settings.shutdown_grace;
         tracing::info!(
             ?grace,
@@ -229,25 +295,15 @@ impl Membership<'_> {
         );
         let finished = async {
             tokio::select! {
-                report = pass => Some(report),
-                _ = self.keep_confirming(confirm) => None,
+                () = workers.drain() => true,
+                _ = self.keep_confirming(confirm) => false,
             }
         };
-        let finished = match tokio::time::timeout(grace, finished).await {
-            Ok(None) => {
+        match tokio::time::timeout(grace, finished).await {
+            Ok(false) => {
                 tracing::warn!("reconciler: the lease was lost; the rest of the pass is abandoned");
-                return;
             }
-            Ok(Some(report)) => Ok(report),
-            Err(elapsed) => Err(elapsed),
-        };
-        match finished {
-            Ok(report) if report.incomplete() => tracing::warn!(
-                failed = ?report.failed,
-                unrecorded = ?report.unrecorded,
-                "reconciler: the last pass finished incomplete"
-            ),
-            Ok(_) => tracing::info!("reconciler: the last pass finished"),
+            Ok(true) => tracing::info!("reconciler: the last pass finished"),
             Err(_) => tracing::warn!(
                 ?grace,
                 "reconciler: the pass in progress did not finish in time; the rest of it is abandoned"

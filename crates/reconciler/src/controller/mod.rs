@@ -9,12 +9,15 @@
 //! (bindings first; only objects labelled as this installation's), and confirm enforcement
 //! with a dry-run where the boundary has a namespace. Statuses go to the store.
 //!
-//! Passes run at start, after every change the store reports (an in-process channel on
-//! SQLite, LISTEN/NOTIFY on PostgreSQL, which also reports reconnects), every five minutes,
-//! and after a failure (or a status the store did not take) with exponential backoff. The
-//! replicas on one PostgreSQL database share the clusters out (see `fleet`): each cluster is
-//! reconciled by the one replica holding its lock, and a pass covers the clusters this
-//! replica holds. On shutdown the pass in progress may finish its cluster writes for
+//! Rounds start at once at start, after every change the store reports (an in-process channel
+//! on SQLite, LISTEN/NOTIFY on PostgreSQL, which also reports reconnects), every five
+//! minutes, and after a failure (or a status the store did not take) with exponential
+//! backoff. Each cluster is its own worker (`workers`): a round starts the part of every
+//! cluster it concerns whose part is not running, and runs the others again once their parts
+//! end, so a silent cluster delays nobody else. The replicas on one PostgreSQL database share
+//! the clusters out (see `fleet`): each cluster is reconciled by the one replica holding its
+//! lock, and a round covers the clusters this replica holds; one is never given up while its
+//! part runs. On shutdown the parts in progress may finish their cluster writes for
 //! [`Settings::shutdown_grace`]; then the loop returns and the lease is released.
 //!
 //! Metrics: see [`crate::metrics`].
@@ -31,6 +34,8 @@ mod layout;
 mod lead;
 mod memory;
 mod pass;
+mod settle;
+mod workers;
 
 use crate::fence::{Fence, Fenced};
 use install::Part;
@@ -105,6 +110,9 @@ pub struct Settings {
     /// How many changes of one object within a minute are repaired at once; the next ones
     /// wait 2 s, doubling to 60 s (default 5).
     pub free_repairs: usize,
+    /// How many clusters' parts run at once (default 32); the others wait for a turn, and
+    /// their time limit starts with it.
+    pub parallel_clusters: usize,
 }
 
 impl Default for Settings {
@@ -125,6 +133,7 @@ impl Default for Settings {
             thresholds: Thresholds::default(),
             apiserver_check_interval: Duration::from_secs(60),
             free_repairs: 5,
+            parallel_clusters: 32,
         }
     }
 }
@@ -360,6 +369,8 @@ pub struct Controller {
     open_drifts: drift::OpenDrifts,
     /// Every cluster of the installation at the latest pass (the fleet shares them out).
     known: Mutex<BTreeSet<String>>,
+    /// Turns for the clusters' parts ([`Settings::parallel_clusters`]).
+    turns: Arc<tokio::sync::Semaphore>,
 }
 
 impl fmt::Debug for Controller {
@@ -376,6 +387,7 @@ impl Controller {
     pub fn new(app: App, installation: String, settings: Settings) -> Arc<Self> {
         metrics::describe();
         let (drift_sender, drift_queue) = tokio::sync::mpsc::channel(drift::QUEUE);
+        let settings_turns = settings.parallel_clusters.max(1);
         Arc::new(Controller {
             records: app.records(),
             app,
@@ -388,6 +400,7 @@ impl Controller {
             drift_queue: tokio::sync::Mutex::new(drift_queue),
             open_drifts: drift::OpenDrifts::default(),
             known: Mutex::new(BTreeSet::new()),
+            turns: Arc::new(tokio::sync::Semaphore::new(settings_turns)),
         })
     }
 

@@ -3,6 +3,7 @@
 
 use super::fleet::Membership;
 use super::memory::ClusterMemory;
+use super::workers::{Ended, Workers};
 use super::*;
 
 /// The start of a cluster's admission reason while its pass fails.
@@ -23,6 +24,26 @@ impl Controller {
         lease: Option<&Lease>,
         scope: PassScope,
     ) -> PassReport {
+        let mut workers = Workers::default();
+        if let Err(report) = self.start_round(lease, scope, &mut workers).await {
+            return report;
+        }
+        while let Some(ended) = workers.next().await {
+            self.ended(ended, lease, &mut workers);
+        }
+        workers.take_report()
+    }
+
+    /// A round: reads the desired state, takes and gives up clusters as the replicas share
+    /// them out (never one whose part runs), and starts the part of each cluster `scope` runs
+    /// (one whose part runs already runs again after it). An error, with nothing started,
+    /// when the store or the fleet cannot be read.
+    pub(super) async fn start_round(
+        self: &Arc<Self>,
+        lease: Option<&Lease>,
+        scope: PassScope,
+        workers: &mut Workers,
+    ) -> Result<(), PassReport> {
         let mut report = PassReport::default();
         let (mut clusters, boundaries) = match self.app.desired_state().await {
             Ok(state) => (state.clusters, state.boundaries),
@@ -32,23 +53,25 @@ impl Controller {
                     "*".to_owned(),
                     ControllerError::ReadStore(error).to_string(),
                 );
-                return report;
+                return Err(report);
             }
         };
-        report.next_expiry = boundaries
-            .iter()
-            .flat_map(|b| b.exceptions.iter().map(|x| x.expires_at.clone()))
-            .min();
+        workers.set_next_expiry(
+            boundaries
+                .iter()
+                .flat_map(|b| b.exceptions.iter().map(|x| x.expires_at.clone()))
+                .min(),
+        );
         if let Some(lease) = lease {
             let all = clusters.iter().map(|c| c.name.clone()).collect();
             let member = Membership { ctl: self, lease };
-            if let Err(error) = member.rebalance(Some(all)).await {
+            if let Err(error) = member.rebalance(Some(all), &workers.running()).await {
                 // The fleet or the lease cannot be read: no lease is confirmed, and nothing
                 // is written (the loop gives the lease up).
                 report
                     .failed
                     .insert("*".to_owned(), ControllerError::Fenced(error).to_string());
-                return report;
+                return Err(report);
             }
             clusters.retain(|c| lease.holds(&c.name));
         }
@@ -62,13 +85,17 @@ impl Controller {
             .map(|c| (c.name.clone(), crate::scope::fingerprint(c, &boundaries)))
             .collect();
         narrow(&mut clusters, &scope, &prints, &self.memory);
+        workers.round_started();
         let boundaries = Arc::new(boundaries);
-        let mut tasks = tokio::task::JoinSet::new();
         for cluster in clusters {
             let this = Arc::clone(self);
             let boundaries = Arc::clone(&boundaries);
             let fence = Fence::of(lease, &cluster.name);
-            tasks.spawn(async move {
+            let print = prints.get(&cluster.name).copied();
+            let name = cluster.name.clone();
+            workers.start(&name, print, async move {
+                // A turn among the clusters' parts; the semaphore is never closed.
+                let _turn = Arc::clone(&this.turns).acquire_owned().await.ok();
                 // The lease lost meanwhile: the cluster's part stops at once.
                 let part = this.cluster_pass(&cluster, &boundaries, &fence);
                 fence.while_held(part).await.unwrap_or_else(|| ClusterDone {
@@ -80,51 +107,67 @@ impl Controller {
                 })
             });
         }
-        while let Some(joined) = tasks.join_next().await {
-            match joined {
-                Ok(done) => {
-                    let settles = settles(&done);
-                    self.memory.with(&done.name, |m| {
-                        m.settled = prints.get(&done.name).copied().filter(|_| settles);
-                    });
-                    if !done.recorded {
-                        report.unrecorded.insert(done.name.clone());
-                    }
-                    match done.result {
-                        Ok(pass) => {
-                            for job in report.completed(done.name, pass) {
-                                let this = Arc::clone(self);
-                                tokio::spawn(async move {
-                                    let timeout = this.settings.audit_timeout;
-                                    audit::run(
-                                        &this.audits,
-                                        &*this.records,
-                                        &this.installation,
-                                        job,
-                                        timeout,
-                                    )
-                                    .await;
-                                });
-                            }
-                        }
-                        Err(error) => {
-                            if matches!(error, ControllerError::Fenced(_)) {
-                                if let Some(lease) = lease {
-                                    Membership { ctl: self, lease }.fenced(&done.name);
-                                }
-                            }
-                            report.failed.insert(done.name, error.to_string());
-                        }
-                    }
+        Ok(())
+    }
+
+    /// What a cluster's part that ended leaves: its fingerprint settled when it left nothing
+    /// to do, its report kept, the audits it found due started, and a fenced cluster given up.
+    pub(super) fn ended(
+        self: &Arc<Self>,
+        ended: Ended,
+        lease: Option<&Lease>,
+        workers: &mut Workers,
+    ) {
+        let Ended {
+            cluster,
+            print,
+            joined,
+            ..
+        } = ended;
+        let mut report = PassReport::default();
+        match joined {
+            Ok(done) => {
+                let settles = settles(&done);
+                self.memory.with(&done.name, |m| {
+                    m.settled = print.filter(|_| settles);
+                });
+                if !done.recorded {
+                    report.unrecorded.insert(done.name.clone());
                 }
-                Err(error) => {
-                    report
-                        .failed
-                        .insert("*".to_owned(), ControllerError::Task(error).to_string());
+                match done.result {
+                    Ok(pass) => {
+                        for job in report.completed(done.name, pass) {
+                            let this = Arc::clone(self);
+                            tokio::spawn(async move {
+                                let timeout = this.settings.audit_timeout;
+                                audit::run(
+                                    &this.audits,
+                                    &*this.records,
+                                    &this.installation,
+                                    job,
+                                    timeout,
+                                )
+                                .await;
+                            });
+                        }
+                    }
+                    Err(error) => {
+                        if matches!(error, ControllerError::Fenced(_)) {
+                            if let Some(lease) = lease {
+                                Membership { ctl: self, lease }.fenced(&done.name);
+                            }
+                        }
+                        report.failed.insert(done.name, error.to_string());
+                    }
                 }
             }
+            Err(error) => {
+                report
+                    .failed
+                    .insert(cluster.clone(), ControllerError::Task(error).to_string());
+            }
         }
-        report
+        workers.record(cluster, report);
     }
 
     /// One cluster's part of a pass, under `cluster_timeout`, measured and counted; a failure

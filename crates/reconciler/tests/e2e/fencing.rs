@@ -53,7 +53,7 @@ async fn wait_for(
 }
 
 /// `kubeconfig` with its server replaced by `server`.
-fn pointed_at(kubeconfig: &str, server: &str) -> String {
+pub(crate) fn pointed_at(kubeconfig: &str, server: &str) -> String {
     kubeconfig
         .lines()
         .map(|line| match line.split_once("server:") {

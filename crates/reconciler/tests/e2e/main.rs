@@ -36,4 +36,5 @@ mod rollout;
 mod serve;
 mod shared;
 mod tenant;
+mod workers;
 mod workloads;

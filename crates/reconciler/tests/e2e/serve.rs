@@ -81,6 +81,11 @@ impl Stack {
         layout: Layout,
         free_repairs: usize,
     ) -> Stack {
+        // The loop's logs in the test's output when RUST_LOG asks for them (none otherwise).
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().unwrap();
         if let Some(first) = replica_of {
             // Replicas share the encryption key, as they would a mounted secret.
