@@ -134,9 +134,7 @@ impl App {
                 let entry = match recorded.get(&(record.name.as_str(), cluster.name.as_str())) {
                     Some(row) if row.policy_etag == record.etag => ClusterStatus {
                         cluster: cluster.name.clone(),
-                        status: row.status.parse().unwrap_or_else(|_| {
-                            InstallStatus::Error(format!("unreadable status '{}'", row.status))
-                        }),
+                        status: crate::reconcile::read_status(&row.status),
                         updated_at: Some(row.updated_at.clone()),
                     },
                     _ => ClusterStatus {

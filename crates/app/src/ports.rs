@@ -8,7 +8,7 @@ use palisade_api_types::view::WorkloadStatus;
 use palisade_policy::Name;
 use palisade_store::{
     AuditRecord, ClusterRecord, ExceptionInstall, Lease, NamespaceRecord, PolicyRecord,
-    PolicyStatusRecord, ResourceKey, ResourceRecord, StoreError,
+    ResourceKey, ResourceRecord, StoreError,
 };
 
 type StoreResult<T> = Result<T, StoreError>;
@@ -236,11 +236,14 @@ pub trait Records: Send + Sync {
         &self,
         cluster: &str,
         boundary: &str,
-        statuses: Vec<PolicyStatusRecord>,
+        statuses: Vec<crate::reconcile::PolicyInstall>,
     ) -> StoreResult<()>;
 
     /// The boundary's policies' statuses in every cluster.
-    async fn policy_statuses(&self, boundary: &str) -> StoreResult<Vec<PolicyStatusRecord>>;
+    async fn policy_statuses(
+        &self,
+        boundary: &str,
+    ) -> StoreResult<Vec<crate::reconcile::PolicyInstall>>;
 
     /// The exceptions installed in the cluster and what their probes found, replaced whole.
     async fn record_exception_installs(

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use palisade_api_types::view::WorkloadStatus;
+use palisade_api_types::view::{InstallStatus, WorkloadStatus};
 use palisade_policy::{Exception, Name, Policy};
 pub use palisade_store::{
     now, AuditRecord, BoundaryRecord, ClusterRecord, ExceptionInstall, Fence, Lease, Lost,
@@ -21,6 +21,51 @@ use crate::ports::Records;
 use crate::App;
 
 type Result<T> = std::result::Result<T, StoreError>;
+
+/// A policy's status in a cluster, typed as the reconciler decided it. The store keeps it as
+/// text, through one codec ([`InstallStatus`]'s `Display` and `FromStr`); a row that does not
+/// read back is `error: unreadable status '<text>'`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyInstall {
+    pub boundary: String,
+    pub policy: String,
+    pub cluster: String,
+    pub policy_etag: String,
+    pub status: InstallStatus,
+    pub updated_at: String,
+}
+
+impl PolicyInstall {
+    /// The status a stored row holds.
+    pub fn from_row(row: PolicyStatusRecord) -> Self {
+        PolicyInstall {
+            status: read_status(&row.status),
+            boundary: row.boundary,
+            policy: row.policy,
+            cluster: row.cluster,
+            policy_etag: row.policy_etag,
+            updated_at: row.updated_at,
+        }
+    }
+
+    /// The row the store keeps.
+    pub fn into_row(self) -> PolicyStatusRecord {
+        PolicyStatusRecord {
+            boundary: self.boundary,
+            policy: self.policy,
+            cluster: self.cluster,
+            policy_etag: self.policy_etag,
+            status: self.status.to_string(),
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// A stored status's text read back (the other half of the codec).
+pub(crate) fn read_status(text: &str) -> InstallStatus {
+    text.parse()
+        .unwrap_or_else(|_| InstallStatus::Error(format!("unreadable status '{text}'")))
+}
 
 /// Everything a pass works from, read at one moment.
 #[derive(Debug)]
@@ -217,16 +262,18 @@ impl Records for StoreRecords {
         &self,
         cluster: &str,
         boundary: &str,
-        statuses: Vec<PolicyStatusRecord>,
+        statuses: Vec<PolicyInstall>,
     ) -> Result<()> {
+        let rows = statuses.into_iter().map(PolicyInstall::into_row).collect();
         self.store
-            .replace_policy_statuses(cluster, boundary, statuses)
+            .replace_policy_statuses(cluster, boundary, rows)
             .await
     }
 
     /// The boundary's policies' statuses in every cluster.
-    async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyStatusRecord>> {
-        self.store.policy_statuses(boundary).await
+    async fn policy_statuses(&self, boundary: &str) -> Result<Vec<PolicyInstall>> {
+        let rows = self.store.policy_statuses(boundary).await?;
+        Ok(rows.into_iter().map(PolicyInstall::from_row).collect())
     }
 
     /// The exceptions installed in the cluster and what their probes found, replaced whole.
@@ -316,5 +363,45 @@ impl Records for StoreRecords {
     /// join (see [`Lease`]).
     async fn join_fleet(&self, installation: &str, replica: &str) -> Result<Option<Lease>> {
         self.store.join_fleet(installation, replica).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn install(status: InstallStatus) -> PolicyInstall {
+        PolicyInstall {
+            boundary: "shop".to_owned(),
+            policy: "labels".to_owned(),
+            cluster: "c1".to_owned(),
+            policy_etag: "\"1\"".to_owned(),
+            status,
+            updated_at: "2026-12-07T00:00:00.000Z".to_owned(),
+        }
+    }
+
+    /// Every status the reconciler records reads back as itself; a row that does not is an
+    /// error that quotes it.
+    #[test]
+    fn a_status_goes_to_the_store_and_back_unchanged() {
+        let statuses = [
+            InstallStatus::Pending,
+            InstallStatus::Installed,
+            InstallStatus::Enforced,
+            InstallStatus::AuditActive,
+            InstallStatus::Error("no answer within 60 s".to_owned()),
+            InstallStatus::NotEnforced("binding x was deleted: restoring".to_owned()),
+        ];
+        for status in statuses {
+            let row = install(status.clone()).into_row();
+            assert_eq!(PolicyInstall::from_row(row), install(status));
+        }
+        let mut row = install(InstallStatus::Enforced).into_row();
+        row.status = "enforcing".to_owned();
+        assert_eq!(
+            PolicyInstall::from_row(row).status,
+            InstallStatus::Error("unreadable status 'enforcing'".to_owned())
+        );
     }
 }

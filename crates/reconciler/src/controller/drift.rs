@@ -7,8 +7,6 @@
 //! and recorded on the cluster. Someone who keeps changing the same object is answered with
 //! growing pauses, which the status states.
 
-use std::str::FromStr;
-
 use super::*;
 use crate::drift::{Drift, DriftKind, Seen};
 
@@ -132,20 +130,18 @@ impl Controller {
             return;
         };
         let mut changed = false;
-        let statuses: Vec<PolicyStatusRecord> = statuses
+        let statuses: Vec<PolicyInstall> = statuses
             .into_iter()
             .filter(|s| s.cluster == cluster)
             .map(|mut record| {
                 let claims = matches!(
-                    InstallStatus::from_str(&record.status),
-                    Ok(InstallStatus::Enforced
-                        | InstallStatus::AuditActive
-                        | InstallStatus::Pending)
+                    record.status,
+                    InstallStatus::Enforced | InstallStatus::AuditActive | InstallStatus::Pending
                 );
                 if claims {
                     if let Some(reason) = self.open_drifts.reason(cluster, boundary, &record.policy)
                     {
-                        record.status = status_not_enforced(&reason).to_string();
+                        record.status = status_not_enforced(&reason);
                         record.updated_at = palisade_app::reconcile::now();
                         changed = true;
                     }

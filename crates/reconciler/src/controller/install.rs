@@ -35,7 +35,7 @@ struct Confirmed<'b> {
     boundary: &'b BoundaryState,
     keep: Vec<Name>,
     kept: crate::plan::Keep,
-    statuses: Vec<PolicyStatusRecord>,
+    statuses: Vec<PolicyInstall>,
 }
 
 /// What the steps of a cluster's part add up as they go.

@@ -103,36 +103,19 @@ impl Controller {
         mut shutdown: Pin<&mut impl Future<Output = ()>>,
     ) -> LeadEnd {
         let member = Membership { ctl: self, lease };
-        let mut backoff: Option<Duration> = None;
         let mut drifts = self.drift_queue.lock().await;
         let mut fleet_check = ticks(self.settings.fleet_check);
         let mut confirm = ticks(LEASE_CONFIRM_INTERVAL);
         let mut workers = Workers::default();
+        let mut schedule = Schedule::new(&self.settings);
         // The round to start: every cluster at first, at each resync and after timers; after
         // a change of the store, those it concerns (`scope`); after parts that left policies
         // unconfirmed, and nothing else to do, those they left them in.
         let mut round = Some(PassScope::All);
-        // Every cluster held is run at least this often, however many changes come between.
-        let full_every = self.settings.resync.min(self.settings.audit_interval);
-        let mut full_due = tokio::time::Instant::now();
-        // What the parts did up to the last moment none ran.
-        let mut last = PassReport::default();
-        let mut due = full_due;
-        let mut recheck: Option<BTreeSet<String>> = None;
-        // When drifts are repaired (at once, or after their pause): a round of every cluster,
-        // whatever the parts that end meanwhile make of `due`.
-        let mut repair_at: Option<tokio::time::Instant> = None;
         loop {
-            if let Some(mut scope) = round.take() {
+            if let Some(scope) = round.take() {
                 changes.borrow_and_update();
-                let now = tokio::time::Instant::now();
-                if now >= full_due {
-                    scope = PassScope::All;
-                }
-                if scope == PassScope::All {
-                    full_due = now + full_every;
-                    repair_at = None;
-                }
+                let scope = schedule.widen(scope);
                 if let Err(failed) = self.start_round(Some(lease), scope, &mut workers).await {
                     workers.round_failed(failed);
                 }
@@ -141,13 +124,7 @@ impl Controller {
                 if lease.lost().is_some() {
                     return LeadEnd::LostLease;
                 }
-                due = self.next_due(
-                    &mut workers,
-                    &mut last,
-                    &mut backoff,
-                    &mut recheck,
-                    full_due,
-                );
+                schedule.settle(&mut workers, &self.settings);
             }
             tokio::select! {
                 () = &mut shutdown => {
@@ -161,35 +138,28 @@ impl Controller {
                         round = Some(PassScope::Only(BTreeSet::from([cluster])));
                         continue;
                     }
-                    due = self.next_due(&mut workers, &mut last, &mut backoff, &mut recheck, full_due);
+                    schedule.settle(&mut workers, &self.settings);
                 }
                 changed = changes.changed() => {
                     if changed.is_err() {
                         tracing::warn!("reconciler: the change feed ended");
                         return LeadEnd::Shutdown;
                     }
-                    recheck = None;
+                    schedule.recheck = None;
                     round = Some(PassScope::Changed);
                 }
-                () = tokio::time::sleep_until(repair_at.map_or(due, |at| at.min(due))) => {
-                    let (looks, _) = workers.rechecks_due();
-                    let looks = recheck.take().unwrap_or_default().into_iter().chain(looks);
-                    let looks: BTreeSet<String> = looks.collect();
-                    // A look again alone when that is what came due; every cluster otherwise.
-                    let now = tokio::time::Instant::now();
-                    let repair = repair_at.is_some_and(|at| at <= now);
-                    let only = !repair && !looks.is_empty() && now < full_due;
-                    round = Some(if only { PassScope::Only(looks) } else { PassScope::All });
+                () = tokio::time::sleep_until(schedule.wake_at()) => {
+                    round = Some(schedule.fired(&mut workers));
                 }
                 () = self.builds_done.notified() => {
-                    recheck = None;
+                    schedule.recheck = None;
                     round = Some(PassScope::All);
                 }
                 _ = fleet_check.tick() => {
                     // A replica joined or left, or a cluster handed over is free now.
                     match member.rebalance(None, &workers.running()).await {
                         Ok(true) => {
-                            recheck = None;
+                            schedule.recheck = None;
                             round = Some(PassScope::All);
                         }
                         Ok(false) => {}
@@ -204,19 +174,17 @@ impl Controller {
                         return LeadEnd::LostLease;
                     }
                 }
-                () = answering_again(&self.memory, &last.failed), if workers.idle() => {
+                () = answering_again(&self.memory, &schedule.last.failed), if workers.idle() => {
                     tracing::info!("an unreachable cluster answers again: reconciling now");
-                    backoff = None;
-                    recheck = None;
+                    schedule.backoff = None;
+                    schedule.recheck = None;
                     round = Some(PassScope::All);
                 }
                 Some(seen) = drifts.recv() => {
                     // A drift is repaired at once, or after its pause; the statuses
                     // already say what happened.
                     if let Some(pause) = self.take_drifts(seen, &mut drifts).await {
-                        recheck = None;
-                        let at = tokio::time::Instant::now() + pause;
-                        repair_at = Some(repair_at.map_or(at, |r| r.min(at)));
+                        schedule.repair_after(pause);
                     }
                 }
             }
@@ -231,36 +199,108 @@ impl Controller {
             }
         }
     }
+}
+
+/// When the loop's next round is due, and what it runs.
+struct Schedule {
+    /// Every cluster held is run at least this often, however many changes come between.
+    full_every: Duration,
+    full_due: tokio::time::Instant,
+    /// The next round, from what the parts did (a retry, a look again, the resync).
+    due: tokio::time::Instant,
+    backoff: Option<Duration>,
+    /// The clusters a look again runs, when that is what comes due.
+    recheck: Option<BTreeSet<String>>,
+    /// When drifts are repaired (at once, or after their pause): a round of every cluster,
+    /// whatever the parts that end meanwhile make of `due`.
+    repair_at: Option<tokio::time::Instant>,
+    /// What the parts did up to the last moment none ran.
+    last: PassReport,
+}
+
+impl Schedule {
+    fn new(settings: &Settings) -> Self {
+        let now = tokio::time::Instant::now();
+        Schedule {
+            full_every: settings.resync.min(settings.audit_interval),
+            full_due: now,
+            due: now,
+            backoff: None,
+            recheck: None,
+            repair_at: None,
+            last: PassReport::default(),
+        }
+    }
+
+    /// The scope of a round starting now: every cluster once the resync is due.
+    fn widen(&mut self, scope: PassScope) -> PassScope {
+        let now = tokio::time::Instant::now();
+        let scope = if now >= self.full_due {
+            PassScope::All
+        } else {
+            scope
+        };
+        if scope == PassScope::All {
+            self.full_due = now + self.full_every;
+            self.repair_at = None;
+        }
+        scope
+    }
+
+    /// When the loop wakes for a timer.
+    fn wake_at(&self) -> tokio::time::Instant {
+        self.repair_at.map_or(self.due, |at| at.min(self.due))
+    }
+
+    /// Drifts to repair after `pause`.
+    fn repair_after(&mut self, pause: Duration) {
+        self.recheck = None;
+        let at = tokio::time::Instant::now() + pause;
+        self.repair_at = Some(self.repair_at.map_or(at, |r| r.min(at)));
+    }
+
+    /// A timer fired: a look again alone when that is what came due; every cluster otherwise.
+    fn fired(&mut self, workers: &mut Workers) -> PassScope {
+        let (looks, _) = workers.rechecks_due();
+        let looks: BTreeSet<String> = self
+            .recheck
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(looks)
+            .collect();
+        let now = tokio::time::Instant::now();
+        let repair = self.repair_at.is_some_and(|at| at <= now);
+        if !repair && !looks.is_empty() && now < self.full_due {
+            PassScope::Only(looks)
+        } else {
+            PassScope::All
+        }
+    }
 
     /// When the next round is due. While parts run: at the first look again of a cluster
     /// that left policies unconfirmed, the first exception's end, or the resync. Once none
-    /// runs, from what they did since the loop was last idle (`last`): a retry with backoff,
-    /// a look again at the clusters left unconfirmed (`recheck`), or the resync.
-    fn next_due(
-        &self,
-        workers: &mut Workers,
-        last: &mut PassReport,
-        backoff: &mut Option<Duration>,
-        recheck: &mut Option<BTreeSet<String>>,
-        full_due: tokio::time::Instant,
-    ) -> tokio::time::Instant {
+    /// runs, from what they did since the loop was last idle: a retry with backoff, a look
+    /// again at the clusters left unconfirmed, or the resync.
+    fn settle(&mut self, workers: &mut Workers, settings: &Settings) {
         let now = tokio::time::Instant::now();
         if !workers.idle() {
             let (_, look) = workers.rechecks_peek();
             let expiry = workers.next_expiry().as_deref().and_then(until);
-            let mut due = full_due;
+            let mut due = self.full_due;
             if let Some(look) = look {
                 due = due.min(tokio::time::Instant::from_std(look));
             }
             if let Some(left) = expiry {
                 due = due.min(now + left);
             }
-            return due;
+            self.due = due;
+            return;
         }
         let report = workers.take_report();
-        let full_in = full_due.saturating_duration_since(now);
-        let (wait, next_backoff) = next_wait(&report, *backoff, full_in, &self.settings);
-        *backoff = next_backoff;
+        let full_in = self.full_due.saturating_duration_since(now);
+        let (wait, next_backoff) = next_wait(&report, self.backoff, full_in, settings);
+        self.backoff = next_backoff;
         if report.incomplete() {
             tracing::warn!(
                 failed = ?report.failed,
@@ -270,9 +310,9 @@ impl Controller {
             );
         }
         let (due_in, looks) = due_after(&report, wait);
-        *recheck = looks.filter(|clusters| !clusters.is_empty());
-        *last = report;
-        now + due_in
+        self.recheck = looks.filter(|clusters| !clusters.is_empty());
+        self.last = report;
+        self.due = now + due_in;
     }
 }
 

@@ -52,8 +52,7 @@ use std::time::{Duration, Instant};
 
 use palisade_app::ports::Records;
 use palisade_app::reconcile::{
-    BoundaryState, ClusterRecord, Lease, NamespaceRecord, PolicyRecord, PolicyStatusRecord,
-    StoreError,
+    BoundaryState, ClusterRecord, Lease, NamespaceRecord, PolicyInstall, PolicyRecord, StoreError,
 };
 use palisade_app::App;
 use palisade_policy::name::NameError;
@@ -414,7 +413,7 @@ fn every_status(
     boundary: &BoundaryState,
     cluster: &Name,
     status: &InstallStatus,
-) -> Vec<PolicyStatusRecord> {
+) -> Vec<PolicyInstall> {
     wanted(boundary, cluster)
         .map(|(record, _)| status_record(boundary, record, cluster.as_str(), status.clone()))
         .collect()
@@ -425,14 +424,14 @@ fn status_record(
     record: &PolicyRecord,
     cluster: &str,
     status: InstallStatus,
-) -> PolicyStatusRecord {
-    PolicyStatusRecord {
+) -> PolicyInstall {
+    PolicyInstall {
         boundary: boundary.name.to_string(),
         policy: record.name.clone(),
         cluster: cluster.to_owned(),
         policy_etag: record.etag.clone(),
-        // The store keeps the status line; statuses are typed up to here.
-        status: status.to_string(),
+        // Typed to the application, which writes it through the one codec.
+        status,
         updated_at: palisade_app::reconcile::now(),
     }
 }

@@ -10,26 +10,15 @@ use super::*;
 pub use palisade_policy::reason::UNCONFIRMED;
 
 impl Controller {
-    /// One full pass over every cluster.
+    /// One full pass over every cluster (without a lease: every cluster), each cluster's part
+    /// once, all at once: what they did.
     pub async fn reconcile_all(self: &Arc<Self>) -> PassReport {
-        self.pass(None, PassScope::All).await
-    }
-
-    /// One pass over the clusters `lease` holds, after taking and giving up clusters as the
-    /// replicas share them out; every cluster without a lease. `scope` narrows it: to the
-    /// clusters whose inputs changed (`scope::fingerprint`), or to those a pass left
-    /// unconfirmed (the others are as that pass left them).
-    pub(super) async fn pass(
-        self: &Arc<Self>,
-        lease: Option<&Lease>,
-        scope: PassScope,
-    ) -> PassReport {
         let mut workers = Workers::default();
-        if let Err(report) = self.start_round(lease, scope, &mut workers).await {
+        if let Err(report) = self.start_round(None, PassScope::All, &mut workers).await {
             return report;
         }
         while let Some(ended) = workers.next().await {
-            self.ended(ended, lease, &mut workers);
+            self.ended(ended, None, &mut workers);
         }
         workers.take_report()
     }
@@ -499,7 +488,7 @@ pub(super) async fn write_statuses(
     records: &dyn Records,
     cluster: &str,
     boundary: &BoundaryState,
-    statuses: Vec<PolicyStatusRecord>,
+    statuses: Vec<PolicyInstall>,
 ) -> Result<(), ControllerError> {
     records
         .record_policy_statuses(cluster, boundary.name.as_str(), statuses)
