@@ -261,7 +261,7 @@ impl Schedule {
 
     /// A timer fired: a look again alone when that is what came due; every cluster otherwise.
     fn fired(&mut self, workers: &mut Workers) -> PassScope {
-        let (looks, _) = workers.rechecks_due();
+        let looks = workers.rechecks_due();
         let looks: BTreeSet<String> = self
             .recheck
             .take()
@@ -285,7 +285,7 @@ impl Schedule {
     fn settle(&mut self, workers: &mut Workers, settings: &Settings) {
         let now = tokio::time::Instant::now();
         if !workers.idle() {
-            let (_, look) = workers.rechecks_peek();
+            let look = workers.next_recheck();
             let expiry = workers.next_expiry().as_deref().and_then(until);
             let mut due = self.full_due;
             if let Some(look) = look {
@@ -490,6 +490,73 @@ mod tests {
                 "{report:?} after {backoff:?}"
             );
         }
+    }
+
+    /// What a timer starts: a look again alone, or every cluster when a drift's repair or the
+    /// resync is due with it.
+    #[tokio::test]
+    async fn a_timer_starts_a_look_again_or_a_round_of_every_cluster() {
+        let settings = Settings::default();
+        let c1: BTreeSet<String> = ["c1".to_owned()].into();
+        let now = tokio::time::Instant::now();
+        let later = now + Duration::from_secs(60);
+        // (case, look again, drift repair at, resync at, scope)
+        let cases = [
+            (
+                "a look again",
+                Some(c1.clone()),
+                None,
+                later,
+                PassScope::Only(c1.clone()),
+            ),
+            (
+                "a look again and a repair",
+                Some(c1.clone()),
+                Some(now),
+                later,
+                PassScope::All,
+            ),
+            (
+                "a repair not due yet",
+                Some(c1.clone()),
+                Some(later),
+                later,
+                PassScope::Only(c1.clone()),
+            ),
+            (
+                "a look again at the resync",
+                Some(c1.clone()),
+                None,
+                now,
+                PassScope::All,
+            ),
+            (
+                "the backoff or an exception's end",
+                None,
+                None,
+                later,
+                PassScope::All,
+            ),
+        ];
+        for (case, recheck, repair_at, full_due, want) in cases {
+            let mut schedule = Schedule::new(&settings);
+            schedule.recheck = recheck;
+            schedule.repair_at = repair_at;
+            schedule.full_due = full_due;
+            assert_eq!(schedule.fired(&mut Workers::default()), want, "{case}");
+        }
+        // A round of every cluster moves the resync on and takes the repair with it.
+        let mut schedule = Schedule::new(&settings);
+        schedule.repair_after(Duration::from_secs(2));
+        assert_eq!(
+            schedule.widen(PassScope::Changed),
+            PassScope::All,
+            "the first round"
+        );
+        assert!(schedule.repair_at.is_none());
+        assert_eq!(schedule.widen(PassScope::Changed), PassScope::Changed);
+        schedule.repair_after(Duration::from_secs(2));
+        assert!(schedule.wake_at() <= tokio::time::Instant::now() + Duration::from_secs(2));
     }
 
     #[test]

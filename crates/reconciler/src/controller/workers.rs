@@ -102,8 +102,8 @@ impl Workers {
         self.parts.insert(cluster, report);
     }
 
-    /// The clusters due a look again by now, and when the next one is.
-    pub(super) fn rechecks_due(&mut self) -> (BTreeSet<String>, Option<Instant>) {
+    /// The clusters due a look again by now (no longer waiting for one).
+    pub(super) fn rechecks_due(&mut self) -> BTreeSet<String> {
         let now = Instant::now();
         let due: BTreeSet<String> = self
             .rechecks
@@ -112,12 +112,12 @@ impl Workers {
             .map(|(c, _)| c.clone())
             .collect();
         self.rechecks.retain(|c, _| !due.contains(c));
-        (due, self.rechecks.values().min().copied())
+        due
     }
 
     /// When the first look again is due, without taking any.
-    pub(super) fn rechecks_peek(&self) -> (usize, Option<Instant>) {
-        (self.rechecks.len(), self.rechecks.values().min().copied())
+    pub(super) fn next_recheck(&self) -> Option<Instant> {
+        self.rechecks.values().min().copied()
     }
 
     /// The first exception end of the latest round's desired state.
