@@ -2,7 +2,7 @@
 //! cluster holds, how a boundary's policies are written, where a probe runs, what a collection
 //! keeps, which boundaries' objects go.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use palisade_app::reconcile::{BoundaryState, PolicyRecord};
@@ -11,6 +11,7 @@ use palisade_vap::render::switch_binding;
 use palisade_vap::Layout;
 
 use crate::admission::{AdmissionLayout, Target, Writes};
+use crate::installed::Installed;
 
 /// The boundaries attached to `cluster`, in the order given.
 pub(crate) fn attached<'a>(
@@ -124,6 +125,81 @@ pub(crate) fn keep(present: &BTreeSet<Layout>, target: Layout, confirmed: bool) 
             layouts: vec![target],
             switch_bindings: false,
         }
+    }
+}
+
+/// What a cluster's part reads before it decides what to write: what this installation holds
+/// there, and each attached boundary's namespaces where the layout writes into them.
+#[derive(Debug, Default)]
+pub(crate) struct Observed {
+    pub before: Installed,
+    /// By boundary name: its namespaces in the cluster (none read for a layout that does not
+    /// write into them), or why they could not be read.
+    pub namespaces: BTreeMap<String, Result<Vec<String>, String>>,
+}
+
+/// A boundary's part of a cluster's pass, decided from what was observed: its writes, and what
+/// its probes need once they are written.
+#[derive(Debug)]
+pub(crate) struct Planned<'b> {
+    pub boundary: &'b BoundaryState,
+    /// Its namespaces in the cluster, as the store has them.
+    pub namespaces: Vec<&'b str>,
+    pub probe_namespace: Option<String>,
+    /// Its policies in the cluster (decoded).
+    pub in_cluster: Vec<Policy>,
+    /// The layouts its objects were found in before the part wrote.
+    pub present: BTreeSet<Layout>,
+    pub switching: bool,
+    pub writes: BoundaryWrites,
+}
+
+/// What a boundary's part writes in `cluster` in `layout`, from what was observed.
+pub(crate) fn plan_boundary<'b>(
+    layout: Layout,
+    installation: &str,
+    observed: &Observed,
+    boundary: &'b BoundaryState,
+    cluster: &Name,
+) -> Planned<'b> {
+    let (namespaces, probe_namespace) = probe_namespace(boundary, cluster.as_str());
+    let in_cluster = decoded_in(boundary, cluster);
+    let exceptions = boundary.exceptions_in(cluster.as_str());
+    let present = observed.before.layouts(installation, &boundary.name);
+    let switching = present.iter().any(|l| *l != layout);
+    let none = Ok(Vec::new());
+    let writes = match observed
+        .namespaces
+        .get(boundary.name.as_str())
+        .unwrap_or(&none)
+    {
+        Err(reason) => BoundaryWrites::Refused(reason.clone()),
+        Ok(in_layout) => {
+            let target = Target {
+                installation,
+                boundary: &boundary.name,
+                exceptions: &exceptions,
+                namespaces: in_layout,
+                before: &observed.before,
+            };
+            boundary_writes(
+                crate::admission::of(layout),
+                &target,
+                boundary,
+                cluster,
+                &in_cluster,
+                switching,
+            )
+        }
+    };
+    Planned {
+        boundary,
+        namespaces,
+        probe_namespace,
+        in_cluster,
+        present,
+        switching,
+        writes,
     }
 }
 
@@ -561,5 +637,53 @@ mod tests {
             "not applied: policy 'broken' of the boundary cannot be decoded, and the boundary's \
              admission objects hold its rules with this policy's; they are left as they were"
         );
+    }
+
+    /// A boundary's plan from what was observed: a switch when its objects are in another
+    /// layout, and no write where its namespaces could not be read.
+    #[test]
+    fn a_boundary_is_planned_from_what_the_cluster_holds() {
+        use palisade_vap::render::{
+            BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL,
+        };
+        let c1 = Name::parse("c1").expect("a name");
+        let boundary = mk_boundary("shop", &["c1"], vec![mk_policy("a", &[])]);
+        let per_policy_object = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("a.shop.palisade.dev".to_owned()),
+            labels: Some(
+                [
+                    (MANAGED_BY_LABEL, "palisade"),
+                    (INSTALLATION_LABEL, "main"),
+                    (BOUNDARY_LABEL, "shop"),
+                    (POLICY_LABEL, "a"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            ),
+            ..Default::default()
+        };
+        let held = Observed {
+            before: Installed {
+                policies: vec![per_policy_object],
+                ..Installed::default()
+            },
+            namespaces: BTreeMap::new(),
+        };
+        let plan = plan_boundary(P, "main", &held, &boundary, &c1);
+        assert!(!plan.switching);
+        assert_eq!(shape(&plan.writes), "each:1");
+        let plan = plan_boundary(B, "main", &held, &boundary, &c1);
+        assert!(
+            plan.switching,
+            "per-policy objects held, per-boundary wanted"
+        );
+        assert_eq!(shape(&plan.writes), "together:2+1");
+        let unreadable = Observed {
+            namespaces: [("shop".to_owned(), Err("timed out".to_owned()))].into(),
+            ..Observed::default()
+        };
+        let plan = plan_boundary(S, "main", &unreadable, &boundary, &c1);
+        assert!(matches!(plan.writes, BoundaryWrites::Refused(ref r) if r == "timed out"));
     }
 }

@@ -4,10 +4,12 @@
 //! The part runs in steps, each a method of its own: `observe` (the connection, what the cluster
 //! can enforce, its API servers' restarts), `not_enforcing` (nothing is written, every status
 //! says why), `make_ready` (the layout, the guard, the layout's shared objects, the labels),
-//! `write_boundaries` (every boundary's objects, before any probe), `confirm_boundary` (each
-//! policy probed, its status), `collect_boundaries` (what is no longer wanted removed, statuses
-//! recorded) and `finish` (the layout's leftovers, the workloads, detached boundaries). Their
-//! decisions that need no cluster are in `crate::plan`.
+//! `observe_boundaries` (what is installed, the boundaries' namespaces), then each boundary
+//! planned without the cluster (`crate::plan::plan_boundary`), `write_boundaries` (every
+//! boundary's planned writes applied, before any probe), `confirm_boundary` (each policy probed,
+//! its status settled in `settle`), `collect_boundaries` (what is no longer wanted removed,
+//! statuses recorded) and `finish` (the layout's leftovers, the workloads, detached
+//! boundaries). Their decisions that need no cluster are in `crate::plan` and `settle`.
 
 use super::settle;
 use super::*;
@@ -118,13 +120,19 @@ impl<'c> Part<'c> {
                 .collect();
             pruned.iter().collect()
         };
-        // One read of what is installed before writing (the layouts present) and one after
-        // (what is stale), for every boundary of the cluster at once.
-        let before = client.installed(&ctl.installation, None).await?;
+        // Observe, plan, apply: one read of what is installed before writing (the layouts
+        // present, what a write makes stale) and one after (what the probes judge by, what
+        // is stale), for every boundary of the cluster at once.
+        let observed = part.observe_boundaries(&client, &attached).await?;
+        let planned = attached
+            .iter()
+            .map(|b| {
+                let installation = &ctl.installation;
+                crate::plan::plan_boundary(choice.layout, installation, &observed, b, &part.name)
+            })
+            .collect();
         fence.confirm("the policies").await?;
-        let prepared = part
-            .write_boundaries(&client, &before, &attached, choice.layout)
-            .await;
+        let prepared = part.write_boundaries(&client, planned).await;
         // What the probes judge by (which object and binding hold a policy) and what the
         // collection finds stale: the probes write nothing.
         let after = client.installed(&ctl.installation, None).await?;
@@ -264,54 +272,45 @@ impl<'c> Part<'c> {
         Ok((client, choice, gone))
     }
 
+    /// What the write step decides from: what this installation holds in the cluster, and
+    /// each boundary's namespaces there when the layout writes into them (a boundary whose
+    /// namespaces cannot be read is not written).
+    async fn observe_boundaries(
+        &self,
+        client: &ClusterClient,
+        attached: &[&BoundaryState],
+    ) -> Result<crate::plan::Observed, ControllerError> {
+        let before = client.installed(&self.ctl.installation, None).await?;
+        let mut namespaces = BTreeMap::new();
+        for boundary in attached {
+            let read = client
+                .layout_namespaces(&boundary.name)
+                .await
+                .map_err(|error| error.to_string());
+            namespaces.insert(boundary.name.to_string(), read);
+        }
+        Ok(crate::plan::Observed { before, namespaces })
+    }
+
     /// Every boundary's objects are written first, then each is confirmed: the API server
     /// judges with what was written from its next policy reload (once a second), so a pass
     /// that changes many boundaries waits for one reload, not one per boundary.
     async fn write_boundaries<'b>(
         &self,
         client: &ClusterClient,
-        before: &crate::cluster::Installed,
-        attached: &[&'b BoundaryState],
-        layout: Layout,
+        planned: Vec<crate::plan::Planned<'b>>,
     ) -> Vec<Prepared<'b>> {
-        let cluster_name = &self.name;
-        let mut prepared = Vec::with_capacity(attached.len());
-        for boundary in attached {
-            let (namespaces, probe_namespace) =
-                crate::plan::probe_namespace(boundary, cluster_name.as_str());
-            let in_cluster = crate::plan::decoded_in(boundary, cluster_name);
-            let exceptions = boundary.exceptions_in(cluster_name.as_str());
-            let present = before.layouts(&self.ctl.installation, &boundary.name);
-            let switching = present.iter().any(|l| *l != layout);
-            // What writing each of `in_cluster` gave.
-            let applied = match client.layout_namespaces(&boundary.name).await {
-                Err(error) => vec![Err(error.to_string()); in_cluster.len()],
-                Ok(namespaces) => {
-                    let target = crate::admission::Target {
-                        installation: &self.ctl.installation,
-                        boundary: &boundary.name,
-                        exceptions: &exceptions,
-                        namespaces: &namespaces,
-                        before,
-                    };
-                    let plan = crate::plan::boundary_writes(
-                        crate::admission::of(layout),
-                        &target,
-                        boundary,
-                        cluster_name,
-                        &in_cluster,
-                        switching,
-                    );
-                    self.apply(client, plan, in_cluster.len()).await
-                }
-            };
+        let mut prepared = Vec::with_capacity(planned.len());
+        for planned in planned {
+            let count = planned.in_cluster.len();
+            let applied = self.apply(client, planned.writes, count).await;
             prepared.push(Prepared {
-                boundary,
-                namespaces,
-                probe_namespace,
-                in_cluster,
-                present,
-                switching,
+                boundary: planned.boundary,
+                namespaces: planned.namespaces,
+                probe_namespace: planned.probe_namespace,
+                in_cluster: planned.in_cluster,
+                present: planned.present,
+                switching: planned.switching,
                 applied,
             });
         }
