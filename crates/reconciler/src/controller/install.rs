@@ -303,7 +303,7 @@ impl<'c> Part<'c> {
         let mut prepared = Vec::with_capacity(planned.len());
         for planned in planned {
             let count = planned.in_cluster.len();
-            let applied = self.apply(client, planned.writes, count).await;
+            let applied = apply(client, &self.ctl.installation, planned.writes, count).await;
             prepared.push(Prepared {
                 boundary: planned.boundary,
                 namespaces: planned.namespaces,
@@ -574,40 +574,6 @@ impl<'c> Part<'c> {
         Ok(())
     }
 
-    /// Carries out a boundary's planned writes: what writing each of its `count` policies gave.
-    async fn apply(
-        &self,
-        client: &ClusterClient,
-        plan: crate::plan::BoundaryWrites,
-        count: usize,
-    ) -> Vec<Result<(), String>> {
-        use crate::plan::BoundaryWrites;
-        let installation = &self.ctl.installation;
-        match plan {
-            BoundaryWrites::Refused(reason) => vec![Err(reason); count],
-            BoundaryWrites::Together { writes, switch } => {
-                let mut result = client.write(installation, &writes).await;
-                if result.is_ok() && !switch.is_empty() {
-                    result = client.apply_switch(installation, &switch).await;
-                }
-                vec![result.map_err(|error| error.to_string()); count]
-            }
-            BoundaryWrites::Each(each) => {
-                let mut applied = Vec::with_capacity(each.len());
-                for writes in each {
-                    applied.push(match writes {
-                        Err(reason) => Err(reason),
-                        Ok(writes) => client
-                            .write(installation, &writes)
-                            .await
-                            .map_err(|error| error.to_string()),
-                    });
-                }
-                applied
-            }
-        }
-    }
-
     /// Reads back what one policy, written already, enforces. The flag: the policy is
     /// confirmed in the client's layout (or there is nothing to probe), so a switch may remove
     /// the earlier layout's objects.
@@ -662,6 +628,39 @@ impl<'c> Part<'c> {
             result = verdict(probe_once().await);
         }
         result
+    }
+}
+
+/// Carries out a boundary's planned writes: what writing each of its `count` policies gave.
+async fn apply(
+    client: &ClusterClient,
+    installation: &str,
+    plan: crate::plan::BoundaryWrites,
+    count: usize,
+) -> Vec<Result<(), String>> {
+    use crate::plan::BoundaryWrites;
+    match plan {
+        BoundaryWrites::Refused(reason) => vec![Err(reason); count],
+        BoundaryWrites::Together { writes, switch } => {
+            let mut result = client.write(installation, &writes).await;
+            if result.is_ok() && !switch.is_empty() {
+                result = client.apply_switch(installation, &switch).await;
+            }
+            vec![result.map_err(|error| error.to_string()); count]
+        }
+        BoundaryWrites::Each(each) => {
+            let mut applied = Vec::with_capacity(each.len());
+            for writes in each {
+                applied.push(match writes {
+                    Err(reason) => Err(reason),
+                    Ok(writes) => client
+                        .write(installation, &writes)
+                        .await
+                        .map_err(|error| error.to_string()),
+                });
+            }
+            applied
+        }
     }
 }
 
