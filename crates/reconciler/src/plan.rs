@@ -138,10 +138,10 @@ pub(crate) struct Observed {
     pub namespaces: BTreeMap<String, Result<Vec<String>, String>>,
 }
 
-/// A boundary's part of a cluster's pass, decided from what was observed: its writes, and what
-/// its probes need once they are written.
+/// A boundary in a cluster's part: what its probes and its collection need once it is
+/// written.
 #[derive(Debug)]
-pub(crate) struct Planned<'b> {
+pub(crate) struct InCluster<'b> {
     pub boundary: &'b BoundaryState,
     /// Its namespaces in the cluster, as the store has them.
     pub namespaces: Vec<&'b str>,
@@ -151,6 +151,13 @@ pub(crate) struct Planned<'b> {
     /// The layouts its objects were found in before the part wrote.
     pub present: BTreeSet<Layout>,
     pub switching: bool,
+}
+
+/// A boundary's part of a cluster's pass, decided from what was observed: the boundary in the
+/// cluster, and its writes.
+#[derive(Debug)]
+pub(crate) struct Planned<'b> {
+    pub part: InCluster<'b>,
     pub writes: BoundaryWrites,
 }
 
@@ -193,12 +200,14 @@ pub(crate) fn plan_boundary<'b>(
         }
     };
     Planned {
-        boundary,
-        namespaces,
-        probe_namespace,
-        in_cluster,
-        present,
-        switching,
+        part: InCluster {
+            boundary,
+            namespaces,
+            probe_namespace,
+            in_cluster,
+            present,
+            switching,
+        },
         writes,
     }
 }
@@ -521,12 +530,33 @@ mod tests {
         }
     }
 
+    /// The writes of `boundary`'s policies in cluster `c1` of installation `main`, which holds
+    /// nothing of it yet.
+    fn write_plan(layout: Layout, boundary: &BoundaryState, switching: bool) -> BoundaryWrites {
+        let c1 = Name::parse("c1").expect("a name");
+        let installed = Installed::default();
+        let target = crate::admission::Target {
+            installation: "main",
+            boundary: &boundary.name,
+            exceptions: &[],
+            namespaces: &[],
+            before: &installed,
+        };
+        let in_cluster = decoded_in(boundary, &c1);
+        boundary_writes(
+            crate::admission::of(layout),
+            &target,
+            boundary,
+            &c1,
+            &in_cluster,
+            switching,
+        )
+    }
+
     /// How a boundary's policies are written: alone or together, with switch bindings while
     /// the cluster changes layout, and not at all where a held policy cannot be decoded.
     #[test]
     fn a_boundary_is_written_alone_together_or_not_at_all() {
-        let installed = crate::installed::Installed::default();
-        let c1 = Name::parse("c1").expect("a name");
         let decodable = mk_boundary(
             "shop",
             &["c1"],
@@ -584,51 +614,22 @@ mod tests {
             ),
         ];
         for (case, layout, boundary, switching, want) in cases {
-            let in_cluster = decoded_in(boundary, &c1);
-            let target = crate::admission::Target {
-                installation: "main",
-                boundary: &boundary.name,
-                exceptions: &[],
-                namespaces: &[],
-                before: &installed,
-            };
-            let plan = boundary_writes(
-                crate::admission::of(layout),
-                &target,
-                boundary,
-                &c1,
-                &in_cluster,
-                switching,
+            assert_eq!(
+                shape(&write_plan(layout, boundary, switching)),
+                want,
+                "{case}"
             );
-            assert_eq!(shape(&plan), want, "{case}");
         }
     }
 
     #[test]
     fn an_undecodable_policy_refuses_its_boundarys_shared_objects_in_words() {
-        let c1 = Name::parse("c1").expect("a name");
         let boundary = mk_boundary(
             "shop",
             &["c1"],
             vec![mk_policy("a", &[]), mk_undecodable("broken")],
         );
-        let installed = crate::installed::Installed::default();
-        let target = crate::admission::Target {
-            installation: "main",
-            boundary: &boundary.name,
-            exceptions: &[],
-            namespaces: &[],
-            before: &installed,
-        };
-        let in_cluster = decoded_in(&boundary, &c1);
-        let plan = boundary_writes(
-            crate::admission::of(B),
-            &target,
-            &boundary,
-            &c1,
-            &in_cluster,
-            false,
-        );
+        let plan = write_plan(B, &boundary, false);
         let BoundaryWrites::Refused(reason) = plan else {
             panic!("written: {plan:?}");
         };
@@ -671,11 +672,11 @@ mod tests {
             namespaces: BTreeMap::new(),
         };
         let plan = plan_boundary(P, "main", &held, &boundary, &c1);
-        assert!(!plan.switching);
+        assert!(!plan.part.switching);
         assert_eq!(shape(&plan.writes), "each:1");
         let plan = plan_boundary(B, "main", &held, &boundary, &c1);
         assert!(
-            plan.switching,
+            plan.part.switching,
             "per-policy objects held, per-boundary wanted"
         );
         assert_eq!(shape(&plan.writes), "together:2+1");

@@ -18,16 +18,8 @@ use crate::probe::ClusterProbe;
 /// A boundary's part of a cluster's pass once its objects are written, before its policies
 /// are confirmed.
 struct Prepared<'b> {
-    boundary: &'b BoundaryState,
-    /// Its namespaces in the cluster.
-    namespaces: Vec<&'b str>,
-    probe_namespace: Option<String>,
-    /// Its policies in the cluster (decoded).
-    in_cluster: Vec<Policy>,
-    /// The layouts its objects were found in before the pass wrote.
-    present: BTreeSet<Layout>,
-    switching: bool,
-    /// What writing each of `in_cluster` gave, in order.
+    part: crate::plan::InCluster<'b>,
+    /// What writing each of its policies in the cluster gave, in order.
     applied: Vec<Result<(), String>>,
 }
 
@@ -301,18 +293,10 @@ impl<'c> Part<'c> {
         planned: Vec<crate::plan::Planned<'b>>,
     ) -> Vec<Prepared<'b>> {
         let mut prepared = Vec::with_capacity(planned.len());
-        for planned in planned {
-            let count = planned.in_cluster.len();
-            let applied = apply(client, &self.ctl.installation, planned.writes, count).await;
-            prepared.push(Prepared {
-                boundary: planned.boundary,
-                namespaces: planned.namespaces,
-                probe_namespace: planned.probe_namespace,
-                in_cluster: planned.in_cluster,
-                present: planned.present,
-                switching: planned.switching,
-                applied,
-            });
+        for crate::plan::Planned { part, writes } in planned {
+            let count = part.in_cluster.len();
+            let applied = apply(client, &self.ctl.installation, writes, count).await;
+            prepared.push(Prepared { part, applied });
         }
         prepared
     }
@@ -329,12 +313,15 @@ impl<'c> Part<'c> {
     ) -> Confirmed<'b> {
         let cluster_name = &self.name;
         let Prepared {
-            boundary,
-            namespaces,
-            probe_namespace,
-            in_cluster,
-            present,
-            switching,
+            part:
+                crate::plan::InCluster {
+                    boundary,
+                    namespaces,
+                    probe_namespace,
+                    in_cluster,
+                    present,
+                    switching,
+                },
             applied,
         } = prepared;
         let cluster = cluster_name.as_str();
