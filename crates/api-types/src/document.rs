@@ -234,7 +234,7 @@ impl PolicyDocument {
             [&self.metadata.name, &self.metadata.boundary],
         )?;
         self.metadata.validate()?;
-        let (policy, warnings) = self.spec.validate_at("/spec", name, catalog)?;
+        let (policy, warnings) = self.spec.validate_at("/spec", name, catalog, Saving::New)?;
         Ok(ValidPolicy {
             boundary,
             policy,
@@ -289,7 +289,18 @@ impl PolicySpec {
         name: Name,
         catalog: &Catalog,
     ) -> Result<(Policy, Vec<SaveWarning>), DocumentError> {
-        self.validate_at("", name, catalog)
+        self.validate_at("", name, catalog, Saving::New)
+    }
+
+    /// Validates a spec palisade stored (it was validated when it was saved): a rollout in it
+    /// is decoded even while a new one would be refused, so that one written before is still
+    /// followed.
+    pub fn validate_stored(
+        &self,
+        name: Name,
+        catalog: &Catalog,
+    ) -> Result<(Policy, Vec<SaveWarning>), DocumentError> {
+        self.validate_at("", name, catalog, Saving::Stored)
     }
 
     fn validate_at(
@@ -297,6 +308,7 @@ impl PolicySpec {
         base: &str,
         name: Name,
         catalog: &Catalog,
+        saving: Saving,
     ) -> Result<(Policy, Vec<SaveWarning>), DocumentError> {
         let mut normalisations = Vec::new();
         let mode = match self.mode {
@@ -343,7 +355,7 @@ impl PolicySpec {
             ));
         }
         warnings.sort_by_key(SaveWarning::group);
-        if rollout.is_some() && !ROLLOUT_IN_FORCE {
+        if rollout.is_some() && !ROLLOUT_IN_FORCE && saving == Saving::New {
             return Err(error(
                 format!("{base}/rollout"),
                 "staged rollout is not in force in this version of palisade yet: remove rollout to apply the change everywhere at once",
@@ -355,6 +367,13 @@ impl PolicySpec {
         };
         Ok((policy, warnings))
     }
+}
+
+/// Whether a spec is being saved now, or was stored before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Saving {
+    New,
+    Stored,
 }
 
 /// Whether a policy with `spec.rollout` may be saved: not until its stages are in force in the

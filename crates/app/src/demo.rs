@@ -105,6 +105,7 @@ pub async fn load(store: &dyn Store, catalog: &Catalog) -> Result<bool, DemoErro
             if_match: None,
             create_only: false,
             restores: None,
+            rollout: None,
         });
     }
     store.apply_policies(writes, "demo").await?;

@@ -27,6 +27,7 @@ pub mod preview;
 pub mod reading;
 pub mod reconcile;
 pub mod resources;
+pub mod rollout;
 pub mod sealing;
 pub mod tokens;
 pub mod uploads;

@@ -237,9 +237,17 @@ impl PolicyCache {
 }
 
 fn decode_uncached(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, String> {
-    let name = Name::parse(&record.name).map_err(|e| e.to_string())?;
-    let spec = PolicySpec::from_json(record.spec_json.as_bytes()).map_err(|e| e.to_string())?;
-    let (policy, _warnings) = spec.validate(name, catalog).map_err(|e| e.to_string())?;
+    decode_spec(&record.name, &record.spec_json, catalog)
+}
+
+/// Decodes a stored spec of policy `name` (a record's, or an earlier version's), or says why
+/// it cannot be.
+pub fn decode_spec(name: &str, spec_json: &str, catalog: &Catalog) -> Result<Policy, String> {
+    let name = Name::parse(name).map_err(|e| e.to_string())?;
+    let spec = PolicySpec::from_json(spec_json.as_bytes()).map_err(|e| e.to_string())?;
+    let (policy, _warnings) = spec
+        .validate_stored(name, catalog)
+        .map_err(|e| e.to_string())?;
     Ok(policy)
 }
 

@@ -14,7 +14,7 @@ use palisade_policy::policy::{blocked_type_warnings, save_warnings};
 use palisade_policy::{Catalog, ExceptionWarning, Name, Policy, SaveWarning};
 /// What a save did: `created`, `configured` or `unchanged`.
 pub use palisade_store::WriteAction;
-use palisade_store::{PolicyHistoryEntry, PolicyRecord, PolicyWrite, StoreError};
+use palisade_store::{PolicyHistoryEntry, PolicyRecord, PolicyWrite, RolloutDecision, StoreError};
 
 use crate::caller::{Access, Caller};
 use crate::error::{AppError, AppResult};
@@ -268,6 +268,7 @@ impl App {
             if_match: condition.if_match,
             create_only,
             restores: condition.restores,
+            rollout: Some(self.rollout_decision(&policy)),
         };
         let actor = access.caller().actor();
         let (record, action) = self
@@ -286,6 +287,19 @@ impl App {
             action,
             warnings,
         })
+    }
+
+    /// What a save of `policy` does to its rollout, decided in the save's transaction from the
+    /// policy as stored then (`crate::rollout::decide`).
+    fn rollout_decision(&self, policy: &Policy) -> RolloutDecision {
+        let (catalog, new) = (self.catalog.clone(), policy.clone());
+        RolloutDecision(std::sync::Arc::new(move |before, version| {
+            let name = new.name().to_string();
+            let decode = |spec: &str| crate::plans::decode_spec(&name, spec, &catalog).ok();
+            let version = u64::try_from(version).unwrap_or_default();
+            let now = chrono::Utc::now().timestamp();
+            crate::rollout::decide(before, &decode, &new, version, now).map(|r| r.encode())
+        }))
     }
 
     /// Makes the spec version `request.version` of policy `name` saved the current one, as a
@@ -402,6 +416,7 @@ impl App {
                     if_match: None,
                     create_only: false,
                     restores: None,
+                    rollout: Some(self.rollout_decision(&checked.policy)),
                 })
             })
             .collect::<AppResult<_>>()?;

@@ -7,9 +7,10 @@
 //! Errors stay the store's ([`StoreError`]): the reconciler tells a vanished row (`NotFound`:
 //! deleted while a pass ran) from an unreachable store, and says which in its statuses.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use palisade_api_types::view::{InstallStatus, WorkloadStatus};
+use palisade_policy::rollout::Phase;
 use palisade_policy::{Exception, Name, Policy};
 pub use palisade_store::{
     now, AuditRecord, BoundaryRecord, ClusterRecord, ExceptionInstall, Fence, Lease, Lost,
@@ -88,6 +89,67 @@ pub struct BoundaryState {
     /// The sequence number of the boundary's latest policy, exception or resource write: the
     /// reconciler's sign that the workloads it placed in its clusters changed.
     pub last_change: i64,
+    /// The policies being rolled out (SPEC 8), by name: each one's decoded policy above is the
+    /// version being rolled out.
+    pub rollouts: BTreeMap<String, Rolling>,
+}
+
+/// A policy being rolled out (SPEC 8; running or paused), as the clusters need it: where its
+/// stage has reached, the version being rolled out applies in its mode; elsewhere `previous`
+/// applies exactly as before and the new version audits. Its stages are the decoded policy's
+/// `rollout()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rolling {
+    /// The version being rolled out.
+    pub version: u64,
+    /// The version in force before (the last that reached everywhere); `None` for a new
+    /// policy, which only audits where its stage has not reached.
+    pub previous: Option<Policy>,
+    /// The stage in force, from 0.
+    pub stage: usize,
+}
+
+/// What a pass installs of a stored policy, given its rollout: the policy (or why it cannot be
+/// decoded) and, while a rollout runs or is paused, the rollout. An aborted rollout puts the
+/// version it ran over back (`None`: a new policy, aborted, has nothing installed).
+fn in_force(
+    record: &PolicyRecord,
+    decoded: std::result::Result<Policy, String>,
+    decode: &dyn Fn(&str) -> std::result::Result<Policy, String>,
+) -> Option<(std::result::Result<Policy, String>, Option<Rolling>)> {
+    let Some(stored) = crate::rollout::StoredRollout::of(record) else {
+        return Some((decoded, None));
+    };
+    let previous = || {
+        match &stored.previous_spec {
+        None => Ok(None),
+        Some(spec) => decode(spec).map(Some).map_err(|why| {
+            format!(
+                "the version in force before this one's rollout (version {}) cannot be decoded: {why}",
+                stored.progress.previous_version.unwrap_or_default()
+            )
+        }),
+    }
+    };
+    match &stored.progress.phase {
+        Phase::Done => Some((decoded, None)),
+        Phase::Aborted => match previous() {
+            Ok(None) => None,
+            Ok(Some(previous)) => Some((Ok(previous), None)),
+            Err(why) => Some((Err(why), None)),
+        },
+        Phase::Running | Phase::Paused(_) => match (decoded, previous()) {
+            (Err(why), _) | (_, Err(why)) => Some((Err(why), None)),
+            (Ok(policy), Ok(previous)) => {
+                let rolling = policy.rollout().is_some().then_some(Rolling {
+                    version: stored.progress.version,
+                    previous,
+                    stage: stored.progress.stage,
+                });
+                Some((Ok(policy), rolling))
+            }
+        },
+    }
 }
 
 impl BoundaryState {
@@ -111,6 +173,7 @@ impl BoundaryState {
                 .collect(),
             exceptions: self.exceptions.clone(),
             last_change: self.last_change,
+            rollouts: self.rollouts.clone(),
         }
     }
 
@@ -146,14 +209,20 @@ impl App {
                 tracing::warn!(boundary = %b.boundary.name, "skipped: not a valid boundary name");
                 continue;
             };
-            let policies = b
-                .policies
-                .into_iter()
-                .map(|record| {
-                    let decoded = self.policies.decode_or_why(&record, &self.catalog);
-                    (record, decoded)
-                })
-                .collect();
+            let mut policies = Vec::with_capacity(b.policies.len());
+            let mut rollouts = BTreeMap::new();
+            for record in b.policies {
+                let decoded = self.policies.decode_or_why(&record, &self.catalog);
+                let decode =
+                    |spec: &str| crate::plans::decode_spec(&record.name, spec, &self.catalog);
+                let Some((decoded, rolling)) = in_force(&record, decoded, &decode) else {
+                    continue;
+                };
+                if let Some(rolling) = rolling {
+                    rollouts.insert(record.name.clone(), rolling);
+                }
+                policies.push((record, decoded));
+            }
             boundaries.push(BoundaryState {
                 name,
                 policies,
@@ -166,6 +235,7 @@ impl App {
                     .collect(),
                 exceptions: crate::exceptions::in_force(&b.exceptions),
                 last_change: b.last_change,
+                rollouts,
             });
         }
         Ok(DesiredState {

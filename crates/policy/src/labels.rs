@@ -10,6 +10,9 @@ pub const BOUNDARY_LABEL: &str = "palisade.dev/boundary";
 pub const INSTALLATION_LABEL: &str = "palisade.dev/installation";
 /// The policy an admission object enforces.
 pub const POLICY_LABEL: &str = "palisade.dev/policy";
+/// On the objects of a version being rolled out (SPEC 8): that version. They stand beside the
+/// layout's own objects in every layout, and go when the rollout is done or aborted.
+pub const VERSION_LABEL: &str = "palisade.dev/version";
 /// Marks a switch binding (a change of admission layout in progress).
 pub const SWITCH_LABEL: &str = "palisade.dev/switch";
 /// The shared layout's parameters: `enforce` or `audit`, which picks the binding.

@@ -279,6 +279,20 @@ impl Policy {
         self.rules.iter().any(|rule| rule.kind().is_admission())
     }
 
+    /// Whether the clusters judge by `other` exactly as by this policy: the same mode, scope
+    /// and admission rules (its `allowedComputePlans` and `rollout` aside). A change between
+    /// two such versions is not rolled out (SPEC 8).
+    pub fn judges_as(&self, other: &Policy) -> bool {
+        let admission = |p: &Policy| -> Vec<Rule> {
+            p.rules
+                .iter()
+                .filter(|r| r.kind().is_admission())
+                .cloned()
+                .collect()
+        };
+        self.mode == other.mode && self.scope == other.scope && admission(self) == admission(other)
+    }
+
     /// Whether the policy is installed in `cluster` (SPEC 3.4): it has admission rules and
     /// its scope includes the cluster. The one answer the reconciler, the statuses and the
     /// preview share.

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use palisade_policy::Name;
 use palisade_vap::per_boundary::held_policies;
 use palisade_vap::render::{
-    BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL, SWITCH_LABEL,
+    BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL, SWITCH_LABEL, VERSION_LABEL,
 };
 use palisade_vap::shared::MODE_LABEL;
 use palisade_vap::Layout;
@@ -30,6 +30,13 @@ pub(crate) fn is_per_boundary(meta: &ObjectMeta) -> bool {
     meta.labels
         .as_ref()
         .is_some_and(|l| l.contains_key(MODE_LABEL) && !l.contains_key(POLICY_LABEL))
+}
+
+/// Whether `meta` is an object of a version being rolled out (SPEC 8).
+pub(crate) fn is_version(meta: &ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(VERSION_LABEL))
 }
 
 /// Whether `meta` is a switch binding's.
@@ -90,6 +97,8 @@ impl Installed {
             .policies
             .iter()
             .filter(|m| is_ours(m, installation, boundary))
+            // A rollout's version objects stand beside every layout's.
+            .filter(|m| !is_version(m))
             .map(|m| {
                 if is_per_boundary(m) {
                     Layout::PerBoundary
@@ -157,18 +166,18 @@ fn is_stale(meta: &ObjectMeta, installation: &str, boundary: &Name, keep: Keep<'
     if is_switch(meta) && !keep.switch_bindings {
         return true;
     }
+    let policy = meta.labels.as_ref().and_then(|l| l.get(POLICY_LABEL));
+    if is_version(meta) {
+        // Of a kept policy, its write says which versions go (`admission::staged`).
+        return !policy.is_some_and(|p| kept(p));
+    }
     if is_per_boundary(meta) {
         let held = held_policies(meta.annotations.as_ref());
         return !keep.layouts.contains(&Layout::PerBoundary)
             || held.is_empty()
             || !held.iter().all(|p| kept(p));
     }
-    !keep.layouts.contains(&Layout::PerPolicy)
-        || !meta
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(POLICY_LABEL))
-            .is_some_and(|p| kept(p))
+    !keep.layouts.contains(&Layout::PerPolicy) || !policy.is_some_and(|p| kept(p))
 }
 
 #[cfg(test)]

@@ -6,11 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use palisade_app::reconcile::{BoundaryState, PolicyRecord};
+use palisade_policy::rollout::Reach;
 use palisade_policy::{Name, Policy};
 use palisade_vap::render::switch_binding;
 use palisade_vap::Layout;
 
-use crate::admission::{AdmissionLayout, Target, Writes};
+use crate::admission::{AdmissionLayout, Staging, Target, Writes};
 use crate::installed::Installed;
 
 /// The boundaries attached to `cluster`, in the order given.
@@ -151,6 +152,8 @@ pub(crate) struct InCluster<'b> {
     /// The layouts its objects were found in before the part wrote.
     pub present: BTreeSet<Layout>,
     pub switching: bool,
+    /// Its policies being rolled out here, where their stage reached part of the boundary.
+    pub staged: BTreeMap<Name, Staging>,
 }
 
 /// A boundary's part of a cluster's pass, decided from what was observed: the boundary in the
@@ -174,6 +177,7 @@ pub(crate) fn plan_boundary<'b>(
     let exceptions = boundary.exceptions_in(cluster.as_str());
     let present = observed.before.layouts(installation, &boundary.name);
     let switching = present.iter().any(|l| *l != layout);
+    let staged = staged_in(boundary, cluster, &in_cluster);
     let none = Ok(Vec::new());
     let writes = match observed
         .namespaces
@@ -188,6 +192,7 @@ pub(crate) fn plan_boundary<'b>(
                 exceptions: &exceptions,
                 namespaces: in_layout,
                 before: &observed.before,
+                staged: &staged,
             };
             boundary_writes(
                 crate::admission::of(layout),
@@ -207,9 +212,51 @@ pub(crate) fn plan_boundary<'b>(
             in_cluster,
             present,
             switching,
+            staged,
         },
         writes,
     }
+}
+
+/// The boundary's policies being rolled out (SPEC 8) that `cluster` holds and whose stage
+/// reached some of the boundary's namespaces there, not all (where it reached all, the new
+/// version is written as any policy is). The namespaces are the boundary's as the store has
+/// them, so a namespace made later joins a percentage stage in its place of the order.
+pub(crate) fn staged_in(
+    boundary: &BoundaryState,
+    cluster: &Name,
+    in_cluster: &[Policy],
+) -> BTreeMap<Name, Staging> {
+    let namespaces: Vec<Name> = boundary
+        .namespaces_in(cluster.as_str())
+        .filter_map(|n| Name::parse(&n.name).ok())
+        .collect();
+    in_cluster
+        .iter()
+        .filter_map(|policy| {
+            let rolling = boundary.rollouts.get(policy.name().as_str())?;
+            let rollout = policy.rollout()?;
+            let reach = rollout.reached(
+                rolling.stage,
+                &boundary.name,
+                policy.name(),
+                cluster,
+                &namespaces,
+            );
+            let Reach::Namespaces(reached) = reach else {
+                return None;
+            };
+            let previous = rolling.previous.clone().filter(|p| p.installs_in(cluster));
+            Some((
+                policy.name().clone(),
+                Staging {
+                    version: rolling.version,
+                    previous,
+                    reached,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// How a boundary's policies are written in a cluster, decided before anything is written.
@@ -292,6 +339,7 @@ mod tests {
             updated_at: String::new(),
             updated_by: String::new(),
             version: 1,
+            rollout_json: None,
         }
     }
 
@@ -347,6 +395,7 @@ mod tests {
             namespaces: Vec::new(),
             exceptions: Vec::new(),
             last_change: 0,
+            rollouts: Default::default(),
         }
     }
 
@@ -541,6 +590,7 @@ mod tests {
             exceptions: &[],
             namespaces: &[],
             before: &installed,
+            staged: &BTreeMap::new(),
         };
         let in_cluster = decoded_in(boundary, &c1);
         boundary_writes(

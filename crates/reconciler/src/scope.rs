@@ -129,6 +129,7 @@ mod tests {
             updated_at: String::new(),
             updated_by: String::new(),
             version: 1,
+            rollout_json: None,
         }
     }
 
@@ -158,6 +159,7 @@ mod tests {
                 .collect(),
             exceptions: Vec::new(),
             last_change: 7,
+            rollouts: Default::default(),
         }
     }
 

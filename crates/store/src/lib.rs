@@ -46,7 +46,7 @@ pub use records::{
     Editor, ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard,
     NamespaceRecord, NewResource, NewUpload, Page, PlanGroup, PoliciesVersion, PolicyHistoryEntry,
     PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
-    Snapshot, TokenRecord, UploadRecord, WriteAction,
+    RolloutDecision, Snapshot, TokenRecord, UploadRecord, WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -117,6 +117,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         name: &str,
         version: i64,
     ) -> Result<Option<String>>;
+
+    /// Sets the rollout of version `version` of a policy (a promotion, a pause, an abort; SPEC
+    /// 8) and records a change, so that the clusters follow. `NotFound`: no such policy;
+    /// `PreconditionFailed`: the policy is at another version now.
+    async fn set_policy_rollout(
+        &self,
+        boundary: &str,
+        name: &str,
+        version: i64,
+        rollout_json: Option<&str>,
+    ) -> Result<PolicyRecord>;
 
     /// Policies and exceptions of `POST /v1/apply` in one transaction: all or nothing.
     async fn apply_documents(

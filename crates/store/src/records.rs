@@ -86,6 +86,9 @@ pub struct PolicyRecord {
     pub updated_by: String,
     /// 1, 2, …: every change of the policy makes a new one (SPEC 8).
     pub version: i64,
+    /// How far the staged rollout of this version has come (SPEC 8), as the application
+    /// wrote it; `None`: no rollout, this version is in force everywhere.
+    pub rollout_json: Option<String>,
 }
 
 /// A policy to write. `if_match`: the etag the caller saw (412 otherwise).
@@ -100,6 +103,25 @@ pub struct PolicyWrite {
     pub create_only: bool,
     /// The earlier version this write restores (a rollback, SPEC 8), for its history entry.
     pub restores: Option<i64>,
+    /// Decides the saved version's rollout (`rollout_json`) from the policy as stored before,
+    /// inside the write's transaction; `None`: the saved version has no rollout.
+    pub rollout: Option<RolloutDecision>,
+}
+
+/// What a save's rollout becomes, decided by the application from the policy as stored before
+/// the save (`None` for a new one) and the version the save makes: the saved `rollout_json`.
+/// Run inside the write's transaction, so that two saves cannot both start from the same
+/// stored rollout.
+#[derive(Clone)]
+pub struct RolloutDecision(pub std::sync::Arc<DecideRollout>);
+
+/// The function of a [`RolloutDecision`].
+pub type DecideRollout = dyn Fn(Option<&PolicyRecord>, i64) -> Option<String> + Send + Sync;
+
+impl std::fmt::Debug for RolloutDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RolloutDecision")
+    }
 }
 
 impl PolicyWrite {
@@ -119,6 +141,7 @@ impl PolicyWrite {
             if_match: None,
             create_only: false,
             restores: None,
+            rollout: None,
         }
     }
 }

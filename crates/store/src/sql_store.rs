@@ -320,6 +320,20 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.finish(result, Wake::Reconciler).await
     }
 
+    async fn set_policy_rollout(
+        &self,
+        boundary: &str,
+        name: &str,
+        version: i64,
+        rollout_json: Option<&str>,
+    ) -> Result<PolicyRecord> {
+        let mut tx = self.begin(Some(boundary), None).await?;
+        let at = crate::now();
+        let result =
+            policies::set_rollout(tx.conn(), boundary, name, version, rollout_json, &at).await;
+        tx.finish(result, Wake::Reconciler).await
+    }
+
     async fn apply_policies(
         &self,
         writes: Vec<PolicyWrite>,

@@ -14,7 +14,7 @@ use crate::cel::{self, MATCH_CONDITIONS};
 /// The server-side-apply field manager of every object palisade writes.
 pub const FIELD_MANAGER: &str = "palisade";
 pub use palisade_policy::labels::{
-    BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL, SWITCH_LABEL,
+    BOUNDARY_LABEL, INSTALLATION_LABEL, MANAGED_BY_LABEL, POLICY_LABEL, SWITCH_LABEL, VERSION_LABEL,
 };
 
 /// The subresource through which ephemeral containers are added to a Pod.

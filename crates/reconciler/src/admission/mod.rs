@@ -10,8 +10,13 @@
 mod per_boundary;
 mod per_policy;
 mod shared;
+pub(crate) mod staged;
+
+pub(crate) use staged::Staging;
 
 pub(crate) use shared::installation_objects;
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
@@ -75,7 +80,7 @@ pub(crate) struct Stale {
 }
 
 impl Stale {
-    fn extend(&mut self, other: Stale) {
+    pub(crate) fn extend(&mut self, other: Stale) {
         self.bindings.extend(other.bindings);
         self.policies.extend(other.policies);
         self.parameters.extend(other.parameters);
@@ -158,6 +163,28 @@ pub(crate) struct Target<'a> {
     /// What the cluster held before the write (this pass's read): where stale objects are
     /// found.
     pub before: &'a Installed,
+    /// The boundary's policies being rolled out whose stage reached some of its namespaces
+    /// in the cluster, not all, by name.
+    pub staged: &'a BTreeMap<Name, Staging>,
+}
+
+impl Target<'_> {
+    /// How `policy` is rolled out here, if its stage reached some namespaces but not all.
+    pub(crate) fn staging(&self, policy: &Name) -> Option<&Staging> {
+        self.staged.get(policy)
+    }
+
+    /// The version objects of `policy` the cluster held that its write makes stale: all but
+    /// those of the version rolled out here.
+    pub(crate) fn stale_versions(&self, policy: &Name) -> Stale {
+        staged::stale_versions(
+            self.before,
+            self.installation,
+            self.boundary,
+            policy,
+            self.staging(policy).map(|s| s.version),
+        )
+    }
 }
 
 /// What one layout decides in a cluster. Pure: nothing here reads or writes a cluster.
@@ -335,8 +362,13 @@ pub(crate) mod fixtures {
             exceptions: &[],
             namespaces,
             before,
+            staged: &NONE_STAGED,
         }
     }
+
+    /// No policy being rolled out.
+    pub(crate) static NONE_STAGED: std::collections::BTreeMap<Name, super::Staging> =
+        std::collections::BTreeMap::new();
 
     /// The names of the objects, in the order written.
     pub(crate) fn names(objects: &[Object]) -> Vec<String> {

@@ -2,12 +2,12 @@
 //! (`palisade_vap::per_boundary`): a boundary's policies are written together, and an object
 //! is found again by the policies it holds (its annotation).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use palisade_policy::{Exception, Name, Policy};
-use palisade_vap::per_boundary::{held_policies, render_boundary_excepted};
+use palisade_vap::per_boundary::{held_policies, render_boundary_staged, Rolling};
 use palisade_vap::render_boundary;
 
 use super::{denies, AdmissionLayout, Judge, Object, Stale, Target, Writes};
@@ -32,12 +32,47 @@ impl AdmissionLayout for PerBoundary {
     /// nothing).
     fn write_boundary(&self, target: &Target<'_>, policies: &[Policy]) -> Result<Writes> {
         let exceptions: Vec<&Exception> = target.exceptions.iter().collect();
-        let rendered =
-            render_boundary_excepted(target.boundary, policies, target.installation, &exceptions);
-        let objects: Vec<Object> = rendered
+        // A policy being rolled out: the boundary's objects hold the version in force before
+        // (skipping the reached namespaces), and the new version has objects of its own.
+        let before: Vec<Policy> = policies
+            .iter()
+            .filter_map(|p| match target.staging(p.name()) {
+                Some(staging) => staging.previous.clone(),
+                None => Some(p.clone()),
+            })
+            .collect();
+        let rolling: BTreeMap<Name, Rolling<'_>> = policies
+            .iter()
+            .filter_map(|p| {
+                let staging = target.staging(p.name())?;
+                let rolling = Rolling {
+                    current: p,
+                    version: staging.version,
+                    reached: &staging.reached,
+                };
+                Some((p.name().clone(), rolling))
+            })
+            .collect();
+        let (rendered, staged) = render_boundary_staged(
+            target.boundary,
+            &before,
+            &rolling,
+            target.installation,
+            &exceptions,
+        );
+        let mut objects: Vec<Object> = rendered
             .into_iter()
             .flat_map(|o| Object::pair(o.rendered))
             .collect();
+        for version in staged {
+            objects.push(Object::Policy(Box::new(version.policy)));
+            objects.extend(
+                version
+                    .bindings
+                    .into_iter()
+                    .map(|b| Object::Binding(Box::new(b))),
+            );
+        }
         let written: BTreeSet<&str> = objects.iter().map(Object::name).collect();
         let doomed = |meta: &&ObjectMeta| {
             is_ours(meta, target.installation, target.boundary)
@@ -45,7 +80,7 @@ impl AdmissionLayout for PerBoundary {
                 && !is_switch(meta)
                 && meta.name.as_deref().is_some_and(|n| !written.contains(n))
         };
-        let stale = Stale {
+        let mut stale = Stale {
             bindings: target
                 .before
                 .bindings
@@ -62,6 +97,9 @@ impl AdmissionLayout for PerBoundary {
                 .collect(),
             parameters: Vec::new(),
         };
+        for policy in policies {
+            stale.extend(target.stale_versions(policy.name()));
+        }
         Ok(Writes { objects, stale })
     }
 

@@ -3,9 +3,10 @@
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use palisade_policy::{Exception, Mode, Name, Policy};
+use palisade_vap::per_policy::render_staged;
 use palisade_vap::{object_name, render, render_excepted};
 
-use super::{denies, AdmissionLayout, Judge, Object, Stale, Target, Writes};
+use super::{denies, staged, AdmissionLayout, Judge, Object, Staging, Stale, Target, Writes};
 use crate::installed::{is_ours, Installed};
 use crate::Result;
 
@@ -14,24 +15,12 @@ pub(super) struct PerPolicy;
 impl AdmissionLayout for PerPolicy {
     fn write_policy(&self, target: &Target<'_>, policy: &Policy) -> Result<Writes> {
         let exceptions: Vec<&Exception> = target.exceptions.iter().collect();
-        Ok(
-            match render_excepted(target.boundary, policy, target.installation, &exceptions) {
-                Some(rendered) => Writes {
-                    objects: Object::pair(rendered).into(),
-                    stale: Stale::default(),
-                },
-                // No admission rules: whatever an earlier version wrote goes, in every layout.
-                None => Writes {
-                    objects: Vec::new(),
-                    stale: Stale::of_policy(
-                        target.before,
-                        target.installation,
-                        target.boundary,
-                        policy.name(),
-                    ),
-                },
-            },
-        )
+        let mut writes = match target.staging(policy.name()) {
+            Some(staging) => staged_writes(target, policy, staging, &exceptions),
+            None => written(target, policy, &exceptions),
+        };
+        writes.stale.extend(target.stale_versions(policy.name()));
+        Ok(writes)
     }
 
     fn judge(
@@ -69,6 +58,78 @@ impl AdmissionLayout for PerPolicy {
             .filter(denies)
             .collect()
     }
+}
+
+/// The policy's object and binding of one name.
+fn written(target: &Target<'_>, policy: &Policy, exceptions: &[&Exception]) -> Writes {
+    match render_excepted(target.boundary, policy, target.installation, exceptions) {
+        Some(rendered) => Writes {
+            objects: Object::pair(rendered).into(),
+            stale: Stale::default(),
+        },
+        // No admission rules: whatever an earlier version wrote goes, in every layout.
+        None => Writes {
+            objects: Vec::new(),
+            stale: Stale::of_policy(
+                target.before,
+                target.installation,
+                target.boundary,
+                policy.name(),
+            ),
+        },
+    }
+}
+
+/// A policy being rolled out: the version in force before keeps its object and binding of one
+/// name, bound to every namespace but the reached ones, beside the new version's objects. A
+/// new policy has no such objects: whatever it had goes.
+fn staged_writes(
+    target: &Target<'_>,
+    policy: &Policy,
+    staging: &Staging,
+    exceptions: &[&Exception],
+) -> Writes {
+    let rendered = render_staged(
+        target.boundary,
+        staging.previous.as_ref(),
+        policy,
+        staging.version,
+        &staging.reached,
+        target.installation,
+        exceptions,
+    );
+    let Some(rendered) = rendered else {
+        return written(target, policy, exceptions);
+    };
+    let mut writes = Writes::default();
+    match rendered.previous {
+        Some(previous) => writes.objects.extend(Object::pair(previous)),
+        None => {
+            let own = object_name(target.boundary, policy.name());
+            let mut stale = Stale::of_policy(
+                target.before,
+                target.installation,
+                target.boundary,
+                policy.name(),
+            );
+            stale
+                .bindings
+                .retain(|m| m.name.as_deref() == Some(own.as_str()));
+            stale
+                .policies
+                .retain(|m| m.name.as_deref() == Some(own.as_str()));
+            stale.parameters.clear();
+            writes.stale = stale;
+        }
+    }
+    writes.objects.extend(staged::version_objects(
+        target.boundary,
+        policy,
+        staging,
+        target.installation,
+        exceptions,
+    ));
+    writes
 }
 
 #[cfg(test)]

@@ -3,12 +3,15 @@
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use palisade_policy::{Exception, Name, Policy};
+use palisade_vap::per_boundary::Rolling;
 use palisade_vap::shared::{
-    parameters_definition, parameters_excepted, parameters_name, shared_binding_name,
-    shared_objects, shared_policy_name,
+    parameters_definition, parameters_excepted, parameters_name, parameters_staged,
+    shared_binding_name, shared_objects, shared_policy_name,
 };
 
-use super::{parameters_of, AdmissionLayout, Judge, Object, Stale, Target, Writes};
+use super::{
+    parameters_of, staged, AdmissionLayout, Judge, Object, Staging, Stale, Target, Writes,
+};
 use crate::installed::{is_ours, Installed};
 use crate::Result;
 
@@ -45,41 +48,13 @@ impl AdmissionLayout for Shared {
     /// The policy's parameter object in every namespace of the boundary; a policy without
     /// admission rules has its parameter objects removed.
     fn write_policy(&self, target: &Target<'_>, policy: &Policy) -> Result<Writes> {
-        let name = parameters_name(target.installation, policy.name());
         let exceptions: Vec<&Exception> = target.exceptions.iter().collect();
-        let mut objects = Vec::with_capacity(target.namespaces.len());
-        for namespace in target.namespaces {
-            let rendered = parameters_excepted(
-                target.boundary,
-                policy,
-                target.installation,
-                namespace,
-                &exceptions,
-            );
-            let Some(object) = rendered else {
-                return Ok(Writes {
-                    objects: Vec::new(),
-                    stale: Stale {
-                        parameters: parameters_of(
-                            target.before,
-                            target.installation,
-                            target.boundary,
-                            policy.name(),
-                        ),
-                        ..Stale::default()
-                    },
-                });
-            };
-            objects.push(Object::Parameters {
-                namespace: namespace.clone(),
-                name: name.clone(),
-                object,
-            });
-        }
-        Ok(Writes {
-            objects,
-            stale: Stale::default(),
-        })
+        let mut writes = match target.staging(policy.name()) {
+            Some(staging) => staged_writes(target, policy, staging, &exceptions),
+            None => written(target, policy, &exceptions),
+        };
+        writes.stale.extend(target.stale_versions(policy.name()));
+        Ok(writes)
     }
 
     fn judge(
@@ -117,6 +92,101 @@ impl AdmissionLayout for Shared {
     ) -> Vec<ValidatingAdmissionPolicyBinding> {
         vec![shared_objects(installation).enforce]
     }
+}
+
+/// The policy's parameter object in every namespace of the boundary.
+fn written(target: &Target<'_>, policy: &Policy, exceptions: &[&Exception]) -> Writes {
+    let name = parameters_name(target.installation, policy.name());
+    let mut objects = Vec::with_capacity(target.namespaces.len());
+    for namespace in target.namespaces {
+        let rendered = parameters_excepted(
+            target.boundary,
+            policy,
+            target.installation,
+            namespace,
+            exceptions,
+        );
+        let Some(object) = rendered else {
+            return Writes {
+                objects: Vec::new(),
+                stale: Stale {
+                    parameters: parameters_of(
+                        target.before,
+                        target.installation,
+                        target.boundary,
+                        policy.name(),
+                    ),
+                    ..Stale::default()
+                },
+            };
+        };
+        objects.push(Object::Parameters {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            object,
+        });
+    }
+    Writes {
+        objects,
+        stale: Stale::default(),
+    }
+}
+
+/// A policy being rolled out: the version in force before keeps its parameter objects where
+/// the stage has not reached (a new policy has none), and loses them where it has; the new
+/// version judges from objects of its own everywhere.
+fn staged_writes(
+    target: &Target<'_>,
+    policy: &Policy,
+    staging: &Staging,
+    exceptions: &[&Exception],
+) -> Writes {
+    let name = parameters_name(target.installation, policy.name());
+    let mut objects = Vec::with_capacity(target.namespaces.len() + 3);
+    let mut kept = Vec::with_capacity(target.namespaces.len());
+    for namespace in target.namespaces {
+        let rolling = Rolling {
+            current: policy,
+            version: staging.version,
+            reached: &staging.reached,
+        };
+        let rendered = parameters_staged(
+            target.boundary,
+            staging.previous.as_ref(),
+            rolling,
+            target.installation,
+            namespace,
+            exceptions,
+        );
+        if let Some(object) = rendered {
+            kept.push(namespace.as_str());
+            objects.push(Object::Parameters {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                object,
+            });
+        }
+    }
+    let mut stale = Stale {
+        parameters: parameters_of(
+            target.before,
+            target.installation,
+            target.boundary,
+            policy.name(),
+        ),
+        ..Stale::default()
+    };
+    stale
+        .parameters
+        .retain(|m| m.namespace.as_deref().is_none_or(|n| !kept.contains(&n)));
+    objects.extend(staged::version_objects(
+        target.boundary,
+        policy,
+        staging,
+        target.installation,
+        exceptions,
+    ));
+    Writes { objects, stale }
 }
 
 #[cfg(test)]

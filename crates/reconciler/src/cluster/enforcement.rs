@@ -37,6 +37,7 @@ impl ClusterClient {
             others,
             namespace,
             false,
+            None,
         )
         .await
     }
@@ -62,6 +63,7 @@ impl ClusterClient {
             others,
             namespace,
             true,
+            None,
         )
         .await
     }
@@ -97,13 +99,53 @@ impl ClusterClient {
         others: &[Policy],
         namespace: &str,
         switching: bool,
+        staging: Option<&crate::admission::Staging>,
     ) -> Result<EnforcementProbe> {
         check_installation(installation)?;
+        // A policy being rolled out is judged in `namespace` by the version in force there.
+        let (policy, judge) = match staging {
+            None => (
+                std::borrow::Cow::Borrowed(policy),
+                self.judge(installed, installation, boundary, policy, namespace)
+                    .await?,
+            ),
+            Some(staging) => {
+                let read;
+                let installed = match installed {
+                    Some(installed) => installed,
+                    None => {
+                        read = self.installed(installation, Some(boundary)).await?;
+                        &read
+                    }
+                };
+                let judging = crate::admission::staged::judging(
+                    installed,
+                    installation,
+                    boundary,
+                    policy,
+                    staging,
+                    namespace,
+                );
+                match judging {
+                    Ok((judged, judge)) => (std::borrow::Cow::Owned(judged), judge),
+                    Err(previous) => {
+                        let judge = self
+                            .judge(
+                                Some(installed),
+                                installation,
+                                boundary,
+                                &previous,
+                                namespace,
+                            )
+                            .await?;
+                        (std::borrow::Cow::Owned(previous), judge)
+                    }
+                }
+            }
+        };
+        let policy = policy.as_ref();
         let (pod, message) = violating_pod_among(policy, others)
             .ok_or_else(|| ReconcileError::NoAdmissionRules(policy.name().to_string()))?;
-        let judge = self
-            .judge(installed, installation, boundary, policy, namespace)
-            .await?;
         let (name, binding) = match judge {
             Ok(judging) => judging,
             Err(reason) => return Ok(EnforcementProbe::NotEnforced(reason)),

@@ -81,12 +81,14 @@ impl ClusterClient {
         exceptions: &[palisade_policy::Exception],
     ) -> Result<()> {
         let (before, namespaces) = self.observe_boundary(installation, boundary).await?;
+        let none = std::collections::BTreeMap::new();
         let target = crate::admission::Target {
             installation,
             boundary,
             exceptions,
             namespaces: &namespaces,
             before: &before,
+            staged: &none,
         };
         self.write_policy(&target, policy).await
     }
@@ -115,12 +117,14 @@ impl ClusterClient {
         exceptions: &[palisade_policy::Exception],
     ) -> Result<()> {
         let (before, namespaces) = self.observe_boundary(installation, boundary).await?;
+        let none = std::collections::BTreeMap::new();
         let target = crate::admission::Target {
             installation,
             boundary,
             exceptions,
             namespaces: &namespaces,
             before: &before,
+            staged: &none,
         };
         self.write_boundary(&target, policies).await
     }

@@ -58,6 +58,8 @@ pub(super) struct Install<'a> {
     applied: Result<(), String>,
     /// The cluster is changing layout and the earlier layout's objects are still there.
     switching: bool,
+    /// How it is rolled out here, where its stage reached part of the boundary (SPEC 8).
+    staging: Option<&'a crate::admission::Staging>,
     /// This version was not seen unconfirmed before: a probe that finds it not yet active is
     /// repeated for up to [`ACTIVATION_WAIT`] before the status says `pending`.
     first_look: bool,
@@ -321,6 +323,7 @@ impl<'c> Part<'c> {
                     in_cluster,
                     present,
                     switching,
+                    staged,
                 },
             applied,
         } = prepared;
@@ -350,6 +353,7 @@ impl<'c> Part<'c> {
                         probe_namespace: probe_namespace.as_deref(),
                         applied: written_as,
                         switching,
+                        staging: staged.get(policy.name()),
                         first_look: !self
                             .ctl
                             .memory
@@ -578,6 +582,7 @@ impl<'c> Part<'c> {
             probe_namespace,
             applied,
             switching,
+            staging,
             first_look,
         } = install;
         if let Err(error) = applied {
@@ -598,10 +603,14 @@ impl<'c> Part<'c> {
                     others,
                     namespace,
                     switching,
+                    staging,
                 )
                 .await
         };
-        let verdict = |probe| settle::policy_status(policy.mode(), probe);
+        let mode = staging.map_or(policy.mode(), |s| {
+            crate::admission::staged::mode_in(policy, s, namespace)
+        });
+        let verdict = |probe| settle::policy_status(mode, probe);
         let mut result = verdict(probe_once().await);
         // The API server activates what was just written at its next policy reload (about
         // once a second): the probe is repeated here, in this cluster's part of the pass,

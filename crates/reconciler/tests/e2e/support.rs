@@ -170,6 +170,7 @@ pub async fn put_policy(store: &SharedStore, boundary: &str, name: &str, spec: &
                 if_match: None,
                 create_only: false,
                 restores: None,
+                rollout: None,
             },
             "test",
         )

@@ -11,6 +11,7 @@ use crate::{ChangeRecord, Result};
 
 pub(crate) const POLICY_PUT: &str = "policy.put";
 pub(crate) const POLICY_DELETE: &str = "policy.delete";
+pub(crate) const POLICY_ROLLOUT: &str = "policy.rollout";
 pub(crate) const EXCEPTION_PUT: &str = "exception.put";
 pub(crate) const EXCEPTION_DELETE: &str = "exception.delete";
 pub(crate) const RESOURCE_CREATE: &str = "resource.create";

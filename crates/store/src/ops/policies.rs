@@ -8,7 +8,7 @@ use super::documents::{self, Change, DocumentKind, HistoryRow};
 use super::{boundaries, changes, check_if_match};
 use crate::sql::record;
 use crate::sql::{
-    Arg::{Int, Text},
+    Arg::{Int, OptText, Text},
     Conn, DbResult, Fields,
 };
 use crate::{PolicyHistoryEntry, PolicyRecord, PolicyWrite, Result, StoreError, WriteAction};
@@ -22,7 +22,7 @@ impl DocumentKind for Policies {
     const NOUN: &'static str = "policy";
     const TABLE: &'static str = "policies";
     const COLUMNS: &'static str = "boundary, name, spec_json, metadata_json, \
-         etag, created_at, updated_at, updated_by, version";
+         etag, created_at, updated_at, updated_by, version, rollout_json";
     const HISTORY_TABLE: &'static str = "policy_history";
     const HISTORY_ACTIONS: bool = false;
     const VERSIONED: bool = true;
@@ -30,17 +30,18 @@ impl DocumentKind for Policies {
     const DELETE_CHANGE: &'static str = changes::POLICY_DELETE;
     const INSERT: &'static str = "INSERT INTO policies \
          (boundary, name, spec_json, metadata_json, etag, created_at, updated_at, updated_by, \
-          version) \
-         VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)";
+          version, rollout_json) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9)";
     const UPDATE: &'static str = "UPDATE policies \
          SET spec_json = $3, metadata_json = $4, etag = $5, updated_at = $6, updated_by = $7, \
-         version = $8 \
+         version = $8, rollout_json = $9 \
          WHERE boundary = $1 AND name = $2";
 
     fn record(row: &dyn Fields) -> sqlx::Result<PolicyRecord> {
         record! { row, PolicyRecord {
             boundary: text, name: text, spec_json: text, metadata_json: text, etag: text,
             created_at: text, updated_at: text, updated_by: text, version: int,
+            rollout_json: opt_text,
         } }
     }
 
@@ -126,6 +127,10 @@ async fn save<C: Conn>(
     let now = crate::now();
     let etag = crate::etag_of(&[&write.spec_json, &write.metadata_json]);
     let version = next_version(c, boundary, name, current.as_ref()).await?;
+    let rollout_json = write
+        .rollout
+        .as_ref()
+        .and_then(|decide| (decide.0)(current.as_ref(), version));
     let row = [
         Text(boundary),
         Text(name),
@@ -135,6 +140,7 @@ async fn save<C: Conn>(
         Text(&now),
         Text(actor),
         Int(version),
+        OptText(rollout_json.as_deref()),
     ];
     let action = documents::write_row::<Policies, C>(c, current.is_some(), name, &row).await?;
     let change = Change {
@@ -160,6 +166,7 @@ async fn save<C: Conn>(
         updated_at: now,
         updated_by: actor.to_owned(),
         version,
+        rollout_json,
     };
     Ok((record, action))
 }
@@ -199,4 +206,32 @@ pub(crate) async fn version_spec<C: Conn>(
         |row| row.text("after_json"),
     )
     .await?)
+}
+
+/// Sets the rollout of version `version` of policy `name` (a promotion, a pause, an abort;
+/// SPEC 8) and records a `policy.rollout` change, so that the clusters follow. `NotFound`:
+/// no such policy; `PreconditionFailed`: the policy is at another version now.
+pub(crate) async fn set_rollout<C: Conn>(
+    c: &mut C,
+    boundary: &str,
+    name: &str,
+    version: i64,
+    rollout_json: Option<&str>,
+    at: &str,
+) -> Result<PolicyRecord> {
+    boundaries::lock(c, boundary).await?;
+    let Some(mut current) = documents::read::<Policies, C>(c, boundary, name).await? else {
+        return Err(StoreError::NotFound);
+    };
+    if current.version != version {
+        return Err(StoreError::PreconditionFailed);
+    }
+    c.execute(
+        "UPDATE policies SET rollout_json = $3 WHERE boundary = $1 AND name = $2",
+        &[Text(boundary), Text(name), OptText(rollout_json)],
+    )
+    .await?;
+    changes::append(c, boundary, changes::POLICY_ROLLOUT, name, rollout_json, at).await?;
+    current.rollout_json = rollout_json.map(str::to_owned);
+    Ok(current)
 }

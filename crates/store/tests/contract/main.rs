@@ -55,7 +55,7 @@ use guarded_writes::{
 };
 use policies::{
     apply_policies_in_order, apply_policies_is_all_or_nothing, policies, policy_if_match,
-    policy_versions,
+    policy_rollouts, policy_versions,
 };
 use reconciler::{
     changes_wake_subscribers, installation_id_is_made_once, one_holder_per_cluster,
@@ -140,6 +140,7 @@ contract!(
     exceptions_change_the_policies_version,
     policy_if_match,
     policy_versions,
+    policy_rollouts,
     apply_policies_is_all_or_nothing,
     apply_policies_in_order,
     create_resource_with_guards,

@@ -337,3 +337,49 @@ pub async fn apply_policies_in_order(db: TestDb) {
         .unwrap()
         .is_empty());
 }
+
+/// A policy's rollout (SPEC 8): a save decides it from the policy as stored before, inside the
+/// save's transaction; a promotion or an abort sets it for the version it was made for only,
+/// and records a change; a save without one clears it.
+pub async fn policy_rollouts(db: TestDb) {
+    let store = db.connect().await;
+    store.create_boundary("b", None).await.unwrap();
+    put(&store, "b", "p", r#"{"n":1}"#, "alice").await;
+    let seen = Arc::new(Mutex::new(None));
+    let saw = seen.clone();
+    let decide = move |before: Option<&PolicyRecord>, version: i64| {
+        *saw.lock().unwrap() = before.map(|b| (b.version, b.spec_json.clone()));
+        Some(format!(r#"{{"version":{version}}}"#))
+    };
+    let write = PolicyWrite {
+        rollout: Some(palisade_store::RolloutDecision(Arc::new(decide))),
+        ..policy_write("b", "p", r#"{"n":2}"#)
+    };
+    let (saved, _) = store.put_policy(write, "alice").await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), Some((1, r#"{"n":1}"#.to_owned())));
+    assert_eq!(saved.rollout_json.as_deref(), Some(r#"{"version":2}"#));
+    assert_eq!(store.get_policy("b", "p").await.unwrap(), saved);
+
+    let changes_before = store.list_changes("b").await.unwrap().len();
+    assert!(matches!(
+        store.set_policy_rollout("b", "p", 1, Some("{}")).await,
+        Err(StoreError::PreconditionFailed)
+    ));
+    assert_not_found(store.set_policy_rollout("b", "q", 2, Some("{}")).await);
+    let promoted = store
+        .set_policy_rollout("b", "p", 2, Some(r#"{"stage":1}"#))
+        .await
+        .unwrap();
+    assert_eq!(promoted.rollout_json.as_deref(), Some(r#"{"stage":1}"#));
+    assert_eq!(store.get_policy("b", "p").await.unwrap(), promoted);
+    let changes = store.list_changes("b").await.unwrap();
+    assert_eq!(changes.len(), changes_before + 1);
+    let last = changes.last().unwrap();
+    assert_eq!(
+        (last.kind.as_str(), last.subject.as_str()),
+        ("policy.rollout", "p")
+    );
+
+    let (plain, _) = put(&store, "b", "p", r#"{"n":3}"#, "alice").await;
+    assert_eq!(plain.rollout_json, None);
+}

@@ -13,7 +13,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use palisade_policy::{Exception, Mode, Name, Policy};
 
 use crate::cel::PolicyCel;
-use crate::render::{labels, match_conditions, resource_rules, strings, BOUNDARY_LABEL};
+use crate::render::{
+    labels, match_conditions, resource_rules, strings, BOUNDARY_LABEL, VERSION_LABEL,
+};
 
 /// A policy's objects, applied policy first, deleted binding first.
 #[derive(Clone, Debug, PartialEq)]
@@ -197,10 +199,14 @@ pub fn render_staged(
         Some(rendered)
     });
     let name = version_object_name(boundary, current.name(), version);
-    let metadata = |name: String| ObjectMeta {
-        name: Some(name),
-        labels: Some(labels(installation, boundary, current.name())),
-        ..ObjectMeta::default()
+    let metadata = |name: String| {
+        let mut labels = labels(installation, boundary, current.name());
+        labels.insert(VERSION_LABEL.to_owned(), version.to_string());
+        ObjectMeta {
+            name: Some(name),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        }
     };
     let policy = policy_object(metadata(name.clone()), cel);
     let mut bindings = Vec::with_capacity(2);

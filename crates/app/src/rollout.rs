@@ -1,0 +1,299 @@
+//! A policy's staged rollout as palisade keeps it (SPEC 8): the progress of the rollout of its
+//! current version (`palisade_policy::rollout::Progress`), and the spec of the version in force
+//! before it, in the row's `rollout_json`. The store keeps the text; this module is its one
+//! codec, and decides what a save does to a rollout.
+
+use palisade_policy::rollout::{Phase, Progress};
+use palisade_policy::Policy;
+use palisade_store::PolicyRecord;
+use serde::{Deserialize, Serialize};
+
+/// A rollout as stored: its progress and the spec of the version it rolls out over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredRollout {
+    pub progress: Progress,
+    /// The spec (JSON text, as stored) of `progress.previous_version`: what applies where the
+    /// stage has not reached, and what an abort puts back. `None` for a new policy.
+    pub previous_spec: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Row {
+    version: u64,
+    previous_version: Option<u64>,
+    previous_spec: Option<String>,
+    phase: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    stage: usize,
+    started_at: i64,
+    stage_started_at: i64,
+}
+
+impl StoredRollout {
+    /// The row's text.
+    pub fn encode(&self) -> String {
+        let p = &self.progress;
+        let reason = match &p.phase {
+            Phase::Paused(reason) => Some(reason.clone()),
+            _ => None,
+        };
+        let row = Row {
+            version: p.version,
+            previous_version: p.previous_version,
+            previous_spec: self.previous_spec.clone(),
+            phase: p.phase.as_str().to_owned(),
+            reason,
+            stage: p.stage,
+            started_at: p.started_at,
+            stage_started_at: p.stage_started_at,
+        };
+        // A struct of strings and numbers always encodes.
+        serde_json::to_string(&row).unwrap_or_default()
+    }
+
+    /// Reads a row's text; why not, when it cannot be read.
+    pub fn decode(text: &str) -> Result<Self, String> {
+        let row: Row =
+            serde_json::from_str(text).map_err(|e| format!("unreadable rollout: {e}"))?;
+        let phase = match (row.phase.as_str(), row.reason) {
+            ("running", _) => Phase::Running,
+            ("paused", reason) => Phase::Paused(reason.unwrap_or_default()),
+            ("done", _) => Phase::Done,
+            ("aborted", _) => Phase::Aborted,
+            (other, _) => return Err(format!("unreadable rollout: unknown phase '{other}'")),
+        };
+        Ok(StoredRollout {
+            progress: Progress {
+                version: row.version,
+                previous_version: row.previous_version,
+                phase,
+                stage: row.stage,
+                started_at: row.started_at,
+                stage_started_at: row.stage_started_at,
+            },
+            previous_spec: row.previous_spec,
+        })
+    }
+
+    /// The rollout of `record`, if it has one that can be read.
+    pub fn of(record: &PolicyRecord) -> Option<Self> {
+        Self::decode(record.rollout_json.as_deref()?).ok()
+    }
+}
+
+/// What a save makes of the rollout (SPEC 8), given the policy as stored before (`before`,
+/// with its spec decoded by `decode`), the saved policy `new` and the version `version` the
+/// save makes, at `now`:
+/// - no `spec.rollout`: none (the change applies everywhere at once);
+/// - the admission rules, mode and scope of the version in force everywhere unchanged: none
+///   (nothing changes in the clusters; a change of `allowedComputePlans` applies at once);
+/// - a rollout running or paused whose version judges as the saved one does: it goes on, now
+///   for the saved version;
+/// - otherwise a new rollout from its first stage, over the last version that had reached
+///   everywhere.
+pub fn decide(
+    before: Option<&PolicyRecord>,
+    decode: &dyn Fn(&str) -> Option<Policy>,
+    new: &Policy,
+    version: u64,
+    now: i64,
+) -> Option<StoredRollout> {
+    new.rollout()?;
+    let Some(before) = before else {
+        return Some(StoredRollout {
+            progress: Progress::start(version, None, now),
+            previous_spec: None,
+        });
+    };
+    let stored = StoredRollout::of(before);
+    // The version in force everywhere: the one a rollout runs over, or the stored one.
+    let (everywhere_version, everywhere_spec) = match &stored {
+        Some(s) if s.progress.phase != Phase::Done => {
+            (s.progress.previous_version, s.previous_spec.clone())
+        }
+        _ => (
+            u64::try_from(before.version).ok(),
+            Some(before.spec_json.clone()),
+        ),
+    };
+    let everywhere = everywhere_spec.as_deref().and_then(decode);
+    if everywhere.as_ref().is_some_and(|p| p.judges_as(new)) {
+        return None;
+    }
+    if let Some(s) = &stored {
+        let rolling = decode(&before.spec_json);
+        if s.progress.is_open() && rolling.is_some_and(|p| p.judges_as(new)) {
+            return Some(StoredRollout {
+                progress: Progress {
+                    version,
+                    ..s.progress.clone()
+                },
+                previous_spec: s.previous_spec.clone(),
+            });
+        }
+    }
+    Some(StoredRollout {
+        progress: Progress::start(version, everywhere_version, now),
+        previous_spec: everywhere_spec,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use palisade_policy::rollout::{Namespaces, Promote, Rollout, Stage, StageDuration};
+    use palisade_policy::{Mode, Name, Rule, Scope};
+
+    fn name(text: &str) -> Name {
+        Name::parse(text).expect("a name")
+    }
+
+    /// `tags`: no `latest` tag in `mode`, with a one-stage manual rollout when `staged`.
+    fn mk_policy(mode: Mode, staged: bool) -> Policy {
+        let policy = Policy::new(
+            name("tags"),
+            mode,
+            Scope::AllClusters,
+            vec![Rule::DisallowLatestTag],
+        )
+        .expect("a policy");
+        if !staged {
+            return policy;
+        }
+        let stage = Stage {
+            clusters: None,
+            namespaces: Namespaces::Percent(50),
+            duration: StageDuration::parse("1h").ok(),
+        };
+        let rollout = Rollout::new(vec![stage], Promote::Manual, 0, &Scope::AllClusters, None)
+            .expect("a rollout");
+        policy.with_rollout(rollout)
+    }
+
+    /// Specs are their mode's name here: the decoder makes the policy back.
+    fn decode(spec: &str) -> Option<Policy> {
+        match spec {
+            "enforce" => Some(mk_policy(Mode::Enforce, true)),
+            "audit" => Some(mk_policy(Mode::Audit, true)),
+            _ => None,
+        }
+    }
+
+    fn mk_record(spec: &str, version: i64, rollout: Option<&StoredRollout>) -> PolicyRecord {
+        PolicyRecord {
+            boundary: "shop".to_owned(),
+            name: "tags".to_owned(),
+            spec_json: spec.to_owned(),
+            metadata_json: "{}".to_owned(),
+            etag: "e".to_owned(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            updated_by: String::new(),
+            version,
+            rollout_json: rollout.map(StoredRollout::encode),
+        }
+    }
+
+    fn rolling(version: u64, previous: Option<(u64, &str)>, phase: Phase) -> StoredRollout {
+        StoredRollout {
+            progress: Progress {
+                phase,
+                stage: 1,
+                ..Progress::start(version, previous.map(|p| p.0), 100)
+            },
+            previous_spec: previous.map(|p| p.1.to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_row_reads_back_as_written() {
+        for phase in [
+            Phase::Running,
+            Phase::Paused("paused: 1 request denied".to_owned()),
+            Phase::Done,
+            Phase::Aborted,
+        ] {
+            let stored = rolling(4, Some((3, "{\"rules\":[]}")), phase);
+            assert_eq!(StoredRollout::decode(&stored.encode()), Ok(stored));
+        }
+        assert_eq!(
+            StoredRollout::decode("{}").map(|_| ()),
+            Err("unreadable rollout: missing field `version` at line 1 column 2".to_owned())
+        );
+    }
+
+    #[test]
+    fn what_a_save_does_to_a_rollout() {
+        let enforce = mk_policy(Mode::Enforce, true);
+        let open = rolling(3, Some((2, "audit")), Phase::Running);
+        let done = rolling(3, Some((2, "audit")), Phase::Done);
+        let aborted = rolling(3, Some((2, "audit")), Phase::Aborted);
+        // (what is stored before, the saved policy, the rollout: its version, the version
+        // it runs over, its stage, when it started)
+        type Case<'a> = (
+            &'a str,
+            Option<PolicyRecord>,
+            Policy,
+            Option<(u64, Option<u64>, usize, i64)>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "no rollout in the spec",
+                Some(mk_record("audit", 2, None)),
+                mk_policy(Mode::Enforce, false),
+                None,
+            ),
+            (
+                "a new policy starts over nothing",
+                None,
+                enforce.clone(),
+                Some((5, None, 0, 500)),
+            ),
+            (
+                "a change starts over the stored version",
+                Some(mk_record("audit", 4, None)),
+                enforce.clone(),
+                Some((5, Some(4), 0, 500)),
+            ),
+            (
+                "nothing the clusters judge changed",
+                Some(mk_record("enforce", 4, None)),
+                enforce.clone(),
+                None,
+            ),
+            (
+                "a change during a rollout, judged alike, goes on",
+                Some(mk_record("enforce", 3, Some(&open))),
+                enforce.clone(),
+                Some((5, Some(2), 1, 100)),
+            ),
+            (
+                "a change back to what is in force everywhere ends it",
+                Some(mk_record("enforce", 3, Some(&open))),
+                mk_policy(Mode::Audit, true),
+                None,
+            ),
+            (
+                "after a rollout is done, its version is in force everywhere",
+                Some(mk_record("enforce", 3, Some(&done))),
+                mk_policy(Mode::Audit, true),
+                Some((5, Some(3), 0, 500)),
+            ),
+            (
+                "after an abort, the version it ran over is in force everywhere",
+                Some(mk_record("enforce", 3, Some(&aborted))),
+                enforce.clone(),
+                Some((5, Some(2), 0, 500)),
+            ),
+        ];
+        for (case, before, new, expected) in cases {
+            let decided = decide(before.as_ref(), &decode, &new, 5, 500).map(|s| {
+                let p = s.progress;
+                (p.version, p.previous_version, p.stage, p.started_at)
+            });
+            assert_eq!(decided, expected, "{case}");
+        }
+    }
+}
