@@ -44,9 +44,7 @@ pub struct PolicySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<ScopeDoc>,
     pub rules: Vec<RuleDoc>,
-    /// Staged rollout of a change (SPEC 8); omitted: a change applies everywhere at once. Not
-    /// in force in this version yet: a valid rollout is refused, so nothing is saved that the
-    /// clusters would not do.
+    /// Staged rollout of a change (SPEC 8); omitted: a change applies everywhere at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutDoc>,
 }
@@ -234,7 +232,7 @@ impl PolicyDocument {
             [&self.metadata.name, &self.metadata.boundary],
         )?;
         self.metadata.validate()?;
-        let (policy, warnings) = self.spec.validate_at("/spec", name, catalog, Saving::New)?;
+        let (policy, warnings) = self.spec.validate_at("/spec", name, catalog)?;
         Ok(ValidPolicy {
             boundary,
             policy,
@@ -289,18 +287,7 @@ impl PolicySpec {
         name: Name,
         catalog: &Catalog,
     ) -> Result<(Policy, Vec<SaveWarning>), DocumentError> {
-        self.validate_at("", name, catalog, Saving::New)
-    }
-
-    /// Validates a spec palisade stored (it was validated when it was saved): a rollout in it
-    /// is decoded even while a new one would be refused, so that one written before is still
-    /// followed.
-    pub fn validate_stored(
-        &self,
-        name: Name,
-        catalog: &Catalog,
-    ) -> Result<(Policy, Vec<SaveWarning>), DocumentError> {
-        self.validate_at("", name, catalog, Saving::Stored)
+        self.validate_at("", name, catalog)
     }
 
     fn validate_at(
@@ -308,7 +295,6 @@ impl PolicySpec {
         base: &str,
         name: Name,
         catalog: &Catalog,
-        saving: Saving,
     ) -> Result<(Policy, Vec<SaveWarning>), DocumentError> {
         let mut normalisations = Vec::new();
         let mode = match self.mode {
@@ -355,30 +341,18 @@ impl PolicySpec {
             ));
         }
         warnings.sort_by_key(SaveWarning::group);
-        if rollout.is_some() && !ROLLOUT_IN_FORCE && saving == Saving::New {
-            return Err(error(
-                format!("{base}/rollout"),
-                "staged rollout is not in force in this version of palisade yet: remove rollout to apply the change everywhere at once",
-            ));
-        }
         let policy = match rollout {
-            Some(rollout) => policy.with_rollout(rollout),
+            Some(rollout) => {
+                if policy.plan_entries().is_some() {
+                    warnings.push(SaveWarning::PlansAtOnce);
+                }
+                policy.with_rollout(rollout)
+            }
             None => policy,
         };
         Ok((policy, warnings))
     }
 }
-
-/// Whether a spec is being saved now, or was stored before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Saving {
-    New,
-    Stored,
-}
-
-/// Whether a policy with `spec.rollout` may be saved: not until its stages are in force in the
-/// clusters (until then a rollout is validated, then refused, never saved and ignored).
-pub const ROLLOUT_IN_FORCE: bool = false;
 
 impl RolloutDoc {
     /// Validates the rollout of a policy of `scope`; pointers start at `at`.

@@ -287,9 +287,40 @@ pub struct PolicyView {
     pub updated_by: String,
     /// Where the policy is installed and what it enforces there.
     pub status: PolicyStatus,
+    /// The staged rollout of its current version (SPEC 8); absent when it had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutView>,
     /// Save warnings (only in the answer to a save).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
+}
+
+/// How far the staged rollout of a policy's version has come (SPEC 8).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RolloutView {
+    /// The version being rolled out.
+    pub version: u64,
+    /// The last version that had reached everywhere: what applies where the stage has not
+    /// reached, and what an abort puts back. Absent for a new policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_version: Option<u64>,
+    /// `running`, `paused`, `done` or `aborted`.
+    pub state: String,
+    /// The stage in force, from 1; stages are cumulative.
+    pub stage: u64,
+    /// How many stages there are, the implied last one (everywhere) included.
+    pub stages: u64,
+    pub started_at: String,
+    pub stage_started_at: String,
+    /// The requests the new version denied in the reached scope during this stage.
+    pub denials: u64,
+    /// When the stage is promoted if it denies no more than it may (`promote: auto`, running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_promotion_at: Option<String>,
+    /// Why it is paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,6 +1,5 @@
 //! `spec.rollout` (SPEC 8): each invalid rollout is a 400 whose pointer names the stage and
-//! field; a valid one is refused as a whole while staged rollout is not in force, after every
-//! other check (so `palisade check` and the API say what is wrong with it first).
+//! field; a valid one is saved.
 
 #![allow(
     clippy::unwrap_used,
@@ -9,7 +8,6 @@
     reason = "a test fails loudly on bad fixtures"
 )]
 
-use palisade_api_types::document::ROLLOUT_IN_FORCE;
 mod common;
 
 use common::outcome;
@@ -19,8 +17,6 @@ fn with_rollout(scope: &str, rollout: &str) -> String {
         "apiVersion: palisade.dev/v1\nkind: BoundaryPolicy\nmetadata: {{name: p, boundary: shop}}\nspec:\n{scope}  rules: [{{disallowLatestTag: {{}}}}]\n  rollout:\n{rollout}"
     )
 }
-
-const NOT_IN_FORCE: &str = "/spec/rollout: staged rollout is not in force in this version of palisade yet: remove rollout to apply the change everywhere at once";
 
 #[test]
 fn invalid_rollouts_name_the_stage_and_the_field() {
@@ -104,16 +100,12 @@ fn invalid_rollouts_name_the_stage_and_the_field() {
         Err("/spec/rollout/stages: must have at most 10 stages, got 11".to_owned())
     );
     let ten = format!("    stages:\n{}      - {{}}\n", stage.repeat(10));
-    assert_eq!(
-        outcome(&with_rollout("", &ten)),
-        Err(NOT_IN_FORCE.to_owned())
-    );
+    assert_eq!(outcome(&with_rollout("", &ten)), Ok(()));
 }
 
 #[test]
-fn a_valid_rollout_is_refused_while_staged_rollout_is_not_in_force() {
-    const { assert!(!ROLLOUT_IN_FORCE) };
+fn a_valid_rollout_is_saved() {
     let rollout = "    stages:\n      - {clusters: [staging-1], for: 1h}\n      - {namespaces: 25%, for: 24h}\n      - {}\n    promote: manual\n    maxDenials: 2\n";
     let text = with_rollout("  scope: {clusters: [staging-1, prod-1]}\n", rollout);
-    assert_eq!(outcome(&text), Err(NOT_IN_FORCE.to_owned()));
+    assert_eq!(outcome(&text), Ok(()));
 }

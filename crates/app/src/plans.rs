@@ -245,9 +245,7 @@ fn decode_uncached(record: &PolicyRecord, catalog: &Catalog) -> Result<Policy, S
 pub fn decode_spec(name: &str, spec_json: &str, catalog: &Catalog) -> Result<Policy, String> {
     let name = Name::parse(name).map_err(|e| e.to_string())?;
     let spec = PolicySpec::from_json(spec_json.as_bytes()).map_err(|e| e.to_string())?;
-    let (policy, _warnings) = spec
-        .validate_stored(name, catalog)
-        .map_err(|e| e.to_string())?;
+    let (policy, _warnings) = spec.validate(name, catalog).map_err(|e| e.to_string())?;
     Ok(policy)
 }
 

@@ -39,6 +39,8 @@ pub struct SaveCondition {
     pub create_only: bool,
     /// A policy's earlier version this save restores (a rollback), named in its history.
     pub restores: Option<i64>,
+    /// In force everywhere at once, whatever the spec's `rollout` (a rollback not staged).
+    pub at_once: bool,
 }
 
 /// The policy as the API shows it, without its status.
@@ -55,6 +57,7 @@ pub fn view(record: PolicyRecord, warnings: Option<Vec<String>>) -> PolicyView {
         created_at: record.created_at,
         updated_at: record.updated_at,
         updated_by: record.updated_by,
+        rollout: None,
         warnings,
     }
 }
@@ -75,6 +78,16 @@ crate::documents::document_kind!(
     version = e.version;
     app: policies, policy, save_policy
 );
+
+/// `spec` (an earlier version's) with the `rollout` of `current` (the policy's spec now); `None`
+/// when the policy has none now.
+fn staged_spec(spec: &str, current: &str) -> Option<String> {
+    let current: serde_json::Value = serde_json::from_str(current).ok()?;
+    let rollout = current.get("rollout")?.clone();
+    let mut spec: serde_json::Value = serde_json::from_str(spec).ok()?;
+    spec.as_object_mut()?.insert("rollout".to_owned(), rollout);
+    Some(spec.to_string())
+}
 
 fn texts(warnings: &[SaveWarning]) -> Vec<String> {
     warnings.iter().map(ToString::to_string).collect()
@@ -159,8 +172,10 @@ impl App {
             .statuses(&record.boundary, std::slice::from_ref(&record))
             .await?;
         let status = statuses.remove(&record.name).unwrap_or_default();
+        let rollout = self.rollout_of(&record);
         let mut view = view(record, warnings);
         view.status = status;
+        view.rollout = rollout;
         Ok(view)
     }
 
@@ -177,8 +192,10 @@ impl App {
             .into_iter()
             .map(|r| {
                 let status = statuses.remove(&r.name).unwrap_or_default();
+                let rollout = self.rollout_of(&r);
                 let mut view = view(r, None);
                 view.status = status;
+                view.rollout = rollout;
                 view
             })
             .collect())
@@ -268,7 +285,7 @@ impl App {
             if_match: condition.if_match,
             create_only,
             restores: condition.restores,
-            rollout: Some(self.rollout_decision(&policy)),
+            rollout: (!condition.at_once).then(|| self.rollout_decision(&policy)),
         };
         let actor = access.caller().actor();
         let (record, action) = self
@@ -324,12 +341,7 @@ impl App {
                 ),
             ));
         }
-        if request.staged == Some(true) {
-            return Err(AppError::invalid(
-                "/staged",
-                "staged rollout is not available in this version of palisade: omit staged to roll back at once",
-            ));
-        }
+        let staged = request.staged == Some(true);
         let current = self.stored_policy(access, name).await?;
         let boundary = access.boundary();
         let spec = self
@@ -350,10 +362,25 @@ impl App {
                 )
             }));
         };
+        // Staged: by the stages of the policy as it is now (the version restored may have had
+        // other stages, or none).
+        let spec = if staged {
+            staged_spec(&spec, &current.spec_json).ok_or_else(|| {
+                AppError::invalid(
+                    "/staged",
+                    format!(
+                        "policy '{name}' has no spec.rollout: its stages are what a staged rollback goes through; omit staged to roll back at once"
+                    ),
+                )
+            })?
+        } else {
+            spec
+        };
         let condition = SaveCondition {
             if_match,
             create_only: false,
             restores: Some(request.version),
+            at_once: !staged,
         };
         let saved = self
             .save_policy(access, name, spec.as_bytes(), condition)

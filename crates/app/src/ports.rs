@@ -205,6 +205,18 @@ pub trait Records: Send + Sync {
     /// Whether the policy is still stored.
     async fn policy_record(&self, boundary: &str, name: &str) -> StoreResult<PolicyRecord>;
 
+    /// Moves the rollout of version `version` of a policy on (automatic promotion, a pause, the
+    /// counters a stage starts from), where it is still as read (`expected`, the record's
+    /// `rollout_json`); `PreconditionFailed` when it is not.
+    async fn record_rollout(
+        &self,
+        boundary: &str,
+        name: &str,
+        version: i64,
+        expected: Option<&str>,
+        rollout: &crate::rollout::StoredRollout,
+    ) -> StoreResult<()>;
+
     /// What the cluster's probe found: its version and whether it can enforce.
     async fn record_cluster_probe(
         &self,

@@ -107,6 +107,8 @@ pub struct Rolling {
     pub previous: Option<Policy>,
     /// The stage in force, from 0.
     pub stage: usize,
+    /// The rollout as stored (its progress, its counters).
+    pub stored: crate::rollout::StoredRollout,
 }
 
 /// What a pass installs of a stored policy, given its rollout: the policy (or why it cannot be
@@ -145,6 +147,7 @@ fn in_force(
                     version: stored.progress.version,
                     previous,
                     stage: stored.progress.stage,
+                    stored: stored.clone(),
                 });
                 Some((Ok(policy), rolling))
             }
@@ -287,6 +290,21 @@ impl Records for StoreRecords {
     /// Whether the policy is still stored.
     async fn policy_record(&self, boundary: &str, name: &str) -> Result<PolicyRecord> {
         self.store.get_policy(boundary, name).await
+    }
+
+    async fn record_rollout(
+        &self,
+        boundary: &str,
+        name: &str,
+        version: i64,
+        expected: Option<&str>,
+        rollout: &crate::rollout::StoredRollout,
+    ) -> Result<()> {
+        let text = rollout.encode();
+        self.store
+            .set_policy_rollout(boundary, name, version, expected, Some(&text))
+            .await
+            .map(|_| ())
     }
 
     /// What the cluster's probe found: its version and whether it can enforce.

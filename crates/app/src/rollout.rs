@@ -3,10 +3,15 @@
 //! before it, in the row's `rollout_json`. The store keeps the text; this module is its one
 //! codec, and decides what a save does to a rollout.
 
-use palisade_policy::rollout::{Phase, Progress};
+use palisade_api_types::view::RolloutView;
+use palisade_policy::rollout::{Phase, Progress, Rollout};
 use palisade_policy::Policy;
-use palisade_store::PolicyRecord;
+use palisade_store::{PolicyRecord, StoreError};
 use serde::{Deserialize, Serialize};
+
+use crate::caller::Access;
+use crate::error::{AppError, AppResult};
+use crate::App;
 
 /// A rollout as stored: its progress and the spec of the version it rolls out over.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,6 +20,21 @@ pub struct StoredRollout {
     /// The spec (JSON text, as stored) of `progress.previous_version`: what applies where the
     /// stage has not reached, and what an abort puts back. `None` for a new policy.
     pub previous_spec: Option<String>,
+    /// What the new version denied in the reached scope during the stage in force, as last
+    /// counted.
+    pub denials: u64,
+    /// What each cluster's API server had counted for the new version's binding when the stage
+    /// in force started (automatic promotion counts the stage's denials from there).
+    pub baseline: Option<Baseline>,
+}
+
+/// Counters read at the start of a stage: by cluster, the denials the API server had counted
+/// for the new version's binding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// The stage (from 0) they were read for.
+    pub stage: usize,
+    pub counts: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -29,6 +49,10 @@ struct Row {
     stage: usize,
     started_at: i64,
     stage_started_at: i64,
+    #[serde(default)]
+    denials: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    baseline: Option<Baseline>,
 }
 
 impl StoredRollout {
@@ -48,6 +72,8 @@ impl StoredRollout {
             stage: p.stage,
             started_at: p.started_at,
             stage_started_at: p.stage_started_at,
+            denials: self.denials,
+            baseline: self.baseline.clone(),
         };
         // A struct of strings and numbers always encodes.
         serde_json::to_string(&row).unwrap_or_default()
@@ -74,6 +100,8 @@ impl StoredRollout {
                 stage_started_at: row.stage_started_at,
             },
             previous_spec: row.previous_spec,
+            denials: row.denials,
+            baseline: row.baseline,
         })
     }
 
@@ -105,6 +133,8 @@ pub fn decide(
         return Some(StoredRollout {
             progress: Progress::start(version, None, now),
             previous_spec: None,
+            denials: 0,
+            baseline: None,
         });
     };
     let stored = StoredRollout::of(before);
@@ -131,13 +161,121 @@ pub fn decide(
                     ..s.progress.clone()
                 },
                 previous_spec: s.previous_spec.clone(),
+                denials: s.denials,
+                baseline: s.baseline.clone(),
             });
         }
     }
     Some(StoredRollout {
         progress: Progress::start(version, everywhere_version, now),
         previous_spec: everywhere_spec,
+        denials: 0,
+        baseline: None,
     })
+}
+
+/// RFC 3339, to the second, of seconds since the Unix epoch.
+fn rfc3339(seconds: i64) -> String {
+    chrono::DateTime::from_timestamp(seconds, 0)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The rollout as the API shows it; `rollout` is the policy's `spec.rollout` (its stages),
+/// when it can be decoded.
+pub fn view(stored: &StoredRollout, rollout: Option<&Rollout>) -> RolloutView {
+    let p = &stored.progress;
+    let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    RolloutView {
+        version: p.version,
+        previous_version: p.previous_version,
+        state: p.phase.as_str().to_owned(),
+        stage: as_u64(p.stage.saturating_add(1)),
+        stages: rollout.map_or(0, |r| as_u64(r.stage_count())),
+        started_at: rfc3339(p.started_at),
+        stage_started_at: rfc3339(p.stage_started_at),
+        denials: stored.denials,
+        next_promotion_at: rollout.and_then(|r| p.next_promotion_at(r)).map(rfc3339),
+        reason: match &p.phase {
+            Phase::Paused(reason) => Some(reason.clone()),
+            _ => None,
+        },
+    }
+}
+
+/// What someone does to a running rollout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Promote,
+    Abort,
+}
+
+impl App {
+    /// The rollout of policy `name` as the API shows it, if it has one.
+    pub(crate) fn rollout_of(&self, record: &PolicyRecord) -> Option<RolloutView> {
+        let stored = StoredRollout::of(record)?;
+        let policy = self
+            .policy_cache()
+            .decode_or_why(record, &self.catalog)
+            .ok();
+        Some(view(&stored, policy.as_ref().and_then(Policy::rollout)))
+    }
+
+    /// Promotes the running or paused rollout of policy `name` to its next stage, or aborts it
+    /// (SPEC 8; boundary-admin or admin): 409 when none runs. Answers the rollout.
+    pub async fn step_rollout(
+        &self,
+        access: &Access,
+        name: &str,
+        step: Step,
+    ) -> AppResult<RolloutView> {
+        access.caller().require_boundary_admin()?;
+        self.admit_write(access.caller(), Some(access.boundary()))?;
+        let boundary = access.boundary();
+        let record = self.stored_policy(access, name).await?;
+        let not_running = || {
+            AppError::Conflict(format!(
+                "policy '{name}' of boundary '{boundary}' has no rollout running"
+            ))
+        };
+        let stored = StoredRollout::of(&record).ok_or_else(not_running)?;
+        if !stored.progress.is_open() {
+            return Err(not_running());
+        }
+        let policy = self.policy_cache().decode(&record, &self.catalog)?;
+        let rollout = policy.rollout().ok_or_else(not_running)?;
+        let now = chrono::Utc::now().timestamp();
+        let progress = match step {
+            Step::Promote => stored.progress.promoted(rollout, now),
+            Step::Abort => stored.progress.aborted(),
+        };
+        let next = StoredRollout {
+            progress,
+            denials: 0,
+            baseline: None,
+            ..stored
+        };
+        let written = self
+            .store
+            .set_policy_rollout(
+                boundary,
+                name,
+                record.version,
+                record.rollout_json.as_deref(),
+                Some(&next.encode()),
+            )
+            .await
+            .map_err(|e| match e {
+                StoreError::PreconditionFailed => AppError::Conflict(format!(
+                    "policy '{name}' of boundary '{boundary}' changed meanwhile: read it again"
+                )),
+                other => AppError::from_store(other, "policy"),
+            })?;
+        let actor = access.caller().actor();
+        tracing::info!(%boundary, policy = %name, version = written.version,
+            step = ?step, state = next.progress.phase.as_str(), %actor, "rollout moved");
+        Ok(view(&next, Some(rollout)))
+    }
 }
 
 #[cfg(test)]
@@ -204,6 +342,11 @@ mod tests {
                 ..Progress::start(version, previous.map(|p| p.0), 100)
             },
             previous_spec: previous.map(|p| p.1.to_owned()),
+            denials: 2,
+            baseline: Some(Baseline {
+                stage: 1,
+                counts: [("c1".to_owned(), 3)].into(),
+            }),
         }
     }
 

@@ -179,6 +179,22 @@ A rollback is a change like any other: it makes a new version, is in the history
 force in the clusters as a save of that spec would be. A version pruned from the history
 (serve --history-days) can no longer be rolled back to.";
 
+pub const ROLLOUT: &str = "\
+Examples:
+  # Where the rollout of shop/trusted is
+  palisade rollout status shop/trusted
+
+  # On to the next stage now, or back to the previous version everywhere
+  palisade rollout promote shop/trusted
+  palisade rollout abort shop/trusted
+
+Prints one line:
+  boundarypolicy shop/trusted rolling out v4: stage 2/3, 0 denials, next 14:00
+  boundarypolicy shop/trusted promoted: rolling out v4: stage 3/3, 0 denials, waits for promote
+  boundarypolicy shop/trusted aborted: v4 aborted: v3 in force
+Times are UTC. A rollout is started by saving a policy with spec.rollout; a change during a
+rollout starts it again from its first stage, over the last version that reached everywhere.";
+
 pub const DIFF: &str = "\
 Examples:
   # What applying a directory of policies would change

@@ -93,6 +93,17 @@ enum Command {
     /// when the policy already has that spec. The versions are in `palisade describe policy`.
     #[command(after_help = help::ROLLBACK)]
     Rollback(client::RollbackArgs),
+    /// Show, promote or abort the staged rollout of a policy's current version (SPEC 8).
+    ///
+    /// `status` prints where it is (`boundarypolicy shop/trusted rolling out v4: stage 2/3, 0
+    /// denials, next 14:00`); `promote` moves it to its next stage now (after the last: done);
+    /// `abort` puts the previous version back everywhere. Promote and abort need a
+    /// boundary-admin; a rollout that does not run is a 409.
+    #[command(after_help = help::ROLLOUT)]
+    Rollout {
+        #[command(subcommand)]
+        command: client::RolloutCommand,
+    },
     /// Show how the stored documents differ from the files, as a unified diff.
     ///
     /// Compare BoundaryPolicy and BoundaryException documents in files, directories or standard
@@ -266,6 +277,7 @@ fn main() -> ExitCode {
         },
         Command::Preview(args) => client::preview(&args),
         Command::Rollback(args) => finish(client::rollback(&args)),
+        Command::Rollout { command } => finish(client::rollout(&command)),
         Command::Diff(args) => client::diff(&args),
         Command::Get {
             kind,
@@ -348,10 +360,13 @@ mod tests {
         let (mut seen, mut out) = (0, Vec::new());
         undocumented(&command, "", &mut seen, &mut out);
         assert!(out.is_empty(), "{}", out.join("\n"));
-        // palisade, its 19 commands, check plan, 12 under get, 4 under describe, 6 under
-        // delete, and resource, token, exception, boundary, namespace and cluster (add, attach,
-        // rbac, kubeconfig) and config (set-context, use-context, view, get-contexts)
-        // subcommands.
-        assert_eq!(seen, 1 + 19 + 1 + 12 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 4 + 4);
+        // palisade, its 20 commands, check plan, 12 under get, 4 under describe, 6 under
+        // delete, and resource, token, exception, boundary, namespace, cluster (add, attach,
+        // rbac, kubeconfig), config (set-context, use-context, view, get-contexts) and
+        // rollout (status, promote, abort) subcommands.
+        assert_eq!(
+            seen,
+            1 + 20 + 1 + 12 + 4 + 6 + 2 + 3 + 2 + 1 + 2 + 4 + 4 + 3
+        );
     }
 }

@@ -348,6 +348,9 @@ pub enum SaveWarning {
     BlockedType(ResourceType),
     /// A registry prefix of three or more components names a repository.
     RepositoryPrefix(RegistryPrefix),
+    /// The policy has a rollout and an `allowedComputePlans` rule: the rule is palisade's own
+    /// API and applies at once (SPEC 8).
+    PlansAtOnce,
 }
 
 impl SaveWarning {
@@ -359,6 +362,7 @@ impl SaveWarning {
             SaveWarning::UnknownPlanEntry(_) => 1,
             SaveWarning::BlockedType(_) => 2,
             SaveWarning::RepositoryPrefix(_) => 3,
+            SaveWarning::PlansAtOnce => 4,
         }
     }
 }
@@ -375,6 +379,9 @@ impl std::fmt::Display for SaveWarning {
             SaveWarning::UnknownPlanEntry(entry) => {
                 write!(f, "plan entry '{entry}' names no plan of any type it applies to")
             }
+            SaveWarning::PlansAtOnce => f.write_str(
+                "allowedComputePlans applies at once: rollout stages the admission rules only",
+            ),
             SaveWarning::BlockedType(ty) => {
                 write!(f, "creates of {ty} are now refused: no policy allows any {ty} plan")
             }

@@ -36,6 +36,10 @@ pub fn save_text(ctx: &Ctx, warning: &SaveWarning) -> String {
                 "registerprefixet '{prefix}' namnger ett repository: dess taggade avbilder \
                  ({prefix}:tagg) ligger inte under det"
             ),
+            SaveWarning::PlansAtOnce => {
+                "allowedComputePlans gäller genast: utrullningen stegar bara antagningsreglerna"
+                    .to_owned()
+            }
         },
     }
 }

@@ -8,8 +8,10 @@
 //! this crate talks to API servers, and keeps its own decisions in pure modules.
 //!
 //! Its modules:
-//! - The loop: `controller` (lease, fleet, pass, install, confirm, drift, fencing), with its
-//!   pure decisions in `plan` (what a pass keeps), `scope` (which clusters a change concerns),
+//! - The loop: `controller` (lease, fleet, pass, install, confirm, drift, fencing, staged
+//!   rollouts' automatic promotion), with its pure decisions in `plan` (what a pass keeps, what
+//!   a rollout's stage reached), `denials` (what a version being rolled out denied), `scope`
+//!   (which clusters a change concerns),
 //!   `placement` (which replica holds which cluster) and `restarts` (when an API server
 //!   restarted).
 //! - Talking to one cluster: `cluster` (`ClusterClient`), `kubeconfig` (the client library's
@@ -33,6 +35,7 @@ pub mod cause;
 pub mod cluster;
 pub mod controller;
 mod deletions;
+pub mod denials;
 mod detail;
 pub mod drift;
 pub mod excepted;
@@ -47,6 +50,7 @@ mod placement;
 mod plan;
 pub mod port;
 pub mod probe;
+mod promotion;
 pub mod rbac;
 pub mod reports;
 pub mod restarts;

@@ -218,10 +218,10 @@ pub(crate) fn plan_boundary<'b>(
     }
 }
 
-/// The boundary's policies being rolled out (SPEC 8) that `cluster` holds and whose stage
-/// reached some of the boundary's namespaces there, not all (where it reached all, the new
-/// version is written as any policy is). The namespaces are the boundary's as the store has
-/// them, so a namespace made later joins a percentage stage in its place of the order.
+/// The boundary's policies being rolled out (SPEC 8; running or paused) that `cluster` holds,
+/// with the namespaces their stage reached there (maybe none, maybe all). The namespaces are
+/// the boundary's as the store has them, so a namespace made later joins a percentage stage in
+/// its place of the order. Once a rollout is done, its version is written as any policy is.
 pub(crate) fn staged_in(
     boundary: &BoundaryState,
     cluster: &Name,
@@ -243,8 +243,11 @@ pub(crate) fn staged_in(
                 cluster,
                 &namespaces,
             );
-            let Reach::Namespaces(reached) = reach else {
-                return None;
+            // Reached everywhere in the cluster: still the version's own objects until the
+            // rollout is done, so that what it denies is counted apart.
+            let reached = match reach {
+                Reach::Namespaces(reached) => reached,
+                Reach::All => namespaces.iter().cloned().collect(),
             };
             let previous = rolling.previous.clone().filter(|p| p.installs_in(cluster));
             Some((

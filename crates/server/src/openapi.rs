@@ -63,6 +63,7 @@ impl Modify for BearerAuth {
         boundaries::create, boundaries::list, boundaries::get_one, boundaries::delete,
         policies::list, policies::get_one, policies::put, policies::delete, policies::history,
         policies::apply, policies::preview, policies::report, policies::rollback,
+        policies::promote, policies::abort,
         exceptions::list, exceptions::get_one, exceptions::put, exceptions::approve,
         exceptions::delete, exceptions::history,
         resources::create, resources::list, resources::get_one, resources::workload, resources::patch,

@@ -119,13 +119,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<Option<String>>;
 
     /// Sets the rollout of version `version` of a policy (a promotion, a pause, an abort; SPEC
-    /// 8) and records a change, so that the clusters follow. `NotFound`: no such policy;
-    /// `PreconditionFailed`: the policy is at another version now.
+    /// 8) where it is still `expected` (as read), and records a change, so that the clusters
+    /// follow. `NotFound`: no such policy; `PreconditionFailed`: the policy is at another
+    /// version now, or its rollout changed since it was read.
     async fn set_policy_rollout(
         &self,
         boundary: &str,
         name: &str,
         version: i64,
+        expected: Option<&str>,
         rollout_json: Option<&str>,
     ) -> Result<PolicyRecord>;
 

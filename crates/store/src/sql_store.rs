@@ -325,12 +325,21 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         boundary: &str,
         name: &str,
         version: i64,
+        expected: Option<&str>,
         rollout_json: Option<&str>,
     ) -> Result<PolicyRecord> {
         let mut tx = self.begin(Some(boundary), None).await?;
         let at = crate::now();
-        let result =
-            policies::set_rollout(tx.conn(), boundary, name, version, rollout_json, &at).await;
+        let result = policies::set_rollout(
+            tx.conn(),
+            boundary,
+            name,
+            version,
+            expected,
+            rollout_json,
+            &at,
+        )
+        .await;
         tx.finish(result, Wake::Reconciler).await
     }
 

@@ -869,17 +869,25 @@ fn cpu(vcpu: f64) -> String {
 }
 
 /// A policy's per-cluster install status in one cell: `prod-1: enforced; edge-1: pending`.
+/// A running or paused rollout follows: `...; rolling out v4: stage 2/3, 0 denials, next 14:00`.
 fn install_status(policy: &PolicyView) -> String {
-    if policy.status.clusters.is_empty() {
-        return "-".to_owned();
-    }
-    policy
+    let mut parts: Vec<String> = policy
         .status
         .clusters
         .iter()
         .map(|c| format!("{}: {}", c.cluster, c.status))
-        .collect::<Vec<_>>()
-        .join("; ")
+        .collect();
+    if let Some(rollout) = policy
+        .rollout
+        .as_ref()
+        .filter(|r| r.state == "running" || r.state == "paused")
+    {
+        parts.push(super::rollout::rollout_line(rollout));
+    }
+    if parts.is_empty() {
+        return "-".to_owned();
+    }
+    parts.join("; ")
 }
 
 fn exception_headers(wide: bool) -> Vec<&'static str> {

@@ -14,6 +14,7 @@ mod get;
 mod preview;
 mod resource;
 mod rollback;
+mod rollout;
 mod token;
 mod version;
 
@@ -28,6 +29,7 @@ pub use get::{get, Kind};
 pub use preview::{preview, PreviewArgs};
 pub use resource::{resource, ResourceCommand};
 pub use rollback::{rollback, RollbackArgs};
+pub use rollout::{rollout, RolloutCommand};
 pub use token::{token, TokenCommand};
 pub use version::{version, VersionArgs};
 

@@ -15,6 +15,9 @@ pub struct RollbackArgs {
     /// The version whose spec becomes the current one (see `palisade describe policy`).
     #[arg(long = "to", value_name = "VERSION")]
     pub to: i64,
+    /// Roll it out by the stages of the policy's spec.rollout instead of at once.
+    #[arg(long)]
+    pub staged: bool,
     #[command(flatten)]
     pub connection: Connection,
 }
@@ -44,7 +47,7 @@ pub fn rollback(args: &RollbackArgs) -> Outcome {
     let before: PolicyView = api.get(&path)?.decode()?;
     let request = RollbackRequest {
         version: args.to,
-        staged: None,
+        staged: args.staged.then_some(true),
     };
     let body = serde_json::to_value(&request)
         .map_err(|e| Failure(format!("cannot encode the request: {e}")))?;

@@ -185,6 +185,7 @@ pub async fn new_submit(
             if_match: None,
             create_only: true,
             restores: None,
+            at_once: false,
         };
         state
             .save_exception(&access, &form.name, &body, create)

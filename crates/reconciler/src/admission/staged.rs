@@ -1,8 +1,8 @@
-//! A policy being rolled out (SPEC 8) in a cluster its stage has reached in part: what every
-//! layout adds for it (the new version's objects of its own, named for the version), which of
-//! the version objects the cluster held go, and which objects judge the policy in a namespace.
-//! Where the stage reached every namespace of the boundary, the policy is written as any other
-//! and its version objects go: the layout's usual objects take over before they are deleted.
+//! A policy being rolled out (SPEC 8) in a cluster: what every layout adds for it (the new
+//! version's objects of its own, named for the version, so that the API server counts what it
+//! denies apart), which of the version objects the cluster held go, and which objects judge the
+//! policy in a namespace. Once the rollout is done, the policy is written as any other and its
+//! version objects go: the layout's usual objects take over before they are deleted.
 
 use std::collections::BTreeSet;
 
@@ -14,8 +14,8 @@ use palisade_vap::render::{POLICY_LABEL, VERSION_LABEL};
 use super::{Judge, Object, Stale};
 use crate::installed::{is_ours, Installed};
 
-/// A policy's rollout in one cluster, where its stage has reached some (maybe none) of the
-/// boundary's namespaces there, not all.
+/// A policy's rollout in one cluster: the boundary's namespaces there its stage reached (maybe
+/// none, maybe all).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Staging {
     /// The version being rolled out (the policy as decoded).

@@ -433,6 +433,19 @@ impl ClusterClient {
             })
     }
 
+    /// The denials the API server answering this client counted for each of `bindings` (its
+    /// `/metrics`, about 2 MB: read when a stage of a rollout starts and when it is due).
+    pub async fn denials(&self, bindings: &[String]) -> Result<Vec<u64>> {
+        let request = http::Request::get(crate::rbac::METRICS_PATH)
+            .body(Vec::new())
+            .map_err(|e| ReconcileError::Unexpected(e.to_string()))?;
+        let text = self.client.request_text(request).await?;
+        Ok(bindings
+            .iter()
+            .map(|b| crate::denials::denials(&text, b))
+            .collect())
+    }
+
     /// The identities of the cluster's API servers: the `holderIdentity` of each API server's
     /// identity Lease (`kube-system`, label `apiserver.kubernetes.io/identity=kube-apiserver`),
     /// which an API server makes anew (a new UUID) each time it starts. About 1.7 KB a read

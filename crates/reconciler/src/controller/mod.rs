@@ -34,6 +34,7 @@ mod layout;
 mod lead;
 mod memory;
 mod pass;
+mod rollouts;
 mod settle;
 mod workers;
 

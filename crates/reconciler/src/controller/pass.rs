@@ -45,10 +45,18 @@ impl Controller {
                 return Err(report);
             }
         };
+        // Rollouts move on before any part writes: a stage's counters are read before its
+        // reach widens.
+        let rollout_due = self.step_rollouts(&clusters, &boundaries).await.map(|at| {
+            chrono::DateTime::from_timestamp(at, 0)
+                .unwrap_or_default()
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        });
         workers.set_next_expiry(
             boundaries
                 .iter()
                 .flat_map(|b| b.exceptions.iter().map(|x| x.expires_at.clone()))
+                .chain(rollout_due)
                 .min(),
         );
         if let Some(lease) = lease {

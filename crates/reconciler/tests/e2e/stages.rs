@@ -6,6 +6,7 @@
 //! progress is written to the store directly: what moves it (the API, timers) is beside this.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
@@ -23,7 +24,10 @@ use serde_json::{json, Value};
 use crate::serve::Stack;
 use crate::support::{eventually, in_every_layout, plane, requires_label, ACTIVATION_TIMEOUT};
 
-in_every_layout!(a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_back);
+mod manual {
+    use super::*;
+    in_every_layout!(a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_back);
+}
 
 /// The API server's verdict on a dry-run create of a Pod labelled `labels` running `image` in
 /// `namespace`: `None` admitted, else the policy's message (what follows `denied request: `).
@@ -81,6 +85,8 @@ async fn save_rolling(
         let stored = StoredRollout {
             progress,
             previous_spec: Some(before.spec_json.clone()),
+            denials: 0,
+            baseline: None,
         };
         Some(stored.encode())
     };
@@ -113,7 +119,13 @@ async fn move_rollout(
     stored.progress.stage = stage;
     stack
         .store
-        .set_policy_rollout(boundary, policy, version, Some(&stored.encode()))
+        .set_policy_rollout(
+            boundary,
+            policy,
+            version,
+            record.rollout_json.as_deref(),
+            Some(&stored.encode()),
+        )
         .await
         .unwrap();
 }
@@ -239,6 +251,187 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
         );
         let gone = version_objects(&admin, &boundary).await.is_empty();
         (seen == (None, Some(latest.clone()), Some(latest.clone())) && gone).then_some(())
+    })
+    .await;
+}
+
+mod auto {
+    use super::*;
+    in_every_layout!(auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one);
+}
+
+/// The policy's rollout as the API shows it.
+async fn rollout_of(stack: &Stack, boundary: &str, policy: &str) -> Value {
+    stack
+        .ok("GET", &crate::serve::policy_path(boundary, policy), None)
+        .await["rollout"]
+        .clone()
+}
+
+/// Saved through the API with `promote: auto` and one stage of 10 s: a request the new version
+/// denies in the reached namespace pauses the rollout when the stage is due, with the reason;
+/// promoted by hand it is done and in force everywhere. The next change, denying nothing, is
+/// promoted by the loop when its stage is due, no sooner; an abort puts it back.
+async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
+    version: &str,
+    layout: Layout,
+) {
+    let plane = plane(version).await;
+    let admin = plane.client().await;
+    let stack = Stack::start_in(layout).await;
+    let boundary = stack
+        .new_boundary("autoroll", "k1", plane.kubeconfig_yaml())
+        .await;
+    let reached = stack.new_namespace(&boundary, "k1", "reached").await;
+    let other = stack.new_namespace(&boundary, "k1", "other").await;
+    let tags = Name::parse("tags").unwrap();
+    let team_missing = palisade_policy::message::label_missing(&tags, "team");
+    let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
+    let rollout = json!({"stages": [{"namespaces": [reached], "for": "10s"}, {}], "maxDenials": 0});
+    let policy = crate::serve::policy_path(&boundary, "tags");
+    stack
+        .enforce_policy(&boundary, "k1", "tags", requires_label("team"))
+        .await;
+
+    // Version 2 (no `latest` tag) reaches the first namespace; a real create there is denied.
+    let saved = stack
+        .put_policy(
+            &boundary,
+            "tags",
+            json!({"rules": [{"disallowLatestTag": {}}], "rollout": rollout}),
+        )
+        .await;
+    let started = chrono::DateTime::parse_from_rfc3339(
+        saved["rollout"]["stage_started_at"].as_str().unwrap(),
+    )
+    .unwrap();
+    eventually(
+        "version 2 in the reached namespace",
+        ACTIVATION_TIMEOUT,
+        || async {
+            let seen = verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await;
+            (seen == Some(latest.clone())).then_some(())
+        },
+    )
+    .await;
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web", "labels": {"team": "a"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx:latest"}]},
+    }))
+    .unwrap();
+    let denied = Api::<Pod>::namespaced(admin.clone(), &reached)
+        .create(&PostParams::default(), &pod)
+        .await;
+    assert!(
+        matches!(denied, Err(kube::Error::Api(ref s)) if s.code == 422),
+        "{denied:?}"
+    );
+    let (paused, _) = eventually("the rollout paused", Duration::from_secs(40), || async {
+        let rollout = rollout_of(&stack, &boundary, "tags").await;
+        (rollout["state"] == "paused").then_some(rollout)
+    })
+    .await;
+    assert!(
+        paused["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("paused: ") && r.contains(" denied")),
+        "{paused}"
+    );
+    assert!(
+        paused["denials"].as_u64().is_some_and(|d| d >= 1),
+        "{paused}"
+    );
+    assert_eq!(paused["stage"], 1);
+    // Still version 1 in the other namespace.
+    assert_eq!(
+        verdict(&admin, &other, json!({}), "nginx:1").await,
+        Some(team_missing.clone())
+    );
+
+    // Promoted by hand: the last stage, done; version 2 everywhere.
+    let promoted = stack
+        .ok("POST", &format!("{policy}/rollout/promote"), None)
+        .await;
+    assert_eq!(
+        (&promoted["state"], &promoted["stage"]),
+        (&json!("done"), &json!(2))
+    );
+    eventually("version 2 everywhere", ACTIVATION_TIMEOUT, || async {
+        let seen = (
+            verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await,
+            verdict(&admin, &other, json!({}), "nginx:1").await,
+        );
+        let gone = version_objects(&admin, &boundary).await.is_empty();
+        (seen == (Some(latest.clone()), None) && gone).then_some(())
+    })
+    .await;
+    let paused_after = chrono::Utc::now().signed_duration_since(started);
+    assert!(
+        paused_after.num_seconds() >= 10,
+        "paused no sooner than `for`"
+    );
+
+    // Version 3 (the label again) denies nothing: promoted by the loop after its 10 s.
+    let saved = stack
+        .put_policy(
+            &boundary,
+            "tags",
+            json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}], "rollout": rollout}),
+        )
+        .await;
+    let started = chrono::DateTime::parse_from_rfc3339(
+        saved["rollout"]["stage_started_at"].as_str().unwrap(),
+    )
+    .unwrap();
+    let (done, _) = eventually(
+        "version 3 promoted by the loop",
+        Duration::from_secs(40),
+        || async {
+            let rollout = rollout_of(&stack, &boundary, "tags").await;
+            (rollout["state"] == "done").then_some(rollout)
+        },
+    )
+    .await;
+    let promoted_at =
+        chrono::DateTime::parse_from_rfc3339(done["stage_started_at"].as_str().unwrap()).unwrap();
+    assert!(
+        promoted_at.signed_duration_since(started).num_seconds() >= 10,
+        "promoted no sooner than `for`: {done}"
+    );
+    eventually("version 3 everywhere", ACTIVATION_TIMEOUT, || async {
+        let seen = verdict(&admin, &other, json!({}), "nginx:1").await;
+        (seen == Some(team_missing.clone())).then_some(())
+    })
+    .await;
+
+    // Version 4 (no `latest` tag again) is aborted: version 3 everywhere, nothing of 4 left.
+    stack
+        .put_policy(
+            &boundary,
+            "tags",
+            json!({"rules": [{"disallowLatestTag": {}}], "rollout": rollout}),
+        )
+        .await;
+    eventually(
+        "version 4 in the reached namespace",
+        ACTIVATION_TIMEOUT,
+        || async {
+            let seen = verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await;
+            (seen == Some(latest.clone())).then_some(())
+        },
+    )
+    .await;
+    let aborted = stack
+        .ok("POST", &format!("{policy}/rollout/abort"), None)
+        .await;
+    assert_eq!(aborted["state"], "aborted");
+    eventually("version 3 back everywhere", ACTIVATION_TIMEOUT, || async {
+        let seen = (
+            verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await,
+            verdict(&admin, &reached, json!({}), "nginx:1").await,
+        );
+        let gone = version_objects(&admin, &boundary).await.is_empty();
+        (seen == (None, Some(team_missing.clone())) && gone).then_some(())
     })
     .await;
 }

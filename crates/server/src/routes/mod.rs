@@ -49,6 +49,14 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(policies::rollback),
         )
         .route(
+            "/v1/boundaries/{boundary}/policies/{policy}/rollout/promote",
+            axum::routing::post(policies::promote),
+        )
+        .route(
+            "/v1/boundaries/{boundary}/policies/{policy}/rollout/abort",
+            axum::routing::post(policies::abort),
+        )
+        .route(
             "/v1/boundaries/{boundary}/exceptions/{exception}/approve",
             axum::routing::post(exceptions::approve),
         )

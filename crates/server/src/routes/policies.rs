@@ -9,7 +9,9 @@ use axum::response::IntoResponse;
 use axum::Json;
 use palisade_api_types::view::{
     ApplyResults, History, PolicyList, PolicyReport, PolicyView, Preview, RollbackRequest,
+    RolloutView,
 };
+use palisade_app::rollout::Step;
 use palisade_app::Caller;
 use serde::Deserialize;
 
@@ -109,6 +111,51 @@ pub async fn rollback(
         .rollback_policy(&access, &name, &request, if_match(&headers))
         .await?;
     Ok((etag_header(&saved.view.etag), Json(saved.view)))
+}
+
+#[utoipa::path(post, path = "/v1/boundaries/{boundary}/policies/{policy}/rollout/promote", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path)),
+    responses((status = 200, body = RolloutView, description = "the rollout, at its next stage (done after the last)"),
+        (status = 401, body = crate::openapi::Error), (status = 403, body = crate::openapi::Error),
+        (status = 404, body = crate::openapi::Error),
+        (status = 409, body = crate::openapi::Error, description = "no rollout of the policy runs"),
+        (status = 429, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn promote(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+) -> ApiResult<Json<RolloutView>> {
+    step(state, caller, boundary, name, Step::Promote).await
+}
+
+#[utoipa::path(post, path = "/v1/boundaries/{boundary}/policies/{policy}/rollout/abort", tag = "policies",
+    params(("boundary" = String, Path), ("policy" = String, Path)),
+    responses((status = 200, body = RolloutView, description = "the rollout, aborted: the previous version applies everywhere again"),
+        (status = 401, body = crate::openapi::Error), (status = 403, body = crate::openapi::Error),
+        (status = 404, body = crate::openapi::Error),
+        (status = 409, body = crate::openapi::Error, description = "no rollout of the policy runs"),
+        (status = 429, body = crate::openapi::Error)),
+    security(("bearer" = [])))]
+pub async fn abort(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((boundary, name)): Path<(String, String)>,
+) -> ApiResult<Json<RolloutView>> {
+    step(state, caller, boundary, name, Step::Abort).await
+}
+
+async fn step(
+    state: AppState,
+    caller: Caller,
+    boundary: String,
+    name: String,
+    step: Step,
+) -> ApiResult<Json<RolloutView>> {
+    let access = open(&state, &caller, &boundary).await?;
+    caller.require_boundary_admin()?;
+    palisade_app::path_name("policy", &name)?;
+    Ok(Json(state.step_rollout(&access, &name, step).await?))
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]

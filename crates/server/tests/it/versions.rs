@@ -138,7 +138,7 @@ async fn a_rollback_that_cannot_be_made_says_why() {
     rollback(&app, &admin, json!({"version": 1, "staged": true}), None)
         .await
         .assert_invalid_request(
-            "/staged: staged rollout is not available in this version of palisade: omit staged to roll back at once",
+            "/staged: policy 'size' has no spec.rollout: its stages are what a staged rollback goes through; omit staged to roll back at once",
             "staged",
         );
     let missing = rollback(&app, &admin, json!({}), None).await;
@@ -179,10 +179,11 @@ async fn a_rollback_that_cannot_be_made_says_why() {
     assert_eq!(app.get(POLICY, &admin).await.body["version"], 2);
 }
 
-/// `spec.rollout` is validated with pointers, then refused as a whole while staged rollout is
-/// not in force: nothing is saved that the clusters would not do.
+/// `spec.rollout` is validated with pointers; a valid one is saved and shown as the rollout of
+/// the version, which a boundary-admin promotes and aborts (409 when none runs) and a developer
+/// only reads; a change during a rollout starts over the version in force everywhere.
 #[tokio::test]
-async fn a_policy_with_a_rollout_is_refused_until_rollout_is_in_force() {
+async fn a_rollout_is_saved_shown_promoted_and_aborted() {
     let app = shop().await;
     let admin = app.admin.clone();
     let mut spec = plans(&["small"]);
@@ -193,13 +194,103 @@ async fn a_policy_with_a_rollout_is_refused_until_rollout_is_in_force() {
             "/rollout/stages/0/for: must be at least 10s, got 5s",
             "too short",
         );
-    spec["rollout"] = json!({"stages": [{"namespaces": "25%", "for": "1h"}, {}]});
-    app.put(POLICY, &admin, spec)
-        .await
-        .assert_invalid_request(
-            "/rollout: staged rollout is not in force in this version of palisade yet: remove rollout to apply the change everywhere at once",
-            "valid",
-        );
     let absent = app.get(POLICY, &admin).await;
     assert_eq!(absent.status, StatusCode::NOT_FOUND, "{absent:?}");
+
+    spec["rules"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"disallowLatestTag": {}}));
+    spec["rollout"] =
+        json!({"stages": [{"namespaces": "25%", "for": "1h"}, {}], "promote": "manual"});
+    let created = app.put(POLICY, &admin, spec.clone()).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
+    assert_eq!(
+        created.body["warnings"],
+        json!(["allowedComputePlans applies at once: rollout stages the admission rules only"])
+    );
+    let rollout = &created.body["rollout"];
+    assert_eq!(
+        (
+            &rollout["version"],
+            &rollout["state"],
+            &rollout["stage"],
+            &rollout["stages"]
+        ),
+        (&json!(1), &json!("running"), &json!(1), &json!(2)),
+        "{rollout}"
+    );
+    assert_eq!(
+        rollout.get("previous_version"),
+        None,
+        "a new policy has none"
+    );
+    assert_eq!(rollout.get("next_promotion_at"), None, "manual: none");
+    assert_eq!(app.get(POLICY, &admin).await.body["rollout"], *rollout);
+
+    let step = |what: &'static str, token: String| {
+        let app = &app;
+        async move {
+            app.call(
+                Method::POST,
+                &format!("{POLICY}/rollout/{what}"),
+                Some(&token),
+                None,
+            )
+            .await
+        }
+    };
+    let developer = app.token("developer", Some("shop")).await;
+    let forbidden = step("promote", developer.clone()).await;
+    assert_eq!(forbidden.status, StatusCode::FORBIDDEN, "{forbidden:?}");
+    let promoted = step("promote", admin.clone()).await;
+    assert_eq!(promoted.status, StatusCode::OK, "{promoted:?}");
+    assert_eq!(
+        (&promoted.body["state"], &promoted.body["stage"]),
+        (&json!("done"), &json!(2))
+    );
+    step("promote", admin.clone()).await.assert_refusal(
+        StatusCode::CONFLICT,
+        "conflict",
+        "policy 'size' of boundary 'shop' has no rollout running",
+    );
+
+    // A change of the admission rules rolls out over version 1, in force everywhere now.
+    spec["mode"] = json!("audit");
+    let changed = app.put(POLICY, &admin, spec.clone()).await;
+    let rollout = &changed.body["rollout"];
+    assert_eq!(
+        (
+            &rollout["version"],
+            &rollout["previous_version"],
+            &rollout["state"]
+        ),
+        (&json!(2), &json!(1), &json!("running")),
+        "{rollout}"
+    );
+    let aborted = step("abort", admin.clone()).await;
+    assert_eq!(aborted.status, StatusCode::OK, "{aborted:?}");
+    assert_eq!(aborted.body["state"], "aborted");
+    assert_eq!(
+        app.get(POLICY, &developer).await.body["rollout"],
+        aborted.body
+    );
+    step("abort", admin.clone()).await.assert_refusal(
+        StatusCode::CONFLICT,
+        "conflict",
+        "policy 'size' of boundary 'shop' has no rollout running",
+    );
+
+    // Back to version 1's admission rules and mode, with other plans: nothing to roll out.
+    spec["mode"] = json!("enforce");
+    spec["rules"][0] = plans(&["small", "medium"])["rules"][0].clone();
+    let plans_only = app.put(POLICY, &admin, spec.clone()).await;
+    assert_eq!(plans_only.body.get("rollout"), None, "{plans_only:?}");
+
+    // A staged rollback goes through the stages of the policy as it is now.
+    let staged = rollback(&app, &admin, json!({"version": 2, "staged": true}), None).await;
+    assert_eq!(staged.status, StatusCode::OK, "{staged:?}");
+    assert_eq!(staged.body["rollout"]["state"], "running", "{staged:?}");
+    let at_once = rollback(&app, &admin, json!({"version": 1}), None).await;
+    assert_eq!(at_once.body.get("rollout"), None, "{at_once:?}");
 }

@@ -209,13 +209,15 @@ pub(crate) async fn version_spec<C: Conn>(
 }
 
 /// Sets the rollout of version `version` of policy `name` (a promotion, a pause, an abort;
-/// SPEC 8) and records a `policy.rollout` change, so that the clusters follow. `NotFound`:
-/// no such policy; `PreconditionFailed`: the policy is at another version now.
+/// SPEC 8) where it is still `expected`, and records a `policy.rollout` change, so that the
+/// clusters follow. `NotFound`: no such policy; `PreconditionFailed`: the policy is at another
+/// version now, or its rollout changed since it was read.
 pub(crate) async fn set_rollout<C: Conn>(
     c: &mut C,
     boundary: &str,
     name: &str,
     version: i64,
+    expected: Option<&str>,
     rollout_json: Option<&str>,
     at: &str,
 ) -> Result<PolicyRecord> {
@@ -223,7 +225,7 @@ pub(crate) async fn set_rollout<C: Conn>(
     let Some(mut current) = documents::read::<Policies, C>(c, boundary, name).await? else {
         return Err(StoreError::NotFound);
     };
-    if current.version != version {
+    if current.version != version || current.rollout_json.as_deref() != expected {
         return Err(StoreError::PreconditionFailed);
     }
     c.execute(

@@ -339,8 +339,8 @@ pub async fn apply_policies_in_order(db: TestDb) {
 }
 
 /// A policy's rollout (SPEC 8): a save decides it from the policy as stored before, inside the
-/// save's transaction; a promotion or an abort sets it for the version it was made for only,
-/// and records a change; a save without one clears it.
+/// save's transaction; a promotion or an abort sets it for the version and the rollout it read
+/// only, and records a change; a save without one clears it.
 pub async fn policy_rollouts(db: TestDb) {
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
@@ -362,12 +362,30 @@ pub async fn policy_rollouts(db: TestDb) {
 
     let changes_before = store.list_changes("b").await.unwrap().len();
     assert!(matches!(
-        store.set_policy_rollout("b", "p", 1, Some("{}")).await,
+        store
+            .set_policy_rollout("b", "p", 1, Some(r#"{"version":2}"#), Some("{}"))
+            .await,
         Err(StoreError::PreconditionFailed)
     ));
-    assert_not_found(store.set_policy_rollout("b", "q", 2, Some("{}")).await);
+    assert!(matches!(
+        store
+            .set_policy_rollout("b", "p", 2, Some(r#"{"version":1}"#), Some("{}"))
+            .await,
+        Err(StoreError::PreconditionFailed)
+    ));
+    assert_not_found(
+        store
+            .set_policy_rollout("b", "q", 2, None, Some("{}"))
+            .await,
+    );
     let promoted = store
-        .set_policy_rollout("b", "p", 2, Some(r#"{"stage":1}"#))
+        .set_policy_rollout(
+            "b",
+            "p",
+            2,
+            Some(r#"{"version":2}"#),
+            Some(r#"{"stage":1}"#),
+        )
         .await
         .unwrap();
     assert_eq!(promoted.rollout_json.as_deref(), Some(r#"{"stage":1}"#));

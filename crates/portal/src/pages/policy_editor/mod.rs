@@ -146,7 +146,11 @@ pub async fn edit_submit(
 
 /// What a submission came to.
 enum Attempt {
-    Saved(PolicyView, palisade_app::policies::WriteAction, Vec<String>),
+    Saved(
+        Box<PolicyView>,
+        palisade_app::policies::WriteAction,
+        Vec<String>,
+    ),
     /// Previewed and not saved; `true`: a save that must be confirmed (it newly denies
     /// objects).
     Held(Preview, bool),
@@ -252,6 +256,7 @@ async fn submit(
                                 if_match,
                                 create_only: false,
                                 restores: None,
+                                at_once: false,
                             };
                             match state.save_policy(&access, &name, &bytes, condition).await {
                                 Ok(saved) => {
@@ -260,7 +265,7 @@ async fn submit(
                                         .iter()
                                         .map(|w| crate::warnings::save_text(&ctx, w))
                                         .collect();
-                                    Attempt::Saved(saved.view, saved.action, warnings)
+                                    Attempt::Saved(Box::new(saved.view), saved.action, warnings)
                                 }
                                 Err(error) => Attempt::Failed(
                                     crate::layout::status_of(&error),
