@@ -85,6 +85,8 @@ pub struct PolicyRow {
     pub spec: Option<PolicySpec>,
     /// Install status per attached cluster in scope.
     pub install: Vec<ClusterStatus>,
+    /// The staged rollout of its current version (SPEC 8), if it had one.
+    pub rollout: Option<palisade_api_types::view::RolloutView>,
 }
 
 /// One resource as the overview lists it.
@@ -176,6 +178,7 @@ impl App {
                     .remove(&r.name)
                     .map(|s| s.clusters)
                     .unwrap_or_default(),
+                rollout: self.rollout_of(r),
             })
             .collect();
         let page = self

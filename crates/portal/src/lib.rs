@@ -100,6 +100,14 @@ where
             get(pages::policy_editor::delete_form).post(pages::policy_editor::delete_submit),
         )
         .route(
+            "/boundaries/{boundary}/policies/{policy}/rollout/promote",
+            post(pages::rollout::promote),
+        )
+        .route(
+            "/boundaries/{boundary}/policies/{policy}/rollout/abort",
+            post(pages::rollout::abort),
+        )
+        .route(
             "/boundaries/{boundary}/exceptions/new",
             get(pages::exceptions::new_form).post(pages::exceptions::new_submit),
         )

@@ -2659,3 +2659,106 @@ async fn every_cookie_is_secure_when_palisade_is_reached_over_https() {
         .await;
     assert_eq!(lang.set_cookie("lang").matches("Secure").count(), 1);
 }
+
+/// A policy's staged rollout on the boundary page (SPEC 8): its state, stages and what is
+/// reached; a developer reads it, a boundary-admin promotes it and, for the next change,
+/// aborts it.
+#[tokio::test]
+async fn a_rollout_is_shown_and_a_boundary_admin_promotes_and_aborts_it() {
+    let portal = Portal::demo().await;
+    let spec = |mode: &str| {
+        json!({"mode": mode, "rules": [{"disallowLatestTag": {}}],
+            "rollout": {"stages": [{"namespaces": "25%", "for": "1h"}], "promote": "manual"}})
+    };
+    let (status, saved) = portal
+        .api(
+            Method::PUT,
+            "/v1/boundaries/shop/policies/staged",
+            Some(spec("enforce")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{saved}");
+
+    let developer = portal
+        .sign_in(&portal.token("developer", Some("shop")).await)
+        .await;
+    let page = portal.get("/boundaries/shop", &developer).await;
+    let text = page.text();
+    assert!(
+        text.contains("Version 1: <strong>running</strong>, stage 1/2, 0 denials"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<li>every cluster: 25% of the namespaces, for 1h — reached</li>"),
+        "{text}"
+    );
+    assert!(text.contains("<li>everywhere</li>"), "{text}");
+    assert!(
+        !text.contains("/policies/staged/rollout/promote"),
+        "a developer reads"
+    );
+
+    let mut boundary_admin = portal
+        .sign_in(&portal.token("boundary-admin", Some("shop")).await)
+        .await;
+    let page = portal.get("/boundaries/shop", &boundary_admin).await;
+    assert!(page
+        .text()
+        .contains("action=\"/boundaries/shop/policies/staged/rollout/promote\""));
+    let csrf = boundary_admin.csrf.clone();
+    let promoted = portal
+        .post(
+            "/boundaries/shop/policies/staged/rollout/promote",
+            &boundary_admin,
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(promoted.status, StatusCode::SEE_OTHER, "{}", promoted.body);
+    let page = portal.follow(&promoted, &mut boundary_admin).await;
+    let text = page.text();
+    assert!(
+        text.contains("Promoted the rollout of 'staged': version 1 done"),
+        "{text}"
+    );
+    assert!(text.contains("Version 1: <strong>done</strong>"), "{text}");
+    assert!(!text.contains("/policies/staged/rollout/abort"), "{text}");
+
+    portal
+        .api(
+            Method::PUT,
+            "/v1/boundaries/shop/policies/staged",
+            Some(spec("audit")),
+        )
+        .await;
+    let csrf = boundary_admin.csrf.clone();
+    let aborted = portal
+        .post(
+            "/boundaries/shop/policies/staged/rollout/abort",
+            &boundary_admin,
+            &[("csrf", &csrf)],
+        )
+        .await;
+    let page = portal.follow(&aborted, &mut boundary_admin).await;
+    let text = page.text();
+    assert!(
+        text.contains("Aborted the rollout of 'staged': version 2 aborted"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Version 2: <strong>aborted</strong> (previous version 1)"),
+        "{text}"
+    );
+    // Nothing runs now: a promote is refused, and says why.
+    let csrf = boundary_admin.csrf.clone();
+    let refused = portal
+        .post(
+            "/boundaries/shop/policies/staged/rollout/promote",
+            &boundary_admin,
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.body);
+    assert!(refused
+        .text()
+        .contains("policy 'staged' of boundary 'shop' has no rollout running"));
+}

@@ -363,6 +363,9 @@ fn policies_section(ctx: &Ctx, data: &BoundaryPage, can_edit: bool) -> Markup {
                                 } }
                             }
                             (rule_lines(ctx, spec))
+                            @if let Some(rollout) = &policy.rollout {
+                                (crate::pages::rollout::section(ctx, b, &policy.name, rollout, spec.rollout.as_ref(), &data.csrf, can_edit))
+                            }
                             (policy_exceptions(ctx, data, &policy.name, can_edit))
                             @if has_admission_rules(spec) {
                                 (scope_clusters(ctx, data, spec, &policy.install))

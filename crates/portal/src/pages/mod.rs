@@ -5,6 +5,7 @@ pub mod exceptions;
 pub mod manage;
 pub mod policy_editor;
 pub mod resource_form;
+pub mod rollout;
 pub mod sign_in;
 
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Request, State};
