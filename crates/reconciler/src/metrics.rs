@@ -40,6 +40,18 @@ pub const FLEET_MEMBERS: &str = "palisade_reconcile_fleet_members";
 pub const HANDOVERS: &str = "palisade_reconcile_cluster_handovers_total";
 /// Exceptions that have ended but are still installed in a cluster palisade could not update.
 pub const EXCEPTIONS_ENDED_INSTALLED: &str = "palisade_exceptions_ended_still_installed";
+/// Gauge `{boundary, policy}`: the stage (from 1) of a policy's staged rollout while it runs
+/// or is paused (SPEC 8); 0 once none does.
+pub const ROLLOUT_STAGE: &str = "palisade_rollout_stage";
+/// Gauge `{boundary, policy}`: the requests the version being rolled out denied in its stage,
+/// as last counted (when the stage was due); 0 once no rollout runs.
+pub const ROLLOUT_DENIALS: &str = "palisade_rollout_stage_denials";
+/// Gauge `{boundary, policy}`: 1 while the rollout is paused, waiting for someone.
+pub const ROLLOUT_PAUSED: &str = "palisade_rollout_paused";
+
+/// The metrics labelled `boundary` and `policy`: their series exist from the first round that
+/// sees a rollout of the policy run, and stay at 0 after it.
+pub const PER_ROLLOUT: [&str; 3] = [ROLLOUT_STAGE, ROLLOUT_DENIALS, ROLLOUT_PAUSED];
 
 /// The metrics whose series exist from the start (once the reconciler is made), at 0 until
 /// something happens: an alert on `rate(...) > 0` has a series to watch.
@@ -163,6 +175,18 @@ pub fn describe() {
         "1 for the admission layout a cluster's objects are in, 0 for the others"
     );
     ::metrics::describe_gauge!(
+        ROLLOUT_STAGE,
+        "The stage (from 1) of a policy's staged rollout while it runs or is paused; 0 once none does"
+    );
+    ::metrics::describe_gauge!(
+        ROLLOUT_DENIALS,
+        "Requests the version being rolled out denied in its stage, as last counted"
+    );
+    ::metrics::describe_gauge!(
+        ROLLOUT_PAUSED,
+        "1 while a policy's staged rollout is paused, waiting for a promote or an abort"
+    );
+    ::metrics::describe_gauge!(
         EXCEPTIONS_ENDED_INSTALLED,
         "Exceptions past their expiresAt still installed in a cluster (it could not be updated)"
     );
@@ -251,6 +275,19 @@ pub(crate) fn layout(cluster: &str, layout: palisade_vap::Layout) {
         ::metrics::gauge!(LAYOUT, "cluster" => cluster.to_owned(), "layout" => each.as_str())
             .set(if each == layout { 1.0 } else { 0.0 });
     }
+}
+
+/// A policy's rollout as the loop last saw it: `(stage from 1, denials, paused)`, or `None`
+/// once none runs.
+pub(crate) fn rollout(boundary: &str, policy: &str, shown: Option<(usize, u64, bool)>) {
+    let (stage, denials, paused) = shown.unwrap_or((0, 0, false));
+    let labels = [
+        ("boundary", boundary.to_owned()),
+        ("policy", policy.to_owned()),
+    ];
+    ::metrics::gauge!(ROLLOUT_STAGE, &labels).set(stage as f64);
+    ::metrics::gauge!(ROLLOUT_DENIALS, &labels).set(denials as f64);
+    ::metrics::gauge!(ROLLOUT_PAUSED, &labels).set(if paused { 1.0 } else { 0.0 });
 }
 
 pub(crate) fn ended_still_installed(cluster: &str, count: usize) {

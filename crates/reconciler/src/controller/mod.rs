@@ -371,6 +371,8 @@ pub struct Controller {
     known: Mutex<BTreeSet<String>>,
     /// Turns for the clusters' parts ([`Settings::parallel_clusters`]).
     turns: Arc<tokio::sync::Semaphore>,
+    /// The rollouts on `/metrics` as running or paused, by (boundary, policy).
+    rollouts_shown: Mutex<BTreeSet<(String, String)>>,
 }
 
 impl fmt::Debug for Controller {
@@ -401,6 +403,7 @@ impl Controller {
             open_drifts: drift::OpenDrifts::default(),
             known: Mutex::new(BTreeSet::new()),
             turns: Arc::new(tokio::sync::Semaphore::new(settings_turns)),
+            rollouts_shown: Mutex::default(),
         })
     }
 

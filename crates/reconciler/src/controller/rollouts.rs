@@ -21,6 +21,7 @@ impl Controller {
         clusters: &[ClusterRecord],
         boundaries: &[BoundaryState],
     ) -> Option<i64> {
+        self.show_rollouts(boundaries);
         let now = chrono::Utc::now().timestamp();
         let mut next_due: Option<i64> = None;
         let mut due_at = |at: i64| next_due = Some(next_due.map_or(at, |n| n.min(at)));
@@ -82,6 +83,27 @@ impl Controller {
             }
         }
         next_due
+    }
+
+    /// The rollouts that run or are paused on `/metrics`; those that no longer do at 0.
+    fn show_rollouts(&self, boundaries: &[BoundaryState]) {
+        let mut now_shown = BTreeSet::new();
+        for boundary in boundaries {
+            for (policy, rolling) in &boundary.rollouts {
+                let progress = &rolling.stored.progress;
+                let paused = matches!(progress.phase, palisade_policy::rollout::Phase::Paused(_));
+                let shown = (progress.stage + 1, rolling.stored.denials, paused);
+                metrics::rollout(boundary.name.as_str(), policy, Some(shown));
+                now_shown.insert((boundary.name.to_string(), policy.clone()));
+            }
+        }
+        let Ok(mut shown) = self.rollouts_shown.lock() else {
+            return;
+        };
+        for (boundary, policy) in shown.difference(&now_shown) {
+            metrics::rollout(boundary, policy, None);
+        }
+        *shown = now_shown;
     }
 
     /// The denials each cluster of `boundary` that holds `policy` counted for `binding`, by

@@ -342,6 +342,8 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
         "{paused}"
     );
     assert_eq!(paused["stage"], 1);
+    metric_is(&stack, "palisade_rollout_paused", &boundary, 1).await;
+    metric_is(&stack, "palisade_rollout_stage", &boundary, 1).await;
     // Still version 1 in the other namespace.
     assert_eq!(
         verdict(&admin, &other, json!({}), "nginx:1").await,
@@ -434,4 +436,110 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
         (seen == (None, Some(team_missing.clone())) && gone).then_some(())
     })
     .await;
+    metric_is(&stack, "palisade_rollout_stage", &boundary, 0).await;
+}
+
+/// Waits until `/metrics` shows `metric` of policy `tags` of `boundary` at `value`.
+async fn metric_is(stack: &Stack, metric: &str, boundary: &str, value: u64) {
+    let series = format!("{metric}{{boundary=\"{boundary}\",policy=\"tags\"}} {value}");
+    eventually(&series, Duration::from_secs(20), || async {
+        let (_, metrics) = stack.call("GET", "/metrics", None).await;
+        let metrics = metrics.as_str().unwrap_or_default().to_owned();
+        metrics.lines().any(|l| l == series).then_some(())
+    })
+    .await;
+}
+
+mod latency {
+    use super::*;
+    in_every_layout!(promote_and_abort_are_in_force_soon);
+}
+
+/// How soon a promotion and an abort are in force where they change what is judged (SPEC 8:
+/// within 2 s): `ROLLOUT_ROUNDS` rounds (default 1; docs/benchmarks.md runs 50) of a change
+/// rolled out to one of two namespaces, promoted by hand (timed until the other namespace
+/// denies by the new version), then the next change aborted (timed until the reached
+/// namespace judges by the version before again). Prints p50 and p99; asserts no time.
+async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
+    let rounds: usize = std::env::var("ROLLOUT_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let plane = plane(version).await;
+    let admin = plane.client().await;
+    let stack = Stack::start_in(layout).await;
+    let boundary = stack
+        .new_boundary("latency", "k1", plane.kubeconfig_yaml())
+        .await;
+    let reached = stack.new_namespace(&boundary, "k1", "reached").await;
+    let other = stack.new_namespace(&boundary, "k1", "other").await;
+    let tags = Name::parse("tags").unwrap();
+    let team_missing = palisade_policy::message::label_missing(&tags, "team");
+    let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
+    let rollout = json!({"stages": [{"namespaces": [reached], "for": "1h"}], "promote": "manual"});
+    let labels =
+        json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}], "rollout": rollout});
+    let no_latest = json!({"rules": [{"disallowLatestTag": {}}], "rollout": rollout});
+    let policy = crate::serve::policy_path(&boundary, "tags");
+    stack
+        .enforce_policy(&boundary, "k1", "tags", requires_label("team"))
+        .await;
+    let (mut promotes, mut aborts) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        // Version n+1 (no `latest` tag) in the reached namespace, then promoted.
+        stack.put_policy(&boundary, "tags", no_latest.clone()).await;
+        eventually("the stage in force", ACTIVATION_TIMEOUT, || async {
+            let seen = verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await;
+            (seen == Some(latest.clone())).then_some(())
+        })
+        .await;
+        let started = std::time::Instant::now();
+        stack
+            .ok("POST", &format!("{policy}/rollout/promote"), None)
+            .await;
+        eventually("the promotion in force", ACTIVATION_TIMEOUT, || async {
+            let seen = verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await;
+            (seen == Some(latest.clone())).then_some(())
+        })
+        .await;
+        promotes.push(started.elapsed());
+        // Version n+2 (the label again) in the reached namespace, then aborted.
+        stack.put_policy(&boundary, "tags", labels.clone()).await;
+        eventually("the stage in force", ACTIVATION_TIMEOUT, || async {
+            let seen = verdict(&admin, &reached, json!({}), "nginx:1").await;
+            (seen == Some(team_missing.clone())).then_some(())
+        })
+        .await;
+        let started = std::time::Instant::now();
+        stack
+            .ok("POST", &format!("{policy}/rollout/abort"), None)
+            .await;
+        eventually("the abort in force", ACTIVATION_TIMEOUT, || async {
+            let seen = verdict(&admin, &reached, json!({}), "nginx:1").await;
+            (seen.is_none()).then_some(())
+        })
+        .await;
+        aborts.push(started.elapsed());
+        // Back to the label everywhere, at once, for the next round.
+        stack
+            .put_policy(&boundary, "tags", requires_label("team"))
+            .await;
+        eventually("the label alone everywhere", ACTIVATION_TIMEOUT, || async {
+            let seen = verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await;
+            (seen.is_none()).then_some(())
+        })
+        .await;
+    }
+    for (what, times) in [("promote", &mut promotes), ("abort", &mut aborts)] {
+        times.sort();
+        let at =
+            |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+        eprintln!(
+            "rollout {what} in force ({layout:?}, {version}, {} rounds): p50 {:?}, p99 {:?}, max {:?}",
+            times.len(),
+            at(0.5),
+            at(0.99),
+            times[times.len() - 1]
+        );
+    }
 }
