@@ -400,6 +400,10 @@ pub struct ClusterStatus {
     /// When the reconciler recorded it; absent while `pending`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
+    /// While the policy is rolled out (SPEC 8), which version is in force where in the
+    /// cluster: `v4 in 2 of 5 namespaces; v3 elsewhere`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_force: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

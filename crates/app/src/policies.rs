@@ -125,6 +125,8 @@ impl App {
             .policy_statuses(boundary)
             .await
             .map_err(|e| AppError::from_store(e, "boundary"))?;
+        // The boundary's namespaces, read once when a rollout runs (what it reached).
+        let mut namespaces: Option<Vec<palisade_store::NamespaceRecord>> = None;
         let mut recorded: HashMap<(&str, &str), &palisade_store::PolicyStatusRecord> =
             HashMap::new();
         for row in &rows {
@@ -149,12 +151,34 @@ impl App {
                         cluster: cluster.name.clone(),
                         status: crate::reconcile::read_status(&row.status),
                         updated_at: Some(row.updated_at.clone()),
+                        in_force: None,
                     },
                     _ => ClusterStatus {
                         cluster: cluster.name.clone(),
                         status: InstallStatus::Pending,
                         updated_at: None,
+                        in_force: None,
                     },
+                };
+                let entry = ClusterStatus {
+                    in_force: match (&decoded, crate::rollout::StoredRollout::of(record)) {
+                        (Some(policy), Some(stored)) if stored.progress.is_open() => {
+                            if namespaces.is_none() {
+                                let read = self.store.list_namespaces(boundary).await;
+                                namespaces = Some(read.unwrap_or_default());
+                            }
+                            let namespaces = namespaces.as_deref().unwrap_or_default();
+                            crate::rollout::in_force(
+                                &stored,
+                                policy,
+                                boundary,
+                                &cluster.name,
+                                namespaces,
+                            )
+                        }
+                        _ => None,
+                    },
+                    ..entry
                 };
                 status.clusters.push(entry);
             }

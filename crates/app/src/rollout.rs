@@ -174,6 +174,44 @@ pub fn decide(
     })
 }
 
+/// Which version of `policy` (being rolled out, `stored`) is in force where in `cluster`,
+/// given the boundary's `namespaces` (of every cluster): `v4 in 2 of 5 namespaces; v3
+/// elsewhere` (a new policy: `audit elsewhere`); `None` when the cluster is not the policy's.
+pub fn in_force(
+    stored: &StoredRollout,
+    policy: &Policy,
+    boundary: &str,
+    cluster: &str,
+    namespaces: &[palisade_store::NamespaceRecord],
+) -> Option<String> {
+    let rollout = policy.rollout()?;
+    let boundary = palisade_policy::Name::parse(boundary).ok()?;
+    let cluster_name = palisade_policy::Name::parse(cluster).ok()?;
+    let here: Vec<palisade_policy::Name> = namespaces
+        .iter()
+        .filter(|n| n.cluster == cluster && n.gone_at.is_none())
+        .filter_map(|n| palisade_policy::Name::parse(&n.name).ok())
+        .collect();
+    let p = &stored.progress;
+    let reached = match rollout.reached(p.stage, &boundary, policy.name(), &cluster_name, &here) {
+        palisade_policy::rollout::Reach::All => here.len(),
+        palisade_policy::rollout::Reach::Namespaces(set) => set.len(),
+    };
+    let elsewhere = match p.previous_version {
+        Some(previous) => format!("v{previous} elsewhere"),
+        None => "audit elsewhere".to_owned(),
+    };
+    let total = here.len();
+    Some(if reached == total {
+        format!("v{} in {reached} of {total} namespaces", p.version)
+    } else {
+        format!(
+            "v{} in {reached} of {total} namespaces; {elsewhere}",
+            p.version
+        )
+    })
+}
+
 /// RFC 3339, to the second, of seconds since the Unix epoch.
 fn rfc3339(seconds: i64) -> String {
     chrono::DateTime::from_timestamp(seconds, 0)
@@ -364,6 +402,56 @@ mod tests {
         assert_eq!(
             StoredRollout::decode("{}").map(|_| ()),
             Err("unreadable rollout: missing field `version` at line 1 column 2".to_owned())
+        );
+    }
+
+    #[test]
+    fn which_version_is_in_force_where() {
+        let ns = |cluster: &str, name: &str| palisade_store::NamespaceRecord {
+            cluster: cluster.to_owned(),
+            name: name.to_owned(),
+            boundary: "shop".to_owned(),
+            created_at: String::new(),
+            uid: None,
+            gone_at: None,
+        };
+        let namespaces = [ns("c1", "a"), ns("c1", "b"), ns("c2", "c")];
+        // 50% of c1's two namespaces is one; c2's one namespace is reached whole.
+        let policy = mk_policy(Mode::Enforce, true);
+        let running = rolling(4, Some((3, "audit")), Phase::Running);
+        let at_first = StoredRollout {
+            progress: Progress {
+                stage: 0,
+                ..running.progress.clone()
+            },
+            ..running.clone()
+        };
+        let shown = |stored: &StoredRollout, cluster: &str| {
+            in_force(stored, &policy, "shop", cluster, &namespaces)
+        };
+        assert_eq!(
+            shown(&at_first, "c1").as_deref(),
+            Some("v4 in 1 of 2 namespaces; v3 elsewhere")
+        );
+        assert_eq!(
+            shown(&at_first, "c2").as_deref(),
+            Some("v4 in 1 of 1 namespaces")
+        );
+        assert_eq!(
+            shown(&running, "c1").as_deref(),
+            Some("v4 in 2 of 2 namespaces")
+        );
+        let new_policy = rolling(1, None, Phase::Running);
+        let new_policy = StoredRollout {
+            progress: Progress {
+                stage: 0,
+                ..new_policy.progress
+            },
+            ..new_policy
+        };
+        assert_eq!(
+            shown(&new_policy, "c1").as_deref(),
+            Some("v1 in 1 of 2 namespaces; audit elsewhere")
         );
     }
 

@@ -875,7 +875,10 @@ fn install_status(policy: &PolicyView) -> String {
         .status
         .clusters
         .iter()
-        .map(|c| format!("{}: {}", c.cluster, c.status))
+        .map(|c| match &c.in_force {
+            Some(in_force) => format!("{}: {} {in_force}", c.cluster, c.status),
+            None => format!("{}: {}", c.cluster, c.status),
+        })
         .collect();
     if let Some(rollout) = policy
         .rollout

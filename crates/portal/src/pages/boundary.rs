@@ -527,6 +527,9 @@ fn scope_clusters(
                         li data-install=(c.name) {
                             strong { (c.name) } ": "
                             (install_status(ctx, &status))
+                            @if let Some(in_force) = install.iter().find(|s| s.cluster == c.name).and_then(|s| s.in_force.as_deref()) {
+                                " " span lang="en" { (in_force) }
+                            }
                             @if matches!(c.admission, ClusterAdmission::NotEnforced(_)) && !c.says_own_reason(&status) {
                                 " — " (admission_status(ctx, c))
                             }

@@ -17,7 +17,7 @@ use palisade_testkit::control_plane::unique_name;
 use serde_json::json;
 
 use crate::serve::Stack;
-use crate::support::{in_every_layout, no_latest, plane, retry};
+use crate::support::{in_every_layout, no_latest, plane, retry, verdict};
 
 in_every_layout!(exceptions_hold_and_end_on_time);
 
@@ -27,43 +27,6 @@ fn latest(image: &str) -> String {
         &palisade_policy::Name::parse("no-latest").unwrap(),
         image,
     )
-}
-
-/// The API server's verdict on a dry-run create of a Pod: `None` admitted, else the policy's
-/// message (what follows the API server's `denied request: `).
-async fn verdict(
-    admin: &kube::Client,
-    namespace: &str,
-    labels: serde_json::Value,
-    images: &[&str],
-) -> Option<String> {
-    let containers: Vec<_> = images
-        .iter()
-        .enumerate()
-        .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
-        .collect();
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "legacy", "labels": labels},
-        "spec": {"containers": containers},
-    }))
-    .unwrap();
-    let params = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    match Api::<Pod>::namespaced(admin.clone(), namespace)
-        .create(&params, &pod)
-        .await
-    {
-        Ok(_) => None,
-        Err(kube::Error::Api(status)) => Some(
-            status
-                .message
-                .split_once("denied request: ")
-                .map_or(status.message.clone(), |(_, m)| m.to_owned()),
-        ),
-        Err(other) => panic!("{other}"),
-    }
 }
 
 async fn exceptions_hold_and_end_on_time(version: &str, layout: Layout) {

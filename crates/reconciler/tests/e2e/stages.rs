@@ -22,43 +22,13 @@ use palisade_store::{PolicyWrite, RolloutDecision};
 use serde_json::{json, Value};
 
 use crate::serve::Stack;
-use crate::support::{eventually, in_every_layout, plane, requires_label, ACTIVATION_TIMEOUT};
+use crate::support::{
+    eventually, in_every_layout, plane, requires_label, verdict, ACTIVATION_TIMEOUT,
+};
 
 mod manual {
     use super::*;
     in_every_layout!(a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_back);
-}
-
-/// The API server's verdict on a dry-run create of a Pod labelled `labels` running `image` in
-/// `namespace`: `None` admitted, else the policy's message (what follows `denied request: `).
-async fn verdict(
-    admin: &kube::Client,
-    namespace: &str,
-    labels: Value,
-    image: &str,
-) -> Option<String> {
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "probe", "labels": labels},
-        "spec": {"containers": [{"name": "c", "image": image}]},
-    }))
-    .unwrap();
-    let params = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    match Api::<Pod>::namespaced(admin.clone(), namespace)
-        .create(&params, &pod)
-        .await
-    {
-        Ok(_) => None,
-        Err(kube::Error::Api(status)) => Some(
-            status
-                .message
-                .split_once("denied request: ")
-                .map_or(status.message.clone(), |(_, m)| m.to_owned()),
-        ),
-        Err(other) => panic!("{other}"),
-    }
 }
 
 /// Saves `spec` as the next version of `policy` straight into the store, with `rollout`
@@ -182,10 +152,10 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
         "rollout": {"stages": [{"namespaces": [reached], "for": "1h"}], "promote": "manual"}});
     let v2_version = save_rolling(&stack, &boundary, "tags", v2, Phase::Running, 0).await;
     let judged = || async {
-        let unlabelled = verdict(&admin, &other, json!({}), "nginx:1").await;
-        let tagged = verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await;
-        let untouched = verdict(&admin, &reached, json!({}), "nginx:1").await;
-        let audited = verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await;
+        let unlabelled = verdict(&admin, &other, json!({}), &["nginx:1"]).await;
+        let tagged = verdict(&admin, &reached, json!({"team": "a"}), &["nginx:latest"]).await;
+        let untouched = verdict(&admin, &reached, json!({}), &["nginx:1"]).await;
+        let audited = verdict(&admin, &other, json!({"team": "a"}), &["nginx:latest"]).await;
         (unlabelled, tagged, untouched, audited)
     };
     eventually(
@@ -198,6 +168,14 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
     )
     .await;
     stack.wait_enforced(&boundary, "tags", "k1").await;
+    let shown = stack
+        .ok("GET", &crate::serve::policy_path(&boundary, "tags"), None)
+        .await;
+    assert_eq!(
+        shown["status"]["clusters"][0]["in_force"],
+        format!("v{v2_version} in 1 of 2 namespaces; v1 elsewhere"),
+        "{shown}"
+    );
     let held = version_objects(&admin, &boundary).await;
     assert_eq!(
         held,
@@ -216,8 +194,8 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
         ACTIVATION_TIMEOUT,
         || async {
             let everywhere = (
-                verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await,
-                verdict(&admin, &other, json!({}), "nginx:1").await,
+                verdict(&admin, &other, json!({"team": "a"}), &["nginx:latest"]).await,
+                verdict(&admin, &other, json!({}), &["nginx:1"]).await,
             );
             let gone = version_objects(&admin, &boundary).await.is_empty();
             (everywhere == (Some(latest.clone()), None) && gone).then_some(())
@@ -235,8 +213,8 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
         ACTIVATION_TIMEOUT,
         || async {
             let seen = (
-                verdict(&admin, &reached, json!({}), "nginx:1").await,
-                verdict(&admin, &other, json!({}), "nginx:1").await,
+                verdict(&admin, &reached, json!({}), &["nginx:1"]).await,
+                verdict(&admin, &other, json!({}), &["nginx:1"]).await,
             );
             (seen == (Some(team_missing.clone()), None)).then_some(())
         },
@@ -245,9 +223,9 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
     move_rollout(&stack, &boundary, "tags", v3_version, Phase::Aborted, 0).await;
     eventually("version 2 back everywhere", ACTIVATION_TIMEOUT, || async {
         let seen = (
-            verdict(&admin, &reached, json!({}), "nginx:1").await,
-            verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await,
-            verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await,
+            verdict(&admin, &reached, json!({}), &["nginx:1"]).await,
+            verdict(&admin, &reached, json!({"team": "a"}), &["nginx:latest"]).await,
+            verdict(&admin, &other, json!({"team": "a"}), &["nginx:latest"]).await,
         );
         let gone = version_objects(&admin, &boundary).await.is_empty();
         (seen == (None, Some(latest.clone()), Some(latest.clone())) && gone).then_some(())
@@ -309,7 +287,7 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
         "version 2 in the reached namespace",
         ACTIVATION_TIMEOUT,
         || async {
-            let seen = verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await;
+            let seen = verdict(&admin, &reached, json!({"team": "a"}), &["nginx:latest"]).await;
             (seen == Some(latest.clone())).then_some(())
         },
     )
@@ -346,7 +324,7 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
     metric_is(&stack, "palisade_rollout_stage", &boundary, 1).await;
     // Still version 1 in the other namespace.
     assert_eq!(
-        verdict(&admin, &other, json!({}), "nginx:1").await,
+        verdict(&admin, &other, json!({}), &["nginx:1"]).await,
         Some(team_missing.clone())
     );
 
@@ -360,8 +338,8 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
     );
     eventually("version 2 everywhere", ACTIVATION_TIMEOUT, || async {
         let seen = (
-            verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await,
-            verdict(&admin, &other, json!({}), "nginx:1").await,
+            verdict(&admin, &other, json!({"team": "a"}), &["nginx:latest"]).await,
+            verdict(&admin, &other, json!({}), &["nginx:1"]).await,
         );
         let gone = version_objects(&admin, &boundary).await.is_empty();
         (seen == (Some(latest.clone()), None) && gone).then_some(())
@@ -401,7 +379,7 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
         "promoted no sooner than `for`: {done}"
     );
     eventually("version 3 everywhere", ACTIVATION_TIMEOUT, || async {
-        let seen = verdict(&admin, &other, json!({}), "nginx:1").await;
+        let seen = verdict(&admin, &other, json!({}), &["nginx:1"]).await;
         (seen == Some(team_missing.clone())).then_some(())
     })
     .await;
@@ -418,7 +396,7 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
         "version 4 in the reached namespace",
         ACTIVATION_TIMEOUT,
         || async {
-            let seen = verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await;
+            let seen = verdict(&admin, &reached, json!({"team": "a"}), &["nginx:latest"]).await;
             (seen == Some(latest.clone())).then_some(())
         },
     )
@@ -429,8 +407,8 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
     assert_eq!(aborted["state"], "aborted");
     eventually("version 3 back everywhere", ACTIVATION_TIMEOUT, || async {
         let seen = (
-            verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await,
-            verdict(&admin, &reached, json!({}), "nginx:1").await,
+            verdict(&admin, &reached, json!({"team": "a"}), &["nginx:latest"]).await,
+            verdict(&admin, &reached, json!({}), &["nginx:1"]).await,
         );
         let gone = version_objects(&admin, &boundary).await.is_empty();
         (seen == (None, Some(team_missing.clone())) && gone).then_some(())
@@ -489,7 +467,7 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
         // Version n+1 (no `latest` tag) in the reached namespace, then promoted.
         stack.put_policy(&boundary, "tags", no_latest.clone()).await;
         eventually("the stage in force", ACTIVATION_TIMEOUT, || async {
-            let seen = verdict(&admin, &reached, json!({"team": "a"}), "nginx:latest").await;
+            let seen = verdict(&admin, &reached, json!({"team": "a"}), &["nginx:latest"]).await;
             (seen == Some(latest.clone())).then_some(())
         })
         .await;
@@ -498,7 +476,7 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
             .ok("POST", &format!("{policy}/rollout/promote"), None)
             .await;
         eventually("the promotion in force", ACTIVATION_TIMEOUT, || async {
-            let seen = verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await;
+            let seen = verdict(&admin, &other, json!({"team": "a"}), &["nginx:latest"]).await;
             (seen == Some(latest.clone())).then_some(())
         })
         .await;
@@ -506,7 +484,7 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
         // Version n+2 (the label again) in the reached namespace, then aborted.
         stack.put_policy(&boundary, "tags", labels.clone()).await;
         eventually("the stage in force", ACTIVATION_TIMEOUT, || async {
-            let seen = verdict(&admin, &reached, json!({}), "nginx:1").await;
+            let seen = verdict(&admin, &reached, json!({}), &["nginx:1"]).await;
             (seen == Some(team_missing.clone())).then_some(())
         })
         .await;
@@ -515,7 +493,7 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
             .ok("POST", &format!("{policy}/rollout/abort"), None)
             .await;
         eventually("the abort in force", ACTIVATION_TIMEOUT, || async {
-            let seen = verdict(&admin, &reached, json!({}), "nginx:1").await;
+            let seen = verdict(&admin, &reached, json!({}), &["nginx:1"]).await;
             (seen.is_none()).then_some(())
         })
         .await;
@@ -525,7 +503,7 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
             .put_policy(&boundary, "tags", requires_label("team"))
             .await;
         eventually("the label alone everywhere", ACTIVATION_TIMEOUT, || async {
-            let seen = verdict(&admin, &other, json!({"team": "a"}), "nginx:latest").await;
+            let seen = verdict(&admin, &other, json!({"team": "a"}), &["nginx:latest"]).await;
             (seen.is_none()).then_some(())
         })
         .await;

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::PostParams;
 use kube::Api;
 use palisade_policy::{Name, Policy};
 use palisade_reconciler::{ClusterClient, EnforcementProbe};
@@ -355,4 +356,41 @@ pub async fn barrier_in(
         .await
         .unwrap();
     took
+}
+
+/// The API server's verdict on a dry-run create of a Pod: `None` admitted, else the policy's
+/// message (what follows the API server's `denied request: `).
+pub async fn verdict(
+    admin: &kube::Client,
+    namespace: &str,
+    labels: serde_json::Value,
+    images: &[&str],
+) -> Option<String> {
+    let containers: Vec<_> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
+        .collect();
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "legacy", "labels": labels},
+        "spec": {"containers": containers},
+    }))
+    .unwrap();
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    match Api::<Pod>::namespaced(admin.clone(), namespace)
+        .create(&params, &pod)
+        .await
+    {
+        Ok(_) => None,
+        Err(kube::Error::Api(status)) => Some(
+            status
+                .message
+                .split_once("denied request: ")
+                .map_or(status.message.clone(), |(_, m)| m.to_owned()),
+        ),
+        Err(other) => panic!("{other}"),
+    }
 }
