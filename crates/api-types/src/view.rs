@@ -412,7 +412,9 @@ pub struct HistoryEntry {
     pub actor: String,
     pub at: String,
     /// Exceptions: `put`, `approve` or `delete`. Policies: `rollback to version N` for a
-    /// rollback (SPEC 8); absent for any other change.
+    /// rollback (SPEC 8), a staged rollout's move (`rollout of version 4 promoted to stage
+    /// 2/3`, `... paused: ...`, `... done: ...`, `... aborted: ...`; the spec unchanged); absent
+    /// for any other change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
     /// Policies only: the version the change saved (SPEC 8); absent for a deletion.
@@ -826,6 +828,10 @@ pub struct Finding {
     pub rule: String,
     /// The exact message the API server gives after `denied request: `.
     pub message: String,
+    /// When the previewed version has a `rollout` (SPEC 8): the stage (from 1) that first
+    /// reaches the object's namespace in its cluster, where the version meets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -74,7 +74,7 @@ crate::documents::document_kind!(
     Policies: PolicyRecord, PolicyHistoryEntry, PolicyView, PolicyList;
     "policy", "policies", "history of ", admins_write: true, create_only: true;
     store: get_policy, delete_policy, policy_history;
-    action(e) = e.restored_version.map(|v| format!("rollback to version {v}")),
+    action(e) = e.event.clone().or_else(|| e.restored_version.map(|v| format!("rollback to version {v}"))),
     version = e.version;
     app: policies, policy, save_policy
 );

@@ -207,7 +207,8 @@ pub trait Records: Send + Sync {
 
     /// Moves the rollout of version `version` of a policy on (automatic promotion, a pause, the
     /// counters a stage starts from), where it is still as read (`expected`, the record's
-    /// `rollout_json`); `PreconditionFailed` when it is not.
+    /// `rollout_json`); `PreconditionFailed` when it is not. An `event` goes into the policy's
+    /// history.
     async fn record_rollout(
         &self,
         boundary: &str,
@@ -215,6 +216,7 @@ pub trait Records: Send + Sync {
         version: i64,
         expected: Option<&str>,
         rollout: &crate::rollout::StoredRollout,
+        event: Option<&str>,
     ) -> StoreResult<()>;
 
     /// What the cluster's probe found: its version and whether it can enforce.

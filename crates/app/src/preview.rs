@@ -29,6 +29,37 @@ pub const PAGE_SIZE: u32 = 500;
 /// How long reading one cluster may take before the preview reports it unreadable.
 pub const CLUSTER_READ_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Marks each finding of `preview` (one cluster's) with the stage of `rollout` that first
+/// reaches its namespace (SPEC 8: which stage would meet it).
+fn staged(
+    preview: &mut ClusterPreview,
+    rollout: &palisade_policy::rollout::Rollout,
+    boundary: &Name,
+    policy: &Name,
+) {
+    let Ok(cluster) = Name::parse(&preview.cluster) else {
+        return;
+    };
+    let namespaces: Vec<Name> = preview
+        .namespaces
+        .iter()
+        .filter_map(|n| Name::parse(n).ok())
+        .collect();
+    let stage_of = |finding: &mut Finding| {
+        if let Ok(namespace) = Name::parse(&finding.namespace) {
+            let first =
+                rollout.first_stage_reaching(boundary, policy, &cluster, &namespaces, &namespace);
+            finding.stage = u64::try_from(first + 1).ok();
+        }
+    };
+    for denial in &mut preview.denied {
+        stage_of(&mut denial.finding);
+    }
+    for finding in &mut preview.warned {
+        stage_of(finding);
+    }
+}
+
 /// A violation as the API shows it.
 pub fn finding(violation: &Violation) -> Finding {
     Finding {
@@ -50,6 +81,7 @@ pub fn finding(violation: &Violation) -> Finding {
         },
         rule: violation.rule.as_str().to_owned(),
         message: violation.message.clone(),
+        stage: None,
     }
 }
 
@@ -296,6 +328,11 @@ impl App {
             }
         }
         previews.sort_by(|(a, _), (b, _)| a.cluster.cmp(&b.cluster));
+        if let Some(rollout) = new.rollout() {
+            for (preview, _) in &mut previews {
+                staged(preview, rollout, &boundary_name, new.name());
+            }
+        }
         // The grandfathered resources come after every cluster's findings: this page reads
         // only those it can show (and one more, to know whether more follow).
         let after = page.after(&tokens, &list)?;

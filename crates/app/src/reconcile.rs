@@ -275,6 +275,9 @@ struct StoreRecords {
     live: std::sync::Arc<crate::live::WorkloadChanges>,
 }
 
+/// Who moves a rollout on by itself, in the policy's history.
+pub const ROLLOUT_ACTOR: &str = "palisade (automatic promotion)";
+
 #[async_trait::async_trait]
 impl Records for StoreRecords {
     /// The cluster as stored now (`NotFound` once deleted).
@@ -299,10 +302,21 @@ impl Records for StoreRecords {
         version: i64,
         expected: Option<&str>,
         rollout: &crate::rollout::StoredRollout,
+        event: Option<&str>,
     ) -> Result<()> {
         let text = rollout.encode();
         self.store
-            .set_policy_rollout(boundary, name, version, expected, Some(&text))
+            .set_policy_rollout(
+                boundary,
+                name,
+                palisade_store::RolloutMove {
+                    version,
+                    expected,
+                    rollout_json: Some(&text),
+                    event,
+                    actor: ROLLOUT_ACTOR,
+                },
+            )
             .await
             .map(|_| ())
     }

@@ -6,7 +6,7 @@
 use palisade_api_types::view::RolloutView;
 use palisade_policy::rollout::{Phase, Progress, Rollout};
 use palisade_policy::Policy;
-use palisade_store::{PolicyRecord, StoreError};
+use palisade_store::{PolicyRecord, RolloutMove, StoreError};
 use serde::{Deserialize, Serialize};
 
 use crate::caller::Access;
@@ -212,6 +212,34 @@ pub fn in_force(
     })
 }
 
+/// A move of a rollout as the policy's history says it (SPEC 8: each promotion, pause and
+/// abort), from its progress `before` and `after` the move, of `stages` stages; `None` when
+/// it did not move (its counters were read).
+pub fn event(before: &Progress, after: &Progress, stages: usize) -> Option<String> {
+    let version = after.version;
+    match &after.phase {
+        Phase::Aborted if before.phase != Phase::Aborted => {
+            Some(match after.previous_version {
+                Some(previous) => {
+                    format!("rollout of version {version} aborted: version {previous} in force everywhere")
+                }
+                None => format!("rollout of version {version} aborted: nothing in force"),
+            })
+        }
+        Phase::Done if before.phase != Phase::Done => Some(format!(
+            "rollout of version {version} done: in force everywhere"
+        )),
+        Phase::Paused(reason) if !matches!(before.phase, Phase::Paused(_)) => {
+            Some(format!("rollout of version {version} {reason}"))
+        }
+        Phase::Running if after.stage != before.stage => Some(format!(
+            "rollout of version {version} promoted to stage {}/{stages}",
+            after.stage + 1
+        )),
+        _ => None,
+    }
+}
+
 /// RFC 3339, to the second, of seconds since the Unix epoch.
 fn rfc3339(seconds: i64) -> String {
     chrono::DateTime::from_timestamp(seconds, 0)
@@ -298,9 +326,14 @@ impl App {
             .set_policy_rollout(
                 boundary,
                 name,
-                record.version,
-                record.rollout_json.as_deref(),
-                Some(&next.encode()),
+                RolloutMove {
+                    version: record.version,
+                    expected: record.rollout_json.as_deref(),
+                    rollout_json: Some(&next.encode()),
+                    event: event(&stored.progress, &next.progress, rollout.stage_count())
+                        .as_deref(),
+                    actor: &access.caller().actor(),
+                },
             )
             .await
             .map_err(|e| match e {
@@ -403,6 +436,47 @@ mod tests {
             StoredRollout::decode("{}").map(|_| ()),
             Err("unreadable rollout: missing field `version` at line 1 column 2".to_owned())
         );
+    }
+
+    #[test]
+    fn each_move_is_said_once_in_the_history() {
+        let start = Progress::start(4, Some(3), 100);
+        let promoted = Progress {
+            stage: 1,
+            ..start.clone()
+        };
+        let paused = promoted.paused("paused: 2 requests denied".to_owned());
+        let cases = [
+            (
+                &start,
+                promoted.clone(),
+                Some("rollout of version 4 promoted to stage 2/3"),
+            ),
+            (
+                &promoted,
+                paused.clone(),
+                Some("rollout of version 4 paused: 2 requests denied"),
+            ),
+            (&paused, paused.clone(), None),
+            (
+                &start,
+                start.aborted(),
+                Some("rollout of version 4 aborted: version 3 in force everywhere"),
+            ),
+            (
+                &promoted,
+                Progress {
+                    stage: 2,
+                    phase: Phase::Done,
+                    ..promoted.clone()
+                },
+                Some("rollout of version 4 done: in force everywhere"),
+            ),
+            (&start, start.clone(), None),
+        ];
+        for (before, after, expected) in cases {
+            assert_eq!(event(before, &after, 3).as_deref(), expected, "{after:?}");
+        }
     }
 
     #[test]

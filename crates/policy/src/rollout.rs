@@ -316,6 +316,28 @@ impl Rollout {
     }
 }
 
+impl Rollout {
+    /// The first stage (from 0) that reaches `namespace` of `cluster`, among the boundary's
+    /// `namespaces` there: where a version rolled out this way meets what runs in it.
+    pub fn first_stage_reaching(
+        &self,
+        boundary: &Name,
+        policy: &Name,
+        cluster: &Name,
+        namespaces: &[Name],
+        namespace: &Name,
+    ) -> usize {
+        (0..self.stage_count())
+            .find(
+                |&stage| match self.reached(stage, boundary, policy, cluster, namespaces) {
+                    Reach::All => true,
+                    Reach::Namespaces(reached) => reached.contains(namespace),
+                },
+            )
+            .unwrap_or(self.stage_count() - 1)
+    }
+}
+
 /// Empty lists, too many names and duplicates, as (index of the entry, error).
 fn check_names(names: &[Name], omitted: &'static str) -> Result<(), (Option<usize>, RolloutError)> {
     if names.is_empty() {
@@ -560,6 +582,31 @@ mod tests {
 
     fn mk_rollout(stages: Vec<Stage>) -> Rollout {
         Rollout::new(stages, Promote::Auto, 0, &Scope::AllClusters, None).unwrap()
+    }
+
+    #[test]
+    fn a_namespace_is_met_first_by_the_stage_that_reaches_it() {
+        let (b, p, c1, c2) = (name("shop"), name("tags"), name("c1"), name("c2"));
+        let rollout = mk_rollout(vec![
+            mk_stage(
+                Some(&["c1"]),
+                Namespaces::Named(names(&["web"])),
+                Some(3600),
+            ),
+            mk_stage(None, Namespaces::Named(names(&["api"])), Some(3600)),
+        ]);
+        let here = names(&["api", "web", "jobs"]);
+        let first = |cluster: &Name, ns: &str| {
+            rollout.first_stage_reaching(&b, &p, cluster, &here, &name(ns))
+        };
+        assert_eq!(first(&c1, "web"), 0);
+        assert_eq!(first(&c1, "api"), 1);
+        assert_eq!(
+            first(&c2, "web"),
+            2,
+            "c2's web: only the implied last stage"
+        );
+        assert_eq!(first(&c1, "jobs"), 2);
     }
 
     #[test]

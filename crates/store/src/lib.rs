@@ -46,7 +46,7 @@ pub use records::{
     Editor, ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard,
     NamespaceRecord, NewResource, NewUpload, Page, PlanGroup, PoliciesVersion, PolicyHistoryEntry,
     PolicyRecord, PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord,
-    RolloutDecision, Snapshot, TokenRecord, UploadRecord, WriteAction,
+    RolloutDecision, RolloutMove, Snapshot, TokenRecord, UploadRecord, WriteAction,
 };
 
 /// The storage port. Every method is one transaction; none leaves a partial write behind.
@@ -118,17 +118,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         version: i64,
     ) -> Result<Option<String>>;
 
-    /// Sets the rollout of version `version` of a policy (a promotion, a pause, an abort; SPEC
-    /// 8) where it is still `expected` (as read), and records a change, so that the clusters
-    /// follow. `NotFound`: no such policy; `PreconditionFailed`: the policy is at another
-    /// version now, or its rollout changed since it was read.
+    /// Moves a policy's rollout (a promotion, a pause, an abort; SPEC 8) where it is still as
+    /// read, and records a change, so that the clusters follow, and with an `event` an entry of
+    /// the policy's history. `NotFound`: no such policy; `PreconditionFailed`: the policy is at
+    /// another version now, or its rollout changed since it was read.
     async fn set_policy_rollout(
         &self,
         boundary: &str,
         name: &str,
-        version: i64,
-        expected: Option<&str>,
-        rollout_json: Option<&str>,
+        rollout: RolloutMove<'_>,
     ) -> Result<PolicyRecord>;
 
     /// Policies and exceptions of `POST /v1/apply` in one transaction: all or nothing.

@@ -115,6 +115,21 @@ pub struct PolicyWrite {
 #[derive(Clone)]
 pub struct RolloutDecision(pub std::sync::Arc<DecideRollout>);
 
+/// A move of a policy's staged rollout (SPEC 8: a promotion, a pause, an abort, the counters
+/// a stage starts from), made only where the policy is still at `version` and its rollout still
+/// `expected` (the `rollout_json` read).
+#[derive(Clone, Copy, Debug)]
+pub struct RolloutMove<'a> {
+    pub version: i64,
+    pub expected: Option<&'a str>,
+    /// The rollout after the move.
+    pub rollout_json: Option<&'a str>,
+    /// What happened, in words, for the policy's history; `None`: no entry.
+    pub event: Option<&'a str>,
+    /// Who moved it, for the history.
+    pub actor: &'a str,
+}
+
 /// The function of a [`RolloutDecision`].
 pub type DecideRollout = dyn Fn(Option<&PolicyRecord>, i64) -> Option<String> + Send + Sync;
 
@@ -174,6 +189,9 @@ pub struct PolicyHistoryEntry {
     pub version: Option<i64>,
     /// The earlier version a rollback restored; `None` for any other change.
     pub restored_version: Option<i64>,
+    /// A move of the version's staged rollout (SPEC 8), in words: `rollout promoted to stage
+    /// 2/3`; `None` for a save or a deletion.
+    pub event: Option<String>,
     pub before_json: Option<String>,
     pub after_json: Option<String>,
 }

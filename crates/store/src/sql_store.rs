@@ -25,8 +25,8 @@ use crate::{
     AuditRecord, BoundaryRecord, ChangeRecord, ClusterRecord, DatabaseError, Editor,
     ExceptionHistoryEntry, ExceptionInstall, ExceptionRecord, ExceptionWrite, Guard, Lease,
     NamespaceRecord, NewResource, NewUpload, Page, PolicyHistoryEntry, PolicyRecord,
-    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result, Snapshot,
-    Store, StoreError, TokenRecord, UploadRecord, WriteAction,
+    PolicyStatusRecord, PolicyWrite, ResourceKey, ResourceQuery, ResourceRecord, Result,
+    RolloutMove, Snapshot, Store, StoreError, TokenRecord, UploadRecord, WriteAction,
 };
 
 /// What differs between SQLite and PostgreSQL below the operations: how a write transaction
@@ -324,22 +324,11 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         &self,
         boundary: &str,
         name: &str,
-        version: i64,
-        expected: Option<&str>,
-        rollout_json: Option<&str>,
+        rollout: RolloutMove<'_>,
     ) -> Result<PolicyRecord> {
         let mut tx = self.begin(Some(boundary), None).await?;
         let at = crate::now();
-        let result = policies::set_rollout(
-            tx.conn(),
-            boundary,
-            name,
-            version,
-            expected,
-            rollout_json,
-            &at,
-        )
-        .await;
+        let result = policies::set_rollout(tx.conn(), boundary, name, rollout, &at).await;
         tx.finish(result, Wake::Reconciler).await
     }
 

@@ -229,8 +229,12 @@ fn workload(finding: &Finding) -> String {
 
 fn print_findings<'f>(label: &str, cluster: &str, findings: impl IntoIterator<Item = &'f Finding>) {
     for f in findings {
+        let stage = f
+            .stage
+            .map(|s| format!(" at stage {s}"))
+            .unwrap_or_default();
         let line = format!(
-            "{label} {cluster} {}/{}/{} ({}): {}",
+            "{label} {cluster} {}/{}/{} ({}){stage}: {}",
             f.namespace,
             f.kind,
             f.name,

@@ -56,6 +56,11 @@ impl Controller {
                     Need::Baseline => promotion::with_baseline(stored, counts),
                     _ => promotion::counted(stored, rollout, &counts, now),
                 };
+                let event = palisade_app::rollout::event(
+                    &stored.progress,
+                    &next.progress,
+                    rollout.stage_count(),
+                );
                 let recorded = self
                     .records
                     .record_rollout(
@@ -64,6 +69,7 @@ impl Controller {
                         record.version,
                         record.rollout_json.as_deref(),
                         &next,
+                        event.as_deref(),
                     )
                     .await;
                 match recorded {

@@ -92,9 +92,13 @@ async fn move_rollout(
         .set_policy_rollout(
             boundary,
             policy,
-            version,
-            record.rollout_json.as_deref(),
-            Some(&stored.encode()),
+            palisade_store::RolloutMove {
+                version,
+                expected: record.rollout_json.as_deref(),
+                rollout_json: Some(&stored.encode()),
+                event: None,
+                actor: "test",
+            },
         )
         .await
         .unwrap();
@@ -150,6 +154,41 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
     // Version 2, no `latest` tag, reaches the first namespace only.
     let v2 = json!({"rules": [{"disallowLatestTag": {}}],
         "rollout": {"stages": [{"namespaces": [reached], "for": "1h"}], "promote": "manual"}});
+
+    // Its preview says which stage meets what runs: a Pod on nginx:latest in each namespace.
+    for namespace in [&reached, &other] {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "old", "labels": {"team": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx:latest"}]},
+        }))
+        .unwrap();
+        Api::<Pod>::namespaced(admin.clone(), namespace)
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+    }
+    let preview = stack
+        .ok(
+            "POST",
+            &format!("{}/preview", crate::serve::policy_path(&boundary, "tags")),
+            Some(v2.clone()),
+        )
+        .await;
+    let mut met: Vec<(String, Option<u64>)> = preview["clusters"][0]["denied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["namespace"].as_str().unwrap().to_owned(),
+                d["stage"].as_u64(),
+            )
+        })
+        .collect();
+    met.sort();
+    let mut expected = vec![(reached.clone(), Some(1)), (other.clone(), Some(2))];
+    expected.sort();
+    assert_eq!(met, expected, "{preview}");
     let v2_version = save_rolling(&stack, &boundary, "tags", v2, Phase::Running, 0).await;
     let judged = || async {
         let unlabelled = verdict(&admin, &other, json!({}), &["nginx:1"]).await;
@@ -321,6 +360,18 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
     );
     assert_eq!(paused["stage"], 1);
     metric_is(&stack, "palisade_rollout_paused", &boundary, 1).await;
+    let last = last_history_entry(&stack, &policy).await;
+    assert_eq!(
+        (&last["action"], &last["actor"]),
+        (
+            &json!(format!(
+                "rollout of version 2 {}",
+                paused["reason"].as_str().unwrap()
+            )),
+            &json!("palisade (automatic promotion)")
+        ),
+        "{last}"
+    );
     metric_is(&stack, "palisade_rollout_stage", &boundary, 1).await;
     // Still version 1 in the other namespace.
     assert_eq!(
@@ -372,6 +423,15 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
         },
     )
     .await;
+    let last = last_history_entry(&stack, &policy).await;
+    assert_eq!(
+        (&last["action"], &last["actor"]),
+        (
+            &json!("rollout of version 3 done: in force everywhere"),
+            &json!("palisade (automatic promotion)")
+        ),
+        "{last}"
+    );
     let promoted_at =
         chrono::DateTime::parse_from_rfc3339(done["stage_started_at"].as_str().unwrap()).unwrap();
     assert!(
@@ -415,6 +475,12 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
     })
     .await;
     metric_is(&stack, "palisade_rollout_stage", &boundary, 0).await;
+}
+
+/// The last entry of the history of the policy at `path`.
+async fn last_history_entry(stack: &Stack, path: &str) -> Value {
+    let history = stack.ok("GET", &format!("{path}/history"), None).await;
+    history["items"].as_array().unwrap().last().unwrap().clone()
 }
 
 /// Waits until `/metrics` shows `metric` of policy `tags` of `boundary` at `value`.

@@ -254,6 +254,32 @@ async fn a_rollout_is_saved_shown_promoted_and_aborted() {
         "conflict",
         "policy 'size' of boundary 'shop' has no rollout running",
     );
+    let history = app.get(&format!("{POLICY}/history"), &admin).await;
+    let last = history.body["items"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (
+            &last["action"],
+            &last["version"],
+            &last["before"],
+            &last["after"]
+        ),
+        (
+            &json!("rollout of version 1 done: in force everywhere"),
+            &json!(1),
+            &last["after"],
+            &created.body["spec"]
+        ),
+        "{last}"
+    );
+    assert!(
+        last["actor"].as_str().unwrap().ends_with("(admin)"),
+        "{last}"
+    );
 
     // A change of the admission rules rolls out over version 1, in force everywhere now.
     spec["mode"] = json!("audit");
@@ -271,6 +297,11 @@ async fn a_rollout_is_saved_shown_promoted_and_aborted() {
     let aborted = step("abort", admin.clone()).await;
     assert_eq!(aborted.status, StatusCode::OK, "{aborted:?}");
     assert_eq!(aborted.body["state"], "aborted");
+    let history = app.get(&format!("{POLICY}/history"), &admin).await;
+    assert_eq!(
+        history.body["items"].as_array().unwrap().last().unwrap()["action"],
+        "rollout of version 2 aborted: version 1 in force everywhere"
+    );
     assert_eq!(
         app.get(POLICY, &developer).await.body["rollout"],
         aborted.body

@@ -51,6 +51,8 @@ pub(crate) struct HistoryRow {
     /// the earlier version a rollback restored.
     pub version: Option<i64>,
     pub restored_version: Option<i64>,
+    /// Of kinds that are `VERSIONED`: a move of a staged rollout, in words.
+    pub event: Option<String>,
     pub before_json: Option<String>,
     pub after_json: Option<String>,
 }
@@ -72,6 +74,11 @@ fn history_row<K: DocumentKind>(row: &dyn Fields) -> sqlx::Result<K::HistoryEntr
         },
         restored_version: if K::VERSIONED {
             row.opt_int("restored_version")?
+        } else {
+            None
+        },
+        event: if K::VERSIONED {
+            row.opt_text("event")?
         } else {
             None
         },
@@ -264,7 +271,7 @@ pub(crate) async fn history<K: DocumentKind, C: Conn>(
 ) -> Result<Vec<K::HistoryEntry>> {
     let action = if K::HISTORY_ACTIONS { "action, " } else { "" };
     let version = if K::VERSIONED {
-        "version, restored_version, "
+        "version, restored_version, event, "
     } else {
         ""
     };

@@ -11,7 +11,9 @@ use crate::sql::{
     Arg::{Int, OptText, Text},
     Conn, DbResult, Fields,
 };
-use crate::{PolicyHistoryEntry, PolicyRecord, PolicyWrite, Result, StoreError, WriteAction};
+use crate::{
+    PolicyHistoryEntry, PolicyRecord, PolicyWrite, Result, RolloutMove, StoreError, WriteAction,
+};
 
 /// Policies as versioned documents.
 pub(crate) struct Policies;
@@ -54,6 +56,7 @@ impl DocumentKind for Policies {
             at,
             version,
             restored_version: e.restored_version,
+            event: e.event,
             before_json,
             after_json,
         }
@@ -208,19 +211,24 @@ pub(crate) async fn version_spec<C: Conn>(
     .await?)
 }
 
-/// Sets the rollout of version `version` of policy `name` (a promotion, a pause, an abort;
-/// SPEC 8) where it is still `expected`, and records a `policy.rollout` change, so that the
-/// clusters follow. `NotFound`: no such policy; `PreconditionFailed`: the policy is at another
+/// Moves the rollout of policy `name` (a promotion, a pause, an abort; SPEC 8) where it is
+/// still at the move's version and as read, and records a `policy.rollout` change, so that the
+/// clusters follow, and, with an `event`, an entry of the policy's history. `NotFound`: no such policy; `PreconditionFailed`: the policy is at another
 /// version now, or its rollout changed since it was read.
 pub(crate) async fn set_rollout<C: Conn>(
     c: &mut C,
     boundary: &str,
     name: &str,
-    version: i64,
-    expected: Option<&str>,
-    rollout_json: Option<&str>,
+    rollout: RolloutMove<'_>,
     at: &str,
 ) -> Result<PolicyRecord> {
+    let RolloutMove {
+        version,
+        expected,
+        rollout_json,
+        event,
+        actor,
+    } = rollout;
     boundaries::lock(c, boundary).await?;
     let Some(mut current) = documents::read::<Policies, C>(c, boundary, name).await? else {
         return Err(StoreError::NotFound);
@@ -234,6 +242,23 @@ pub(crate) async fn set_rollout<C: Conn>(
     )
     .await?;
     changes::append(c, boundary, changes::POLICY_ROLLOUT, name, rollout_json, at).await?;
+    if let Some(event) = event {
+        c.execute(
+            "INSERT INTO policy_history \
+                 (boundary, name, actor, at, before_json, after_json, version, event) \
+             VALUES ($1, $2, $3, $4, $5, $5, $6, $7)",
+            &[
+                Text(boundary),
+                Text(name),
+                Text(actor),
+                Text(at),
+                Text(&current.spec_json),
+                Int(version),
+                Text(event),
+            ],
+        )
+        .await?;
+    }
     current.rollout_json = rollout_json.map(str::to_owned);
     Ok(current)
 }

@@ -340,8 +340,10 @@ pub async fn apply_policies_in_order(db: TestDb) {
 
 /// A policy's rollout (SPEC 8): a save decides it from the policy as stored before, inside the
 /// save's transaction; a promotion or an abort sets it for the version and the rollout it read
-/// only, and records a change; a save without one clears it.
+/// only, records a change and, with an event, an entry of the history (the spec unchanged, no
+/// new version); a save without one clears it.
 pub async fn policy_rollouts(db: TestDb) {
+    use palisade_store::RolloutMove;
     let store = db.connect().await;
     store.create_boundary("b", None).await.unwrap();
     put(&store, "b", "p", r#"{"n":1}"#, "alice").await;
@@ -361,31 +363,30 @@ pub async fn policy_rollouts(db: TestDb) {
     assert_eq!(store.get_policy("b", "p").await.unwrap(), saved);
 
     let changes_before = store.list_changes("b").await.unwrap().len();
+    let mv =
+        |version: i64, expected: Option<&'static str>, event: Option<&'static str>| RolloutMove {
+            version,
+            expected,
+            rollout_json: Some(r#"{"stage":1}"#),
+            event,
+            actor: "alice",
+        };
     assert!(matches!(
         store
-            .set_policy_rollout("b", "p", 1, Some(r#"{"version":2}"#), Some("{}"))
+            .set_policy_rollout("b", "p", mv(1, Some(r#"{"version":2}"#), None))
             .await,
         Err(StoreError::PreconditionFailed)
     ));
     assert!(matches!(
         store
-            .set_policy_rollout("b", "p", 2, Some(r#"{"version":1}"#), Some("{}"))
+            .set_policy_rollout("b", "p", mv(2, Some(r#"{"version":1}"#), None))
             .await,
         Err(StoreError::PreconditionFailed)
     ));
-    assert_not_found(
-        store
-            .set_policy_rollout("b", "q", 2, None, Some("{}"))
-            .await,
-    );
+    assert_not_found(store.set_policy_rollout("b", "q", mv(2, None, None)).await);
+    let event = "rollout of version 2 promoted to stage 2/3";
     let promoted = store
-        .set_policy_rollout(
-            "b",
-            "p",
-            2,
-            Some(r#"{"version":2}"#),
-            Some(r#"{"stage":1}"#),
-        )
+        .set_policy_rollout("b", "p", mv(2, Some(r#"{"version":2}"#), Some(event)))
         .await
         .unwrap();
     assert_eq!(promoted.rollout_json.as_deref(), Some(r#"{"stage":1}"#));
@@ -398,6 +399,16 @@ pub async fn policy_rollouts(db: TestDb) {
         ("policy.rollout", "p")
     );
 
+    // The move is an entry of the history: the spec unchanged, the version, what happened.
+    let history = store.policy_history("b", "p", None, 100).await.unwrap();
+    let last = history.last().unwrap();
+    assert_eq!(
+        (last.version, last.event.as_deref(), last.actor.as_str()),
+        (Some(2), Some(event), "alice")
+    );
+    assert_eq!(last.before_json, last.after_json);
+    assert_eq!(last.after_json.as_deref(), Some(r#"{"n":2}"#));
     let (plain, _) = put(&store, "b", "p", r#"{"n":3}"#, "alice").await;
     assert_eq!(plain.rollout_json, None);
+    assert_eq!(plain.version, 3, "a rollout's move makes no version");
 }
