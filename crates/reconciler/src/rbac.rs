@@ -13,7 +13,8 @@
 //!   stored).
 //! - `selfsubjectreviews`: `create`, to learn the identity the boundary-label guard exempts.
 //! - `leases`: `list`, the API servers' identity Leases in `kube-system`, and `/metrics`:
-//!   `get`, the API server's start time, to notice restarts (`restarts`).
+//!   `get`, the API server's start time, to notice restarts (`restarts`), and what a version
+//!   being rolled out denied (`denials`, automatic promotion).
 //!
 //! `/version` and discovery are readable by every authenticated identity
 //! (`system:discovery`, `system:public-info-viewer`). No rule names Secrets, ConfigMaps or
@@ -25,7 +26,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use palisade_vap::shared::{PARAMS_CRD, PARAMS_GROUP, PARAMS_PLURAL};
 
-/// The API server's metrics, read for its start time.
+/// The API server's metrics, read for its start time and a rollout's denials.
 pub const METRICS_PATH: &str = "/metrics";
 
 /// The default name of the role and its binding.
