@@ -106,6 +106,7 @@ pub async fn load(store: &dyn Store, catalog: &Catalog) -> Result<bool, DemoErro
             create_only: false,
             restores: None,
             rollout: None,
+            rewrite_identical: false,
         });
     }
     store.apply_policies(writes, "demo").await?;

@@ -41,6 +41,9 @@ pub struct SaveCondition {
     pub restores: Option<i64>,
     /// In force everywhere at once, whatever the spec's `rollout` (a rollback not staged).
     pub at_once: bool,
+    /// The spec stored already is saved as a new version all the same: a rollback to it while
+    /// another version is in force somewhere (its rollout aborted, paused or running).
+    pub rewrite_identical: bool,
 }
 
 /// The policy as the API shows it, without its status.
@@ -310,6 +313,7 @@ impl App {
             create_only,
             restores: condition.restores,
             rollout: (!condition.at_once).then(|| self.rollout_decision(&policy)),
+            rewrite_identical: condition.rewrite_identical,
         };
         let actor = access.caller().actor();
         let (record, action) = self
@@ -338,7 +342,7 @@ impl App {
             let name = new.name().to_string();
             let decode = |spec: &str| crate::plans::decode_spec(&name, spec, &catalog).ok();
             let version = u64::try_from(version).unwrap_or_default();
-            let now = chrono::Utc::now().timestamp();
+            let now = crate::rollout::stage_clock();
             crate::rollout::decide(before, &decode, &new, version, now).map(|r| r.encode())
         }))
     }
@@ -405,6 +409,10 @@ impl App {
             create_only: false,
             restores: Some(request.version),
             at_once: !staged,
+            // After an abort the aborted spec is the current document, with the version before
+            // it in force: rolling back to it must make it the one in force, not "unchanged".
+            rewrite_identical: crate::rollout::StoredRollout::of(&current)
+                .is_some_and(|s| s.progress.phase != palisade_policy::rollout::Phase::Done),
         };
         let saved = self
             .save_policy(access, name, spec.as_bytes(), condition)
@@ -468,6 +476,7 @@ impl App {
                     create_only: false,
                     restores: None,
                     rollout: Some(self.rollout_decision(&checked.policy)),
+                    rewrite_identical: false,
                 })
             })
             .collect::<AppResult<_>>()?;

@@ -212,6 +212,14 @@ pub fn in_force(
     })
 }
 
+/// The time a stage starting now starts at: whole seconds (as stored and shown), rounded up,
+/// so that a stage due `for` after its start is never promoted sooner than `for` after the
+/// moment it began (SPEC 8).
+pub fn stage_clock() -> i64 {
+    let now = chrono::Utc::now();
+    now.timestamp() + i64::from(now.timestamp_subsec_nanos() > 0)
+}
+
 /// A move of a rollout as the policy's history says it (SPEC 8: each promotion, pause and
 /// abort), from its progress `before` and `after` the move, of `stages` stages; `None` when
 /// it did not move (its counters were read).
@@ -310,7 +318,7 @@ impl App {
         }
         let policy = self.policy_cache().decode(&record, &self.catalog)?;
         let rollout = policy.rollout().ok_or_else(not_running)?;
-        let now = chrono::Utc::now().timestamp();
+        let now = stage_clock();
         let progress = match step {
             Step::Promote => stored.progress.promoted(rollout, now),
             Step::Abort => stored.progress.aborted(),

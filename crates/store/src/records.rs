@@ -106,6 +106,10 @@ pub struct PolicyWrite {
     /// Decides the saved version's rollout (`rollout_json`) from the policy as stored before,
     /// inside the write's transaction; `None`: the saved version has no rollout.
     pub rollout: Option<RolloutDecision>,
+    /// A write of the content stored already makes a new version all the same (a rollback to
+    /// the current spec while another version is in force somewhere, SPEC 8); otherwise it is
+    /// `Unchanged`.
+    pub rewrite_identical: bool,
 }
 
 /// What a save's rollout becomes, decided by the application from the policy as stored before
@@ -157,6 +161,7 @@ impl PolicyWrite {
             create_only: false,
             restores: None,
             rollout: None,
+            rewrite_identical: false,
         }
     }
 }

@@ -500,6 +500,12 @@ impl Drop for ControlPlane {
 /// The control plane of `version` shared by every test of this test binary: started on first
 /// use, stopped by its watchdog when the binary exits.
 pub fn shared(version: &str) -> &'static ControlPlane {
+    shared_slot(version, "")
+}
+
+/// Another control plane of `version` shared by every test of this test binary, one per
+/// `slot` (for tests that need two clusters): started on first use like [`shared`].
+pub fn shared_slot(version: &str, slot: &str) -> &'static ControlPlane {
     type Cells = Mutex<HashMap<String, &'static OnceLock<ControlPlane>>>;
     static CELLS: OnceLock<Cells> = OnceLock::new();
     let (full_version, _) = resolve_version(version);
@@ -509,7 +515,7 @@ pub fn shared(version: &str) -> &'static ControlPlane {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         cells
-            .entry(full_version.clone())
+            .entry(format!("{full_version}/{slot}"))
             .or_insert_with(|| Box::leak(Box::new(OnceLock::new())))
     };
     cell.get_or_init(|| ControlPlane::start(&full_version))

@@ -186,6 +186,7 @@ pub async fn new_submit(
             create_only: true,
             restores: None,
             at_once: false,
+            rewrite_identical: false,
         };
         state
             .save_exception(&access, &form.name, &body, create)

@@ -54,7 +54,13 @@ impl Controller {
                 };
                 let next = match need {
                     Need::Baseline => promotion::with_baseline(stored, counts),
-                    _ => promotion::counted(stored, rollout, &counts, now),
+                    // Due by the whole seconds passed; the next stage starts at the next one.
+                    _ => promotion::counted(
+                        stored,
+                        rollout,
+                        &counts,
+                        palisade_app::rollout::stage_clock(),
+                    ),
                 };
                 let event = palisade_app::rollout::event(
                     &stored.progress,

@@ -35,6 +35,7 @@ mod reconcile;
 mod rollout;
 mod serve;
 mod shared;
+mod soak;
 mod stages;
 mod tenant;
 mod workers;

@@ -587,3 +587,179 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
         );
     }
 }
+
+mod auto_latency {
+    use super::*;
+    in_every_layout!(auto_promotion_is_in_force_soon_and_no_sooner);
+}
+
+/// How soon an automatic promotion is in force after its stage is due, and that it never comes
+/// sooner (SPEC 8): `AUTO_POLICIES` policies (default 1) each roll out `AUTO_ROUNDS` changes
+/// (default 1; docs/benchmarks.md runs 5 × 10) to one of two namespaces for 10 s, side by
+/// side. Each change is timed from when its stage is due (`stage_started_at` + 10 s) until
+/// the other namespace denies by it; a Pod there carries every policy's labels but the one the
+/// change requires, so only that change denies it. Prints p50 and p99; asserts no time, only
+/// that no promotion came sooner than 10 s after the save was sent.
+async fn auto_promotion_is_in_force_soon_and_no_sooner(version: &str, layout: Layout) {
+    let count = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(1_usize)
+    };
+    let (policies, rounds) = (count("AUTO_POLICIES"), count("AUTO_ROUNDS"));
+    let plane = plane(version).await;
+    let admin = plane.client().await;
+    let stack = Stack::start_in(layout).await;
+    let boundary = stack
+        .new_boundary("autolatency", "k1", plane.kubeconfig_yaml())
+        .await;
+    let reached = stack.new_namespace(&boundary, "k1", "reached").await;
+    let other = stack.new_namespace(&boundary, "k1", "other").await;
+    let rollout = json!({"stages": [{"namespaces": [reached], "for": "10s"}], "maxDenials": 0});
+    let keys = |i: usize| [format!("a{i}"), format!("b{i}")];
+    let every_key: Vec<String> = (0..policies).flat_map(keys).collect();
+    for i in 0..policies {
+        let name = format!("auto{i}");
+        let [first, _] = keys(i);
+        stack
+            .enforce_policy(&boundary, "k1", &name, requires_label(&first))
+            .await;
+    }
+    let timed = (0..policies).map(|i| {
+        let (stack, admin, boundary, other, rollout, every_key) =
+            (&stack, &admin, &boundary, &other, &rollout, &every_key);
+        async move {
+            let name = format!("auto{i}");
+            let policy = Name::parse(&name).unwrap();
+            let mut times = Vec::new();
+            for round in 0..rounds {
+                let key = &keys(i)[(round + 1) % 2];
+                let labels: serde_json::Map<String, Value> = every_key
+                    .iter()
+                    .filter(|k| *k != key)
+                    .map(|k| (k.clone(), json!("x")))
+                    .collect();
+                let denied = palisade_policy::message::label_missing(&policy, key);
+                let sent = std::time::Instant::now();
+                let saved = stack
+                    .put_policy(
+                        boundary,
+                        &name,
+                        json!({"rules": [{"requiredLabels": {"labels": [{"key": key}]}}],
+                               "rollout": rollout}),
+                    )
+                    .await;
+                let due = chrono::DateTime::parse_from_rfc3339(
+                    saved["rollout"]["stage_started_at"].as_str().unwrap(),
+                )
+                .unwrap()
+                    + chrono::Duration::seconds(10);
+                eventually("the promotion in force", Duration::from_secs(60), || {
+                    let labels = Value::Object(labels.clone());
+                    let denied = denied.clone();
+                    async move {
+                        let seen = verdict(admin, other, labels, &["nginx:1"]).await;
+                        (seen == Some(denied)).then_some(())
+                    }
+                })
+                .await;
+                let in_force = chrono::Utc::now();
+                assert!(
+                    sent.elapsed() >= Duration::from_secs(10),
+                    "promoted {:?} after the save was sent, sooner than `for`",
+                    sent.elapsed()
+                );
+                let late = in_force.signed_duration_since(due);
+                times.push(Duration::from_millis(
+                    u64::try_from(late.num_milliseconds()).unwrap_or_default(),
+                ));
+            }
+            times
+        }
+    });
+    let mut times: Vec<Duration> = futures::future::join_all(timed)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    times.sort();
+    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+    eprintln!(
+        "rollout auto promotion in force after due ({layout:?}, {version}, {} promotions): p50 {:?}, p99 {:?}, max {:?}",
+        times.len(),
+        at(0.5),
+        at(0.99),
+        times[times.len() - 1]
+    );
+}
+
+mod rollback_latency {
+    use super::*;
+    in_every_layout!(rollback_is_in_force_soon);
+}
+
+/// How soon a rollback (at once) is in force everywhere (SPEC 8: within 2 s):
+/// `ROLLOUT_ROUNDS` rounds (default 1; docs/benchmarks.md runs 25, so 50 rollbacks) of a
+/// rollback to version 1 (the label), timed until a namespace denies by it, then to version 2
+/// (no `latest` tag), timed the same way. Prints p50 and p99; asserts no time.
+async fn rollback_is_in_force_soon(version: &str, layout: Layout) {
+    let rounds: usize = std::env::var("ROLLOUT_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let plane = plane(version).await;
+    let admin = plane.client().await;
+    let stack = Stack::start_in(layout).await;
+    let boundary = stack
+        .new_boundary("rollback", "k1", plane.kubeconfig_yaml())
+        .await;
+    let namespace = stack.new_namespace(&boundary, "k1", "web").await;
+    let tags = Name::parse("tags").unwrap();
+    let team_missing = palisade_policy::message::label_missing(&tags, "team");
+    let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
+    let policy = crate::serve::policy_path(&boundary, "tags");
+    stack
+        .enforce_policy(&boundary, "k1", "tags", requires_label("team"))
+        .await;
+    stack
+        .put_policy(
+            &boundary,
+            "tags",
+            json!({"rules": [{"disallowLatestTag": {}}]}),
+        )
+        .await;
+    eventually("version 2 in force", ACTIVATION_TIMEOUT, || async {
+        let seen = verdict(&admin, &namespace, json!({}), &["nginx:latest"]).await;
+        (seen == Some(latest.clone())).then_some(())
+    })
+    .await;
+    let mut times = Vec::new();
+    for _ in 0..rounds {
+        for (to, expected) in [(1, &team_missing), (2, &latest)] {
+            let started = std::time::Instant::now();
+            stack
+                .ok(
+                    "POST",
+                    &format!("{policy}/rollback"),
+                    Some(json!({"version": to})),
+                )
+                .await;
+            eventually("the rollback in force", ACTIVATION_TIMEOUT, || async {
+                let seen = verdict(&admin, &namespace, json!({}), &["nginx:latest"]).await;
+                (seen.as_ref() == Some(expected)).then_some(())
+            })
+            .await;
+            times.push(started.elapsed());
+        }
+    }
+    times.sort();
+    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+    eprintln!(
+        "rollout rollback in force ({layout:?}, {version}, {} rollbacks): p50 {:?}, p99 {:?}, max {:?}",
+        times.len(),
+        at(0.5),
+        at(0.99),
+        times[times.len() - 1]
+    );
+}

@@ -172,6 +172,7 @@ pub async fn put_policy(store: &SharedStore, boundary: &str, name: &str, spec: &
                 create_only: false,
                 restores: None,
                 rollout: None,
+                rewrite_identical: false,
             },
             "test",
         )

@@ -123,6 +123,7 @@ pub async fn put<K: DocumentKind>(
         create_only: K::CREATE_ONLY && if_none_match_star(&headers)?,
         restores: None,
         at_once: false,
+        rewrite_identical: false,
     };
     let (view, action) = K::save(&state, &access, &name, &body.bytes, condition).await?;
     let status = if action == WriteAction::Created {

@@ -312,16 +312,38 @@ async fn a_rollout_is_saved_shown_promoted_and_aborted() {
         "policy 'size' of boundary 'shop' has no rollout running",
     );
 
-    // Back to version 1's admission rules and mode, with other plans: nothing to roll out.
-    spec["mode"] = json!("enforce");
+    // The aborted spec is the current document, but version 1 is in force: a rollback to
+    // version 2 makes it the one in force everywhere, as version 3 (not "unchanged"); the
+    // same rollback again is unchanged.
+    let restored = rollback(&app, &admin, json!({"version": 2}), None).await;
+    assert_eq!(restored.status, StatusCode::OK, "{restored:?}");
+    assert_eq!(
+        (&restored.body["version"], restored.body.get("rollout")),
+        (&json!(3), None),
+        "{restored:?}"
+    );
+    let again = rollback(&app, &admin, json!({"version": 2}), None).await;
+    assert_eq!(again.body["version"], 3, "{again:?}");
+    let history = app.get(&format!("{POLICY}/history"), &admin).await;
+    assert_eq!(
+        history.body["items"].as_array().unwrap().last().unwrap()["action"],
+        "rollback to version 2"
+    );
+
+    // Version 3's admission rules and mode, with other plans: nothing to roll out.
     spec["rules"][0] = plans(&["small", "medium"])["rules"][0].clone();
     let plans_only = app.put(POLICY, &admin, spec.clone()).await;
     assert_eq!(plans_only.body.get("rollout"), None, "{plans_only:?}");
 
-    // A staged rollback goes through the stages of the policy as it is now.
-    let staged = rollback(&app, &admin, json!({"version": 2, "staged": true}), None).await;
+    // A staged rollback goes through the stages of the policy as it is now; one at once to
+    // the same spec while it rolls out puts it in force everywhere.
+    let staged = rollback(&app, &admin, json!({"version": 1, "staged": true}), None).await;
     assert_eq!(staged.status, StatusCode::OK, "{staged:?}");
     assert_eq!(staged.body["rollout"]["state"], "running", "{staged:?}");
     let at_once = rollback(&app, &admin, json!({"version": 1}), None).await;
-    assert_eq!(at_once.body.get("rollout"), None, "{at_once:?}");
+    assert_eq!(
+        (&at_once.body["version"], at_once.body.get("rollout")),
+        (&json!(6), None),
+        "{at_once:?}"
+    );
 }

@@ -106,7 +106,7 @@ pub(crate) async fn apply<C: Conn>(
 }
 
 /// One policy write, its boundary already locked. Identical content is `Unchanged` and
-/// writes nothing; otherwise the row, a history entry and a `policy.put` change.
+/// writes nothing (unless `rewrite_identical`); otherwise the row, a history entry and a `policy.put` change.
 async fn save<C: Conn>(
     c: &mut C,
     write: &PolicyWrite,
@@ -119,7 +119,9 @@ async fn save<C: Conn>(
         (None, Some(_)) => return Err(StoreError::PreconditionFailed),
         (Some(current), if_match) => {
             check_if_match(if_match.as_deref(), &current.etag)?;
-            if current.spec_json == write.spec_json && current.metadata_json == write.metadata_json
+            if current.spec_json == write.spec_json
+                && current.metadata_json == write.metadata_json
+                && !write.rewrite_identical
             {
                 return Ok((current.clone(), WriteAction::Unchanged));
             }

@@ -257,6 +257,7 @@ async fn submit(
                                 create_only: false,
                                 restores: None,
                                 at_once: false,
+                                rewrite_identical: false,
                             };
                             match state.save_policy(&access, &name, &bytes, condition).await {
                                 Ok(saved) => {
