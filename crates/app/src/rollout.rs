@@ -193,10 +193,9 @@ pub fn in_force(
         .filter_map(|n| palisade_policy::Name::parse(&n.name).ok())
         .collect();
     let p = &stored.progress;
-    let reached = match rollout.reached(p.stage, &boundary, policy.name(), &cluster_name, &here) {
-        palisade_policy::rollout::Reach::All => here.len(),
-        palisade_policy::rollout::Reach::Namespaces(set) => set.len(),
-    };
+    let reached = rollout
+        .namespaces_reached(p.stage, &boundary, policy.name(), &cluster_name, &here)
+        .len();
     let elsewhere = match p.previous_version {
         Some(previous) => format!("v{previous} elsewhere"),
         None => "audit elsewhere".to_owned(),

@@ -314,6 +314,23 @@ impl Rollout {
         }
         Reach::Namespaces(reached)
     }
+
+    /// The namespaces of `cluster` that stage `stage` reached, among the boundary's
+    /// `namespaces` there, as a set: all of them where [`Rollout::reached`] is `All`. What the
+    /// writes put the version in force in, and what the status counts.
+    pub fn namespaces_reached(
+        &self,
+        stage: usize,
+        boundary: &Name,
+        policy: &Name,
+        cluster: &Name,
+        namespaces: &[Name],
+    ) -> BTreeSet<Name> {
+        match self.reached(stage, boundary, policy, cluster, namespaces) {
+            Reach::All => namespaces.iter().cloned().collect(),
+            Reach::Namespaces(reached) => reached,
+        }
+    }
 }
 
 impl Rollout {

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use palisade_app::reconcile::{BoundaryState, PolicyRecord};
-use palisade_policy::rollout::Reach;
 use palisade_policy::{Name, Policy};
 use palisade_vap::render::switch_binding;
 use palisade_vap::Layout;
@@ -134,6 +133,9 @@ pub(crate) fn keep(present: &BTreeSet<Layout>, target: Layout, confirmed: bool) 
 #[derive(Debug, Default)]
 pub(crate) struct Observed {
     pub before: Installed,
+    /// When it was read (milliseconds since the epoch): how long the version objects of a
+    /// rollout have held their namespaces is judged from it.
+    pub at_ms: i64,
     /// By boundary name: its namespaces in the cluster (none read for a layout that does not
     /// write into them), or why they could not be read.
     pub namespaces: BTreeMap<String, Result<Vec<String>, String>>,
@@ -177,7 +179,7 @@ pub(crate) fn plan_boundary<'b>(
     let exceptions = boundary.exceptions_in(cluster.as_str());
     let present = observed.before.layouts(installation, &boundary.name);
     let switching = present.iter().any(|l| *l != layout);
-    let staged = staged_in(boundary, cluster, &in_cluster);
+    let staged = staged_in(boundary, cluster, &in_cluster, observed, installation);
     let none = Ok(Vec::new());
     let writes = match observed
         .namespaces
@@ -226,6 +228,8 @@ pub(crate) fn staged_in(
     boundary: &BoundaryState,
     cluster: &Name,
     in_cluster: &[Policy],
+    observed: &Observed,
+    installation: &str,
 ) -> BTreeMap<Name, Staging> {
     let namespaces: Vec<Name> = boundary
         .namespaces_in(cluster.as_str())
@@ -236,26 +240,33 @@ pub(crate) fn staged_in(
         .filter_map(|policy| {
             let rolling = boundary.rollouts.get(policy.name().as_str())?;
             let rollout = policy.rollout()?;
-            let reach = rollout.reached(
+            // Reached everywhere in the cluster: still the version's own objects until the
+            // rollout is done, so that what it denies is counted apart.
+            let reached = rollout.namespaces_reached(
                 rolling.stage,
                 &boundary.name,
                 policy.name(),
                 cluster,
                 &namespaces,
             );
-            // Reached everywhere in the cluster: still the version's own objects until the
-            // rollout is done, so that what it denies is counted apart.
-            let reached = match reach {
-                Reach::Namespaces(reached) => reached,
-                Reach::All => namespaces.iter().cloned().collect(),
-            };
             let previous = rolling.previous.clone().filter(|p| p.installs_in(cluster));
+            let binding_name = palisade_vap::per_policy::version_object_name(
+                &boundary.name,
+                policy.name(),
+                rolling.version,
+            );
+            let binding = observed.before.bindings.iter().find(|m| {
+                m.name.as_deref() == Some(binding_name.as_str())
+                    && crate::installed::is_ours(m, installation, &boundary.name)
+            });
+            let left = crate::admission::staged::handed_over(binding, &reached, observed.at_ms);
             Some((
                 policy.name().clone(),
                 Staging {
                     version: rolling.version,
                     previous,
                     reached,
+                    left,
                 },
             ))
         })
@@ -425,6 +436,99 @@ mod tests {
 
     fn names(names: &[Name]) -> Vec<&str> {
         names.iter().map(Name::as_str).collect()
+    }
+
+    /// What a rollout's stage reaches in each cluster, as the writes use it: the named
+    /// namespaces of the cluster a stage names and nothing in another, every namespace of a
+    /// cluster a stage reaches whole (still the version's own objects), all of them from the
+    /// last stage on; the previous version only where it installs; a policy with no rollout
+    /// running is not staged.
+    #[test]
+    fn a_stage_reaches_its_namespaces_in_its_clusters() {
+        use palisade_policy::rollout::{
+            Namespaces, Progress, Promote, Rollout, Stage, StageDuration,
+        };
+        let names = |list: &[&str]| -> BTreeSet<Name> {
+            list.iter()
+                .map(|n| Name::parse(n).expect("a name"))
+                .collect()
+        };
+        let stage = |clusters: Option<&[&str]>, namespaces| Stage {
+            clusters: clusters.map(|c| names(c).into_iter().collect()),
+            namespaces,
+            duration: StageDuration::parse("1h").ok(),
+        };
+        let rollout = Rollout::new(
+            vec![
+                stage(
+                    Some(&["c1"]),
+                    Namespaces::Named(names(&["web"]).into_iter().collect()),
+                ),
+                stage(Some(&["c2"]), Namespaces::All),
+            ],
+            Promote::Manual,
+            0,
+            &palisade_policy::Scope::AllClusters,
+            None,
+        )
+        .expect("a rollout");
+        let (record, tags) = mk_policy("tags", &[]);
+        let tags = tags.expect("a policy").with_rollout(rollout);
+        let previous = mk_policy("tags", &["c1"]).1.expect("a policy");
+        let (plain_record, plain) = mk_policy("plain", &[]);
+        let plain = plain.expect("a policy");
+        let mut boundary = mk_boundary(
+            "shop",
+            &["c1", "c2"],
+            vec![
+                (record, Ok(tags.clone())),
+                (plain_record, Ok(plain.clone())),
+            ],
+        );
+        boundary.namespaces = vec![
+            mk_namespace("c1", "web"),
+            mk_namespace("c1", "api"),
+            mk_namespace("c2", "jobs"),
+        ];
+        let cases: [(usize, &str, &[&str], bool); 6] = [
+            (0, "c1", &["web"], true),
+            (0, "c2", &[], false),
+            (1, "c1", &["web"], true),
+            (1, "c2", &["jobs"], false),
+            (2, "c1", &["api", "web"], true),
+            (2, "c2", &["jobs"], false),
+        ];
+        for (at, cluster, reached, with_previous) in cases {
+            boundary.rollouts.insert(
+                "tags".to_owned(),
+                palisade_app::reconcile::Rolling {
+                    version: 2,
+                    previous: Some(previous.clone()),
+                    stage: at,
+                    stored: palisade_app::rollout::StoredRollout {
+                        progress: Progress::start(2, Some(1), 0),
+                        previous_spec: None,
+                        denials: 0,
+                        baseline: None,
+                    },
+                },
+            );
+            let cluster_name = Name::parse(cluster).expect("a name");
+            let staged = staged_in(
+                &boundary,
+                &cluster_name,
+                &[tags.clone(), plain.clone()],
+                &Observed::default(),
+                "main",
+            );
+            let case = format!("stage {at} in {cluster}");
+            assert_eq!(staged.len(), 1, "{case}: only the policy rolling out");
+            let staging = &staged[tags.name()];
+            assert_eq!(staging.version, 2, "{case}");
+            assert_eq!(staging.reached, names(reached), "{case}");
+            assert_eq!(staging.previous.is_some(), with_previous, "{case}");
+            assert!(staging.left.is_empty(), "{case}: nothing handed over yet");
+        }
     }
 
     #[test]
@@ -722,6 +826,7 @@ mod tests {
                 policies: vec![per_policy_object],
                 ..Installed::default()
             },
+            at_ms: 0,
             namespaces: BTreeMap::new(),
         };
         let plan = plan_boundary(P, "main", &held, &boundary, &c1);

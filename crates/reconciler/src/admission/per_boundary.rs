@@ -49,6 +49,7 @@ impl AdmissionLayout for PerBoundary {
                     current: p,
                     version: staging.version,
                     reached: &staging.reached,
+                    left: &staging.left,
                 };
                 Some((p.name().clone(), rolling))
             })
@@ -60,10 +61,8 @@ impl AdmissionLayout for PerBoundary {
             target.installation,
             &exceptions,
         );
-        let mut objects: Vec<Object> = rendered
-            .into_iter()
-            .flat_map(|o| Object::pair(o.rendered))
-            .collect();
+        // The new versions' objects first (make before break).
+        let mut objects: Vec<Object> = Vec::new();
         for version in staged {
             objects.push(Object::Policy(Box::new(version.policy)));
             objects.extend(
@@ -73,6 +72,7 @@ impl AdmissionLayout for PerBoundary {
                     .map(|b| Object::Binding(Box::new(b))),
             );
         }
+        objects.extend(rendered.into_iter().flat_map(|o| Object::pair(o.rendered)));
         let written: BTreeSet<&str> = objects.iter().map(Object::name).collect();
         let doomed = |meta: &&ObjectMeta| {
             is_ours(meta, target.installation, target.boundary)

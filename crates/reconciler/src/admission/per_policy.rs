@@ -3,6 +3,7 @@
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use palisade_policy::{Exception, Mode, Name, Policy};
+use palisade_vap::per_boundary::Rolling;
 use palisade_vap::per_policy::render_staged;
 use palisade_vap::{object_name, render, render_excepted};
 
@@ -89,19 +90,34 @@ fn staged_writes(
     staging: &Staging,
     exceptions: &[&Exception],
 ) -> Writes {
+    let rolling = Rolling {
+        current: policy,
+        version: staging.version,
+        reached: &staging.reached,
+        left: &staging.left,
+    };
     let rendered = render_staged(
         target.boundary,
         staging.previous.as_ref(),
-        policy,
-        staging.version,
-        &staging.reached,
+        rolling,
         target.installation,
         exceptions,
     );
     let Some(rendered) = rendered else {
         return written(target, policy, exceptions);
     };
-    let mut writes = Writes::default();
+    // The new version's objects first: the API server never sees the version before leave a
+    // namespace before the new version's binding for it.
+    let mut writes = Writes {
+        objects: staged::version_objects(
+            target.boundary,
+            policy,
+            staging,
+            target.installation,
+            exceptions,
+        ),
+        stale: Stale::default(),
+    };
     match rendered.previous {
         Some(previous) => writes.objects.extend(Object::pair(previous)),
         None => {
@@ -122,13 +138,6 @@ fn staged_writes(
             writes.stale = stale;
         }
     }
-    writes.objects.extend(staged::version_objects(
-        target.boundary,
-        policy,
-        staging,
-        target.installation,
-        exceptions,
-    ));
     writes
 }
 

@@ -142,13 +142,21 @@ fn staged_writes(
     exceptions: &[&Exception],
 ) -> Writes {
     let name = parameters_name(target.installation, policy.name());
-    let mut objects = Vec::with_capacity(target.namespaces.len() + 3);
+    // The new version's objects first (make before break).
+    let mut objects = staged::version_objects(
+        target.boundary,
+        policy,
+        staging,
+        target.installation,
+        exceptions,
+    );
     let mut kept = Vec::with_capacity(target.namespaces.len());
     for namespace in target.namespaces {
         let rolling = Rolling {
             current: policy,
             version: staging.version,
             reached: &staging.reached,
+            left: &staging.left,
         };
         let rendered = parameters_staged(
             target.boundary,
@@ -179,13 +187,6 @@ fn staged_writes(
     stale
         .parameters
         .retain(|m| m.namespace.as_deref().is_none_or(|n| !kept.contains(&n)));
-    objects.extend(staged::version_objects(
-        target.boundary,
-        policy,
-        staging,
-        target.installation,
-        exceptions,
-    ));
     Writes { objects, stale }
 }
 

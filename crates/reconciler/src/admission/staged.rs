@@ -8,7 +8,11 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use palisade_policy::{Exception, Mode, Name, Policy};
-use palisade_vap::per_policy::{render_staged, version_audit_binding_name, version_object_name};
+use palisade_vap::per_boundary::Rolling;
+use palisade_vap::per_policy::{
+    render_staged, version_audit_binding_name, version_object_name, LEFT_ANNOTATION,
+    REACHED_ANNOTATION,
+};
 use palisade_vap::render::{POLICY_LABEL, VERSION_LABEL};
 
 use super::{Judge, Object, Stale};
@@ -24,6 +28,62 @@ pub(crate) struct Staging {
     pub previous: Option<Policy>,
     /// The namespaces the stage reached.
     pub reached: BTreeSet<Name>,
+    /// Of `reached`, the namespaces the version before has left ([`handed_over`]); in the
+    /// others both versions judge for a moment, so that no moment judges with neither.
+    pub left: BTreeSet<Name>,
+}
+
+impl Staging {
+    /// Whether the version before still judges reached namespaces beside the new version:
+    /// the cluster needs another look once the handover time has passed.
+    pub fn handing_over(&self) -> bool {
+        self.previous.is_some() && self.left != self.reached
+    }
+}
+
+/// How long the new version's binding must have held a namespace before the version before
+/// leaves it: the API server judges with a changed binding from its next policy reload, about
+/// once a second (make before break).
+pub(crate) const HANDOVER_MS: i64 = 1_000;
+
+/// Of `reached`, the namespaces the version before may leave at `now_ms`, judged from the new
+/// version's binding as installed (`binding`, its metadata): all it holds (its annotation
+/// `palisade.dev/reached`) once it has not changed for [`HANDOVER_MS`]; before that, those the
+/// version before had left when it was written (`palisade.dev/left`); none while it is not
+/// installed. Its last change is known to the second, so the wait is 1 to 2 s.
+pub(crate) fn handed_over(
+    binding: Option<&ObjectMeta>,
+    reached: &BTreeSet<Name>,
+    now_ms: i64,
+) -> BTreeSet<Name> {
+    let Some(meta) = binding else {
+        return BTreeSet::new();
+    };
+    let named = |key: &str| -> BTreeSet<Name> {
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .map(|list| {
+                list.split(',')
+                    .filter_map(|n| Name::parse(n).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let changed = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|e| e.time.as_ref())
+        .map(|t| t.0.as_second())
+        .max();
+    let settled = changed.is_some_and(|s| (s + 1) * 1_000 + HANDOVER_MS <= now_ms);
+    let held = named(if settled {
+        REACHED_ANNOTATION
+    } else {
+        LEFT_ANNOTATION
+    });
+    reached.intersection(&held).cloned().collect()
 }
 
 /// The new version's objects: its policy object, its binding in its own mode for the reached
@@ -35,15 +95,13 @@ pub(crate) fn version_objects(
     installation: &str,
     exceptions: &[&Exception],
 ) -> Vec<Object> {
-    let Some(staged) = render_staged(
-        boundary,
-        None,
-        policy,
-        staging.version,
-        &staging.reached,
-        installation,
-        exceptions,
-    ) else {
+    let rolling = Rolling {
+        current: policy,
+        version: staging.version,
+        reached: &staging.reached,
+        left: &staging.left,
+    };
+    let Some(staged) = render_staged(boundary, None, rolling, installation, exceptions) else {
         return Vec::new();
     };
     let mut objects = vec![Object::Policy(Box::new(staged.policy))];
@@ -141,4 +199,85 @@ fn in_audit(policy: &Policy) -> Policy {
         policy.rules().to_vec(),
     );
     audit.unwrap_or_else(|_| policy.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
+
+    use super::*;
+
+    fn names(list: &[&str]) -> BTreeSet<Name> {
+        list.iter()
+            .map(|n| Name::parse(n).expect("a name"))
+            .collect()
+    }
+
+    /// A version binding as installed: the namespaces it holds and those the version before
+    /// had left when it was written, last changed at `second`.
+    fn mk_binding(reached: &str, left: &str, second: i64) -> ObjectMeta {
+        ObjectMeta {
+            annotations: Some(
+                [
+                    (REACHED_ANNOTATION.to_owned(), reached.to_owned()),
+                    (LEFT_ANNOTATION.to_owned(), left.to_owned()),
+                ]
+                .into(),
+            ),
+            managed_fields: Some(vec![ManagedFieldsEntry {
+                time: Some(Time(
+                    k8s_openapi::jiff::Timestamp::from_second(second).expect("a time"),
+                )),
+                ..ManagedFieldsEntry::default()
+            }]),
+            ..ObjectMeta::default()
+        }
+    }
+
+    /// Make before break: the version before leaves a reached namespace only once the new
+    /// version's binding has held it for a second at least (its change known to the second).
+    #[test]
+    fn the_version_before_leaves_a_namespace_once_the_new_one_surely_holds_it() {
+        let reached = names(&["api", "web"]);
+        let cases: [(&str, Option<ObjectMeta>, i64, &[&str]); 6] = [
+            ("not installed yet", None, 100_000, &[]),
+            (
+                "written this second",
+                Some(mk_binding("web", "", 100)),
+                100_500,
+                &[],
+            ),
+            (
+                "written a second ago, but it may be 1.99 s",
+                Some(mk_binding("web", "", 100)),
+                101_999,
+                &[],
+            ),
+            (
+                "held for a second at least",
+                Some(mk_binding("web", "", 100)),
+                102_000,
+                &["web"],
+            ),
+            (
+                "grown a moment ago: what was left stays left",
+                Some(mk_binding("api,web", "web", 100)),
+                100_100,
+                &["web"],
+            ),
+            (
+                "held, and a namespace no longer reached is not left",
+                Some(mk_binding("api,web,jobs", "web", 100)),
+                103_000,
+                &["api", "web"],
+            ),
+        ];
+        for (case, binding, now_ms, left) in cases {
+            assert_eq!(
+                handed_over(binding.as_ref(), &reached, now_ms),
+                names(left),
+                "{case}"
+            );
+        }
+    }
 }

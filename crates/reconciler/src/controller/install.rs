@@ -275,6 +275,7 @@ impl<'c> Part<'c> {
         attached: &[&BoundaryState],
     ) -> Result<crate::plan::Observed, ControllerError> {
         let before = client.installed(&self.ctl.installation, None).await?;
+        let at_ms = chrono::Utc::now().timestamp_millis();
         let mut namespaces = BTreeMap::new();
         for boundary in attached {
             let read = client
@@ -283,7 +284,11 @@ impl<'c> Part<'c> {
                 .map_err(|error| error.to_string());
             namespaces.insert(boundary.name.to_string(), read);
         }
-        Ok(crate::plan::Observed { before, namespaces })
+        Ok(crate::plan::Observed {
+            before,
+            at_ms,
+            namespaces,
+        })
     }
 
     /// Every boundary's objects are written first, then each is confirmed: the API server
@@ -396,6 +401,9 @@ impl<'c> Part<'c> {
                 .exceptions
                 .insert((boundary.name.to_string(), exception), status);
         }
+        // A rollout's version before still judges namespaces the new version reached a moment
+        // ago (make before break): look again soon, when it can leave them.
+        tally.unconfirmed += staged.values().filter(|s| s.handing_over()).count();
         // During a switch, the earlier layout's objects stay until the new layout's are
         // confirmed (SPEC 3.4: no gap).
         let kept = crate::plan::keep(&present, layout, confirmed);

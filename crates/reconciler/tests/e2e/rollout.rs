@@ -249,16 +249,17 @@ impl Setting {
     /// The new version's own objects, without a previous version (as the per-boundary and
     /// shared layouts have them beside their own).
     fn side_objects(&self, installation: &str) -> Staged {
-        render_staged(
-            &self.boundary,
-            None,
-            &self.current,
-            2,
-            &self.reached,
-            installation,
-            &[],
-        )
-        .unwrap()
+        render_staged(&self.boundary, None, self.rolling(), installation, &[]).unwrap()
+    }
+
+    /// Version 2 in the reached namespace, which version 1 has left.
+    fn rolling(&self) -> Rolling<'_> {
+        Rolling {
+            current: &self.current,
+            version: 2,
+            reached: &self.reached,
+            left: &self.reached,
+        }
     }
 }
 
@@ -269,9 +270,7 @@ async fn a_stage_splits_a_boundary_between_two_versions(version: &str) {
     let staged = render_staged(
         &setting.boundary,
         Some(&setting.previous),
-        &setting.current,
-        2,
-        &setting.reached,
+        setting.rolling(),
         INSTALLATION,
         &[],
     )
@@ -291,14 +290,7 @@ async fn a_stage_splits_a_boundary_between_two_versions(version: &str) {
 async fn a_stage_splits_a_boundary_in_the_per_boundary_layout(version: &str) {
     let setting = Setting::new(version, Layout::PerBoundary).await;
     let untouched = policy("no-latest", json!({"rules": [{"disallowLatestTag": {}}]}));
-    let rolling = BTreeMap::from([(
-        name("trusted"),
-        Rolling {
-            current: &setting.current,
-            version: 2,
-            reached: &setting.reached,
-        },
-    )]);
+    let rolling = BTreeMap::from([(name("trusted"), setting.rolling())]);
     let (objects, staged) = render_boundary_staged(
         &setting.boundary,
         &[setting.previous.clone(), untouched],
@@ -344,11 +336,7 @@ async fn a_stage_splits_a_boundary_in_the_shared_layout(version: &str) {
     for namespace in [&setting.reached_ns, &setting.other_ns] {
         wait_enforced_in(cluster, SHARED, boundary, &setting.previous, namespace).await;
     }
-    let rolling = Rolling {
-        current: &setting.current,
-        version: 2,
-        reached: &setting.reached,
-    };
+    let rolling = setting.rolling();
     for namespace in [&setting.reached_ns, &setting.other_ns] {
         let params = params_in(&setting.client, namespace);
         match parameters_staged(

@@ -25,6 +25,8 @@ pub struct Rolling<'a> {
     pub current: &'a palisade_policy::Policy,
     pub version: u64,
     pub reached: &'a std::collections::BTreeSet<palisade_policy::Name>,
+    /// Of `reached`, the namespaces the version before has left (make before break).
+    pub left: &'a std::collections::BTreeSet<palisade_policy::Name>,
 }
 
 use std::fmt;

@@ -102,22 +102,12 @@ pub fn render_boundary_staged(
 ) -> (Vec<BoundaryObjects>, Vec<Staged>) {
     let guards: BTreeMap<Name, &BTreeSet<Name>> = rolling
         .iter()
-        .map(|(name, r)| (name.clone(), r.reached))
+        .map(|(name, r)| (name.clone(), r.left))
         .collect();
     let objects = render_guarded(boundary, policies, installation, exceptions, &guards);
     let staged = rolling
         .values()
-        .filter_map(|r| {
-            per_policy::render_staged(
-                boundary,
-                None,
-                r.current,
-                r.version,
-                r.reached,
-                installation,
-                exceptions,
-            )
-        })
+        .filter_map(|r| per_policy::render_staged(boundary, None, *r, installation, exceptions))
         .collect();
     (objects, staged)
 }

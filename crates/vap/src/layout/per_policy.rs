@@ -13,6 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use palisade_policy::{Exception, Mode, Name, Policy};
 
 use crate::cel::PolicyCel;
+use crate::layout::Rolling;
 use crate::render::{
     labels, match_conditions, resource_rules, strings, BOUNDARY_LABEL, VERSION_LABEL,
 };
@@ -170,22 +171,37 @@ pub struct Staged {
     pub bindings: Vec<ValidatingAdmissionPolicyBinding>,
 }
 
-/// Renders a rollout of `current` (version `version`) over `previous` in a cluster where the
-/// stage reached the namespaces `reached` of `boundary` (maybe none); `None` when `current`
-/// has no admission rules (nothing of it is installed).
+/// The annotation of a version's binding that names the namespaces it judges in
+/// (`web,api`): what a later pass reads back to know which of them the version holds already.
+pub const REACHED_ANNOTATION: &str = "palisade.dev/reached";
+
+/// The annotation of the same binding that names the reached namespaces the version before
+/// had left when it was written.
+pub const LEFT_ANNOTATION: &str = "palisade.dev/left";
+
+/// Renders a rollout (`rolling`: the version, the namespaces of `boundary` its stage reached,
+/// maybe none, and of those the ones `previous` has left) over `previous` in a cluster.
+/// `previous` still judges the reached namespaces it has not left, beside the new version,
+/// until the new version is surely in force there (make before break). `None` when the version
+/// has no admission rules (nothing of it is installed). The new version's binding for the
+/// reached namespaces names them in its annotation [`REACHED_ANNOTATION`].
 pub fn render_staged(
     boundary: &Name,
     previous: Option<&Policy>,
-    current: &Policy,
-    version: u64,
-    reached: &BTreeSet<Name>,
+    rolling: Rolling<'_>,
     installation: &str,
     exceptions: &[&Exception],
 ) -> Option<Staged> {
+    let Rolling {
+        current,
+        version,
+        reached,
+        left,
+    } = rolling;
     let cel = PolicyCel::excepted(current, exceptions)?;
     let previous = previous.and_then(|previous| {
         let mut rendered = render_excepted(boundary, previous, installation, exceptions)?;
-        if !reached.is_empty() {
+        if !left.is_empty() {
             let metadata = rendered.binding.metadata.clone();
             let policy_name = object_name(boundary, previous.name());
             rendered.binding = binding_object(
@@ -193,7 +209,7 @@ pub fn render_staged(
                 policy_name,
                 actions(previous.mode()),
                 boundary,
-                Some(("NotIn", reached)),
+                Some(("NotIn", left)),
             );
         }
         Some(rendered)
@@ -211,8 +227,18 @@ pub fn render_staged(
     let policy = policy_object(metadata(name.clone()), cel);
     let mut bindings = Vec::with_capacity(2);
     if !reached.is_empty() {
+        let mut meta = metadata(name.clone());
+        let joined =
+            |set: &BTreeSet<Name>| set.iter().map(Name::as_str).collect::<Vec<_>>().join(",");
+        meta.annotations = Some(
+            [
+                (REACHED_ANNOTATION.to_owned(), joined(reached)),
+                (LEFT_ANNOTATION.to_owned(), joined(left)),
+            ]
+            .into(),
+        );
         bindings.push(binding_object(
-            metadata(name.clone()),
+            meta,
             name.clone(),
             actions(current.mode()),
             boundary,
@@ -309,19 +335,19 @@ mod tests {
     fn a_stage_splits_the_boundary_between_the_versions_by_namespace_name() {
         let boundary = name("shop");
         let reached: BTreeSet<Name> = [name("web"), name("api")].into();
+        // The version before has left `web` already; in `api` both judge for a moment.
+        let left: BTreeSet<Name> = [name("web")].into();
         let previous = mk_policy(Mode::Enforce);
-        let staged = render_staged(
-            &boundary,
-            Some(&previous),
-            &mk_policy(Mode::Enforce),
-            4,
-            &reached,
-            "inst",
-            &[],
-        )
-        .unwrap();
+        let current = mk_policy(Mode::Enforce);
+        let rolling = Rolling {
+            current: &current,
+            version: 4,
+            reached: &reached,
+            left: &left,
+        };
+        let staged = render_staged(&boundary, Some(&previous), rolling, "inst", &[]).unwrap();
         let before = staged.previous.unwrap();
-        // The previous version keeps its names and mode, everywhere but the reached namespaces.
+        // The previous version keeps its names and mode, everywhere but the namespaces it left.
         assert_eq!(
             before.policy,
             render(&boundary, &previous, "inst").unwrap().policy
@@ -332,7 +358,7 @@ mod tests {
                 "trusted.shop.palisade.dev",
                 "trusted.shop.palisade.dev",
                 &["Deny"],
-                "NotIn api,web"
+                "NotIn web"
             )
         );
         assert_eq!(
@@ -357,6 +383,16 @@ mod tests {
                 ),
             ]
         );
+        assert_eq!(
+            staged.bindings[0].metadata.annotations,
+            Some(
+                [
+                    (REACHED_ANNOTATION.to_owned(), "api,web".to_owned()),
+                    (LEFT_ANNOTATION.to_owned(), "web".to_owned()),
+                ]
+                .into()
+            )
+        );
         // The new version's object validates as the version does when it is in force.
         assert_eq!(
             staged.policy.spec,
@@ -372,16 +408,15 @@ mod tests {
         let boundary = name("shop");
         let none = BTreeSet::new();
         let previous = mk_policy(Mode::Audit);
-        let staged = render_staged(
-            &boundary,
-            Some(&previous),
-            &mk_policy(Mode::Enforce),
-            2,
-            &none,
-            "inst",
-            &[],
-        )
-        .unwrap();
+        let current = mk_policy(Mode::Enforce);
+        let rolling = |current| Rolling {
+            current,
+            version: 2,
+            reached: &none,
+            left: &none,
+        };
+        let staged =
+            render_staged(&boundary, Some(&previous), rolling(&current), "inst", &[]).unwrap();
         // Nothing reached: the previous version exactly as before.
         assert_eq!(staged.previous, render(&boundary, &previous, "inst"));
         let bindings: Vec<_> = staged.bindings.iter().map(shape).collect();
@@ -395,7 +430,7 @@ mod tests {
             )]
         );
         // A new policy has no previous version.
-        let new = render_staged(&boundary, None, &previous, 1, &none, "inst", &[]).unwrap();
+        let new = render_staged(&boundary, None, rolling(&previous), "inst", &[]).unwrap();
         assert_eq!(new.previous, None);
     }
 }

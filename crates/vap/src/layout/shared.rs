@@ -416,7 +416,7 @@ pub fn parameters_staged(
     namespace: &str,
     exceptions: &[&Exception],
 ) -> Option<Value> {
-    if rolling.reached.iter().any(|n| n.as_str() == namespace) {
+    if rolling.left.iter().any(|n| n.as_str() == namespace) {
         return None;
     }
     parameters_excepted(boundary, previous?, installation, namespace, exceptions)
