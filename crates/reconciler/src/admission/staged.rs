@@ -39,6 +39,37 @@ impl Staging {
     pub fn handing_over(&self) -> bool {
         self.previous.is_some() && self.left != self.reached
     }
+
+    /// The version before, where it still judges `namespace` beside the new version.
+    pub fn handing_over_in(&self, namespace: &str) -> Option<&Policy> {
+        let here = |set: &BTreeSet<Name>| set.iter().any(|n| n.as_str() == namespace);
+        self.previous
+            .as_ref()
+            .filter(|_| here(&self.reached) && !here(&self.left))
+    }
+}
+
+/// The versions of `policies` that enforce in `namespace`, given their rollouts `staged`: the
+/// new version where its stage reached, the version before where it has not left. What a
+/// probe's Pod there must satisfy besides the policy it probes, while several policies roll
+/// out at once.
+pub(crate) fn judging_versions(
+    policies: &[Policy],
+    staged: &std::collections::BTreeMap<Name, Staging>,
+    namespace: &str,
+) -> Vec<Policy> {
+    let here = |set: &BTreeSet<Name>| set.iter().any(|n| n.as_str() == namespace);
+    policies
+        .iter()
+        .flat_map(|policy| match staged.get(policy.name()) {
+            None => vec![policy.clone()],
+            Some(staging) => {
+                let new = here(&staging.reached).then(|| policy.clone());
+                let before = staging.previous.clone().filter(|_| !here(&staging.left));
+                new.into_iter().chain(before).collect()
+            }
+        })
+        .collect()
 }
 
 /// How long the new version's binding must have held a namespace before the version before
@@ -231,6 +262,56 @@ mod tests {
                 ..ManagedFieldsEntry::default()
             }]),
             ..ObjectMeta::default()
+        }
+    }
+
+    /// What a probe's Pod must satisfy in a namespace while policies roll out: a policy not
+    /// rolling out as it is; where a stage reached, the new version, and the version before
+    /// too until it left; where it has not, the version before only (the new one audits).
+    #[test]
+    fn a_namespace_is_judged_by_the_versions_in_force_there() {
+        let mk = |name: &str, mode| {
+            let team = palisade_policy::LabelKey::parse("team").expect("a key");
+            let label = palisade_policy::LabelRequirement::new(team, None);
+            Policy::new(
+                Name::parse(name).expect("a name"),
+                mode,
+                palisade_policy::Scope::AllClusters,
+                vec![palisade_policy::Rule::RequiredLabels(vec![label])],
+            )
+            .expect("a policy")
+        };
+        let (plain, rolling) = (mk("plain", Mode::Enforce), mk("tags", Mode::Enforce));
+        let before = mk("tags", Mode::Audit);
+        let staging = |reached: &[&str], left: &[&str]| Staging {
+            version: 2,
+            previous: Some(before.clone()),
+            reached: names(reached),
+            left: names(left),
+        };
+        let cases: [(&str, Staging, &[Mode]); 3] = [
+            ("not reached", staging(&["web"], &["web"]), &[Mode::Audit]),
+            (
+                "reached, left",
+                staging(&["api"], &["api"]),
+                &[Mode::Enforce],
+            ),
+            (
+                "reached, not left yet",
+                staging(&["api"], &[]),
+                &[Mode::Enforce, Mode::Audit],
+            ),
+        ];
+        for (case, staging, modes) in cases {
+            let staged = [(rolling.name().clone(), staging)].into();
+            let judging = judging_versions(&[plain.clone(), rolling.clone()], &staged, "api");
+            let seen: Vec<(&str, Mode)> = judging
+                .iter()
+                .map(|p| (p.name().as_str(), p.mode()))
+                .collect();
+            let mut wanted = vec![("plain", Mode::Enforce)];
+            wanted.extend(modes.iter().map(|m| ("tags", *m)));
+            assert_eq!(seen, wanted, "{case}");
         }
     }
 

@@ -102,6 +102,9 @@ impl ClusterClient {
         staging: Option<&crate::admission::Staging>,
     ) -> Result<EnforcementProbe> {
         check_installation(installation)?;
+        // A namespace a stage reached a moment ago is judged by both versions until the one
+        // before leaves it (make before break): a denial by either is the policy enforced.
+        let mut also = None;
         // A policy being rolled out is judged in `namespace` by the version in force there.
         let (policy, judge) = match staging {
             None => (
@@ -126,6 +129,13 @@ impl ClusterClient {
                     staging,
                     namespace,
                 );
+                if let Some(previous) = staging.handing_over_in(namespace) {
+                    also = self
+                        .judge(Some(installed), installation, boundary, previous, namespace)
+                        .await?
+                        .ok()
+                        .map(|(name, _)| name);
+                }
                 match judging {
                     Ok((judged, judge)) => (std::borrow::Cow::Owned(judged), judge),
                     Err(previous) => {
@@ -167,6 +177,9 @@ impl ClusterClient {
                 if answer.denying_policy() == Some(name.as_str())
                     && answer.denial_message() == Some(message.as_str()) =>
             {
+                EnforcementProbe::Enforced
+            }
+            Mode::Enforce if also.is_some() && answer.denying_policy() == also.as_deref() => {
                 EnforcementProbe::Enforced
             }
             Mode::Audit if answer.admitted() && answer.has_warning(&name, &binding, &message) => {

@@ -337,6 +337,14 @@ impl<'c> Part<'c> {
         let mut applied = applied.into_iter();
         // Every probe of the boundary saw the new layout's objects at work.
         let mut confirmed = !boundary.policies.iter().any(|(_, d)| d.is_err());
+        // What enforces in the probe namespace, rollouts counted: each probe's Pod satisfies
+        // the other policies as they judge there.
+        let others = match &probe_namespace {
+            Some(namespace) if !staged.is_empty() => {
+                crate::admission::staged::judging_versions(&in_cluster, &staged, namespace)
+            }
+            _ => in_cluster.clone(),
+        };
         for (record, decoded) in wanted(boundary, cluster_name) {
             let status = match decoded {
                 Err(reason) => {
@@ -354,7 +362,7 @@ impl<'c> Part<'c> {
                     });
                     let install = Install {
                         boundary: &boundary.name,
-                        others: &in_cluster,
+                        others: &others,
                         probe_namespace: probe_namespace.as_deref(),
                         applied: written_as,
                         switching,

@@ -15,7 +15,8 @@ const RETRY_SECONDS: i64 = 10;
 
 impl Controller {
     /// Moves the running rollouts of `boundaries` on (reading the denials in `clusters`, every
-    /// cluster of the store); when the next one is due (seconds since the epoch).
+    /// cluster of the store, once per cluster for all of them); when the next one is due
+    /// (seconds since the epoch).
     pub(super) async fn step_rollouts(
         &self,
         clusters: &[ClusterRecord],
@@ -25,6 +26,8 @@ impl Controller {
         let now = chrono::Utc::now().timestamp();
         let mut next_due: Option<i64> = None;
         let mut due_at = |at: i64| next_due = Some(next_due.map_or(at, |n| n.min(at)));
+        // What each rollout needs, and the version bindings whose counters are read.
+        let mut needing = Vec::new();
         for boundary in boundaries {
             for (record, decoded) in &boundary.policies {
                 let (Ok(policy), Some(rolling)) = (decoded, boundary.rollouts.get(&record.name))
@@ -34,67 +37,111 @@ impl Controller {
                 let Some(rollout) = policy.rollout() else {
                     continue;
                 };
-                let stored = &rolling.stored;
-                let need = promotion::need(stored, rollout, now);
-                if let Need::Wait(at) = need {
-                    if let Some(at) = at {
-                        due_at(at);
+                match promotion::need(&rolling.stored, rollout, now) {
+                    Need::Wait(at) => {
+                        if let Some(at) = at {
+                            due_at(at);
+                        }
                     }
-                    continue;
-                }
-                let binding = version_object_name(&boundary.name, policy.name(), rolling.version);
-                let counts = match self.denials_of(clusters, boundary, policy, &binding).await {
-                    Ok(counts) => counts,
-                    Err(why) => {
-                        tracing::warn!(boundary = %boundary.name, policy = %record.name,
-                            error = %why, "a rollout's denials could not be read");
-                        due_at(now + RETRY_SECONDS);
-                        continue;
-                    }
-                };
-                let next = match need {
-                    Need::Baseline => promotion::with_baseline(stored, counts),
-                    // Due by the whole seconds passed; the next stage starts at the next one.
-                    _ => promotion::counted(
-                        stored,
-                        rollout,
-                        &counts,
-                        palisade_app::rollout::stage_clock(),
-                    ),
-                };
-                let event = palisade_app::rollout::event(
-                    &stored.progress,
-                    &next.progress,
-                    rollout.stage_count(),
-                );
-                let recorded = self
-                    .records
-                    .record_rollout(
-                        boundary.name.as_str(),
-                        &record.name,
-                        record.version,
-                        record.rollout_json.as_deref(),
-                        &next,
-                        event.as_deref(),
-                    )
-                    .await;
-                match recorded {
-                    Ok(()) => tracing::info!(boundary = %boundary.name, policy = %record.name,
-                        version = rolling.version, stage = next.progress.stage + 1,
-                        state = next.progress.phase.as_str(), denials = next.denials,
-                        "rollout moved on"),
-                    // Moved meanwhile (a save, a person, another replica): the change starts
-                    // another round, which reads it again.
-                    Err(StoreError::PreconditionFailed | StoreError::NotFound) => {}
-                    Err(error) => {
-                        tracing::warn!(boundary = %boundary.name, policy = %record.name,
-                            %error, "a rollout's move could not be recorded");
-                        due_at(now + RETRY_SECONDS);
+                    need => {
+                        let binding =
+                            version_object_name(&boundary.name, policy.name(), rolling.version);
+                        needing.push((boundary, record, policy, rolling, need, binding));
                     }
                 }
             }
         }
+        if needing.is_empty() {
+            return next_due;
+        }
+        let read = self.read_denials(clusters, &needing).await;
+        for (boundary, record, policy, rolling, need, binding) in needing {
+            let Some(rollout) = policy.rollout() else {
+                continue;
+            };
+            let stored = &rolling.stored;
+            let counts = match counts_of(&read, clusters, boundary, policy, &binding) {
+                Ok(counts) => counts,
+                Err(why) => {
+                    tracing::warn!(boundary = %boundary.name, policy = %record.name,
+                        error = %why, "a rollout's denials could not be read");
+                    due_at(now + RETRY_SECONDS);
+                    continue;
+                }
+            };
+            let next = match need {
+                Need::Baseline => promotion::with_baseline(stored, counts),
+                // Due by the whole seconds passed; the next stage starts at the next one.
+                _ => promotion::counted(
+                    stored,
+                    rollout,
+                    &counts,
+                    palisade_app::rollout::stage_clock(),
+                ),
+            };
+            let event = palisade_app::rollout::event(
+                &stored.progress,
+                &next.progress,
+                rollout.stage_count(),
+            );
+            let recorded = self
+                .records
+                .record_rollout(
+                    boundary.name.as_str(),
+                    &record.name,
+                    record.version,
+                    record.rollout_json.as_deref(),
+                    &next,
+                    event.as_deref(),
+                )
+                .await;
+            match recorded {
+                Ok(()) => tracing::info!(boundary = %boundary.name, policy = %record.name,
+                    version = rolling.version, stage = next.progress.stage + 1,
+                    state = next.progress.phase.as_str(), denials = next.denials,
+                    "rollout moved on"),
+                // Moved meanwhile (a save, a person, another replica): the change starts
+                // another round, which reads it again.
+                Err(StoreError::PreconditionFailed | StoreError::NotFound) => {}
+                Err(error) => {
+                    tracing::warn!(boundary = %boundary.name, policy = %record.name,
+                        %error, "a rollout's move could not be recorded");
+                    due_at(now + RETRY_SECONDS);
+                }
+            }
+        }
         next_due
+    }
+
+    /// The counters of the version bindings `needing` reads, by cluster: one read of each
+    /// cluster's `/metrics` that holds one of them, or why it could not be read.
+    async fn read_denials(
+        &self,
+        clusters: &[ClusterRecord],
+        needing: &[Needing<'_>],
+    ) -> BTreeMap<String, Result<BTreeMap<String, u64>, String>> {
+        let mut read = BTreeMap::new();
+        for cluster in clusters {
+            let bindings: Vec<String> = needing
+                .iter()
+                .filter(|(boundary, _, policy, ..)| holds(cluster, boundary, policy))
+                .map(|(.., binding)| binding.clone())
+                .collect();
+            if bindings.is_empty() {
+                continue;
+            }
+            let counted = match self.connect(cluster).await {
+                Ok(connection) => connection
+                    .client
+                    .denials(&bindings)
+                    .await
+                    .map(|counts| bindings.iter().cloned().zip(counts).collect())
+                    .map_err(|e| format!("cluster '{}': {e}", cluster.name)),
+                Err(e) => Err(format!("cluster '{}': {e}", cluster.name)),
+            };
+            read.insert(cluster.name.clone(), counted);
+        }
+        read
     }
 
     /// The rollouts that run or are paused on `/metrics`; those that no longer do at 0.
@@ -117,36 +164,42 @@ impl Controller {
         }
         *shown = now_shown;
     }
+}
 
-    /// The denials each cluster of `boundary` that holds `policy` counted for `binding`, by
-    /// cluster; why not, when one cannot be read.
-    async fn denials_of(
-        &self,
-        clusters: &[ClusterRecord],
-        boundary: &BoundaryState,
-        policy: &Policy,
-        binding: &str,
-    ) -> Result<BTreeMap<String, u64>, String> {
-        let mut counts = BTreeMap::new();
-        for cluster in clusters
-            .iter()
-            .filter(|c| boundary.clusters.contains(&c.name))
-        {
-            let holds = Name::parse(&cluster.name).is_ok_and(|n| policy.installs_in(&n));
-            if !holds {
-                continue;
-            }
-            let connection = self
-                .connect(cluster)
-                .await
-                .map_err(|e| format!("cluster '{}': {e}", cluster.name))?;
-            let counted = connection
-                .client
-                .denials(&[binding.to_owned()])
-                .await
-                .map_err(|e| format!("cluster '{}': {e}", cluster.name))?;
-            counts.insert(cluster.name.clone(), counted.first().copied().unwrap_or(0));
-        }
-        Ok(counts)
+/// A rollout that needs its counters: its boundary, policy record and decoded policy, its
+/// rollout, what it needs, and its version binding.
+type Needing<'a> = (
+    &'a BoundaryState,
+    &'a palisade_app::reconcile::PolicyRecord,
+    &'a Policy,
+    &'a palisade_app::reconcile::Rolling,
+    Need,
+    String,
+);
+
+/// Whether `cluster` is one of `boundary`'s and holds `policy`.
+fn holds(cluster: &ClusterRecord, boundary: &BoundaryState, policy: &Policy) -> bool {
+    boundary.clusters.contains(&cluster.name)
+        && Name::parse(&cluster.name).is_ok_and(|n| policy.installs_in(&n))
+}
+
+/// The denials each cluster of `boundary` that holds `policy` counted for `binding` (from
+/// `read`), by cluster; why not, when one could not be read.
+fn counts_of(
+    read: &BTreeMap<String, Result<BTreeMap<String, u64>, String>>,
+    clusters: &[ClusterRecord],
+    boundary: &BoundaryState,
+    policy: &Policy,
+    binding: &str,
+) -> Result<BTreeMap<String, u64>, String> {
+    let mut counts = BTreeMap::new();
+    for cluster in clusters.iter().filter(|c| holds(c, boundary, policy)) {
+        let counted = match read.get(&cluster.name) {
+            Some(Ok(counted)) => counted.get(binding).copied().unwrap_or(0),
+            Some(Err(why)) => return Err(why.clone()),
+            None => return Err(format!("cluster '{}': not read", cluster.name)),
+        };
+        counts.insert(cluster.name.clone(), counted);
     }
+    Ok(counts)
 }

@@ -671,6 +671,9 @@ async fn auto_promotion_is_in_force_soon_and_no_sooner(version: &str, layout: La
                     sent.elapsed()
                 );
                 let late = in_force.signed_duration_since(due);
+                if std::env::var_os("AUTO_TRACE").is_some() {
+                    eprintln!("auto{i} round {round}: due {due}, in force {in_force}, late {late}");
+                }
                 times.push(Duration::from_millis(
                     u64::try_from(late.num_milliseconds()).unwrap_or_default(),
                 ));
