@@ -280,12 +280,18 @@ async fn add_rollout_boundaries(
         .await
         .unwrap();
     let reached = std::collections::BTreeSet::from([Name::parse(&reached_ns).unwrap()]);
+    let next = trusted_next("trusted");
+    // Handed over: version 1 has left the reached namespace.
+    let version = palisade_vap::per_boundary::Rolling {
+        current: &next,
+        version: 2,
+        reached: &reached,
+        left: &reached,
+    };
     let staged = palisade_vap::per_policy::render_staged(
         &rolling,
         trusted.first(),
-        &trusted_next("trusted"),
-        2,
-        &reached,
+        version,
         INSTALLATION,
         &[],
     )

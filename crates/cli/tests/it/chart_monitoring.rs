@@ -60,6 +60,7 @@ fn described() -> BTreeSet<String> {
     for name in reconciler::FROM_START
         .iter()
         .chain(&reconciler::PER_CLUSTER)
+        .chain(&reconciler::PER_ROLLOUT)
         .chain(&server::FROM_START)
         .chain(&server::PER_REQUEST)
     {
