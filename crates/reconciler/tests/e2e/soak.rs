@@ -371,12 +371,7 @@ async fn create(admin: &kube::Client, namespace: &str, index: usize) -> Option<S
             let _ = pods.delete(&name, &DeleteParams::default()).await;
             None
         }
-        Err(kube::Error::Api(status)) => Some(
-            status
-                .message
-                .split_once("denied request: ")
-                .map_or(status.message.clone(), |(_, m)| m.to_owned()),
-        ),
+        Err(kube::Error::Api(status)) => Some(crate::support::denial(&status.message)),
         Err(other) => panic!("{other}"),
     }
 }

@@ -26,6 +26,57 @@ use crate::support::{
     eventually, in_every_layout, plane, requires_label, verdict, ACTIVATION_TIMEOUT,
 };
 
+/// A stack in `layout` over the shared control plane of `version`, with a boundary (named
+/// from `prefix`) of cluster k1 and two namespaces there: one a stage reaches, one other.
+struct Setting {
+    admin: kube::Client,
+    stack: Stack,
+    boundary: String,
+    reached: String,
+    other: String,
+}
+
+impl Setting {
+    async fn new(version: &str, layout: Layout, prefix: &str) -> Setting {
+        let plane = plane(version).await;
+        let admin = plane.client().await;
+        let stack = Stack::start_in(layout).await;
+        let boundary = stack
+            .new_boundary(prefix, "k1", plane.kubeconfig_yaml())
+            .await;
+        let reached = stack.new_namespace(&boundary, "k1", "reached").await;
+        let other = stack.new_namespace(&boundary, "k1", "other").await;
+        Setting {
+            admin,
+            stack,
+            boundary,
+            reached,
+            other,
+        }
+    }
+}
+
+/// A count from the environment variable `name` (a run's size), 1 when unset.
+fn count_from_env(name: &str) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1)
+}
+
+/// Prints p50, p99 and the longest of `times` (`what`, counted in `unit`); asserts nothing.
+fn report(what: &str, layout: Layout, version: &str, unit: &str, mut times: Vec<Duration>) {
+    times.sort();
+    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+    eprintln!(
+        "rollout {what} ({layout:?}, {version}, {} {unit}): p50 {:?}, p99 {:?}, max {:?}",
+        times.len(),
+        at(0.5),
+        at(0.99),
+        times[times.len() - 1]
+    );
+}
+
 mod manual {
     use super::*;
     in_every_layout!(a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_back);
@@ -134,14 +185,13 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
     version: &str,
     layout: Layout,
 ) {
-    let plane = plane(version).await;
-    let admin = plane.client().await;
-    let stack = Stack::start_in(layout).await;
-    let boundary = stack
-        .new_boundary("stages", "k1", plane.kubeconfig_yaml())
-        .await;
-    let reached = stack.new_namespace(&boundary, "k1", "reached").await;
-    let other = stack.new_namespace(&boundary, "k1", "other").await;
+    let Setting {
+        admin,
+        stack,
+        boundary,
+        reached,
+        other,
+    } = Setting::new(version, layout, "stages").await;
     let tags = Name::parse("tags").unwrap();
     let team_missing = palisade_policy::message::label_missing(&tags, "team");
     let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
@@ -293,14 +343,13 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
     version: &str,
     layout: Layout,
 ) {
-    let plane = plane(version).await;
-    let admin = plane.client().await;
-    let stack = Stack::start_in(layout).await;
-    let boundary = stack
-        .new_boundary("autoroll", "k1", plane.kubeconfig_yaml())
-        .await;
-    let reached = stack.new_namespace(&boundary, "k1", "reached").await;
-    let other = stack.new_namespace(&boundary, "k1", "other").await;
+    let Setting {
+        admin,
+        stack,
+        boundary,
+        reached,
+        other,
+    } = Setting::new(version, layout, "autoroll").await;
     let tags = Name::parse("tags").unwrap();
     let team_missing = palisade_policy::message::label_missing(&tags, "team");
     let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
@@ -505,18 +554,14 @@ mod latency {
 /// denies by the new version), then the next change aborted (timed until the reached
 /// namespace judges by the version before again). Prints p50 and p99; asserts no time.
 async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
-    let rounds: usize = std::env::var("ROLLOUT_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1);
-    let plane = plane(version).await;
-    let admin = plane.client().await;
-    let stack = Stack::start_in(layout).await;
-    let boundary = stack
-        .new_boundary("latency", "k1", plane.kubeconfig_yaml())
-        .await;
-    let reached = stack.new_namespace(&boundary, "k1", "reached").await;
-    let other = stack.new_namespace(&boundary, "k1", "other").await;
+    let rounds = count_from_env("ROLLOUT_ROUNDS");
+    let Setting {
+        admin,
+        stack,
+        boundary,
+        reached,
+        other,
+    } = Setting::new(version, layout, "latency").await;
     let tags = Name::parse("tags").unwrap();
     let team_missing = palisade_policy::message::label_missing(&tags, "team");
     let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
@@ -574,16 +619,13 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
         })
         .await;
     }
-    for (what, times) in [("promote", &mut promotes), ("abort", &mut aborts)] {
-        times.sort();
-        let at =
-            |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
-        eprintln!(
-            "rollout {what} in force ({layout:?}, {version}, {} rounds): p50 {:?}, p99 {:?}, max {:?}",
-            times.len(),
-            at(0.5),
-            at(0.99),
-            times[times.len() - 1]
+    for (what, times) in [("promote", promotes), ("abort", aborts)] {
+        report(
+            &format!("{what} in force"),
+            layout,
+            version,
+            "rounds",
+            times,
         );
     }
 }
@@ -601,21 +643,17 @@ mod auto_latency {
 /// change requires, so only that change denies it. Prints p50 and p99; asserts no time, only
 /// that no promotion came sooner than 10 s after the save was sent.
 async fn auto_promotion_is_in_force_soon_and_no_sooner(version: &str, layout: Layout) {
-    let count = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(1_usize)
-    };
-    let (policies, rounds) = (count("AUTO_POLICIES"), count("AUTO_ROUNDS"));
-    let plane = plane(version).await;
-    let admin = plane.client().await;
-    let stack = Stack::start_in(layout).await;
-    let boundary = stack
-        .new_boundary("autolatency", "k1", plane.kubeconfig_yaml())
-        .await;
-    let reached = stack.new_namespace(&boundary, "k1", "reached").await;
-    let other = stack.new_namespace(&boundary, "k1", "other").await;
+    let (policies, rounds) = (
+        count_from_env("AUTO_POLICIES"),
+        count_from_env("AUTO_ROUNDS"),
+    );
+    let Setting {
+        admin,
+        stack,
+        boundary,
+        reached,
+        other,
+    } = Setting::new(version, layout, "autolatency").await;
     let rollout = json!({"stages": [{"namespaces": [reached], "for": "10s"}], "maxDenials": 0});
     let keys = |i: usize| [format!("a{i}"), format!("b{i}")];
     let every_key: Vec<String> = (0..policies).flat_map(keys).collect();
@@ -681,19 +719,17 @@ async fn auto_promotion_is_in_force_soon_and_no_sooner(version: &str, layout: La
             times
         }
     });
-    let mut times: Vec<Duration> = futures::future::join_all(timed)
+    let times: Vec<Duration> = futures::future::join_all(timed)
         .await
         .into_iter()
         .flatten()
         .collect();
-    times.sort();
-    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
-    eprintln!(
-        "rollout auto promotion in force after due ({layout:?}, {version}, {} promotions): p50 {:?}, p99 {:?}, max {:?}",
-        times.len(),
-        at(0.5),
-        at(0.99),
-        times[times.len() - 1]
+    report(
+        "auto promotion in force after due",
+        layout,
+        version,
+        "promotions",
+        times,
     );
 }
 
@@ -707,17 +743,14 @@ mod rollback_latency {
 /// rollback to version 1 (the label), timed until a namespace denies by it, then to version 2
 /// (no `latest` tag), timed the same way. Prints p50 and p99; asserts no time.
 async fn rollback_is_in_force_soon(version: &str, layout: Layout) {
-    let rounds: usize = std::env::var("ROLLOUT_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1);
-    let plane = plane(version).await;
-    let admin = plane.client().await;
-    let stack = Stack::start_in(layout).await;
-    let boundary = stack
-        .new_boundary("rollback", "k1", plane.kubeconfig_yaml())
-        .await;
-    let namespace = stack.new_namespace(&boundary, "k1", "web").await;
+    let rounds = count_from_env("ROLLOUT_ROUNDS");
+    let Setting {
+        admin,
+        stack,
+        boundary,
+        reached: namespace,
+        ..
+    } = Setting::new(version, layout, "rollback").await;
     let tags = Name::parse("tags").unwrap();
     let team_missing = palisade_policy::message::label_missing(&tags, "team");
     let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
@@ -756,13 +789,5 @@ async fn rollback_is_in_force_soon(version: &str, layout: Layout) {
             times.push(started.elapsed());
         }
     }
-    times.sort();
-    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
-    eprintln!(
-        "rollout rollback in force ({layout:?}, {version}, {} rollbacks): p50 {:?}, p99 {:?}, max {:?}",
-        times.len(),
-        at(0.5),
-        at(0.99),
-        times[times.len() - 1]
-    );
+    report("rollback in force", layout, version, "rollbacks", times);
 }

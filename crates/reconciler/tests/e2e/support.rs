@@ -386,12 +386,16 @@ pub async fn verdict(
         .await
     {
         Ok(_) => None,
-        Err(kube::Error::Api(status)) => Some(
-            status
-                .message
-                .split_once("denied request: ")
-                .map_or(status.message.clone(), |(_, m)| m.to_owned()),
-        ),
+        Err(kube::Error::Api(status)) => Some(denial(&status.message)),
         Err(other) => panic!("{other}"),
     }
+}
+
+/// What a denial's message says past the API server's `... denied request: ` prefix (the
+/// whole message when it has none).
+pub fn denial(message: &str) -> String {
+    message
+        .split_once("denied request: ")
+        .map_or(message, |(_, m)| m)
+        .to_owned()
 }
