@@ -9,7 +9,7 @@ impl Part<'_> {
     /// is admitted. By exception name; an exception no such object exists for (e.g. its
     /// namespaces are not in this cluster) reads `installed`.
     pub(super) async fn confirm_exceptions(
-        &self,
+        &mut self,
         client: &ClusterClient,
         after: &crate::cluster::Installed,
         boundary: &BoundaryState,
@@ -49,10 +49,7 @@ impl Part<'_> {
                 format!("exception/{}", exception.name),
                 exception.expires_at.clone(),
             );
-            let status = self
-                .ctl
-                .memory
-                .with(cluster, |m| m.within_grace(key, status, unconfirmed));
+            let status = self.memory.within_grace(key, status, unconfirmed);
             statuses.push((exception.name.to_string(), status));
         }
         statuses

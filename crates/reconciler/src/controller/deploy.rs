@@ -6,7 +6,7 @@ impl Part<'_> {
     /// Applies the workloads placed in the cluster (SPEC 5) and hands their outcomes to the
     /// cluster's status watch (started here, and stopped when no workload is left).
     pub(super) async fn deploy_workloads(
-        &self,
+        &mut self,
         connection: &Connection,
         attached: &[&BoundaryState],
     ) -> Result<(), ControllerError> {
@@ -33,8 +33,8 @@ impl Part<'_> {
         )
         .await
         .map_err(ControllerError::Workloads)?;
-        let replaced = ctl.memory.with(cluster, |memory| {
-            memory.follow_statuses(&connection.sealed, targets, |targets| {
+        self.memory
+            .follow_statuses(&connection.sealed, targets, |targets| {
                 StatusWatch::start(
                     connection.client.client().clone(),
                     &ctl.installation,
@@ -42,19 +42,14 @@ impl Part<'_> {
                     targets,
                     ctl.builds_done.clone(),
                 )
-            })
-        });
-        // Stopped once the memory is free again.
-        drop(replaced);
+            });
         Ok(())
     }
 }
 
-/// Every workload placed in a cluster that nothing is written to says why; its status watch
-/// stops.
+/// Every workload placed in a cluster that nothing is written to says why.
 pub(super) async fn not_deployed(
     port: &dyn Records,
-    memory: &Memories,
     cluster: &str,
     reason: &str,
 ) -> Result<(), ControllerError> {
@@ -62,8 +57,6 @@ pub(super) async fn not_deployed(
         .resources_in_cluster(cluster)
         .await
         .map_err(ControllerError::ReadWorkloads)?;
-    let stopped = memory.with(cluster, |m| m.status_watch.take());
-    drop(stopped);
     let status = WorkloadStatus::NotDeployed(reason.to_owned());
     for record in records {
         let key = palisade_app::reconcile::ResourceKey {

@@ -74,9 +74,7 @@ impl Controller {
         for seen in seen {
             match seen {
                 Seen::Relisted { .. } => next = Some(Duration::ZERO),
-                Seen::WatchFailed { cluster } => self
-                    .memory
-                    .with(&cluster, super::memory::ClusterMemory::suspect_apiserver),
+                Seen::WatchFailed { cluster } => self.memory.suspect(&cluster),
                 Seen::NamespaceDeleted { cluster, namespace } => {
                     tracing::info!(cluster, namespace, "a boundary namespace was deleted");
                     next = Some(Duration::ZERO);
@@ -85,9 +83,9 @@ impl Controller {
                     if !believe(&*self.records, &drift).await {
                         continue;
                     }
-                    let count = self.memory.with(&drift.cluster, |m| {
-                        m.count_change(drift.kind, &drift.object, WINDOW)
-                    });
+                    let count =
+                        self.memory
+                            .count_change(&drift.cluster, drift.kind, &drift.object, WINDOW);
                     let pause = pause(count, self.settings.free_repairs);
                     let reason = reason(&drift, count, pause);
                     tracing::warn!(cluster = %drift.cluster, reason, "drift: a change palisade did not make");
@@ -107,10 +105,7 @@ impl Controller {
         for open in &opened {
             let names = match &open.drift.boundary {
                 Some(boundary) => vec![boundary.clone()],
-                None => self
-                    .memory
-                    .get(&open.drift.cluster, |m| m.attached.clone())
-                    .unwrap_or_default(),
+                None => self.memory.attached(&open.drift.cluster),
             };
             for name in names {
                 boundaries.insert((open.drift.cluster.clone(), name));

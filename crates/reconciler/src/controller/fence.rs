@@ -129,13 +129,14 @@ mod tests {
         let Some(cluster) = state.clusters.into_iter().find(|c| c.name == "c1") else {
             panic!("the cluster is stored");
         };
-        controller.memory.with(&cluster.name, |m| {
-            m.connection = Some(super::super::Connection {
+        controller.memory.keep_connection(
+            &cluster.name,
+            super::super::Connection {
                 sealed: cluster.kubeconfig_sealed.clone(),
                 client: client.clone(),
                 identity: None,
-            });
-        });
+            },
+        );
         (controller, cluster, dir)
     }
 
@@ -147,7 +148,14 @@ mod tests {
         let (client, asked) = fake_cluster();
         let (controller, cluster, _dir) = controller_with(&client).await;
         let fence = Fence::over("c1", Countdown::new(0));
-        let done = controller.cluster_pass(&cluster, &[], &fence).await;
+        let done = controller
+            .cluster_pass(
+                &cluster,
+                &[],
+                &fence,
+                &mut controller.memory.lend("c1", Vec::new()),
+            )
+            .await;
         assert!(
             matches!(done.result, Err(ControllerError::Fenced(_))),
             "{:?}",
@@ -175,7 +183,14 @@ mod tests {
         // The same part with the lease confirmed does write (the guard comes first; the fake
         // refuses it): the check above is what kept the writes away.
         let fence = Fence::over("c1", Countdown::new(usize::MAX));
-        let done = controller.cluster_pass(&cluster, &[], &fence).await;
+        let done = controller
+            .cluster_pass(
+                &cluster,
+                &[],
+                &fence,
+                &mut controller.memory.lend("c1", Vec::new()),
+            )
+            .await;
         assert!(
             matches!(done.result, Err(ControllerError::Guard(_))),
             "{:?}",

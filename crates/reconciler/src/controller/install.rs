@@ -11,6 +11,7 @@
 //! statuses recorded) and `finish` (the layout's leftovers, the workloads, detached
 //! boundaries). Their decisions that need no cluster are in `crate::plan` and `settle`.
 
+use super::memory::ClusterMemory;
 use super::settle;
 use super::*;
 use crate::probe::ClusterProbe;
@@ -67,7 +68,8 @@ pub(super) struct Install<'a> {
 
 /// One cluster's part of a pass: the cluster's worker for as long as the part runs. It holds
 /// what every step needs (the controller, the cluster's record and name, the fence of its
-/// lease), so that the steps take only what they hand on to each other.
+/// lease) and owns the cluster's memory, so that the steps take only what they hand on to
+/// each other, and lock nothing.
 pub(super) struct Part<'c> {
     pub(super) ctl: &'c Controller,
     pub(super) cluster: &'c ClusterRecord,
@@ -75,6 +77,8 @@ pub(super) struct Part<'c> {
     pub(super) fence: &'c Fence,
     /// When the part started: a drift seen later is not closed by it.
     pub(super) started: Instant,
+    /// What the worker remembers of the cluster, lent to the part for as long as it runs.
+    pub(super) memory: &'c mut ClusterMemory,
 }
 
 impl<'c> Part<'c> {
@@ -85,14 +89,16 @@ impl<'c> Part<'c> {
         cluster: &'c ClusterRecord,
         boundaries: &[BoundaryState],
         fence: &'c Fence,
+        memory: &'c mut ClusterMemory,
     ) -> Result<ClusterPass, ControllerError> {
         let name = Name::parse(&cluster.name).map_err(ControllerError::ClusterName)?;
-        let part = Part {
+        let mut part = Part {
             ctl,
             cluster,
             name,
             fence,
             started: Instant::now(),
+            memory,
         };
         let (mut connection, probe) = part.observe().await?;
         let attached = crate::plan::attached(boundaries, &cluster.name);
@@ -146,13 +152,11 @@ impl<'c> Part<'c> {
 
     /// The cached connection, what the cluster can enforce (recorded when it changed), and
     /// its API servers' restarts.
-    async fn observe(&self) -> Result<(Connection, ClusterProbe), ControllerError> {
+    async fn observe(&mut self) -> Result<(Connection, ClusterProbe), ControllerError> {
         let cluster = self.cluster;
-        let connection = self.ctl.connect(cluster).await?;
+        let connection = pass::connect(&self.ctl.app, &mut self.memory.connection, cluster).await?;
         let probe = connection.client.probe().await?;
-        self.ctl
-            .notice_restarts(&cluster.name, &connection.client)
-            .await;
+        pass::notice_restarts(self.ctl, self.memory, &cluster.name, &connection.client).await;
         let (enforced, reason) = match &probe.admission {
             Admission::Enforced => (true, None),
             Admission::NotEnforced(reason) => (false, Some(reason.as_str())),
@@ -179,7 +183,7 @@ impl<'c> Part<'c> {
 
     /// Nothing is written to a cluster that cannot enforce; every policy and workload says why.
     async fn not_enforcing(
-        &self,
+        &mut self,
         attached: &[&BoundaryState],
         reason: &str,
     ) -> Result<ClusterPass, ControllerError> {
@@ -192,7 +196,9 @@ impl<'c> Part<'c> {
             "cluster '{}' cannot enforce admission rules: {reason}",
             cluster.name
         );
-        deploy::not_deployed(&*self.ctl.records, &self.ctl.memory, &cluster.name, &reason).await?;
+        // Nothing is deployed there: the status watch stops.
+        self.memory.status_watch = None;
+        deploy::not_deployed(&*self.ctl.records, &cluster.name, &reason).await?;
         let recorded = pass::clear_error(&*self.ctl.records, cluster).await;
         Ok(ClusterPass {
             unconfirmed: 0,
@@ -208,15 +214,15 @@ impl<'c> Part<'c> {
     /// layout's shared objects and the namespaces' labels. The client in the layout, the
     /// choice, and the namespaces found gone as (boundary, namespace).
     async fn make_ready(
-        &self,
+        &mut self,
         connection: &mut Connection,
         minor: u32,
         attached: &[&BoundaryState],
     ) -> Result<(ClusterClient, Choice, BTreeSet<(String, String)>), ControllerError> {
         let (ctl, cluster, fence) = (self.ctl, self.cluster, self.fence);
-        let choice = ctl.memory.with(&cluster.name, |m| {
-            m.choose_layout(cluster, minor, attached, &ctl.settings)
-        });
+        let choice = self
+            .memory
+            .choose_layout(cluster, minor, attached, &ctl.settings);
         let client = connection.client.clone().with_layout(choice.layout);
         let identity = match &connection.identity {
             Some(identity) => identity.clone(),
@@ -224,11 +230,9 @@ impl<'c> Part<'c> {
                 // Learnt once per connection: the user palisade acts as in the cluster.
                 let identity = connection.client.whoami().await?;
                 connection.identity = Some(identity.clone());
-                ctl.memory.with(&cluster.name, |m| {
-                    if let Some(cached) = &mut m.connection {
-                        cached.identity = Some(identity.clone());
-                    }
-                });
+                if let Some(cached) = &mut self.memory.connection {
+                    cached.identity = Some(identity.clone());
+                }
                 identity
             }
         };
@@ -240,20 +244,13 @@ impl<'c> Part<'c> {
             .await
             .map_err(ControllerError::Guard)?;
         // From now on a change by someone else reaches the loop within moments.
-        let replaced = ctl.memory.with(&cluster.name, |m| {
-            m.watch_drift(&connection.sealed, || {
-                crate::drift::DriftWatch::start(
-                    connection.client.client(),
-                    &cluster.name,
-                    &ctl.installation,
-                    ctl.drift_sender.clone(),
-                )
-            })
-        });
-        // Stopped once the memory is free again.
-        drop(replaced);
-        ctl.memory.with(&cluster.name, |m| {
-            m.attached = attached.iter().map(|b| b.name.to_string()).collect();
+        self.memory.watch_drift(&connection.sealed, || {
+            crate::drift::DriftWatch::start(
+                connection.client.client(),
+                &cluster.name,
+                &ctl.installation,
+                ctl.drift_sender.clone(),
+            )
         });
         // Every pass: objects changed or deleted by others come back.
         let shared = crate::admission::of(choice.layout).prepare(&ctl.installation, &identity);
@@ -311,14 +308,14 @@ impl<'c> Part<'c> {
     /// Probes each policy of a boundary written already, and its exceptions: the statuses,
     /// and what its collection keeps.
     async fn confirm_boundary<'b>(
-        &self,
+        &mut self,
         client: &ClusterClient,
         after: &crate::cluster::Installed,
         prepared: Prepared<'b>,
         layout: Layout,
         tally: &mut Tally,
     ) -> Confirmed<'b> {
-        let cluster_name = &self.name;
+        let cluster_name = &self.name.clone();
         let Prepared {
             part:
                 crate::plan::InCluster {
@@ -367,18 +364,14 @@ impl<'c> Part<'c> {
                         applied: written_as,
                         switching,
                         staging: staged.get(policy.name()),
-                        first_look: !self
-                            .ctl
-                            .memory
-                            .get(cluster, |m| m.seen_unconfirmed(&key))
-                            .unwrap_or(false),
+                        first_look: !self.memory.seen_unconfirmed(&key),
                     };
                     let (status, in_new_layout) =
                         self.install(client, after, policy, install).await;
                     confirmed &= in_new_layout;
-                    let status = self.ctl.memory.with(cluster, |m| {
-                        m.within_grace(key, status, &mut tally.unconfirmed)
-                    });
+                    let status = self
+                        .memory
+                        .within_grace(key, status, &mut tally.unconfirmed);
                     self.ctl.open_drifts.judge(
                         cluster,
                         boundary.name.as_str(),
@@ -479,7 +472,7 @@ impl<'c> Part<'c> {
     /// workloads deployed, the objects of boundaries no longer attached removed, and the
     /// cluster's error cleared or set.
     async fn finish(
-        &self,
+        &mut self,
         connection: &Connection,
         client: &ClusterClient,
         choice: &Choice,

@@ -114,11 +114,9 @@ impl ClusterMemory {
 impl Part<'_> {
     /// Remembers the layout once no boundary is still switching, and shows it on the cluster
     /// (`GET /v1/clusters/{c}`, `palisade get clusters`) when it changed.
-    pub(super) async fn record_layout(&self, choice: &Choice, switches_left: usize) {
+    pub(super) async fn record_layout(&mut self, choice: &Choice, switches_left: usize) {
         let (ctl, cluster) = (self.ctl, self.name.as_str());
-        let changed = ctl.memory.with(cluster, |memory| {
-            memory.layout_to_show(choice, switches_left)
-        });
+        let changed = self.memory.layout_to_show(choice, switches_left);
         let Some(shown) = changed else {
             return;
         };
@@ -131,11 +129,9 @@ impl Part<'_> {
             .await
             .map_err(ControllerError::ClusterStatus);
         if !pass::recorded(cluster, "the admission layout", result) {
-            ctl.memory.with(cluster, |memory| {
-                if let Some(state) = &mut memory.layout {
-                    state.shown = None;
-                }
-            });
+            if let Some(state) = &mut self.memory.layout {
+                state.shown = None;
+            }
         }
     }
 }

@@ -360,11 +360,7 @@ impl Membership<'_> {
 async fn answering_again(memory: &Memories, failed: &BTreeMap<String, String>) {
     let clients: Vec<ClusterClient> = failed
         .keys()
-        .filter_map(|name| {
-            memory
-                .get(name, |m| m.connection.as_ref().map(|c| c.client.clone()))
-                .flatten()
-        })
+        .filter_map(|name| memory.connection(name).map(|c| c.client))
         .collect();
     // `/readyz` (readable by anyone, `system:public-info-viewer`): an API server that
     // listens but has not finished starting would fail the pass again.

@@ -356,7 +356,8 @@ pub struct Controller {
     records: Arc<dyn Records>,
     installation: String,
     settings: Settings,
-    /// What this replica remembers of each cluster between passes (`memory`).
+    /// What this replica remembers of each cluster: lent to the cluster's worker while its
+    /// part runs, kept here between parts (`memory`).
     memory: Memories,
     audits: Audits,
     /// Notified by a status watch when a build finished: the next pass deploys it.

@@ -93,15 +93,23 @@ impl Controller {
             workers.start(&name, print, async move {
                 // A turn among the clusters' parts; the semaphore is never closed.
                 let _turn = Arc::clone(&this.turns).acquire_owned().await.ok();
+                // The worker owns the cluster's memory while its part runs.
+                let attached = crate::plan::attached(&boundaries, &cluster.name)
+                    .iter()
+                    .map(|b| b.name.to_string())
+                    .collect();
+                let mut memory = this.memory.lend(&cluster.name, attached);
                 // The lease lost meanwhile: the cluster's part stops at once.
-                let part = this.cluster_pass(&cluster, &boundaries, &fence);
-                fence.while_held(part).await.unwrap_or_else(|| ClusterDone {
+                let part = this.cluster_pass(&cluster, &boundaries, &fence, &mut memory);
+                let done = fence.while_held(part).await.unwrap_or_else(|| ClusterDone {
                     name: cluster.name.clone(),
                     result: Err(ControllerError::Fenced(StoreError::LeaseLost(
                         "lost during the cluster's part of the pass".to_owned(),
                     ))),
                     recorded: true,
-                })
+                });
+                this.memory.give_back(&cluster.name, memory);
+                done
             });
         }
         Ok(())
@@ -125,9 +133,7 @@ impl Controller {
         match joined {
             Ok(done) => {
                 let settles = settles(&done);
-                self.memory.with(&done.name, |m| {
-                    m.settled = print.filter(|_| settles);
-                });
+                self.memory.settle(&done.name, print.filter(|_| settles));
                 if !done.recorded {
                     report.unrecorded.insert(done.name.clone());
                 }
@@ -176,11 +182,12 @@ impl Controller {
         cluster: &ClusterRecord,
         boundaries: &[BoundaryState],
         fence: &Fence,
+        memory: &mut ClusterMemory,
     ) -> ClusterDone {
         let started = Instant::now();
         let result = match tokio::time::timeout(
             self.settings.cluster_timeout,
-            Part::run(self, cluster, boundaries, fence),
+            Part::run(self, cluster, boundaries, fence, memory),
         )
         .await
         {
@@ -200,7 +207,7 @@ impl Controller {
             self.records.cluster_record(&cluster.name).await,
             Err(StoreError::NotFound)
         ) {
-            if let Ok(connection) = self.connect(cluster).await {
+            if let Ok(connection) = connect(&self.app, &mut memory.connection, cluster).await {
                 let removed: Result<_, ControllerError> = fence
                     .write("removing a deleted cluster's objects", async {
                         Ok(connection
@@ -220,8 +227,7 @@ impl Controller {
             Ok(_) => ExceptionsAfter::NoneInstalled,
             Err(_) => ExceptionsAfter::Unknown,
         };
-        self.record_exception_installs(cluster, boundaries, installed)
-            .await;
+        record_exception_installs(&*self.records, memory, cluster, boundaries, installed).await;
         let outcome = match &result {
             Ok(pass) if pass.enforced => Outcome::Ok,
             Ok(_) => Outcome::NotEnforced,
@@ -230,190 +236,15 @@ impl Controller {
         metrics::pass(&cluster.name, outcome, started.elapsed());
         let recorded = match &result {
             Ok(pass) => pass.recorded,
-            Err(error) => self.record_failure(cluster, boundaries, error).await,
+            Err(error) => {
+                memory.suspect_apiserver();
+                self.record_failure(cluster, boundaries, error).await
+            }
         };
         ClusterDone {
             name: cluster.name.clone(),
             result,
             recorded,
-        }
-    }
-
-    /// After a cluster's pass: what it installed of the exceptions and what their probes
-    /// found (replaced whole), or how many ended ones a cluster that could not be updated
-    /// still holds (`/metrics`).
-    async fn record_exception_installs(
-        &self,
-        cluster: &ClusterRecord,
-        boundaries: &[BoundaryState],
-        after: ExceptionsAfter<'_>,
-    ) {
-        let found = match after {
-            ExceptionsAfter::Installed(found) => Some(Some(found)),
-            ExceptionsAfter::NoneInstalled => Some(None),
-            ExceptionsAfter::Unknown => None,
-        };
-        if let Some(found) = found {
-            let installed = found.is_some();
-            let now = palisade_app::reconcile::now();
-            let installs = boundaries
-                .iter()
-                .filter(|b| installed && b.clusters.contains(&cluster.name))
-                .flat_map(|b| {
-                    b.exceptions_in(&cluster.name)
-                        .into_iter()
-                        .map(|x| palisade_app::reconcile::ExceptionInstall {
-                            cluster: cluster.name.clone(),
-                            boundary: b.name.to_string(),
-                            exception: x.name.to_string(),
-                            expires_at: x.expires_at.clone(),
-                            installed_at: now.clone(),
-                            status: found
-                                .and_then(|f| f.get(&(b.name.to_string(), x.name.to_string())))
-                                .unwrap_or(&InstallStatus::Installed)
-                                .to_string(),
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect::<Vec<_>>();
-            // Written when it differs from what this replica wrote last (the same rows but
-            // their `installed_at`): one write less per cluster per pass.
-            let written: Vec<[String; 4]> = installs
-                .iter()
-                .map(|i| {
-                    [
-                        i.boundary.clone(),
-                        i.exception.clone(),
-                        i.expires_at.clone(),
-                        i.status.clone(),
-                    ]
-                })
-                .collect();
-            // Keyed by the cluster's creation too: one deleted and added again has no rows.
-            let written = (cluster.created_at.clone(), written);
-            let same = self
-                .memory
-                .get(&cluster.name, |m| {
-                    m.installs_written.as_ref() == Some(&written)
-                })
-                .unwrap_or(false);
-            if !same {
-                match self
-                    .records
-                    .record_exception_installs(&cluster.name, installs)
-                    .await
-                {
-                    Ok(()) => {
-                        self.memory
-                            .with(&cluster.name, |m| m.installs_written = Some(written));
-                    }
-                    Err(error) => {
-                        self.memory
-                            .with(&cluster.name, |m| m.installs_written = None);
-                        tracing::warn!(cluster = %cluster.name, %error, "exception installs not recorded");
-                    }
-                }
-            }
-            metrics::ended_still_installed(&cluster.name, 0);
-            return;
-        }
-        let now = palisade_app::reconcile::now();
-        if let Ok(installs) = self.records.exception_installs_in(&cluster.name).await {
-            let ended = installs.iter().filter(|i| i.expires_at <= now).count();
-            metrics::ended_still_installed(&cluster.name, ended);
-        }
-    }
-
-    /// The cached connection to `cluster`, or a new one when its credentials changed.
-    pub(super) async fn connect(
-        &self,
-        cluster: &ClusterRecord,
-    ) -> Result<Connection, ControllerError> {
-        let cached = self
-            .memory
-            .get(&cluster.name, |m| m.connection.clone())
-            .flatten()
-            .filter(|c| c.sealed == cluster.kubeconfig_sealed);
-        if let Some(connection) = cached {
-            return Ok(connection);
-        }
-        let kubeconfig = self
-            .app
-            .cluster_kubeconfig(cluster)
-            .map_err(ControllerError::Credentials)?;
-        let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
-        let connection = Connection {
-            sealed: cluster.kubeconfig_sealed.clone(),
-            client,
-            identity: None,
-        };
-        self.memory
-            .with(&cluster.name, |m| m.connection = Some(connection.clone()));
-        Ok(connection)
-    }
-
-    /// Looks (at most every `apiserver_check_interval`, and on the next pass after a failure)
-    /// at the cluster's API servers: their identity Leases, and their start time when
-    /// `restarts::ApiServers::wants_start_time` says so. Each start since the last look is a
-    /// restart (or an instance added): counted on the cluster (`api_server_restarts`) and on
-    /// `/metrics`. Those that started before the first look are never counted. A cluster
-    /// whose role allows neither read is simply not watched for restarts.
-    pub(super) async fn notice_restarts(&self, cluster: &str, client: &ClusterClient) {
-        let due = self.memory.with(cluster, |m| match &m.apiservers {
-            None => Some((crate::restarts::ApiServers::default(), false)),
-            Some(s)
-                if s.suspect || s.read_at.elapsed() >= self.settings.apiserver_check_interval =>
-            {
-                Some((s.servers.clone(), s.suspect))
-            }
-            Some(_) => None,
-        });
-        let Some((servers, suspect)) = due else {
-            return;
-        };
-        let identities = client.apiserver_identities().await.unwrap_or_else(|error| {
-            tracing::debug!(cluster, %error, "the API servers' identities were not read");
-            Default::default()
-        });
-        let started = if servers.wants_start_time(suspect, &identities) {
-            client
-                .apiserver_started_at()
-                .await
-                .map_err(|error| {
-                    tracing::debug!(cluster, %error, "the API server's start time was not read");
-                })
-                .ok()
-        } else {
-            None
-        };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        let started = self.memory.with(cluster, |m| {
-            let seen = m.apiservers.get_or_insert_with(|| ApiServersSeen {
-                servers,
-                read_at: Instant::now(),
-                suspect: false,
-            });
-            seen.read_at = Instant::now();
-            seen.suspect = false;
-            seen.servers.look(identities, started, now)
-        });
-        if started > 0 {
-            tracing::warn!(
-                cluster,
-                started,
-                "an API server of the cluster restarted (or was added): it compiles every admission policy again"
-            );
-            for _ in 0..started {
-                metrics::apiserver_restarted(cluster);
-            }
-            let result = self
-                .records
-                .record_apiserver_restarts(cluster, i64::try_from(started).unwrap_or(i64::MAX))
-                .await
-                .map_err(ControllerError::ClusterStatus);
-            recorded(cluster, "an API server restart", result);
         }
     }
 
@@ -427,8 +258,6 @@ impl Controller {
     ) -> bool {
         let reason = reason.to_string();
         tracing::warn!(cluster = %cluster.name, reason, "cluster not reconciled");
-        self.memory
-            .with(&cluster.name, ClusterMemory::suspect_apiserver);
         let result = self
             .records
             .record_cluster_error(&cluster.name, Some(&reason))
@@ -467,7 +296,7 @@ impl Controller {
     }
 }
 
-/// What a cluster's pass left of the exceptions, for [`Controller::record_exception_installs`].
+/// What a cluster's pass left of the exceptions, for [`record_exception_installs`].
 enum ExceptionsAfter<'a> {
     /// Installed, with what each probe found.
     Installed(&'a BTreeMap<(String, String), InstallStatus>),
@@ -475,6 +304,173 @@ enum ExceptionsAfter<'a> {
     NoneInstalled,
     /// The pass failed: what the cluster holds is unknown.
     Unknown,
+}
+
+/// After a cluster's pass: what it installed of the exceptions and what their probes
+/// found (replaced whole), or how many ended ones a cluster that could not be updated
+/// still holds (`/metrics`).
+async fn record_exception_installs(
+    records: &dyn Records,
+    memory: &mut ClusterMemory,
+    cluster: &ClusterRecord,
+    boundaries: &[BoundaryState],
+    after: ExceptionsAfter<'_>,
+) {
+    let found = match after {
+        ExceptionsAfter::Installed(found) => Some(Some(found)),
+        ExceptionsAfter::NoneInstalled => Some(None),
+        ExceptionsAfter::Unknown => None,
+    };
+    if let Some(found) = found {
+        let installed = found.is_some();
+        let now = palisade_app::reconcile::now();
+        let installs = boundaries
+            .iter()
+            .filter(|b| installed && b.clusters.contains(&cluster.name))
+            .flat_map(|b| {
+                b.exceptions_in(&cluster.name)
+                    .into_iter()
+                    .map(|x| palisade_app::reconcile::ExceptionInstall {
+                        cluster: cluster.name.clone(),
+                        boundary: b.name.to_string(),
+                        exception: x.name.to_string(),
+                        expires_at: x.expires_at.clone(),
+                        installed_at: now.clone(),
+                        status: found
+                            .and_then(|f| f.get(&(b.name.to_string(), x.name.to_string())))
+                            .unwrap_or(&InstallStatus::Installed)
+                            .to_string(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>();
+        // Written when it differs from what this replica wrote last (the same rows but
+        // their `installed_at`): one write less per cluster per pass.
+        let written: Vec<[String; 4]> = installs
+            .iter()
+            .map(|i| {
+                [
+                    i.boundary.clone(),
+                    i.exception.clone(),
+                    i.expires_at.clone(),
+                    i.status.clone(),
+                ]
+            })
+            .collect();
+        // Keyed by the cluster's creation too: one deleted and added again has no rows.
+        let written = (cluster.created_at.clone(), written);
+        if memory.installs_written.as_ref() != Some(&written) {
+            match records
+                .record_exception_installs(&cluster.name, installs)
+                .await
+            {
+                Ok(()) => memory.installs_written = Some(written),
+                Err(error) => {
+                    memory.installs_written = None;
+                    tracing::warn!(cluster = %cluster.name, %error, "exception installs not recorded");
+                }
+            }
+        }
+        metrics::ended_still_installed(&cluster.name, 0);
+        return;
+    }
+    let now = palisade_app::reconcile::now();
+    if let Ok(installs) = records.exception_installs_in(&cluster.name).await {
+        let ended = installs.iter().filter(|i| i.expires_at <= now).count();
+        metrics::ended_still_installed(&cluster.name, ended);
+    }
+}
+
+/// The connection in `cached` when it was made from the cluster's credentials as stored, or
+/// a new one, kept there.
+pub(super) async fn connect(
+    app: &App,
+    cached: &mut Option<Connection>,
+    cluster: &ClusterRecord,
+) -> Result<Connection, ControllerError> {
+    if let Some(connection) = cached
+        .as_ref()
+        .filter(|c| c.sealed == cluster.kubeconfig_sealed)
+    {
+        return Ok(connection.clone());
+    }
+    let kubeconfig = app
+        .cluster_kubeconfig(cluster)
+        .map_err(ControllerError::Credentials)?;
+    let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
+    let connection = Connection {
+        sealed: cluster.kubeconfig_sealed.clone(),
+        client,
+        identity: None,
+    };
+    *cached = Some(connection.clone());
+    Ok(connection)
+}
+
+/// Looks (at most every `apiserver_check_interval`, and on the next pass after a failure)
+/// at the cluster's API servers: their identity Leases, and their start time when
+/// `restarts::ApiServers::wants_start_time` says so. Each start since the last look is a
+/// restart (or an instance added): counted on the cluster (`api_server_restarts`) and on
+/// `/metrics`. Those that started before the first look are never counted. A cluster
+/// whose role allows neither read is simply not watched for restarts.
+pub(super) async fn notice_restarts(
+    ctl: &Controller,
+    memory: &mut ClusterMemory,
+    cluster: &str,
+    client: &ClusterClient,
+) {
+    let due = match &memory.apiservers {
+        None => Some((crate::restarts::ApiServers::default(), false)),
+        Some(s) if s.suspect || s.read_at.elapsed() >= ctl.settings.apiserver_check_interval => {
+            Some((s.servers.clone(), s.suspect))
+        }
+        Some(_) => None,
+    };
+    let Some((servers, suspect)) = due else {
+        return;
+    };
+    let identities = client.apiserver_identities().await.unwrap_or_else(|error| {
+        tracing::debug!(cluster, %error, "the API servers' identities were not read");
+        Default::default()
+    });
+    let started = if servers.wants_start_time(suspect, &identities) {
+        client
+            .apiserver_started_at()
+            .await
+            .map_err(|error| {
+                tracing::debug!(cluster, %error, "the API server's start time was not read");
+            })
+            .ok()
+    } else {
+        None
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let seen = memory.apiservers.get_or_insert_with(|| ApiServersSeen {
+        servers,
+        read_at: Instant::now(),
+        suspect: false,
+    });
+    seen.read_at = Instant::now();
+    seen.suspect = false;
+    let started = seen.servers.look(identities, started, now);
+    if started > 0 {
+        tracing::warn!(
+            cluster,
+            started,
+            "an API server of the cluster restarted (or was added): it compiles every admission policy again"
+        );
+        for _ in 0..started {
+            metrics::apiserver_restarted(cluster);
+        }
+        let result = ctl
+            .records
+            .record_apiserver_restarts(cluster, i64::try_from(started).unwrap_or(i64::MAX))
+            .await
+            .map_err(ControllerError::ClusterStatus);
+        recorded(cluster, "an API server restart", result);
+    }
 }
 
 /// Whether a cluster's part left nothing to do: its inputs' fingerprint is kept, and a pass
@@ -551,7 +547,7 @@ fn narrow(
         PassScope::Changed => {
             let run: BTreeSet<String> =
                 crate::scope::changed(prints.iter().map(|(c, f)| (c.as_str(), *f)), |c| {
-                    memory.get(c, |m| m.settled).flatten()
+                    memory.settled(c)
                 })
                 .into_iter()
                 .map(str::to_owned)

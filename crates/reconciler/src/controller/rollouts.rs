@@ -130,7 +130,13 @@ impl Controller {
             if bindings.is_empty() {
                 continue;
             }
-            let counted = match self.connect(cluster).await {
+            // The loop's own handle on the cluster: its part may be running.
+            let mut cached = self.memory.connection(&cluster.name);
+            let connected = pass::connect(&self.app, &mut cached, cluster).await;
+            if let (Ok(_), Some(connection)) = (&connected, cached) {
+                self.memory.keep_connection(&cluster.name, connection);
+            }
+            let counted = match connected {
                 Ok(connection) => connection
                     .client
                     .denials(&bindings)
