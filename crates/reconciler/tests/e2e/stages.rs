@@ -34,6 +34,10 @@ struct Setting {
     boundary: String,
     reached: String,
     other: String,
+    /// What policy `tags` says when it requires the label `team`, and when it refuses the
+    /// `latest` tag of `nginx:latest`: the versions the tests roll out.
+    team_missing: String,
+    latest: String,
 }
 
 impl Setting {
@@ -46,12 +50,15 @@ impl Setting {
             .await;
         let reached = stack.new_namespace(&boundary, "k1", "reached").await;
         let other = stack.new_namespace(&boundary, "k1", "other").await;
+        let tags = Name::parse("tags").unwrap();
         Setting {
             admin,
             stack,
             boundary,
             reached,
             other,
+            team_missing: palisade_policy::message::label_missing(&tags, "team"),
+            latest: palisade_policy::message::image_latest(&tags, "nginx:latest"),
         }
     }
 }
@@ -191,10 +198,9 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
         boundary,
         reached,
         other,
+        team_missing,
+        latest,
     } = Setting::new(version, layout, "stages").await;
-    let tags = Name::parse("tags").unwrap();
-    let team_missing = palisade_policy::message::label_missing(&tags, "team");
-    let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
 
     // Version 1 everywhere: a label `team` is required.
     stack
@@ -349,10 +355,9 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
         boundary,
         reached,
         other,
+        team_missing,
+        latest,
     } = Setting::new(version, layout, "autoroll").await;
-    let tags = Name::parse("tags").unwrap();
-    let team_missing = palisade_policy::message::label_missing(&tags, "team");
-    let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
     let rollout = json!({"stages": [{"namespaces": [reached], "for": "10s"}, {}], "maxDenials": 0});
     let policy = crate::serve::policy_path(&boundary, "tags");
     stack
@@ -561,10 +566,9 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
         boundary,
         reached,
         other,
+        team_missing,
+        latest,
     } = Setting::new(version, layout, "latency").await;
-    let tags = Name::parse("tags").unwrap();
-    let team_missing = palisade_policy::message::label_missing(&tags, "team");
-    let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
     let rollout = json!({"stages": [{"namespaces": [reached], "for": "1h"}], "promote": "manual"});
     let labels =
         json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}], "rollout": rollout});
@@ -653,6 +657,7 @@ async fn auto_promotion_is_in_force_soon_and_no_sooner(version: &str, layout: La
         boundary,
         reached,
         other,
+        ..
     } = Setting::new(version, layout, "autolatency").await;
     let rollout = json!({"stages": [{"namespaces": [reached], "for": "10s"}], "maxDenials": 0});
     let keys = |i: usize| [format!("a{i}"), format!("b{i}")];
@@ -749,11 +754,10 @@ async fn rollback_is_in_force_soon(version: &str, layout: Layout) {
         stack,
         boundary,
         reached: namespace,
+        team_missing,
+        latest,
         ..
     } = Setting::new(version, layout, "rollback").await;
-    let tags = Name::parse("tags").unwrap();
-    let team_missing = palisade_policy::message::label_missing(&tags, "team");
-    let latest = palisade_policy::message::image_latest(&tags, "nginx:latest");
     let policy = crate::serve::policy_path(&boundary, "tags");
     stack
         .enforce_policy(&boundary, "k1", "tags", requires_label("team"))
