@@ -1,5 +1,5 @@
-//! What a probe's answer means for a status: the activation grace of a new version, and the
-//! confirmation of each exception in force (SPEC 7, "as policies").
+//! The confirmation of each exception in force (SPEC 7, "as policies"), with the activation
+//! grace of a new version as a policy has.
 
 use super::*;
 
@@ -27,8 +27,8 @@ impl Part<'_> {
             };
             let probe =
                 crate::excepted::excepted_pod(policy, in_cluster, exception, &all, namespaces);
-            let status = match probe {
-                None => InstallStatus::Installed,
+            let settled = match probe {
+                None => super::settle::Settled::installed(),
                 Some(probe) => super::settle::exception_status(
                     client
                         .probe_exception_in(
@@ -49,43 +49,9 @@ impl Part<'_> {
                 format!("exception/{}", exception.name),
                 exception.expires_at.clone(),
             );
-            let status = self.memory.within_grace(key, status, unconfirmed);
+            let status = self.memory.within_grace(key, settled, unconfirmed);
             statuses.push((exception.name.to_string(), status));
         }
         statuses
-    }
-}
-
-/// Whether a status is what a probe of a version the API server has not activated yet gives:
-/// the violating object admitted (`not enforced`), or refused by the version it replaces
-/// (`error: ` + [`crate::probe::PROBE_REFUSED`]). The one definition the activation wait and
-/// the grace both use.
-pub(super) fn settling(status: &InstallStatus) -> bool {
-    match status {
-        InstallStatus::NotEnforced(_) => true,
-        InstallStatus::Error(reason) => reason.starts_with(crate::probe::PROBE_REFUSED),
-        _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_status_is_settling_only_when_the_new_version_may_not_be_active_yet() {
-        let refused = format!("{}: denied by policy old", crate::probe::PROBE_REFUSED);
-        let cases = [
-            (InstallStatus::NotEnforced("admitted".into()), true),
-            (InstallStatus::Error(refused), true),
-            (InstallStatus::Error("connection refused".into()), false),
-            (InstallStatus::Enforced, false),
-            (InstallStatus::AuditActive, false),
-            (InstallStatus::Installed, false),
-            (InstallStatus::Pending, false),
-        ];
-        for (status, expected) in cases {
-            assert_eq!(settling(&status), expected, "{status}");
-        }
     }
 }

@@ -366,12 +366,11 @@ impl<'c> Part<'c> {
                         staging: staged.get(policy.name()),
                         first_look: !self.memory.seen_unconfirmed(&key),
                     };
-                    let (status, in_new_layout) =
-                        self.install(client, after, policy, install).await;
-                    confirmed &= in_new_layout;
+                    let settled = self.install(client, after, policy, install).await;
+                    confirmed &= settled.confirms_layout;
                     let status = self
                         .memory
-                        .within_grace(key, status, &mut tally.unconfirmed);
+                        .within_grace(key, settled, &mut tally.unconfirmed);
                     self.ctl.open_drifts.judge(
                         cluster,
                         boundary.name.as_str(),
@@ -574,16 +573,14 @@ impl<'c> Part<'c> {
         Ok(())
     }
 
-    /// Reads back what one policy, written already, enforces. The flag: the policy is
-    /// confirmed in the client's layout (or there is nothing to probe), so a switch may remove
-    /// the earlier layout's objects.
+    /// Reads back what one policy, written already, enforces, settled.
     async fn install(
         &self,
         client: &ClusterClient,
         after: &crate::cluster::Installed,
         policy: &Policy,
         install: Install<'_>,
-    ) -> (InstallStatus, bool) {
+    ) -> settle::Settled {
         let (cluster, installation) = (self.name.as_str(), &self.ctl.installation);
         let Install {
             boundary,
@@ -595,12 +592,16 @@ impl<'c> Part<'c> {
             first_look,
         } = install;
         if let Err(error) = applied {
-            return (status_error(&error), false);
+            return settle::Settled {
+                status: status_error(&error),
+                confirms_layout: false,
+                settling: false,
+            };
         }
         metrics::applied(cluster);
         let Some(namespace) = probe_namespace else {
             // No namespace of the boundary: nothing is judged by either layout yet.
-            return (InstallStatus::Installed, true);
+            return settle::Settled::installed();
         };
         let probe_once = || async {
             client
@@ -626,7 +627,7 @@ impl<'c> Part<'c> {
         // rather than in a pass of its own a moment later.
         let waiting_since = Instant::now();
         while first_look
-            && confirm::settling(&result.0)
+            && result.settling
             && waiting_since.elapsed() + ACTIVATION_POLL <= ACTIVATION_WAIT
         {
             tokio::time::sleep(ACTIVATION_POLL).await;

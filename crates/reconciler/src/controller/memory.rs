@@ -16,6 +16,7 @@
 use std::collections::VecDeque;
 use std::sync::{MutexGuard, PoisonError};
 
+use super::settle::Settled;
 use super::*;
 use crate::drift::{DriftKind, DriftWatch};
 
@@ -50,17 +51,21 @@ impl ClusterMemory {
     }
 
     /// A probe that did not confirm a version first seen less than `ACTIVATION_GRACE` ago
-    /// (admitted, or refused by the version it replaces) is still `pending`: the API server
-    /// has not activated it yet. Counted as unconfirmed, so a pass follows shortly.
+    /// (admitted, or refused by the version it replaces: [`Settled::settling`]) is still
+    /// `pending`: the API server has not activated it yet. Counted as unconfirmed, so a pass
+    /// follows shortly.
     pub(super) fn within_grace(
         &mut self,
         key: UnconfirmedKey,
-        status: InstallStatus,
+        settled: Settled,
         unconfirmed: &mut usize,
     ) -> InstallStatus {
         self.unconfirmed
             .retain(|_, first| first.elapsed() < ACTIVATION_GRACE * 10);
-        if !confirm::settling(&status) {
+        let Settled {
+            status, settling, ..
+        } = settled;
+        if !settling {
             self.unconfirmed.remove(&key);
             return status;
         }
@@ -286,19 +291,28 @@ mod tests {
         ("c1".into(), "shop".into(), "p".into(), etag.into())
     }
 
+    fn settled(status: InstallStatus, settling: bool) -> Settled {
+        Settled {
+            status,
+            confirms_layout: false,
+            settling,
+        }
+    }
+
     #[test]
     fn a_version_not_yet_active_is_pending_within_its_grace_and_forgotten_once_confirmed() {
         let mut memory = ClusterMemory::default();
         let mut unconfirmed = 0;
         let admitted = status_not_enforced("a violating object was admitted");
         assert!(!memory.seen_unconfirmed(&key("1")));
-        let status = memory.within_grace(key("1"), admitted.clone(), &mut unconfirmed);
+        let status = memory.within_grace(key("1"), settled(admitted, true), &mut unconfirmed);
         assert_eq!(status, InstallStatus::Pending);
         assert_eq!(unconfirmed, 1);
         assert!(memory.seen_unconfirmed(&key("1")));
         // Another version of the same policy has a grace of its own.
         assert!(!memory.seen_unconfirmed(&key("2")));
-        let status = memory.within_grace(key("1"), InstallStatus::Enforced, &mut unconfirmed);
+        let enforced = settled(InstallStatus::Enforced, false);
+        let status = memory.within_grace(key("1"), enforced, &mut unconfirmed);
         assert_eq!(status, InstallStatus::Enforced);
         assert_eq!(unconfirmed, 1, "a confirmed version is not counted");
         assert!(!memory.seen_unconfirmed(&key("1")));
@@ -310,10 +324,11 @@ mod tests {
         let mut unconfirmed = 0;
         let error = status_error("unreachable");
         assert_eq!(
-            memory.within_grace(key("1"), error.clone(), &mut unconfirmed),
+            memory.within_grace(key("1"), settled(error.clone(), false), &mut unconfirmed),
             error
         );
         assert_eq!(unconfirmed, 0);
+        assert!(!memory.seen_unconfirmed(&key("1")));
     }
 
     #[test]

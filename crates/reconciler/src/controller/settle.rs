@@ -4,38 +4,68 @@
 
 use super::*;
 
-/// A policy's status from its probe, and whether the probe confirmed the objects of the
-/// cluster's current layout at work. An audit-mode policy confirmed denies nothing, so it is
+/// What a probe settles a status at.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Settled {
+    pub(super) status: InstallStatus,
+    /// The probe confirmed the objects of the cluster's current layout at work (or found
+    /// nothing to probe): a switch of layout may remove the earlier layout's.
+    pub(super) confirms_layout: bool,
+    /// The probe found what it also finds while the API server has not activated a version
+    /// yet: the violating object admitted, or refused by another policy (the version it
+    /// replaces). Told by the probe's outcome, not by the status's words: the activation wait
+    /// and the grace both go by it.
+    pub(super) settling: bool,
+}
+
+impl Settled {
+    fn of(status: InstallStatus, confirms_layout: bool, settling: bool) -> Settled {
+        Settled {
+            status,
+            confirms_layout,
+            settling,
+        }
+    }
+
+    /// Nothing to probe: `installed`.
+    pub(super) fn installed() -> Settled {
+        Settled::of(InstallStatus::Installed, true, false)
+    }
+}
+
+/// A policy's status from its probe. An audit-mode policy confirmed denies nothing, so it is
 /// never `enforced`. A namespace gone from the cluster meanwhile (404) leaves it `installed`.
 pub(super) fn policy_status(
     mode: Mode,
     probe: Result<EnforcementProbe, ReconcileError>,
-) -> (InstallStatus, bool) {
+) -> Settled {
     let confirmed = || match mode {
         Mode::Enforce => InstallStatus::Enforced,
         Mode::Audit => InstallStatus::AuditActive,
     };
     match probe {
-        Ok(EnforcementProbe::Enforced) => (confirmed(), true),
+        Ok(EnforcementProbe::Enforced) => Settled::of(confirmed(), true, false),
         // Enforced, by the earlier layout's objects: the new ones are not proven yet.
-        Ok(EnforcementProbe::EnforcedByEarlierLayout) => (confirmed(), false),
-        Ok(EnforcementProbe::NotEnforced(reason)) => (status_not_enforced(&reason), false),
-        Ok(EnforcementProbe::Inconclusive(reason)) => (status_error(&reason), false),
-        Err(error) if namespace_gone(&error) => (InstallStatus::Installed, true),
-        Err(error) => (status_error(&error.to_string()), false),
+        Ok(EnforcementProbe::EnforcedByEarlierLayout) => Settled::of(confirmed(), false, false),
+        Ok(EnforcementProbe::NotEnforced(reason)) => {
+            Settled::of(status_not_enforced(&reason), false, true)
+        }
+        Ok(EnforcementProbe::Inconclusive(reason)) => {
+            Settled::of(status_error(&reason), false, true)
+        }
+        Err(error) if namespace_gone(&error) => Settled::installed(),
+        Err(error) => Settled::of(status_error(&error.to_string()), false, false),
     }
 }
 
 /// An exception's status from its probe (SPEC 7, "as policies"): while the earlier layout's
 /// objects still judge, `pending`.
-pub(super) fn exception_status(probe: Result<EnforcementProbe, ReconcileError>) -> InstallStatus {
+pub(super) fn exception_status(probe: Result<EnforcementProbe, ReconcileError>) -> Settled {
     match probe {
-        Ok(EnforcementProbe::Enforced) => InstallStatus::Enforced,
-        Ok(EnforcementProbe::EnforcedByEarlierLayout) => InstallStatus::Pending,
-        Ok(EnforcementProbe::NotEnforced(reason)) => status_not_enforced(&reason),
-        Ok(EnforcementProbe::Inconclusive(reason)) => status_error(&reason),
-        Err(error) if namespace_gone(&error) => InstallStatus::Installed,
-        Err(error) => status_error(&error.to_string()),
+        Ok(EnforcementProbe::EnforcedByEarlierLayout) => {
+            Settled::of(InstallStatus::Pending, false, false)
+        }
+        probe => policy_status(Mode::Enforce, probe),
     }
 }
 
@@ -56,16 +86,18 @@ mod tests {
 
     type Probe = fn() -> Result<EnforcementProbe, ReconcileError>;
 
-    /// (probe, the policy's mode, its status, whether it confirms the current layout).
+    /// (probe, the policy's mode, its status, whether it confirms the current layout, whether
+    /// it may be a version not yet active).
     #[test]
     fn a_probe_settles_a_policys_status() {
-        let cases: [(&str, Probe, Mode, &str, bool); 8] = [
+        let cases: [(&str, Probe, Mode, &str, bool, bool); 8] = [
             (
                 "denied",
                 || Ok(EnforcementProbe::Enforced),
                 Mode::Enforce,
                 "enforced",
                 true,
+                false,
             ),
             (
                 "warned",
@@ -73,12 +105,14 @@ mod tests {
                 Mode::Audit,
                 "active (audit)",
                 true,
+                false,
             ),
             (
                 "denied by the earlier layout",
                 || Ok(EnforcementProbe::EnforcedByEarlierLayout),
                 Mode::Enforce,
                 "enforced",
+                false,
                 false,
             ),
             (
@@ -87,6 +121,7 @@ mod tests {
                 Mode::Enforce,
                 "not enforced: admitted",
                 false,
+                true,
             ),
             (
                 "refused for another reason",
@@ -94,6 +129,7 @@ mod tests {
                 Mode::Enforce,
                 "error: quota",
                 false,
+                true,
             ),
             (
                 "namespace gone",
@@ -101,12 +137,14 @@ mod tests {
                 Mode::Enforce,
                 "installed",
                 true,
+                false,
             ),
             (
                 "the API server failed",
                 || Err(api_error(500)),
                 Mode::Audit,
                 "error: the API server answered 500 Internal Server Error: gone",
+                false,
                 false,
             ),
             (
@@ -115,13 +153,18 @@ mod tests {
                 Mode::Enforce,
                 "error: policy 'p' has no admission rules: nothing is installed, nothing can be probed",
                 false,
+                false,
             ),
         ];
-        for (case, probe, mode, status, confirms) in cases {
-            let (got, confirmed) = policy_status(mode, probe());
+        for (case, probe, mode, status, confirms, settling) in cases {
+            let got = policy_status(mode, probe());
             assert_eq!(
-                (got.to_string().as_str(), confirmed),
-                (status, confirms),
+                (
+                    got.status.to_string().as_str(),
+                    got.confirms_layout,
+                    got.settling
+                ),
+                (status, confirms, settling),
                 "{case}"
             );
         }
@@ -129,21 +172,36 @@ mod tests {
 
     #[test]
     fn a_probe_settles_an_exceptions_status() {
-        let cases: [(Probe, &str); 5] = [
-            (|| Ok(EnforcementProbe::Enforced), "enforced"),
-            (|| Ok(EnforcementProbe::EnforcedByEarlierLayout), "pending"),
+        let cases: [(Probe, &str, bool); 6] = [
+            (|| Ok(EnforcementProbe::Enforced), "enforced", false),
+            (
+                || Ok(EnforcementProbe::EnforcedByEarlierLayout),
+                "pending",
+                false,
+            ),
             (
                 || Ok(EnforcementProbe::NotEnforced("denied".into())),
                 "not enforced: denied",
+                true,
             ),
             (
                 || Ok(EnforcementProbe::Inconclusive("quota".into())),
                 "error: quota",
+                true,
             ),
-            (|| Err(api_error(404)), "installed"),
+            (|| Err(api_error(404)), "installed", false),
+            (
+                || Err(api_error(500)),
+                "error: the API server answered 500 Internal Server Error: gone",
+                false,
+            ),
         ];
-        for (probe, status) in cases {
-            assert_eq!(exception_status(probe()).to_string(), status);
+        for (probe, status, settling) in cases {
+            let got = exception_status(probe());
+            assert_eq!(
+                (got.status.to_string().as_str(), got.settling),
+                (status, settling)
+            );
         }
     }
 }
