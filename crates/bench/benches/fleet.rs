@@ -386,9 +386,17 @@ async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
         }
     }
     // The clusters the changed boundary is attached to.
-    let count = if config.one { 1 } else { count };
+    let concerned = if config.one { 1 } else { count };
     let (etag, answered) = put(&stack, 0).await;
-    let first = until_enforced(&stack, &etag, count, answered, SETUP_TIMEOUT, &mut peak_kb).await;
+    let first = until_enforced(
+        &stack,
+        &etag,
+        concerned,
+        answered,
+        SETUP_TIMEOUT,
+        &mut peak_kb,
+    )
+    .await;
     eprintln!("clusters={count}: version 0 enforced everywhere after {first:.1?}");
     for i in 1..planes.len() {
         if config.one {
@@ -427,7 +435,7 @@ async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
     let polling = Instant::now();
     while polling.elapsed() < POLL_WINDOW {
         let body = stack.ok("GET", &policy_path(), None).await;
-        assert!(enforced_everywhere(&body, &etag, count), "{body}");
+        assert!(enforced_everywhere(&body, &etag, concerned), "{body}");
         tokio::time::sleep(POLL).await;
     }
     let (poll_cpu_s, poll_s) = window.end(config.ticks_per_second);
@@ -463,8 +471,15 @@ async fn measure(planes: &[ControlPlane], config: &Config) -> Row {
         }
         tokio::time::sleep(jitter(i)).await;
         let (etag, answered) = put(&stack, i).await;
-        let latency =
-            until_enforced(&stack, &etag, count, answered, CHANGE_TIMEOUT, &mut peak_kb).await;
+        let latency = until_enforced(
+            &stack,
+            &etag,
+            concerned,
+            answered,
+            CHANGE_TIMEOUT,
+            &mut peak_kb,
+        )
+        .await;
         eprintln!(
             "clusters={count}: change {i}{}: enforced everywhere after {} ms",
             if counted { "" } else { " (warm-up)" },
