@@ -140,6 +140,18 @@ mod tests {
         (controller, cluster, dir)
     }
 
+    /// The part of cluster `c1` under `fence`, with the memory its worker lends it.
+    async fn part_of(
+        controller: &Controller,
+        cluster: &ClusterRecord,
+        fence: &Fence,
+    ) -> ClusterDone {
+        let mut memory = controller.memory.lend("c1", Vec::new());
+        controller
+            .cluster_pass(cluster, &[], fence, &mut memory)
+            .await
+    }
+
     /// A cluster's part of a pass reads the cluster, then confirms the lease before its first
     /// write: with the lease not confirmed, the API server gets no write at all, and nothing
     /// about the cluster is recorded (another replica holds it now).
@@ -148,14 +160,7 @@ mod tests {
         let (client, asked) = fake_cluster();
         let (controller, cluster, _dir) = controller_with(&client).await;
         let fence = Fence::over("c1", Countdown::new(0));
-        let done = controller
-            .cluster_pass(
-                &cluster,
-                &[],
-                &fence,
-                &mut controller.memory.lend("c1", Vec::new()),
-            )
-            .await;
+        let done = part_of(&controller, &cluster, &fence).await;
         assert!(
             matches!(done.result, Err(ControllerError::Fenced(_))),
             "{:?}",
@@ -183,14 +188,7 @@ mod tests {
         // The same part with the lease confirmed does write (the guard comes first; the fake
         // refuses it): the check above is what kept the writes away.
         let fence = Fence::over("c1", Countdown::new(usize::MAX));
-        let done = controller
-            .cluster_pass(
-                &cluster,
-                &[],
-                &fence,
-                &mut controller.memory.lend("c1", Vec::new()),
-            )
-            .await;
+        let done = part_of(&controller, &cluster, &fence).await;
         assert!(
             matches!(done.result, Err(ControllerError::Guard(_))),
             "{:?}",
