@@ -38,6 +38,8 @@ struct Setting {
     /// `latest` tag of `nginx:latest`: the versions the tests roll out.
     team_missing: String,
     latest: String,
+    /// The API path of policy `tags`.
+    policy: String,
 }
 
 impl Setting {
@@ -51,6 +53,7 @@ impl Setting {
         let reached = stack.new_namespace(&boundary, "k1", "reached").await;
         let other = stack.new_namespace(&boundary, "k1", "other").await;
         let tags = Name::parse("tags").unwrap();
+        let policy = crate::serve::policy_path(&boundary, "tags");
         Setting {
             admin,
             stack,
@@ -59,7 +62,19 @@ impl Setting {
             other,
             team_missing: palisade_policy::message::label_missing(&tags, "team"),
             latest: palisade_policy::message::image_latest(&tags, "nginx:latest"),
+            policy,
         }
+    }
+
+    /// [`Setting::new`], with version 1 of policy `tags` in force everywhere: a label `team`
+    /// is required.
+    async fn tags(version: &str, layout: Layout, prefix: &str) -> Setting {
+        let setting = Setting::new(version, layout, prefix).await;
+        setting
+            .stack
+            .enforce_policy(&setting.boundary, "k1", "tags", requires_label("team"))
+            .await;
+        setting
     }
 }
 
@@ -200,12 +215,8 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
         other,
         team_missing,
         latest,
-    } = Setting::new(version, layout, "stages").await;
-
-    // Version 1 everywhere: a label `team` is required.
-    stack
-        .enforce_policy(&boundary, "k1", "tags", requires_label("team"))
-        .await;
+        policy,
+    } = Setting::tags(version, layout, "stages").await;
 
     // Version 2, no `latest` tag, reaches the first namespace only.
     let v2 = json!({"rules": [{"disallowLatestTag": {}}],
@@ -224,11 +235,7 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
             .unwrap();
     }
     let preview = stack
-        .ok(
-            "POST",
-            &format!("{}/preview", crate::serve::policy_path(&boundary, "tags")),
-            Some(v2.clone()),
-        )
+        .ok("POST", &format!("{policy}/preview"), Some(v2.clone()))
         .await;
     let mut met: Vec<(String, Option<u64>)> = preview["clusters"][0]["denied"]
         .as_array()
@@ -263,9 +270,7 @@ async fn a_stage_holds_then_hands_over_and_an_abort_puts_the_previous_version_ba
     )
     .await;
     stack.wait_enforced(&boundary, "tags", "k1").await;
-    let shown = stack
-        .ok("GET", &crate::serve::policy_path(&boundary, "tags"), None)
-        .await;
+    let shown = stack.ok("GET", &policy, None).await;
     assert_eq!(
         shown["status"]["clusters"][0]["in_force"],
         format!("v{v2_version} in 1 of 2 namespaces; v1 elsewhere"),
@@ -357,12 +362,9 @@ async fn auto_promotion_pauses_on_a_real_denial_and_goes_on_without_one(
         other,
         team_missing,
         latest,
-    } = Setting::new(version, layout, "autoroll").await;
+        policy,
+    } = Setting::tags(version, layout, "autoroll").await;
     let rollout = json!({"stages": [{"namespaces": [reached], "for": "10s"}, {}], "maxDenials": 0});
-    let policy = crate::serve::policy_path(&boundary, "tags");
-    stack
-        .enforce_policy(&boundary, "k1", "tags", requires_label("team"))
-        .await;
 
     // Version 2 (no `latest` tag) reaches the first namespace; a real create there is denied.
     let saved = stack
@@ -568,15 +570,12 @@ async fn promote_and_abort_are_in_force_soon(version: &str, layout: Layout) {
         other,
         team_missing,
         latest,
-    } = Setting::new(version, layout, "latency").await;
+        policy,
+    } = Setting::tags(version, layout, "latency").await;
     let rollout = json!({"stages": [{"namespaces": [reached], "for": "1h"}], "promote": "manual"});
     let labels =
         json!({"rules": [{"requiredLabels": {"labels": [{"key": "team"}]}}], "rollout": rollout});
     let no_latest = json!({"rules": [{"disallowLatestTag": {}}], "rollout": rollout});
-    let policy = crate::serve::policy_path(&boundary, "tags");
-    stack
-        .enforce_policy(&boundary, "k1", "tags", requires_label("team"))
-        .await;
     let (mut promotes, mut aborts) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         // Version n+1 (no `latest` tag) in the reached namespace, then promoted.
@@ -756,12 +755,9 @@ async fn rollback_is_in_force_soon(version: &str, layout: Layout) {
         reached: namespace,
         team_missing,
         latest,
+        policy,
         ..
-    } = Setting::new(version, layout, "rollback").await;
-    let policy = crate::serve::policy_path(&boundary, "tags");
-    stack
-        .enforce_policy(&boundary, "k1", "tags", requires_label("team"))
-        .await;
+    } = Setting::tags(version, layout, "rollback").await;
     stack
         .put_policy(
             &boundary,
