@@ -31,7 +31,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
 use palisade_policy::{Name, Policy};
-use palisade_reconciler::ClusterClient;
+use palisade_reconciler::{ClusterClient, InLayout, Layout};
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{self, ControlPlane};
 use serde_json::json;
@@ -129,7 +129,7 @@ fn policies() -> Vec<(Policy, serde_json::Value, &'static str)> {
 }
 
 /// Installs the guard and the first `count` policies, and waits until each denies its probe.
-async fn install_policies(cluster: &ClusterClient, namespace: &str, count: usize) -> Duration {
+async fn install_policies(cluster: &InLayout, namespace: &str, count: usize) -> Duration {
     let started = Instant::now();
     let identity = cluster.whoami().await.unwrap();
     cluster
@@ -170,7 +170,7 @@ async fn install_policies(cluster: &ClusterClient, namespace: &str, count: usize
 
 /// Removes everything palisade installed and waits until a Pod breaking all three rules is
 /// admitted again.
-async fn remove_policies(cluster: &ClusterClient, namespace: &str) -> Duration {
+async fn remove_policies(cluster: &InLayout, namespace: &str) -> Duration {
     let started = Instant::now();
     cluster.remove_installation(INSTALLATION).await.unwrap();
     let pod = json!({
@@ -219,7 +219,8 @@ async fn run(version: &str, plan: Plan) -> Figures {
     let pods: Api<Pod> = Api::namespaced(client, &namespace);
     let cluster = ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
         .await
-        .unwrap();
+        .unwrap()
+        .with_layout(Layout::PerPolicy);
     let version = plane.version().to_owned();
     let count = plan.policies;
 
@@ -258,7 +259,7 @@ async fn run(version: &str, plan: Plan) -> Figures {
 async fn run_alternating(
     version: &str,
     pods: &Api<Pod>,
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     namespace: &str,
     plan: Plan,
 ) -> Figures {

@@ -49,7 +49,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
 use palisade_policy::Name;
-use palisade_reconciler::{ClusterClient, Layout};
+use palisade_reconciler::{InLayout, Layout};
 use palisade_testkit::bench::{args_or_usage, env_number};
 use palisade_testkit::control_plane::{temp_namespace, ControlPlane};
 use serde_json::json;
@@ -145,7 +145,7 @@ fn pod(name: &str) -> Pod {
 /// Installs the 3 policies of `count` more boundaries (a namespace each), and waits until the
 /// last one denies.
 async fn add_boundaries(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     client: &kube::Client,
     from: usize,
     count: usize,
@@ -210,7 +210,7 @@ fn exceptions(per_policy: usize) -> Vec<palisade_policy::Exception> {
 /// One boundary with [`policies`] and `per_policy` [`exceptions`] each, in `cluster`'s layout;
 /// its namespace, once its policies deny.
 async fn add_excepted_boundary(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     client: &kube::Client,
     index: usize,
     per_policy: usize,
@@ -251,7 +251,7 @@ fn trusted_next(name: &str) -> palisade_policy::Policy {
 /// per-policy layout, measured in a namespace the stage has not reached (version 1 enforcing,
 /// version 2 auditing), another namespace of it reached. Their namespaces, once all is active.
 async fn add_rollout_boundaries(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     client: &kube::Client,
     from: usize,
 ) -> (String, String) {
@@ -487,7 +487,7 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
     let palisade = add_boundaries(&cluster, &client, 0, 1).await.remove(0);
     let floor = add_floor_boundaries(&client, 1, 1).await.remove(0);
     let mut blocks = vec![("none", &none), ("palisade", &palisade), ("floor", &floor)];
-    let per_boundary = cluster.clone().with_layout(Layout::PerBoundary);
+    let per_boundary = cluster.to(Layout::PerBoundary);
     let per_boundary = add_boundaries(&per_boundary, &client, 2, 1).await.remove(0);
     blocks.push(("per-boundary", &per_boundary));
     // `EXCEPTIONS=N`: the same 3 policies with N exceptions each that match nothing created.
@@ -498,7 +498,7 @@ async fn paired(version: &str, rounds: usize, pods: usize) {
         excepted = add_excepted_boundary(&cluster, &client, 3, per_policy_exceptions).await;
         blocks.push(("palisade-excepted", &excepted));
         per_boundary_excepted = add_excepted_boundary(
-            &cluster.clone().with_layout(Layout::PerBoundary),
+            &cluster.to(Layout::PerBoundary),
             &client,
             4,
             per_policy_exceptions,

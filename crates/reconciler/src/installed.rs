@@ -55,6 +55,10 @@ pub struct Installed {
     pub parameters: Vec<ObjectMeta>,
     /// The namespaces labelled for a boundary (for one boundary: for it).
     pub namespaces: Vec<ObjectMeta>,
+    /// The API server's refusal to list parameter objects (a role that predates the shared
+    /// layout): none are read. Only the shared layout writes them, so only there is it an
+    /// error (`InLayout::installed`).
+    pub parameters_refused: Option<Box<kube::core::Status>>,
 }
 
 /// What a garbage collection keeps of a boundary.
@@ -88,6 +92,7 @@ impl Installed {
                 .filter(|m| labelled_for(m, boundary))
                 .cloned()
                 .collect(),
+            parameters_refused: self.parameters_refused.clone(),
         }
     }
 
@@ -229,6 +234,7 @@ mod tests {
             bindings: vec![],
             parameters: vec![meta("c", "other", &[(POLICY_LABEL, "p")])],
             namespaces: vec![],
+            ..Default::default()
         };
         assert_eq!(
             installed.layouts(INSTALLATION, &name("shop")),
@@ -271,6 +277,7 @@ mod tests {
             bindings: vec![],
             parameters: vec![],
             namespaces: vec![],
+            ..Default::default()
         };
         let keep = [name("keep")];
         let cases: [Case<'_>; 4] = [

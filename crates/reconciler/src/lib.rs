@@ -14,7 +14,10 @@
 //!   (which clusters a change concerns),
 //!   `placement` (which replica holds which cluster) and `restarts` (when an API server
 //!   restarted).
-//! - Talking to one cluster: `cluster` (`ClusterClient`), `kubeconfig` (the client library's
+//! - Talking to one cluster: `cluster` (`ClusterClient`, the thin client: apply, delete exact,
+//!   dry-run, list installed, discovery, whoami; it knows no layout), `in_layout` (`InLayout`:
+//!   the client in one layout, writing what the layout renders and probing what it judges),
+//!   `verdict` (a probe decided and its answer judged, without the cluster), `kubeconfig` (the client library's
 //!   reading of it), `answer` (what a dry-run write was told), `cause` (why a request failed,
 //!   in words), `probe` (whether the cluster can enforce), `rbac` (the role it needs).
 //! - Admission objects: `admission` (the layouts behind one trait; they render and judge,
@@ -40,6 +43,7 @@ mod detail;
 pub mod drift;
 pub mod excepted;
 mod fence;
+pub mod in_layout;
 mod installed;
 pub mod kubeconfig;
 pub mod metrics;
@@ -59,12 +63,14 @@ pub mod scope;
 mod shared;
 pub mod statuses;
 mod switch;
+mod verdict;
 pub mod violating;
 pub mod workloads;
 
 pub use answer::AdmissionAnswer;
 pub use cluster::{ClusterClient, LabelOutcome, LabelTampering, NamespaceSeen};
 pub use controller::{default_replica, Controller, ControllerError, PassReport, Settings};
+pub use in_layout::InLayout;
 pub use palisade_vap::{Layout, LayoutChoice, Thresholds};
 pub use port::KubeClusters;
 pub use probe::{Admission, ClusterProbe, EnforcementProbe, OLDEST_MINOR};

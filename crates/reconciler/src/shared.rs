@@ -15,7 +15,6 @@ use palisade_vap::shared::{
     shared_binding_name, shared_policy_name, PARAMS_GROUP, PARAMS_KIND, PARAMS_PLURAL,
     PARAMS_VERSION,
 };
-use palisade_vap::Layout;
 
 use crate::cluster::{boundary_selector, delete_exact, is_ours, ClusterClient};
 use crate::Result;
@@ -44,14 +43,13 @@ fn is_installations(meta: &ObjectMeta, installation: &str) -> bool {
     })
 }
 
-impl ClusterClient {
-    /// A list of parameters that fails this way finds none: the definition is not installed,
-    /// or (another layout) the role predates the shared layout, so palisade cannot have
-    /// written any.
-    fn none_to_read(&self, error: &kube::Error) -> bool {
-        not_found(error) || (self.layout() != Layout::Shared && forbidden(error))
-    }
+/// A list of parameters that fails this way finds none: the definition is not installed, or
+/// the role predates the shared layout (in which only the shared layout can have written any).
+fn none_to_read(error: &kube::Error) -> bool {
+    not_found(error) || forbidden(error)
+}
 
+impl ClusterClient {
     fn params_api(&self) -> Api<DynamicObject> {
         Api::all_with(self.client().clone(), &params_resource())
     }
@@ -60,19 +58,8 @@ impl ClusterClient {
         Api::namespaced_with(self.client().clone(), namespace, &params_resource())
     }
 
-    /// Server-side applies the parameters' definition (waiting until it is established), then
-    /// the installation's shared policy and its two bindings. Applying what is already there
-    /// changes nothing.
-    pub async fn install_shared(&self, installation: &str) -> Result<()> {
-        self.apply_objects(
-            installation,
-            &crate::admission::installation_objects(installation),
-        )
-        .await
-    }
-
     /// The parameter objects `selector` picks, in every namespace; none when the definition
-    /// is not installed (or, per-policy layout, cannot be read).
+    /// is not installed or the role may not list them ([`none_to_read`]).
     async fn list_parameters(&self, selector: &str) -> Result<Vec<DynamicObject>> {
         match self
             .params_api()
@@ -80,21 +67,26 @@ impl ClusterClient {
             .await
         {
             Ok(list) => Ok(list.items),
-            Err(e) if self.none_to_read(&e) => Ok(Vec::new()),
+            Err(e) if none_to_read(&e) => Ok(Vec::new()),
             Err(e) => Err(e.into()),
         }
     }
 
     /// The metadata of the parameter objects `selector` picks, in every namespace; none when
-    /// the definition is not installed (or, per-policy layout, cannot be read).
-    pub(crate) async fn parameter_metas(&self, selector: &str) -> Result<Vec<ObjectMeta>> {
+    /// the definition is not installed, and none with the refusal when the role may not list
+    /// them.
+    pub(crate) async fn parameter_metas(
+        &self,
+        selector: &str,
+    ) -> Result<(Vec<ObjectMeta>, Option<Box<kube::core::Status>>)> {
         match self
             .params_api()
             .list_metadata(&ListParams::default().labels(selector))
             .await
         {
-            Ok(list) => Ok(list.items.into_iter().map(|o| o.metadata).collect()),
-            Err(e) if self.none_to_read(&e) => Ok(Vec::new()),
+            Ok(list) => Ok((list.items.into_iter().map(|o| o.metadata).collect(), None)),
+            Err(kube::Error::Api(status)) if status.code == 403 => Ok((Vec::new(), Some(status))),
+            Err(e) if not_found(&e) => Ok((Vec::new(), None)),
             Err(e) => Err(e.into()),
         }
     }
@@ -231,7 +223,6 @@ impl ClusterClient {
                 }
             }
         }
-        self.forget_shared(installation);
         Ok(deleted)
     }
 }

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use kube::api::{Patch, PatchParams};
-use palisade_policy::{Mode, Name, Policy};
-use palisade_vap::render::{switch_binding, switch_binding_name, FIELD_MANAGER};
+use palisade_policy::{Mode, Name};
+use palisade_vap::render::{switch_binding_name, FIELD_MANAGER};
 use palisade_vap::shared::shared_binding_name;
 use palisade_vap::Layout;
 
@@ -26,20 +26,6 @@ impl ClusterClient {
             .installed(installation, Some(boundary))
             .await?
             .layouts(installation, boundary))
-    }
-
-    /// Writes a switch binding beside each enforce-mode binding of `boundary`'s `policies` in
-    /// this client's layout (shared: beside the installation's enforce binding).
-    pub async fn apply_switch_bindings(
-        &self,
-        installation: &str,
-        boundary: &Name,
-        policies: &[Policy],
-    ) -> Result<()> {
-        let bindings =
-            crate::admission::of(self.layout()).enforce_bindings(installation, boundary, policies);
-        let switch: Vec<_> = bindings.iter().map(switch_binding).collect();
-        self.apply_switch(installation, &switch).await
     }
 
     /// Writes switch bindings rendered already ([`switch_binding`]).

@@ -3,7 +3,7 @@
 //! become (and which objects the cluster held that the write makes stale), which object and
 //! binding judge a policy in a namespace (read from what is installed), and its enforce-mode
 //! bindings (what a switch copies). No method takes a client: the pass observes the cluster
-//! (`Installed`), asks the layout, and has [`ClusterClient::write`](crate::ClusterClient)
+//! (`Installed`), asks the layout, and has [`InLayout::write`](crate::InLayout)
 //! carry out the [`Writes`]. [`of`] is the one place a [`Layout`] is matched; a fourth layout
 //! is a fourth file here, with its tests.
 

@@ -215,6 +215,7 @@ mod tests {
             bindings: vec![own, other, held_alone, held_with],
             parameters: vec![params],
             namespaces: Vec::new(),
+            ..Default::default()
         };
         let writes = layout
             .write_policy(

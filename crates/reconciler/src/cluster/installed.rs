@@ -38,7 +38,7 @@ impl ClusterClient {
                 .list_metadata(&params)
                 .await?,
         );
-        let parameters = self.parameter_metas(&selector).await?;
+        let (parameters, parameters_refused) = self.parameter_metas(&selector).await?;
         let namespaces = if parameters.is_empty() {
             Vec::new()
         } else {
@@ -57,6 +57,7 @@ impl ClusterClient {
             bindings,
             parameters,
             namespaces,
+            parameters_refused,
         })
     }
 }

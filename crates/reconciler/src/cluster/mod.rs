@@ -2,7 +2,7 @@
 //! renders, with server-side apply and one field manager, and deletes only objects that carry
 //! palisade's labels for the caller's installation and boundary.
 
-mod enforcement;
+mod create;
 mod installed;
 mod namespaces;
 mod policies;
@@ -28,7 +28,7 @@ use k8s_openapi::ClusterResourceScope;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::config::KubeConfigOptions;
 use kube::{Api, Client, Resource};
-use palisade_policy::{LabelValue, Mode, Name, Policy};
+use palisade_policy::{LabelValue, Name};
 use palisade_vap::render::{BOUNDARY_LABEL, FIELD_MANAGER, INSTALLATION_LABEL, MANAGED_BY_LABEL};
 
 use palisade_vap::Layout;
@@ -39,11 +39,7 @@ use serde_json::{json, Value};
 use crate::answer::{parse_warning_header, AdmissionAnswer};
 use crate::cause::{describe, transport};
 use crate::kubeconfig::read as read_kubeconfig;
-use crate::probe::{
-    parse_minor, too_old, Admission, ClusterProbe, EnforcementProbe, ADMITTED_VIOLATING,
-    NOT_SERVED, NOT_WARNED, PROBE_REFUSED,
-};
-use crate::violating::violating_pod_among;
+use crate::probe::{parse_minor, too_old, Admission, ClusterProbe, NOT_SERVED};
 use crate::{ReconcileError, Result};
 
 const ADMISSION_GROUP_VERSION: &str = "admissionregistration.k8s.io/v1";
@@ -112,12 +108,6 @@ pub struct ClusterClient {
     client: Client,
     /// Discovery of one group-version at a time, for dry-run creates of any kind.
     resources: Arc<Mutex<HashMap<String, Vec<APIResource>>>>,
-    /// How policies become objects in this cluster.
-    layout: Layout,
-    /// Installations whose shared objects this client applied (shared layout).
-    shared: Arc<Mutex<BTreeSet<String>>>,
-    /// Installations whose shared objects this client removed (the other layouts).
-    unshared: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl fmt::Debug for ClusterClient {
@@ -295,60 +285,6 @@ impl ClusterClient {
         ClusterClient {
             client,
             resources: Arc::default(),
-            layout: Layout::default(),
-            shared: Arc::default(),
-            unshared: Arc::default(),
-        }
-    }
-
-    /// This client with policies written in `layout`.
-    pub fn with_layout(mut self, layout: Layout) -> Self {
-        self.layout = layout;
-        self
-    }
-
-    pub fn layout(&self) -> Layout {
-        self.layout
-    }
-
-    pub(crate) fn shared_installed(&self, installation: &str) -> bool {
-        self.shared
-            .lock()
-            .is_ok_and(|set| set.contains(installation))
-    }
-
-    pub(crate) fn mark_shared_installed(&self, installation: &str) {
-        if let Ok(mut set) = self.shared.lock() {
-            set.insert(installation.to_owned());
-        }
-        // Installed again (a switch back to the shared layout): a later switch away removes
-        // it again.
-        if let Ok(mut set) = self.unshared.lock() {
-            set.remove(installation);
-        }
-    }
-
-    /// Removes the installation's shared policy and bindings once per client (in a layout
-    /// other than shared, after a switch from it); later calls do nothing.
-    pub async fn remove_shared_once(&self, installation: &str) -> Result<()> {
-        check_installation(installation)?;
-        let done = self
-            .unshared
-            .lock()
-            .is_ok_and(|set| set.contains(installation));
-        if done || self.layout == Layout::Shared {
-            return Ok(());
-        }
-        self.remove_shared(installation).await?;
-        if let Ok(mut set) = self.unshared.lock() {
-            set.insert(installation.to_owned());
-        }
-        Ok(())
-    }
-
-    pub(crate) fn forget_shared(&self, installation: &str) {
-        if let Ok(mut set) = self.shared.lock() {
-            set.remove(installation);
         }
     }
 

@@ -57,101 +57,6 @@ impl ClusterClient {
         }
     }
 
-    /// Server-side applies the policy's objects, policy first, then its binding. A policy
-    /// without admission rules has no objects: any left from an earlier version are removed.
-    /// Applying what is already there changes nothing (not even `resourceVersion`). Objects of
-    /// the same name that another installation labelled as its own are left alone
-    /// ([`ReconcileError::OtherInstallation`]).
-    pub async fn apply_policy(
-        &self,
-        installation: &str,
-        boundary: &Name,
-        policy: &Policy,
-    ) -> Result<()> {
-        self.apply_policy_excepted(installation, boundary, policy, &[])
-            .await
-    }
-
-    /// [`Self::apply_policy`] with the exceptions in force in this cluster (SPEC 7).
-    pub async fn apply_policy_excepted(
-        &self,
-        installation: &str,
-        boundary: &Name,
-        policy: &Policy,
-        exceptions: &[palisade_policy::Exception],
-    ) -> Result<()> {
-        let (before, namespaces) = self.observe_boundary(installation, boundary).await?;
-        let none = std::collections::BTreeMap::new();
-        let target = crate::admission::Target {
-            installation,
-            boundary,
-            exceptions,
-            namespaces: &namespaces,
-            before: &before,
-            staged: &none,
-        };
-        self.write_policy(&target, policy).await
-    }
-
-    /// Writes the admission objects of `boundary`'s `policies` in this cluster (in the order
-    /// given). Per policy or shared: each policy as [`Self::apply_policy`] does. Per boundary:
-    /// the boundary's objects, one per mode and 5 policies, written together; per-boundary
-    /// objects of the boundary that no longer hold anything are deleted. Other objects of the
-    /// boundary (policies not given, the other layouts') are left to [`Self::garbage_collect`].
-    pub async fn apply_boundary(
-        &self,
-        installation: &str,
-        boundary: &Name,
-        policies: &[Policy],
-    ) -> Result<()> {
-        self.apply_boundary_excepted(installation, boundary, policies, &[])
-            .await
-    }
-
-    /// [`Self::apply_boundary`] with the exceptions in force in this cluster (SPEC 7).
-    pub async fn apply_boundary_excepted(
-        &self,
-        installation: &str,
-        boundary: &Name,
-        policies: &[Policy],
-        exceptions: &[palisade_policy::Exception],
-    ) -> Result<()> {
-        let (before, namespaces) = self.observe_boundary(installation, boundary).await?;
-        let none = std::collections::BTreeMap::new();
-        let target = crate::admission::Target {
-            installation,
-            boundary,
-            exceptions,
-            namespaces: &namespaces,
-            before: &before,
-            staged: &none,
-        };
-        self.write_boundary(&target, policies).await
-    }
-
-    /// What a write of `boundary` in this client's layout renders against: what is installed
-    /// of it, and its namespaces (read only for a layout whose objects live in them).
-    pub(crate) async fn observe_boundary(
-        &self,
-        installation: &str,
-        boundary: &Name,
-    ) -> Result<(Installed, Vec<String>)> {
-        check_installation(installation)?;
-        let before = self.installed(installation, Some(boundary)).await?;
-        let namespaces = self.layout_namespaces(boundary).await?;
-        Ok((before, namespaces))
-    }
-
-    /// `boundary`'s namespaces in the cluster when this client's layout writes into them;
-    /// none (and nothing read) otherwise.
-    pub(crate) async fn layout_namespaces(&self, boundary: &Name) -> Result<Vec<String>> {
-        if crate::admission::of(self.layout).per_namespace() {
-            self.boundary_namespaces(boundary).await
-        } else {
-            Ok(Vec::new())
-        }
-    }
-
     /// Deletes a policy's objects in every layout, binding first. Only objects labelled as
     /// palisade's, of this installation and boundary, are deleted; absent objects are fine. A
     /// per-boundary object that also holds other policies stays until the boundary is applied
@@ -187,22 +92,10 @@ impl ClusterClient {
     }
 
     /// Deletes this installation's objects of `boundary` whose policy is not in `keep`
-    /// (bindings first), selected by labels; returns the names deleted. A per-boundary object
-    /// goes when one of the policies it holds is not in `keep`. Objects of the layouts not in
-    /// use (left by an earlier one) all go, and so do switch bindings.
-    pub async fn garbage_collect(
-        &self,
-        installation: &str,
-        boundary: &Name,
-        keep: &[Name],
-    ) -> Result<Vec<String>> {
-        self.garbage_collect_keeping(installation, boundary, keep, &[self.layout], false)
-            .await
-    }
-
-    /// [`Self::garbage_collect`] that keeps the kept policies' objects of every layout in
-    /// `layouts` (during a switch: the old layout's and the new one's), and the switch
-    /// bindings when `keep_switch`.
+    /// (bindings first), selected by labels; returns the names deleted. It keeps the kept
+    /// policies' objects of every layout in `layouts` (during a switch: the old layout's and
+    /// the new one's), and the switch bindings when `keep_switch`. A per-boundary object goes
+    /// when one of the policies it holds is not kept.
     pub async fn garbage_collect_keeping(
         &self,
         installation: &str,
@@ -281,7 +174,10 @@ impl ClusterClient {
             let Ok(boundary) = Name::parse(&boundary) else {
                 continue;
             };
-            deleted.extend(self.garbage_collect(installation, &boundary, &[]).await?);
+            deleted.extend(
+                self.garbage_collect_keeping(installation, &boundary, &[], &[], false)
+                    .await?,
+            );
         }
         deleted.extend(self.remove_shared(installation).await?);
         let name = palisade_vap::guard_name(installation);

@@ -10,7 +10,7 @@ impl Part<'_> {
     /// namespaces are not in this cluster) reads `installed`.
     pub(super) async fn confirm_exceptions(
         &mut self,
-        client: &ClusterClient,
+        client: &InLayout,
         after: &crate::cluster::Installed,
         boundary: &BoundaryState,
         in_cluster: &[Policy],
@@ -27,17 +27,17 @@ impl Part<'_> {
             };
             let probe =
                 crate::excepted::excepted_pod(policy, in_cluster, exception, &all, namespaces);
+            let site = crate::verdict::Site {
+                layout: client.layout(),
+                installed: after,
+                installation: &self.ctl.installation,
+                boundary: &boundary.name,
+            };
             let settled = match probe {
                 None => super::settle::Settled::installed(),
                 Some(probe) => super::settle::exception_status(
                     client
-                        .probe_exception_in(
-                            Some(after),
-                            &self.ctl.installation,
-                            &boundary.name,
-                            policy,
-                            &probe,
-                        )
+                        .send(crate::verdict::exception_probe(&site, policy, &probe))
                         .await,
                 ),
             };

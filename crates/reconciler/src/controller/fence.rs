@@ -133,7 +133,7 @@ mod tests {
             &cluster.name,
             super::super::Connection {
                 sealed: cluster.kubeconfig_sealed.clone(),
-                client: client.clone(),
+                client: client.clone().with_layout(Layout::default()),
                 identity: None,
             },
         );

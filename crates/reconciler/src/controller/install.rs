@@ -218,12 +218,12 @@ impl<'c> Part<'c> {
         connection: &mut Connection,
         minor: u32,
         attached: &[&BoundaryState],
-    ) -> Result<(ClusterClient, Choice, BTreeSet<(String, String)>), ControllerError> {
+    ) -> Result<(InLayout, Choice, BTreeSet<(String, String)>), ControllerError> {
         let (ctl, cluster, fence) = (self.ctl, self.cluster, self.fence);
         let choice = self
             .memory
             .choose_layout(cluster, minor, attached, &ctl.settings);
-        let client = connection.client.clone().with_layout(choice.layout);
+        let client = connection.client.to(choice.layout);
         let identity = match &connection.identity {
             Some(identity) => identity.clone(),
             None => {
@@ -268,7 +268,7 @@ impl<'c> Part<'c> {
     /// namespaces cannot be read is not written).
     async fn observe_boundaries(
         &self,
-        client: &ClusterClient,
+        client: &InLayout,
         attached: &[&BoundaryState],
     ) -> Result<crate::plan::Observed, ControllerError> {
         let before = client.installed(&self.ctl.installation, None).await?;
@@ -293,7 +293,7 @@ impl<'c> Part<'c> {
     /// that changes many boundaries waits for one reload, not one per boundary.
     async fn write_boundaries<'b>(
         &self,
-        client: &ClusterClient,
+        client: &InLayout,
         planned: Vec<crate::plan::Planned<'b>>,
     ) -> Vec<Prepared<'b>> {
         let mut prepared = Vec::with_capacity(planned.len());
@@ -309,7 +309,7 @@ impl<'c> Part<'c> {
     /// and what its collection keeps.
     async fn confirm_boundary<'b>(
         &mut self,
-        client: &ClusterClient,
+        client: &InLayout,
         after: &crate::cluster::Installed,
         prepared: Prepared<'b>,
         layout: Layout,
@@ -424,7 +424,7 @@ impl<'c> Part<'c> {
     /// the drifts the statuses settle.
     async fn collect_boundaries(
         &self,
-        client: &ClusterClient,
+        client: &InLayout,
         after: &crate::cluster::Installed,
         confirmed: Vec<Confirmed<'_>>,
         tally: &mut Tally,
@@ -473,7 +473,7 @@ impl<'c> Part<'c> {
     async fn finish(
         &mut self,
         connection: &Connection,
-        client: &ClusterClient,
+        client: &InLayout,
         choice: &Choice,
         attached: &[&BoundaryState],
         after: &crate::cluster::Installed,
@@ -534,7 +534,7 @@ impl<'c> Part<'c> {
     /// Boundaries detached from this cluster, or deleted: their objects go, and their reports.
     async fn remove_detached(
         &self,
-        client: &ClusterClient,
+        client: &InLayout,
         layout: Layout,
         attached: &[&BoundaryState],
         after: &crate::cluster::Installed,
@@ -576,7 +576,7 @@ impl<'c> Part<'c> {
     /// Reads back what one policy, written already, enforces, settled.
     async fn install(
         &self,
-        client: &ClusterClient,
+        client: &InLayout,
         after: &crate::cluster::Installed,
         policy: &Policy,
         install: Install<'_>,
@@ -603,19 +603,16 @@ impl<'c> Part<'c> {
             // No namespace of the boundary: nothing is judged by either layout yet.
             return settle::Settled::installed();
         };
+        let site = crate::verdict::Site {
+            layout: client.layout(),
+            installed: after,
+            installation,
+            boundary,
+        };
         let probe_once = || async {
-            client
-                .probe_policy(
-                    Some(after),
-                    installation,
-                    boundary,
-                    policy,
-                    others,
-                    namespace,
-                    switching,
-                    staging,
-                )
-                .await
+            let probe =
+                crate::verdict::policy_probe(&site, policy, others, namespace, switching, staging)?;
+            client.send(probe).await
         };
         let mode = staging.map_or(policy.mode(), |s| {
             crate::admission::staged::mode_in(policy, s, namespace)
@@ -639,7 +636,7 @@ impl<'c> Part<'c> {
 
 /// Carries out a boundary's planned writes: what writing each of its `count` policies gave.
 async fn apply(
-    client: &ClusterClient,
+    client: &InLayout,
     installation: &str,
     plan: crate::plan::BoundaryWrites,
     count: usize,

@@ -360,7 +360,11 @@ impl Membership<'_> {
 async fn answering_again(memory: &Memories, failed: &BTreeMap<String, String>) {
     let clients: Vec<ClusterClient> = failed
         .keys()
-        .filter_map(|name| memory.connection(name).map(|c| c.client))
+        .filter_map(|name| {
+            memory
+                .connection(name)
+                .map(|c| ClusterClient::clone(&c.client))
+        })
         .collect();
     // `/readyz` (readable by anyone, `system:public-info-viewer`): an API server that
     // listens but has not finished starting would fail the pass again.

@@ -67,7 +67,7 @@ use crate::probe::{Admission, EnforcementProbe};
 use crate::scope::Fingerprint;
 use crate::statuses::StatusWatch;
 use crate::workloads::{self, Target, Workloads};
-use crate::{ClusterClient, ReconcileError};
+use crate::{ClusterClient, InLayout, ReconcileError};
 use palisade_vap::{choose, Choice, ClusterFacts, Layout, LayoutChoice, Thresholds};
 
 /// Timing of the loop.
@@ -299,7 +299,9 @@ struct ApiServersSeen {
 #[derive(Clone)]
 struct Connection {
     sealed: Vec<u8>,
-    client: ClusterClient,
+    /// The cluster in the layout its last part chose (a part takes it in its own), and what
+    /// was written there once.
+    client: InLayout,
     identity: Option<String>,
 }
 

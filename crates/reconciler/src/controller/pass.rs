@@ -397,7 +397,9 @@ pub(super) async fn connect(
     let kubeconfig = app
         .cluster_kubeconfig(cluster)
         .map_err(ControllerError::Credentials)?;
-    let client = ClusterClient::from_kubeconfig(&kubeconfig).await?;
+    let client = ClusterClient::from_kubeconfig(&kubeconfig)
+        .await?
+        .with_layout(Layout::default());
     let connection = Connection {
         sealed: cluster.kubeconfig_sealed.clone(),
         client,

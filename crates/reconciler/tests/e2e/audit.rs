@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::Api;
-use palisade_reconciler::ClusterClient;
+use palisade_reconciler::InLayout;
 use palisade_testkit::control_plane::{ControlPlane, Options};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -69,7 +69,7 @@ fn reports_crd() -> Value {
 }
 
 /// Makes the control plane serve `openreports.io/v1alpha1` reports.
-pub async fn serve_reports(plane: &ControlPlane) -> ClusterClient {
+pub async fn serve_reports(plane: &ControlPlane) -> InLayout {
     let cluster = admin_of(plane).await;
     let answer = cluster.create("", &reports_crd()).await.unwrap();
     assert!(answer.admitted() || answer.code == 409, "{answer:?}");

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use palisade_policy::{Name, Policy};
 use palisade_reconciler::answer::policy_warning;
-use palisade_reconciler::{AdmissionAnswer, ClusterClient};
+use palisade_reconciler::{AdmissionAnswer, InLayout};
 use palisade_testkit::control_plane::temp_namespace;
 use palisade_testkit::corpus::{
     policies_of, AdmissionCase, AdmissionHarness, Finding, Reports, Verdict,
@@ -55,7 +55,7 @@ pub(crate) fn policy_set_key(case: &AdmissionCase) -> String {
 /// namespace, as a verdict; an error when the same object is not simply admitted in an
 /// unlabelled namespace, or when a refusal is not a palisade denial.
 async fn api_server_verdict(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     installation: &str,
     set: &PolicySet,
     unlabelled: &str,
@@ -122,7 +122,7 @@ async fn api_server_verdict(
 
 /// The names of the policy object and binding that judge `policy` in the client's layout.
 fn names(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     installation: &str,
     set: &PolicySet,
     policy: &Policy,
@@ -161,7 +161,7 @@ async fn corpus_replays_in_the_per_boundary_layout(version: &str) {
 async fn replay(version: &str, installation: &str, layout: Layout) {
     let started = Instant::now();
     let (plane, cluster) = connect(version).await;
-    let cluster = cluster.with_layout(layout);
+    let cluster = cluster.to(layout);
     let connected = started.elapsed();
     let client = plane.client().await;
 

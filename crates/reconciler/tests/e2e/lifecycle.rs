@@ -13,7 +13,7 @@ use kube::Api;
 use palisade_policy::Name;
 use palisade_reconciler::answer::policy_warning;
 use palisade_reconciler::probe::{ADMITTED_VIOLATING, NOT_WARNED};
-use palisade_reconciler::{ClusterClient, EnforcementProbe, ReconcileError};
+use palisade_reconciler::{EnforcementProbe, InLayout, ReconcileError};
 use palisade_testkit::control_plane::temp_namespace;
 use palisade_vap::object_name;
 use serde_json::json;
@@ -32,10 +32,7 @@ on_both_versions!(
     an_evaluation_error_rejects_the_object,
 );
 
-async fn resource_versions(
-    cluster: &ClusterClient,
-    object: &str,
-) -> (Option<String>, Option<String>) {
+async fn resource_versions(cluster: &InLayout, object: &str) -> (Option<String>, Option<String>) {
     let policies = Api::<ValidatingAdmissionPolicy>::all(cluster.client().clone());
     let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(cluster.client().clone());
     (
@@ -126,12 +123,7 @@ async fn apply_is_idempotent_and_removes_what_has_no_admission_rules(version: &s
 }
 
 /// A look-alike pair of objects: applied as installation `installation`.
-async fn install_as(
-    cluster: &ClusterClient,
-    installation: &str,
-    boundary: &Name,
-    policy_name: &str,
-) {
+async fn install_as(cluster: &InLayout, installation: &str, boundary: &Name, policy_name: &str) {
     let p = policy(policy_name, no_latest());
     cluster
         .apply_policy(installation, boundary, &p)

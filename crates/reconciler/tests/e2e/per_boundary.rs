@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use kube::Api;
 use palisade_policy::{Mode, Policy};
-use palisade_reconciler::{ClusterClient, EnforcementProbe, Layout, ReconcileError};
+use palisade_reconciler::{ClusterClient, EnforcementProbe, InLayout, Layout, ReconcileError};
 use palisade_testkit::control_plane::temp_namespace;
 use palisade_vap::boundary_object_name;
 use palisade_vap::object_name;
@@ -69,7 +69,7 @@ fn held(objects: &BTreeMap<String, (String, String)>) -> BTreeMap<String, String
 /// Waits until each of `policies` is confirmed enforced in `namespace` (each probe complies
 /// with the others, as the controller's do).
 async fn wait_all_enforced(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     boundary: &palisade_policy::Name,
     policies: &[Policy],
     namespace: &str,
@@ -98,7 +98,7 @@ fn label_policy(n: usize, audit: bool) -> Policy {
 
 async fn the_per_boundary_layout_installs_confirms_changes_and_collects(version: &str) {
     let (plane, admin) = crate::support::connect(version).await;
-    let cluster = admin.clone().with_layout(Layout::PerBoundary);
+    let cluster = admin.to(Layout::PerBoundary);
     let client = plane.client().await;
     let boundary = unique_boundary("perb");
     let namespace = temp_namespace(&client, Some(boundary.as_str())).await;
@@ -309,8 +309,8 @@ on_both_versions!(a_switch_of_layout_is_confirmed_only_by_the_new_layouts_switch
 async fn a_switch_of_layout_is_confirmed_only_by_the_new_layouts_switch_binding(version: &str) {
     const SWITCHING: &str = "e2e-switch-probe";
     let (plane, admin) = crate::support::connect(version).await;
-    let old = admin.clone().with_layout(Layout::PerPolicy);
-    let new = admin.clone().with_layout(Layout::PerBoundary);
+    let old = admin.to(Layout::PerPolicy);
+    let new = admin.to(Layout::PerBoundary);
     let client = plane.client().await;
     let boundary = unique_boundary("switch");
     let namespace = temp_namespace(&client, Some(boundary.as_str())).await;

@@ -20,7 +20,7 @@ use palisade_reconciler::rbac::{cluster_role, cluster_role_binding, rules, Grant
 use palisade_reconciler::reports::{render_report, NamespaceAudit};
 use palisade_reconciler::statuses::StatusWatch;
 use palisade_reconciler::workloads::{self, Workloads};
-use palisade_reconciler::{ClusterClient, Layout};
+use palisade_reconciler::{ClusterClient, InLayout, Layout};
 use palisade_store::{NamespaceRecord, ResourceRecord};
 use palisade_testkit::control_plane::{temp_namespace, unique_name, ControlPlane, Options};
 use palisade_vap::shared::PARAMS_CRD;
@@ -38,8 +38,8 @@ const GUARD_INSTALLATION: &str = "rbacverbsguard";
 /// needs. The error's text when it fails.
 async fn exercise(
     plane: &ControlPlane,
-    admin: &ClusterClient,
-    cluster: &ClusterClient,
+    admin: &InLayout,
+    cluster: &InLayout,
     resource: &str,
     verb: &str,
 ) -> Result<(), String> {
@@ -402,8 +402,8 @@ async fn exercise(
 }
 
 /// `client` writing the shared layout.
-fn shared(client: &ClusterClient) -> ClusterClient {
-    client.clone().with_layout(Layout::Shared)
+fn shared(client: &InLayout) -> InLayout {
+    client.to(Layout::Shared)
 }
 
 /// Waits until a watch has read everything once and then 2 s more without a 403 (its watch
@@ -448,7 +448,7 @@ async fn remove_definition(client: &kube::Client) {
 }
 
 /// A user bound to `role`, and palisade's client acting as that user.
-async fn identity(plane: &ControlPlane, role: ClusterRole) -> ClusterClient {
+async fn identity(plane: &ControlPlane, role: ClusterRole) -> InLayout {
     let admin = plane.client().await;
     let name = role.metadata.name.clone().unwrap();
     Api::<ClusterRole>::all(admin.clone())
@@ -464,6 +464,7 @@ async fn identity(plane: &ControlPlane, role: ClusterRole) -> ClusterClient {
         .await
         .unwrap();
     ClusterClient::from_client(plane.impersonating_client(&name, &[]).await)
+        .with_layout(Layout::default())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

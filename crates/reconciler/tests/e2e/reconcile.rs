@@ -565,7 +565,7 @@ async fn the_shared_layout_is_installed_confirmed_and_removed_by_the_controller(
         .await
         .unwrap();
     a.controller.reconcile_all().await;
-    let shared = cluster.clone().with_layout(Layout::Shared);
+    let shared = cluster.to(Layout::Shared);
     assert!(!shared
         .installed_boundaries(installation)
         .await
@@ -694,7 +694,7 @@ async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_contr
     .await;
     let client = plane.client().await;
     // Left by the shared layout before a switch: removed after the boundaries are written.
-    let shared = admin_of(plane).await.with_layout(Layout::Shared);
+    let shared = admin_of(plane).await.to(Layout::Shared);
     shared.install_shared(installation).await.unwrap();
     // `watch` is the audit-mode policy: confirmed, but it denies nothing.
     let all_enforced = [
@@ -707,7 +707,7 @@ async fn the_per_boundary_layout_is_installed_confirmed_and_removed_by_the_contr
     let boundary_name = palisade_policy::Name::parse(boundary).unwrap();
     let enforce =
         palisade_vap::boundary_object_name(&boundary_name, palisade_policy::Mode::Enforce, 1);
-    let cluster = admin_of(plane).await.with_layout(Layout::PerBoundary);
+    let cluster = admin_of(plane).await.to(Layout::PerBoundary);
     let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "web", "labels": {"team": "a"}},
         "spec": {"containers": [{"name": "c", "image": "nginx:latest"}]}});
@@ -1149,7 +1149,7 @@ async fn pass_cost() {
         // This installation's objects go before the next layout's.
         for i in 0..boundaries {
             let boundary = palisade_policy::Name::parse(&format!("cost-{i}")).unwrap();
-            let client = admin_of(&plane).await.with_layout(layout);
+            let client = admin_of(&plane).await.to(layout);
             client
                 .garbage_collect(&installation, &boundary, &[])
                 .await

@@ -12,7 +12,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::Api;
 use palisade_policy::{Mode, Name, Policy};
-use palisade_reconciler::{AdmissionAnswer, ClusterClient};
+use palisade_reconciler::{AdmissionAnswer, ClusterClient, InLayout};
 use palisade_testkit::control_plane::temp_namespace;
 use palisade_vap::per_boundary::{render_boundary_staged, Rolling};
 use palisade_vap::per_policy::{
@@ -80,7 +80,7 @@ fn params_in(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
 /// A boundary with two namespaces, the first of them reached by the stage, and the two
 /// versions: version 1 requires a label; version 2, being rolled out, allows one registry.
 struct Setting {
-    cluster: ClusterClient,
+    cluster: InLayout,
     client: kube::Client,
     boundary: Name,
     reached_ns: String,
@@ -99,7 +99,7 @@ impl Setting {
         let other_ns = temp_namespace(&client, Some(boundary.as_str())).await;
         let reached = BTreeSet::from([name(&reached_ns)]);
         Setting {
-            cluster: admin.with_layout(layout),
+            cluster: admin.to(layout),
             client,
             boundary,
             reached_ns,

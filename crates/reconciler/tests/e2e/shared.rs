@@ -87,7 +87,7 @@ where
 
 async fn the_shared_layout_installs_confirms_changes_and_collects(version: &str) {
     let (plane, admin) = crate::support::connect(version).await;
-    let cluster = admin.clone().with_layout(Layout::Shared);
+    let cluster = admin.to(Layout::Shared);
     let client = plane.client().await;
     let boundary = unique_boundary("shared");
     let first = temp_namespace(&client, Some(boundary.as_str())).await;

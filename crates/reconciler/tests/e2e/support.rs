@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::PostParams;
 use kube::Api;
 use palisade_policy::{Name, Policy};
-use palisade_reconciler::{ClusterClient, EnforcementProbe};
+use palisade_reconciler::{ClusterClient, EnforcementProbe, InLayout, Layout};
 use palisade_server::SealingKey;
 use palisade_store::{PolicyWrite, SharedStore};
 use palisade_testkit::control_plane::{self, ControlPlane};
@@ -68,17 +68,19 @@ pub async fn plane(version: &str) -> &'static ControlPlane {
         .expect("the control plane thread panicked")
 }
 
-/// The shared control plane of `version` and a `ClusterClient` on its admin kubeconfig.
-pub async fn connect(version: &str) -> (&'static ControlPlane, ClusterClient) {
+/// The shared control plane of `version` and a client on its admin kubeconfig, writing in the
+/// default layout.
+pub async fn connect(version: &str) -> (&'static ControlPlane, InLayout) {
     let plane = plane(version).await;
     (plane, admin_of(plane).await)
 }
 
-/// A `ClusterClient` on `plane`'s admin kubeconfig.
-pub async fn admin_of(plane: &ControlPlane) -> ClusterClient {
+/// A client on `plane`'s admin kubeconfig, writing in the default layout.
+pub async fn admin_of(plane: &ControlPlane) -> InLayout {
     ClusterClient::from_kubeconfig(plane.kubeconfig_yaml())
         .await
         .expect("the testenv kubeconfig is accepted")
+        .with_layout(Layout::default())
 }
 
 pub fn name(text: &str) -> Name {
@@ -286,7 +288,7 @@ pub async fn wait_boundary_label(
 /// Waits until `policy` (applied already) is enforced in `namespace`, probing with
 /// `probe_enforcement`; returns how long it took.
 pub async fn wait_enforced(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     boundary: &Name,
     policy: &Policy,
     namespace: &str,
@@ -297,7 +299,7 @@ pub async fn wait_enforced(
 /// Applies `policy` of `boundary` (installation [`INSTALLATION`]) and waits until it is
 /// enforced in `namespace`; how long that took.
 pub async fn apply_enforced(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     boundary: &Name,
     policy: &Policy,
     namespace: &str,
@@ -311,7 +313,7 @@ pub async fn apply_enforced(
 
 /// [`wait_enforced`] for the objects of `installation`.
 pub async fn wait_enforced_in(
-    cluster: &ClusterClient,
+    cluster: &InLayout,
     installation: &str,
     boundary: &Name,
     policy: &Policy,
@@ -333,16 +335,12 @@ pub async fn wait_enforced_in(
 /// and bindings from one watch each, in order, and compiles them into one list: once a probe
 /// policy applied last (in a boundary of its own) denies, all earlier ones act too. This is
 /// needed where several policies share a boundary, so no single probe can name one of them.
-pub async fn barrier(cluster: &ClusterClient, plane: &ControlPlane) -> Duration {
+pub async fn barrier(cluster: &InLayout, plane: &ControlPlane) -> Duration {
     barrier_in(cluster, plane, INSTALLATION).await
 }
 
 /// [`barrier`] for the objects of `installation` (in the client's layout).
-pub async fn barrier_in(
-    cluster: &ClusterClient,
-    plane: &ControlPlane,
-    installation: &str,
-) -> Duration {
+pub async fn barrier_in(cluster: &InLayout, plane: &ControlPlane, installation: &str) -> Duration {
     let boundary = unique_boundary("barrier");
     let client = plane.client().await;
     let namespace = control_plane::temp_namespace(&client, Some(boundary.as_str())).await;
