@@ -87,7 +87,7 @@ impl<'c> Part<'c> {
     pub(super) async fn run(
         ctl: &'c Controller,
         cluster: &'c ClusterRecord,
-        boundaries: &[BoundaryState],
+        attached: &[&BoundaryState],
         fence: &'c Fence,
         memory: &'c mut ClusterMemory,
     ) -> Result<ClusterPass, ControllerError> {
@@ -101,18 +101,17 @@ impl<'c> Part<'c> {
             memory,
         };
         let (mut connection, probe) = part.observe().await?;
-        let attached = crate::plan::attached(boundaries, &cluster.name);
         if let Admission::NotEnforced(reason) = &probe.admission {
-            return part.not_enforcing(&attached, reason).await;
+            return part.not_enforcing(attached, reason).await;
         }
         let (client, choice, gone) = part
-            .make_ready(&mut connection, probe.minor, &attached)
+            .make_ready(&mut connection, probe.minor, attached)
             .await?;
         // A namespace found gone is no longer the boundary's: nothing probes, audits or
         // deploys there from now on.
         let pruned: Vec<BoundaryState>;
         let attached: Vec<&BoundaryState> = if gone.is_empty() {
-            attached
+            attached.to_vec()
         } else {
             pruned = attached
                 .iter()
@@ -592,11 +591,7 @@ impl<'c> Part<'c> {
             first_look,
         } = install;
         if let Err(error) = applied {
-            return settle::Settled {
-                status: status_error(&error),
-                confirms_layout: false,
-                settling: false,
-            };
+            return settle::Settled::write_failed(&error);
         }
         metrics::applied(cluster);
         let Some(namespace) = probe_namespace else {

@@ -94,13 +94,11 @@ impl Controller {
                 // A turn among the clusters' parts; the semaphore is never closed.
                 let _turn = Arc::clone(&this.turns).acquire_owned().await.ok();
                 // The worker owns the cluster's memory while its part runs.
-                let attached = crate::plan::attached(&boundaries, &cluster.name)
-                    .iter()
-                    .map(|b| b.name.to_string())
-                    .collect();
-                let mut memory = this.memory.lend(&cluster.name, attached);
+                let attached = crate::plan::attached(&boundaries, &cluster.name);
+                let names = attached.iter().map(|b| b.name.to_string()).collect();
+                let mut memory = this.memory.lend(&cluster.name, names);
                 // The lease lost meanwhile: the cluster's part stops at once.
-                let part = this.cluster_pass(&cluster, &boundaries, &fence, &mut memory);
+                let part = this.cluster_pass(&cluster, &attached, &fence, &mut memory);
                 let done = fence.while_held(part).await.unwrap_or_else(|| ClusterDone {
                     name: cluster.name.clone(),
                     result: Err(ControllerError::Fenced(StoreError::LeaseLost(
@@ -180,14 +178,14 @@ impl Controller {
     pub(super) async fn cluster_pass(
         &self,
         cluster: &ClusterRecord,
-        boundaries: &[BoundaryState],
+        attached: &[&BoundaryState],
         fence: &Fence,
         memory: &mut ClusterMemory,
     ) -> ClusterDone {
         let started = Instant::now();
         let result = match tokio::time::timeout(
             self.settings.cluster_timeout,
-            Part::run(self, cluster, boundaries, fence, memory),
+            Part::run(self, cluster, attached, fence, memory),
         )
         .await
         {
@@ -227,7 +225,7 @@ impl Controller {
             Ok(_) => ExceptionsAfter::NoneInstalled,
             Err(_) => ExceptionsAfter::Unknown,
         };
-        record_exception_installs(&*self.records, memory, cluster, boundaries, installed).await;
+        record_exception_installs(&*self.records, memory, cluster, attached, installed).await;
         let outcome = match &result {
             Ok(pass) if pass.enforced => Outcome::Ok,
             Ok(_) => Outcome::NotEnforced,
@@ -238,7 +236,7 @@ impl Controller {
             Ok(pass) => pass.recorded,
             Err(error) => {
                 memory.suspect_apiserver();
-                self.record_failure(cluster, boundaries, error).await
+                self.record_failure(cluster, attached, error).await
             }
         };
         ClusterDone {
@@ -253,7 +251,7 @@ impl Controller {
     pub(super) async fn record_failure(
         &self,
         cluster: &ClusterRecord,
-        boundaries: &[BoundaryState],
+        attached: &[&BoundaryState],
         reason: &ControllerError,
     ) -> bool {
         let reason = reason.to_string();
@@ -283,10 +281,7 @@ impl Controller {
         let Ok(cluster_name) = Name::parse(&cluster.name) else {
             return recorded;
         };
-        for boundary in boundaries
-            .iter()
-            .filter(|b| b.clusters.contains(&cluster.name))
-        {
+        for boundary in attached {
             let statuses = every_status(boundary, &cluster_name, &status_error(&reason));
             let result = write_statuses(&*self.records, &cluster.name, boundary, statuses).await;
             let what = format!("the policy statuses of boundary '{}'", boundary.name);
@@ -313,7 +308,7 @@ async fn record_exception_installs(
     records: &dyn Records,
     memory: &mut ClusterMemory,
     cluster: &ClusterRecord,
-    boundaries: &[BoundaryState],
+    attached: &[&BoundaryState],
     after: ExceptionsAfter<'_>,
 ) {
     let found = match after {
@@ -324,9 +319,9 @@ async fn record_exception_installs(
     if let Some(found) = found {
         let installed = found.is_some();
         let now = palisade_app::reconcile::now();
-        let installs = boundaries
+        let installs = attached
             .iter()
-            .filter(|b| installed && b.clusters.contains(&cluster.name))
+            .filter(|_| installed)
             .flat_map(|b| {
                 b.exceptions_in(&cluster.name)
                     .into_iter()

@@ -31,6 +31,12 @@ impl Settled {
     pub(super) fn installed() -> Settled {
         Settled::of(InstallStatus::Installed, true, false)
     }
+
+    /// Writing it failed: `error: <reason>`, retried, and no grace (nothing new was written
+    /// for the API server to activate).
+    pub(super) fn write_failed(reason: &str) -> Settled {
+        Settled::of(super::status_error(reason), false, false)
+    }
 }
 
 /// A policy's status from its probe. An audit-mode policy confirmed denies nothing, so it is
