@@ -27,12 +27,7 @@ impl Part<'_> {
             };
             let probe =
                 crate::excepted::excepted_pod(policy, in_cluster, exception, &all, namespaces);
-            let site = crate::verdict::Site {
-                layout: client.layout(),
-                installed: after,
-                installation: &self.ctl.installation,
-                boundary: &boundary.name,
-            };
+            let site = client.site(after, &self.ctl.installation, &boundary.name);
             let settled = match probe {
                 None => super::settle::Settled::installed(),
                 Some(probe) => super::settle::exception_status(

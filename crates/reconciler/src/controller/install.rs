@@ -598,12 +598,7 @@ impl<'c> Part<'c> {
             // No namespace of the boundary: nothing is judged by either layout yet.
             return settle::Settled::installed();
         };
-        let site = crate::verdict::Site {
-            layout: client.layout(),
-            installed: after,
-            installation,
-            boundary,
-        };
+        let site = client.site(after, installation, boundary);
         let probe_once = || async {
             let probe =
                 crate::verdict::policy_probe(&site, policy, others, namespace, switching, staging)?;

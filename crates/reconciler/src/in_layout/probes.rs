@@ -4,7 +4,7 @@
 use palisade_policy::{Name, Policy};
 
 use super::InLayout;
-use crate::cluster::check_installation;
+use crate::cluster::{check_installation, Installed};
 use crate::excepted::ExceptedProbe;
 use crate::probe::EnforcementProbe;
 use crate::verdict::{exception_probe, policy_probe, Probe, Site};
@@ -68,12 +68,7 @@ impl InLayout {
     ) -> Result<EnforcementProbe> {
         check_installation(installation)?;
         let installed = self.installed(installation, Some(boundary)).await?;
-        let site = Site {
-            layout: self.layout,
-            installed: &installed,
-            installation,
-            boundary,
-        };
+        let site = self.site(&installed, installation, boundary);
         let probe = policy_probe(&site, policy, others, namespace, switching, None)?;
         self.send(probe).await
     }
@@ -91,13 +86,23 @@ impl InLayout {
     ) -> Result<EnforcementProbe> {
         check_installation(installation)?;
         let installed = self.installed(installation, Some(boundary)).await?;
-        let site = Site {
+        let site = self.site(&installed, installation, boundary);
+        self.send(exception_probe(&site, policy, probe)).await
+    }
+
+    /// Where a probe is decided: this layout, judging from `installed`.
+    pub(crate) fn site<'a>(
+        &self,
+        installed: &'a Installed,
+        installation: &'a str,
+        boundary: &'a Name,
+    ) -> Site<'a> {
+        Site {
             layout: self.layout,
-            installed: &installed,
+            installed,
             installation,
             boundary,
-        };
-        self.send(exception_probe(&site, policy, probe)).await
+        }
     }
 
     /// Sends a probe and judges the answer; a status decided without one is that status.
